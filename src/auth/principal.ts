@@ -1,0 +1,101 @@
+import type { HandlerContext } from "@connectrpc/connect";
+import type { Deps } from "../shared/deps.js";
+import { ApiError, forbidden, notFound, unauthenticated } from "../shared/errors.js";
+import { accountForToken, sha256, tokenFromCookieHeader } from "./sessions.js";
+
+// Who is calling, and what they may do in a project. The project always comes from the
+// credentials (an API key's own project, or a membership of the session's account).
+
+export type Principal =
+  | { kind: "apiKey"; keyId: string; projectId: string; environment: string }
+  | { kind: "session"; accountId: string; token: string };
+
+export type Role = "owner" | "admin" | "member";
+
+/**
+ * Route access levels:
+ * - `data`: API key of the project, or session of any member (project data reads and writes).
+ * - `member` / `admin` / `owner`: session routes; API keys are refused with 403.
+ */
+export type Access = "data" | Role;
+
+export interface ProjectScope {
+  projectId: string;
+  principal: Principal;
+  role?: Role;
+}
+
+const rank: Record<Role, number> = { member: 1, admin: 2, owner: 3 };
+const BEARER = /^Bearer\s+(\S+)$/i;
+
+export class Authenticator {
+  private lastUsedWrites = new Map<string, number>();
+
+  constructor(private readonly deps: Deps, private readonly sessionSecret: string) {}
+
+  /** Resolves the caller; 401 when credentials are missing, malformed, unknown or revoked. */
+  async principal(ctx: HandlerContext): Promise<Principal> {
+    const auth = ctx.requestHeader.get("authorization");
+    if (auth !== null) {
+      const m = BEARER.exec(auth.trim());
+      if (!m || !m[1].startsWith("vk_")) throw unauthenticated("malformed Authorization header: expected 'Bearer vk_...'");
+      return this.apiKey(m[1]);
+    }
+    const token = tokenFromCookieHeader(ctx.requestHeader.get("cookie"), this.sessionSecret);
+    if (token === false) throw unauthenticated("invalid session");
+    if (token === undefined) throw unauthenticated("missing credentials: send an API key (Authorization: Bearer vk_...) or a session cookie");
+    const accountId = await accountForToken(this.deps.db, token, this.deps.clock());
+    if (!accountId) throw unauthenticated("session expired or signed out");
+    return { kind: "session", accountId, token };
+  }
+
+  async session(ctx: HandlerContext): Promise<Extract<Principal, { kind: "session" }>> {
+    const p = await this.principal(ctx);
+    if (p.kind !== "session") throw forbidden("this route needs a signed-in session, not an API key");
+    return p;
+  }
+
+  private async apiKey(secret: string): Promise<Principal> {
+    const r = await this.deps.db.query<{ id: string; project_id: string; environment: string }>(
+      "SELECT id, project_id, environment FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL",
+      [sha256(secret)],
+    );
+    const row = r.rows[0];
+    if (!row) throw unauthenticated("unknown or revoked API key");
+    this.touch(row.id);
+    return { kind: "apiKey", keyId: row.id, projectId: row.project_id, environment: row.environment };
+  }
+
+  /** Records last use at most once a minute per key, off the request path. */
+  private touch(keyId: string): void {
+    const now = this.deps.clock();
+    const last = this.lastUsedWrites.get(keyId) ?? 0;
+    if (now.getTime() - last < 60_000) return;
+    this.lastUsedWrites.set(keyId, now.getTime());
+    this.deps.db.query("UPDATE api_keys SET last_used_at = $2 WHERE id = $1", [keyId, now]).catch(() => undefined);
+  }
+
+  /** Authorizes the caller for `projectIdParam` (may be `self` with an API key). */
+  async project(ctx: HandlerContext, projectIdParam: string, access: Access): Promise<ProjectScope> {
+    const principal = await this.principal(ctx);
+    if (principal.kind === "apiKey") {
+      if (access !== "data") throw forbidden("this route needs a signed-in session, not an API key");
+      if (projectIdParam !== "self" && projectIdParam !== principal.projectId) throw notFound("project");
+      return { projectId: principal.projectId, principal };
+    }
+    if (projectIdParam === "self") throw notFound("project");
+    const r = await this.deps.db.query<{ role: Role }>("SELECT role FROM project_members WHERE project_id = $1 AND account_id = $2", [projectIdParam, principal.accountId]);
+    const role = r.rows[0]?.role;
+    if (!role) throw notFound("project");
+    const needed: Role = access === "data" ? "member" : access;
+    if (rank[role] < rank[needed]) throw new ApiError(403, "forbidden", `this action needs the ${needed} role in the project`);
+    return { projectId: projectIdParam, principal, role };
+  }
+
+  /** For ingestion routes with no project in the path: the API key's project. */
+  async ingestKey(ctx: HandlerContext): Promise<ProjectScope> {
+    const principal = await this.principal(ctx);
+    if (principal.kind !== "apiKey") throw forbidden("event ingestion needs a project API key");
+    return { projectId: principal.projectId, principal };
+  }
+}

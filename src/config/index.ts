@@ -1,0 +1,105 @@
+import { z } from "zod";
+
+// The only module that reads process.env. Everything else receives a typed Config.
+
+const bool = z
+  .enum(["true", "false", "1", "0", "yes", "no"])
+  .transform((v) => v === "true" || v === "1" || v === "yes");
+
+const optionalUrl = z
+  .string()
+  .trim()
+  .transform((v) => (v === "" ? undefined : v))
+  .pipe(z.string().url().optional());
+
+const intFrom = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
+
+export const envSchema = z.object({
+  PORT: intFrom(3000),
+  HOST: z.string().default("127.0.0.1"),
+  GRPC_PORT: z.coerce.number().int().min(0).optional(),
+  DATA_DIR: z.string().default("./data"),
+  SESSION_SECRET: z.string().min(16).optional(),
+  DATABASE_URL: optionalUrl.optional(),
+  REDIS_URL: optionalUrl.optional(),
+  TEMPORAL_ADDRESS: z.string().optional().transform((v) => (v ? v : undefined)),
+  TEMPORAL_NAMESPACE: z.string().default("default"),
+  TEMPORAL_TASK_QUEUE: z.string().default("vigil"),
+  ROLE: z.enum(["all", "api", "worker"]).default("all"),
+  SIGNUP: z.enum(["open", "closed"]).default("open"),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  RATE_LIMIT_EVENTS_PER_MINUTE: intFrom(1000, 1),
+  RATE_LIMIT_BATCHES_PER_MINUTE: intFrom(100, 1),
+  MAX_BODY_BYTES: intFrom(10 * 1024 * 1024, 1024),
+  INGEST_FLUSH_MS: intFrom(2, 0),
+  INGEST_MAX_BATCH: intFrom(2000, 1),
+  WEBHOOK_BACKOFF_BASE_MS: intFrom(10_000, 1),
+  WEBHOOK_MAX_ATTEMPTS: intFrom(8, 1),
+  WEBHOOK_TIMEOUT_MS: intFrom(10_000, 1),
+  WEBHOOK_ALLOW_PRIVATE: bool.default(false),
+  PG_POOL_SIZE: intFrom(10, 1),
+});
+
+export type Env = z.input<typeof envSchema>;
+
+export interface Config {
+  port: number;
+  host: string;
+  grpcPort?: number;
+  dataDir: string;
+  sessionSecret?: string;
+  databaseUrl?: string;
+  redisUrl?: string;
+  temporal?: { address: string; namespace: string; taskQueue: string };
+  role: "all" | "api" | "worker";
+  signup: "open" | "closed";
+  logLevel: z.infer<typeof envSchema>["LOG_LEVEL"];
+  rateLimits: { eventsPerMinute: number; batchesPerMinute: number };
+  maxBodyBytes: number;
+  ingest: { flushMs: number; maxBatch: number };
+  webhooks: { backoffBaseMs: number; maxAttempts: number; timeoutMs: number; allowPrivate: boolean };
+  pgPoolSize: number;
+}
+
+export class ConfigError extends Error {}
+
+/** Parses an environment-shaped record into a Config. Throws ConfigError with every problem listed. */
+export function parseConfig(env: Record<string, string | undefined>): Config {
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
+  const parsed = envSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
+    throw new ConfigError(`invalid configuration: ${problems}`);
+  }
+  const e = parsed.data;
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    grpcPort: e.GRPC_PORT,
+    dataDir: e.DATA_DIR,
+    sessionSecret: e.SESSION_SECRET,
+    databaseUrl: e.DATABASE_URL,
+    redisUrl: e.REDIS_URL,
+    temporal: e.TEMPORAL_ADDRESS
+      ? { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE }
+      : undefined,
+    role: e.ROLE,
+    signup: e.SIGNUP,
+    logLevel: e.LOG_LEVEL,
+    rateLimits: { eventsPerMinute: e.RATE_LIMIT_EVENTS_PER_MINUTE, batchesPerMinute: e.RATE_LIMIT_BATCHES_PER_MINUTE },
+    maxBodyBytes: e.MAX_BODY_BYTES,
+    ingest: { flushMs: e.INGEST_FLUSH_MS, maxBatch: e.INGEST_MAX_BATCH },
+    webhooks: {
+      backoffBaseMs: e.WEBHOOK_BACKOFF_BASE_MS,
+      maxAttempts: e.WEBHOOK_MAX_ATTEMPTS,
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      allowPrivate: e.WEBHOOK_ALLOW_PRIVATE,
+    },
+    pgPoolSize: e.PG_POOL_SIZE,
+  };
+}
+
+/** Reads the process environment. Call once, at the edge (main.ts). */
+export function loadConfig(overrides: Record<string, string | undefined> = {}): Config {
+  return parseConfig({ ...process.env, ...overrides });
+}

@@ -1,0 +1,21 @@
+import type { Logger } from "pino";
+import type { Config } from "../config/index.js";
+import type { Db } from "../storage/db.js";
+import type { Clock } from "./clock.js";
+import type { Hooks } from "./hooks.js";
+import type { Authenticator } from "../auth/principal.js";
+
+/** What every feature is built from. Created once in server/app.ts. */
+export interface Deps {
+  config: Config;
+  db: Db;
+  log: Logger;
+  clock: Clock;
+  hooks: Hooks;
+  /** Resolves credentials and project access for every handler. */
+  auth: Authenticator;
+  /** Signs session cookies (from SESSION_SECRET or DATA_DIR). */
+  sessionSecret: string;
+  /** Fires when the process begins shutting down. */
+  shutdownSignal: AbortSignal;
+}

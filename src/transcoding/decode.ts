@@ -1,0 +1,60 @@
+import type { DescField, DescMessage, JsonValue } from "@bufbuild/protobuf";
+import { ScalarType, fromJson } from "@bufbuild/protobuf";
+import { badRequest } from "../shared/errors.js";
+import type { Route } from "./routes.js";
+
+// REST request -> request message: path variables, query parameters and the JSON body are merged
+// into one proto3-JSON object and decoded strictly (wrong types are a 400 naming the field).
+
+function fieldByName(schema: DescMessage, name: string): DescField | undefined {
+  return schema.fields.find((f) => f.jsonName === name || f.name === name);
+}
+
+function coerceQueryValue(field: DescField, raw: string): JsonValue {
+  const scalar = field.fieldKind === "scalar" ? field.scalar : field.fieldKind === "list" && field.listKind === "scalar" ? field.scalar : undefined;
+  if (scalar === ScalarType.BOOL) return raw === "true" ? true : raw === "false" ? false : raw;
+  if (scalar !== undefined && scalar !== ScalarType.STRING && scalar !== ScalarType.BYTES) {
+    return /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(raw) ? Number(raw) : raw;
+  }
+  return raw;
+}
+
+function describeDecodeError(schema: DescMessage, err: unknown): never {
+  const text = err instanceof Error ? err.message : String(err);
+  const m = /cannot decode (?:field|message) ([\w.]+?)(?:\.(\w+))? from JSON/.exec(text);
+  let field = m?.[2];
+  if (field) {
+    const f = schema.fields.find((x) => x.name === field) ;
+    field = f?.jsonName ?? field;
+  }
+  throw badRequest(field ? `invalid value for field '${field}'` : "request body does not match the expected shape", field ? [{ field, message: "wrong type or format" }] : undefined);
+}
+
+export function decodeRequest(route: Route, params: Record<string, string>, query: URLSearchParams, body: unknown): unknown {
+  const schema = route.method.input;
+  let json: Record<string, JsonValue> = {};
+  if (route.body === "*") {
+    if (body !== undefined && body !== null) {
+      if (typeof body !== "object" || Array.isArray(body)) throw badRequest("request body must be a JSON object");
+      json = { ...(body as Record<string, JsonValue>) };
+    }
+  } else if (route.body) {
+    const f = fieldByName(schema, route.body);
+    if (f && body !== undefined) json[f.jsonName] = body as JsonValue;
+  }
+  for (const key of new Set(query.keys())) {
+    const f = fieldByName(schema, key);
+    if (!f || (route.body === "*" && json[f.jsonName] !== undefined)) continue;
+    const values = query.getAll(key);
+    json[f.jsonName] = f.fieldKind === "list" ? values.map((v) => coerceQueryValue(f, v)) : coerceQueryValue(f, values[values.length - 1]);
+  }
+  for (const [name, value] of Object.entries(params)) {
+    const f = fieldByName(schema, name);
+    if (f) json[f.jsonName] = value;
+  }
+  try {
+    return fromJson(schema, json, { ignoreUnknownFields: true });
+  } catch (err) {
+    describeDecodeError(schema, err);
+  }
+}

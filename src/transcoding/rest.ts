@@ -1,0 +1,92 @@
+import type { ServerResponse } from "node:http";
+import type { Http2ServerResponse } from "node:http2";
+import { create } from "@bufbuild/protobuf";
+import { createContextValues, createHandlerContext } from "@connectrpc/connect";
+import type { Logger } from "pino";
+import { ApiError, toRestError } from "../shared/errors.js";
+import { clientInfoKey, type ClientInfo } from "../shared/context.js";
+import type { ServiceBinding } from "../shared/feature.js";
+import { readBody, parseJsonBody, type AnyRequest } from "./body.js";
+import { decodeRequest } from "./decode.js";
+import { messageToRestJson } from "./json.js";
+import { matchRoute, routesFor, type Route } from "./routes.js";
+
+// The REST/JSON face of the Connect services: the route comes from the RPC's http rule, the
+// request is decoded into the RPC's input message, the very same implementation runs, and the
+// output message is written in the spec's JSON shape.
+
+export type AnyResponse = ServerResponse | Http2ServerResponse;
+
+export interface RestOptions {
+  bindings: ServiceBinding[];
+  maxBodyBytes: number;
+  log: Logger;
+  shutdownSignal?: AbortSignal;
+}
+
+function send(res: AnyResponse, status: number, body: unknown, headers?: Headers): void {
+  headers?.forEach((value, key) => {
+    if (key === "vigil-error-code" || key === "content-type" || key === "content-length") return;
+    if (key === "set-cookie") res.setHeader("set-cookie", headers.getSetCookie());
+    else res.setHeader(key, value);
+  });
+  if (status === 204 || body === undefined) {
+    res.writeHead(status);
+    res.end();
+    return;
+  }
+  const payload = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(payload) });
+  res.end(payload);
+}
+
+export function createRestHandler(opts: RestOptions) {
+  const routes: Route[] = routesFor(opts.bindings.map((b) => b.desc));
+  const impls = new Map<string, ServiceBinding["impl"][string]>();
+  for (const b of opts.bindings) for (const [name, fn] of Object.entries(b.impl)) impls.set(`${b.desc.typeName}/${name}`, fn);
+
+  return async function handleRest(req: AnyRequest, res: AnyResponse, client: ClientInfo): Promise<void> {
+    const verb = (req.method ?? "GET").toUpperCase();
+    try {
+      const url = new URL(req.url ?? "/", "http://vigil.local");
+      const { match, pathMatched } = matchRoute(routes, verb, url.pathname);
+      if (!match) {
+        req.resume();
+        // decisions.md: an unknown route is a 404, also when only the verb is wrong.
+        throw new ApiError(404, "not_found", pathMatched ? `${url.pathname} does not accept ${verb}` : `no route for ${verb} ${url.pathname}`);
+      }
+      const { route, params } = match;
+      let body: unknown;
+      if (verb === "POST" || verb === "PATCH" || verb === "PUT") {
+        body = parseJsonBody(await readBody(req, opts.maxBodyBytes), req.headers["content-type"]);
+      } else req.resume();
+      const input = decodeRequest(route, params, url.searchParams, body);
+      const fn = impls.get(`${route.service.typeName}/${route.method.localName}`);
+      if (!fn) throw new ApiError(404, "not_found", `no route for ${verb} ${url.pathname}`);
+      const headers = new Headers();
+      for (const [k, v] of Object.entries(req.headers)) {
+        if (k.startsWith(":") || v === undefined) continue;
+        headers.set(k, Array.isArray(v) ? v.join(", ") : v);
+      }
+      const ctx = createHandlerContext({
+        service: route.service,
+        method: route.method,
+        protocolName: "rest",
+        requestMethod: verb,
+        url: url.toString(),
+        requestHeader: headers,
+        shutdownSignal: opts.shutdownSignal,
+        contextValues: createContextValues().set(clientInfoKey, client),
+      });
+      const result = await fn(input, ctx);
+      const output = create(route.method.output, result ?? {});
+      const status = route.successStatus;
+      send(res, status, status === 204 ? undefined : messageToRestJson(route.method.output, output as unknown as Record<string, unknown>), ctx.responseHeader);
+    } catch (err) {
+      const { status, body, headers } = toRestError(err);
+      if (status >= 500) opts.log.error({ err, requestId: client.requestId }, "request failed");
+      if (!res.headersSent) send(res, status, body, headers);
+      else res.end();
+    }
+  };
+}

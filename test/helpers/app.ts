@@ -1,0 +1,37 @@
+import { mkdtemp } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import pino from "pino";
+import { parseConfig } from "../../src/config/index.js";
+import { buildApp, type App } from "../../src/server/app.js";
+import type { Clock } from "../../src/shared/clock.js";
+import { createTestDatabase } from "./db.js";
+import { RestClient } from "./rest.js";
+
+export interface TestApp {
+  app: App;
+  url: string;
+  port: number;
+  databaseUrl: string;
+  rest: RestClient;
+  close(): Promise<void>;
+}
+
+/** A real Vigil listening on 127.0.0.1:<random port>, on a fresh database. */
+export async function startTestApp(env: Record<string, string> = {}, opts: { clock?: Clock; databaseUrl?: string } = {}): Promise<TestApp> {
+  const databaseUrl = opts.databaseUrl ?? (await createTestDatabase());
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), "vigil-test-"));
+  const config = parseConfig({
+    DATABASE_URL: databaseUrl,
+    PORT: "0",
+    DATA_DIR: dataDir,
+    SESSION_SECRET: "test-session-secret-0123456789abcdef",
+    LOG_LEVEL: process.env.VIGIL_TEST_LOG ?? "silent",
+    PG_POOL_SIZE: "5",
+    ...env,
+  });
+  const app = await buildApp(config, { clock: opts.clock, log: pino({ level: config.logLevel }) });
+  const port = await app.listen(0);
+  const url = `http://127.0.0.1:${port}`;
+  return { app, url, port, databaseUrl, rest: new RestClient(url), close: () => app.close() };
+}

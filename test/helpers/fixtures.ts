@@ -1,0 +1,45 @@
+import { randomBytes } from "node:crypto";
+import type { RestClient } from "./rest.js";
+import { sessionCookie } from "./rest.js";
+
+export interface Account {
+  email: string;
+  password: string;
+  cookie: string;
+  id: string;
+}
+
+export interface ProjectFixture {
+  owner: Account;
+  projectId: string;
+  /** A production API key secret for the project. */
+  key: string;
+  keyId: string;
+}
+
+export async function signup(rest: RestClient, name = "user"): Promise<Account> {
+  const email = `${name}-${randomBytes(4).toString("hex")}@example.com`;
+  const password = "correct horse battery";
+  const r = await rest.post("/v1/auth/signup", { email, password, name });
+  if (r.status !== 201) throw new Error(`signup failed: ${r.status} ${r.text}`);
+  return { email, password, cookie: sessionCookie(r), id: r.body.data.id };
+}
+
+/** Signs up an owner, creates a project and an API key. */
+export async function project(rest: RestClient, platform = "node"): Promise<ProjectFixture> {
+  const owner = await signup(rest, "owner");
+  const p = await rest.post("/v1/projects", { name: "Test project", platform }, { cookie: owner.cookie });
+  if (p.status !== 201) throw new Error(`create project failed: ${p.status} ${p.text}`);
+  const k = await rest.post(`/v1/projects/${p.body.data.id}/api-keys`, { name: "test", environment: "production" }, { cookie: owner.cookie });
+  if (k.status !== 201) throw new Error(`create key failed: ${k.status} ${k.text}`);
+  return { owner, projectId: p.body.data.id, key: k.body.data.secret, keyId: k.body.data.id };
+}
+
+/** Asserts the decisions.md error body shape and returns it. */
+export function errorBody(res: { status: number; body: any; text: string }): { code: string; message: string; details?: unknown } {
+  const e = res.body?.error;
+  if (!e || typeof e.code !== "string" || typeof e.message !== "string" || !/^[a-z][a-z0-9_]*$/.test(e.code)) {
+    throw new Error(`not a Vigil error body (status ${res.status}): ${res.text}`);
+  }
+  return e;
+}
