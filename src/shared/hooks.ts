@@ -16,6 +16,8 @@ export interface StoredEvent {
   context: Record<string, unknown>;
   tags: Record<string, unknown>;
   createdAt: Date;
+  /** Typed property slots (n1..n8, s1..s8) set by `eventsPreparing` hooks before the insert. */
+  slots?: Record<string, number | string | null>;
 }
 
 export interface IncidentNotice {
@@ -27,12 +29,20 @@ export interface IncidentNotice {
   at: Date;
 }
 
+/** Runs inside the ingest transaction before the rows are inserted; may set `slots`. */
+export type EventsPreparingHook = (client: PoolClient, events: StoredEvent[]) => Promise<void>;
+/** Runs inside the ingest transaction after the rows are inserted (rollups, identities, deliveries). */
 export type EventsCommittingHook = (client: PoolClient, events: StoredEvent[]) => Promise<void>;
 export type IncidentHook = (client: PoolClient, notice: IncidentNotice) => Promise<void>;
 
 export class Hooks {
+  readonly eventsPreparing: EventsPreparingHook[] = [];
   readonly eventsCommitting: EventsCommittingHook[] = [];
   readonly incident: IncidentHook[] = [];
+
+  async runEventsPreparing(client: PoolClient, events: StoredEvent[]): Promise<void> {
+    for (const h of this.eventsPreparing) await h(client, events);
+  }
 
   async runEventsCommitting(client: PoolClient, events: StoredEvent[]): Promise<void> {
     for (const h of this.eventsCommitting) await h(client, events);

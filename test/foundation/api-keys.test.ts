@@ -81,7 +81,7 @@ describe("API keys", () => {
   });
 
   it("rejects missing, malformed and unknown keys with 401", async () => {
-    for (const headers of [{}, { authorization: "Bearer" }, { authorization: "Basic dXNlcjpwYXNz" }, { authorization: "Bearer not_a_vigil_key" }, { authorization: "Bearer vk_unknownunknownunknownunknownunknown" }]) {
+    for (const headers of [{} as Record<string, string>, { authorization: "Bearer" }, { authorization: "Basic dXNlcjpwYXNz" }, { authorization: "Bearer not_a_vigil_key" }, { authorization: "Bearer vk_unknownunknownunknownunknownunknown" }]) {
       const r = await t.rest.get("/v1/projects/self", { headers });
       assert.equal(r.status, 401, JSON.stringify(headers));
       assert.equal(errorBody(r).code, "unauthenticated");

@@ -24,7 +24,7 @@ export class RestClient {
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.key) headers.authorization = `Bearer ${opts.key}`;
     if (opts.cookie) headers.cookie = opts.cookie;
-    let body: string | Buffer | undefined;
+    let body: string | Uint8Array | undefined;
     if (opts.raw !== undefined) {
       body = opts.raw;
       if (opts.contentType) headers["content-type"] = opts.contentType;
@@ -32,7 +32,7 @@ export class RestClient {
       body = JSON.stringify(opts.body);
       headers["content-type"] = opts.contentType ?? "application/json";
     }
-    const r = await fetch(this.baseUrl + path, { method, headers, body });
+    const r = await fetch(this.baseUrl + path, { method, headers, body: body as BodyInit | undefined });
     const text = await r.text();
     let parsed: any = undefined;
     try {
