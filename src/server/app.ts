@@ -11,6 +11,7 @@ import { clientInfoKey, type ClientInfo } from "../shared/context.js";
 import type { Deps } from "../shared/deps.js";
 import { guardImpl, type Feature } from "../shared/feature.js";
 import { Hooks } from "../shared/hooks.js";
+import { Telemetry } from "../shared/telemetry.js";
 import { createPool, type Db } from "../storage/db.js";
 import { startEmbeddedPostgres, type EmbeddedHandle } from "../storage/embedded.js";
 import { migrate } from "../storage/migrate.js";
@@ -56,6 +57,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
     log,
     clock: opts.clock ?? systemClock,
     hooks: new Hooks(),
+    telemetry: new Telemetry(),
     auth: undefined as unknown as Authenticator,
     sessionSecret: await sessionSecret(config.sessionSecret, config.dataDir),
     shutdownSignal: shutdown.signal,

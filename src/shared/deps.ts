@@ -3,6 +3,7 @@ import type { Config } from "../config/index.js";
 import type { Db } from "../storage/db.js";
 import type { Clock } from "./clock.js";
 import type { Hooks } from "./hooks.js";
+import type { Telemetry } from "./telemetry.js";
 import type { Authenticator } from "../auth/principal.js";
 
 /** What every feature is built from. Created once in server/app.ts. */
@@ -16,6 +17,8 @@ export interface Deps {
   auth: Authenticator;
   /** Signs session cookies (from SESSION_SECRET or DATA_DIR). */
   sessionSecret: string;
+  /** Prometheus metrics of the service itself (GET /metrics). */
+  telemetry: Telemetry;
   /** Fires when the process begins shutting down. */
   shutdownSignal: AbortSignal;
 }
