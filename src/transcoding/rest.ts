@@ -56,6 +56,7 @@ export function createRestHandler(opts: RestOptions) {
         throw new ApiError(404, "not_found", pathMatched ? `${url.pathname} does not accept ${verb}` : `no route for ${verb} ${url.pathname}`);
       }
       const { route, params } = match;
+      client.route = route.template;
       let body: unknown;
       if (verb === "POST" || verb === "PATCH" || verb === "PUT") {
         body = parseJsonBody(await readBody(req, opts.maxBodyBytes), req.headers["content-type"]);
