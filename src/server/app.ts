@@ -117,6 +117,13 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
       });
       return;
     }
+    // A worker node serves only /health and /metrics; the API lives on api/all nodes.
+    if (config.role === "worker" && path !== "/health") {
+      req.resume();
+      res.writeHead(404, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { code: "not_found", message: "this node runs ROLE=worker: it serves /health and /metrics only" } }));
+      return;
+    }
     void rest(req, res, client);
   };
 
@@ -137,8 +144,10 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
       return listener.port;
     },
     async close() {
-      shutdown.abort();
+      // Order matters: stop accepting and let in-flight requests finish (their commits included),
+      // then stop background work (flushes queues, releases claims), then the pool and the cluster.
       await listener?.close();
+      shutdown.abort();
       for (const f of [...features].reverse()) await f.stop?.().catch((err) => log.error({ err, feature: f.name }, "feature stop failed"));
       await db.end().catch(() => undefined);
       await embedded?.stop().catch((err) => log.error({ err }, "embedded postgres stop failed"));

@@ -39,18 +39,28 @@ export async function listen(handler: Handler, host: string, port: number): Prom
     tcp.once("error", reject);
     tcp.listen(port, host, () => resolve());
   });
+  let inflight = 0;
+  const track = (_req: unknown, res: http.ServerResponse | http2.Http2ServerResponse) => {
+    inflight++;
+    res.once("close", () => inflight--);
+  };
+  h1.on("request", track);
+  h2.on("request", track);
+
   return {
     port: (tcp.address() as net.AddressInfo).port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        tcp.close(() => resolve());
+    async close() {
+      const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
+      // Finish what is in flight (up to 10 s), closing idle keep-alive connections as they free up.
+      const deadline = Date.now() + 10_000;
+      while (inflight > 0 && Date.now() < deadline) {
         h1.closeIdleConnections();
-        // Give in-flight requests a moment, then cut what is left.
-        setTimeout(() => {
-          for (const s of sockets) s.destroy();
-        }, 2_000).unref();
-        h2.close();
-        if (sockets.size === 0) resolve();
-      }),
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      h1.closeAllConnections();
+      h2.close();
+      for (const s of sockets) s.destroy();
+      await closed;
+    },
   };
 }
