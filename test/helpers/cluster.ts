@@ -1,0 +1,66 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp } from "node:fs/promises";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { RestClient } from "./rest.js";
+
+// Real Vigil processes (node --import tsx src/main.ts) for multi-node and crash tests.
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const p = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(p));
+    });
+  });
+}
+
+export interface Node {
+  port: number;
+  url: string;
+  rest: RestClient;
+  child: ChildProcess;
+  /** Everything the process wrote to stderr (for failure messages). */
+  stderr(): string;
+  kill(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export async function startNode(env: Record<string, string>, port?: number): Promise<Node> {
+  const p = port ?? (await freePort());
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), "vigil-node-"));
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/root", DATA_DIR: dataDir, PORT: String(p), LOG_LEVEL: "warn", SESSION_SECRET: "cluster-test-session-secret-0123456789", ...env },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let err = "";
+  child.stderr!.on("data", (d) => (err = (err + d).slice(-20_000)));
+  const node: Node = {
+    port: p,
+    url: `http://127.0.0.1:${p}`,
+    rest: new RestClient(`http://127.0.0.1:${p}`),
+    child,
+    stderr: () => err,
+    kill: async (signal = "SIGTERM") => {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+      child.kill(signal);
+      return exited;
+    },
+  };
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`vigil exited with ${child.exitCode}: ${err}`);
+    try {
+      if ((await node.rest.get("/health")).status === 200) return node;
+    } catch {
+      /* not up yet */
+    }
+    if (Date.now() > deadline) throw new Error(`vigil did not become healthy: ${err}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
