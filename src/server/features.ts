@@ -1,4 +1,7 @@
 import { createAuthFeature } from "../auth/service.js";
+import { createEventsFeature } from "../events/service.js";
+import { createIdentityFeature } from "../identity/service.js";
+import { createMetricsFeature } from "../metrics/service.js";
 import { createProjectsFeature } from "../projects/service.js";
 import type { Deps } from "../shared/deps.js";
 import type { Feature } from "../shared/feature.js";
@@ -6,9 +9,13 @@ import { createHealthFeature } from "./health.js";
 
 // Every feature of the service, in start order. A feature adds its line here.
 export async function createFeatures(deps: Deps): Promise<Feature[]> {
+  const events = createEventsFeature(deps);
   return [
     createHealthFeature(deps),
     createAuthFeature(deps),
     createProjectsFeature(deps),
+    events,
+    createIdentityFeature(deps),
+    createMetricsFeature(deps, events.ingestor),
   ];
 }

@@ -1,0 +1,170 @@
+import type { PoolClient } from "pg";
+import type { Deps } from "../shared/deps.js";
+import { ApiError } from "../shared/errors.js";
+import type { StoredEvent } from "../shared/hooks.js";
+import type { Ingestor, NewEvent } from "../shared/ingest.js";
+import { ensurePartitions, PartitionCache } from "./partitions.js";
+import { uuidv7 } from "./uuidv7.js";
+import { insertEvents, resolveSources, SourceCache } from "./write.js";
+
+// Group commit: concurrent accept() calls are queued and written together in one transaction,
+// flushed after INGEST_FLUSH_MS or as soon as INGEST_MAX_BATCH rows wait. A caller's promise
+// resolves only after COMMIT, so a 202 built on it is durable. A caller's events are never split
+// across transactions. When a shared flush fails, each caller is retried alone, so one caller's
+// bad input (a hook refusing it) cannot fail the others; a caller that still fails is rejected.
+
+interface Pending {
+  projectId: string;
+  events: NewEvent[];
+  resolve: (stored: StoredEvent[]) => void;
+  reject: (err: unknown) => void;
+}
+
+export class GroupCommitIngestor implements Ingestor {
+  private queue: Pending[] = [];
+  private queuedRows = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private inFlight = 0;
+  private stopped = false;
+  private idleWaiters: (() => void)[] = [];
+  private readonly partitions = new PartitionCache();
+  private readonly sources = new SourceCache();
+  private readonly maxInFlight: number;
+
+  constructor(private readonly deps: Deps) {
+    this.maxInFlight = Math.max(1, Math.min(4, Math.floor(deps.config.pgPoolSize / 2)));
+  }
+
+  accept(projectId: string, events: NewEvent[]): Promise<StoredEvent[]> {
+    if (events.length === 0) return Promise.resolve([]);
+    if (this.stopped) return Promise.reject(new ApiError(503, "unavailable", "the service is shutting down"));
+    return new Promise<StoredEvent[]>((resolve, reject) => {
+      this.queue.push({ projectId, events, resolve, reject });
+      this.queuedRows += events.length;
+      this.deps.telemetry.ingestQueueDepth.set(this.queuedRows);
+      if (this.queuedRows >= this.deps.config.ingest.maxBatch) this.kick();
+      else if (!this.timer) this.timer = setTimeout(() => this.onTimer(), this.deps.config.ingest.flushMs);
+    });
+  }
+
+  /** Stops accepting, flushes what is queued and waits for every flush in flight. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.kick();
+    if (this.queue.length === 0 && this.inFlight === 0) return;
+    await new Promise<void>((r) => this.idleWaiters.push(r));
+  }
+
+  private onTimer(): void {
+    this.timer = undefined;
+    this.kick();
+  }
+
+  private kick(): void {
+    if (this.timer && (this.stopped || this.queuedRows >= this.deps.config.ingest.maxBatch)) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    while (this.queue.length > 0 && this.inFlight < this.maxInFlight) {
+      const group = this.take();
+      this.inFlight++;
+      void this.flush(group).finally(() => {
+        this.inFlight--;
+        if (this.queue.length > 0) this.kick();
+        else if (this.inFlight === 0) for (const w of this.idleWaiters.splice(0)) w();
+      });
+    }
+  }
+
+  /** Up to maxBatch rows of whole callers (always at least one caller). */
+  private take(): Pending[] {
+    const max = this.deps.config.ingest.maxBatch;
+    let rows = 0;
+    let n = 0;
+    while (n < this.queue.length && (n === 0 || rows + this.queue[n].events.length <= max)) rows += this.queue[n++].events.length;
+    const group = this.queue.splice(0, n);
+    this.queuedRows -= rows;
+    this.deps.telemetry.ingestQueueDepth.set(this.queuedRows);
+    return group;
+  }
+
+  private async flush(group: Pending[]): Promise<void> {
+    const prepared = group.map((p) => this.prepare(p));
+    try {
+      await this.write(prepared.flatMap((x) => x.stored), prepared.flatMap((x) => x.sources));
+      for (let i = 0; i < group.length; i++) group[i].resolve(prepared[i].stored);
+    } catch (err) {
+      if (group.length === 1) {
+        group[0].reject(err);
+        return;
+      }
+      this.deps.log.warn({ err, callers: group.length }, "group commit failed; retrying each caller alone");
+      for (let i = 0; i < group.length; i++) {
+        try {
+          await this.write(prepared[i].stored, prepared[i].sources);
+          group[i].resolve(prepared[i].stored);
+        } catch (e) {
+          group[i].reject(e);
+        }
+      }
+    }
+  }
+
+  private prepare(p: Pending): { stored: StoredEvent[]; sources: (string | null)[] } {
+    const stored: StoredEvent[] = new Array(p.events.length);
+    const sources: (string | null)[] = new Array(p.events.length);
+    for (let i = 0; i < p.events.length; i++) {
+      const e = p.events[i];
+      stored[i] = {
+        id: uuidv7(e.timestamp.getTime()),
+        projectId: p.projectId,
+        type: e.type,
+        timestamp: e.timestamp,
+        userId: e.userId,
+        groupId: e.groupId,
+        sourceId: null,
+        data: e.data,
+        context: e.context,
+        tags: e.tags,
+        createdAt: e.timestamp, // set to the commit clock in write()
+      };
+      sources[i] = e.source;
+    }
+    return { stored, sources };
+  }
+
+  /** One transaction: partitions, sources, preparing hooks, insert, committing hooks, COMMIT. */
+  private async write(events: StoredEvent[], sourceKeys: (string | null)[]): Promise<void> {
+    const { db, hooks, clock, telemetry } = this.deps;
+    const started = process.hrtime.bigint();
+    const createdAt = clock();
+    for (const e of events) {
+      e.createdAt = createdAt;
+      e.sourceId = null; // a retry must not keep a source id from a rolled-back attempt
+      e.slots = undefined;
+    }
+    const weeks = this.partitions.missing(events.map((e) => e.timestamp.getTime()));
+    let client: PoolClient | undefined;
+    let broken = false;
+    try {
+      client = await db.connect();
+      await client.query("BEGIN");
+      await ensurePartitions(client, weeks);
+      const newSources = await resolveSources(client, events, sourceKeys, this.sources, createdAt);
+      await hooks.runEventsPreparing(client, events);
+      await insertEvents(client, events, createdAt);
+      await hooks.runEventsCommitting(client, events);
+      await client.query("COMMIT");
+      this.partitions.remember(weeks);
+      this.sources.remember(newSources);
+    } catch (err) {
+      if (client) await client.query("ROLLBACK").catch(() => (broken = true));
+      throw err;
+    } finally {
+      client?.release(broken);
+    }
+    telemetry.ingestCommitSize.observe(events.length);
+    telemetry.ingestCommitDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
+    telemetry.eventsAccepted.inc(events.length);
+  }
+}

@@ -1,0 +1,177 @@
+import { toJson } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import type { HandlerContext } from "@connectrpc/connect";
+import { z } from "zod";
+import { EventService } from "../../gen/vigil/v1/events_pb.js";
+import { clientInfoKey } from "../shared/context.js";
+import type { Deps } from "../shared/deps.js";
+import { ApiError, badRequest, notFound, rateLimited, tooLarge } from "../shared/errors.js";
+import type { Feature } from "../shared/feature.js";
+import type { Ingestor, NewEvent } from "../shared/ingest.js";
+import { validate } from "../shared/validate.js";
+import { mergeContext, serverContext } from "./context.js";
+import { decodeCursor, encodeCursor } from "./cursor.js";
+import { GroupCommitIngestor } from "./ingest.js";
+import { createRateLimiter, type LimitName } from "./ratelimit.js";
+import { getEvent, listEvents, rowToStored, toEventMessage } from "./store.js";
+import { uuidv7Time } from "./uuidv7.js";
+import { checkEvent, parseZonedTime, type EventRefusal } from "./validate.js";
+
+export const MAX_BATCH_EVENTS = 1000;
+
+const zoned = (field: string) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined) return undefined;
+      const ms = parseZonedTime(v);
+      if (ms === undefined) {
+        ctx.addIssue({ code: "custom", message: `${field} must be an ISO 8601 date-time with a timezone (Z or an offset)` });
+        return z.NEVER;
+      }
+      return new Date(ms);
+    });
+
+const listSchema = z
+  .object({
+    limit: z.number().int().min(1, "must be between 1 and 100").max(100, "must be between 1 and 100").default(50),
+    cursor: z.string().optional(),
+    type: z.string().min(1).max(200).optional(),
+    userId: z.string().min(1).max(256).optional(),
+    source: z.string().min(1).max(256).optional(),
+    search: z.string().max(200).optional(),
+    startDate: zoned("startDate"),
+    endDate: zoned("endDate"),
+  })
+  .refine((v) => !v.startDate || !v.endDate || v.startDate <= v.endDate, { message: "startDate must not be after endDate", path: ["startDate"] });
+
+function refusal(e: EventRefusal): ApiError {
+  return new ApiError(400, e.code, e.message, [{ field: e.field, message: e.message }]);
+}
+
+export function createEventsFeature(deps: Deps): Feature & { ingestor: Ingestor } {
+  const { db, clock, auth, config, telemetry } = deps;
+  const ingestor = new GroupCommitIngestor(deps);
+  const limiter = createRateLimiter(config.redisUrl, deps.log);
+
+  async function limit(name: LimitName, projectId: string): Promise<void> {
+    const max = name === "events" ? config.rateLimits.eventsPerMinute : config.rateLimits.batchesPerMinute;
+    const v = await limiter.hit(name, projectId, max, clock());
+    if (!v.allowed) {
+      telemetry.rateLimited.inc({ limit: name });
+      throw rateLimited(v.retryAfterSeconds);
+    }
+  }
+
+  const contextOf = (ctx: HandlerContext, now: Date) => serverContext(ctx.requestHeader, ctx.values.get(clientInfoKey), now);
+
+  return {
+    name: "events",
+    ingestor,
+    services: [
+      {
+        desc: EventService,
+        impl: {
+          async ingestEvent(req, ctx) {
+            const scope = await auth.ingestKey(ctx);
+            await limit("events", scope.projectId);
+            const now = clock();
+            const raw = { type: req.type, userId: req.userId, groupId: req.groupId, source: req.source, data: req.data, context: req.context, tags: req.tags, timestamp: req.timestamp };
+            const check = checkEvent(raw, now);
+            if (!check.ok) throw refusal(check.error);
+            check.event.context = mergeContext(check.event.context, contextOf(ctx, now));
+            const [stored] = await ingestor.accept(scope.projectId, [check.event]);
+            return { data: toEventMessage(stored) };
+          },
+
+          async ingestEventBatch(req, ctx) {
+            const scope = await auth.ingestKey(ctx);
+            const items = req.events as unknown[];
+            if (items.length > MAX_BATCH_EVENTS) throw tooLarge(`a batch holds at most ${MAX_BATCH_EVENTS} events; this one has ${items.length}`);
+            if (items.length === 0) throw badRequest("events is required: an array of 1 to 1000 events", [{ field: "events", message: "is required" }]);
+            await limit("batches", scope.projectId);
+            const now = clock();
+            const server = contextOf(ctx, now);
+            const valid: NewEvent[] = [];
+            const errors: { index: number; code: string; message: string }[] = [];
+            for (let i = 0; i < items.length; i++) {
+              let raw: unknown;
+              try {
+                raw = toJson(ValueSchema, items[i] as never);
+              } catch {
+                errors.push({ index: i, code: "validation_failed", message: "event is not valid JSON" });
+                continue;
+              }
+              const check = checkEvent(raw, now);
+              if (!check.ok) {
+                errors.push({ index: i, code: check.error.code, message: `${check.error.field}: ${check.error.message}` });
+                continue;
+              }
+              check.event.context = mergeContext(check.event.context, server);
+              valid.push(check.event);
+            }
+            const stored = await ingestor.accept(scope.projectId, valid);
+            return {
+              data: {
+                events: stored.map((e) => ({ id: e.id, type: e.type })),
+                received: items.length,
+                accepted: stored.length,
+                rejected: errors.length,
+                errors,
+              },
+            };
+          },
+
+          async listEvents(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            const input = validate(listSchema, {
+              limit: req.limit,
+              cursor: req.cursor,
+              type: req.type,
+              userId: req.userId,
+              source: req.source,
+              search: req.search === "" ? undefined : req.search,
+              startDate: req.startDate,
+              endDate: req.endDate,
+            });
+            let after: { ts: Date; id: string } | undefined;
+            if (input.cursor !== undefined && input.cursor !== "") {
+              after = decodeCursor(input.cursor);
+              if (!after) throw badRequest("invalid cursor: pass the nextCursor of a previous page", [{ field: "cursor", message: "not a cursor of this list" }]);
+            }
+            const page = await listEvents(db, {
+              projectId: scope.projectId,
+              limit: input.limit,
+              after,
+              type: input.type,
+              userId: input.userId,
+              sourceKey: input.source,
+              search: input.search,
+              start: input.startDate,
+              end: input.endDate,
+            });
+            const last = page.rows[page.rows.length - 1];
+            return {
+              data: page.rows.map((r) => toEventMessage(rowToStored(r))),
+              pagination: { nextCursor: page.hasMore && last ? encodeCursor(last.id) : undefined, hasMore: page.hasMore },
+            };
+          },
+
+          async getEvent(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            const ms = uuidv7Time(req.eventId);
+            if (ms === undefined) throw notFound("event");
+            const row = await getEvent(db, scope.projectId, req.eventId.toLowerCase(), new Date(ms));
+            if (!row) throw notFound("event");
+            return { data: toEventMessage(rowToStored(row)) };
+          },
+        },
+      },
+    ],
+    async stop() {
+      await ingestor.stop();
+      await limiter.close();
+    },
+  };
+}

@@ -1,0 +1,103 @@
+import type { PoolClient } from "pg";
+import type { StoredEvent } from "../shared/hooks.js";
+import { newId } from "../shared/ids.js";
+
+// The statements of one ingest transaction: source resolution and the multi-row insert.
+
+const SLOT_NAMES = ["n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8"] as const;
+const SLOT_SET = new Set<string>(SLOT_NAMES);
+
+/** source key -> id per project; entries are added only after the creating transaction committed. */
+export class SourceCache {
+  private readonly ids = new Map<string, string>();
+  static key = (projectId: string, key: string) => `${projectId}\u0000${key}`;
+  get(projectId: string, key: string): string | undefined {
+    return this.ids.get(SourceCache.key(projectId, key));
+  }
+  remember(entries: Map<string, string>): void {
+    if (this.ids.size > 100_000) this.ids.clear();
+    for (const [k, v] of entries) this.ids.set(k, v);
+  }
+}
+
+/**
+ * Sets `sourceId` on every event that named a source, creating the sources first seen.
+ * Returns the newly resolved (cache-missed) entries, to remember once committed.
+ */
+export async function resolveSources(client: PoolClient, events: StoredEvent[], sourceKeys: (string | null)[], cache: SourceCache, now: Date): Promise<Map<string, string>> {
+  const missing = new Map<string, { projectId: string; key: string }>();
+  for (let i = 0; i < events.length; i++) {
+    const key = sourceKeys[i];
+    if (key === null) continue;
+    const id = cache.get(events[i].projectId, key);
+    if (id !== undefined) events[i].sourceId = id;
+    else missing.set(SourceCache.key(events[i].projectId, key), { projectId: events[i].projectId, key });
+  }
+  const resolved = new Map<string, string>();
+  if (missing.size === 0) return resolved;
+  // Sorted, so that concurrent transactions creating the same sources lock them in one order.
+  const wanted = [...missing.values()].sort((a, b) => (a.projectId + "\u0000" + a.key < b.projectId + "\u0000" + b.key ? -1 : 1));
+  const projects = wanted.map((w) => w.projectId);
+  const keys = wanted.map((w) => w.key);
+  await client.query(
+    `INSERT INTO sources (project_id, key, id, created_at)
+     SELECT p, k, i, $4 FROM unnest($1::text[], $2::text[], $3::text[]) AS u(p, k, i) ORDER BY p, k
+     ON CONFLICT (project_id, key) DO NOTHING`,
+    [projects, keys, wanted.map(() => newId("src")), now],
+  );
+  const r = await client.query<{ project_id: string; key: string; id: string }>(
+    "SELECT s.project_id, s.key, s.id FROM sources s JOIN unnest($1::text[], $2::text[]) AS u(p, k) ON s.project_id = u.p AND s.key = u.k",
+    [projects, keys],
+  );
+  for (const row of r.rows) resolved.set(SourceCache.key(row.project_id, row.key), row.id);
+  for (let i = 0; i < events.length; i++) {
+    const key = sourceKeys[i];
+    if (key !== null && events[i].sourceId === null) events[i].sourceId = resolved.get(SourceCache.key(events[i].projectId, key)) ?? null;
+  }
+  return resolved;
+}
+
+const insertSqlCache = new Map<string, string>();
+
+function insertSql(slots: string[]): string {
+  const cacheKey = slots.join(",");
+  let sql = insertSqlCache.get(cacheKey);
+  if (sql) return sql;
+  const base = ["project_id", "ts", "id", "type", "user_id", "group_id", "source_id", "data", "context", "tags"];
+  const types = ["text", "timestamptz", "uuid", "text", "text", "text", "text", "jsonb", "jsonb", "jsonb"];
+  const cols = [...base, ...slots];
+  const arrTypes = [...types, ...slots.map((s) => (s.startsWith("n") ? "float8" : "text"))];
+  const params = arrTypes.map((t, i) => `$${i + 2}::${t}[]`);
+  sql = `INSERT INTO events (${cols.join(", ")}, created_at)
+SELECT ${cols.map((c) => `u.${c}`).join(", ")}, $1::timestamptz
+FROM unnest(${params.join(", ")}) AS u(${cols.join(", ")})`;
+  insertSqlCache.set(cacheKey, sql);
+  return sql;
+}
+
+/** One multi-row INSERT for every event of the group, slots included. */
+export async function insertEvents(client: PoolClient, events: StoredEvent[], createdAt: Date): Promise<void> {
+  const used = new Set<string>();
+  for (const e of events) if (e.slots) for (const k of Object.keys(e.slots)) if (SLOT_SET.has(k)) used.add(k);
+  const slots = SLOT_NAMES.filter((s) => used.has(s));
+  const n = events.length;
+  const cols: unknown[][] = Array.from({ length: 10 + slots.length }, () => new Array(n));
+  for (let i = 0; i < n; i++) {
+    const e = events[i];
+    cols[0][i] = e.projectId;
+    cols[1][i] = e.timestamp.toISOString();
+    cols[2][i] = e.id;
+    cols[3][i] = e.type;
+    cols[4][i] = e.userId;
+    cols[5][i] = e.groupId;
+    cols[6][i] = e.sourceId;
+    cols[7][i] = JSON.stringify(e.data);
+    cols[8][i] = JSON.stringify(e.context);
+    cols[9][i] = JSON.stringify(e.tags);
+    for (let j = 0; j < slots.length; j++) {
+      const v = e.slots?.[slots[j]];
+      cols[10 + j][i] = v === undefined ? null : v;
+    }
+  }
+  await client.query(insertSql(slots), [createdAt.toISOString(), ...cols]);
+}

@@ -1,0 +1,58 @@
+import { z } from "zod";
+import { IdentityService } from "../../gen/vigil/v1/identity_pb.js";
+import { unstorable } from "../events/validate.js";
+import type { Deps } from "../shared/deps.js";
+import { badRequest, notFound } from "../shared/errors.js";
+import type { Feature } from "../shared/feature.js";
+import { validate } from "../shared/validate.js";
+import { identityHook } from "./hook.js";
+import { getUser, identify, listUsers, toUser } from "./store.js";
+
+// Users of a project: maintained from events by the ingest hook, identified from the dashboard,
+// read by API key or member session.
+
+const identifySchema = z.object({
+  externalId: z.string().trim().min(1, "is required").max(256),
+  properties: z.record(z.string(), z.unknown()).default({}),
+});
+const listSchema = z.object({
+  limit: z.number().int().min(1, "must be between 1 and 100").max(100, "must be between 1 and 100").default(50),
+  offset: z.number().int().min(0, "must not be negative").default(0),
+});
+
+export function createIdentityFeature(deps: Deps): Feature {
+  const { db, clock, auth } = deps;
+  deps.hooks.eventsCommitting.push(identityHook);
+
+  return {
+    name: "identity",
+    services: [
+      {
+        desc: IdentityService,
+        impl: {
+          async identify(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "member");
+            const input = validate(identifySchema, { externalId: req.externalId, properties: req.properties });
+            const why = unstorable(input);
+            if (why) throw badRequest(`identify body ${why}`, [{ field: "properties", message: why }]);
+            if (Buffer.byteLength(JSON.stringify(input.properties)) > 1024 * 1024) throw badRequest("properties must be at most 1 MB serialized", [{ field: "properties", message: "too large" }]);
+            const row = await identify(db, scope.projectId, input.externalId, input.properties, clock());
+            return { data: toUser(row, false) };
+          },
+          async listUsers(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            const input = validate(listSchema, { limit: req.limit, offset: req.offset });
+            const { rows, total } = await listUsers(db, scope.projectId, input.limit, input.offset);
+            return { data: rows.map((r) => toUser(r, false)), meta: { total: BigInt(total), limit: input.limit, offset: input.offset } };
+          },
+          async getUser(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            const row = req.userId.length <= 256 ? await getUser(db, scope.projectId, req.userId) : undefined;
+            if (!row) throw notFound("user");
+            return { data: toUser(row, true) };
+          },
+        },
+      },
+    ],
+  };
+}
