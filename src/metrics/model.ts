@@ -1,0 +1,119 @@
+// The metrics domain: types, and the pure decisions (operations, aggregation defaults, bucket
+// alignment, and how a time range splits into rollup levels and raw edges).
+
+export type MetricType = "measurement" | "counter";
+export type Operation = "measure" | "increment" | "decrement";
+export type InputType = "measurement" | "increment" | "decrement";
+
+/** Stored op codes (metric_points.op, metric_rollups.op). */
+export const OP_CODE: Record<Operation, number> = { measure: 0, increment: 1, decrement: 2 };
+export const OP_NAME: Operation[] = ["measure", "increment", "decrement"];
+
+/** The internal event type of each input type, and back. */
+export const EVENT_TYPE: Record<InputType, string> = { measurement: "$measure", increment: "$increment", decrement: "$decrement" };
+export const OP_OF_EVENT: Record<string, Operation | undefined> = { $measure: "measure", $increment: "increment", $decrement: "decrement" };
+
+export const metricTypeOf = (t: InputType | Operation): MetricType => (t === "measurement" || t === "measure" ? "measurement" : "counter");
+export const opOf = (t: InputType): Operation => (t === "measurement" ? "measure" : t);
+
+/** Signed value as stored: decrements are negative so that a plain sum is the net change. */
+export const signed = (op: Operation, value: number): number => (op === "decrement" ? -value : value);
+
+export const AGGREGATIONS = ["avg", "min", "max", "sum", "count", "p50", "p75", "p90", "p95", "p99"] as const;
+export type Aggregation = (typeof AGGREGATIONS)[number];
+export const PERCENTILES: Partial<Record<Aggregation, number>> = { p50: 0.5, p75: 0.75, p90: 0.9, p95: 0.95, p99: 0.99 };
+
+/** avg for measurements; sum (the net change over the range) for counters. */
+export function defaultAggregation(type: MetricType): Aggregation {
+  return type === "counter" ? "sum" : "avg";
+}
+
+export const MINUTE = 60_000;
+export const HOUR = 60 * MINUTE;
+export const DAY = 24 * HOUR;
+export const WEEK = 7 * DAY;
+/** A Monday (1970-01-05T00:00:00Z): the origin every bucket is aligned to, so weeks start on Monday. */
+export const ORIGIN_MS = 4 * DAY;
+
+export const INTERVALS = { "1m": MINUTE, "5m": 5 * MINUTE, "15m": 15 * MINUTE, "30m": 30 * MINUTE, "1h": HOUR, "6h": 6 * HOUR, "12h": 12 * HOUR, "1d": DAY, "1w": WEEK } as const;
+export type Interval = keyof typeof INTERVALS;
+
+/** Start of the UTC-aligned bucket of width `widthMs` that holds `ms` (weeks from Monday). */
+export function bucketStart(ms: number, widthMs: number): number {
+  return ms - mod(ms - ORIGIN_MS, widthMs);
+}
+
+function mod(a: number, b: number): number {
+  return ((a % b) + b) % b;
+}
+
+/** Rollup levels as stored (metric_rollups.level) and their widths, finest first. */
+export const LEVELS = [
+  { level: 1, width: MINUTE },
+  { level: 2, width: HOUR },
+  { level: 3, width: DAY },
+] as const;
+
+/** A piece of a range: read from rollup `level`, or from raw points when level is 0. Half-open. */
+export interface Segment {
+  level: number;
+  from: number;
+  to: number;
+}
+
+/**
+ * Splits the half-open range [from, to) into the fewest rollup rows: whole days, then whole hours,
+ * then whole minutes, and raw points for the partial minutes at the edges. Only levels no wider
+ * than `maxWidth` are used (a timeseries of 15m buckets cannot read hourly rows); every level
+ * width divides every interval, so a rollup row never straddles a bucket.
+ */
+export function planSegments(from: number, to: number, maxWidth = Infinity): Segment[] {
+  const levels = LEVELS.filter((l) => l.width <= maxWidth);
+  const out: Segment[] = [];
+  const split = (a: number, b: number, i: number): void => {
+    if (a >= b) return;
+    if (i < 0) {
+      out.push({ level: 0, from: a, to: b });
+      return;
+    }
+    const w = levels[i].width;
+    const lo = bucketStart(a, w) === a ? a : bucketStart(a, w) + w;
+    const hi = bucketStart(b, w);
+    if (lo >= hi) return split(a, b, i - 1);
+    split(a, lo, i - 1);
+    out.push({ level: levels[i].level, from: lo, to: hi });
+    split(hi, b, i - 1);
+  };
+  split(from, to, levels.length - 1);
+  return out;
+}
+
+/** count/sum/min/max of signed values, as read from rollups or raw points. */
+export interface Moments {
+  n: number;
+  sum: number;
+  min: number | null;
+  max: number | null;
+}
+
+/**
+ * The answer of a non-percentile aggregation from signed moments. `negate` is set when the query
+ * narrows a counter to its decrements: their values are reported as recorded (non-negative).
+ */
+export function fromMoments(agg: Aggregation, m: Moments, negate: boolean): number | null {
+  const s = negate ? -1 : 1;
+  switch (agg) {
+    case "count":
+      return m.n;
+    case "sum":
+      return m.n === 0 ? 0 : s * m.sum;
+    case "avg":
+      return m.n === 0 ? null : (s * m.sum) / m.n;
+    case "min":
+      return m.n === 0 ? null : negate ? -(m.max as number) : m.min;
+    case "max":
+      return m.n === 0 ? null : negate ? -(m.min as number) : m.max;
+    default:
+      throw new Error(`not a moment aggregation: ${agg}`);
+  }
+}

@@ -1,0 +1,99 @@
+import { z } from "zod";
+import { parseZonedTime } from "../events/validate.js";
+import { badRequest, notFound } from "../shared/errors.js";
+import { validate } from "../shared/validate.js";
+import { AGGREGATIONS, INTERVALS, defaultAggregation, type Aggregation, type Interval } from "./model.js";
+import type { Selection } from "./query.js";
+import type { MetricRow } from "./store.js";
+import { MAX_NAME_LENGTH } from "./validate.js";
+
+// Read-request validation (query, timeseries, points, current) and what it resolves to.
+
+/** Most buckets a timeseries may span (a 30-day range in 1m buckets fits). */
+export const MAX_BUCKETS = 50_000;
+export const POINTS_LIMIT_DEFAULT = 1000;
+export const POINTS_LIMIT_MAX = 10_000;
+
+const name = z
+  .string()
+  .min(1, "name is required")
+  .max(MAX_NAME_LENGTH)
+  .refine((s) => !s.startsWith("$"), "metric names must not start with '$'");
+
+const zoned = z.string().refine((s) => parseZonedTime(s) !== undefined, "must be an ISO 8601 date-time with a timezone (Z or an offset)");
+const time = z
+  .object({ start: zoned, end: zoned }, { error: "time {start, end} is required" })
+  .refine((t) => parseZonedTime(t.start)! <= parseZonedTime(t.end)!, { message: "start must not be after end", path: ["start"] });
+
+const common = {
+  name,
+  aggregation: z.enum(AGGREGATIONS).optional(),
+  type: z.enum(["measurement", "counter"]).optional(),
+  operation: z.enum(["increment", "decrement"]).optional(),
+  time,
+};
+
+export const querySchema = z.object(common);
+export const timeseriesSchema = z.object({ ...common, interval: z.enum(Object.keys(INTERVALS) as [Interval, ...Interval[]]) });
+export const pointsSchema = z.object({
+  name,
+  type: common.type,
+  operation: common.operation,
+  time,
+  limit: z.number().int().min(1).max(POINTS_LIMIT_MAX).optional(),
+  cursor: z.string().max(200).optional(),
+});
+export const currentSchema = z.object({ name });
+
+/** `""` from an unset proto3 string means absent. */
+export const opt = <T>(v: T | undefined): T | undefined => (v === "" ? undefined : v);
+
+/** The validated inclusive time range as half-open epoch ms. */
+export function rangeOf(t: { start: string; end: string }): { from: number; to: number } {
+  // Bounds are inclusive; stored times have millisecond precision, so [start, end + 1 ms).
+  return { from: parseZonedTime(t.start)!, to: parseZonedTime(t.end)! + 1 };
+}
+
+export function missingMetric(name: string) {
+  return notFound(`metric '${name}'`);
+}
+
+/** Checks the optional type/operation narrowing against the metric; answers the stored ops to read. */
+export function selection(m: MetricRow, req: { type?: string; operation?: string }, range: { from: number; to: number }): Selection {
+  if (req.type !== undefined && req.type !== m.type) {
+    throw badRequest(`metric '${m.name}' is a ${m.type}, not a ${req.type}`, [{ field: "type", message: `the metric is a ${m.type}` }]);
+  }
+  if (req.operation !== undefined && m.type !== "counter") {
+    throw badRequest("operation narrows counters only", [{ field: "operation", message: `metric '${m.name}' is a measurement` }]);
+  }
+  const ops = m.type === "measurement" ? [0] : req.operation === "increment" ? [1] : req.operation === "decrement" ? [2] : [1, 2];
+  return { metricId: m.id, ops, negate: req.operation === "decrement", ...range };
+}
+
+export function aggregationFor(m: MetricRow, requested: Aggregation | undefined): Aggregation {
+  return requested ?? defaultAggregation(m.type);
+}
+
+export function checkBuckets(range: { from: number; to: number }, interval: Interval): void {
+  const n = Math.ceil((range.to - range.from) / INTERVALS[interval]);
+  if (n > MAX_BUCKETS) throw badRequest(`the range spans ${n} buckets of ${interval}; at most ${MAX_BUCKETS}`, [{ field: "interval", message: "too many buckets for this range" }]);
+}
+
+/** Validates with zod after mapping proto3 empty strings to absent. */
+export function parse<T extends z.ZodType>(schema: T, req: Record<string, unknown>): z.infer<T> {
+  const plain: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(req)) {
+    if (k === "$typeName" || k === "projectId") continue;
+    plain[k] = k === "time" && v !== undefined ? { start: opt((v as { start: string }).start), end: opt((v as { end: string }).end) } : opt(v);
+  }
+  if (plain.name === undefined) plain.name = "";
+  return validate(schema, plain);
+}
+
+export const encodeCursor = (ts: string, id: string) => Buffer.from(`${ts}|${id}`).toString("base64url");
+
+export function decodeCursor(c: string): { ts: string; id: string } {
+  const [ts, id] = Buffer.from(c, "base64url").toString().split("|");
+  if (!ts || !id || parseZonedTime(ts) === undefined || !/^[0-9a-f-]{36}$/i.test(id)) throw badRequest("invalid cursor", [{ field: "cursor", message: "not a cursor from this endpoint" }]);
+  return { ts, id };
+}
