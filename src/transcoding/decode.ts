@@ -52,9 +52,11 @@ export function decodeRequest(route: Route, params: Record<string, string>, quer
     const f = fieldByName(schema, name);
     if (f) json[f.jsonName] = value;
   }
-  // protobuf-es names the Struct type, not the field, when a Struct field gets a non-object.
+  // protobuf-es names the message type, not the field, when a Struct or message field gets a
+  // non-object. (Other well-known types have non-object JSON forms and are left to fromJson.)
   for (const f of schema.fields) {
-    if (f.fieldKind !== "message" || f.message.typeName !== "google.protobuf.Struct") continue;
+    if (f.fieldKind !== "message") continue;
+    if (f.message.typeName.startsWith("google.protobuf.") && f.message.typeName !== "google.protobuf.Struct") continue;
     const v = json[f.jsonName] ?? json[f.name];
     if (v !== undefined && v !== null && (typeof v !== "object" || Array.isArray(v))) {
       throw badRequest(`invalid value for field '${f.jsonName}'`, [{ field: f.jsonName, message: "must be a JSON object" }]);
