@@ -5,6 +5,7 @@ import { createMetricsFeature } from "../metrics/service.js";
 import { createProjectsFeature } from "../projects/service.js";
 import type { Deps } from "../shared/deps.js";
 import type { Feature } from "../shared/feature.js";
+import { createWebhooksFeature } from "../webhooks/service.js";
 import { createHealthFeature } from "./health.js";
 
 // Every feature of the service, in start order. A feature adds its line here.
@@ -17,5 +18,6 @@ export async function createFeatures(deps: Deps): Promise<Feature[]> {
     events,
     createIdentityFeature(deps),
     createMetricsFeature(deps, events.ingestor),
+    createWebhooksFeature(deps),
   ];
 }

@@ -1,0 +1,134 @@
+import type { Envelope } from "./payload.js";
+
+// Discord channel-webhook messages, kept within Discord's documented limits: content 2000;
+// 10 embeds; 6000 characters over all embeds' title, description, field names and values, footer
+// text and author name; title 256, description 4096, 25 fields, field name 256, value 1024,
+// footer 2048, author 256. Pure functions, tested directly.
+
+export const DISCORD_LIMITS = {
+  content: 2000,
+  embeds: 10,
+  total: 6000,
+  title: 256,
+  description: 4096,
+  fields: 25,
+  fieldName: 256,
+  fieldValue: 1024,
+  footer: 2048,
+  author: 256,
+} as const;
+
+export interface DiscordField {
+  name: string;
+  value: string;
+  inline?: boolean;
+}
+
+export interface DiscordEmbed {
+  title?: string;
+  description?: string;
+  url?: string;
+  color?: number;
+  timestamp?: string;
+  fields?: DiscordField[];
+  footer?: { text: string };
+  author?: { name: string };
+}
+
+export interface DiscordMessage {
+  content: string;
+  username?: string;
+  embeds: DiscordEmbed[];
+}
+
+const COLORS = { started: 0xe5484d, recovered: 0x30a46c, event: 0x5b5bd6 };
+
+/** Cuts to `max` UTF-16 units (what Discord counts), marking the cut with an ellipsis. */
+export function truncate(s: string, max: number): string {
+  if (s.length <= max) return s;
+  if (max <= 1) return s.slice(0, max);
+  let cut = s.slice(0, max - 1);
+  // Do not leave half of a surrogate pair.
+  if (/[\uD800-\uDBFF]$/.test(cut)) cut = cut.slice(0, -1);
+  return `${cut}…`;
+}
+
+function show(v: unknown): string {
+  if (v === null || v === undefined) return "—";
+  if (typeof v === "string") return v === "" ? "—" : v;
+  return JSON.stringify(v);
+}
+
+/** Characters Discord counts toward the 6000 limit of one embed. */
+export function embedChars(e: DiscordEmbed): number {
+  let n = (e.title?.length ?? 0) + (e.description?.length ?? 0) + (e.footer?.text.length ?? 0) + (e.author?.name.length ?? 0);
+  for (const f of e.fields ?? []) n += f.name.length + f.value.length;
+  return n;
+}
+
+/** Applies every limit: per-field cuts, then counts, then the 6000 total (trimming from the end). */
+export function fitDiscordLimits(m: DiscordMessage): DiscordMessage {
+  const embeds = m.embeds.slice(0, DISCORD_LIMITS.embeds).map((e) => {
+    const out: DiscordEmbed = { ...e };
+    if (e.title !== undefined) out.title = truncate(e.title, DISCORD_LIMITS.title);
+    if (e.description !== undefined) out.description = truncate(e.description, DISCORD_LIMITS.description);
+    if (e.footer) out.footer = { text: truncate(e.footer.text, DISCORD_LIMITS.footer) };
+    if (e.author) out.author = { name: truncate(e.author.name, DISCORD_LIMITS.author) };
+    if (e.fields) {
+      out.fields = e.fields.slice(0, DISCORD_LIMITS.fields).map((f) => ({
+        ...f,
+        name: truncate(f.name || "—", DISCORD_LIMITS.fieldName),
+        value: truncate(f.value || "—", DISCORD_LIMITS.fieldValue),
+      }));
+    }
+    return out;
+  });
+  let total = embeds.reduce((n, e) => n + embedChars(e), 0);
+  // Over the total: shorten descriptions, then drop fields, then drop embeds, all from the end.
+  for (let i = embeds.length - 1; i >= 0 && total > DISCORD_LIMITS.total; i--) {
+    const e = embeds[i];
+    if (e.description) {
+      const keep = Math.max(0, e.description.length - (total - DISCORD_LIMITS.total));
+      const next = keep > 0 ? truncate(e.description, keep) : undefined;
+      total -= e.description.length - (next?.length ?? 0);
+      e.description = next;
+    }
+    while (total > DISCORD_LIMITS.total && e.fields && e.fields.length > 0) {
+      const f = e.fields.pop()!;
+      total -= f.name.length + f.value.length;
+    }
+    if (total > DISCORD_LIMITS.total && i > 0) {
+      total -= embedChars(e);
+      embeds.splice(i, 1);
+    }
+  }
+  // A single embed can still exceed only through title+footer+author (<= 2560): impossible.
+  return { ...m, content: truncate(m.content, DISCORD_LIMITS.content), embeds };
+}
+
+/** The Discord message for a delivery envelope (an event, an incident, or a test). */
+export function discordMessage(env: Envelope): DiscordMessage {
+  const d = env.data;
+  const isIncident = env.type === "incident.started" || env.type === "incident.recovered";
+  const embed: DiscordEmbed = { timestamp: env.createdAt, footer: { text: `Vigil · project ${env.projectId} · delivery ${env.id}` }, author: { name: "Vigil" } };
+  const fields: DiscordField[] = [];
+  if (isIncident) {
+    const started = env.type === "incident.started";
+    const name = show(d.monitorName ?? (d.monitor as { name?: unknown } | undefined)?.name ?? d.monitorId);
+    embed.title = `${started ? "🔴 Down" : "🟢 Recovered"}: ${name}`;
+    embed.color = started ? COLORS.started : COLORS.recovered;
+    const inc = (d.incident && typeof d.incident === "object" ? d.incident : d) as Record<string, unknown>;
+    embed.description = typeof inc.title === "string" && inc.title ? inc.title : started ? "A monitor missed its heartbeat deadline." : "The monitor is receiving heartbeats again.";
+    for (const k of ["id", "monitorId", "status", "startedAt", "endedAt", "durationMs"]) if (inc[k] !== undefined && inc[k] !== null) fields.push({ name: k === "id" ? "incidentId" : k, value: show(inc[k]), inline: true });
+  } else {
+    embed.title = env.type;
+    embed.color = COLORS.event;
+    for (const k of ["userId", "groupId", "sourceId"]) if (d[k]) fields.push({ name: k, value: show(d[k]), inline: true });
+    const props = (d.data && typeof d.data === "object" ? d.data : d) as Record<string, unknown>;
+    for (const [k, v] of Object.entries(props)) fields.push({ name: k, value: show(v), inline: typeof v !== "object" });
+    embed.description = `\`\`\`json\n${truncate(JSON.stringify(props, null, 2), DISCORD_LIMITS.description - 12)}\n\`\`\``;
+  }
+  embed.fields = fields;
+  const content = isIncident ? `**${env.type}** · ${embed.title}` : `**${env.type}** in project \`${env.projectId}\``;
+  return fitDiscordLimits({ content, username: "Vigil", embeds: [embed] });
+}

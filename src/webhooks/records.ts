@@ -1,0 +1,95 @@
+import { z } from "zod";
+import { badRequest } from "../shared/errors.js";
+import { BlockedAddressError, checkTargetHost, urlHost } from "./address.js";
+import type { DeliveryRow, WebhookRow } from "./store.js";
+
+// Input schemas, the target check, and rows → API records.
+
+export const MAX_EVENT_TYPES = 20;
+
+const eventType = z.string().trim().min(1, "must not be empty").max(200);
+export const eventsSchema = z
+  .array(eventType)
+  .min(1, "watch at least one event type")
+  .max(MAX_EVENT_TYPES, `at most ${MAX_EVENT_TYPES} event types`)
+  .transform((a) => [...new Set(a)]);
+const url = z
+  .string()
+  .trim()
+  .max(2048)
+  .refine((v) => {
+    try {
+      const u = new URL(v);
+      return (u.protocol === "http:" || u.protocol === "https:") && u.hostname !== "";
+    } catch {
+      return false;
+    }
+  }, "must be an http: or https: URL");
+const name = z.string().trim().min(1, "must not be empty").max(200);
+
+export const createSchema = z.object({
+  name: name.optional(),
+  type: z.enum(["http", "discord"]).default("http"),
+  url,
+  events: eventsSchema,
+  enabled: z.boolean().default(true),
+});
+
+export const updateSchema = z.object({
+  name: name.optional(),
+  url: url.optional(),
+  events: eventsSchema.optional(),
+  enabled: z.boolean().optional(),
+  rotateSecret: z.boolean().optional(),
+});
+
+export const listSchema = z.object({
+  limit: z.number().int().min(1).max(100).default(50),
+  status: z.enum(["pending", "retrying", "succeeded", "abandoned"]).optional(),
+  cursor: z.string().max(200).optional(),
+});
+
+/** http targets must resolve to public addresses (unless WEBHOOK_ALLOW_PRIVATE); discord URLs are not checked. */
+export async function checkTarget(type: "http" | "discord", target: string, allowPrivate: boolean): Promise<void> {
+  if (type !== "http" || allowPrivate) return;
+  const host = urlHost(new URL(target));
+  try {
+    await checkTargetHost(host);
+  } catch (err) {
+    const message = err instanceof BlockedAddressError ? err.message : `host ${host} could not be resolved`;
+    throw badRequest(`invalid request: url: ${message}`, [{ field: "url", message }]);
+  }
+}
+
+export function toWebhook(r: WebhookRow) {
+  return { id: r.id, name: r.name, type: r.type, url: r.url, events: r.events, enabled: r.enabled, createdAt: r.created_at.toISOString(), updatedAt: r.updated_at.toISOString() };
+}
+
+export function toDelivery(r: DeliveryRow) {
+  return {
+    id: r.id,
+    eventId: r.event_id,
+    eventType: r.event_type,
+    status: r.status,
+    attempts: r.attempts.map((a) => ({
+      at: a.at,
+      statusCode: a.statusCode ?? undefined,
+      durationMs: a.durationMs,
+      error: a.error ?? undefined,
+      responseBody: a.responseBody ?? undefined,
+    })),
+    nextAttemptAt: r.next_attempt_at?.toISOString(),
+    createdAt: r.created_at.toISOString(),
+  };
+}
+
+export function encodeCursor(r: DeliveryRow): string {
+  return Buffer.from(`${r.created_at.toISOString()}|${r.id}`).toString("base64url");
+}
+
+export function decodeCursor(c: string): { createdAt: Date; id: string } {
+  const [ts, id] = Buffer.from(c, "base64url").toString("utf8").split("|");
+  const createdAt = new Date(ts ?? "");
+  if (!id || Number.isNaN(createdAt.getTime())) throw badRequest("invalid request: cursor: not a cursor from this list", [{ field: "cursor", message: "not a cursor from this list" }]);
+  return { createdAt, id };
+}

@@ -1,0 +1,182 @@
+import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
+import type { Config } from "../config/index.js";
+import type { Clock } from "../shared/clock.js";
+import type { Telemetry } from "../shared/telemetry.js";
+import type { Db } from "../storage/db.js";
+import { envelope } from "./payload.js";
+import { nextAttempt } from "./retry.js";
+import { sendAttempt } from "./sender.js";
+import { claimDue, finishMany, handOver, nextDueAt, type ClaimedDelivery, type Finished } from "./store.js";
+
+// The embedded runner: a durable scheduler on PostgreSQL. Due deliveries are claimed with
+// FOR UPDATE SKIP LOCKED under an expiring lease (store.ts), so no two workers send the same
+// delivery at once and a crashed worker's deliveries fall due again. It wakes on NOTIFY (sent by
+// the transaction that inserted deliveries, on commit, to every node), on its own completions
+// while a backlog remains, and on a timer set for the earliest due retry. No polling loop.
+
+export interface SchedulerOptions {
+  db: Db;
+  clock: Clock;
+  log: Logger;
+  telemetry: Telemetry;
+  webhooks: Config["webhooks"];
+  /** Sends in flight at once on this node. */
+  concurrency?: number;
+  /** Temporal mode: hand claimed deliveries over instead of sending them. */
+  dispatch?: (rows: ClaimedDelivery[]) => Promise<void>;
+}
+
+const MAX_TIMER_MS = 5 * 60_000;
+
+export class DeliveryScheduler {
+  private readonly concurrency: number;
+  private readonly leaseMs: number;
+  private readonly inflight = new Set<Promise<void>>();
+  private pumping = false;
+  private again = false;
+  private backlog = false;
+  private stopped = true;
+  private timer?: NodeJS.Timeout;
+  private timerAt = Infinity;
+  private finished: Finished[] = [];
+  private flushing?: Promise<void>;
+
+  constructor(private readonly o: SchedulerOptions) {
+    this.concurrency = o.concurrency ?? 128;
+    // A send is bounded by the timeout; the margin covers recording its outcome.
+    this.leaseMs = o.dispatch ? 30_000 : o.webhooks.timeoutMs + 5_000;
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.wake();
+  }
+
+  /** Something may be due now: claim it (coalesced; safe to call often). */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    void this.pump();
+  }
+
+  private async pump(): Promise<void> {
+    this.pumping = true;
+    try {
+      do {
+        this.again = false;
+        while (!this.stopped) {
+          const room = this.o.dispatch ? 500 : Math.min(100, this.concurrency - this.inflight.size);
+          if (room <= 0) {
+            this.backlog = true;
+            break;
+          }
+          const now = this.o.clock();
+          const token = randomUUID();
+          const rows = await claimDue(this.o.db, now, new Date(now.getTime() + this.leaseMs), token, room);
+          this.backlog = rows.length === room;
+          for (const r of rows) this.o.telemetry.schedulerLag.observe({ kind: "webhook" }, Math.max(0, now.getTime() - r.due_at.getTime()) / 1000);
+          if (this.o.dispatch) await this.handOver(rows, token);
+          else for (const r of rows) this.track(this.attempt(r));
+          if (!this.backlog) break;
+        }
+      } while (this.again && !this.stopped);
+      if (!this.stopped && !this.backlog) await this.armFromDb();
+    } catch (err) {
+      this.o.log.error({ err }, "webhooks: scheduler pass failed; retrying in 1 s");
+      this.armAt(new Date(this.o.clock().getTime() + 1_000));
+    } finally {
+      this.pumping = false;
+    }
+    if (this.again && !this.stopped) this.wake();
+  }
+
+  private async handOver(rows: ClaimedDelivery[], token: string): Promise<void> {
+    if (rows.length === 0) return;
+    // On failure the lease expires and the rows are claimed again.
+    await this.o.dispatch!(rows);
+    await handOver(this.o.db, rows.map((r) => r.id), token);
+  }
+
+  private track(p: Promise<void>): void {
+    this.inflight.add(p);
+    void p.finally(() => {
+      this.inflight.delete(p);
+      if (this.backlog) this.wake();
+    });
+  }
+
+  private async attempt(r: ClaimedDelivery): Promise<void> {
+    const { webhooks, clock, telemetry } = this.o;
+    try {
+      const env = envelope({ id: r.id, eventType: r.event_type, createdAt: r.created_at, projectId: r.project_id, payload: r.payload });
+      const res = await sendAttempt({ type: r.type, url: r.url, secret: r.secret }, env, r.event_id, { timeoutMs: webhooks.timeoutMs, allowPrivate: webhooks.allowPrivate, now: clock() });
+      const next = nextAttempt(res.outcome, r.attempt_count + 1, r.attempt_limit, { baseMs: webhooks.backoffBaseMs }, Math.random());
+      telemetry.webhookDeliveries.inc({ outcome: next.status === "retrying" ? "failed" : next.status });
+      const now = clock();
+      const nextAt = next.status === "retrying" ? new Date(now.getTime() + next.delayMs) : null;
+      this.record({ id: r.id, token: r.claim_token, status: next.status, attempt: res.record, nextAt, now });
+      if (nextAt) this.armAt(nextAt);
+    } catch (err) {
+      // Unexpected (the sender reports failures as outcomes): the lease will bring it back.
+      this.o.log.error({ err, deliveryId: r.id }, "webhooks: attempt failed unexpectedly");
+    }
+  }
+
+  /** Outcomes are written in batches: one UPDATE for all that finished while the last one ran. */
+  private record(f: Finished): void {
+    this.finished.push(f);
+    if (!this.flushing) this.flushing = this.flush().finally(() => (this.flushing = undefined));
+  }
+
+  private async flush(): Promise<void> {
+    while (this.finished.length) {
+      const batch = this.finished.splice(0, 1000);
+      for (let i = 0; ; i++) {
+        try {
+          await finishMany(this.o.db, batch);
+          break;
+        } catch (err) {
+          if (i >= 3) {
+            this.o.log.error({ err, n: batch.length }, "webhooks: could not record outcomes; their leases will expire and they will be retried");
+            break;
+          }
+          await new Promise((r) => setTimeout(r, 200 * (i + 1)));
+        }
+      }
+    }
+  }
+
+  private async armFromDb(): Promise<void> {
+    const at = await nextDueAt(this.o.db);
+    this.armAt(at ?? new Date(this.o.clock().getTime() + MAX_TIMER_MS));
+  }
+
+  /** Makes sure a pass runs at `at` (keeps an earlier timer). */
+  private armAt(at: Date): void {
+    if (this.stopped) return;
+    const ms = Math.min(Math.max(0, at.getTime() - this.o.clock().getTime()), MAX_TIMER_MS);
+    const when = Date.now() + ms;
+    if (this.timer && this.timerAt <= when) return;
+    clearTimeout(this.timer);
+    this.timerAt = when;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.timerAt = Infinity;
+      this.wake();
+    }, ms + 5);
+    this.timer.unref?.();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await Promise.allSettled([...this.inflight]);
+    await this.flushing;
+    if (this.finished.length) await this.flush();
+  }
+}

@@ -1,0 +1,153 @@
+import { WebhookService } from "../../gen/vigil/v1/webhooks_pb.js";
+import type { Deps } from "../shared/deps.js";
+import { ApiError, badRequest, notFound } from "../shared/errors.js";
+import type { Feature } from "../shared/feature.js";
+import { newId } from "../shared/ids.js";
+import { validate } from "../shared/validate.js";
+import { tx } from "../storage/db.js";
+import { PgListener } from "./listener.js";
+import { checkTarget, createSchema, decodeCursor, encodeCursor, listSchema, toDelivery, toWebhook, updateSchema } from "./records.js";
+import { DeliveryScheduler } from "./scheduler.js";
+import { newWebhookSecret } from "./signature.js";
+import * as store from "./store.js";
+import { SubscriptionCache } from "./subscriptions.js";
+import { createTemporalDispatch, type TemporalDispatch } from "./temporal.js";
+import { registerTriggers } from "./triggers.js";
+
+// Webhook management (owner or admin), the triggers that enqueue deliveries, and the runner that
+// sends them: the embedded scheduler, or Temporal when TEMPORAL_ADDRESS is set.
+
+const SUBSCRIPTION_TTL_MS = 5_000;
+
+export function createWebhooksFeature(deps: Deps): Feature {
+  const { db, clock, auth, config } = deps;
+  const cache = new SubscriptionCache(SUBSCRIPTION_TTL_MS);
+  registerTriggers(deps, cache);
+
+  let temporal: TemporalDispatch | undefined;
+  let scheduler: DeliveryScheduler | undefined;
+  const listener = new PgListener(
+    db.options.connectionString!,
+    [store.DUE_CHANNEL, store.CHANGED_CHANNEL],
+    (channel, payload) => {
+      if (channel === store.CHANGED_CHANNEL) cache.invalidate(payload || undefined);
+      else scheduler?.wake();
+    },
+    () => {
+      cache.invalidate();
+      scheduler?.wake();
+    },
+    deps.log,
+  );
+  // Every node listens (API nodes too: their subscription caches follow changes made elsewhere).
+  listener.start();
+
+  async function webhookOf(projectId: string, id: string) {
+    const w = await store.getWebhook(db, projectId, id);
+    if (!w) throw notFound("webhook");
+    return w;
+  }
+
+  async function changed(projectId: string) {
+    cache.invalidate(projectId);
+    await store.notifyChanged(db, projectId);
+  }
+
+  return {
+    name: "webhooks",
+    services: [
+      {
+        desc: WebhookService,
+        impl: {
+          async createWebhook(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "admin");
+            const input = validate(createSchema, { name: req.name, type: req.type, url: req.url, events: req.events, enabled: req.enabled });
+            await checkTarget(input.type, input.url, config.webhooks.allowPrivate);
+            const secret = input.type === "http" ? newWebhookSecret() : null;
+            const now = clock();
+            const r = await db.query<store.WebhookRow>(
+              "INSERT INTO webhooks (id, project_id, name, type, url, events, secret, enabled, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING *",
+              [newId("wh"), scope.projectId, input.name ?? new URL(input.url).hostname, input.type, input.url, input.events, secret, input.enabled, now],
+            );
+            await changed(scope.projectId);
+            return { data: { ...toWebhook(r.rows[0]), secret: secret ?? undefined } };
+          },
+          async listWebhooks(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "admin");
+            return { data: (await store.listWebhooks(db, scope.projectId)).map(toWebhook) };
+          },
+          async getWebhook(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "admin");
+            return { data: toWebhook(await webhookOf(scope.projectId, req.webhookId)) };
+          },
+          async updateWebhook(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "admin");
+            const input = validate(updateSchema, { name: req.name, url: req.url, events: req.events.length ? req.events : undefined, enabled: req.enabled, rotateSecret: req.rotateSecret });
+            const w = await webhookOf(scope.projectId, req.webhookId);
+            if (input.rotateSecret && w.type !== "http") throw badRequest("invalid request: rotateSecret: discord webhooks have no secret", [{ field: "rotateSecret", message: "discord webhooks have no secret" }]);
+            if (input.url !== undefined) await checkTarget(w.type, input.url, config.webhooks.allowPrivate);
+            const secret = input.rotateSecret ? newWebhookSecret() : null;
+            const now = clock();
+            const row = await tx(db, async (c) => {
+              const r = await c.query<store.WebhookRow>(
+                `UPDATE webhooks SET name = coalesce($3, name), url = coalesce($4, url), events = coalesce($5, events), enabled = coalesce($6, enabled),
+                        secret = coalesce($7, secret), updated_at = $8
+                 WHERE project_id = $1 AND id = $2 RETURNING *`,
+                [scope.projectId, w.id, input.name ?? null, input.url ?? null, input.events ?? null, input.enabled ?? null, secret, now],
+              );
+              if (!r.rows[0]) throw notFound("webhook");
+              if (input.enabled !== undefined && input.enabled !== w.enabled) await store.setDeliveriesPaused(c, w.id, !input.enabled, now);
+              return r.rows[0];
+            });
+            await changed(scope.projectId);
+            return { data: { ...toWebhook(row), secret: secret ?? undefined } };
+          },
+          async deleteWebhook(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "admin");
+            const r = await db.query("DELETE FROM webhooks WHERE project_id = $1 AND id = $2", [scope.projectId, req.webhookId]);
+            if (!r.rowCount) throw notFound("webhook");
+            await changed(scope.projectId);
+            return {};
+          },
+          async listDeliveries(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "admin");
+            const input = validate(listSchema, { limit: req.limit, status: req.status, cursor: req.cursor });
+            const w = await webhookOf(scope.projectId, req.webhookId);
+            const rows = await store.listDeliveries(db, w.id, { limit: input.limit, status: input.status, after: input.cursor ? decodeCursor(input.cursor) : undefined });
+            const hasMore = rows.length > input.limit;
+            const page = rows.slice(0, input.limit);
+            return { data: page.map(toDelivery), pagination: { hasMore, nextCursor: hasMore ? encodeCursor(page[page.length - 1]) : undefined } };
+          },
+          async retryDelivery(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "admin");
+            const w = await webhookOf(scope.projectId, req.webhookId);
+            if (!(await store.getDelivery(db, w.id, req.deliveryId))) throw notFound("delivery");
+            const row = await store.scheduleRetryNow(db, w.id, req.deliveryId, clock());
+            if (!row) throw new ApiError(409, "conflict", "an attempt of this delivery is in progress; retry when it has finished");
+            scheduler?.wake();
+            return { data: toDelivery(row) };
+          },
+          async testWebhook(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "admin");
+            const w = await webhookOf(scope.projectId, req.webhookId);
+            const data = (req.data as Record<string, unknown> | undefined) ?? { message: "This is a test delivery from Vigil.", webhookId: w.id };
+            const id = newId("whd");
+            await store.insertDeliveries(db, [{ id, webhook_id: w.id, project_id: scope.projectId, event_id: newId("evt_test"), event_type: "webhook.test", payload: data }], clock(), config.webhooks.maxAttempts);
+            scheduler?.wake();
+            return { data: toDelivery((await store.getDelivery(db, w.id, id))!) };
+          },
+        },
+      },
+    ],
+    async start() {
+      if (config.temporal) temporal = await createTemporalDispatch(deps);
+      scheduler = new DeliveryScheduler({ db, clock, log: deps.log, telemetry: deps.telemetry, webhooks: config.webhooks, dispatch: temporal?.dispatch });
+      scheduler.start();
+    },
+    async stop() {
+      await scheduler?.stop();
+      await temporal?.close();
+      await listener.stop();
+    },
+  };
+}

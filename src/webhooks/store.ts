@@ -1,0 +1,213 @@
+import type pg from "pg";
+import type { Queryable } from "../storage/db.js";
+import type { AttemptRecord } from "./sender.js";
+import type { DeliveryStatus } from "./retry.js";
+
+// SQL of the webhooks feature. Always parameterized; rows are mapped to messages in service.ts.
+
+export const DUE_CHANNEL = "vigil_webhook_due";
+export const CHANGED_CHANNEL = "vigil_webhooks_changed";
+
+export interface WebhookRow {
+  id: string;
+  project_id: string;
+  name: string;
+  type: "http" | "discord";
+  url: string;
+  events: string[];
+  secret: string | null;
+  enabled: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface DeliveryRow {
+  id: string;
+  webhook_id: string;
+  project_id: string;
+  event_id: string;
+  event_type: string;
+  status: DeliveryStatus;
+  attempts: AttemptRecord[];
+  attempt_count: number;
+  attempt_limit: number;
+  next_attempt_at: Date | null;
+  claim_token: string | null;
+  created_at: Date;
+}
+
+export interface NewDelivery {
+  id: string;
+  webhook_id: string;
+  project_id: string;
+  event_id: string;
+  event_type: string;
+  payload: Record<string, unknown>;
+  dedupe_key?: string | null;
+}
+
+const DELIVERY_COLS = "id, webhook_id, project_id, event_id, event_type, status, attempts, attempt_count, attempt_limit, coalesce(next_attempt_at, planned_at) AS next_attempt_at, claim_token, created_at";
+
+export async function getWebhook(q: Queryable, projectId: string, id: string): Promise<WebhookRow | undefined> {
+  return (await q.query<WebhookRow>("SELECT * FROM webhooks WHERE project_id = $1 AND id = $2", [projectId, id])).rows[0];
+}
+
+export async function listWebhooks(q: Queryable, projectId: string): Promise<WebhookRow[]> {
+  return (await q.query<WebhookRow>("SELECT * FROM webhooks WHERE project_id = $1 ORDER BY created_at, id", [projectId])).rows;
+}
+
+/** Tells every node (this one included) that a project's subscriptions changed. */
+export async function notifyChanged(q: Queryable, projectId: string): Promise<void> {
+  await q.query("SELECT pg_notify($1, $2)", [CHANGED_CHANNEL, projectId]);
+}
+
+/**
+ * Inserts deliveries in one statement (at most one per ingest batch) and, in the same statement,
+ * a NOTIFY that PostgreSQL delivers to every scheduler only once the transaction commits.
+ */
+export async function insertDeliveries(q: Queryable, rows: NewDelivery[], now: Date, attemptLimit: number): Promise<number> {
+  if (rows.length === 0) return 0;
+  const r = await q.query<{ n: number }>(
+    `WITH ins AS (
+       INSERT INTO webhook_deliveries (id, webhook_id, project_id, event_id, event_type, payload, dedupe_key, attempt_limit, next_attempt_at, created_at, updated_at)
+       SELECT x.id, x.webhook_id, x.project_id, x.event_id, x.event_type, x.payload, x.dedupe_key, $2, $3, $3, $3
+       FROM jsonb_to_recordset($1::jsonb) AS x(id text, webhook_id text, project_id text, event_id text, event_type text, payload jsonb, dedupe_key text)
+       ON CONFLICT ON CONSTRAINT webhook_deliveries_dedupe_key DO NOTHING
+       RETURNING 1)
+     SELECT c.n FROM (SELECT count(*)::int AS n FROM ins) c, LATERAL (SELECT pg_notify($4, '') WHERE c.n > 0) z`,
+    [JSON.stringify(rows), attemptLimit, now, DUE_CHANNEL],
+  );
+  return r.rows[0]?.n ?? 0;
+}
+
+/** One delivery per enabled webhook of the project watching `eventType`, at most once per dedupe key. */
+export async function insertNoticeDeliveries(
+  q: Queryable,
+  n: { projectId: string; eventType: string; eventId: string; dedupeKey: string; payload: Record<string, unknown> },
+  ids: () => string,
+  now: Date,
+  attemptLimit: number,
+): Promise<number> {
+  const hooks = await q.query<{ id: string }>("SELECT id FROM webhooks WHERE project_id = $1 AND enabled AND $2 = ANY(events)", [n.projectId, n.eventType]);
+  const rows = hooks.rows.map((w) => ({ id: ids(), webhook_id: w.id, project_id: n.projectId, event_id: n.eventId, event_type: n.eventType, payload: n.payload, dedupe_key: n.dedupeKey }));
+  return insertDeliveries(q, rows, now, attemptLimit);
+}
+
+export async function listDeliveries(
+  q: Queryable,
+  webhookId: string,
+  opts: { limit: number; status?: string; after?: { createdAt: Date; id: string } },
+): Promise<DeliveryRow[]> {
+  const params: unknown[] = [webhookId, opts.limit + 1];
+  let where = "webhook_id = $1";
+  if (opts.status) {
+    params.push(opts.status);
+    where += ` AND status = $${params.length}`;
+  }
+  if (opts.after) {
+    params.push(opts.after.createdAt, opts.after.id);
+    where += ` AND (created_at, id) < ($${params.length - 1}, $${params.length})`;
+  }
+  return (await q.query<DeliveryRow>(`SELECT ${DELIVERY_COLS} FROM webhook_deliveries WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT $2`, params)).rows;
+}
+
+export async function getDelivery(q: Queryable, webhookId: string, id: string): Promise<DeliveryRow | undefined> {
+  return (await q.query<DeliveryRow>(`SELECT ${DELIVERY_COLS} FROM webhook_deliveries WHERE webhook_id = $1 AND id = $2`, [webhookId, id])).rows[0];
+}
+
+/**
+ * A manual retry: one more attempt now (the attempt limit grows by one when it is spent).
+ * Refused (undefined) while an attempt is in flight: claimed, lease not yet expired.
+ */
+export async function scheduleRetryNow(q: Queryable, webhookId: string, id: string, now: Date): Promise<DeliveryRow | undefined> {
+  const r = await q.query<DeliveryRow>(
+    `WITH upd AS (
+       UPDATE webhook_deliveries SET next_attempt_at = $3, planned_at = NULL, claim_token = NULL, attempt_limit = greatest(attempt_limit, attempt_count + 1), updated_at = $3
+       WHERE webhook_id = $1 AND id = $2 AND (claim_token IS NULL OR next_attempt_at <= $3)
+       RETURNING ${DELIVERY_COLS.replace("coalesce(next_attempt_at, planned_at)", "next_attempt_at")})
+     SELECT upd.*, pg_notify($4, '') FROM upd`,
+    [webhookId, id, now, DUE_CHANNEL],
+  );
+  return r.rows[0];
+}
+
+/** Disabling pauses a webhook's unfinished deliveries; enabling makes them due again. */
+export async function setDeliveriesPaused(q: Queryable, webhookId: string, paused: boolean, now: Date): Promise<void> {
+  if (paused) {
+    await q.query("UPDATE webhook_deliveries SET next_attempt_at = NULL, claim_token = NULL, updated_at = $2 WHERE webhook_id = $1 AND status IN ('pending', 'retrying') AND next_attempt_at IS NOT NULL", [webhookId, now]);
+  } else {
+    await q.query(
+      "WITH upd AS (UPDATE webhook_deliveries SET next_attempt_at = $2, updated_at = $2 WHERE webhook_id = $1 AND status IN ('pending', 'retrying') AND next_attempt_at IS NULL RETURNING 1) SELECT pg_notify($3, '') FROM upd LIMIT 1",
+      [webhookId, now, DUE_CHANNEL],
+    );
+  }
+}
+
+export interface ClaimedDelivery {
+  id: string;
+  webhook_id: string;
+  project_id: string;
+  event_id: string;
+  event_type: string;
+  payload: Record<string, unknown>;
+  created_at: Date;
+  attempt_count: number;
+  attempt_limit: number;
+  due_at: Date;
+  claim_token: string;
+  type: "http" | "discord";
+  url: string;
+  secret: string | null;
+}
+
+/**
+ * Claims up to `max` due deliveries: moves next_attempt_at to the lease's end and sets the claim
+ * token. SKIP LOCKED keeps concurrent workers on disjoint rows; an expired lease falls due again.
+ */
+export async function claimDue(q: Queryable, now: Date, leaseUntil: Date, token: string, max: number): Promise<ClaimedDelivery[]> {
+  const r = await q.query<ClaimedDelivery>(
+    `WITH due AS (
+       SELECT id, next_attempt_at AS due_at FROM webhook_deliveries
+       WHERE next_attempt_at <= $1 ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+     UPDATE webhook_deliveries d SET next_attempt_at = $3, claim_token = $4
+     FROM due, webhooks w
+     WHERE d.id = due.id AND w.id = d.webhook_id
+     RETURNING d.id, d.webhook_id, d.project_id, d.event_id, d.event_type, d.payload, d.created_at, d.attempt_count, d.attempt_limit,
+               d.claim_token, due.due_at, w.type, w.url, w.secret`,
+    [now, max, leaseUntil, token],
+  );
+  return r.rows;
+}
+
+export interface Finished {
+  id: string;
+  token: string;
+  status: DeliveryStatus;
+  attempt: AttemptRecord;
+  nextAt: Date | null;
+  now: Date;
+}
+
+/** Records outcomes (one statement for many), only where the claim is still ours. */
+export async function finishMany(q: Queryable, rows: Finished[]): Promise<number> {
+  if (rows.length === 0) return 0;
+  const r = await q.query(
+    `UPDATE webhook_deliveries d SET status = u.status, attempt_count = d.attempt_count + 1, attempts = d.attempts || jsonb_build_array(u.attempt),
+            next_attempt_at = u.next_at, claim_token = NULL, updated_at = u.now
+     FROM jsonb_to_recordset($1::jsonb) AS u(id text, token text, status text, attempt jsonb, next_at timestamptz, now timestamptz)
+     WHERE d.id = u.id AND d.claim_token = u.token`,
+    [JSON.stringify(rows.map((f) => ({ id: f.id, token: f.token, status: f.status, attempt: f.attempt, next_at: f.nextAt, now: f.now })))],
+  );
+  return r.rowCount ?? 0;
+}
+
+/** Releases a claim without an attempt (Temporal took the delivery over). */
+export async function handOver(q: Queryable, ids: string[], token: string): Promise<void> {
+  if (ids.length) await q.query("UPDATE webhook_deliveries SET next_attempt_at = NULL, claim_token = NULL WHERE id = ANY($1) AND claim_token = $2", [ids, token]);
+}
+
+export async function nextDueAt(q: Queryable): Promise<Date | null> {
+  return (await q.query<{ at: Date | null }>("SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL")).rows[0]?.at ?? null;
+}
+
+export type PgClient = pg.PoolClient;

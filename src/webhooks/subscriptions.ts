@@ -1,0 +1,55 @@
+import type { Queryable } from "../storage/db.js";
+
+// Which enabled webhooks of a project watch which event types, cached per project so that the
+// ingest transaction pays nothing when nothing is watched. Invalidated at once on this node by
+// the management routes, on the other nodes by NOTIFY (listener.ts), and bounded by a short TTL
+// should a notification be missed (listener reconnecting).
+
+export interface Subscription {
+  webhookId: string;
+  events: Set<string>;
+}
+
+interface Entry {
+  loadedAt: number;
+  subs: Subscription[];
+}
+
+export class SubscriptionCache {
+  private readonly entries = new Map<string, Entry>();
+  /** Bumped by every invalidation: a load that started before it does not store its result. */
+  private generation = 0;
+
+  constructor(private readonly ttlMs: number, private readonly nowMs: () => number = Date.now) {}
+
+  invalidate(projectId?: string): void {
+    this.generation++;
+    if (projectId === undefined) this.entries.clear();
+    else this.entries.delete(projectId);
+  }
+
+  /** Subscriptions of each project, loading the missing or stale ones in one query. */
+  async forProjects(q: Queryable, projectIds: string[]): Promise<Map<string, Subscription[]>> {
+    const out = new Map<string, Subscription[]>();
+    const missing: string[] = [];
+    const now = this.nowMs();
+    for (const id of new Set(projectIds)) {
+      const e = this.entries.get(id);
+      if (e && now - e.loadedAt < this.ttlMs) out.set(id, e.subs);
+      else missing.push(id);
+    }
+    if (missing.length === 0) return out;
+    const gen = this.generation;
+    const r = await q.query<{ id: string; project_id: string; events: string[] }>(
+      "SELECT id, project_id, events FROM webhooks WHERE project_id = ANY($1) AND enabled ORDER BY created_at, id",
+      [missing],
+    );
+    const loaded = new Map<string, Subscription[]>(missing.map((id) => [id, []]));
+    for (const row of r.rows) loaded.get(row.project_id)!.push({ webhookId: row.id, events: new Set(row.events) });
+    for (const [id, subs] of loaded) {
+      out.set(id, subs);
+      if (gen === this.generation) this.entries.set(id, { loadedAt: now, subs });
+    }
+    return out;
+  }
+}

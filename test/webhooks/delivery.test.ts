@@ -1,0 +1,185 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { startTestApp, type TestApp } from "../helpers/app.js";
+import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
+import { verifyWebhookSignature } from "../../src/webhooks/signature.js";
+import { Receiver, waitFor } from "./receiver.js";
+
+// http deliveries end to end: real events ingested over REST, a real local receiver, real timers.
+// WEBHOOK_ALLOW_PRIVATE=true (the receiver is on 127.0.0.1), short backoff and timeout.
+
+const MAX_ATTEMPTS = 3;
+let t: TestApp;
+let p: ProjectFixture;
+let rx: Receiver;
+
+before(async () => {
+  t = await startTestApp({ WEBHOOK_ALLOW_PRIVATE: "true", WEBHOOK_BACKOFF_BASE_MS: "50", WEBHOOK_MAX_ATTEMPTS: String(MAX_ATTEMPTS), WEBHOOK_TIMEOUT_MS: "400" });
+  p = await project(t.rest);
+  rx = await Receiver.start();
+});
+after(async () => {
+  await t.close();
+  await rx.close();
+});
+
+const owner = () => ({ cookie: p.owner.cookie });
+async function hook(path: string, events: string[], reply?: Parameters<Receiver["on"]>[1]) {
+  const url = rx.on(path, reply ?? (() => ({ status: 200, body: "thanks" })));
+  const r = await t.rest.post(`/v1/projects/${p.projectId}/webhooks`, { name: path, url, events }, owner());
+  assert.equal(r.status, 201, r.text);
+  return r.body.data as { id: string; secret: string };
+}
+async function deliveries(webhookId: string, query = "") {
+  const r = await t.rest.get(`/v1/projects/${p.projectId}/webhooks/${webhookId}/deliveries${query}`, owner());
+  assert.equal(r.status, 200, r.text);
+  return r.body;
+}
+async function track(type: string, data: Record<string, unknown> = {}) {
+  const r = await t.rest.post("/v1/events", { type, userId: "u1", data }, { key: p.key });
+  assert.equal(r.status, 202, r.text);
+  return r.body.data as { id: string };
+}
+
+describe("http deliveries", () => {
+  it("POSTs the signed body with the headers of decisions.md", async () => {
+    const w = await hook("/signed", ["order.paid"]);
+    const ev = await track("order.paid", { amount: 42, note: "é😀" });
+    const [req] = await waitFor(() => (rx.at("/signed").length ? rx.at("/signed") : undefined), "the delivery");
+    assert.equal(req.method, "POST");
+    assert.equal(req.headers["user-agent"], "Vigil-Webhooks/1.0");
+    assert.equal(req.headers["content-type"], "application/json");
+    assert.equal(req.headers["x-vigil-event-id"], ev.id);
+    assert.match(String(req.headers["x-vigil-delivery-id"]), /^whd_/);
+    const sig = String(req.headers["x-vigil-signature"]);
+    assert.match(sig, /^t=\d+,v1=[0-9a-f]{64}$/);
+    assert.deepEqual(verifyWebhookSignature(req.raw, sig, w.secret).ok, true);
+    assert.equal(verifyWebhookSignature(req.raw, sig, "whsec_wrong").ok, false);
+    const body = JSON.parse(req.raw);
+    assert.deepEqual(Object.keys(body).sort(), ["createdAt", "data", "id", "projectId", "type"]);
+    assert.equal(body.id, req.headers["x-vigil-delivery-id"]);
+    assert.equal(body.type, "order.paid");
+    assert.equal(body.projectId, p.projectId);
+    assert.equal(body.data.id, ev.id);
+    assert.deepEqual(body.data.data, { amount: 42, note: "é😀" });
+    assert.equal(body.data.userId, "u1");
+    const list = await waitFor(async () => ((await deliveries(w.id)).data[0]?.status === "succeeded" ? await deliveries(w.id) : undefined), "succeeded");
+    const d = list.data[0];
+    assert.deepEqual(Object.keys(d).sort(), ["attempts", "createdAt", "eventId", "eventType", "id", "nextAttemptAt", "status"]);
+    assert.deepEqual([d.eventId, d.eventType, d.nextAttemptAt, d.attempts.length], [ev.id, "order.paid", null, 1]);
+    assert.deepEqual(Object.keys(d.attempts[0]).sort(), ["at", "durationMs", "error", "responseBody", "statusCode"]);
+    assert.deepEqual([d.attempts[0].statusCode, d.attempts[0].error, d.attempts[0].responseBody], [200, null, "thanks"]);
+    assert.equal(typeof d.attempts[0].durationMs, "number");
+  });
+
+  it("delivers watched types only: $ types, app types, types never seen before; one per webhook", async () => {
+    const a = await hook("/watch-a", ["$page", "never.seen.before", "incident.started"]);
+    const b = await hook("/watch-b", ["$page"]);
+    await track("unwatched.type");
+    const page = await t.rest.post("/v1/events", { type: "$page", data: { path: "/" } }, { key: p.key });
+    assert.equal(page.status, 202, page.text);
+    const batch = await t.rest.post("/v1/events/batch", { events: [{ type: "never.seen.before" }, { type: "other" }, { type: "$page" }] }, { key: p.key });
+    assert.equal(batch.status, 202, batch.text);
+    await waitFor(() => rx.at("/watch-a").length >= 3 && rx.at("/watch-b").length >= 2, "5 deliveries");
+    const typesA = rx.at("/watch-a").map((r) => JSON.parse(r.raw).type).sort();
+    assert.deepEqual(typesA, ["$page", "$page", "never.seen.before"]);
+    assert.deepEqual(rx.at("/watch-b").map((r) => JSON.parse(r.raw).type), ["$page", "$page"]);
+    // a disabled webhook gets nothing new
+    await t.rest.patch(`/v1/projects/${p.projectId}/webhooks/${b.id}`, { enabled: false }, owner());
+    await track("never.seen.before");
+    await t.rest.post("/v1/events", { type: "$page" }, { key: p.key });
+    await waitFor(() => rx.at("/watch-a").length >= 5, "two more to a");
+    assert.equal(rx.at("/watch-b").length, 2);
+    assert.equal((await deliveries(a.id)).data.length, 5);
+    assert.equal((await deliveries(b.id)).data.length, 2);
+  });
+
+  it("500 then 200: two attempts recorded, succeeded, same delivery id", async () => {
+    const w = await hook("/flaky", ["flaky"], (_r, n) => (n === 1 ? { status: 500, body: "boom" } : { status: 204 }));
+    await track("flaky");
+    const d = await waitFor(async () => {
+      const x = (await deliveries(w.id)).data[0];
+      return x?.status === "succeeded" ? x : undefined;
+    }, "success after a retry");
+    assert.deepEqual(d.attempts.map((a: any) => a.statusCode), [500, 204]);
+    assert.equal(d.attempts[0].error, "HTTP 500");
+    assert.equal(d.attempts[0].responseBody, "boom");
+    const ids = rx.at("/flaky").map((r) => r.headers["x-vigil-delivery-id"]);
+    assert.equal(ids.length, 2);
+    assert.equal(ids[0], ids[1]);
+    assert.equal(ids[0], d.id);
+  });
+
+  it(`an always-failing receiver is abandoned after ${MAX_ATTEMPTS} attempts; a manual retry makes one more`, async () => {
+    let healthy = false;
+    const w = await hook("/down", ["down"], () => (healthy ? { status: 200 } : { status: 503, body: "x".repeat(5000) }));
+    await track("down");
+    const d = await waitFor(async () => {
+      const x = (await deliveries(w.id)).data[0];
+      return x?.status === "abandoned" ? x : undefined;
+    }, "abandoned");
+    assert.equal(d.attempts.length, MAX_ATTEMPTS);
+    assert.equal(d.nextAttemptAt, null);
+    assert.equal(d.attempts[0].responseBody.length, 1024, "only the start of the body is kept");
+    assert.equal(rx.at("/down").length, MAX_ATTEMPTS);
+    const filtered = await deliveries(w.id, "?status=abandoned");
+    assert.equal(filtered.data.length, 1);
+    assert.equal((await deliveries(w.id, "?status=succeeded")).data.length, 0);
+
+    healthy = true;
+    const r = await t.rest.post(`/v1/projects/${p.projectId}/webhooks/${w.id}/deliveries/${d.id}/retry`, {}, owner());
+    assert.equal(r.status, 202, r.text);
+    assert.equal(r.body.data.id, d.id);
+    const done = await waitFor(async () => {
+      const x = (await deliveries(w.id)).data[0];
+      return x?.status === "succeeded" ? x : undefined;
+    }, "succeeded after manual retry");
+    assert.equal(done.attempts.length, MAX_ATTEMPTS + 1);
+    assert.equal(rx.at("/down").length, MAX_ATTEMPTS + 1);
+  });
+
+  it("a slow receiver times out (recorded as an error, retried); a redirect is not followed", async () => {
+    const slow = await hook("/slow", ["slow"], (_r, n) => (n === 1 ? { status: 200, delayMs: 2000 } : { status: 200 }));
+    const redir = await hook("/redirect", ["redir"], () => ({ status: 302, headers: { location: `${rx.url}/elsewhere` } }));
+    await track("slow");
+    await track("redir");
+    const s = await waitFor(async () => {
+      const x = (await deliveries(slow.id)).data[0];
+      return x?.status === "succeeded" ? x : undefined;
+    }, "slow receiver retried");
+    assert.equal(s.attempts[0].statusCode, null);
+    assert.match(s.attempts[0].error, /timeout/);
+    assert.equal(s.attempts[1].statusCode, 200);
+    const r = await waitFor(async () => {
+      const x = (await deliveries(redir.id)).data[0];
+      return x?.attempts.length >= 1 ? x : undefined;
+    }, "redirect attempt");
+    assert.equal(r.attempts[0].statusCode, 302);
+    assert.match(r.attempts[0].error, /redirect .* not followed/);
+    assert.notEqual(r.status, "succeeded");
+    assert.equal(rx.at("/elsewhere").length, 0);
+  });
+
+  it("sends a test delivery, paginates deliveries newest first", async () => {
+    const w = await hook("/test", ["nothing"]);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = await t.rest.post(`/v1/projects/${p.projectId}/webhooks/${w.id}/test`, { data: { n: i } }, owner());
+      assert.equal(r.status, 202, r.text);
+      assert.equal(r.body.data.eventType, "webhook.test");
+      ids.push(r.body.data.id);
+    }
+    await waitFor(() => rx.at("/test").length === 3, "3 test deliveries");
+    const body = JSON.parse(rx.at("/test")[0].raw);
+    assert.equal(body.type, "webhook.test");
+    const p1 = await deliveries(w.id, "?limit=2");
+    assert.deepEqual(p1.data.map((d: any) => d.id), [ids[2], ids[1]]);
+    assert.equal(p1.pagination.hasMore, true);
+    const p2 = await deliveries(w.id, `?limit=2&cursor=${p1.pagination.nextCursor}`);
+    assert.deepEqual(p2.data.map((d: any) => d.id), [ids[0]]);
+    assert.equal(p2.pagination.hasMore, false);
+    const e = await t.rest.post(`/v1/projects/${p.projectId}/webhooks/${w.id}/test`, { data: "nope" }, owner());
+    assert.equal(e.status, 400);
+    errorBody(e);
+  });
+});
