@@ -1,0 +1,126 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { mergeContext, serverContext } from "../../src/events/context.js";
+import { decodeCursor, encodeCursor } from "../../src/events/cursor.js";
+import { partitionName, PartitionCache, weekStart } from "../../src/events/partitions.js";
+import { MemoryRateLimiter, verdict } from "../../src/events/ratelimit.js";
+import { likePattern } from "../../src/events/store.js";
+import { uuidv7, uuidv7Time } from "../../src/events/uuidv7.js";
+import { checkEvent, parseZonedTime, unstorable } from "../../src/events/validate.js";
+import { aggregate } from "../../src/identity/hook.js";
+import type { StoredEvent } from "../../src/shared/hooks.js";
+
+describe("parseZonedTime", () => {
+  it("needs a timezone and a real date", () => {
+    assert.equal(parseZonedTime("2024-05-06T10:00:00Z"), Date.UTC(2024, 4, 6, 10));
+    assert.equal(parseZonedTime("2024-05-06T10:00:00+0200"), Date.UTC(2024, 4, 6, 8));
+    assert.equal(parseZonedTime("2024-05-06T10:00-01:30"), Date.UTC(2024, 4, 6, 11, 30));
+    assert.equal(parseZonedTime("2024-05-06T10:00:00.5z"), Date.UTC(2024, 4, 6, 10, 0, 0, 500));
+    assert.equal(parseZonedTime("2024-02-29T00:00:00Z"), Date.UTC(2024, 1, 29));
+    for (const bad of ["2024-05-06T10:00:00", "2024-05-06", "2023-02-29T00:00:00Z", "2024-13-01T00:00:00Z", "2024-05-06T24:00:00Z", "2024-05-06T10:00:00+25:00", "", "now", "2024-05-06T10:00:00ZZ"]) {
+      assert.equal(parseZonedTime(bad), undefined, bad);
+    }
+  });
+});
+
+describe("uuidv7", () => {
+  it("carries the timestamp and is well formed", () => {
+    for (const ms of [0, 1, Date.UTC(2024, 0, 1), 2 ** 48 - 1]) {
+      const id = uuidv7(ms);
+      assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      assert.equal(uuidv7Time(id), ms);
+    }
+    assert.equal(new Set(Array.from({ length: 10_000 }, () => uuidv7(5))).size, 10_000);
+    assert.throws(() => uuidv7(-1));
+    assert.equal(uuidv7Time("not-a-uuid"), undefined);
+    assert.equal(uuidv7Time("00000000-0000-4000-8000-000000000000"), undefined);
+  });
+});
+
+describe("partitions", () => {
+  it("start on Monday 00:00 UTC", () => {
+    assert.equal(new Date(weekStart(Date.UTC(2024, 4, 8, 13))).toISOString(), "2024-05-06T00:00:00.000Z"); // Wednesday
+    assert.equal(new Date(weekStart(Date.UTC(2024, 4, 6))).toISOString(), "2024-05-06T00:00:00.000Z"); // Monday
+    assert.equal(new Date(weekStart(Date.UTC(2024, 4, 5, 23, 59))).toISOString(), "2024-04-29T00:00:00.000Z"); // Sunday
+    assert.equal(partitionName(Date.UTC(2024, 4, 6)), "events_p20240506");
+    const c = new PartitionCache();
+    assert.deepEqual(c.missing([Date.UTC(2024, 4, 7), Date.UTC(2024, 4, 8)]), [Date.UTC(2024, 4, 6)]);
+    c.remember([Date.UTC(2024, 4, 6)]);
+    assert.deepEqual(c.missing([Date.UTC(2024, 4, 7)]), []);
+  });
+});
+
+describe("cursor", () => {
+  it("round-trips and refuses what it did not make", () => {
+    const id = uuidv7(Date.UTC(2024, 0, 1));
+    assert.deepEqual(decodeCursor(encodeCursor(id)), { ts: new Date(Date.UTC(2024, 0, 1)), id });
+    assert.equal(decodeCursor("garbage!"), undefined);
+    assert.equal(decodeCursor(Buffer.from("ev1:nope").toString("base64url")), undefined);
+    assert.equal(decodeCursor(Buffer.from(id).toString("base64url")), undefined);
+  });
+});
+
+describe("rate limit verdict", () => {
+  it("allows up to max and says when the window ends", () => {
+    const t0 = Date.UTC(2024, 0, 1, 0, 0, 15, 200);
+    assert.deepEqual(verdict(10, 10, t0), { allowed: true, retryAfterSeconds: 45, count: 10 });
+    assert.equal(verdict(11, 10, t0).allowed, false);
+    assert.equal(verdict(11, 10, Date.UTC(2024, 0, 1, 0, 0, 59, 999)).retryAfterSeconds, 1);
+  });
+  it("memory limiter counts per project and window", async () => {
+    const l = new MemoryRateLimiter();
+    const now = new Date(Date.UTC(2024, 0, 1, 0, 0, 1));
+    assert.equal((await l.hit("events", "p1", 2, now)).allowed, true);
+    assert.equal((await l.hit("events", "p1", 2, now)).allowed, true);
+    assert.equal((await l.hit("events", "p1", 2, now)).allowed, false);
+    assert.equal((await l.hit("events", "p2", 2, now)).allowed, true);
+    assert.equal((await l.hit("batches", "p1", 2, now)).allowed, true);
+    assert.equal((await l.hit("events", "p1", 2, new Date(now.getTime() + 60_000))).allowed, true);
+  });
+});
+
+describe("checkEvent", () => {
+  const now = new Date(Date.UTC(2024, 5, 1));
+  it("builds the event with defaults", () => {
+    const r = checkEvent({ type: "a", userId: "", data: null }, now);
+    assert.ok(r.ok);
+    assert.deepEqual(r.event, { type: "a", timestamp: now, userId: null, groupId: null, source: null, data: {}, context: {}, tags: {} });
+  });
+  it("does not mistake a data key for a refusal", () => {
+    const r = checkEvent({ type: "a", data: { ok: false, error: "x" } }, now);
+    assert.ok(r.ok);
+    assert.deepEqual(r.event.data, { ok: false, error: "x" });
+  });
+  it("refuses deep nesting and bad text", () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 100; i++) deep = [deep];
+    assert.equal(checkEvent({ type: "a", data: { deep } }, now).ok, false);
+    assert.ok(unstorable({ "k\u0000": 1 }));
+    assert.equal(unstorable({ emoji: "😀", text: "héllo" }), undefined);
+  });
+});
+
+describe("context", () => {
+  it("merges server facts; the client's own userAgent and ip win, receivedAt is the server's", () => {
+    const s = serverContext(new Headers({ "user-agent": "ua/1" }), { ip: "::ffff:10.0.0.1", requestId: "r" }, new Date(0));
+    assert.deepEqual(s, { receivedAt: "1970-01-01T00:00:00.000Z", userAgent: "ua/1", ip: "10.0.0.1" });
+    assert.deepEqual(mergeContext({ ip: "1.2.3.4", receivedAt: "forged", locale: "de" }, s), { userAgent: "ua/1", ip: "1.2.3.4", locale: "de", receivedAt: "1970-01-01T00:00:00.000Z" });
+  });
+});
+
+describe("search pattern", () => {
+  it("escapes LIKE wildcards", () => {
+    assert.equal(likePattern("50%_a\\b"), "%50\\%\\_a\\\\b%");
+  });
+});
+
+describe("identity aggregation", () => {
+  const ev = (type: string, userId: string | null, ms: number, data = {}): StoredEvent => ({
+    id: "x", projectId: "p", type, timestamp: new Date(ms), userId, groupId: null, sourceId: null, data, context: {}, tags: {}, createdAt: new Date(0),
+  });
+  it("aggregates per key, sorted, merging $identify data in ingestion order", () => {
+    const rows = aggregate([ev("a", "z", 5), ev("$identify", "b", 9, { x: 1, y: 1 }), ev("a", null, 1), ev("$identify", "b", 3, { y: 2 })], (e) => e.userId, "$identify");
+    assert.deepEqual(rows.map((r) => [r.key, r.count, r.first, r.last]), [["b", 2, 3, 9], ["z", 1, 5, 5]]);
+    assert.deepEqual(rows[0].properties, { x: 1, y: 2 });
+  });
+});
