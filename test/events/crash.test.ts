@@ -1,0 +1,122 @@
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp } from "node:fs/promises";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { after, describe, it } from "node:test";
+import pg from "pg";
+import { createTestDatabase } from "../helpers/db.js";
+import { project } from "../helpers/fixtures.js";
+import { RestClient } from "../helpers/rest.js";
+
+// 202 means durable: kill -9 the real server mid-stream, restart it on the same database, and
+// find every event that was answered 202 (and the identities they created).
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const p = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(p));
+    });
+  });
+}
+
+async function startServer(env: Record<string, string>): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "inherit"] });
+  const url = `http://127.0.0.1:${env.PORT}/health`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
+    try {
+      if ((await fetch(url)).status === 200) return child;
+    } catch {
+      /* not listening yet */
+    }
+    if (Date.now() > deadline) throw new Error("server did not become healthy");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const children: ChildProcess[] = [];
+after(() => {
+  for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
+});
+
+describe("crash safety", () => {
+  it("keeps every event answered 202 across kill -9 and restart", async () => {
+    const databaseUrl = await createTestDatabase();
+    const port = await freePort();
+    const env = {
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      DATA_DIR: await mkdtemp(path.join(os.tmpdir(), "vigil-crash-")),
+      SESSION_SECRET: "crash-test-session-secret-0123456789",
+      LOG_LEVEL: "error",
+      RATE_LIMIT_EVENTS_PER_MINUTE: "1000000",
+      RATE_LIMIT_BATCHES_PER_MINUTE: "1000000",
+      TEMPORAL_ADDRESS: "",
+    };
+    let child = await startServer(env);
+    children.push(child);
+    const rest = new RestClient(`http://127.0.0.1:${port}`);
+    const p = await project(rest);
+
+    const acked: string[] = [];
+    let failures = 0;
+    let stop = false;
+    const worker = async (w: number) => {
+      for (let i = 0; !stop; i++) {
+        try {
+          if (i % 2) {
+            const r = await rest.post("/v1/events", { type: "crash", userId: `u${w}`, data: { w, i } }, { key: p.key });
+            if (r.status === 202) acked.push(r.body.data.id);
+          } else {
+            const r = await rest.post("/v1/events/batch", { events: Array.from({ length: 20 }, (_, k) => ({ type: "crash-batch", userId: `u${k % 5}`, data: { w, i, k } })) }, { key: p.key });
+            if (r.status === 202) acked.push(...r.body.data.events.map((e: { id: string }) => e.id));
+          }
+        } catch {
+          failures++;
+          if (stop) return;
+          await new Promise((r) => setTimeout(r, 5));
+        }
+      }
+    };
+    const workers = Array.from({ length: 12 }, (_, w) => worker(w));
+    while (acked.length < 1500) await new Promise((r) => setTimeout(r, 10));
+    child.kill("SIGKILL");
+    await new Promise((r) => child.once("exit", r));
+    const ackedAtKill = acked.length;
+    await new Promise((r) => setTimeout(r, 200));
+    stop = true;
+    await Promise.all(workers);
+    assert.ok(failures > 0, "requests were in flight when the server died");
+
+    child = await startServer(env);
+    children.push(child);
+    const db = new pg.Client({ connectionString: databaseUrl });
+    await db.connect();
+    try {
+      const r = await db.query<{ id: string }>("SELECT id::text FROM events WHERE project_id = $1 AND id = ANY($2::uuid[])", [p.projectId, acked]);
+      const found = new Set(r.rows.map((x) => x.id));
+      const lost = acked.filter((id) => !found.has(id));
+      assert.equal(lost.length, 0, `${lost.length} of ${acked.length} acknowledged events lost`);
+      assert.ok(acked.length >= ackedAtKill);
+      // identities commit with their events: counts match exactly
+      const u = await db.query("SELECT (SELECT coalesce(sum(event_count), 0)::int FROM users WHERE project_id = $1) AS counted, (SELECT count(*)::int FROM events WHERE project_id = $1 AND user_id IS NOT NULL) AS stored", [p.projectId]);
+      assert.equal(u.rows[0].counted, u.rows[0].stored);
+    } finally {
+      await db.end();
+    }
+    // and the restarted server serves them
+    const sample = acked[Math.floor(acked.length / 2)];
+    const got = await rest.get(`/v1/projects/self/events/${sample}`, { key: p.key });
+    assert.equal(got.status, 200);
+    child.kill("SIGTERM");
+    await new Promise((r) => child.once("exit", r));
+  });
+});
