@@ -38,6 +38,7 @@ export const envSchema = z.object({
   WEBHOOK_TIMEOUT_MS: intFrom(10_000, 1),
   WEBHOOK_ALLOW_PRIVATE: bool.default(false),
   PG_POOL_SIZE: intFrom(10, 1),
+  UPTIME_RAW_RETENTION_DAYS: intFrom(7, 1),
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -59,6 +60,8 @@ export interface Config {
   ingest: { flushMs: number; maxBatch: number };
   webhooks: { backoffBaseMs: number; maxAttempts: number; timeoutMs: number; allowPrivate: boolean };
   pgPoolSize: number;
+  /** Raw heartbeats are kept this long; older windows read hourly rollups. */
+  uptime: { rawRetentionDays: number };
 }
 
 export class ConfigError extends Error {}
@@ -96,6 +99,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       allowPrivate: e.WEBHOOK_ALLOW_PRIVATE,
     },
     pgPoolSize: e.PG_POOL_SIZE,
+    uptime: { rawRetentionDays: e.UPTIME_RAW_RETENTION_DAYS },
   };
 }
 

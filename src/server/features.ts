@@ -6,6 +6,8 @@ import { createProjectsFeature } from "../projects/service.js";
 import type { Deps } from "../shared/deps.js";
 import type { Feature } from "../shared/feature.js";
 import { createWebhooksFeature } from "../webhooks/service.js";
+import { createTemporalFeature } from "../temporal/worker.js";
+import { createUptimeFeature } from "../uptime/feature.js";
 import { createHealthFeature } from "./health.js";
 
 // Every feature of the service, in start order. A feature adds its line here.
@@ -19,5 +21,8 @@ export async function createFeatures(deps: Deps): Promise<Feature[]> {
     createIdentityFeature(deps),
     createMetricsFeature(deps, events.ingestor),
     createWebhooksFeature(deps),
+    createUptimeFeature(deps),
+    // Last: the Temporal worker (only with TEMPORAL_ADDRESS) starts once every feature is ready.
+    createTemporalFeature(deps),
   ];
 }

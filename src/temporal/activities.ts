@@ -1,0 +1,12 @@
+import type { Deps } from "../shared/deps.js";
+import { createUptimeActivities } from "../uptime/activities.js";
+
+// Every activity the Temporal worker serves. A feature with workflows adds one line here (and its
+// workflows to workflows/index.ts).
+export function createActivities(deps: Deps) {
+  return {
+    ...createUptimeActivities(deps),
+  };
+}
+
+export type Activities = ReturnType<typeof createActivities>;

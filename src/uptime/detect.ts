@@ -1,0 +1,60 @@
+import type { Deps } from "../shared/deps.js";
+import { tx } from "../storage/db.js";
+import { openIncidents } from "./incidents.js";
+import { evaluateDeadline, markDown } from "./model.js";
+import { stateOf, stateValues, type MonitorRow } from "./store.js";
+
+// The deadline check shared by both runners (embedded scheduler, Temporal activity): re-read the
+// monitors, decide with evaluateDeadline(), and apply each "down" with a compare-and-set on the
+// (status, deadline_at) that was read, opening the incident at the deadline in the same transaction.
+// Two nodes checking the same monitor: one CAS matches, the other finds nothing to do.
+
+export interface CheckResult {
+  /** Per monitor id: the next deadline to wake for (epoch ms), or null when none applies (or gone). */
+  next: Map<string, number | null>;
+  /** Monitors this call took down. */
+  opened: string[];
+}
+
+export async function checkDeadlines(deps: Deps, ids: string[], now: Date): Promise<CheckResult> {
+  const next = new Map<string, number | null>();
+  const opened: string[] = [];
+  if (!ids.length) return { next, opened };
+  for (const id of ids) next.set(id, null);
+  const rows = (await deps.db.query<MonitorRow>("SELECT * FROM monitors WHERE id = ANY($1::text[])", [ids])).rows;
+  const due: { row: MonitorRow; since: number }[] = [];
+  for (const row of rows) {
+    const v = evaluateDeadline(stateOf(row), now.getTime());
+    if (v.overdue) due.push({ row, since: v.since });
+    else next.set(row.id, v.nextCheckAt);
+  }
+  if (!due.length) return { next, opened };
+
+  const lost = await tx(deps.db, async (c) => {
+    const values = due.map((d) => stateValues(markDown(stateOf(d.row))));
+    const col = (i: number) => values.map((v) => v[i]);
+    const won = await c.query<MonitorRow>(
+      `UPDATE monitors m SET status = u.status, up_since = u.up_since, deadline_at = u.deadline_at, updated_at = $7
+         FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::timestamptz[])
+              AS u(id, old_status, old_deadline, status, up_since, deadline_at)
+        WHERE m.id = u.id AND m.status = u.old_status AND m.deadline_at = u.old_deadline
+        RETURNING m.*`,
+      [due.map((d) => d.row.id), due.map((d) => d.row.status), due.map((d) => d.row.deadline_at), col(0), col(6), col(7), now],
+    );
+    const byId = new Map(won.rows.map((r) => [r.id, r]));
+    const items = due.filter((d) => byId.has(d.row.id)).map((d) => ({ monitor: byId.get(d.row.id)!, startedAt: new Date(d.since) }));
+    await openIncidents(deps, c, items, now);
+    for (const d of due) {
+      if (!byId.has(d.row.id)) continue;
+      opened.push(d.row.id);
+      deps.telemetry.schedulerLag.observe({ kind: "monitor_deadline" }, Math.max(0, now.getTime() - d.since) / 1000);
+    }
+    return due.filter((d) => !byId.has(d.row.id)).map((d) => d.row.id);
+  });
+  // Lost CAS: the monitor changed meanwhile (a heartbeat, another node): read its deadline again.
+  if (lost.length) {
+    const again = await deps.db.query<{ id: string; deadline_at: Date | null }>("SELECT id, deadline_at FROM monitors WHERE id = ANY($1::text[])", [lost]);
+    for (const r of again.rows) next.set(r.id, r.deadline_at?.getTime() ?? null);
+  }
+  return { next, opened };
+}

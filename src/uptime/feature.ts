@@ -1,0 +1,49 @@
+import type { Deps } from "../shared/deps.js";
+import type { Feature } from "../shared/feature.js";
+import { HeartbeatWriter } from "./heartbeats.js";
+import { EmbeddedScheduler } from "./scheduler.js";
+import { uptimeService } from "./service.js";
+import { TemporalDeadlineRunner } from "./temporal-runner.js";
+import type { DeadlineRunner } from "./wake.js";
+
+// The uptime feature: its service, the heartbeat writer, and the deadline runner — Temporal when
+// TEMPORAL_ADDRESS is set, else the embedded scheduler. Background work (timers, worker, pruning of
+// raw heartbeats past their retention) runs where ROLE is `all` or `worker`.
+
+export interface UptimeFeature extends Feature {
+  runner: DeadlineRunner;
+  writer: HeartbeatWriter;
+}
+
+export function createUptimeFeature(deps: Deps): UptimeFeature {
+  const runner: DeadlineRunner = deps.config.temporal ? new TemporalDeadlineRunner(deps, deps.config.temporal) : new EmbeddedScheduler(deps);
+  const writer = new HeartbeatWriter(deps, (changes) => runner.changed(changes));
+  const rawRetentionMs = deps.config.uptime.rawRetentionDays * 86_400_000;
+  let prune: NodeJS.Timeout | undefined;
+
+  const pruneOnce = async () => {
+    const before = new Date(deps.clock().getTime() - rawRetentionMs - 3_600_000);
+    // In slices, so that a large backlog never holds a long transaction.
+    for (;;) {
+      const r = await deps.db.query("DELETE FROM heartbeats WHERE ctid = ANY(ARRAY(SELECT ctid FROM heartbeats WHERE at < $1 LIMIT 5000))", [before]);
+      if ((r.rowCount ?? 0) < 5000) break;
+    }
+  };
+
+  return {
+    name: "uptime",
+    runner,
+    writer,
+    services: [uptimeService(deps, { writer, changed: (c) => runner.changed(c), rawRetentionMs })],
+    async start() {
+      await runner.start();
+      prune = setInterval(() => void pruneOnce().catch((err) => deps.log.warn({ err }, "pruning raw heartbeats failed")), 3_600_000);
+      prune.unref();
+    },
+    async stop() {
+      clearInterval(prune);
+      await writer.drain();
+      await runner.stop();
+    },
+  };
+}

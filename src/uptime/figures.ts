@@ -1,0 +1,79 @@
+// Uptime figures as pure functions of a monitor's timeline (epoch milliseconds), tested directly.
+// Downtime is the time covered by incidents; observed time is the window clipped to the monitor's
+// life (created .. now) minus paused periods; uptime = (observed - downtime) / observed.
+
+export interface Span {
+  start: number;
+  /** null: still open (counts until now). */
+  end: number | null;
+}
+
+export interface Timeline {
+  createdAt: number;
+  firstHeartbeatAt: number | null;
+  incidents: Span[];
+  pauses: Span[];
+}
+
+export interface WindowFigures {
+  observedMs: number;
+  downtimeMs: number;
+  incidentCount: number;
+  uptimePercentage: number;
+}
+
+const overlap = (a0: number, a1: number, b0: number, b1: number) => Math.max(0, Math.min(a1, b1) - Math.max(a0, b0));
+const round3 = (x: number) => Math.round(x * 1000) / 1000;
+
+export function windowFigures(tl: Timeline, from: number, to: number, now: number): WindowFigures {
+  const start = Math.max(from, tl.createdAt);
+  const end = Math.min(to, now);
+  let paused = 0;
+  let down = 0;
+  if (end > start) {
+    for (const p of tl.pauses) paused += overlap(p.start, p.end ?? now, start, end);
+    for (const i of tl.incidents) down += overlap(i.start, i.end ?? now, start, end);
+  }
+  const observedMs = Math.max(0, end - start - paused);
+  const downtimeMs = Math.min(down, observedMs);
+  // An incident counts when any part of it lies in the window (also one still open).
+  const incidentCount = tl.incidents.filter((i) => i.start <= Math.min(to, now) && (i.end ?? Infinity) >= from).length;
+  const uptimePercentage = observedMs > 0 ? round3((100 * (observedMs - downtimeMs)) / observedMs) : 100;
+  return { observedMs, downtimeMs, incidentCount, uptimePercentage };
+}
+
+export type BucketStatus = "up" | "down" | "unknown" | "paused";
+
+export interface Bucket {
+  start: number;
+  end: number;
+  status: BucketStatus;
+  uptimePercentage: number | null;
+  downtimeMs: number;
+}
+
+export const HOUR = 3_600_000;
+export const DAY = 86_400_000;
+
+/**
+ * `count` buckets of `size` ms aligned to UTC, the last one holding `now` and ending at it.
+ * status: down when it had downtime; unknown when it ends before the monitor existed or before its
+ * first heartbeat; paused when paused for all of its observed part; up otherwise.
+ */
+export function historyBuckets(tl: Timeline, size: number, count: number, now: number): Bucket[] {
+  const lastStart = Math.floor(now / size) * size;
+  const out: Bucket[] = [];
+  for (let i = count - 1; i >= 0; i--) {
+    const start = lastStart - i * size;
+    const end = Math.min(start + size, now);
+    const f = windowFigures(tl, start, end, now);
+    const beforeLife = end <= tl.createdAt || tl.firstHeartbeatAt === null || end <= tl.firstHeartbeatAt;
+    let status: BucketStatus;
+    if (f.downtimeMs > 0) status = "down";
+    else if (beforeLife) status = "unknown";
+    else if (f.observedMs === 0) status = "paused";
+    else status = "up";
+    out.push({ start, end, status, uptimePercentage: status === "unknown" || status === "paused" ? null : f.uptimePercentage, downtimeMs: f.downtimeMs });
+  }
+  return out;
+}

@@ -1,0 +1,79 @@
+import type { PoolClient } from "pg";
+import type { Deps } from "../shared/deps.js";
+import { newId } from "../shared/ids.js";
+import { toIncident, toMonitor, type IncidentRow, type MonitorRow } from "./store.js";
+
+// Opening and resolving incidents inside the transaction that changed the monitor's state (after its
+// compare-and-set). A notification (incident.started / incident.recovered) is fired only by the
+// transaction that inserts its incident_notifications row: at most once per incident and transition.
+
+export type NoticeKind = "started" | "recovered";
+
+export interface OpenItem {
+  monitor: MonitorRow;
+  startedAt: Date;
+}
+
+export interface ResolveItem {
+  monitor: MonitorRow;
+  endedAt: Date;
+}
+
+/** Opens one incident per item (none when the monitor already has an open one). */
+export async function openIncidents(deps: Deps, c: PoolClient, items: OpenItem[], now: Date): Promise<IncidentRow[]> {
+  if (!items.length) return [];
+  const r = await c.query<IncidentRow>(
+    `INSERT INTO incidents (id, monitor_id, project_id, started_at, created_at, updated_at)
+     SELECT d.id, d.monitor_id, d.project_id, d.started_at, $5, $5
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) AS d(id, monitor_id, project_id, started_at)
+     ON CONFLICT (monitor_id) WHERE ended_at IS NULL DO NOTHING
+     RETURNING *`,
+    [items.map(() => newId("inc")), items.map((i) => i.monitor.id), items.map((i) => i.monitor.project_id), items.map((i) => i.startedAt), now],
+  );
+  const byMonitor = new Map(items.map((i) => [i.monitor.id, i.monitor]));
+  await notify(deps, c, "started", r.rows.map((inc) => ({ incident: inc, monitor: byMonitor.get(inc.monitor_id)! })), now);
+  deps.telemetry.incidents.inc({ transition: "opened" }, r.rowCount ?? 0);
+  return r.rows;
+}
+
+/** Resolves each item's open incident at endedAt (never before it started). */
+export async function resolveIncidents(deps: Deps, c: PoolClient, items: ResolveItem[], now: Date, opts: { notify: boolean }): Promise<IncidentRow[]> {
+  if (!items.length) return [];
+  const r = await c.query<IncidentRow>(
+    `UPDATE incidents i
+        SET ended_at = GREATEST(i.started_at, d.ended_at),
+            duration_ms = round(extract(epoch FROM GREATEST(i.started_at, d.ended_at) - i.started_at) * 1000)::bigint,
+            updated_at = $3
+       FROM unnest($1::text[], $2::timestamptz[]) AS d(monitor_id, ended_at)
+      WHERE i.monitor_id = d.monitor_id AND i.ended_at IS NULL
+      RETURNING i.*`,
+    [items.map((i) => i.monitor.id), items.map((i) => i.endedAt), now],
+  );
+  if (opts.notify) {
+    const byMonitor = new Map(items.map((i) => [i.monitor.id, i.monitor]));
+    await notify(deps, c, "recovered", r.rows.map((inc) => ({ incident: inc, monitor: byMonitor.get(inc.monitor_id)! })), now);
+  }
+  deps.telemetry.incidents.inc({ transition: "resolved" }, r.rowCount ?? 0);
+  return r.rows;
+}
+
+async function notify(deps: Deps, c: PoolClient, kind: NoticeKind, list: { incident: IncidentRow; monitor: MonitorRow }[], now: Date): Promise<void> {
+  if (!list.length) return;
+  const ins = await c.query<{ incident_id: string }>(
+    `INSERT INTO incident_notifications (incident_id, kind, created_at)
+     SELECT id, $2, $3 FROM unnest($1::text[]) AS id
+     ON CONFLICT DO NOTHING RETURNING incident_id`,
+    [list.map((l) => l.incident.id), kind, now],
+  );
+  const inserted = new Set(ins.rows.map((r) => r.incident_id));
+  for (const { incident, monitor } of list) {
+    if (!inserted.has(incident.id)) continue;
+    await deps.hooks.runIncident(c, {
+      type: kind === "started" ? "incident.started" : "incident.recovered",
+      projectId: monitor.project_id,
+      dedupeKey: `${incident.id}:${kind}`,
+      payload: { incident: toIncident(incident), monitor: toMonitor(monitor, now) },
+      at: kind === "started" ? incident.started_at : (incident.ended_at ?? now),
+    });
+  }
+}

@@ -1,0 +1,116 @@
+import type { PoolClient } from "pg";
+import type { Deps } from "../shared/deps.js";
+import { conflict, notFound } from "../shared/errors.js";
+import { newId } from "../shared/ids.js";
+import { isUniqueViolation } from "../shared/validate.js";
+import { tx } from "../storage/db.js";
+import { resolveIncidents } from "./incidents.js";
+import { applyPause, applyResume, applySettings, needsWake, slugify, type MonitorState } from "./model.js";
+import { monitorById, stateOf, stateValues, type MonitorRow } from "./store.js";
+import { notifyWake, type DeadlineChange } from "./wake.js";
+
+// Monitor administration: create, update, delete, pause, resume. Each state change locks the row,
+// decides with the pure functions of model.ts and announces a new or earlier deadline.
+
+export interface CreateInput {
+  name: string;
+  slug?: string;
+  type: string;
+  expectedIntervalMs: number;
+  gracePeriodMs: number;
+  metadata: Record<string, unknown>;
+  tags: Record<string, unknown>;
+}
+
+export type UpdateInput = Partial<CreateInput>;
+
+type Changed = (changes: DeadlineChange[]) => void;
+
+export async function createMonitor(deps: Deps, projectId: string, input: CreateInput): Promise<MonitorRow> {
+  const now = deps.clock();
+  const insert = (slug: string) =>
+    deps.db.query<MonitorRow>(
+      `INSERT INTO monitors (id, project_id, slug, name, type, status, expected_interval_ms, grace_period_ms, metadata, tags, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, 'unknown', $6, $7, $8, $9, $10, $10) ON CONFLICT (project_id, slug) DO NOTHING RETURNING *`,
+      [newId("mon"), projectId, slug, input.name, input.type, input.expectedIntervalMs, input.gracePeriodMs, input.metadata, input.tags, now],
+    );
+  if (input.slug !== undefined) {
+    const r = await insert(input.slug);
+    if (!r.rows[0]) throw conflict(`a monitor with slug '${input.slug}' already exists in this project`, [{ field: "slug", message: "already used" }]);
+    return r.rows[0];
+  }
+  // A slug made from the name gets a numeric suffix when taken ("api", "api-2", ...).
+  const base = slugify(input.name);
+  for (let i = 1; i <= 100; i++) {
+    const r = await insert(i === 1 ? base : `${base}-${i}`);
+    if (r.rows[0]) return r.rows[0];
+  }
+  const r = await insert(`${base}-${newId("x").slice(2, 10).toLowerCase()}`);
+  if (!r.rows[0]) throw conflict("could not make a unique slug from the name; give one");
+  return r.rows[0];
+}
+
+async function change(deps: Deps, projectId: string, id: string, changed: Changed, fn: (c: PoolClient, row: MonitorRow, now: Date) => Promise<MonitorState | undefined>): Promise<MonitorRow> {
+  const now = deps.clock();
+  const { row, delta } = await tx(deps.db, async (c) => {
+    const before = await monitorById(c, projectId, id, true);
+    if (!before) throw notFound("monitor");
+    const next = await fn(c, before, now);
+    if (!next) return { row: before, delta: undefined };
+    const r = await c.query<MonitorRow>(
+      `UPDATE monitors SET status = $2, expected_interval_ms = $3, grace_period_ms = $4, last_heartbeat_at = $5, first_heartbeat_at = $6,
+              resumed_at = $7, up_since = $8, deadline_at = $9, updated_at = $10 WHERE id = $1 RETURNING *`,
+      [id, ...stateValues(next), now],
+    );
+    const delta: DeadlineChange = { id, deadlineAt: next.deadlineAt, wake: needsWake(before.deadline_at?.getTime() ?? null, next.deadlineAt) };
+    await notifyWake(c, [delta]);
+    return { row: r.rows[0], delta };
+  });
+  if (delta) changed([delta]);
+  return row;
+}
+
+export async function updateMonitor(deps: Deps, projectId: string, id: string, input: UpdateInput, changed: Changed): Promise<MonitorRow> {
+  try {
+    return await change(deps, projectId, id, changed, async (c, row) => {
+      const sets: string[] = [];
+      const values: unknown[] = [id];
+      for (const [col, v] of [["name", input.name], ["slug", input.slug], ["type", input.type], ["metadata", input.metadata], ["tags", input.tags]] as const) {
+        if (v === undefined) continue;
+        values.push(v);
+        sets.push(`${col} = $${values.length}`);
+      }
+      if (sets.length) await c.query(`UPDATE monitors SET ${sets.join(", ")} WHERE id = $1`, values);
+      return applySettings(stateOf(row), { expectedIntervalMs: input.expectedIntervalMs, gracePeriodMs: input.gracePeriodMs });
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) throw conflict(`a monitor with slug '${input.slug}' already exists in this project`, [{ field: "slug", message: "already used" }]);
+    throw err;
+  }
+}
+
+/** Pausing resolves an open incident without a notification and records the pause period. */
+export function pauseMonitor(deps: Deps, projectId: string, id: string, changed: Changed): Promise<MonitorRow> {
+  return change(deps, projectId, id, changed, async (c, row, now) => {
+    if (row.status === "paused") return undefined;
+    const { next, resolveIncidentAt } = applyPause(stateOf(row), now.getTime());
+    if (resolveIncidentAt !== null) await resolveIncidents(deps, c, [{ monitor: row, endedAt: new Date(resolveIncidentAt) }], now, { notify: false });
+    await c.query("INSERT INTO monitor_pauses (monitor_id, paused_at) VALUES ($1, $2) ON CONFLICT DO NOTHING", [id, now]);
+    return next;
+  });
+}
+
+/** Resuming gives `unknown`; the deadline counts from the later of the last heartbeat and now. */
+export function resumeMonitor(deps: Deps, projectId: string, id: string, changed: Changed): Promise<MonitorRow> {
+  return change(deps, projectId, id, changed, async (c, row, now) => {
+    if (row.status !== "paused") return undefined;
+    await c.query("UPDATE monitor_pauses SET resumed_at = $2 WHERE monitor_id = $1 AND resumed_at IS NULL", [id, now]);
+    return applyResume(stateOf(row), now.getTime());
+  });
+}
+
+export async function deleteMonitor(deps: Deps, projectId: string, id: string, changed: Changed): Promise<void> {
+  const r = await deps.db.query("DELETE FROM monitors WHERE id = $1 AND project_id = $2", [id, projectId]);
+  if (!r.rowCount) throw notFound("monitor");
+  changed([{ id, deadlineAt: null, wake: false, deleted: true }]);
+}

@@ -1,0 +1,151 @@
+import pg from "pg";
+import type { Deps } from "../shared/deps.js";
+import { checkDeadlines } from "./detect.js";
+import { MinHeap } from "./heap.js";
+import { parseWake, WAKE_CHANNEL, type DeadlineChange, type DeadlineRunner } from "./wake.js";
+
+// The embedded deadline runner (no TEMPORAL_ADDRESS). The durable state is monitors.deadline_at; this
+// process keeps the nearest deadlines in a min-heap with ONE timer for the earliest, so a monitor is
+// checked when its deadline passes (not by minute polling). It learns deadlines from:
+// - its own commits (heartbeats, pause/resume, patches): changed(), exact;
+// - other nodes: NOTIFY on WAKE_CHANNEL for new or earlier deadlines (later ones need no message:
+//   the stale entry fires early, the check re-reads the row and re-arms);
+// - a re-scan of deadlines within the horizon at start-up (overdue ones are acted on at once) and
+//   every rescanMs, as the safety net for a lost notification.
+// Every decision goes through checkDeadlines(): pure evaluateDeadline() + compare-and-set.
+
+export interface SchedulerOptions {
+  /** Deadlines loaded by a re-scan: those before now + horizonMs. */
+  horizonMs: number;
+  rescanMs: number;
+}
+
+export class EmbeddedScheduler implements DeadlineRunner {
+  private heap = new MinHeap();
+  private current = new Map<string, number>();
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  private rescanTimer: NodeJS.Timeout | undefined;
+  private running = false;
+  private ticking: Promise<void> | undefined;
+  private listener: pg.Client | undefined;
+  private reconnect: NodeJS.Timeout | undefined;
+
+  constructor(private readonly deps: Deps, private readonly opts: SchedulerOptions = { horizonMs: 60_000, rescanMs: 30_000 }) {}
+
+  async start(): Promise<void> {
+    this.running = true;
+    await this.listen();
+    await this.rescan();
+    this.rescanTimer = setInterval(() => void this.rescan().catch((err) => this.deps.log.warn({ err }, "uptime re-scan failed")), this.opts.rescanMs);
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    clearInterval(this.rescanTimer);
+    clearTimeout(this.timer);
+    clearTimeout(this.reconnect);
+    this.timer = undefined;
+    await this.ticking;
+    const l = this.listener;
+    this.listener = undefined;
+    await l?.end().catch(() => undefined);
+    this.heap.clear();
+    this.current.clear();
+  }
+
+  /** Local commits: exact deadlines (null: none applies). */
+  changed(changes: DeadlineChange[]): void {
+    if (!this.running) return;
+    for (const c of changes) {
+      if (c.deadlineAt === null) this.current.delete(c.id);
+      else this.put(c.id, c.deadlineAt);
+    }
+    this.arm();
+  }
+
+  /** Hints (notifications, re-scans): keep the earliest known; a check settles the truth. */
+  private offer(id: string, at: number): void {
+    const cur = this.current.get(id);
+    if (cur === undefined || at < cur) this.put(id, at);
+  }
+
+  private put(id: string, at: number): void {
+    if (this.current.get(id) === at) return;
+    this.current.set(id, at);
+    this.heap.push({ id, at });
+  }
+
+  /** Loads every deadline before now + horizon (all overdue ones included). */
+  async rescan(): Promise<void> {
+    if (!this.running) return;
+    const until = new Date(this.deps.clock().getTime() + this.opts.horizonMs);
+    const r = await this.deps.db.query<{ id: string; deadline_at: Date }>("SELECT id, deadline_at FROM monitors WHERE deadline_at IS NOT NULL AND deadline_at <= $1", [until]);
+    for (const row of r.rows) this.offer(row.id, row.deadline_at.getTime());
+    this.arm();
+  }
+
+  private async listen(): Promise<void> {
+    const client = new pg.Client({ ...this.deps.db.options });
+    client.on("error", () => undefined);
+    client.on("notification", (n) => {
+      const w = parseWake(n.payload);
+      if (!w || !this.running) return;
+      this.offer(w.id, w.deadlineAt);
+      this.arm();
+    });
+    client.on("end", () => {
+      if (!this.running || this.listener !== client) return;
+      this.listener = undefined;
+      // Reconnect, then re-scan for whatever was announced while we were deaf.
+      this.reconnect = setTimeout(() => void this.listen().then(() => this.rescan()).catch(() => client.emit("end")), 1000);
+    });
+    await client.connect();
+    await client.query(`LISTEN ${WAKE_CHANNEL}`);
+    this.listener = client;
+  }
+
+  /** Points the single timer at the earliest live deadline. */
+  private arm(): void {
+    if (!this.running) return;
+    let top = this.heap.peek();
+    while (top && this.current.get(top.id) !== top.at) {
+      this.heap.pop();
+      top = this.heap.peek();
+    }
+    if (!top || this.ticking) return; // a running tick re-arms when it ends
+    if (this.timer && this.timerAt <= top.at) return;
+    clearTimeout(this.timer);
+    const delay = Math.min(Math.max(0, top.at - this.deps.clock().getTime()), this.opts.rescanMs);
+    this.timerAt = top.at;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.timerAt = Infinity;
+      this.ticking = this.tick().finally(() => {
+        this.ticking = undefined;
+        this.arm();
+      });
+    }, delay);
+  }
+
+  /** Checks every monitor whose deadline has come. */
+  private async tick(): Promise<void> {
+    const now = this.deps.clock();
+    const due: string[] = [];
+    for (let top = this.heap.peek(); top && top.at <= now.getTime(); top = this.heap.peek()) {
+      this.heap.pop();
+      if (this.current.get(top.id) !== top.at) continue;
+      this.current.delete(top.id);
+      due.push(top.id);
+    }
+    if (!due.length) return;
+    try {
+      const { next } = await checkDeadlines(this.deps, due, now);
+      for (const [id, at] of next) if (at !== null) this.offer(id, at);
+    } catch (err) {
+      if (!this.running) return;
+      this.deps.log.error({ err }, "uptime deadline check failed; retrying in 1 s");
+      for (const id of due) this.offer(id, now.getTime() + 1000);
+    }
+  }
+}

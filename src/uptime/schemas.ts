@@ -1,0 +1,98 @@
+import { z } from "zod";
+import { badRequest } from "../shared/errors.js";
+import { SLUG_RE } from "./model.js";
+
+// Input rules of the uptime routes (docs/uptime.md lists them).
+
+export const TYPES = ["heartbeat", "http", "worker", "bot", "cron", "custom"] as const;
+export const MIN_INTERVAL_MS = 100;
+export const MAX_MS = 365 * 24 * 3_600_000;
+const MAX_JSON_BYTES = 16 * 1024;
+
+const name = z.string().trim().min(1, "is required").max(200, "at most 200 characters");
+const slug = z.string().trim().toLowerCase().regex(SLUG_RE, "lowercase letters, digits, '.', '_' or '-' (1-100, starting and ending with a letter or digit)");
+const interval = z.number().int("must be a whole number of milliseconds").min(MIN_INTERVAL_MS, `at least ${MIN_INTERVAL_MS}`).max(MAX_MS, `at most ${MAX_MS}`);
+const grace = z.number().int("must be a whole number of milliseconds").min(0, "must not be negative").max(MAX_MS, `at most ${MAX_MS}`);
+const object = z
+  .record(z.string(), z.unknown())
+  .refine((o) => JSON.stringify(o).length <= MAX_JSON_BYTES, `at most ${MAX_JSON_BYTES} bytes of JSON`);
+
+export const createSchema = z.object({
+  name,
+  slug: slug.optional(),
+  type: z.enum(TYPES).default("heartbeat"),
+  expectedIntervalMs: interval.default(60_000),
+  gracePeriodMs: grace.default(30_000),
+  metadata: object.default({}),
+  tags: object.default({}),
+});
+
+export const updateSchema = z.object({
+  name: name.optional(),
+  slug: slug.optional(),
+  type: z.enum(TYPES).optional(),
+  expectedIntervalMs: interval.optional(),
+  gracePeriodMs: grace.optional(),
+  metadata: object.optional(),
+  tags: object.optional(),
+});
+
+export const heartbeatSchema = z.object({
+  slug,
+  status: z.enum(["up", "down"]).default("up"),
+  latencyMs: z.number().min(0, "must not be negative").max(MAX_MS).optional(),
+  metadata: object.default({}),
+  expectedIntervalMs: interval.optional(),
+  gracePeriodMs: grace.optional(),
+});
+
+export const incidentPatchSchema = z
+  .object({
+    title: z.string().trim().max(200, "at most 200 characters").optional(),
+    description: z.string().trim().max(10_000, "at most 10000 characters").optional(),
+  })
+  .refine((v) => v.title !== undefined || v.description !== undefined, { message: "give title or description (an empty string clears it)", path: ["title"] });
+
+const isoWithZone = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i, "an ISO 8601 time with a timezone (Z or +hh:mm)")
+  .transform((v, ctx) => {
+    const d = new Date(v);
+    if (Number.isNaN(d.getTime())) {
+      ctx.addIssue({ code: "custom", message: "not a valid time" });
+      return z.NEVER;
+    }
+    return d;
+  });
+
+export const limitSchema = (def: number, max: number) => z.number().int("must be a whole number").min(1, "at least 1").max(max, `at most ${max}`).default(def);
+
+export const heartbeatListSchema = z.object({ from: isoWithZone.optional(), to: isoWithZone.optional(), limit: limitSchema(100, 1000) });
+export const incidentListSchema = z.object({ limit: limitSchema(100, 1000) });
+
+export const WINDOWS = { "24h": { ms: 24 * 3_600_000, bucket: "hour" }, "7d": { ms: 7 * 86_400_000, bucket: "day" }, "30d": { ms: 30 * 86_400_000, bucket: "day" }, "90d": { ms: 90 * 86_400_000, bucket: "day" } } as const;
+export type WindowName = keyof typeof WINDOWS;
+export const historySchema = z.object({ window: z.enum(Object.keys(WINDOWS) as [WindowName, ...WindowName[]]).default("90d") });
+
+const MAX_PERIOD_MS = 366 * 86_400_000;
+export const statsSchema = z.object({
+  period: z
+    .string()
+    .regex(/^[1-9]\d{0,4}[dh]$/, "a number followed by d or h, such as 7d or 24h")
+    .transform((p) => Number(p.slice(0, -1)) * (p.endsWith("d") ? 86_400_000 : 3_600_000))
+    .refine((ms) => ms <= MAX_PERIOD_MS, "at most 366 days")
+    .optional(),
+  from: isoWithZone.optional(),
+  to: isoWithZone.optional(),
+});
+
+/** The stats window: `period` back from now, or from/to (to defaults to now), else the last 24 hours. */
+export function statsWindow(input: z.infer<typeof statsSchema>, now: Date): { from: Date; to: Date } {
+  if (input.period !== undefined && (input.from || input.to)) throw badRequest("give either period or from/to, not both", [{ field: "period", message: "not with from/to" }]);
+  if (input.period !== undefined) return { from: new Date(now.getTime() - input.period), to: now };
+  const to = input.to ?? now;
+  const from = input.from ?? new Date(to.getTime() - 24 * 3_600_000);
+  if (from.getTime() >= to.getTime()) throw badRequest("from must be before to", [{ field: "from", message: "must be before to" }]);
+  if (to.getTime() - from.getTime() > MAX_PERIOD_MS) throw badRequest("the window is at most 366 days", [{ field: "from", message: "window too long" }]);
+  return { from, to };
+}

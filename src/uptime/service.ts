@@ -1,0 +1,153 @@
+import type { HandlerContext } from "@connectrpc/connect";
+import { UptimeService } from "../../gen/vigil/v1/uptime_pb.js";
+import type { Deps } from "../shared/deps.js";
+import { notFound } from "../shared/errors.js";
+import { validate } from "../shared/validate.js";
+import type { HeartbeatWriter } from "./heartbeats.js";
+import { createMonitor, deleteMonitor, pauseMonitor, resumeMonitor, updateMonitor } from "./monitors.js";
+import * as s from "./schemas.js";
+import { heartbeatFigures, history, timeFigures, uptime24h } from "./stats.js";
+import { monitorById, toHeartbeat, toIncident, toMonitor, type HeartbeatRow, type IncidentRow, type MonitorRow } from "./store.js";
+import type { DeadlineChange } from "./wake.js";
+
+// UptimeService handlers: authorize (project data: API key or member session), validate, call the
+// domain code, map rows to messages.
+
+export interface UptimeContext {
+  writer: HeartbeatWriter;
+  changed: (changes: DeadlineChange[]) => void;
+  rawRetentionMs: number;
+}
+
+// Proto `optional` fields and unset messages arrive as undefined; zod sees exactly what was sent.
+const present = <T extends object>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+
+export function uptimeService(deps: Deps, u: UptimeContext) {
+  const { db, auth, clock } = deps;
+  const scope = (ctx: HandlerContext, projectId: string) => auth.project(ctx, projectId, "data");
+  const monitor = async (projectId: string, id: string): Promise<MonitorRow> => {
+    const m = await monitorById(db, projectId, id);
+    if (!m) throw notFound("monitor");
+    return m;
+  };
+
+  return {
+    desc: UptimeService,
+    impl: {
+      async createMonitor(req: any, ctx: HandlerContext) {
+        const { projectId } = await scope(ctx, req.projectId);
+        const input = validate(s.createSchema, present({ name: req.name, slug: req.slug, type: req.type, expectedIntervalMs: req.expectedIntervalMs, gracePeriodMs: req.gracePeriodMs, metadata: req.metadata, tags: req.tags }));
+        return { data: toMonitor(await createMonitor(deps, projectId, input), clock()) };
+      },
+      async listMonitors(req: any, ctx: HandlerContext) {
+        const { projectId } = await scope(ctx, req.projectId);
+        const r = await db.query<MonitorRow>("SELECT * FROM monitors WHERE project_id = $1 ORDER BY created_at, id", [projectId]);
+        const now = clock();
+        return { data: r.rows.map((m) => toMonitor(m, now)) };
+      },
+      async getMonitorsOverview(req: any, ctx: HandlerContext) {
+        const { projectId } = await scope(ctx, req.projectId);
+        const r = await db.query<MonitorRow>("SELECT * FROM monitors WHERE project_id = $1 ORDER BY created_at, id", [projectId]);
+        const now = clock();
+        const up = await uptime24h(db, r.rows, now);
+        return {
+          data: r.rows.map((m) => ({ id: m.id, name: m.name, slug: m.slug, type: m.type, status: m.status, lastHeartbeatAt: m.last_heartbeat_at?.toISOString(), uptimePercentage24h: up.get(m.id) ?? 100 })),
+        };
+      },
+      async getMonitor(req: any, ctx: HandlerContext) {
+        const { projectId } = await scope(ctx, req.projectId);
+        return { data: toMonitor(await monitor(projectId, req.monitorId), clock()) };
+      },
+      async getMonitorStatus(req: any, ctx: HandlerContext) {
+        const { projectId } = await scope(ctx, req.projectId);
+        return { data: { status: (await monitor(projectId, req.monitorId)).status } };
+      },
+      async updateMonitor(req: any, ctx: HandlerContext) {
+        const { projectId } = await scope(ctx, req.projectId);
+        const input = validate(s.updateSchema, present({ name: req.name, slug: req.slug, type: req.type, expectedIntervalMs: req.expectedIntervalMs, gracePeriodMs: req.gracePeriodMs, metadata: req.metadata, tags: req.tags }));
+        return { data: toMonitor(await updateMonitor(deps, projectId, req.monitorId, input, u.changed), clock()) };
+      },
+      async deleteMonitor(req: any, ctx: HandlerContext) {
+        const { projectId } = await scope(ctx, req.projectId);
+        await deleteMonitor(deps, projectId, req.monitorId, u.changed);
+        return {};
+      },
+      async pauseMonitor(req: any, ctx: HandlerContext) {
+        const { projectId } = await scope(ctx, req.projectId);
+        return { data: toMonitor(await pauseMonitor(deps, projectId, req.monitorId, u.changed), clock()) };
+      },
+      async resumeMonitor(req: any, ctx: HandlerContext) {
+        const { projectId } = await scope(ctx, req.projectId);
+        return { data: toMonitor(await resumeMonitor(deps, projectId, req.monitorId, u.changed), clock()) };
+      },
+      async sendHeartbeat(req: any, ctx: HandlerContext) {
+        const { projectId } = await scope(ctx, req.projectId);
+        const input = validate(s.heartbeatSchema, present({ slug: req.monitorSlug, status: req.status, latencyMs: req.latencyMs, metadata: req.metadata, expectedIntervalMs: req.expectedIntervalMs, gracePeriodMs: req.gracePeriodMs }));
+        const at = clock();
+        const a = await u.writer.submit({ projectId, at, ...input, slug: input.slug });
+        return { data: { accepted: true, monitor: toMonitor(a.monitor, at), statusChanged: a.statusChanged } };
+      },
+      async listHeartbeats(req: any, ctx: HandlerContext) {
+        const { projectId } = await scope(ctx, req.projectId);
+        const q = validate(s.heartbeatListSchema, present({ from: req.from, to: req.to, limit: req.limit }));
+        const m = await monitor(projectId, req.monitorId);
+        const r = await db.query<HeartbeatRow>(
+          `SELECT id, at, status, latency_ms, metadata FROM heartbeats WHERE monitor_id = $1 AND ($2::timestamptz IS NULL OR at >= $2) AND ($3::timestamptz IS NULL OR at <= $3)
+            ORDER BY at DESC, id DESC LIMIT $4`,
+          [m.id, q.from ?? null, q.to ?? null, q.limit],
+        );
+        return { data: r.rows.map(toHeartbeat) };
+      },
+      async listIncidents(req: any, ctx: HandlerContext) {
+        const { projectId } = await scope(ctx, req.projectId);
+        const q = validate(s.incidentListSchema, present({ limit: req.limit }));
+        const m = await monitor(projectId, req.monitorId);
+        const r = await db.query<IncidentRow>("SELECT * FROM incidents WHERE monitor_id = $1 ORDER BY started_at DESC, id DESC LIMIT $2", [m.id, q.limit]);
+        return { data: r.rows.map(toIncident) };
+      },
+      async updateIncident(req: any, ctx: HandlerContext) {
+        const { projectId } = await scope(ctx, req.projectId);
+        const input = validate(s.incidentPatchSchema, present({ title: req.title, description: req.description }));
+        const r = await db.query<IncidentRow>(
+          `UPDATE incidents SET title = CASE WHEN $3::boolean THEN NULLIF($4, '') ELSE title END,
+                  description = CASE WHEN $5::boolean THEN NULLIF($6, '') ELSE description END, updated_at = $7
+            WHERE id = $1 AND project_id = $2 RETURNING *`,
+          [req.incidentId, projectId, input.title !== undefined, input.title ?? null, input.description !== undefined, input.description ?? null, clock()],
+        );
+        if (!r.rows[0]) throw notFound("incident");
+        return { data: toIncident(r.rows[0]) };
+      },
+      async getMonitorStats(req: any, ctx: HandlerContext) {
+        const { projectId } = await scope(ctx, req.projectId);
+        const q = validate(s.statsSchema, present({ period: req.period, from: req.from, to: req.to }));
+        const now = clock();
+        const { from, to } = s.statsWindow(q, now);
+        const m = await monitor(projectId, req.monitorId);
+        const [t, h] = await Promise.all([timeFigures(db, m, from, to, now), heartbeatFigures(db, m.id, from, to, now, u.rawRetentionMs)]);
+        return {
+          data: {
+            uptimePercentage: t.uptimePercentage,
+            downtimeMs: t.downtimeMs,
+            incidentCount: t.incidentCount,
+            currentStatus: m.status,
+            lastHeartbeat: m.last_heartbeat_at?.toISOString(),
+            totalHeartbeats: h.total,
+            successfulHeartbeats: h.successful,
+            failedHeartbeats: h.failed,
+            avgLatencyMs: h.avgLatencyMs,
+            minLatencyMs: h.minLatencyMs,
+            maxLatencyMs: h.maxLatencyMs,
+            from: from.toISOString(),
+            to: to.toISOString(),
+          },
+        };
+      },
+      async getMonitorHistory(req: any, ctx: HandlerContext) {
+        const { projectId } = await scope(ctx, req.projectId);
+        const q = validate(s.historySchema, present({ window: req.window }));
+        const m = await monitor(projectId, req.monitorId);
+        return { data: { window: q.window, buckets: await history(db, m, q.window, clock()) } };
+      },
+    },
+  };
+}
