@@ -84,18 +84,18 @@ export function fitDiscordLimits(m: DiscordMessage): DiscordMessage {
     return out;
   });
   let total = embeds.reduce((n, e) => n + embedChars(e), 0);
-  // Over the total: shorten descriptions, then drop fields, then drop embeds, all from the end.
+  // Over the total: drop fields, then shorten descriptions, then drop embeds, all from the end.
   for (let i = embeds.length - 1; i >= 0 && total > DISCORD_LIMITS.total; i--) {
     const e = embeds[i];
-    if (e.description) {
+    while (total > DISCORD_LIMITS.total && e.fields && e.fields.length > 0) {
+      const f = e.fields.pop()!;
+      total -= f.name.length + f.value.length;
+    }
+    if (total > DISCORD_LIMITS.total && e.description) {
       const keep = Math.max(0, e.description.length - (total - DISCORD_LIMITS.total));
       const next = keep > 0 ? truncate(e.description, keep) : undefined;
       total -= e.description.length - (next?.length ?? 0);
       e.description = next;
-    }
-    while (total > DISCORD_LIMITS.total && e.fields && e.fields.length > 0) {
-      const f = e.fields.pop()!;
-      total -= f.name.length + f.value.length;
     }
     if (total > DISCORD_LIMITS.total && i > 0) {
       total -= embedChars(e);
