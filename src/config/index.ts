@@ -39,6 +39,9 @@ export const envSchema = z.object({
   WEBHOOK_ALLOW_PRIVATE: bool.default(false),
   PG_POOL_SIZE: intFrom(10, 1),
   UPTIME_RAW_RETENTION_DAYS: intFrom(7, 1),
+  ANALYTICS_FAST_PATHS: bool.default(true),
+  ANALYTICS_SLOT_INTERVAL_MS: intFrom(60_000, 0),
+  ANALYTICS_SLOT_SAMPLE: intFrom(20_000, 100),
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -62,6 +65,8 @@ export interface Config {
   pgPoolSize: number;
   /** Raw heartbeats are kept this long; older windows read hourly rollups. */
   uptime: { rawRetentionDays: number };
+  /** Rollups and typed slots on (default) or off; slot assignment pass interval (0: no worker). */
+  analytics: { fastPaths: boolean; slotIntervalMs: number; slotSample: number };
 }
 
 export class ConfigError extends Error {}
@@ -100,6 +105,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     },
     pgPoolSize: e.PG_POOL_SIZE,
     uptime: { rawRetentionDays: e.UPTIME_RAW_RETENTION_DAYS },
+    analytics: { fastPaths: e.ANALYTICS_FAST_PATHS, slotIntervalMs: e.ANALYTICS_SLOT_INTERVAL_MS, slotSample: e.ANALYTICS_SLOT_SAMPLE },
   };
 }
 

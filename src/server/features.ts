@@ -1,3 +1,4 @@
+import { createAnalyticsFeature } from "../analytics/service.js";
 import { createAuthFeature } from "../auth/service.js";
 import { createEventsFeature } from "../events/service.js";
 import { createIdentityFeature } from "../identity/service.js";
@@ -19,6 +20,7 @@ export async function createFeatures(deps: Deps): Promise<Feature[]> {
     createProjectsFeature(deps),
     events,
     createIdentityFeature(deps),
+    createAnalyticsFeature(deps),
     createMetricsFeature(deps, events.ingestor),
     createWebhooksFeature(deps),
     createUptimeFeature(deps),

@@ -1,0 +1,71 @@
+import { badRequest } from "../shared/errors.js";
+import type { Queryable } from "../storage/db.js";
+import type { Node } from "./filters.js";
+import { rawScan } from "./plan.js";
+import type { SlotMap } from "./sql.js";
+import type { Window } from "./time.js";
+
+// POST .../events/query: matching events newest first, keyset pages on (ts DESC, id DESC).
+// The cursor is opaque: base64url of "<ts in epoch microseconds>.<id>".
+
+export interface EventRow {
+  id: string;
+  project_id: string;
+  type: string;
+  ts: Date;
+  user_id: string | null;
+  group_id: string | null;
+  source_id: string | null;
+  data: Record<string, unknown>;
+  context: Record<string, unknown>;
+  tags: Record<string, unknown>;
+  created_at: Date;
+  us: string;
+}
+
+const CURSOR = /^(-?\d{1,17})\.([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+
+export function encodeCursor(us: string, id: string): string {
+  return Buffer.from(`${us}.${id}`).toString("base64url");
+}
+
+export function decodeCursor(c: string): { us: string; id: string } {
+  const m = /^[A-Za-z0-9_-]{1,200}$/.test(c) ? CURSOR.exec(Buffer.from(c, "base64url").toString("utf8")) : null;
+  if (!m) throw badRequest("pagination.cursor is not a cursor this service issued", [{ field: "pagination.cursor", message: "invalid cursor" }]);
+  return { us: m[1], id: m[2] };
+}
+
+export async function queryEvents(db: Queryable, projectId: string, w: Window | null, filter: Node | null, slots: SlotMap, limit: number, cursor: string | null): Promise<{ rows: EventRow[]; nextCursor: string | null }> {
+  const s = rawScan(projectId, w, filter, slots);
+  let where = s.where;
+  if (cursor) {
+    const c = decodeCursor(cursor);
+    where += ` AND (e.ts, e.id) < (timestamptz 'epoch' + ${s.params.add(c.us)}::bigint * interval '1 microsecond', ${s.params.add(c.id)}::uuid)`;
+  }
+  const lim = s.params.add(limit + 1);
+  const r = await db.query<EventRow>(
+    `SELECT e.id, e.project_id, e.type, e.ts, e.user_id, e.group_id, e.source_id, e.data, e.context, e.tags, e.created_at,
+            (extract(epoch FROM e.ts) * 1000000)::bigint::text AS us
+     FROM events e WHERE ${where} ORDER BY e.ts DESC, e.id DESC LIMIT ${lim}`,
+    s.params.values,
+  );
+  const rows = r.rows.slice(0, limit);
+  const more = r.rows.length > limit;
+  return { rows, nextCursor: more ? encodeCursor(rows[rows.length - 1].us, rows[rows.length - 1].id) : null };
+}
+
+export function toEventMessage(r: EventRow) {
+  return {
+    id: r.id,
+    projectId: r.project_id,
+    type: r.type,
+    timestamp: r.ts.toISOString(),
+    userId: r.user_id ?? undefined,
+    groupId: r.group_id ?? undefined,
+    sourceId: r.source_id ?? undefined,
+    data: r.data,
+    context: r.context,
+    tags: r.tags,
+    createdAt: r.created_at.toISOString(),
+  };
+}

@@ -1,0 +1,135 @@
+import { badRequest } from "../shared/errors.js";
+import type { Queryable } from "../storage/db.js";
+import { columnSql, filterSql as filterSqlFor, jsonValueSql, numberSql } from "./compile.js";
+import type { Field } from "./fields.js";
+import type { Node } from "./filters.js";
+import { rawScan, rollupEligible } from "./plan.js";
+import { GRAIN_CODE } from "./rollups.js";
+import { Params, type SlotMap } from "./sql.js";
+import { bucketStarts, decompose, type Grain, type Interval, type Window } from "./time.js";
+
+// The analytics queries. `fast` enables rollups and slots; with it off every answer comes from the
+// raw JSON, which is what the property test compares against.
+
+export interface QueryEnv {
+  db: Queryable;
+  fast: boolean;
+  slots: SlotMap;
+}
+
+const NO_SLOTS: SlotMap = { n: new Map(), s: new Map() };
+const slotsOf = (env: QueryEnv): SlotMap => (env.fast ? env.slots : NO_SLOTS);
+export const MAX_BUCKETS = 10_000;
+
+/** SQL summing rollups over whole buckets plus raw rows over the edges, grouped by `bucketExpr`. */
+function rollupUnion(projectId: string, w: Window, filter: Node | null, maxGrain: Grain, interval: Interval | null): { sql: string; params: Params } {
+  const params = new Params();
+  let pid: string | undefined;
+  const unit = interval ? params.add(interval) : null;
+  const parts: string[] = [];
+  for (const piece of decompose(w, maxGrain)) {
+    const from = params.add(new Date(piece.from));
+    const to = params.add(new Date(piece.to));
+    if (piece.grain === "raw") {
+      const scan = rawScan(projectId, w, filter, NO_SLOTS, params);
+      const b = unit ? `date_trunc(${unit}::text, e.ts, 'UTC')` : "NULL::timestamptz";
+      parts.push(`SELECT ${b} AS b, count(*)::bigint AS c FROM events e WHERE ${scan.where} AND e.ts >= ${from} AND e.ts < ${to} GROUP BY 1`);
+    } else {
+      const f = filterSqlFor({ params, alias: "r", slots: NO_SLOTS }, filter);
+      const b = unit ? `date_trunc(${unit}::text, r.bucket, 'UTC')` : "NULL::timestamptz";
+      parts.push(`SELECT ${b} AS b, sum(r.count)::bigint AS c FROM analytics_rollups r WHERE r.project_id = ${(pid ??= params.add(projectId))} AND r.grain = ${GRAIN_CODE[piece.grain]} AND r.bucket >= ${from} AND r.bucket < ${to} AND ${f} GROUP BY 1`);
+    }
+  }
+  return { sql: `SELECT b, sum(c)::float8 AS c FROM (${parts.join(" UNION ALL ")}) x GROUP BY b`, params };
+}
+
+export async function count(env: QueryEnv, projectId: string, w: Window, filter: Node | null): Promise<number> {
+  if (env.fast && rollupEligible(filter)) {
+    const { sql, params } = rollupUnion(projectId, w, filter, "day", null);
+    const r = await env.db.query<{ c: number }>(sql, params.values);
+    return r.rows.reduce((a, x) => a + Number(x.c), 0);
+  }
+  const s = rawScan(projectId, w, filter, slotsOf(env));
+  const r = await env.db.query<{ c: number }>(`SELECT count(*)::float8 AS c FROM events e WHERE ${s.where}`, s.params.values);
+  return r.rows[0].c;
+}
+
+const INTERVAL_GRAIN: Record<Interval, Grain> = { minute: "minute", hour: "hour", day: "day", week: "day", month: "day" };
+
+export async function timeseries(env: QueryEnv, projectId: string, w: Window, filter: Node | null, interval: Interval): Promise<{ time: string; count: number }[]> {
+  const starts = bucketStarts(w, interval, MAX_BUCKETS);
+  let rows: { b: Date; c: number }[];
+  if (env.fast && rollupEligible(filter)) {
+    const { sql, params } = rollupUnion(projectId, w, filter, INTERVAL_GRAIN[interval], interval);
+    rows = (await env.db.query<{ b: Date; c: number }>(sql, params.values)).rows;
+  } else {
+    const s = rawScan(projectId, w, filter, slotsOf(env));
+    const unit = s.params.add(interval);
+    rows = (await env.db.query<{ b: Date; c: number }>(`SELECT date_trunc(${unit}::text, e.ts, 'UTC') AS b, count(*)::float8 AS c FROM events e WHERE ${s.where} GROUP BY 1`, s.params.values)).rows;
+  }
+  const counts = new Map<number, number>();
+  for (const r of rows) counts.set(r.b.getTime(), (counts.get(r.b.getTime()) ?? 0) + Number(r.c));
+  return starts.map((b) => ({ time: new Date(b).toISOString(), count: counts.get(b) ?? 0 }));
+}
+
+export type Operation = "count" | "count_unique" | "sum" | "avg" | "min" | "max" | `p${number}`;
+export interface Aggregation {
+  name: string;
+  field: Field | null;
+  operation: Operation;
+}
+
+export async function aggregate(env: QueryEnv, projectId: string, w: Window, filter: Node | null, aggs: Aggregation[]): Promise<{ name: string; value: number | null }[]> {
+  const s = rawScan(projectId, w, filter, slotsOf(env));
+  const ctx = s.ctx;
+  const cols = aggs.map((a, i) => {
+    const f = a.field;
+    let expr: string;
+    if (a.operation === "count") expr = f ? `count(${f.kind === "column" ? columnSql(ctx, f) : jsonValueSql(ctx, f)})` : "count(*)";
+    else if (a.operation === "count_unique") expr = f ? `count(DISTINCT ${f.kind === "column" ? columnSql(ctx, f) : jsonValueSql(ctx, f)})` : "count(DISTINCT e.user_id)";
+    else {
+      const n = f ? numberSql(ctx, f) : null;
+      if (!n) throw badRequest(`aggregations[${i}].field: ${a.operation} needs a data, context or tags field`, [{ field: `aggregations[${i}].field`, message: "needs a numeric data, context or tags field" }]);
+      if (a.operation === "sum") expr = `COALESCE(sum(${n}), 0)`;
+      else if (a.operation === "avg" || a.operation === "min" || a.operation === "max") expr = `${a.operation}(${n})`;
+      else expr = `percentile_cont(${Number(a.operation.slice(1)) / 100}::float8) WITHIN GROUP (ORDER BY ${n})`;
+    }
+    return `(${expr})::float8 AS a${i}`;
+  });
+  const r = await env.db.query<Record<string, number | null>>(`SELECT ${cols.join(", ")} FROM events e WHERE ${s.where}`, s.params.values);
+  return aggs.map((a, i) => ({ name: a.name, value: r.rows[0][`a${i}`] ?? null }));
+}
+
+/** A group/unique key as jsonb; time columns as ISO strings like everywhere else. */
+function keySql(ctx: Parameters<typeof jsonValueSql>[0], f: Field): string {
+  if (f.kind === "column" && f.valueType === "time") return `to_jsonb(to_char(${columnSql(ctx, f)} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`;
+  return jsonValueSql(ctx, f);
+}
+
+export async function unique(env: QueryEnv, projectId: string, w: Window, filter: Node | null, field: Field, limit: number): Promise<{ value: unknown; count: number }[]> {
+  const s = rawScan(projectId, w, filter, slotsOf(env));
+  const k = keySql(s.ctx, field);
+  const lim = s.params.add(limit);
+  const r = await env.db.query<{ v: unknown; c: number }>(
+    `SELECT v, count(*)::float8 AS c FROM (SELECT ${k} AS v FROM events e WHERE ${s.where}) x WHERE v IS NOT NULL GROUP BY v ORDER BY c DESC, v ASC LIMIT ${lim}`,
+    s.params.values,
+  );
+  return r.rows.map((x) => ({ value: x.v, count: x.c }));
+}
+
+export async function group(env: QueryEnv, projectId: string, w: Window, filter: Node | null, fields: Field[], limit: number): Promise<Record<string, unknown>[]> {
+  const s = rawScan(projectId, w, filter, slotsOf(env));
+  const keys = fields.map((f, i) => `${keySql(s.ctx, f)} AS g${i}`);
+  const lim = s.params.add(limit);
+  const by = fields.map((_, i) => `g${i}`);
+  const r = await env.db.query<Record<string, unknown>>(
+    `SELECT ${keys.join(", ")}, count(*)::float8 AS c FROM events e WHERE ${s.where} GROUP BY ${by.join(", ")} ORDER BY c DESC, ${by.map((b) => `${b} ASC NULLS LAST`).join(", ")} LIMIT ${lim}`,
+    s.params.values,
+  );
+  return r.rows.map((row) => {
+    const o: Record<string, unknown> = {};
+    fields.forEach((f, i) => (o[f.name] = row[`g${i}`] ?? null));
+    o.count = row.c;
+    return o;
+  });
+}

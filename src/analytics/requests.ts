@@ -1,0 +1,63 @@
+import { z } from "zod";
+import { badRequest } from "../shared/errors.js";
+import { validate } from "../shared/validate.js";
+import { fieldProblem, resolveField, type Field } from "./fields.js";
+import type { Aggregation, Operation } from "./queries.js";
+import { INTERVALS, type Interval } from "./time.js";
+
+// Validation of the request parts proto cannot express (ranges, enums, cross-field rules).
+
+const OPERATION = /^(count|count_unique|sum|avg|min|max|p([1-9]|[1-9][0-9]))$/;
+const limit = (def: number, max: number) =>
+  z.number().int("must be an integer").min(1, "must be at least 1").max(max, `must be at most ${max}`).default(def);
+const bigintToNumber = (v: unknown) => (typeof v === "bigint" ? Number(v) : v);
+
+export function parseInterval(v: unknown): Interval {
+  return validate(z.object({ interval: z.enum(INTERVALS as [Interval, ...Interval[]], { message: `must be one of ${INTERVALS.join(", ")}` }) }), { interval: v || undefined }).interval;
+}
+
+export function parseLimit(v: unknown, def: number, max: number, name = "limit"): number {
+  return validate(z.object({ [name]: limit(def, max) }), { [name]: bigintToNumber(v) })[name] as number;
+}
+
+const fieldName = z.string().superRefine((v, ctx) => {
+  const p = fieldProblem(v);
+  if (p) ctx.addIssue({ code: "custom", message: p });
+});
+
+const aggSchema = z
+  .array(
+    z.object({
+      name: z.string().trim().min(1, "is required").max(100),
+      field: fieldName.optional(),
+      operation: z.string().regex(OPERATION, "must be count, count_unique, sum, avg, min, max or p1..p99"),
+    }).superRefine((a, ctx) => {
+      if (a.operation !== "count" && a.operation !== "count_unique" && !a.field) ctx.addIssue({ code: "custom", path: ["field"], message: `is required for ${a.operation}` });
+    }),
+  )
+  .min(1, "needs at least one aggregation")
+  .max(50, "at most 50 aggregations")
+  .superRefine((list, ctx) => {
+    const seen = new Set<string>();
+    list.forEach((a, i) => {
+      if (seen.has(a.name)) ctx.addIssue({ code: "custom", path: [i, "name"], message: "names must be unique" });
+      seen.add(a.name);
+    });
+  });
+
+export function parseAggregations(v: { name: string; field?: string; operation: string }[]): Aggregation[] {
+  const list = validate(z.object({ aggregations: aggSchema }), { aggregations: v.map((a) => ({ name: a.name, field: a.field || undefined, operation: a.operation })) }).aggregations;
+  return list.map((a, i) => ({ name: a.name, operation: a.operation as Operation, field: a.field ? resolveField(a.field, `aggregations[${i}].field`) : null }));
+}
+
+export function parseField(v: string, where: string): Field {
+  return resolveField(v === "" ? undefined : v, where);
+}
+
+export function parseGroupBy(v: string[]): Field[] {
+  if (v.length === 0) throw badRequest("groupBy: needs at least one field", [{ field: "groupBy", message: "needs at least one field" }]);
+  if (v.length > 10) throw badRequest("groupBy: at most 10 fields", [{ field: "groupBy", message: "at most 10 fields" }]);
+  if (new Set(v).size !== v.length) throw badRequest("groupBy: fields must be unique", [{ field: "groupBy", message: "fields must be unique" }]);
+  if (v.includes("count")) throw badRequest("groupBy: 'count' names the result count; use data.count", [{ field: "groupBy", message: "'count' is reserved in results; use data.count" }]);
+  return v.map((f, i) => resolveField(f, `groupBy[${i}]`));
+}

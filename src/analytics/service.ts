@@ -1,0 +1,97 @@
+import { toJson, type JsonValue } from "@bufbuild/protobuf";
+import { ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
+import { AnalyticsService } from "../../gen/vigil/v1/analytics_pb.js";
+import type { Deps } from "../shared/deps.js";
+import type { Feature } from "../shared/feature.js";
+import { startSlotWorker } from "./worker.js";
+import { queryEvents, toEventMessage } from "./events.js";
+import { parseFilters } from "./filters.js";
+import { aggregate, count, group, timeseries, unique, type QueryEnv } from "./queries.js";
+import { Registry } from "./registry.js";
+import { parseAggregations, parseField, parseGroupBy, parseInterval, parseLimit } from "./requests.js";
+import { upsertRollups } from "./rollups.js";
+import { parseWindow } from "./time.js";
+
+// Analytics: the canonical query model over events (handlers: authorize, validate, query, map).
+
+/** google.protobuf.Value arrives as a message (protobuf-es does not unbox Value): back to JSON. */
+const filtersJson = (v: Value | undefined): JsonValue | undefined => (v === undefined || v.kind.case === undefined ? undefined : toJson(ValueSchema, v));
+
+export function createAnalyticsFeature(deps: Deps): Feature {
+  const { db, auth, clock, config } = deps;
+  const registry = new Registry(db);
+  deps.hooks.eventsPreparing.push(registry.prepare);
+  deps.hooks.eventsCommitting.push(upsertRollups);
+  const fast = config.analytics.fastPaths;
+
+  async function env(projectId: string): Promise<QueryEnv> {
+    return { db, fast, slots: fast ? await registry.slots(projectId, clock().getTime()) : { n: new Map(), s: new Map() } };
+  }
+
+  let worker: { stop(): Promise<void> } | undefined;
+  return {
+    name: "analytics",
+    services: [
+      {
+        desc: AnalyticsService,
+        impl: {
+          async queryEvents(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            const filter = parseFilters(filtersJson(req.filters));
+            const w = parseWindow(req.time, false);
+            const lim = parseLimit(req.pagination?.limit, 50, 100, "pagination.limit");
+            const e = await env(scope.projectId);
+            const page = await queryEvents(db, scope.projectId, w, filter, e.slots, lim, req.pagination?.cursor || null);
+            return { data: page.rows.map(toEventMessage), pagination: { nextCursor: page.nextCursor ?? undefined, hasMore: page.nextCursor !== null } };
+          },
+          async count(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            const filter = parseFilters(filtersJson(req.filters));
+            const w = parseWindow(req.time, true)!;
+            return { data: { count: BigInt(await count(await env(scope.projectId), scope.projectId, w, filter)) } };
+          },
+          async timeseries(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            const filter = parseFilters(filtersJson(req.filters));
+            const w = parseWindow(req.time, true)!;
+            const interval = parseInterval(req.interval);
+            const buckets = await timeseries(await env(scope.projectId), scope.projectId, w, filter, interval);
+            return { data: { buckets: buckets.map((b) => ({ time: b.time, count: BigInt(b.count) })) } };
+          },
+          async aggregate(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            const filter = parseFilters(filtersJson(req.filters));
+            const w = parseWindow(req.time, true)!;
+            const aggs = parseAggregations(req.aggregations);
+            const results = await aggregate(await env(scope.projectId), scope.projectId, w, filter, aggs);
+            return { data: { results: results.map((r) => ({ name: r.name, value: r.value ?? undefined })) } };
+          },
+          async unique(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            const filter = parseFilters(filtersJson(req.filters));
+            const w = parseWindow(req.time, true)!;
+            const field = parseField(req.field, "field");
+            const lim = parseLimit(req.limit, 100, 1000);
+            const values = await unique(await env(scope.projectId), scope.projectId, w, filter, field, lim);
+            return { data: { values: values.map((v) => ({ value: v.value as JsonValue, count: v.count })) } };
+          },
+          async group(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            const filter = parseFilters(filtersJson(req.filters));
+            const w = parseWindow(req.time, true)!;
+            const fields = parseGroupBy(req.groupBy);
+            const lim = parseLimit(req.limit, 100, 1000);
+            const groups = await group(await env(scope.projectId), scope.projectId, w, filter, fields, lim);
+            return { data: { groups } };
+          },
+        },
+      },
+    ],
+    async start() {
+      if (config.analytics.slotIntervalMs > 0) worker = startSlotWorker(deps);
+    },
+    async stop() {
+      await worker?.stop();
+    },
+  };
+}

@@ -1,0 +1,177 @@
+import { badRequest } from "../shared/errors.js";
+
+// Time: strict ISO 8601 parsing (a timezone is required), inclusive windows, UTC buckets and the
+// decomposition of a window into whole rollup buckets plus raw edges. All pure.
+
+const ISO = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})$/;
+
+export interface Instant {
+  /** Milliseconds since the epoch (fraction beyond ms in `micros`). */
+  ms: number;
+  /** Sub-millisecond part in nanoseconds (0..999999), kept so that bounds stay exact. */
+  subMsNanos: number;
+  /** The validated text, safe to hand PostgreSQL as `$n::timestamptz`. */
+  text: string;
+}
+
+/** Parses an ISO 8601 timestamp that carries a timezone; null when it is not one. */
+export function parseInstant(v: unknown): Instant | null {
+  if (typeof v !== "string") return null;
+  const m = ISO.exec(v);
+  if (!m) return null;
+  const [, y, mo, d, h, mi, s = "0", frac = "", tz] = m;
+  const Y = +y, M = +mo, D = +d, H = +h, MI = +mi, S = +s;
+  if (M < 1 || M > 12 || D < 1 || H > 23 || MI > 59 || S > 59) return null;
+  const dim = new Date(Date.UTC(Y, M, 0)).getUTCDate();
+  if (D > dim || Y < 1 || Y > 9999) return null;
+  let offMin = 0;
+  if (tz !== "Z") {
+    const t = tz.replace(":", "");
+    const oh = +t.slice(1, 3), om = +t.slice(3, 5);
+    if (oh > 15 || om > 59) return null;
+    offMin = (t[0] === "-" ? -1 : 1) * (oh * 60 + om);
+  }
+  const fracPadded = (frac + "000000000").slice(0, 9);
+  const base = Date.UTC(Y, M - 1, D, H, MI, S) - offMin * 60_000;
+  const ms = base + Number(fracPadded.slice(0, 3));
+  return { ms, subMsNanos: Number(fracPadded.slice(3)), text: v };
+}
+
+export interface Window {
+  start: Instant;
+  end: Instant;
+}
+
+function instantProblem(v: unknown): string | null {
+  if (v === undefined || v === null || v === "") return "is required";
+  if (typeof v !== "string") return "must be a string";
+  return parseInstant(v) ? null : "must be an ISO 8601 timestamp with a timezone (Z or an offset)";
+}
+
+/** Validates `time`; required where a window applies. Returns null when absent and optional. */
+export function parseWindow(time: { start?: string; end?: string } | undefined, required: boolean): Window | null {
+  if (!time || (time.start === undefined && time.end === undefined)) {
+    if (!required) return null;
+    throw badRequest("time: start and end are required", [{ field: "time", message: "is required" }]);
+  }
+  const details: { field: string; message: string }[] = [];
+  const ps = instantProblem(time.start);
+  const pe = instantProblem(time.end);
+  if (ps) details.push({ field: "time.start", message: ps });
+  if (pe) details.push({ field: "time.end", message: pe });
+  if (details.length) throw badRequest(`invalid time: ${details.map((d) => `${d.field} ${d.message}`).join("; ")}`, details);
+  const start = parseInstant(time.start)!;
+  const end = parseInstant(time.end)!;
+  if (start.ms > end.ms || (start.ms === end.ms && start.subMsNanos > end.subMsNanos)) {
+    throw badRequest("time.start must not be after time.end", [{ field: "time", message: "start is after end" }]);
+  }
+  return { start, end };
+}
+
+export type Interval = "minute" | "hour" | "day" | "week" | "month";
+export const INTERVALS: Interval[] = ["minute", "hour", "day", "week", "month"];
+
+const MINUTE = 60_000;
+const HOUR = 3_600_000;
+const DAY = 86_400_000;
+
+/** Start of the UTC bucket containing `ms` (weeks start Monday 00:00 UTC, months on the 1st). */
+export function truncate(ms: number, unit: Interval): number {
+  switch (unit) {
+    case "minute":
+      return Math.floor(ms / MINUTE) * MINUTE;
+    case "hour":
+      return Math.floor(ms / HOUR) * HOUR;
+    case "day":
+      return Math.floor(ms / DAY) * DAY;
+    case "week": {
+      const day = Math.floor(ms / DAY) * DAY;
+      const dow = (new Date(day).getUTCDay() + 6) % 7; // Monday = 0
+      return day - dow * DAY;
+    }
+    case "month": {
+      const d = new Date(ms);
+      return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+    }
+  }
+}
+
+/** Start of the bucket after the one starting at `ms`. */
+export function nextBucket(ms: number, unit: Interval): number {
+  switch (unit) {
+    case "minute":
+      return ms + MINUTE;
+    case "hour":
+      return ms + HOUR;
+    case "day":
+      return ms + DAY;
+    case "week":
+      return ms + 7 * DAY;
+    case "month": {
+      const d = new Date(ms);
+      return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+    }
+  }
+}
+
+/** Every bucket start of the window, in order (zero buckets included by the caller). */
+export function bucketStarts(w: Window, unit: Interval, max: number): number[] {
+  const out: number[] = [];
+  for (let b = truncate(w.start.ms, unit); b <= w.end.ms; b = nextBucket(b, unit)) {
+    out.push(b);
+    if (out.length > max) throw badRequest(`the window has more than ${max} ${unit} buckets; use a larger interval`, [{ field: "interval", message: `more than ${max} buckets` }]);
+  }
+  return out;
+}
+
+export type Grain = "minute" | "hour" | "day";
+const GRAIN_MS: Record<Grain, number> = { minute: MINUTE, hour: HOUR, day: DAY };
+const GRAINS: Grain[] = ["day", "hour", "minute"];
+
+/** Half-open [from, to) ranges in ms. */
+export interface Piece {
+  grain: Grain | "raw";
+  from: number;
+  to: number;
+}
+
+/**
+ * Splits an inclusive window into whole rollup buckets (largest grain first, never coarser than
+ * `maxGrain`) and raw edges, so that summing rollups over the buckets and counting raw rows over
+ * the edges gives exactly the raw count. Pieces are half-open [from, to) in ms; the caller also
+ * bounds raw pieces by the exact window, so sub-millisecond bounds stay exact. A rollup bucket is
+ * used only when every instant in it lies inside the window.
+ */
+export function decompose(w: Window, maxGrain: Grain): Piece[] {
+  const lo = w.start.ms;
+  const hi = w.end.ms + 1;
+  const gLo = w.start.ms + (w.start.subMsNanos > 0 ? 1 : 0);
+  const gHi = w.end.ms + (w.end.subMsNanos >= 999_000 ? 1 : 0);
+  const allowed = GRAINS.slice(GRAINS.indexOf(maxGrain));
+  const pieces: Piece[] = [];
+  const push = (p: Piece): void => {
+    if (p.from >= p.to) return;
+    const last = pieces[pieces.length - 1];
+    if (last && last.grain === "raw" && p.grain === "raw" && last.to === p.from) last.to = p.to;
+    else pieces.push(p);
+  };
+  const split = (from: number, to: number, gi: number): void => {
+    if (from >= to) return;
+    if (gi >= allowed.length) return push({ grain: "raw", from, to });
+    const g = GRAIN_MS[allowed[gi]];
+    const a = Math.ceil(from / g) * g;
+    const b = Math.floor(to / g) * g;
+    if (a >= b) return split(from, to, gi + 1);
+    split(from, a, gi + 1);
+    push({ grain: allowed[gi], from: a, to: b });
+    split(b, to, gi + 1);
+  };
+  if (gLo >= gHi) {
+    push({ grain: "raw", from: lo, to: hi });
+    return pieces;
+  }
+  push({ grain: "raw", from: lo, to: gLo });
+  split(gLo, gHi, 0);
+  push({ grain: "raw", from: gHi, to: hi });
+  return pieces;
+}
