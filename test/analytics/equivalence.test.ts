@@ -1,0 +1,115 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import pg from "pg";
+import { assignSlots, backfillSlots } from "../../src/analytics/assign.js";
+import { createPool } from "../../src/storage/db.js";
+import { startTestApp, type TestApp } from "../helpers/app.js";
+import { project, type ProjectFixture } from "../helpers/fixtures.js";
+import { ingest } from "./dataset.js";
+
+// Property-style: on the same randomized data, the fast paths (rollups, typed slots) and the plain
+// JSON path (ANALYTICS_FAST_PATHS=false, a second Vigil on the same database) answer identically.
+
+let fast: TestApp;
+let slow: TestApp;
+let p: ProjectFixture;
+let pool: pg.Pool;
+let seed = 42;
+const rnd = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
+const T0 = Date.UTC(2024, 2, 4, 5, 17, 23, 456);
+const SPAN = 3 * 86_400_000;
+const TYPES = ["view", "click", "signup", "purchase"];
+const PLANS = ["free", "pro", "team", "Pro", "pro-x"];
+
+function randomEvent() {
+  const data: Record<string, unknown> = {};
+  if (rnd() < 0.9) data.plan = rnd() < 0.9 ? pick(PLANS) : pick([1, 2]);
+  if (rnd() < 0.85) data.amount = rnd() < 0.9 ? Math.round(rnd() * 10_000) / 100 : pick(["12", null, true]);
+  if (rnd() < 0.7) data.country = pick(["de", "fr", "us"]);
+  if (rnd() < 0.3) data.meta = { depth: pick([1, 2, 3]) };
+  return { type: pick(TYPES), timestamp: new Date(T0 + Math.floor(rnd() * SPAN)).toISOString(), userId: rnd() < 0.8 ? `u${Math.floor(rnd() * 30)}` : undefined, data, tags: { env: pick(["prod", "dev"]) } };
+}
+
+function randomCondition(): unknown {
+  const field = pick(["plan", "data.plan", "amount", "data.amount", "country", "event", "userId", "meta.depth", "tags.env"]);
+  const numeric = field.includes("amount") || field.includes("depth");
+  const v = () => (numeric ? pick([0, 12, 50, 99.5, 1, 2]) : pick([...PLANS, "de", "us", "view", "u3", "prod", 1]));
+  const op = pick(["equals", "not_equals", "contains", "not_contains", "starts_with", "ends_with", "in", "not_in", "gt", "gte", "lt", "lte", "exists", "not_exists"]);
+  if (op === "exists" || op === "not_exists") return { field, operator: op };
+  if (op === "in" || op === "not_in") return { field, operator: op, value: [v(), v()] };
+  if (["contains", "not_contains", "starts_with", "ends_with"].includes(op)) return { field, operator: op, value: pick(["p", "ro", "e", "x", "u"]) };
+  if (["gt", "gte", "lt", "lte"].includes(op)) return { field, operator: op, value: numeric ? v() : pick([1, 50]) };
+  return { field, operator: op, value: v() };
+}
+const randomFilter = (depth = 0): unknown => (depth < 2 && rnd() < 0.4 ? { [pick(["and", "or"])]: [randomFilter(depth + 1), randomFilter(depth + 1)] } : randomCondition());
+const typeFilter = (): unknown => pick([undefined, { field: "event", operator: "equals", value: pick(TYPES) }, { or: [{ field: "type", operator: "in", value: ["view", "click"] }, { field: "event", operator: "starts_with", value: "s" }] }]);
+function randomWindow() {
+  const a = T0 - 3_600_000 + Math.floor(rnd() * SPAN);
+  const b = a + Math.floor(rnd() * (rnd() < 0.5 ? 7_200_000 : SPAN));
+  return { start: new Date(a).toISOString(), end: new Date(b).toISOString() };
+}
+
+before(async () => {
+  fast = await startTestApp({ RATE_LIMIT_EVENTS_PER_MINUTE: "100000", ANALYTICS_SLOT_INTERVAL_MS: "0" });
+  slow = await startTestApp({ ANALYTICS_FAST_PATHS: "false", ANALYTICS_SLOT_INTERVAL_MS: "0" }, { databaseUrl: fast.databaseUrl });
+  p = await project(fast.rest);
+  pool = createPool(fast.databaseUrl, 2);
+  await ingest(fast.rest, p.key, Array.from({ length: 600 }, randomEvent));
+  // Slots assigned on existing data (backfill), then more events filled by the ingest hook.
+  await assignSlots(pool, p.projectId, new Date(), { sample: 10_000, minShare: 0.01 });
+  await backfillSlots(pool, p.projectId, new Date());
+  await ingest(fast.rest, p.key, Array.from({ length: 600 }, randomEvent));
+});
+after(async () => {
+  await pool.end();
+  await slow.close();
+  await fast.close();
+});
+
+async function same(route: string, body: unknown) {
+  const [a, b] = await Promise.all([fast.rest.post(`/v1/projects/${p.projectId}/${route}`, body, { key: p.key }), slow.rest.post(`/v1/projects/${p.projectId}/${route}`, body, { key: p.key })]);
+  assert.equal(a.status, 200, `${route} ${JSON.stringify(body)}: ${a.text}`);
+  assert.deepEqual(a.body, b.body, `${route} ${JSON.stringify(body)}`);
+}
+
+describe("fast paths answer exactly like the JSON path", () => {
+  it("slots are active and hold exactly the JSON values of their type", async () => {
+    const r = await pool.query("SELECT key, kind, slot, state FROM analytics_properties WHERE project_id = $1 ORDER BY key", [p.projectId]);
+    assert.deepEqual(r.rows.map((x) => `${x.key}:${x.kind}:${x.state}`), ["amount:n:active", "country:s:active", "plan:s:active"]);
+    for (const x of r.rows) {
+      const col = `${x.kind}${x.slot}`;
+      const expr = x.kind === "n" ? "CASE WHEN jsonb_typeof(data->$2) = 'number' THEN (data->>$2)::float8 END" : "CASE WHEN jsonb_typeof(data->$2) = 'string' THEN data->>$2 END";
+      const bad = await pool.query(`SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND ${col} IS DISTINCT FROM ${expr}`, [p.projectId, x.key]);
+      assert.equal(bad.rows[0].n, 0, x.key);
+    }
+  });
+  it("rollups equal raw counts", async () => {
+    const r = await pool.query("SELECT grain, sum(count)::int AS n FROM analytics_rollups WHERE project_id = $1 GROUP BY grain ORDER BY grain", [p.projectId]);
+    assert.deepEqual(r.rows.map((x) => x.n), [1200, 1200, 1200]);
+  });
+  it("count and timeseries (rollups) over random windows", async () => {
+    for (let i = 0; i < 25; i++) await same("analytics/count", { time: randomWindow(), filters: typeFilter() });
+    for (const interval of ["minute", "hour", "day", "week", "month"]) {
+      for (let i = 0; i < 4; i++) {
+        const time = interval === "minute" ? { start: new Date(T0).toISOString(), end: new Date(T0 + 3_000_000 + i * 1234).toISOString() } : randomWindow();
+        await same("analytics/timeseries", { interval, time, filters: typeFilter() });
+      }
+    }
+  });
+  it("random filters, aggregations, unique and group (slots)", async () => {
+    for (let i = 0; i < 30; i++) {
+      const time = randomWindow();
+      const filters = randomFilter();
+      await same("analytics/count", { time, filters });
+      await same("analytics/aggregate", { time, filters, aggregations: [
+        { name: "n", operation: "count" }, { name: "u", operation: "count_unique", field: pick(["plan", "country", "amount"]) },
+        { name: "s", operation: "sum", field: "amount" }, { name: "a", operation: "avg", field: "amount" }, { name: "mn", operation: "min", field: "amount" },
+        { name: "mx", operation: "max", field: "data.amount" }, { name: "p95", operation: "p95", field: "amount" },
+      ] });
+      await same("analytics/unique", { time, filters, field: pick(["plan", "country", "amount", "userId"]) });
+      await same("analytics/group", { time, filters, groupBy: [pick(["plan", "event"]), pick(["country", "data.amount"])], limit: 50 });
+      await same("events/query", { time, filters, pagination: { limit: 20 } });
+    }
+  });
+});
