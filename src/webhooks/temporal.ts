@@ -1,4 +1,5 @@
-import { Client, Connection, WorkflowExecutionAlreadyStartedError } from "@temporalio/client";
+import { WorkflowExecutionAlreadyStartedError } from "@temporalio/client";
+import { temporalClient } from "../temporal/client.js";
 import type { Deps } from "../shared/deps.js";
 import type { Queryable } from "../storage/db.js";
 import { envelope } from "./payload.js";
@@ -70,7 +71,8 @@ export function createWebhookActivities(deps: Pick<Deps, "db" | "clock" | "confi
         now: clock(),
       });
       const r = await db.query<{ attempt_count: number; attempt_limit: number }>(
-        `UPDATE webhook_deliveries SET attempt_count = attempt_count + 1, attempts = attempts || jsonb_build_array($2::jsonb), updated_at = $3
+        // next_attempt_at = NULL: this attempt is what any pending dispatch (or manual retry) asked for.
+        `UPDATE webhook_deliveries SET attempt_count = attempt_count + 1, attempts = attempts || jsonb_build_array($2::jsonb), next_attempt_at = NULL, updated_at = $3
          WHERE id = $1 RETURNING attempt_count, attempt_limit`,
         [deliveryId, JSON.stringify(res.record), clock()],
       );
@@ -93,8 +95,7 @@ export interface TemporalDispatch {
 /** Starts (or, for a manual retry of a running one, signals) the workflow of each claimed delivery. */
 export async function createTemporalDispatch(deps: Pick<Deps, "config" | "log">): Promise<TemporalDispatch> {
   const t = deps.config.temporal!;
-  const connection = await Connection.connect({ address: t.address });
-  const client = new Client({ connection, namespace: t.namespace });
+  const client = await temporalClient(t);
   const input = (id: string): DeliveryWorkflowInput => ({ deliveryId: id, baseMs: deps.config.webhooks.backoffBaseMs, timeoutMs: deps.config.webhooks.timeoutMs });
   return {
     async dispatch(rows) {
@@ -114,7 +115,7 @@ export async function createTemporalDispatch(deps: Pick<Deps, "config" | "log">)
       );
     },
     async close() {
-      await connection.close();
+      // The shared client is closed by the temporal feature (src/temporal/worker.ts).
     },
   };
 }

@@ -38,7 +38,7 @@ export class Receiver {
         const rec: Received = { method: req.method ?? "", path, headers: req.headers, raw: Buffer.concat(chunks).toString("utf8"), at: Date.now() };
         r.requests.push(rec);
         const nth = r.requests.filter((x) => x.path === path).length;
-        const reply = (r.responders.get(path) ?? (() => ({ status: 200, body: "ok" })))(rec, nth);
+        const reply: Reply = (r.responders.get(path) ?? (() => ({ status: 200, body: "ok" })))(rec, nth);
         const send = () => {
           if (res.destroyed) return;
           res.writeHead(reply.status ?? 200, reply.headers ?? {});
