@@ -134,6 +134,7 @@ export function needsWake(before: number | null, after: number | null): boolean 
 export function slugify(name: string): string {
   const s = name
     .normalize("NFKD")
+    .replace(/[\u0300-\u036f]/g, "")
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, "-")
     .replace(/^-+|-+$/g, "")
