@@ -82,6 +82,10 @@ export class EmbeddedScheduler implements DeadlineRunner {
     const until = new Date(this.deps.clock().getTime() + this.opts.horizonMs);
     const r = await this.deps.db.query<{ id: string; deadline_at: Date }>("SELECT id, deadline_at FROM monitors WHERE deadline_at IS NOT NULL AND deadline_at <= $1", [until]);
     for (const row of r.rows) this.offer(row.id, row.deadline_at.getTime());
+    // Re-arm from scratch: the wall clock may have jumped (suspend, NTP step) since the timer was set.
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Infinity;
     this.arm();
   }
 
