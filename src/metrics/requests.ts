@@ -5,7 +5,7 @@ import { validate } from "../shared/validate.js";
 import { AGGREGATIONS, INTERVALS, defaultAggregation, type Aggregation, type Interval } from "./model.js";
 import type { Selection } from "./query.js";
 import type { MetricRow } from "./store.js";
-import { MAX_NAME_LENGTH } from "./validate.js";
+import { MAX_NAME_LENGTH, cleanText } from "./validate.js";
 
 // Read-request validation (query, timeseries, points, current) and what it resolves to.
 
@@ -18,7 +18,8 @@ const name = z
   .string()
   .min(1, "name is required")
   .max(MAX_NAME_LENGTH)
-  .refine((s) => !s.startsWith("$"), "metric names must not start with '$'");
+  .refine((s) => !s.startsWith("$"), "metric names must not start with '$'")
+  .refine(cleanText, "must not contain control characters or invalid Unicode");
 
 const zoned = z.string().refine((s) => parseZonedTime(s) !== undefined, "must be an ISO 8601 date-time with a timezone (Z or an offset)");
 const time = z

@@ -137,6 +137,9 @@ describe("checkMetric", () => {
     ["tags not an object", { type: "measurement", name: "a", value: 1, tags: ["x"] }, "tags"],
     ["nested tag value", { type: "measurement", name: "a", value: 1, tags: { a: { b: 1 } } }, "tags.a"],
     ["NUL in a tag value", { type: "measurement", name: "a", value: 1, tags: { a: "\u0000" } }, "tags.a"],
+    ["lone surrogate in a tag value", { type: "measurement", name: "a", value: 1, tags: { a: "x\ud800" } }, "tags.a"],
+    ["lone surrogate in a tag key", { type: "measurement", name: "a", value: 1, tags: { "\udc00": "x" } }, "tags"],
+    ["lone surrogate in the name", { type: "measurement", name: "a\udfff", value: 1 }, "name"],
   ] as const) {
     it(`refuses ${label} (field ${field})`, () => {
       const c = checkMetric(raw, now);
@@ -144,6 +147,7 @@ describe("checkMetric", () => {
       if (!c.ok) assert.equal(c.error.field, field);
     });
   }
+  it("well-formed non-ASCII text is accepted", () => assert.ok(checkMetric({ type: "measurement", name: "température 🌡", value: 1, tags: { "clé": "värde ✓" } }, now).ok));
   it("counter changes of 0 are accepted", () => assert.ok(checkMetric({ type: "decrement", name: "a", value: 0 }, now).ok));
 });
 

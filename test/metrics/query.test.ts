@@ -254,6 +254,8 @@ describe("read validation", () => {
     ["points", "limit over 10000", { name: "latency", time: WEEK, limit: 10001 }, "limit"],
     ["points", "a forged cursor", { name: "latency", time: WEEK, cursor: "bm90LWEtY3Vyc29y" }, "cursor"],
     ["current", "missing name", {}, "name"],
+    ["current", "a name with a NUL", { name: "a\u0000" }, "name"],
+    ["query", "a name with a lone surrogate", { name: "a\ud800", time: WEEK }, "name"],
   ];
   for (const [route, label, body, field] of bad) {
     it(`${route}: ${label} is a 400 naming ${field}`, async () => {

@@ -93,6 +93,8 @@ describe("POST .../metrics", () => {
     ["unit of the wrong type", { type: "measurement", name: "v", value: 1, unit: 5 }],
     ["tags that are an array", { type: "measurement", name: "v", value: 1, tags: ["a"] }],
     ["tags with a nested object", { type: "measurement", name: "v", value: 1, tags: { a: { b: 1 } } }],
+    ["a tag value with a lone surrogate", { type: "measurement", name: "v", value: 1, tags: { a: "\ud800" } }],
+    ["a tag value with a NUL", { type: "measurement", name: "v", value: 1, tags: { a: "x\u0000" } }],
   ];
   for (const [label, body] of bad) {
     it(`refuses ${label} with 400 validation_failed naming the field`, async () => {
@@ -110,6 +112,14 @@ describe("POST .../metrics", () => {
     const b = await t.rest.req("POST", path(), { raw: "name=x", contentType: "text/plain", key: p.key });
     assert.equal(b.status, 415);
     errorBody(b);
+  });
+  it("hostile but valid names and tags are stored and read back verbatim", async () => {
+    const name = "x'; DROP TABLE metrics;-- \"é🌡\\%_";
+    const r = await record({ type: "increment", name, value: 1, timestamp: "2024-03-20T08:00:00Z", tags: { "a'b": "<script>", "%": "_" } });
+    assert.equal(r.status, 201, r.text);
+    const pts = await t.rest.post(`${path()}/points`, { name, time: { start: "2024-03-20T00:00:00Z", end: "2024-03-20T12:00:00Z" } }, { key: p.key });
+    assert.deepEqual(pts.body.data.points, [{ timestamp: "2024-03-20T08:00:00.000Z", value: 1, operation: "increment", tags: { "a'b": "<script>", "%": "_" } }]);
+    assert.ok((await t.rest.get(path(), { key: p.key })).body.data.some((m: any) => m.name === name));
   });
   it("stores nothing for a refused point", async () => {
     assert.equal((await current("v")).status, 404);
