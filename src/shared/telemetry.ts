@@ -18,6 +18,6 @@ export class Telemetry {
   readonly rateLimited = new Counter({ name: "vigil_rate_limited_total", help: "Requests refused with 429, by limit", labelNames: ["limit"] as const, registers: [this.registry] });
 
   constructor() {
-    collectDefaultMetrics({ register: this.registry, prefix: "vigil_process_" });
+    collectDefaultMetrics({ register: this.registry, prefix: "vigil_" });
   }
 }

@@ -1,7 +1,7 @@
 import { mkdtemp } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import pino from "pino";
+import pino, { type Logger } from "pino";
 import { parseConfig } from "../../src/config/index.js";
 import { buildApp, type App } from "../../src/server/app.js";
 import type { Clock } from "../../src/shared/clock.js";
@@ -18,7 +18,7 @@ export interface TestApp {
 }
 
 /** A real Vigil listening on 127.0.0.1:<random port>, on a fresh database. */
-export async function startTestApp(env: Record<string, string> = {}, opts: { clock?: Clock; databaseUrl?: string } = {}): Promise<TestApp> {
+export async function startTestApp(env: Record<string, string> = {}, opts: { clock?: Clock; databaseUrl?: string; log?: Logger } = {}): Promise<TestApp> {
   const databaseUrl = opts.databaseUrl ?? (await createTestDatabase());
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "vigil-test-"));
   const config = parseConfig({
@@ -30,7 +30,7 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { clo
     PG_POOL_SIZE: "5",
     ...env,
   });
-  const app = await buildApp(config, { clock: opts.clock, log: pino({ level: config.logLevel }) });
+  const app = await buildApp(config, { clock: opts.clock, log: opts.log ?? pino({ level: config.logLevel }) });
   const port = await app.listen(0);
   const url = `http://127.0.0.1:${port}`;
   return { app, url, port, databaseUrl, rest: new RestClient(url), close: () => app.close() };
