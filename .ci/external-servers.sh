@@ -5,9 +5,10 @@ start_external_servers() {
   pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
   EXT_DIR=$(mktemp -d /tmp/vigil-ext-XXXXXX)
   chmod 755 "$EXT_DIR"
+  id -u postgres >/dev/null 2>&1 || useradd -r -m postgres
+  chown postgres "$EXT_DIR"
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  id -u postgres >/dev/null 2>&1 || useradd -r -m postgres
   mkdir -p "$EXT_DIR/pg" && chown postgres "$EXT_DIR/pg"
   echo "ci-external-password" > "$EXT_DIR/pwfile" && chown postgres "$EXT_DIR/pwfile"
   su postgres -s /bin/sh -c "$pgbin/initdb -D $EXT_DIR/pg -U vigil --pwfile=$EXT_DIR/pwfile -A scram-sha-256 >/dev/null"
