@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { parseZonedTime } from "../events/validate.js";
+import { MIN_TIMESTAMP_MS, parseZonedTime } from "../events/validate.js";
 import { badRequest, notFound } from "../shared/errors.js";
 import { validate } from "../shared/validate.js";
 import { AGGREGATIONS, INTERVALS, defaultAggregation, type Aggregation, type Interval } from "./model.js";
@@ -49,10 +49,18 @@ export const currentSchema = z.object({ name });
 /** `""` from an unset proto3 string means absent. */
 export const opt = <T>(v: T | undefined): T | undefined => (v === "" ? undefined : v);
 
-/** The validated inclusive time range as half-open epoch ms. */
+/** Latest instant a range is read up to: far beyond any storable point, and still a 4-digit year. */
+export const MAX_RANGE_MS = Date.UTC(9000, 0, 1);
+
+/**
+ * The validated inclusive time range as half-open epoch ms, clamped to where points can exist
+ * (recording refuses timestamps before 2000-01-01), so that rollup boundaries stay in range.
+ */
 export function rangeOf(t: { start: string; end: string }): { from: number; to: number } {
   // Bounds are inclusive; stored times have millisecond precision, so [start, end + 1 ms).
-  return { from: parseZonedTime(t.start)!, to: parseZonedTime(t.end)! + 1 };
+  const from = Math.min(Math.max(parseZonedTime(t.start)!, MIN_TIMESTAMP_MS), MAX_RANGE_MS);
+  const to = Math.min(Math.max(parseZonedTime(t.end)! + 1, from), MAX_RANGE_MS);
+  return { from, to };
 }
 
 export function missingMetric(name: string) {

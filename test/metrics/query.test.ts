@@ -85,6 +85,12 @@ describe("metrics/query", () => {
       close(d.value, value);
     }
   });
+  it("the widest range (years 1..9999) reads everything, the late 03-01 point included", async () => {
+    const d = await query({ name: "latency", aggregation: "sum", time: { start: "0001-01-01T00:00:00Z", end: "9999-12-31T23:59:59.999Z" } });
+    assert.deepEqual([d.value, d.count], [257, 7]);
+    const w = await post("timeseries", { name: "latency", interval: "1w", time: { start: "0001-01-01T00:00:00Z", end: "9999-12-31T23:59:59Z" } });
+    assert.equal(w.status, 400, w.text);
+  });
   it("an empty range: count 0, sum 0, the rest null", async () => {
     const time = { start: "2024-03-06T00:00:00Z", end: "2024-03-06T23:59:59.999Z" };
     assert.deepEqual([(await query({ name: "latency", time })).value, (await query({ name: "latency", time })).count], [null, 0]);
