@@ -42,9 +42,22 @@ export interface NewDelivery {
   project_id: string;
   event_id: string;
   event_type: string;
-  payload: Record<string, unknown>;
+  /** Incident and test deliveries carry their data; event deliveries reference the event by event_ts. */
+  payload?: Record<string, unknown> | null;
+  event_ts?: string | null;
   dedupe_key?: string | null;
 }
+
+/**
+ * The delivery's data: its own payload (incidents, tests) or the referenced event as the API shows
+ * it (Resources: Event), read by primary key at send time.
+ */
+export const PAYLOAD_SQL = `coalesce(d.payload, (
+  SELECT jsonb_build_object('id', e.id, 'projectId', e.project_id, 'type', e.type,
+           'timestamp', to_char(e.ts AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+           'userId', e.user_id, 'groupId', e.group_id, 'sourceId', e.source_id, 'data', e.data, 'context', e.context, 'tags', e.tags,
+           'createdAt', to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+  FROM events e WHERE e.project_id = d.project_id AND e.ts = d.event_ts AND e.id::text = d.event_id), '{}'::jsonb)`;
 
 const DELIVERY_COLS = "id, webhook_id, project_id, event_id, event_type, status, attempts, attempt_count, attempt_limit, coalesce(next_attempt_at, planned_at) AS next_attempt_at, claim_token, created_at";
 
@@ -69,10 +82,10 @@ export async function insertDeliveries(q: Queryable, rows: NewDelivery[], now: D
   if (rows.length === 0) return 0;
   const r = await q.query<{ n: number }>(
     `WITH ins AS (
-       INSERT INTO webhook_deliveries (id, webhook_id, project_id, event_id, event_type, payload, dedupe_key, attempt_limit, next_attempt_at, created_at, updated_at)
-       SELECT x.id, x.webhook_id, x.project_id, x.event_id, x.event_type, x.payload, x.dedupe_key, $2, $3, $3, $3
-       FROM jsonb_to_recordset($1::jsonb) AS x(id text, webhook_id text, project_id text, event_id text, event_type text, payload jsonb, dedupe_key text)
-       ON CONFLICT ON CONSTRAINT webhook_deliveries_dedupe_key DO NOTHING
+       INSERT INTO webhook_deliveries (id, webhook_id, project_id, event_id, event_type, payload, event_ts, dedupe_key, attempt_limit, next_attempt_at, created_at, updated_at)
+       SELECT x.id, x.webhook_id, x.project_id, x.event_id, x.event_type, x.payload, x.event_ts, x.dedupe_key, $2, $3, $3, $3
+       FROM jsonb_to_recordset($1::jsonb) AS x(id text, webhook_id text, project_id text, event_id text, event_type text, payload jsonb, event_ts timestamptz, dedupe_key text)
+       ON CONFLICT (webhook_id, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
        RETURNING 1)
      SELECT c.n FROM (SELECT count(*)::int AS n FROM ins) c, LATERAL (SELECT pg_notify($4, '') WHERE c.n > 0) z`,
     [JSON.stringify(rows), attemptLimit, now, DUE_CHANNEL],
@@ -170,9 +183,9 @@ export async function claimDue(q: Queryable, now: Date, leaseUntil: Date, token:
        SELECT id, next_attempt_at AS due_at FROM webhook_deliveries
        WHERE next_attempt_at <= $1 ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED)
      UPDATE webhook_deliveries d SET next_attempt_at = $3, claim_token = $4
-     FROM due, webhooks w
+     FROM due JOIN webhooks w ON true
      WHERE d.id = due.id AND w.id = d.webhook_id
-     RETURNING d.id, d.webhook_id, d.project_id, d.event_id, d.event_type, d.payload, d.created_at, d.attempt_count, d.attempt_limit,
+     RETURNING d.id, d.webhook_id, d.project_id, d.event_id, d.event_type, ${PAYLOAD_SQL} AS payload, d.created_at, d.attempt_count, d.attempt_limit,
                d.claim_token, due.due_at, w.type, w.url, w.secret`,
     [now, max, leaseUntil, token],
   );

@@ -5,7 +5,7 @@ import type { Queryable } from "../storage/db.js";
 import { envelope } from "./payload.js";
 import type { AttemptOutcome, DeliveryStatus } from "./retry.js";
 import { sendAttempt } from "./sender.js";
-import type { ClaimedDelivery } from "./store.js";
+import { PAYLOAD_SQL, type ClaimedDelivery } from "./store.js";
 
 // The Temporal runner (TEMPORAL_ADDRESS set): one workflow per delivery, id `webhook-<delivery id>`
 // (workflows/webhooks.ts), running the send activity under the schedule of retry.ts. Deliveries
@@ -50,7 +50,7 @@ interface Loaded {
 
 async function load(q: Queryable, id: string): Promise<Loaded | undefined> {
   const r = await q.query<Loaded>(
-    `SELECT d.id, d.project_id, d.event_id, d.event_type, d.payload, d.created_at, d.attempt_limit, w.type, w.url, w.secret
+    `SELECT d.id, d.project_id, d.event_id, d.event_type, ${PAYLOAD_SQL} AS payload, d.created_at, d.attempt_limit, w.type, w.url, w.secret
      FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.id = $1`,
     [id],
   );

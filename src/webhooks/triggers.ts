@@ -2,7 +2,6 @@ import type { Deps } from "../shared/deps.js";
 import type { IncidentNotice, StoredEvent } from "../shared/hooks.js";
 import { newId } from "../shared/ids.js";
 import type { PoolClient } from "pg";
-import { eventData } from "./payload.js";
 import { insertDeliveries, insertNoticeDeliveries, type NewDelivery } from "./store.js";
 import type { SubscriptionCache } from "./subscriptions.js";
 
@@ -16,7 +15,7 @@ export function deliveriesForEvents(events: StoredEvent[], subs: Map<string, { w
   for (const e of events) {
     for (const s of subs.get(e.projectId) ?? []) {
       if (!s.events.has(e.type)) continue;
-      rows.push({ id: newId("whd"), webhook_id: s.webhookId, project_id: e.projectId, event_id: e.id, event_type: e.type, payload: eventData(e) });
+      rows.push({ id: newId("whd"), webhook_id: s.webhookId, project_id: e.projectId, event_id: e.id, event_type: e.type, event_ts: e.timestamp.toISOString() });
     }
   }
   return rows;

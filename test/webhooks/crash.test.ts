@@ -29,7 +29,10 @@ describe("durability", () => {
     const batch = await first.rest.post("/v1/events/batch", { events: Array.from({ length: 5 }, (_, i) => ({ type: "order.paid", data: { i } })) }, { key: p.key });
     assert.equal(batch.status, 202, batch.text);
     // every first attempt fails (503): all five are `retrying`, due again in ~1.5 s
-    await waitFor(() => rx.at("/crash").length >= 5, "five failed first attempts");
+    await waitFor(async () => {
+      const r = await first.rest.get(`/v1/projects/${p.projectId}/webhooks/${w.body.data.id}/deliveries`, { cookie: p.owner.cookie });
+      return r.body?.data?.length === 5 && r.body.data.every((d: any) => d.status === "retrying");
+    }, "five failed first attempts recorded");
     await first.kill("SIGKILL");
     up = true;
 

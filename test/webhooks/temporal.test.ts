@@ -7,7 +7,7 @@ import { bundleWorkflowCode } from "@temporalio/worker";
 import { startTestApp, type TestApp } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
 import { nextAttempt } from "../../src/webhooks/retry.js";
-import { createWebhookActivities, workflowIdFor } from "../../src/webhooks/temporal.js";
+import { createWebhookActivities, workflowIdFor, type AttemptSummary } from "../../src/webhooks/temporal.js";
 import { verifyWebhookSignature } from "../../src/webhooks/signature.js";
 import { Receiver } from "./receiver.js";
 
@@ -45,14 +45,14 @@ describe("Temporal runner", () => {
     const next = nextAttempt(first.outcome, first.attempts, first.limit, { baseMs: 1000 }, 0.5);
     assert.deepEqual(next, { status: "retrying", delayMs: 1000 });
     const planned = new Date(Date.now() + 1000).toISOString();
-    await env.run(acts.recordWebhookDecision, id, "retrying", planned);
+    await env.run(acts.recordWebhookDecision, id, "retrying" as const, planned as string | null);
     let list = (await t.rest.get(`/v1/projects/${p.projectId}/webhooks/${w.body.data.id}/deliveries`, { cookie: p.owner.cookie })).body.data;
     assert.deepEqual([list[0].status, list[0].nextAttemptAt, list[0].attempts.length, list[0].attempts[0].statusCode], ["retrying", planned, 1, 500]);
 
-    const second = await env.run(acts.sendWebhookAttempt, id);
+    const second: AttemptSummary = await env.run(acts.sendWebhookAttempt, id);
     assert.equal(second.outcome.ok, true);
     assert.equal(nextAttempt(second.outcome, second.attempts, second.limit, { baseMs: 1000 }, 0.5).status, "succeeded");
-    await env.run(acts.recordWebhookDecision, id, "succeeded", null);
+    await env.run(acts.recordWebhookDecision, id, "succeeded" as const, null as string | null);
     list = (await t.rest.get(`/v1/projects/${p.projectId}/webhooks/${w.body.data.id}/deliveries`, { cookie: p.owner.cookie })).body.data;
     assert.deepEqual([list[0].status, list[0].nextAttemptAt, list[0].attempts.length], ["succeeded", null, 2]);
 
@@ -64,7 +64,7 @@ describe("Temporal runner", () => {
 
     // a deleted webhook ends the workflow
     await t.rest.del(`/v1/projects/${p.projectId}/webhooks/${w.body.data.id}`, { cookie: p.owner.cookie });
-    assert.equal((await env.run(acts.sendWebhookAttempt, id)).gone, true);
+    assert.equal(((await env.run(acts.sendWebhookAttempt, id)) as AttemptSummary).gone, true);
     assert.equal(workflowIdFor(id), `webhook-${id}`);
   });
 
