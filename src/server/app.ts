@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { setMaxListeners } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { createContextValues } from "@connectrpc/connect";
@@ -51,6 +52,8 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
   await migrate(db);
 
   const shutdown = new AbortController();
+  // Every in-flight request links to this signal; thousands at once is normal, not a leak.
+  setMaxListeners(0, shutdown.signal);
   const deps: Deps = {
     config,
     db,

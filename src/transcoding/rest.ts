@@ -79,8 +79,14 @@ export function createRestHandler(opts: RestOptions) {
         shutdownSignal: opts.shutdownSignal,
         contextValues: createContextValues().set(clientInfoKey, client),
       });
-      const result = await fn(input, ctx);
-      const output = create(route.method.output, result ?? {});
+      let result: unknown;
+      try {
+        result = await fn(input, ctx);
+      } finally {
+        // Completes the context as Connect does: unlinks it from the shutdown signal (no listener leak).
+        ctx.abort();
+      }
+      const output = create(route.method.output, (result ?? {}) as never);
       const status = route.successStatus;
       send(res, status, status === 204 ? undefined : messageToRestJson(route.method.output, output as unknown as Record<string, unknown>), ctx.responseHeader);
     } catch (err) {
