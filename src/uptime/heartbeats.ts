@@ -15,6 +15,8 @@ import { notifyWake, type DeadlineChange } from "./wake.js";
 export const DEFAULT_INTERVAL_MS = 60_000;
 export const DEFAULT_GRACE_MS = 30_000;
 const MAX_BATCH = 1000;
+const MAX_INFLIGHT = 3;
+const MAX_CACHED_IDS = 200_000;
 
 export interface HeartbeatRequest {
   projectId: string;
@@ -42,39 +44,52 @@ const keyOf = (projectId: string, slug: string) => `${projectId}\u0000${slug}`;
 
 export class HeartbeatWriter {
   private queue: Pending[] = [];
-  private flushing = false;
+  private inflight = 0;
+  private scheduled = false;
+  /** (project, slug) -> monitor id, so the lock is a primary-key lookup (verified after locking). */
+  private ids = new Map<string, string>();
 
   constructor(private readonly deps: Deps, private readonly onCommitted: (changes: DeadlineChange[]) => void) {}
 
   submit(req: HeartbeatRequest): Promise<HeartbeatAnswer> {
     return new Promise((resolve, reject) => {
       this.queue.push({ req, resolve, reject });
-      if (!this.flushing) {
-        this.flushing = true;
-        setImmediate(() => void this.flush());
-      }
+      this.kick();
     });
   }
 
   /** Resolves once everything submitted so far is committed. */
   async drain(): Promise<void> {
-    while (this.flushing || this.queue.length) await new Promise((r) => setTimeout(r, 5));
+    while (this.inflight || this.scheduled || this.queue.length) await new Promise((r) => setTimeout(r, 5));
   }
 
-  private async flush(): Promise<void> {
-    while (this.queue.length) {
-      const batch = this.queue.splice(0, MAX_BATCH);
-      try {
-        const { answers, changes } = await tx(this.deps.db, (c) => this.write(c, batch.map((b) => b.req)));
-        batch.forEach((b, i) => b.resolve(answers[i]));
-        this.onCommitted(changes);
-      } catch (err) {
-        // One bad item (its project deleted meanwhile, say) must not fail the others: retry alone.
-        if (batch.length === 1) batch[0].reject(err);
-        else for (const b of batch) await this.writeOne(b);
+  /** Everything queued goes in the next transaction; up to MAX_INFLIGHT transactions at once. */
+  private kick(): void {
+    if (this.scheduled || this.inflight >= MAX_INFLIGHT || !this.queue.length) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      while (this.inflight < MAX_INFLIGHT && this.queue.length) {
+        const batch = this.queue.splice(0, MAX_BATCH);
+        this.inflight++;
+        void this.flush(batch).finally(() => {
+          this.inflight--;
+          this.kick();
+        });
       }
+    });
+  }
+
+  private async flush(batch: Pending[]): Promise<void> {
+    try {
+      const { answers, changes } = await tx(this.deps.db, (c) => this.write(c, batch.map((b) => b.req)));
+      batch.forEach((b, i) => b.resolve(answers[i]));
+      this.onCommitted(changes);
+    } catch (err) {
+      // One bad item (its project deleted meanwhile, say) must not fail the others: retry alone.
+      if (batch.length === 1) batch[0].reject(err);
+      else for (const b of batch) await this.writeOne(b);
     }
-    this.flushing = false;
   }
 
   private async writeOne(b: Pending): Promise<void> {
@@ -112,23 +127,32 @@ export class HeartbeatWriter {
     const ids = [...state.keys()];
     const finals = ids.map((id) => state.get(id)!);
     const d = (v: number | null) => (v === null ? null : new Date(v));
-    await c.query(
-      `UPDATE monitors m SET status = u.status, expected_interval_ms = u.ei, grace_period_ms = u.gp, last_heartbeat_at = u.lh,
-              first_heartbeat_at = u.fh, up_since = u.us, deadline_at = u.dl, updated_at = $9
-         FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[])
-              AS u(id, status, ei, gp, lh, fh, us, dl)
-        WHERE m.id = u.id`,
-      [ids, finals.map((s) => s.status), finals.map((s) => s.expectedIntervalMs), finals.map((s) => s.gracePeriodMs), finals.map((s) => d(s.lastHeartbeatAt)),
-        finals.map((s) => d(s.firstHeartbeatAt)), finals.map((s) => d(s.upSince)), finals.map((s) => d(s.deadlineAt)), now],
-    );
     const monitorIds = reqs.map((r) => rows.get(keyOf(r.projectId, r.slug))!.id);
+    const roll = rollups(reqs, monitorIds);
+    // One round trip: the monitors' new state, the raw heartbeats and the hourly rollups.
     await c.query(
-      `INSERT INTO heartbeats (id, monitor_id, at, status, latency_ms, metadata)
-       SELECT id, monitor_id, at, status, latency_ms, metadata::jsonb
-         FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::float8[], $6::text[]) AS h(id, monitor_id, at, status, latency_ms, metadata)`,
-      [hbIds, monitorIds, reqs.map((r) => r.at), reqs.map((r) => r.status), reqs.map((r) => r.latencyMs ?? null), reqs.map((r) => JSON.stringify(r.metadata))],
+      `WITH m AS (
+         UPDATE monitors m SET status = u.status, expected_interval_ms = u.ei, grace_period_ms = u.gp, last_heartbeat_at = u.lh,
+                first_heartbeat_at = u.fh, up_since = u.us, deadline_at = u.dl, updated_at = $9
+           FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[])
+                AS u(id, status, ei, gp, lh, fh, us, dl)
+          WHERE m.id = u.id
+       ), h AS (
+         INSERT INTO heartbeats (id, monitor_id, at, status, latency_ms, metadata)
+         SELECT id, monitor_id, at, status, latency_ms, metadata::jsonb
+           FROM unnest($10::text[], $11::text[], $12::timestamptz[], $13::text[], $14::float8[], $15::text[]) AS h(id, monitor_id, at, status, latency_ms, metadata)
+       )
+       INSERT INTO heartbeat_rollups AS r (monitor_id, hour, total, successful, failed, latency_count, latency_sum, latency_min, latency_max)
+       SELECT * FROM unnest($16::text[], $17::timestamptz[], $18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[], $22::float8[], $23::float8[], $24::float8[])
+       ON CONFLICT (monitor_id, hour) DO UPDATE SET
+         total = r.total + excluded.total, successful = r.successful + excluded.successful, failed = r.failed + excluded.failed,
+         latency_count = r.latency_count + excluded.latency_count, latency_sum = r.latency_sum + excluded.latency_sum,
+         latency_min = LEAST(r.latency_min, excluded.latency_min), latency_max = GREATEST(r.latency_max, excluded.latency_max)`,
+      [ids, finals.map((s) => s.status), finals.map((s) => s.expectedIntervalMs), finals.map((s) => s.gracePeriodMs), finals.map((s) => d(s.lastHeartbeatAt)),
+        finals.map((s) => d(s.firstHeartbeatAt)), finals.map((s) => d(s.upSince)), finals.map((s) => d(s.deadlineAt)), now,
+        hbIds, monitorIds, reqs.map((r) => r.at), reqs.map((r) => r.status), reqs.map((r) => r.latencyMs ?? null), reqs.map((r) => JSON.stringify(r.metadata)),
+        roll.map((a) => a.id), roll.map((a) => a.hour), roll.map((a) => a.total), roll.map((a) => a.ok), roll.map((a) => a.failed), roll.map((a) => a.n), roll.map((a) => a.sum), roll.map((a) => a.min), roll.map((a) => a.max)],
     );
-    await this.rollup(c, reqs, monitorIds);
     await this.applyEffects(c, effects, now);
 
     const changes: DeadlineChange[] = [];
@@ -154,8 +178,16 @@ export class HeartbeatWriter {
         )
       ).rows;
     const found = new Map<string, MonitorRow>();
-    for (const row of await select([...keys.values()])) found.set(keyOf(row.project_id, row.slug), row);
-    const missing = [...keys.values()].filter((r) => !found.has(keyOf(r.projectId, r.slug)));
+    // Known monitors by primary key (in id order); a cached id whose row moved (deleted, slug
+    // changed) falls through to the lookup by slug.
+    const cached = [...keys.keys()].map((k) => this.ids.get(k)).filter((id): id is string => id !== undefined);
+    if (cached.length) {
+      const r = await c.query<MonitorRow>("SELECT * FROM monitors WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE", [cached]);
+      for (const row of r.rows) if (keys.has(keyOf(row.project_id, row.slug))) found.set(keyOf(row.project_id, row.slug), row);
+    }
+    const unresolved = [...keys.values()].filter((r) => !found.has(keyOf(r.projectId, r.slug)));
+    if (unresolved.length) for (const row of await select(unresolved)) found.set(keyOf(row.project_id, row.slug), row);
+    const missing = unresolved.filter((r) => !found.has(keyOf(r.projectId, r.slug)));
     if (missing.length) {
       const ins = await c.query<MonitorRow>(
         `INSERT INTO monitors (id, project_id, slug, name, type, status, expected_interval_ms, grace_period_ms, created_at, updated_at)
@@ -169,37 +201,9 @@ export class HeartbeatWriter {
       const raced = missing.filter((r) => !found.has(keyOf(r.projectId, r.slug)));
       if (raced.length) for (const row of await select(raced)) found.set(keyOf(row.project_id, row.slug), row);
     }
+    if (this.ids.size > MAX_CACHED_IDS) this.ids.clear();
+    for (const [k, row] of found) this.ids.set(k, row.id);
     return found;
-  }
-
-  /** Hourly rollups: counts and latency aggregates, added to in the same transaction. */
-  private async rollup(c: PoolClient, reqs: HeartbeatRequest[], monitorIds: string[]): Promise<void> {
-    const acc = new Map<string, { id: string; hour: Date; total: number; ok: number; failed: number; n: number; sum: number; min: number | null; max: number | null }>();
-    reqs.forEach((r, i) => {
-      const hour = new Date(Math.floor(r.at.getTime() / 3_600_000) * 3_600_000);
-      const k = `${monitorIds[i]}|${hour.getTime()}`;
-      const a = acc.get(k) ?? { id: monitorIds[i], hour, total: 0, ok: 0, failed: 0, n: 0, sum: 0, min: null, max: null };
-      a.total++;
-      if (r.status === "up") a.ok++;
-      else a.failed++;
-      if (r.latencyMs !== undefined) {
-        a.n++;
-        a.sum += r.latencyMs;
-        a.min = a.min === null ? r.latencyMs : Math.min(a.min, r.latencyMs);
-        a.max = a.max === null ? r.latencyMs : Math.max(a.max, r.latencyMs);
-      }
-      acc.set(k, a);
-    });
-    const v = [...acc.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : a.hour.getTime() - b.hour.getTime()));
-    await c.query(
-      `INSERT INTO heartbeat_rollups AS r (monitor_id, hour, total, successful, failed, latency_count, latency_sum, latency_min, latency_max)
-       SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::float8[], $8::float8[], $9::float8[])
-       ON CONFLICT (monitor_id, hour) DO UPDATE SET
-         total = r.total + excluded.total, successful = r.successful + excluded.successful, failed = r.failed + excluded.failed,
-         latency_count = r.latency_count + excluded.latency_count, latency_sum = r.latency_sum + excluded.latency_sum,
-         latency_min = LEAST(r.latency_min, excluded.latency_min), latency_max = GREATEST(r.latency_max, excluded.latency_max)`,
-      [v.map((a) => a.id), v.map((a) => a.hour), v.map((a) => a.total), v.map((a) => a.ok), v.map((a) => a.failed), v.map((a) => a.n), v.map((a) => a.sum), v.map((a) => a.min), v.map((a) => a.max)],
-    );
   }
 
   /** Incident changes in rounds: the k-th change of every monitor together, in arrival order per monitor. */
@@ -220,4 +224,37 @@ interface Effect {
   kind: "open" | "resolve";
   at: Date;
   monitor: MonitorRow;
+}
+
+interface Rollup {
+  id: string;
+  hour: Date;
+  total: number;
+  ok: number;
+  failed: number;
+  n: number;
+  sum: number;
+  min: number | null;
+  max: number | null;
+}
+
+/** Hourly rollups of a batch (counts and latency aggregates), in (monitor, hour) order. */
+function rollups(reqs: HeartbeatRequest[], monitorIds: string[]): Rollup[] {
+  const acc = new Map<string, Rollup>();
+  reqs.forEach((r, i) => {
+    const hour = new Date(Math.floor(r.at.getTime() / 3_600_000) * 3_600_000);
+    const k = `${monitorIds[i]}|${hour.getTime()}`;
+    const a = acc.get(k) ?? { id: monitorIds[i], hour, total: 0, ok: 0, failed: 0, n: 0, sum: 0, min: null, max: null };
+    a.total++;
+    if (r.status === "up") a.ok++;
+    else a.failed++;
+    if (r.latencyMs !== undefined) {
+      a.n++;
+      a.sum += r.latencyMs;
+      a.min = a.min === null ? r.latencyMs : Math.min(a.min, r.latencyMs);
+      a.max = a.max === null ? r.latencyMs : Math.max(a.max, r.latencyMs);
+    }
+    acc.set(k, a);
+  });
+  return [...acc.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : a.hour.getTime() - b.hour.getTime()));
 }

@@ -57,7 +57,7 @@ describe("uptime activities (MockActivityEnvironment)", () => {
     const hb = await t.rest.post(`/v1/projects/${p.projectId}/heartbeats/temporal-3`, { expectedIntervalMs: 100, gracePeriodMs: 0 }, { key: p.key });
     const id = hb.body.data.monitor.id;
     await sleep(150);
-    const rs = await Promise.all(Array.from({ length: 4 }, () => new MockActivityEnvironment().run(activities().checkMonitorDeadline, id)));
+    const rs = (await Promise.all(Array.from({ length: 4 }, () => new MockActivityEnvironment().run(activities().checkMonitorDeadline, id)))) as { opened: boolean }[];
     assert.equal(rs.filter((r) => r.opened).length, 1);
     const n = await t.app.deps.db.query("SELECT count(*) AS n FROM incident_notifications n JOIN incidents i ON i.id = n.incident_id WHERE i.monitor_id = $1", [id]);
     assert.equal(n.rows[0].n, 1);
