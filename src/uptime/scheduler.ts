@@ -14,6 +14,10 @@ import { parseWake, WAKE_CHANNEL, type DeadlineChange, type DeadlineRunner } fro
 //   every rescanMs, as the safety net for a lost notification.
 // Every decision goes through checkDeadlines(): pure evaluateDeadline() + compare-and-set.
 
+/** Monitors per check transaction, and checks in flight at once (each holds a pool connection). */
+const MAX_BATCH = 100;
+const MAX_CHECKS = 4;
+
 export interface SchedulerOptions {
   /** Deadlines loaded by a re-scan: those before now + horizonMs. */
   horizonMs: number;
@@ -27,7 +31,8 @@ export class EmbeddedScheduler implements DeadlineRunner {
   private timerAt = Infinity;
   private rescanTimer: NodeJS.Timeout | undefined;
   private running = false;
-  private ticking: Promise<void> | undefined;
+  private active = 0;
+  private checks = new Set<Promise<void>>();
   private listener: pg.Client | undefined;
   private reconnect: NodeJS.Timeout | undefined;
 
@@ -46,7 +51,7 @@ export class EmbeddedScheduler implements DeadlineRunner {
     clearTimeout(this.timer);
     clearTimeout(this.reconnect);
     this.timer = undefined;
-    await this.ticking;
+    await Promise.allSettled([...this.checks]);
     const l = this.listener;
     this.listener = undefined;
     await l?.end().catch(() => undefined);
@@ -109,7 +114,7 @@ export class EmbeddedScheduler implements DeadlineRunner {
     this.listener = client;
   }
 
-  /** Points the single timer at the earliest live deadline. */
+  /** Points the single timer at the earliest live deadline (or starts checks for those already due). */
   private arm(): void {
     if (!this.running) return;
     let top = this.heap.peek();
@@ -117,32 +122,50 @@ export class EmbeddedScheduler implements DeadlineRunner {
       this.heap.pop();
       top = this.heap.peek();
     }
-    if (!top || this.ticking) return; // a running tick re-arms when it ends
+    if (!top) return;
+    const delay = Math.min(Math.max(0, top.at - this.deps.clock().getTime()), this.opts.rescanMs);
+    if (delay === 0) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+      this.timerAt = Infinity;
+      this.launch();
+      return;
+    }
     if (this.timer && this.timerAt <= top.at) return;
     clearTimeout(this.timer);
-    const delay = Math.min(Math.max(0, top.at - this.deps.clock().getTime()), this.opts.rescanMs);
     this.timerAt = top.at;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.timerAt = Infinity;
-      this.ticking = this.tick().finally(() => {
-        this.ticking = undefined;
-        this.arm();
-      });
+      this.launch();
     }, delay);
   }
 
-  /** Checks every monitor whose deadline has come. */
-  private async tick(): Promise<void> {
-    const now = this.deps.clock();
-    const due: string[] = [];
-    for (let top = this.heap.peek(); top && top.at <= now.getTime(); top = this.heap.peek()) {
-      this.heap.pop();
-      if (this.current.get(top.id) !== top.at) continue;
-      this.current.delete(top.id);
-      due.push(top.id);
+  /** Starts checks of due monitors, in batches of at most MAX_BATCH, up to MAX_CHECKS at once. */
+  private launch(): void {
+    while (this.running && this.active < MAX_CHECKS) {
+      const now = this.deps.clock();
+      const due: string[] = [];
+      for (let top = this.heap.peek(); top && top.at <= now.getTime() && due.length < MAX_BATCH; top = this.heap.peek()) {
+        this.heap.pop();
+        if (this.current.get(top.id) !== top.at) continue;
+        this.current.delete(top.id);
+        due.push(top.id);
+      }
+      if (!due.length) break;
+      this.active++;
+      const run = this.check(due, now).finally(() => {
+        this.active--;
+        this.checks.delete(run);
+        this.arm();
+      });
+      this.checks.add(run);
     }
-    if (!due.length) return;
+    if (this.active < MAX_CHECKS) this.arm();
+  }
+
+  /** Checks a batch of monitors whose deadline has come; re-arms the ones still watched. */
+  private async check(due: string[], now: Date): Promise<void> {
     try {
       const { next } = await checkDeadlines(this.deps, due, now);
       for (const [id, at] of next) if (at !== null) this.offer(id, at);
