@@ -38,27 +38,22 @@ export function aggregate(events: StoredEvent[], keyOf: (e: StoredEvent) => stri
   return [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
 }
 
+// Rows travel as one JSON document (see events/write.ts): one parse in PostgreSQL, no escaping.
+const rowsJson = (rows: IdentityAgg[], withId: boolean) =>
+  JSON.stringify(rows.map((r) => ({ p: r.projectId, k: r.key, i: withId ? newId("usr") : null, pr: r.properties, c: r.count, f: new Date(r.first).toISOString(), l: new Date(r.last).toISOString() })));
+
 async function upsertUsers(client: PoolClient, rows: IdentityAgg[]): Promise<void> {
   if (rows.length === 0) return;
   await client.query(
     `INSERT INTO users (project_id, external_id, id, properties, event_count, first_seen_at, last_seen_at)
-     SELECT p, x, i, pr::jsonb, c, f, l
-     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::timestamptz[], $7::timestamptz[]) AS u(p, x, i, pr, c, f, l)
-     ORDER BY p, x
+     SELECT p, k, i, pr, c, f, l FROM json_to_recordset($1::json) AS r(p text, k text, i text, pr jsonb, c int8, f timestamptz, l timestamptz)
+     ORDER BY p, k
      ON CONFLICT (project_id, external_id) DO UPDATE SET
        properties = users.properties || EXCLUDED.properties,
        event_count = users.event_count + EXCLUDED.event_count,
        first_seen_at = LEAST(users.first_seen_at, EXCLUDED.first_seen_at),
        last_seen_at = GREATEST(users.last_seen_at, EXCLUDED.last_seen_at)`,
-    [
-      rows.map((r) => r.projectId),
-      rows.map((r) => r.key),
-      rows.map(() => newId("usr")),
-      rows.map((r) => JSON.stringify(r.properties)),
-      rows.map((r) => r.count),
-      rows.map((r) => new Date(r.first).toISOString()),
-      rows.map((r) => new Date(r.last).toISOString()),
-    ],
+    [rowsJson(rows, true)],
   );
 }
 
@@ -66,22 +61,14 @@ async function upsertGroups(client: PoolClient, rows: IdentityAgg[]): Promise<vo
   if (rows.length === 0) return;
   await client.query(
     `INSERT INTO groups (project_id, group_id, properties, event_count, first_seen_at, last_seen_at)
-     SELECT p, g, pr::jsonb, c, f, l
-     FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::timestamptz[], $6::timestamptz[]) AS u(p, g, pr, c, f, l)
-     ORDER BY p, g
+     SELECT p, k, pr, c, f, l FROM json_to_recordset($1::json) AS r(p text, k text, pr jsonb, c int8, f timestamptz, l timestamptz)
+     ORDER BY p, k
      ON CONFLICT (project_id, group_id) DO UPDATE SET
        properties = groups.properties || EXCLUDED.properties,
        event_count = groups.event_count + EXCLUDED.event_count,
        first_seen_at = LEAST(groups.first_seen_at, EXCLUDED.first_seen_at),
        last_seen_at = GREATEST(groups.last_seen_at, EXCLUDED.last_seen_at)`,
-    [
-      rows.map((r) => r.projectId),
-      rows.map((r) => r.key),
-      rows.map((r) => JSON.stringify(r.properties)),
-      rows.map((r) => r.count),
-      rows.map((r) => new Date(r.first).toISOString()),
-      rows.map((r) => new Date(r.last).toISOString()),
-    ],
+    [rowsJson(rows, false)],
   );
 }
 

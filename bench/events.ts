@@ -1,0 +1,268 @@
+// `npm run bench events`: ingestion throughput of Vigil over HTTP (single events and batches, with
+// concurrency) and the server's memory, against a naive service measured in the same run: the
+// same events over the same HTTP, inserted with one INSERT (one autocommit transaction) per event.
+// Both write to the same PostgreSQL (embedded, in a temp dir, synchronous_commit=on): every event
+// answered 202 is durable. Loopback only; bounded in count and time.
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import http from "node:http";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import pg from "pg";
+import pino from "pino";
+import { startEmbeddedPostgres } from "../src/storage/embedded.js";
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
+const QUICK = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1";
+const SINGLE_COUNT = QUICK ? 5_000 : 30_000;
+const BATCH_COUNT = QUICK ? 40 : 200; // requests of BATCH_SIZE events
+const BATCH_SIZE = 500;
+const SINGLE_CONCURRENCY = 64;
+const BATCH_CONCURRENCY = 8;
+const PHASE_CAP_MS = QUICK ? 5_000 : 15_000;
+
+// ---------------------------------------------------------------------------------------------
+// The naive service (run as a child: `bench/events.ts --naive-server <port> <databaseUrl>`)
+// ---------------------------------------------------------------------------------------------
+async function naiveServer(port: number, url: string): Promise<void> {
+  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  const insert = (e: any) =>
+    pool.query("INSERT INTO events (project_id, ts, id, type, user_id, data, context, tags) VALUES ($1, $2, gen_random_uuid(), $3, $4, $5, $6, $7)", [
+      "naive",
+      e.timestamp ?? new Date().toISOString(),
+      e.type,
+      e.userId ?? null,
+      JSON.stringify(e.data ?? {}),
+      JSON.stringify(e.context ?? {}),
+      JSON.stringify(e.tags ?? {}),
+    ]);
+  http
+    .createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c) => chunks.push(c));
+      req.on("end", async () => {
+        try {
+          const body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+          if (req.url === "/v1/events/batch") for (const e of body.events) await insert(e);
+          else await insert(body);
+          res.writeHead(202, { "content-type": "application/json" }).end('{"data":{}}');
+        } catch (err) {
+          res.writeHead(500).end(String(err));
+        }
+      });
+    })
+    .listen(port, "127.0.0.1");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load generation
+// ---------------------------------------------------------------------------------------------
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const p = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(p));
+    });
+  });
+}
+
+function post(agent: http.Agent, port: number, pathname: string, body: string, key: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: "127.0.0.1", port, path: pathname, method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), authorization: `Bearer ${key}` } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c) => chunks.push(c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+let seq = 0;
+function event(): object {
+  seq++;
+  return { type: ["page_view", "click", "signup", "purchase"][seq % 4], userId: `user-${seq % 500}`, data: { path: `/p/${seq % 100}`, amount: seq % 97, plan: seq % 3 ? "free" : "pro" }, context: { locale: "en-GB" }, tags: { env: "bench" } };
+}
+
+interface PhaseResult {
+  events: number;
+  seconds: number;
+  perSecond: number;
+  p50ms: number;
+  p99ms: number;
+  peakRssMb: number;
+}
+
+async function phase(port: number, key: string, pathname: string, requests: number, perRequest: number, concurrency: number, pid: number | undefined): Promise<PhaseResult> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  const bodies = Array.from({ length: Math.min(requests, 200) }, () => JSON.stringify(perRequest === 1 ? event() : { events: Array.from({ length: perRequest }, event) }));
+  const latencies: number[] = [];
+  let next = 0;
+  let done = 0;
+  let peakRss = 0;
+  const sampler = setInterval(() => {
+    if (pid === undefined) return;
+    try {
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+      if (m) peakRss = Math.max(peakRss, Number(m[1]) / 1024);
+    } catch {
+      /* process gone */
+    }
+  }, 100);
+  const started = performance.now();
+  const deadline = started + PHASE_CAP_MS;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < requests && performance.now() < deadline) {
+        const body = bodies[next++ % bodies.length];
+        const t0 = performance.now();
+        const r = await post(agent, port, pathname, body, key);
+        latencies.push(performance.now() - t0);
+        if (r.status !== 202) throw new Error(`${pathname}: ${r.status} ${r.text.slice(0, 200)}`);
+        done++;
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  clearInterval(sampler);
+  agent.destroy();
+  latencies.sort((a, b) => a - b);
+  const events = done * perRequest;
+  return { events, seconds, perSecond: events / seconds, p50ms: latencies[Math.floor(latencies.length * 0.5)], p99ms: latencies[Math.floor(latencies.length * 0.99)], peakRssMb: peakRss };
+}
+
+async function waitHealthy(port: number, child: ChildProcess): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    if (child.exitCode !== null) throw new Error("server exited");
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/health`)).status === 200) return;
+    } catch {
+      /* starting */
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error("server did not start");
+}
+
+async function setupProject(port: number): Promise<{ key: string; projectId: string }> {
+  const base = `http://127.0.0.1:${port}`;
+  const s = await fetch(`${base}/v1/auth/signup`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: `bench-${Date.now()}@example.com`, password: "bench password 1" }) });
+  const cookie = (s.headers.getSetCookie()[0] ?? "").split(";")[0];
+  const p = await (await fetch(`${base}/v1/projects`, { method: "POST", headers: { "content-type": "application/json", cookie }, body: JSON.stringify({ name: "bench", platform: "node" }) })).json();
+  const k = await (await fetch(`${base}/v1/projects/${p.data.id}/api-keys`, { method: "POST", headers: { "content-type": "application/json", cookie }, body: JSON.stringify({ name: "bench", environment: "production" }) })).json();
+  return { key: k.data.secret, projectId: p.data.id };
+}
+
+const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
+const line = (name: string, r: PhaseResult) =>
+  `| ${name} | ${fmt(r.events)} | ${r.seconds.toFixed(2)} | **${fmt(r.perSecond)}** | ${r.p50ms.toFixed(1)} | ${r.p99ms.toFixed(1)} | ${r.peakRssMb ? Math.round(r.peakRssMb) : "-"} |`;
+
+async function main(): Promise<void> {
+  const tmp = await mkdtemp(path.join(os.tmpdir(), "vigil-bench-events-"));
+  const children: ChildProcess[] = [];
+  const log = pino({ level: "warn" });
+  const pgHandle = await startEmbeddedPostgres(tmp, log);
+  try {
+    const vigilPort = await freePort();
+    const profile = process.env.BENCH_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+    const vigil = spawn(process.execPath, [...profile, "--import", "tsx", "src/main.ts"], {
+      cwd: root,
+      stdio: ["ignore", "ignore", "inherit"],
+      env: { ...process.env, DATABASE_URL: pgHandle.url, PORT: String(vigilPort), HOST: "127.0.0.1", DATA_DIR: path.join(tmp, "vigil"), LOG_LEVEL: "warn", RATE_LIMIT_EVENTS_PER_MINUTE: "100000000", RATE_LIMIT_BATCHES_PER_MINUTE: "100000000", REDIS_URL: "", TEMPORAL_ADDRESS: "" },
+    });
+    children.push(vigil);
+    await waitHealthy(vigilPort, vigil);
+    const { key, projectId } = await setupProject(vigilPort);
+    const db = new pg.Client({ connectionString: pgHandle.url });
+    await db.connect();
+    const syncCommit = (await db.query("SHOW synchronous_commit")).rows[0].synchronous_commit;
+
+    console.log(`synchronous_commit=${syncCommit}; warming up`);
+    await phase(vigilPort, key, "/v1/events", 2_000, 1, SINGLE_CONCURRENCY, undefined);
+    await phase(vigilPort, key, "/v1/events/batch", 10, BATCH_SIZE, BATCH_CONCURRENCY, undefined);
+    const before = (await db.query("SELECT count(*)::int AS n FROM events WHERE project_id = $1", [projectId])).rows[0].n;
+
+    const vSingle = await phase(vigilPort, key, "/v1/events", SINGLE_COUNT, 1, SINGLE_CONCURRENCY, vigil.pid);
+    console.log("vigil single", vSingle);
+    const vBatch = await phase(vigilPort, key, "/v1/events/batch", BATCH_COUNT, BATCH_SIZE, BATCH_CONCURRENCY, vigil.pid);
+    console.log("vigil batch", vBatch);
+    if (process.env.BENCH_PROFILE) {
+      const m = await (await fetch(`http://127.0.0.1:${vigilPort}/metrics`)).text();
+      console.log(m.split("\n").filter((l) => /vigil_ingest_commit_(events|duration_seconds)_(sum|count)|vigil_http_request_duration_seconds_(sum|count)/.test(l)).join("\n"));
+    }
+    const stored = (await db.query("SELECT count(*)::int AS n FROM events WHERE project_id = $1", [projectId])).rows[0].n - before;
+    if (stored !== vSingle.events + vBatch.events) throw new Error(`durability check failed: ${stored} stored, ${vSingle.events + vBatch.events} answered 202`);
+    vigil.kill("SIGTERM");
+    await new Promise((r) => vigil.once("exit", r));
+
+    const naivePort = await freePort();
+    const naive = spawn(process.execPath, ["--import", "tsx", path.join(root, "bench/events.ts"), "--naive-server", String(naivePort), pgHandle.url], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
+    children.push(naive);
+    for (let i = 0; i < 300; i++) {
+      try {
+        await post(new http.Agent(), naivePort, "/v1/events", JSON.stringify(event()), "x");
+        break;
+      } catch {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    await phase(naivePort, "x", "/v1/events", 500, 1, SINGLE_CONCURRENCY, undefined);
+    const nSingle = await phase(naivePort, "x", "/v1/events", SINGLE_COUNT, 1, SINGLE_CONCURRENCY, naive.pid);
+    console.log("naive single", nSingle);
+    const nBatch = await phase(naivePort, "x", "/v1/events/batch", BATCH_COUNT, BATCH_SIZE, BATCH_CONCURRENCY, naive.pid);
+    console.log("naive batch", nBatch);
+    await db.end();
+
+    const section = [
+      `Command: \`npm run bench events${QUICK ? " -- --quick" : ""}\` (bench/events.ts), run ${new Date().toISOString().slice(0, 16)}Z${QUICK ? " — quick run (smaller counts)" : ""}.`,
+      "",
+      `Vigil and the baseline run as separate processes against the same embedded PostgreSQL`,
+      `(synchronous_commit=${syncCommit}); the load generator is a third process on the same 2 cores, over`,
+      `HTTP/1.1 keep-alive on 127.0.0.1. Events carry a type, a userId (500 distinct), data, context and tags.`,
+      `Single: ${SINGLE_CONCURRENCY} concurrent clients, one event per request. Batch: ${BATCH_CONCURRENCY} concurrent clients, ${BATCH_SIZE} events per request.`,
+      `Each phase stops at its count or after ${PHASE_CAP_MS / 1000} s. Baseline: a naive service, same HTTP, one`,
+      "autocommit `INSERT` per event, no batching, no auth, no identity upserts.",
+      `Durability: after the run, the number of Vigil's rows equals the number of events answered 202 (${fmt(vSingle.events + vBatch.events)}).`,
+      "",
+      "| Run | Events | Seconds | Events/s | p50 ms | p99 ms | Server peak RSS MB |",
+      "|---|---|---|---|---|---|---|",
+      line("Vigil, single events", vSingle),
+      line("Baseline, single events", nSingle),
+      line("Vigil, batches", vBatch),
+      line("Baseline, batches", nBatch),
+      "",
+      `Ratios (Vigil / baseline): single **${(vSingle.perSecond / nSingle.perSecond).toFixed(1)}x**, batch **${(vBatch.perSecond / nBatch.perSecond).toFixed(1)}x**.`,
+      `Targets: batch >= 50,000 events/s (${vBatch.perSecond >= 50_000 ? "met" : "not met"}), single >= 5,000 events/s (${vSingle.perSecond >= 5_000 ? "met" : "not met"}).`,
+      "",
+    ].join("\n");
+    console.log("\n" + section);
+    const docPath = path.join(root, "docs/benchmarks.md");
+    const doc = await readFile(docPath, "utf8");
+    const start = doc.indexOf("## Events ingestion");
+    const end = doc.indexOf("\n## ", start + 5);
+    if (start >= 0) {
+      const head = doc.slice(0, doc.indexOf("\n", start) + 1);
+      await writeFile(docPath, `${head}\n${section}${end >= 0 ? doc.slice(end) : ""}`);
+    }
+  } finally {
+    for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
+    await pgHandle.stop().catch(() => undefined);
+    await rm(tmp, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[2] === "--naive-server") void naiveServer(Number(process.argv[3]), process.argv[4]);
+else
+  main().then(
+    () => process.exit(0),
+    (err) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
