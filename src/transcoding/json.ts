@@ -1,10 +1,12 @@
 import type { DescField, DescMessage } from "@bufbuild/protobuf";
-import { ScalarType } from "@bufbuild/protobuf";
+import { ScalarType, isMessage, toJson } from "@bufbuild/protobuf";
+import { ListValueSchema, ValueSchema } from "@bufbuild/protobuf/wkt";
 
 // Message -> REST JSON, the spec's way rather than proto3 JSON's:
 // - unset `optional` scalars and unset message fields are `null` (not omitted),
 // - 64-bit integers are plain JSON numbers (not strings),
-// - Struct / Value / ListValue fields are already plain JSON in protobuf-es and pass through,
+// - Struct fields are plain JSON in protobuf-es and pass through; Value / ListValue messages are
+//   written as the JSON they hold,
 // - every field is emitted, defaults included.
 
 const JSON_WKT = new Set(["google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"]);
@@ -20,7 +22,11 @@ function valueOut(field: DescField, kind: "scalar" | "enum" | "message", v: unkn
   if (v === undefined || v === null) return null;
   if (kind === "scalar") return scalarOut(scalar ?? ScalarType.STRING, v);
   if (kind === "enum") return v;
-  if (msg && JSON_WKT.has(msg.typeName)) return v;
+  if (msg && JSON_WKT.has(msg.typeName)) {
+    if (isMessage(v, ValueSchema)) return toJson(ValueSchema, v);
+    if (isMessage(v, ListValueSchema)) return toJson(ListValueSchema, v);
+    return v;
+  }
   if (msg) return messageToRestJson(msg, v as Record<string, unknown>);
   return v;
 }

@@ -91,3 +91,13 @@ describe("the same RPC over gRPC, Connect and REST", () => {
     );
   });
 });
+
+describe("REST JSON writer", () => {
+  it("writes google.protobuf.Value messages as the JSON they hold", async () => {
+    const { create } = await import("@bufbuild/protobuf");
+    const { StructSchema, ValueSchema } = await import("@bufbuild/protobuf/wkt");
+    const { messageToRestJson } = await import("../../src/transcoding/json.js");
+    const msg = create(StructSchema, { fields: { n: create(ValueSchema, { kind: { case: "numberValue", value: 1.5 } }), s: create(ValueSchema, { kind: { case: "stringValue", value: "x" } }) } });
+    assert.deepEqual(messageToRestJson(StructSchema, msg as never), { fields: { n: 1.5, s: "x" } });
+  });
+});

@@ -57,7 +57,7 @@ describe("security battery over every route", () => {
     for (const route of routes) {
       if (PUBLIC.has(label(route))) continue;
       const path = pathFor(route, "self");
-      for (const headers of [{}, { authorization: "Basic Zm9vOmJhcg==" }, { authorization: "Bearer vk_" + "0".repeat(40) }, { authorization: `Bearer ${revokedKey}` }, { cookie: "vigil_session=forged.signature" }]) {
+      for (const headers of [{} as Record<string, string>, { authorization: "Basic Zm9vOmJhcg==" }, { authorization: "Bearer vk_" + "0".repeat(40) }, { authorization: `Bearer ${revokedKey}` }, { cookie: "vigil_session=forged.signature" }]) {
         const r = await call(route, path, { headers });
         assert.equal(r.status, 401, `${label(route)} with ${JSON.stringify(headers)}: ${r.status} ${r.text}`);
         assert.equal(errorBody(r).code, "unauthenticated");
