@@ -64,4 +64,19 @@ describe("restart and several nodes", () => {
     // Both nodes took part: each had timers for the other's monitors through NOTIFY.
     assert.ok(seenA.length > 0 || seenB.length > 0);
   });
+
+  it("an API node (ROLE=api) takes the heartbeat; a worker node learns the deadline by NOTIFY and acts on it", async () => {
+    const worker = await startTestApp();
+    apps.push(worker);
+    const api = await startTestApp({ ROLE: "api" }, { databaseUrl: worker.databaseUrl });
+    apps.push(api);
+    const p = await project(api.rest);
+    const hb = await api.rest.post(`/v1/projects/${p.projectId}/heartbeats/remote`, { expectedIntervalMs: 200, gracePeriodMs: 100 }, { key: p.key });
+    const deadline = Date.parse(hb.body.data.monitor.lastHeartbeatAt) + 300;
+    const id = hb.body.data.monitor.id;
+    // Bounded well under the 30 s re-scan: only the notification can have armed the worker's timer.
+    await waitFor(async () => (await api.rest.get(`/v1/projects/${p.projectId}/monitors/${id}/status`, { key: p.key })).body.data.status === "down", 5000, "down via worker");
+    const inc = (await api.rest.get(`/v1/projects/${p.projectId}/monitors/${id}/incidents`, { key: p.key })).body.data;
+    assert.equal(inc[0].startedAt, new Date(deadline).toISOString());
+  });
 });
