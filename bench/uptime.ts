@@ -26,6 +26,8 @@ const INTERVAL_MS = 1_000;
 // The spec's default grace (30 s): monitors stay up as long as each gets a heartbeat within 31 s.
 const GRACE_MS = QUICK ? 5_000 : 30_000;
 const CONCURRENCY = 64;
+/** PG_POOL_SIZE of the service (the baseline's pool is the same size). */
+const POOL = process.env.BENCH_PG_POOL ?? "10";
 const STEADY_MS = QUICK ? 5_000 : 12_000;
 const DETECT_CAP_MS = GRACE_MS + INTERVAL_MS + 15_000;
 
@@ -33,7 +35,7 @@ const DETECT_CAP_MS = GRACE_MS + INTERVAL_MS + 15_000;
 // Baseline service: one transaction per heartbeat (run as `bench/uptime.ts --naive-server port url projectId`)
 // ---------------------------------------------------------------------------------------------
 async function naiveServer(port: number, url: string, projectId: string): Promise<void> {
-  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  const pool = new pg.Pool({ connectionString: url, max: Number(POOL) });
   const beat = async (slug: string) => {
     const c = await pool.connect();
     try {
@@ -103,6 +105,7 @@ function rssMb(pid: number): number {
 }
 
 interface LoadResult {
+  genCores: number;
   requests: number;
   seconds: number;
   perSecond: number;
@@ -121,6 +124,7 @@ async function load(port: number, key: string, projectId: string, from: number, 
   let peak = 0;
   const sampler = setInterval(() => (peak = Math.max(peak, rssMb(pid))), 200);
   const cpu0 = cpuSeconds(pid);
+  const gen0 = process.cpuUsage();
   const started = performance.now();
   const end = started + capMs;
   await Promise.all(
@@ -139,9 +143,10 @@ async function load(port: number, key: string, projectId: string, from: number, 
   const seconds = (performance.now() - started) / 1000;
   clearInterval(sampler);
   const cpu = cpuSeconds(pid) - cpu0;
+  const gen = process.cpuUsage(gen0);
   agent.destroy();
   latencies.sort((a, b) => a - b);
-  return { requests: done, seconds, perSecond: done / seconds, p50ms: latencies[Math.floor(latencies.length * 0.5)] ?? 0, p99ms: latencies[Math.floor(latencies.length * 0.99)] ?? 0, cpuCores: cpu / seconds, peakRssMb: Math.max(peak, rssMb(pid)) };
+  return { genCores: (gen.user + gen.system) / 1e6 / seconds, requests: done, seconds, perSecond: done / seconds, p50ms: latencies[Math.floor(latencies.length * 0.5)] ?? 0, p99ms: latencies[Math.floor(latencies.length * 0.99)] ?? 0, cpuCores: cpu / seconds, peakRssMb: Math.max(peak, rssMb(pid)) };
 }
 
 async function waitHealthy(port: number, child: ChildProcess): Promise<void> {
@@ -173,7 +178,7 @@ function pct(xs: number[], q: number): number {
 
 const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
 const loadLine = (name: string, r: LoadResult) =>
-  `| ${name} | ${fmt(r.requests)} | ${r.seconds.toFixed(1)} | **${fmt(r.perSecond)}** | ${r.p50ms.toFixed(1)} | ${r.p99ms.toFixed(1)} | ${r.cpuCores.toFixed(2)} | ${Math.round(r.peakRssMb)} |`;
+  `| ${name} | ${fmt(r.requests)} | ${r.seconds.toFixed(1)} | **${fmt(r.perSecond)}** | ${r.p50ms.toFixed(1)} | ${r.p99ms.toFixed(1)} | ${r.cpuCores.toFixed(2)} | ${((1e6 * r.cpuCores) / r.perSecond).toFixed(0)} | ${Math.round(r.peakRssMb)} | ${r.genCores.toFixed(2)} |`;
 const delayLine = (name: string, d: number[]) => `| ${name} | ${fmt(d.length)} | ${fmt(pct(d, 0.5))} | **${fmt(pct(d, 0.99))}** | ${fmt(Math.max(...d))} |`;
 
 // ---------------------------------------------------------------------------------------------
@@ -188,7 +193,7 @@ async function main(): Promise<void> {
     const vigil = spawn(process.execPath, [...profile, "--import", "tsx", "src/main.ts"], {
       cwd: root,
       stdio: ["ignore", "ignore", "inherit"],
-      env: { ...process.env, DATABASE_URL: pgHandle.url, PORT: String(vigilPort), HOST: "127.0.0.1", DATA_DIR: path.join(tmp, "vigil"), LOG_LEVEL: "warn", REDIS_URL: "", TEMPORAL_ADDRESS: "" },
+      env: { ...process.env, DATABASE_URL: pgHandle.url, PORT: String(vigilPort), HOST: "127.0.0.1", DATA_DIR: path.join(tmp, "vigil"), LOG_LEVEL: "warn", REDIS_URL: "", TEMPORAL_ADDRESS: "", PG_POOL_SIZE: POOL },
     });
     children.push(vigil);
     await waitHealthy(vigilPort, vigil);
@@ -284,15 +289,16 @@ async function main(): Promise<void> {
       `${fmt(MONITORS)} heartbeat monitors (interval ${INTERVAL_MS} ms, grace ${GRACE_MS} ms: a deadline ${(INTERVAL_MS + GRACE_MS) / 1000} s after each heartbeat),`,
       `created by their first heartbeat. Vigil runs as its own process (embedded scheduler) on an embedded PostgreSQL;`,
       `the load generator (${CONCURRENCY} concurrent keep-alive HTTP/1.1 clients, heartbeats round-robin over the monitors) is`,
-      `a third process on the same 2 shared cores. CPU = server CPU seconds / wall seconds (1.00 = one core).`,
+      `a third process on the same 2 shared cores (shared with the other engineers' test runs: load average ~5 during the run).`,
+      `CPU = CPU seconds / wall seconds (1.00 = one core). Pool: PG_POOL_SIZE=${POOL} for Vigil and the baseline.`,
       `Detection: heartbeats stop for ${fmt(STOPPED)} monitors while the other ${fmt(MONITORS - STOPPED)} keep beating; the delay is`,
       `incident \`created_at\` (the check that took the monitor down) minus \`startedAt\` (the deadline).`,
       `Baseline, same run, same database, same load generator: a naive service with one transaction per heartbeat`,
       `(lock the monitor, update, insert, commit) and a detector polling every second`,
       `(\`UPDATE ... WHERE status = 'up' AND deadline_at <= now()\`).`,
       "",
-      "| Heartbeats | Accepted | Seconds | Heartbeats/s | p50 ms | p99 ms | Server CPU (cores) | Server peak RSS MB |",
-      "|---|---|---|---|---|---|---|---|",
+      "| Heartbeats | Accepted | Seconds | Heartbeats/s | p50 ms | p99 ms | Server CPU (cores) | Server CPU µs / heartbeat | Server peak RSS MB | Load generator CPU (cores) |",
+      "|---|---|---|---|---|---|---|---|---|---|",
       loadLine("Vigil, all monitors beating", steady),
       loadLine("Baseline (tx per heartbeat)", naiveSteady),
       loadLine("Vigil, during detection", during),

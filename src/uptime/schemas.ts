@@ -9,13 +9,25 @@ export const MIN_INTERVAL_MS = 100;
 export const MAX_MS = 365 * 24 * 3_600_000;
 const MAX_JSON_BYTES = 16 * 1024;
 
-const name = z.string().trim().min(1, "is required").max(200, "at most 200 characters");
+// PostgreSQL text and jsonb refuse NUL and unpaired UTF-16 surrogates: refuse them here, as a 400.
+const BAD_TEXT = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const cleanText = (v: string) => !BAD_TEXT.test(v);
+const TEXT_MSG = "must not contain NUL characters or unpaired surrogates";
+function cleanJson(v: unknown): boolean {
+  if (typeof v === "string") return cleanText(v);
+  if (Array.isArray(v)) return v.every(cleanJson);
+  if (v && typeof v === "object") return Object.entries(v).every(([k, x]) => cleanText(k) && cleanJson(x));
+  return true;
+}
+
+const name = z.string().trim().min(1, "is required").max(200, "at most 200 characters").refine(cleanText, TEXT_MSG);
 const slug = z.string().trim().toLowerCase().regex(SLUG_RE, "lowercase letters, digits, '.', '_' or '-' (1-100, starting and ending with a letter or digit)");
 const interval = z.number().int("must be a whole number of milliseconds").min(MIN_INTERVAL_MS, `at least ${MIN_INTERVAL_MS}`).max(MAX_MS, `at most ${MAX_MS}`);
 const grace = z.number().int("must be a whole number of milliseconds").min(0, "must not be negative").max(MAX_MS, `at most ${MAX_MS}`);
 const object = z
   .record(z.string(), z.unknown())
-  .refine((o) => JSON.stringify(o).length <= MAX_JSON_BYTES, `at most ${MAX_JSON_BYTES} bytes of JSON`);
+  .refine((o) => JSON.stringify(o).length <= MAX_JSON_BYTES, `at most ${MAX_JSON_BYTES} bytes of JSON`)
+  .refine(cleanJson, TEXT_MSG);
 
 export const createSchema = z.object({
   name,
@@ -48,8 +60,8 @@ export const heartbeatSchema = z.object({
 
 export const incidentPatchSchema = z
   .object({
-    title: z.string().trim().max(200, "at most 200 characters").optional(),
-    description: z.string().trim().max(10_000, "at most 10000 characters").optional(),
+    title: z.string().trim().max(200, "at most 200 characters").refine(cleanText, TEXT_MSG).optional(),
+    description: z.string().trim().max(10_000, "at most 10000 characters").refine(cleanText, TEXT_MSG).optional(),
   })
   .refine((v) => v.title !== undefined || v.description !== undefined, { message: "give title or description (an empty string clears it)", path: ["title"] });
 

@@ -65,6 +65,9 @@ describe("monitor validation", () => {
     ["bad slug", { name: "a", slug: "no spaces!" }, "slug"],
     ["hostile slug", { name: "a", slug: "'; DROP TABLE monitors; --" }, "slug"],
     ["huge metadata", { name: "a", metadata: { blob: "x".repeat(20_000) } }, "metadata"],
+    ["NUL in the name", { name: "a\u0000b" }, "name"],
+    ["NUL in metadata", { name: "a", metadata: { k: ["x\u0000"] } }, "metadata"],
+    ["unpaired surrogate in tags", { name: "a", tags: { "\ud800": "x" } }, "tags"],
   ] as const) {
     it(`create refuses ${label} with 400`, async () => {
       const e = await refused("POST", `${base()}/monitors`, body, 400, field);
@@ -106,6 +109,7 @@ describe("heartbeat validation", () => {
     ["negative latency", "main", { latencyMs: -5 }, "latencyMs"],
     ["latency as text", "main", { latencyMs: "fast" }, "latencyMs"],
     ["metadata array", "main", { metadata: ["x"] }, "metadata"],
+    ["NUL in metadata", "main", { metadata: { e: "\u0000" } }, "metadata"],
     ["zero interval", "main", { expectedIntervalMs: 0 }, "expectedIntervalMs"],
     ["slug with spaces", "bad%20slug", {}, "slug"],
     ["hostile slug", encodeURIComponent("x'; DELETE FROM monitors; --"), {}, "slug"],
@@ -123,6 +127,7 @@ describe("incident, list, stats and history validation", () => {
     await refused("PATCH", `${base()}/incidents/${incidentId}`, {}, 400, "title");
     await refused("PATCH", `${base()}/incidents/${incidentId}`, { title: 5 }, 400, "title");
     await refused("PATCH", `${base()}/incidents/${incidentId}`, { description: "x".repeat(10_001) }, 400, "description");
+    await refused("PATCH", `${base()}/incidents/${incidentId}`, { title: "bad \udc00 text" }, 400, "title");
     await refused("PATCH", `${base()}/incidents/inc_nope`, { title: "x" }, 404);
     const set = await t.rest.patch(`${base()}/incidents/${incidentId}`, { title: "DB down", description: "disk full" }, { key: p.key });
     assert.equal(set.status, 200, set.text);
