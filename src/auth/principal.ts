@@ -2,6 +2,7 @@ import type { HandlerContext } from "@connectrpc/connect";
 import type { Deps } from "../shared/deps.js";
 import { ApiError, forbidden, notFound, unauthenticated } from "../shared/errors.js";
 import { clientInfoKey } from "../shared/context.js";
+import { KeyLookup } from "./key-lookup.js";
 import { accountForToken, sha256, tokenFromCookieHeader } from "./sessions.js";
 
 // Who is calling, and what they may do in a project. The project always comes from the
@@ -31,8 +32,11 @@ const BEARER = /^Bearer\s+(\S+)$/i;
 
 export class Authenticator {
   private lastUsedWrites = new Map<string, number>();
+  private readonly keys: KeyLookup;
 
-  constructor(private readonly deps: Deps, private readonly sessionSecret: string) {}
+  constructor(private readonly deps: Deps, private readonly sessionSecret: string) {
+    this.keys = new KeyLookup(deps.db);
+  }
 
   /** Resolves the caller; 401 when credentials are missing, malformed, unknown or revoked. */
   async principal(ctx: HandlerContext): Promise<Principal> {
@@ -57,11 +61,7 @@ export class Authenticator {
   }
 
   private async apiKey(secret: string): Promise<Principal> {
-    const r = await this.deps.db.query<{ id: string; project_id: string; environment: string }>(
-      "SELECT id, project_id, environment FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL",
-      [sha256(secret)],
-    );
-    const row = r.rows[0];
+    const row = await this.keys.find(sha256(secret));
     if (!row) throw unauthenticated("unknown or revoked API key");
     this.touch(row.id);
     return { kind: "apiKey", keyId: row.id, projectId: row.project_id, environment: row.environment };

@@ -32,7 +32,10 @@ export function parseZonedTime(text: string): number | undefined {
   const [, y, mo, d, h, mi, s = "0", frac = "", zone] = m;
   const year = +y, month = +mo, day = +d, hour = +h, minute = +mi, second = +s;
   if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return undefined;
-  const local = Date.UTC(year, month - 1, day, hour, minute, second, Math.floor(Number(`0.${frac || "0"}`) * 1000));
+  // Date.UTC maps years 0-99 to 1900-1999: set the full year explicitly.
+  const at = new Date(Date.UTC(2000, month - 1, day, hour, minute, second, Math.floor(Number(`0.${frac || "0"}`) * 1000)));
+  at.setUTCFullYear(year, month - 1, day);
+  const local = at.getTime();
   if (new Date(local).getUTCDate() !== day) return undefined; // 2024-02-30 and the like
   let offsetMin = 0;
   if (zone.toUpperCase() !== "Z") {

@@ -13,6 +13,9 @@ import type { StoredEvent } from "../../src/shared/hooks.js";
 describe("parseZonedTime", () => {
   it("needs a timezone and a real date", () => {
     assert.equal(parseZonedTime("2024-05-06T10:00:00Z"), Date.UTC(2024, 4, 6, 10));
+    // Years below 100 are real years, not 19xx (Date.UTC's legacy mapping).
+    assert.equal(new Date(parseZonedTime("0001-01-01T00:00:00Z")!).toISOString(), "0001-01-01T00:00:00.000Z");
+    assert.equal(new Date(parseZonedTime("0099-12-31T23:00:00-01:00")!).toISOString(), "0100-01-01T00:00:00.000Z");
     assert.equal(parseZonedTime("2024-05-06T10:00:00+0200"), Date.UTC(2024, 4, 6, 8));
     assert.equal(parseZonedTime("2024-05-06T10:00-01:30"), Date.UTC(2024, 4, 6, 11, 30));
     assert.equal(parseZonedTime("2024-05-06T10:00:00.5z"), Date.UTC(2024, 4, 6, 10, 0, 0, 500));
