@@ -1,6 +1,6 @@
 import { badRequest } from "../shared/errors.js";
 import type { Queryable } from "../storage/db.js";
-import { columnSql, filterSql as filterSqlFor, jsonValueSql, numberSql } from "./compile.js";
+import { columnSql, filterSql as filterSqlFor, jsonValueSql, numberSql, slotFor } from "./compile.js";
 import type { Field } from "./fields.js";
 import type { Node } from "./filters.js";
 import { rawScan, rollupEligible } from "./plan.js";
@@ -82,9 +82,14 @@ export interface Aggregation {
 export async function aggregate(env: QueryEnv, projectId: string, w: Window, filter: Node | null, aggs: Aggregation[]): Promise<{ name: string; value: number | null }[]> {
   const s = rawScan(projectId, w, filter, slotsOf(env));
   const ctx = s.ctx;
+  const scanned: string[] = [];
   const cols = aggs.map((a, i) => {
     const f = a.field;
     let expr: string;
+    if (env.fast && a.operation === "count_unique" && (!f || (f.kind === "column" && f.column === "user_id"))) {
+      // Distinct users through a hashed DISTINCT over the index-only scan (count(DISTINCT) sorts).
+      return `(SELECT count(*) FROM (SELECT DISTINCT e.user_id FROM events e WHERE ${s.where} AND e.user_id IS NOT NULL) u)::float8 AS a${i}`;
+    }
     if (a.operation === "count") expr = f ? `count(${f.kind === "column" ? columnSql(ctx, f) : jsonValueSql(ctx, f)})` : "count(*)";
     else if (a.operation === "count_unique") expr = f ? `count(DISTINCT ${f.kind === "column" ? columnSql(ctx, f) : jsonValueSql(ctx, f)})` : "count(DISTINCT e.user_id)";
     else {
@@ -94,9 +99,11 @@ export async function aggregate(env: QueryEnv, projectId: string, w: Window, fil
       else if (a.operation === "avg" || a.operation === "min" || a.operation === "max") expr = `${a.operation}(${n})`;
       else expr = `percentile_cont(${Number(a.operation.slice(1)) / 100}::float8) WITHIN GROUP (ORDER BY ${n})`;
     }
+    scanned.push(`a${i}`);
     return `(${expr})::float8 AS a${i}`;
   });
-  const r = await env.db.query<Record<string, number | null>>(`SELECT ${cols.join(", ")} FROM events e WHERE ${s.where}`, s.params.values);
+  const from = scanned.length ? ` FROM events e WHERE ${s.where}` : "";
+  const r = await env.db.query<Record<string, number | null>>(`SELECT ${cols.join(", ")}${from}`, s.params.values);
   return aggs.map((a, i) => ({ name: a.name, value: r.rows[0][`a${i}`] ?? null }));
 }
 
@@ -108,22 +115,66 @@ function keySql(ctx: Parameters<typeof jsonValueSql>[0], f: Field): string {
 
 export async function unique(env: QueryEnv, projectId: string, w: Window, filter: Node | null, field: Field, limit: number): Promise<{ value: unknown; count: number }[]> {
   const s = rawScan(projectId, w, filter, slotsOf(env));
-  const k = keySql(s.ctx, field);
+  const counted = env.fast ? coveredGroups(s, [field]) : null;
+  const src = counted ?? `SELECT ${keySql(s.ctx, field)} AS g0, count(*) AS c FROM events e WHERE ${s.where} GROUP BY 1`;
   const lim = s.params.add(limit);
   const r = await env.db.query<{ v: unknown; c: number }>(
-    `SELECT v, count(*)::float8 AS c FROM (SELECT ${k} AS v FROM events e WHERE ${s.where}) x WHERE v IS NOT NULL GROUP BY v ORDER BY c DESC, v ASC LIMIT ${lim}`,
+    `SELECT g0 AS v, sum(c)::float8 AS c FROM (${src}) x WHERE g0 IS NOT NULL GROUP BY g0 ORDER BY c DESC, v ASC LIMIT ${lim}`,
     s.params.values,
   );
   return r.rows.map((x) => ({ value: x.v, count: x.c }));
 }
 
+/**
+ * Counts per group key in one index-only scan (events_analytics_scan_idx) over slot columns. A
+ * slot holds the JSON value of its type, so where every grouped slot is set the key is exactly
+ * to_jsonb(slot). Rows with a NULL slot (key absent, JSON null, or another JSON type) may have a
+ * JSON key that differs: the scan also collects their timestamps, and only those rows are read
+ * from the heap (`ts = ANY(...)` on the index, rechecked with the same window, filter and NULL
+ * test) and keyed with the JSON expression. The union, summed per key by the caller, is the JSON
+ * path's answer. Null when a field is neither a slotted data key nor a column the index carries.
+ */
+function coveredGroups(s: ReturnType<typeof rawScan>, fields: Field[]): string | null {
+  // Decide first: generating key SQL binds parameters, which must all be used.
+  const covered = (f: Field) => (f.kind === "column" ? INDEXED_COLUMNS.has(f.column) : (slotFor(s.ctx, f, "n") ?? slotFor(s.ctx, f, "s")) !== null);
+  if (!fields.every(covered) || fields.every((f) => f.kind === "column")) return null;
+  const a: string[] = [], by: string[] = [], out: string[] = [], heap: string[] = [], nulls: string[] = [], set: string[] = [];
+  for (const [i, f] of fields.entries()) {
+    if (f.kind === "column") {
+      if (!INDEXED_COLUMNS.has(f.column)) return null;
+      a.push(`${keySql(s.ctx, f)} AS k${i}`);
+      by.push(columnSql(s.ctx, f));
+      out.push(`k${i} AS g${i}`);
+    } else {
+      const slot = slotFor(s.ctx, f, "n") ?? slotFor(s.ctx, f, "s");
+      if (!slot) return null;
+      a.push(`${slot} AS k${i}`);
+      by.push(slot);
+      out.push(`to_jsonb(k${i}) AS g${i}`);
+      nulls.push(`${slot} IS NULL`);
+      set.push(`k${i} IS NOT NULL`);
+    }
+    heap.push(`${keySql(s.ctx, f)} AS g${i}`);
+  }
+  if (nulls.length === 0) return null;
+  const anyNull = `(${nulls.join(" OR ")})`;
+  return `WITH a AS MATERIALIZED (SELECT ${a.join(", ")}, count(*) AS c, array_agg(e.ts) FILTER (WHERE ${anyNull}) AS nts FROM events e WHERE ${s.where} GROUP BY ${by.join(", ")})
+    SELECT ${out.join(", ")}, c FROM a WHERE ${set.join(" AND ")}
+    UNION ALL SELECT ${heap.join(", ")}, count(*) AS c FROM events e WHERE ${s.where} AND ${anyNull}
+      AND e.ts = ANY(ARRAY(SELECT DISTINCT t FROM a, unnest(a.nts) AS t)) GROUP BY ${fields.map((_, i) => i + 1).join(", ")}`;
+}
+
+/** Columns events_analytics_scan_idx carries besides the slots. */
+const INDEXED_COLUMNS = new Set(["project_id", "ts", "type", "user_id"]);
+
 export async function group(env: QueryEnv, projectId: string, w: Window, filter: Node | null, fields: Field[], limit: number): Promise<Record<string, unknown>[]> {
   const s = rawScan(projectId, w, filter, slotsOf(env));
-  const keys = fields.map((f, i) => `${keySql(s.ctx, f)} AS g${i}`);
-  const lim = s.params.add(limit);
   const by = fields.map((_, i) => `g${i}`);
+  const counted = env.fast ? coveredGroups(s, fields) : null;
+  const src = counted ?? `SELECT ${fields.map((f, i) => `${keySql(s.ctx, f)} AS g${i}`).join(", ")}, count(*) AS c FROM events e WHERE ${s.where} GROUP BY ${by.join(", ")}`;
+  const lim = s.params.add(limit);
   const r = await env.db.query<Record<string, unknown>>(
-    `SELECT ${keys.join(", ")}, count(*)::float8 AS c FROM events e WHERE ${s.where} GROUP BY ${by.join(", ")} ORDER BY c DESC, ${by.map((b) => `${b} ASC NULLS LAST`).join(", ")} LIMIT ${lim}`,
+    `SELECT ${by.join(", ")}, sum(c)::float8 AS c FROM (${src}) x GROUP BY ${by.join(", ")} ORDER BY c DESC, ${by.map((b) => `${b} ASC NULLS LAST`).join(", ")} LIMIT ${lim}`,
     s.params.values,
   );
   return r.rows.map((row) => {

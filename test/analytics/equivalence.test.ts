@@ -112,4 +112,19 @@ describe("fast paths answer exactly like the JSON path", () => {
       await same("events/query", { time, filters, pagination: { limit: 20 } });
     }
   });
+  it("index-only group/unique (slot keys, NULL-slot rows from the heap) and distinct users", async () => {
+    // plan is sometimes a number and amount sometimes a string/null/boolean: those rows have a NULL
+    // slot and must be keyed from the JSON; the rest come from the slot columns of the scan index.
+    for (let i = 0; i < 20; i++) {
+      const time = randomWindow();
+      const filters = pick([undefined, randomFilter(), { field: "plan", operator: "equals", value: "pro" }]);
+      const groupBy = pick([["plan", "country"], ["event", "plan"], ["userId", "amount"], ["timestamp", "country"], ["data.plan", "plan"], ["amount"], ["country", "tags.env"]]);
+      await same("analytics/group", { time, filters, groupBy, limit: pick([5, 1000]) });
+      await same("analytics/unique", { time, filters, field: pick(["plan", "amount", "country", "event", "userId"]), limit: pick([3, 1000]) });
+      await same("analytics/aggregate", { time, filters, aggregations: pick([
+        [{ name: "users", operation: "count_unique", field: "userId" }],
+        [{ name: "users", operation: "count_unique" }, { name: "n", operation: "count" }, { name: "p50", operation: "p50", field: "amount" }],
+      ]) });
+    }
+  });
 });
