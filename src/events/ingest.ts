@@ -32,7 +32,7 @@ export class GroupCommitIngestor implements Ingestor {
   private readonly maxInFlight: number;
 
   constructor(private readonly deps: Deps) {
-    this.maxInFlight = Math.max(1, Math.min(4, Math.floor(deps.config.pgPoolSize / 2)));
+    this.maxInFlight = Math.max(1, Math.min(deps.config.ingest.maxInFlight, Math.floor(deps.config.pgPoolSize / 2)));
   }
 
   accept(projectId: string, events: NewEvent[]): Promise<StoredEvent[]> {

@@ -28,7 +28,7 @@ const ev = (type: string, extra: Partial<NewEvent> = {}): NewEvent => ({ type, t
 describe("group commit", () => {
   it("shares one transaction between concurrent callers, runs hooks around the insert, stores slots", async () => {
     const seen: { phase: string; tx: string; visible: number; n: number }[] = [];
-    const mine = (events: { type: string }[]) => events.filter((e) => e.type.startsWith("gc-"));
+    const mine = <E extends { type: string }>(events: E[]) => events.filter((e) => e.type.startsWith("gc-"));
     t.app.deps.hooks.eventsPreparing.push(async (c, events) => {
       const m = mine(events);
       if (!m.length) return;
