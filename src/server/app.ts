@@ -131,6 +131,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
   };
 
   let listener: Listener | undefined;
+  let grpcListener: Listener | undefined;
   let started = false;
   const workerRole = config.role !== "api";
 
@@ -144,12 +145,14 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
         started = true;
       }
       listener = await listen(handler, config.host, port);
+      // Optionally a second port too (GRPC_PORT), e.g. for a load balancer that routes gRPC apart.
+      if (config.grpcPort !== undefined && config.grpcPort !== port) grpcListener = await listen(handler, config.host, config.grpcPort);
       return listener.port;
     },
     async close() {
       // Order matters: stop accepting and let in-flight requests finish (their commits included),
       // then stop background work (flushes queues, releases claims), then the pool and the cluster.
-      await listener?.close();
+      await Promise.all([listener?.close(), grpcListener?.close()]);
       shutdown.abort();
       for (const f of [...features].reverse()) await f.stop?.().catch((err) => log.error({ err, feature: f.name }, "feature stop failed"));
       await db.end().catch(() => undefined);

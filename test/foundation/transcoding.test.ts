@@ -82,6 +82,19 @@ describe("the same RPC over gRPC, Connect and REST", () => {
     assert.deepEqual(res.data.map((x) => x.id), r.body.data.map((x: any) => x.id));
   });
 
+  it("also serves gRPC on GRPC_PORT when set", async () => {
+    const { freePort } = await import("../helpers/cluster.js");
+    const grpcPort = await freePort();
+    const other = await startTestApp({ GRPC_PORT: String(grpcPort) }, { databaseUrl: t.databaseUrl });
+    try {
+      const grpc = createClient(ProjectService, createGrpcTransport({ baseUrl: `http://127.0.0.1:${grpcPort}` }));
+      const g = await grpc.getProject({ projectId: "self" }, { headers: { authorization: `Bearer ${p.key}` } });
+      assert.equal(g.data!.id, p.projectId);
+    } finally {
+      await other.close();
+    }
+  });
+
   it("maps errors to gRPC codes", async () => {
     const grpc = createClient(ProjectService, createGrpcTransport({ baseUrl: t.url }));
     await assert.rejects(grpc.getProject({ projectId: "self" }), (e: unknown) => e instanceof ConnectError && e.code === Code.Unauthenticated);
