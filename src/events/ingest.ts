@@ -65,6 +65,9 @@ export class GroupCommitIngestor implements Ingestor {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
+    // Events waiting while the writer is busy: ingestion is the bottleneck, so background senders
+    // on this node yield CPU and connections to it for a moment (see IngestPressure).
+    if (this.queue.length > 0 && this.inFlight >= this.maxInFlight) this.deps.pressure.mark();
     while (this.queue.length > 0 && this.inFlight < this.maxInFlight) {
       const group = this.take();
       this.inFlight++;

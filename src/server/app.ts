@@ -13,6 +13,7 @@ import type { Deps } from "../shared/deps.js";
 import { guardImpl, type Feature } from "../shared/feature.js";
 import { Hooks } from "../shared/hooks.js";
 import { Telemetry } from "../shared/telemetry.js";
+import { IngestPressure } from "../shared/pressure.js";
 import { createPool, type Db } from "../storage/db.js";
 import { startEmbeddedPostgres, type EmbeddedHandle } from "../storage/embedded.js";
 import { migrate } from "../storage/migrate.js";
@@ -61,6 +62,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
     clock: opts.clock ?? systemClock,
     hooks: new Hooks(),
     telemetry: new Telemetry(),
+    pressure: new IngestPressure(),
     auth: undefined as unknown as Authenticator,
     sessionSecret: await sessionSecret(config.sessionSecret, config.dataDir),
     shutdownSignal: shutdown.signal,

@@ -4,6 +4,7 @@ import type { Db } from "../storage/db.js";
 import type { Clock } from "./clock.js";
 import type { Hooks } from "./hooks.js";
 import type { Telemetry } from "./telemetry.js";
+import type { IngestPressure } from "./pressure.js";
 import type { Authenticator } from "../auth/principal.js";
 
 /** What every feature is built from. Created once in server/app.ts. */
@@ -19,6 +20,8 @@ export interface Deps {
   sessionSecret: string;
   /** Prometheus metrics of the service itself (GET /metrics). */
   telemetry: Telemetry;
+  /** Ingestion marks activity here; background senders yield to it. */
+  pressure: IngestPressure;
   /** Fires when the process begins shutting down. */
   shutdownSignal: AbortSignal;
 }

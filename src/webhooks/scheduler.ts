@@ -23,6 +23,9 @@ export interface SchedulerOptions {
   webhooks: Config["webhooks"];
   /** Sends in flight at once on this node. */
   concurrency?: number;
+  /** While this reports busy (ingestion on this node), at most `busyConcurrency` sends run. */
+  yieldTo?: { busy(): boolean };
+  busyConcurrency?: number;
   /** Temporal mode: hand claimed deliveries over instead of sending them. */
   dispatch?: (rows: ClaimedDelivery[]) => Promise<void>;
 }
@@ -69,9 +72,12 @@ export class DeliveryScheduler {
       do {
         this.again = false;
         while (!this.stopped) {
-          const room = this.o.dispatch ? 500 : Math.min(100, this.concurrency - this.inflight.size);
+          const limit = this.o.yieldTo?.busy() ? (this.o.busyConcurrency ?? 4) : this.concurrency;
+          const room = this.o.dispatch ? 500 : Math.min(100, limit - this.inflight.size);
           if (room <= 0) {
             this.backlog = true;
+            // Yielding with nothing in flight: no completion will wake us, so look again shortly.
+            if (this.inflight.size === 0) this.armAt(new Date(this.o.clock().getTime() + 50));
             break;
           }
           const now = this.o.clock();

@@ -141,7 +141,7 @@ export function createWebhooksFeature(deps: Deps): Feature {
     ],
     async start() {
       if (config.temporal) temporal = await createTemporalDispatch(deps);
-      scheduler = new DeliveryScheduler({ db, clock, log: deps.log, telemetry: deps.telemetry, webhooks: config.webhooks, dispatch: temporal?.dispatch });
+      scheduler = new DeliveryScheduler({ db, clock, log: deps.log, telemetry: deps.telemetry, webhooks: config.webhooks, dispatch: temporal?.dispatch, yieldTo: deps.pressure });
       scheduler.start();
     },
     async stop() {
