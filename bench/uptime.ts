@@ -289,7 +289,7 @@ async function main(): Promise<void> {
       `${fmt(MONITORS)} heartbeat monitors (interval ${INTERVAL_MS} ms, grace ${GRACE_MS} ms: a deadline ${(INTERVAL_MS + GRACE_MS) / 1000} s after each heartbeat),`,
       `created by their first heartbeat. Vigil runs as its own process (embedded scheduler) on an embedded PostgreSQL;`,
       `the load generator (${CONCURRENCY} concurrent keep-alive HTTP/1.1 clients, heartbeats round-robin over the monitors) is`,
-      `a third process on the same 2 shared cores (shared with the other engineers' test runs: load average ~5 during the run).`,
+      `a third process on the same 2 shared cores (1-minute load average when written: ${os.loadavg()[0].toFixed(1)}).`,
       `CPU = CPU seconds / wall seconds (1.00 = one core). Pool: PG_POOL_SIZE=${POOL} for Vigil and the baseline.`,
       `Detection: heartbeats stop for ${fmt(STOPPED)} monitors while the other ${fmt(MONITORS - STOPPED)} keep beating; the delay is`,
       `incident \`created_at\` (the check that took the monitor down) minus \`startedAt\` (the deadline).`,
