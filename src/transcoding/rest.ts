@@ -1,12 +1,13 @@
 import type { ServerResponse } from "node:http";
 import type { Http2ServerResponse } from "node:http2";
 import { create } from "@bufbuild/protobuf";
-import { createContextValues, createHandlerContext } from "@connectrpc/connect";
+import { createContextValues } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { ApiError, toRestError } from "../shared/errors.js";
 import { clientInfoKey, type ClientInfo } from "../shared/context.js";
 import type { ServiceBinding } from "../shared/feature.js";
 import { readBody, parseJsonBody, type AnyRequest } from "./body.js";
+import { restContext } from "./context.js";
 import { decodeRequest } from "./decode.js";
 import { messageToRestJson } from "./json.js";
 import { matchRoute, routesFor, type Route } from "./routes.js";
@@ -64,31 +65,19 @@ export function createRestHandler(opts: RestOptions) {
       const input = decodeRequest(route, params, url.searchParams, body);
       const fn = impls.get(`${route.service.typeName}/${route.method.localName}`);
       if (!fn) throw new ApiError(404, "not_found", `no route for ${verb} ${url.pathname}`);
-      const headers = new Headers();
-      for (const [k, v] of Object.entries(req.headers)) {
-        if (k.startsWith(":") || v === undefined) continue;
-        headers.set(k, Array.isArray(v) ? v.join(", ") : v);
-      }
-      const ctx = createHandlerContext({
+      const ctx = restContext({
         service: route.service,
         method: route.method,
-        protocolName: "rest",
         requestMethod: verb,
         url: url.toString(),
-        requestHeader: headers,
+        headers: req.headers,
+        values: createContextValues().set(clientInfoKey, client),
         shutdownSignal: opts.shutdownSignal,
-        contextValues: createContextValues().set(clientInfoKey, client),
       });
-      let result: unknown;
-      try {
-        result = await fn(input, ctx);
-      } finally {
-        // Completes the context as Connect does: unlinks it from the shutdown signal (no listener leak).
-        ctx.abort();
-      }
+      const result = await fn(input, ctx);
       const output = create(route.method.output, (result ?? {}) as never);
       const status = route.successStatus;
-      send(res, status, status === 204 ? undefined : messageToRestJson(route.method.output, output as unknown as Record<string, unknown>), ctx.responseHeader);
+      send(res, status, status === 204 ? undefined : messageToRestJson(route.method.output, output as unknown as Record<string, unknown>), ctx.touchedResponseHeader);
     } catch (err) {
       const { status, body, headers } = toRestError(err);
       if (status >= 500) opts.log.error({ err, requestId: client.requestId }, "request failed");
