@@ -5,7 +5,9 @@ import type { Feature } from "../shared/feature.js";
 import { newId } from "../shared/ids.js";
 import { validate } from "../shared/validate.js";
 import { tx } from "../storage/db.js";
+import { OutboxExpander } from "./expander.js";
 import { PgListener } from "./listener.js";
+import { OUTBOX_PAYLOAD } from "./outbox.js";
 import { checkTarget, createSchema, decodeCursor, encodeCursor, listSchema, toDelivery, toWebhook, updateSchema } from "./records.js";
 import { DeliveryScheduler } from "./scheduler.js";
 import { newWebhookSecret } from "./signature.js";
@@ -14,8 +16,9 @@ import { SubscriptionCache } from "./subscriptions.js";
 import { createTemporalDispatch, type TemporalDispatch } from "./temporal.js";
 import { registerTriggers } from "./triggers.js";
 
-// Webhook management (owner or admin), the triggers that enqueue deliveries, and the runner that
-// sends them: the embedded scheduler, or Temporal when TEMPORAL_ADDRESS is set.
+// Webhook management (owner or admin), the triggers that enqueue deliveries (events through the
+// outbox and its expander), and the runner that sends them: the embedded scheduler, or Temporal
+// when TEMPORAL_ADDRESS is set.
 
 const SUBSCRIPTION_TTL_MS = 5_000;
 
@@ -26,15 +29,21 @@ export function createWebhooksFeature(deps: Deps): Feature {
 
   let temporal: TemporalDispatch | undefined;
   let scheduler: DeliveryScheduler | undefined;
+  let expander: OutboxExpander | undefined;
   const listener = new PgListener(
     db.options.connectionString!,
     [store.DUE_CHANNEL, store.CHANGED_CHANNEL],
     (channel, payload) => {
-      if (channel === store.CHANGED_CHANNEL) cache.invalidate(payload || undefined);
+      if (channel === store.CHANGED_CHANNEL) {
+        cache.invalidate(payload || undefined);
+        // A PATCH or DELETE may have held a webhook row the expander skipped.
+        expander?.wake();
+      } else if (payload === OUTBOX_PAYLOAD) expander?.wake();
       else scheduler?.wake();
     },
     () => {
       cache.invalidate();
+      expander?.wake();
       scheduler?.wake();
     },
     deps.log,
@@ -143,8 +152,12 @@ export function createWebhooksFeature(deps: Deps): Feature {
       if (config.temporal) temporal = await createTemporalDispatch(deps);
       scheduler = new DeliveryScheduler({ db, clock, log: deps.log, telemetry: deps.telemetry, webhooks: config.webhooks, dispatch: temporal?.dispatch, yieldTo: deps.pressure });
       scheduler.start();
+      expander = new OutboxExpander({ db, clock, log: deps.log, attemptLimit: () => config.webhooks.maxAttempts, onExpanded: () => scheduler?.wake(), yieldTo: deps.pressure });
+      // Also expands what a crashed process left in the outbox.
+      expander.start();
     },
     async stop() {
+      await expander?.stop();
       await scheduler?.stop();
       await temporal?.close();
       await listener.stop();

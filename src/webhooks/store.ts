@@ -75,7 +75,7 @@ export async function notifyChanged(q: Queryable, projectId: string): Promise<vo
 }
 
 /**
- * Inserts deliveries in one statement (at most one per ingest batch) and, in the same statement,
+ * Inserts deliveries (incidents, tests) in one statement and, in the same statement,
  * a NOTIFY that PostgreSQL delivers to every scheduler only once the transaction commits.
  */
 export async function insertDeliveries(q: Queryable, rows: NewDelivery[], now: Date, attemptLimit: number): Promise<number> {

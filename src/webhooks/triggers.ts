@@ -2,23 +2,30 @@ import type { Deps } from "../shared/deps.js";
 import type { IncidentNotice, StoredEvent } from "../shared/hooks.js";
 import { newId } from "../shared/ids.js";
 import type { PoolClient } from "pg";
-import { insertDeliveries, insertNoticeDeliveries, type NewDelivery } from "./store.js";
+import { insertOutbox, type OutboxRow } from "./outbox.js";
+import { insertNoticeDeliveries } from "./store.js";
 import type { SubscriptionCache } from "./subscriptions.js";
 
 // Deliveries are enqueued inside the transaction that stores their cause, so they commit (or not)
 // with it. Events: from the subscription cache, nothing at all when no webhook watches the types,
-// else one INSERT per ingest batch. Incidents: once per (webhook, dedupe key), enforced by a unique
-// constraint, so also across restarts and nodes.
+// else ONE outbox row per watching webhook for the whole ingest batch (its matching events as
+// arrays), in one INSERT; the expander (expander.ts) turns it into deliveries after the commit.
+// Incidents: deliveries at once, once per (webhook, dedupe key), enforced by a unique index, so
+// also across restarts and nodes.
 
-export function deliveriesForEvents(events: StoredEvent[], subs: Map<string, { webhookId: string; events: Set<string> }[]>): NewDelivery[] {
-  const rows: NewDelivery[] = [];
+export function outboxForEvents(events: StoredEvent[], subs: Map<string, { webhookId: string; events: Set<string> }[]>): OutboxRow[] {
+  const rows = new Map<string, OutboxRow>();
   for (const e of events) {
     for (const s of subs.get(e.projectId) ?? []) {
       if (!s.events.has(e.type)) continue;
-      rows.push({ id: newId("whd"), webhook_id: s.webhookId, project_id: e.projectId, event_id: e.id, event_type: e.type, event_ts: e.timestamp.toISOString() });
+      let r = rows.get(s.webhookId);
+      if (!r) rows.set(s.webhookId, (r = { webhookId: s.webhookId, projectId: e.projectId, eventIds: [], eventTypes: [], eventTs: [] }));
+      r.eventIds.push(e.id);
+      r.eventTypes.push(e.type);
+      r.eventTs.push(e.timestamp.toISOString());
     }
   }
-  return rows;
+  return [...rows.values()];
 }
 
 export function registerTriggers(deps: Deps, cache: SubscriptionCache): void {
@@ -27,8 +34,8 @@ export function registerTriggers(deps: Deps, cache: SubscriptionCache): void {
   deps.hooks.eventsCommitting.push(async (client: PoolClient, events: StoredEvent[]) => {
     if (events.length === 0) return;
     const subs = await cache.forProjects(client, events.map((e) => e.projectId));
-    const rows = deliveriesForEvents(events, subs);
-    if (rows.length) await insertDeliveries(client, rows, deps.clock(), limit());
+    const rows = outboxForEvents(events, subs);
+    if (rows.length) await insertOutbox(client, rows, deps.clock());
   });
 
   deps.hooks.incident.push(async (client: PoolClient, notice: IncidentNotice) => {
