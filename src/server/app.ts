@@ -95,6 +95,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
   }
 
   const { telemetry } = deps;
+  const logRequests = log.isLevelEnabled("info");
   const handler: App["handler"] = (req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     const started = process.hrtime.bigint();
@@ -108,7 +109,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
       const route = client.route ?? "unmatched";
       telemetry.httpRequests.inc({ protocol, route, status: String(res.statusCode) });
       telemetry.httpDuration.observe({ protocol, route }, seconds);
-      log.info({ requestId: client.requestId, projectId: client.projectId, protocol, method: req.method, route, path, status: res.statusCode, ms: Math.round(seconds * 1e5) / 100 }, "request");
+      if (logRequests) log.info({ requestId: client.requestId, projectId: client.projectId, protocol, method: req.method, route, path, status: res.statusCode, ms: Math.round(seconds * 1e5) / 100 }, "request");
     });
     if (isConnect) {
       connect(req as never, res as never);

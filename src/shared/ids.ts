@@ -1,16 +1,26 @@
 import { randomBytes } from "node:crypto";
 
-// Opaque ids: a short type prefix and 20 random base62-ish characters (url-safe).
+// Opaque ids: a short type prefix and 20 random base62 characters (url-safe). Random bytes are
+// drawn from the CSPRNG in 4 KiB blocks: one syscall per block instead of one per id.
 const ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
-export function randomToken(length: number): string {
-  const bytes = randomBytes(length * 2);
-  let out = "";
-  for (let i = 0; out.length < length && i < bytes.length; i++) {
-    const b = bytes[i];
-    if (b < 248) out += ALPHABET[b % 62];
+let pool = Buffer.alloc(0);
+let offset = 0;
+
+function nextByte(): number {
+  if (offset >= pool.length) {
+    pool = randomBytes(4096);
+    offset = 0;
   }
-  while (out.length < length) out += ALPHABET[randomBytes(1)[0] % 62];
+  return pool[offset++];
+}
+
+export function randomToken(length: number): string {
+  let out = "";
+  while (out.length < length) {
+    const b = nextByte();
+    if (b < 248) out += ALPHABET[b % 62]; // 248 = 4 * 62: no modulo bias
+  }
   return out;
 }
 

@@ -73,11 +73,26 @@ export interface Match {
 }
 
 /** Finds the route for a path. `pathMatched` tells a 404 (no such path) from a wrong verb. */
+const bySegmentCount = new WeakMap<Route[], Map<number, Route[]>>();
+
+function candidates(routes: Route[], n: number): Route[] {
+  let index = bySegmentCount.get(routes);
+  if (!index) {
+    index = new Map();
+    for (const r of routes) {
+      const list = index.get(r.segments.length) ?? [];
+      list.push(r); // keeps the literal-first order of `routes`
+      index.set(r.segments.length, list);
+    }
+    bySegmentCount.set(routes, index);
+  }
+  return index.get(n) ?? [];
+}
+
 export function matchRoute(routes: Route[], verb: string, pathname: string): { match?: Match; pathMatched: boolean } {
   const parts = pathname.replace(/\/+$/, "").slice(1).split("/");
   let pathMatched = false;
-  for (const route of routes) {
-    if (route.segments.length !== parts.length) continue;
+  for (const route of candidates(routes, parts.length)) {
     const params: Record<string, string> = {};
     let ok = true;
     for (let i = 0; i < parts.length && ok; i++) {
