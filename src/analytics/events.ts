@@ -1,3 +1,4 @@
+import { rowToStored, toEventMessage as storedToMessage, type EventRow as StoredEventRow } from "../events/store.js";
 import { badRequest } from "../shared/errors.js";
 import type { Queryable } from "../storage/db.js";
 import type { Node } from "./filters.js";
@@ -8,18 +9,8 @@ import type { Window } from "./time.js";
 // POST .../events/query: matching events newest first, keyset pages on (ts DESC, id DESC).
 // The cursor is opaque: base64url of "<ts in epoch microseconds>.<id>".
 
-export interface EventRow {
-  id: string;
-  project_id: string;
-  type: string;
-  ts: Date;
-  user_id: string | null;
-  group_id: string | null;
-  source_id: string | null;
-  data: Record<string, unknown>;
-  context: Record<string, unknown>;
-  tags: Record<string, unknown>;
-  created_at: Date;
+/** An event row (the same columns as the event list reads) plus its timestamp in microseconds. */
+export interface EventRow extends StoredEventRow {
   us: string;
 }
 
@@ -54,18 +45,7 @@ export async function queryEvents(db: Queryable, projectId: string, w: Window | 
   return { rows, nextCursor: more ? encodeCursor(rows[rows.length - 1].us, rows[rows.length - 1].id) : null };
 }
 
+/** The same Event message as the event list answers. */
 export function toEventMessage(r: EventRow) {
-  return {
-    id: r.id,
-    projectId: r.project_id,
-    type: r.type,
-    timestamp: r.ts.toISOString(),
-    userId: r.user_id ?? undefined,
-    groupId: r.group_id ?? undefined,
-    sourceId: r.source_id ?? undefined,
-    data: r.data,
-    context: r.context,
-    tags: r.tags,
-    createdAt: r.created_at.toISOString(),
-  };
+  return storedToMessage(rowToStored(r));
 }
