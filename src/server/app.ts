@@ -95,6 +95,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
   }
 
   const { telemetry } = deps;
+  const procedures = new Set(bindings.flatMap((b) => b.desc.methods.map((m) => `/${b.desc.typeName}/${m.name}`)));
   const logRequests = log.isLevelEnabled("info");
   const handler: App["handler"] = (req, res) => {
     const path = (req.url ?? "/").split("?")[0];
@@ -102,13 +103,13 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
     const client = clientOf(req);
     const isConnect = CONNECT_PATH.test(path);
     const protocol = isConnect ? String(req.headers["content-type"] ?? "").startsWith("application/grpc") ? "grpc" : "connect" : "rest";
-    if (isConnect) client.route = path;
+    // Only real procedures become metric labels: arbitrary paths must not grow the series.
+    if (isConnect && procedures.has(path)) client.route = path;
     res.setHeader("x-request-id", client.requestId);
     res.on("finish", () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const route = client.route ?? "unmatched";
-      telemetry.httpRequests.inc({ protocol, route, status: String(res.statusCode) });
-      telemetry.httpDuration.observe({ protocol, route }, seconds);
+      telemetry.recordRequest(protocol, route, res.statusCode, seconds);
       if (logRequests) log.info({ requestId: client.requestId, projectId: client.projectId, protocol, method: req.method, route, path, status: res.statusCode, ms: Math.round(seconds * 1e5) / 100 }, "request");
     });
     if (isConnect) {

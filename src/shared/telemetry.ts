@@ -17,6 +17,21 @@ export class Telemetry {
   readonly incidents = new Counter({ name: "vigil_incident_transitions_total", help: "Incidents opened and resolved", labelNames: ["transition"] as const, registers: [this.registry] });
   readonly rateLimited = new Counter({ name: "vigil_rate_limited_total", help: "Requests refused with 429, by limit", labelNames: ["limit"] as const, registers: [this.registry] });
 
+  private readonly requestChildren = new Map<string, { inc(): void }>();
+  private readonly durationChildren = new Map<string, { observe(v: number): void }>();
+
+  /** Records one answered request; label children are cached (hashing labels per call is not free). */
+  recordRequest(protocol: string, route: string, status: number, seconds: number): void {
+    const rk = `${protocol}\u0000${route}\u0000${status}`;
+    let c = this.requestChildren.get(rk);
+    if (!c) this.requestChildren.set(rk, (c = this.httpRequests.labels(protocol, route, String(status))));
+    c.inc();
+    const dk = `${protocol}\u0000${route}`;
+    let h = this.durationChildren.get(dk);
+    if (!h) this.durationChildren.set(dk, (h = this.httpDuration.labels(protocol, route)));
+    h.observe(seconds);
+  }
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: "vigil_" });
   }
