@@ -7,7 +7,7 @@
 // time). Bulk-loaded with SQL (generate_series) into the events partitions (slots assigned by the registry
 // on a first 20k sample, the rest loaded with slots filled; the baseline copied from the same rows);
 // rollups and the sample's slots then built by the service's own backfill (rebuildRollups, backfillSlots).
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import pino from "pino";
@@ -18,6 +18,7 @@ import { ensurePartitions, weekStart } from "../src/events/partitions.js";
 import { buildApp } from "../src/server/app.js";
 import { project } from "../test/helpers/fixtures.js";
 import { RestClient } from "../test/helpers/rest.js";
+import { writeBenchSection } from "./_shared.js";
 
 const EVENTS = Number(process.env.BENCH_ANALYTICS_EVENTS ?? 10_000_000);
 const DAYS = Number(process.env.BENCH_ANALYTICS_DAYS ?? 90);
@@ -192,7 +193,7 @@ async function main() {
       `Time targets met: ${rows.every((r) => r.ours < r.target) ? "all" : rows.filter((r) => r.ours >= r.target).map((r) => r.label).join("; ") + " missed"}. ` +
         `10x over baseline: ${rows.every((r) => r.base / r.ours >= 10) ? "all" : rows.filter((r) => r.base / r.ours < 10).map((r) => r.label).join("; ") + " not reached"}.`,
     ];
-    await writeSection(lines.join("\n"));
+    await writeBenchSection("Analytics (`npm run bench analytics`)", lines.join("\n"));
     console.log("\n" + lines.join("\n"));
   } finally {
     await app.close();
@@ -200,14 +201,6 @@ async function main() {
   }
 }
 
-/** Replaces the body of the "## Analytics" section of docs/benchmarks.md (other sections untouched). */
-async function writeSection(body: string) {
-  const file = path.join(root, "docs/benchmarks.md");
-  const text = await readFile(file, "utf8");
-  const re = /(## Analytics \(`npm run bench analytics`\)\n\n)([\s\S]*?)(\n## |$)/;
-  if (!re.test(text)) throw new Error("no Analytics section in docs/benchmarks.md");
-  await writeFile(file, text.replace(re, (_m, head: string, _old: string, tail: string) => `${head}${body}\n${tail}`));
-}
 
 main().then(
   () => process.exit(0),

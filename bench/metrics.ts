@@ -6,7 +6,7 @@
 // bulk-loaded with SQL (generate_series) straight into metric_points, interleaved across names as
 // live ingestion would store them; rollups and registry totals are then built by the service's
 // own backfill (rebuildDerived). Everything targets 127.0.0.1 only.
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import pino from "pino";
@@ -16,6 +16,7 @@ import { aggregate, timeseries } from "../src/metrics/query.js";
 import { buildApp } from "../src/server/app.js";
 import { RestClient } from "../test/helpers/rest.js";
 import { project } from "../test/helpers/fixtures.js";
+import { writeBenchSection } from "./_shared.js";
 
 const POINTS = Number(process.env.BENCH_METRICS_POINTS ?? 5_000_000);
 const NAMES = Number(process.env.BENCH_METRICS_NAMES ?? 50);
@@ -187,7 +188,7 @@ async function main() {
       "Percentiles are exact, so they read raw points by design (index-only range scan over `(metric_id, ts) INCLUDE (v, op)`);",
       "their baseline is the same scan, hence a ratio near 1.",
     ];
-    await writeSection(lines.join("\n"));
+    await writeBenchSection("Metrics (`npm run bench metrics`)", lines.join("\n"));
     log("\n" + lines.join("\n"));
   } finally {
     await app.close();
@@ -195,14 +196,6 @@ async function main() {
   }
 }
 
-/** Replaces the body of the "## Metrics" section of docs/benchmarks.md (other sections untouched). */
-async function writeSection(body: string) {
-  const file = path.join(root, "docs/benchmarks.md");
-  const text = await readFile(file, "utf8");
-  const re = /(## Metrics \(`npm run bench metrics`\)\n\n)([\s\S]*?)(\n## |$)/;
-  if (!re.test(text)) throw new Error("no Metrics section in docs/benchmarks.md");
-  await writeFile(file, text.replace(re, (_m, head: string, _old: string, tail: string) => `${head}${body}\n${tail}`));
-}
 
 main().then(
   () => process.exit(0),

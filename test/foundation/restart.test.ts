@@ -4,23 +4,14 @@ import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import { RestClient, sessionCookie } from "../helpers/rest.js";
+import { freePort } from "../../src/shared/net.js";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
 
 function startVigil(dataDir: string, port: number): ChildProcess {
   const env: Record<string, string> = { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/root", DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: "warn" };

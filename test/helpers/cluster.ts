@@ -9,15 +9,8 @@ import { RestClient } from "./rest.js";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
+export { freePort } from "../../src/shared/net.js";
+import { freePort } from "../../src/shared/net.js";
 
 export interface Node {
   port: number;

@@ -3,6 +3,7 @@ import { mkdtemp } from "node:fs/promises";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { freePort } from "../../src/shared/net.js";
 
 // A real redis-server for a test file, on a free loopback port. With REDIS_URL set (CI's second
 // pass against external servers), that server is used instead and nothing is started.
@@ -12,15 +13,6 @@ export interface TestRedis {
   stop(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
 
 export async function startRedis(): Promise<TestRedis> {
   if (process.env.REDIS_URL) return { url: process.env.REDIS_URL, stop: async () => undefined };
