@@ -100,10 +100,16 @@ export function applyHeartbeat(prev: MonitorState, hb: HeartbeatInput): Heartbea
   return { next, statusChanged: next.status !== m.status, openIncidentAt, resolveIncidentAt };
 }
 
-/** Pausing: no deadline; an open incident is resolved (without notification) at `now`. */
-export function applyPause(m: MonitorState, now: number): { next: MonitorState; resolveIncidentAt: number | null } {
+/**
+ * Pausing: no deadline; an open incident is resolved (without notification) at `now`. A pause that
+ * comes after a deadline no runner has acted on yet gets the same result as if the runner had won
+ * the race: the incident [deadline, now] (opened, then resolved by the pause).
+ */
+export function applyPause(m: MonitorState, now: number): { next: MonitorState; openIncidentAt: number | null; resolveIncidentAt: number | null } {
+  const verdict = evaluateDeadline(m, now);
   const next: MonitorState = { ...m, status: "paused", upSince: null, deadlineAt: null };
-  return { next, resolveIncidentAt: m.status === "down" ? now : null };
+  if (verdict.overdue) return { next, openIncidentAt: verdict.since, resolveIncidentAt: now };
+  return { next, openIncidentAt: null, resolveIncidentAt: m.status === "down" ? now : null };
 }
 
 /** Resuming gives `unknown`; the deadline counts from the later of the last heartbeat and the resume. */

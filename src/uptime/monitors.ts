@@ -4,7 +4,7 @@ import { conflict, notFound } from "../shared/errors.js";
 import { newId } from "../shared/ids.js";
 import { isUniqueViolation } from "../shared/validate.js";
 import { tx } from "../storage/db.js";
-import { resolveIncidents } from "./incidents.js";
+import { openIncidents, resolveIncidents } from "./incidents.js";
 import { applyPause, applyResume, applySettings, needsWake, slugify, type MonitorState } from "./model.js";
 import { monitorById, stateOf, stateValues, type MonitorRow } from "./store.js";
 import { notifyWake, type DeadlineChange } from "./wake.js";
@@ -93,7 +93,8 @@ export async function updateMonitor(deps: Deps, projectId: string, id: string, i
 export function pauseMonitor(deps: Deps, projectId: string, id: string, changed: Changed): Promise<MonitorRow> {
   return change(deps, projectId, id, changed, async (c, row, now) => {
     if (row.status === "paused") return undefined;
-    const { next, resolveIncidentAt } = applyPause(stateOf(row), now.getTime());
+    const { next, openIncidentAt, resolveIncidentAt } = applyPause(stateOf(row), now.getTime());
+    if (openIncidentAt !== null) await openIncidents(deps, c, [{ monitor: row, startedAt: new Date(openIncidentAt) }], now);
     if (resolveIncidentAt !== null) await resolveIncidents(deps, c, [{ monitor: row, endedAt: new Date(resolveIncidentAt) }], now, { notify: false });
     await c.query("INSERT INTO monitor_pauses (monitor_id, paused_at) VALUES ($1, $2) ON CONFLICT DO NOTHING", [id, now]);
     return next;

@@ -52,7 +52,10 @@ describe("transitions", () => {
   it("paused: heartbeats are recorded but change no status; pause resolves; resume gives unknown", () => {
     const p = applyPause(up({ status: "down", deadlineAt: null }), 50_000);
     assert.deepEqual([p.next.status, p.next.deadlineAt, p.resolveIncidentAt], ["paused", null, 50_000]);
-    assert.equal(applyPause(up(), 50_000).resolveIncidentAt, null);
+    assert.deepEqual(applyPause(up(), 11_499), { next: { ...up(), status: "paused", upSince: null, deadlineAt: null }, openIncidentAt: null, resolveIncidentAt: null });
+    // Paused after a deadline no runner acted on: down from the deadline until the pause.
+    const late = applyPause(up(), 50_000);
+    assert.deepEqual([late.openIncidentAt, late.resolveIncidentAt, late.next.status], [11_500, 50_000, "paused"]);
     const h = applyHeartbeat(p.next, { at: 60_000, status: "down" });
     assert.deepEqual([h.next.status, h.statusChanged, h.openIncidentAt, h.next.deadlineAt, h.next.lastHeartbeatAt], ["paused", false, null, null, 60_000]);
     const r = applyResume(h.next, 70_000);

@@ -12,7 +12,7 @@ import { waitFor } from "./util.js";
 //   T0+1h30 heartbeat, latency 200     (deadline T0+2h30)
 //   T0+3h   the scheduler re-scans     -> down, incident from T0+2h30
 //   T0+4h   heartbeat, latency 300     -> up, incident [2h30, 4h] = 90 min
-//   T0+5h   pause; T0+6h resume        -> unknown, deadline T0+7h
+//   T0+5h   pause (1 ms before the deadline); T0+6h resume       -> unknown, deadline T0+7h
 //   T0+6h30 down heartbeat (no latency)-> down, incident from 6h30 (open)
 //   now     T0+8h15
 // Default stats window (24 h) clipped to the monitor's life: 8h15 - 1h paused = 435 min observed;
@@ -44,7 +44,9 @@ before(async () => {
   await waitFor(async () => (await t.rest.get(`${path}/monitors/${id}/status`, { key: p.key })).body.data.status === "down", 5000, "down");
   now = T0 + 4 * H;
   await hb({ latencyMs: 300 });
-  now = T0 + 5 * H;
+  // 1 ms before the deadline (T0+5h): at the deadline itself the monitor is honestly overdue, and
+  // whether a timer (armed at most rescanMs earlier) or the pause acts first would be a race.
+  now = T0 + 5 * H - 1;
   await t.rest.post(`${path}/monitors/${id}/pause`, {}, { key: p.key });
   now = T0 + 6 * H;
   await t.rest.post(`${path}/monitors/${id}/resume`, {}, { key: p.key });
