@@ -1,5 +1,6 @@
 // Helpers shared by the bench suites (bench/run.ts skips files starting with "_").
 import type { ChildProcess } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import http from "node:http";
 import path from "node:path";
@@ -47,4 +48,27 @@ export async function waitHealthy(port: number, child: ChildProcess): Promise<vo
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error("server did not start");
+}
+
+/**
+ * CPU seconds (user + system) used so far by every PostgreSQL process on this machine (comm
+ * "postgres"). Backends of exited connections are not counted, so measure across a phase whose
+ * pool connections stay open.
+ */
+export function postgresCpuSeconds(): number {
+  let total = 0;
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const open = stat.indexOf("(");
+      const close = stat.lastIndexOf(")");
+      if (stat.slice(open + 1, close) !== "postgres") continue;
+      const f = stat.slice(close + 2).split(" ");
+      total += (Number(f[11]) + Number(f[12])) / 100;
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  return total;
 }

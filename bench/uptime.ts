@@ -16,7 +16,7 @@ import path from "node:path";
 import pg from "pg";
 import pino from "pino";
 import { startEmbeddedPostgres } from "../src/storage/embedded.js";
-import { freePort, post, waitHealthy, writeBenchSection } from "./_shared.js";
+import { freePort, post, postgresCpuSeconds, waitHealthy, writeBenchSection } from "./_shared.js";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const QUICK = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1";
@@ -91,6 +91,8 @@ interface LoadResult {
   p50ms: number;
   p99ms: number;
   cpuCores: number;
+  /** CPU of every PostgreSQL process during the phase (cores). */
+  pgCores: number;
   peakRssMb: number;
 }
 
@@ -103,6 +105,7 @@ async function load(port: number, key: string, projectId: string, from: number, 
   let peak = 0;
   const sampler = setInterval(() => (peak = Math.max(peak, rssMb(pid))), 200);
   const cpu0 = cpuSeconds(pid);
+  const pg0 = postgresCpuSeconds();
   const gen0 = process.cpuUsage();
   const started = performance.now();
   const end = started + capMs;
@@ -122,10 +125,11 @@ async function load(port: number, key: string, projectId: string, from: number, 
   const seconds = (performance.now() - started) / 1000;
   clearInterval(sampler);
   const cpu = cpuSeconds(pid) - cpu0;
+  const pgCpu = postgresCpuSeconds() - pg0;
   const gen = process.cpuUsage(gen0);
   agent.destroy();
   latencies.sort((a, b) => a - b);
-  return { genCores: (gen.user + gen.system) / 1e6 / seconds, requests: done, seconds, perSecond: done / seconds, p50ms: latencies[Math.floor(latencies.length * 0.5)] ?? 0, p99ms: latencies[Math.floor(latencies.length * 0.99)] ?? 0, cpuCores: cpu / seconds, peakRssMb: Math.max(peak, rssMb(pid)) };
+  return { genCores: (gen.user + gen.system) / 1e6 / seconds, requests: done, seconds, perSecond: done / seconds, p50ms: latencies[Math.floor(latencies.length * 0.5)] ?? 0, p99ms: latencies[Math.floor(latencies.length * 0.99)] ?? 0, cpuCores: cpu / seconds, pgCores: pgCpu / seconds, peakRssMb: Math.max(peak, rssMb(pid)) };
 }
 
 
@@ -145,7 +149,7 @@ function pct(xs: number[], q: number): number {
 
 const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
 const loadLine = (name: string, r: LoadResult) =>
-  `| ${name} | ${fmt(r.requests)} | ${r.seconds.toFixed(1)} | **${fmt(r.perSecond)}** | ${r.p50ms.toFixed(1)} | ${r.p99ms.toFixed(1)} | ${r.cpuCores.toFixed(2)} | ${((1e6 * r.cpuCores) / r.perSecond).toFixed(0)} | ${Math.round(r.peakRssMb)} | ${r.genCores.toFixed(2)} |`;
+  `| ${name} | ${fmt(r.requests)} | ${r.seconds.toFixed(1)} | **${fmt(r.perSecond)}** | ${r.p50ms.toFixed(1)} | ${r.p99ms.toFixed(1)} | ${r.cpuCores.toFixed(2)} | ${r.pgCores.toFixed(2)} | ${((1e6 * (r.cpuCores + r.pgCores)) / r.perSecond).toFixed(0)} | ${Math.round(r.peakRssMb)} | ${r.genCores.toFixed(2)} |`;
 const delayLine = (name: string, d: number[]) => `| ${name} | ${fmt(d.length)} | ${fmt(pct(d, 0.5))} | **${fmt(pct(d, 0.99))}** | ${fmt(Math.max(...d))} |`;
 
 // ---------------------------------------------------------------------------------------------
@@ -185,8 +189,10 @@ async function main(): Promise<void> {
     const incidents0 = (await db.query("SELECT count(*)::int AS n FROM incidents")).rows[0].n;
 
     // 1. Steady heartbeats for every monitor.
+    const xacts = async () => Number((await db.query("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")).rows[0].xact_commit);
+    const x0 = await xacts();
     const steady = await load(vigilPort, key, projectId, 0, STEADY_MS, vigil.pid!);
-    console.log("vigil steady", steady);
+    console.log("vigil steady", steady, "transactions per heartbeat", ((await xacts()) - x0) / steady.requests);
     const flaps = (await db.query("SELECT count(*)::int AS n FROM incidents")).rows[0].n - incidents0;
 
     // 2. Stop STOPPED monitors; keep beating the others until every stopped one is down.
@@ -264,8 +270,8 @@ async function main(): Promise<void> {
       `(lock the monitor, update, insert, commit) and a detector polling every second`,
       `(\`UPDATE ... WHERE status = 'up' AND deadline_at <= now()\`).`,
       "",
-      "| Heartbeats | Accepted | Seconds | Heartbeats/s | p50 ms | p99 ms | Server CPU (cores) | Server CPU µs / heartbeat | Server peak RSS MB | Load generator CPU (cores) |",
-      "|---|---|---|---|---|---|---|---|---|---|",
+      "| Heartbeats | Accepted | Seconds | Heartbeats/s | p50 ms | p99 ms | Service CPU (cores) | PostgreSQL CPU (cores) | Service + PostgreSQL CPU µs / heartbeat | Service peak RSS MB | Load generator CPU (cores) |",
+      "|---|---|---|---|---|---|---|---|---|---|---|",
       loadLine("Vigil, all monitors beating", steady),
       loadLine("Baseline (tx per heartbeat)", naiveSteady),
       loadLine("Vigil, during detection", during),

@@ -35,10 +35,11 @@ export class KeyLookup {
     this.pending = new Map();
     this.scheduled = false;
     try {
-      const r = await this.db.query<KeyRow & { key_hash: string }>(
-        "SELECT key_hash, id, project_id, environment FROM api_keys WHERE key_hash = ANY($1::text[]) AND revoked_at IS NULL",
-        [[...batch.keys()]],
-      );
+      const r = await this.db.query<KeyRow & { key_hash: string }>({
+        name: "auth_keys_lookup",
+        text: "SELECT key_hash, id, project_id, environment FROM api_keys WHERE key_hash = ANY($1::text[]) AND revoked_at IS NULL",
+        values: [[...batch.keys()]],
+      });
       const byHash = new Map(r.rows.map((row) => [row.key_hash, row]));
       for (const [hash, waiters] of batch) {
         const row = byHash.get(hash);

@@ -93,26 +93,41 @@ export function matchRoute(routes: Route[], verb: string, pathname: string): { m
   const parts = pathname.replace(/\/+$/, "").slice(1).split("/");
   let pathMatched = false;
   for (const route of candidates(routes, parts.length)) {
-    const params: Record<string, string> = {};
-    let ok = true;
-    for (let i = 0; i < parts.length && ok; i++) {
-      const seg = route.segments[i];
-      if ("literal" in seg) ok = seg.literal === parts[i];
-      else {
-        let v: string;
-        try {
-          v = decodeURIComponent(parts[i]);
-        } catch {
-          ok = false;
-          break;
-        }
-        ok = v.length > 0;
-        params[seg.variable] = v;
-      }
-    }
-    if (!ok) continue;
+    // Literal segments first (plain string compares); variables are decoded only for a route whose
+    // literals all matched.
+    if (!literalsMatch(route.segments, parts)) continue;
+    const params = variables(route.segments, parts);
+    if (!params) continue;
     pathMatched = true;
     if (route.verb === verb) return { match: { route, params }, pathMatched };
   }
   return { pathMatched };
+}
+
+function literalsMatch(segments: Segment[], parts: string[]): boolean {
+  for (let i = 0; i < parts.length; i++) {
+    const seg = segments[i];
+    if ("literal" in seg && seg.literal !== parts[i]) return false;
+  }
+  return true;
+}
+
+/** The decoded path variables; undefined when one is empty or not valid percent-encoding. */
+function variables(segments: Segment[], parts: string[]): Record<string, string> | undefined {
+  const params: Record<string, string> = {};
+  for (let i = 0; i < parts.length; i++) {
+    const seg = segments[i];
+    if ("literal" in seg) continue;
+    let v = parts[i];
+    if (v.includes("%")) {
+      try {
+        v = decodeURIComponent(v);
+      } catch {
+        return undefined;
+      }
+    }
+    if (v.length === 0) return undefined;
+    params[seg.variable] = v;
+  }
+  return params;
 }

@@ -3,20 +3,26 @@ import type { Deps } from "../shared/deps.js";
 import { newId } from "../shared/ids.js";
 import { tx } from "../storage/db.js";
 import { openIncidents, resolveIncidents } from "./incidents.js";
+import { writeHeartbeats, type HeartbeatRow, type MonitorWrite } from "./heartbeat-sql.js";
 import { applyHeartbeat, needsWake, type HeartbeatStatus, type MonitorState } from "./model.js";
 import { stateOf, withState, type MonitorRow } from "./store.js";
 import { notifyWake, type DeadlineChange } from "./wake.js";
 
-// The heartbeat write path, with group commit: concurrent heartbeats share one transaction that locks
-// their monitors (in id order), creates missing ones, applies applyHeartbeat() to each in arrival
-// order, and writes monitors, raw heartbeats, hourly rollups and any incident changes in a handful of
-// set-based statements. Steady heartbeats touch no timer and send no notification.
+// The heartbeat write path, with group commit: concurrent heartbeats are written together.
+// - Fast path (steady heartbeats): this node remembers each monitor row it last wrote (with its
+//   version). A heartbeat whose outcome from that row opens or resolves no incident and needs no
+//   wake-up is written in ONE autocommit statement with a compare-and-set on the version.
+// - Locked path (everything else, and fast writes whose compare-and-set lost): one transaction locks
+//   the monitors (in id order), creates missing ones, applies applyHeartbeat() to each in arrival
+//   order, and writes monitors, raw heartbeats, hourly rollups and any incident changes.
+// Both decide with the same pure applyHeartbeat(); all heartbeats of one monitor in a group take the
+// same path, in arrival order. Steady heartbeats touch no timer and send no notification.
 
 export const DEFAULT_INTERVAL_MS = 60_000;
 export const DEFAULT_GRACE_MS = 30_000;
 const MAX_BATCH = 1000;
 const MAX_INFLIGHT = 3;
-const MAX_CACHED_IDS = 200_000;
+const MAX_KNOWN = 200_000;
 
 export interface HeartbeatRequest {
   projectId: string;
@@ -46,8 +52,11 @@ export class HeartbeatWriter {
   private queue: Pending[] = [];
   private inflight = 0;
   private scheduled = false;
-  /** (project, slug) -> monitor id, so the lock is a primary-key lookup (verified after locking). */
-  private ids = new Map<string, string>();
+  /**
+   * (project, slug) -> the monitor row as this node last wrote or read it, with its version: the
+   * fast path's starting state, and the locked path's primary key (verified after locking).
+   */
+  private known = new Map<string, MonitorRow>();
 
   constructor(private readonly deps: Deps, private readonly onCommitted: (changes: DeadlineChange[]) => void) {}
 
@@ -81,34 +90,106 @@ export class HeartbeatWriter {
   }
 
   private async flush(batch: Pending[]): Promise<void> {
+    const locked = await this.writeFast(batch);
+    if (!locked.length) return;
     try {
-      const { answers, changes } = await tx(this.deps.db, (c) => this.write(c, batch.map((b) => b.req)));
-      batch.forEach((b, i) => b.resolve(answers[i]));
+      const { answers, changes, rows } = await tx(this.deps.db, (c) => this.write(c, locked.map((b) => b.req)));
+      locked.forEach((b, i) => b.resolve(answers[i]));
+      this.remember(rows);
       this.onCommitted(changes);
     } catch (err) {
       // One bad item (its project deleted meanwhile, say) must not fail the others: retry alone.
-      if (batch.length === 1) batch[0].reject(err);
-      else for (const b of batch) await this.writeOne(b);
+      if (locked.length === 1) locked[0].reject(err);
+      else for (const b of locked) await this.writeOne(b);
     }
   }
 
   private async writeOne(b: Pending): Promise<void> {
     try {
-      const { answers, changes } = await tx(this.deps.db, (c) => this.write(c, [b.req]));
+      const { answers, changes, rows } = await tx(this.deps.db, (c) => this.write(c, [b.req]));
       b.resolve(answers[0]);
+      this.remember(rows);
       this.onCommitted(changes);
     } catch (err) {
       b.reject(err);
     }
   }
 
-  private async write(c: PoolClient, reqs: HeartbeatRequest[]): Promise<{ answers: HeartbeatAnswer[]; changes: DeadlineChange[] }> {
+  private remember(rows: MonitorRow[]): void {
+    if (this.known.size > MAX_KNOWN) this.known.clear();
+    for (const r of rows) {
+      const { created: _created, ...row } = r as Created;
+      const k = keyOf(row.project_id, row.slug);
+      const cur = this.known.get(k);
+      if (!cur || cur.id !== row.id || cur.version < row.version) this.known.set(k, row);
+    }
+  }
+
+  /**
+   * Writes the heartbeats of monitors whose remembered row makes them steady (no incident to open
+   * or resolve, no earlier deadline to announce) with one compare-and-set statement. Returns the
+   * heartbeats left for the locked path, in arrival order.
+   */
+  private async writeFast(batch: Pending[]): Promise<Pending[]> {
+    const now = this.deps.clock();
+    const groups = new Map<string, { row: MonitorRow; items: Pending[]; outs: { next: MonitorState; statusChanged: boolean }[] } | null>();
+    for (const b of batch) {
+      const k = keyOf(b.req.projectId, b.req.slug);
+      let g = groups.get(k);
+      if (g === undefined) {
+        const row = this.known.get(k);
+        g = row ? { row, items: [], outs: [] } : null;
+        groups.set(k, g);
+      }
+      if (g === null) continue;
+      const prev = g.outs.length ? g.outs[g.outs.length - 1].next : stateOf(g.row);
+      const out = applyHeartbeat(prev, { at: b.req.at.getTime(), status: b.req.status, expectedIntervalMs: b.req.expectedIntervalMs, gracePeriodMs: b.req.gracePeriodMs });
+      if (out.openIncidentAt !== null || out.resolveIncidentAt !== null) groups.set(k, null);
+      else {
+        g.items.push(b);
+        g.outs.push(out);
+      }
+    }
+    const fast = [...groups.values()].filter((g): g is NonNullable<typeof g> => g !== null && needsWake(g.row.deadline_at?.getTime() ?? null, g.outs[g.outs.length - 1].next.deadlineAt) === false);
+    if (!fast.length) return batch;
+    const monitors: MonitorWrite[] = fast.map((g) => ({ id: g.row.id, version: g.row.version, next: g.outs[g.outs.length - 1].next }));
+    const heartbeats = fast.flatMap((g) => g.items.map((b) => heartbeatRow(b.req, g.row.id)));
+    let won: Map<string, number>;
+    try {
+      won = await writeHeartbeats(this.deps.db, true, monitors, heartbeats, now);
+    } catch (err) {
+      this.deps.log.warn({ err }, "heartbeat compare-and-set write failed; taking the locked path");
+      won = new Map();
+    }
+    const done = new Set<Pending>();
+    const changes: DeadlineChange[] = [];
+    const rows: MonitorRow[] = [];
+    for (const g of fast) {
+      const version = won.get(g.row.id);
+      if (version === undefined) {
+        this.known.delete(keyOf(g.row.project_id, g.row.slug));
+        continue;
+      }
+      g.items.forEach((b, i) => {
+        b.resolve({ monitor: { ...withState(g.row, g.outs[i].next, now), version }, statusChanged: g.outs[i].statusChanged });
+        done.add(b);
+      });
+      const final = g.outs[g.outs.length - 1].next;
+      rows.push({ ...withState(g.row, final, now), version });
+      changes.push({ id: g.row.id, deadlineAt: final.deadlineAt, wake: false });
+    }
+    this.remember(rows);
+    if (changes.length) this.onCommitted(changes);
+    return done.size ? batch.filter((b) => !done.has(b)) : batch;
+  }
+
+  private async write(c: PoolClient, reqs: HeartbeatRequest[]): Promise<{ answers: HeartbeatAnswer[]; changes: DeadlineChange[]; rows: MonitorRow[] }> {
     const now = this.deps.clock();
     const rows = await this.lockMonitors(c, reqs, now);
     const state = new Map<string, MonitorState>();
     const effects = new Map<string, Effect[]>();
     const answers: HeartbeatAnswer[] = [];
-    const hbIds: string[] = [];
+    const heartbeats: HeartbeatRow[] = [];
 
     for (const req of reqs) {
       const row = rows.get(keyOf(req.projectId, req.slug))!;
@@ -121,48 +202,24 @@ export class HeartbeatWriter {
       if (out.resolveIncidentAt !== null) list.push({ kind: "resolve", at: new Date(out.resolveIncidentAt), monitor: snapshot });
       if (list.length) effects.set(row.id, list);
       answers.push({ monitor: snapshot, statusChanged: out.statusChanged || (row as Created).created === true });
-      hbIds.push(newId("hb"));
+      heartbeats.push(heartbeatRow(req, row.id));
     }
 
-    const ids = [...state.keys()];
-    const finals = ids.map((id) => state.get(id)!);
-    const d = (v: number | null) => (v === null ? null : new Date(v));
-    const monitorIds = reqs.map((r) => rows.get(keyOf(r.projectId, r.slug))!.id);
-    const roll = rollups(reqs, monitorIds);
-    // One round trip: the monitors' new state, the raw heartbeats and the hourly rollups.
-    await c.query(
-      `WITH m AS (
-         UPDATE monitors m SET status = u.status, expected_interval_ms = u.ei, grace_period_ms = u.gp, last_heartbeat_at = u.lh,
-                first_heartbeat_at = u.fh, up_since = u.us, deadline_at = u.dl, updated_at = $9
-           FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[])
-                AS u(id, status, ei, gp, lh, fh, us, dl)
-          WHERE m.id = u.id
-       ), h AS (
-         INSERT INTO heartbeats (id, monitor_id, at, status, latency_ms, metadata)
-         SELECT id, monitor_id, at, status, latency_ms, metadata::jsonb
-           FROM unnest($10::text[], $11::text[], $12::timestamptz[], $13::text[], $14::float8[], $15::text[]) AS h(id, monitor_id, at, status, latency_ms, metadata)
-       )
-       INSERT INTO heartbeat_rollups AS r (monitor_id, hour, total, successful, failed, latency_count, latency_sum, latency_min, latency_max)
-       SELECT * FROM unnest($16::text[], $17::timestamptz[], $18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[], $22::float8[], $23::float8[], $24::float8[])
-       ON CONFLICT (monitor_id, hour) DO UPDATE SET
-         total = r.total + excluded.total, successful = r.successful + excluded.successful, failed = r.failed + excluded.failed,
-         latency_count = r.latency_count + excluded.latency_count, latency_sum = r.latency_sum + excluded.latency_sum,
-         latency_min = LEAST(r.latency_min, excluded.latency_min), latency_max = GREATEST(r.latency_max, excluded.latency_max)`,
-      [ids, finals.map((s) => s.status), finals.map((s) => s.expectedIntervalMs), finals.map((s) => s.gracePeriodMs), finals.map((s) => d(s.lastHeartbeatAt)),
-        finals.map((s) => d(s.firstHeartbeatAt)), finals.map((s) => d(s.upSince)), finals.map((s) => d(s.deadlineAt)), now,
-        hbIds, monitorIds, reqs.map((r) => r.at), reqs.map((r) => r.status), reqs.map((r) => r.latencyMs ?? null), reqs.map((r) => JSON.stringify(r.metadata)),
-        roll.map((a) => a.id), roll.map((a) => a.hour), roll.map((a) => a.total), roll.map((a) => a.ok), roll.map((a) => a.failed), roll.map((a) => a.n), roll.map((a) => a.sum), roll.map((a) => a.min), roll.map((a) => a.max)],
-    );
+    const versions = await writeHeartbeats(c, false, [...state].map(([id, next]) => ({ id, version: 0, next })), heartbeats, now);
     await this.applyEffects(c, effects, now);
 
     const changes: DeadlineChange[] = [];
+    const written: MonitorRow[] = [];
     for (const row of new Map([...rows.values()].map((r) => [r.id, r])).values()) {
       const next = state.get(row.id)!;
       const before = (row as Created).created ? null : row.deadline_at?.getTime() ?? null;
       changes.push({ id: row.id, deadlineAt: next.deadlineAt, wake: needsWake(before, next.deadlineAt) });
+      const version = versions.get(row.id);
+      if (version !== undefined) written.push({ ...withState(row, next, now), version });
     }
+    for (const a of answers) a.monitor.version = versions.get(a.monitor.id) ?? a.monitor.version;
     await notifyWake(c, changes);
-    return { answers, changes };
+    return { answers, changes, rows: written };
   }
 
   /** Locks the addressed monitors in id order; creates the missing ones (name = slug, type heartbeat). */
@@ -180,7 +237,7 @@ export class HeartbeatWriter {
     const found = new Map<string, MonitorRow>();
     // Known monitors by primary key (in id order); a cached id whose row moved (deleted, slug
     // changed) falls through to the lookup by slug.
-    const cached = [...keys.keys()].map((k) => this.ids.get(k)).filter((id): id is string => id !== undefined);
+    const cached = [...keys.keys()].map((k) => this.known.get(k)?.id).filter((id): id is string => id !== undefined);
     if (cached.length) {
       const r = await c.query<MonitorRow>("SELECT * FROM monitors WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE", [cached]);
       for (const row of r.rows) if (keys.has(keyOf(row.project_id, row.slug))) found.set(keyOf(row.project_id, row.slug), row);
@@ -201,8 +258,6 @@ export class HeartbeatWriter {
       const raced = missing.filter((r) => !found.has(keyOf(r.projectId, r.slug)));
       if (raced.length) for (const row of await select(raced)) found.set(keyOf(row.project_id, row.slug), row);
     }
-    if (this.ids.size > MAX_CACHED_IDS) this.ids.clear();
-    for (const [k, row] of found) this.ids.set(k, row.id);
     return found;
   }
 
@@ -226,35 +281,6 @@ interface Effect {
   monitor: MonitorRow;
 }
 
-interface Rollup {
-  id: string;
-  hour: Date;
-  total: number;
-  ok: number;
-  failed: number;
-  n: number;
-  sum: number;
-  min: number | null;
-  max: number | null;
-}
-
-/** Hourly rollups of a batch (counts and latency aggregates), in (monitor, hour) order. */
-function rollups(reqs: HeartbeatRequest[], monitorIds: string[]): Rollup[] {
-  const acc = new Map<string, Rollup>();
-  reqs.forEach((r, i) => {
-    const hour = new Date(Math.floor(r.at.getTime() / 3_600_000) * 3_600_000);
-    const k = `${monitorIds[i]}|${hour.getTime()}`;
-    const a = acc.get(k) ?? { id: monitorIds[i], hour, total: 0, ok: 0, failed: 0, n: 0, sum: 0, min: null, max: null };
-    a.total++;
-    if (r.status === "up") a.ok++;
-    else a.failed++;
-    if (r.latencyMs !== undefined) {
-      a.n++;
-      a.sum += r.latencyMs;
-      a.min = a.min === null ? r.latencyMs : Math.min(a.min, r.latencyMs);
-      a.max = a.max === null ? r.latencyMs : Math.max(a.max, r.latencyMs);
-    }
-    acc.set(k, a);
-  });
-  return [...acc.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : a.hour.getTime() - b.hour.getTime()));
+function heartbeatRow(req: HeartbeatRequest, monitorId: string): HeartbeatRow {
+  return { id: newId("hb"), monitorId, at: req.at, status: req.status, latencyMs: req.latencyMs ?? null, metadata: JSON.stringify(req.metadata) };
 }

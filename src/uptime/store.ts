@@ -21,6 +21,8 @@ export interface MonitorRow {
   resumed_at: Date | null;
   created_at: Date;
   updated_at: Date;
+  /** Bumped by a trigger on every UPDATE (migration 4002): the heartbeat fast path's compare-and-set. */
+  version: number;
 }
 
 export interface IncidentRow {

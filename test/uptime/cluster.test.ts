@@ -79,4 +79,36 @@ describe("restart and several nodes", () => {
     const inc = (await api.rest.get(`/v1/projects/${p.projectId}/monitors/${id}/incidents`, { key: p.key })).body.data;
     assert.equal(inc[0].startedAt, new Date(deadline).toISOString());
   });
+
+  it("steady heartbeats alternating between two nodes: every compare-and-set that lost is redone locked; nothing lost or doubled", async () => {
+    const a = await startTestApp();
+    apps.push(a);
+    const b = await startTestApp({}, { databaseUrl: a.databaseUrl });
+    apps.push(b);
+    const p = await project(a.rest);
+    const path = `/v1/projects/${p.projectId}/heartbeats/shared`;
+    const first = await a.rest.post(path, { expectedIntervalMs: 60_000, latencyMs: 1 }, { key: p.key });
+    const id = first.body.data.monitor.id;
+    // Each node remembers the row it last wrote; the other node's write makes that memory stale.
+    const N = 40;
+    for (let i = 0; i < N; i++) {
+      const r = await (i % 2 ? a : b).rest.post(path, { latencyMs: i + 2 }, { key: p.key });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.body.data.monitor.status, "up");
+    }
+    // Concurrent bursts on both nodes at once.
+    await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).rest.post(path, { latencyMs: 100 }, { key: p.key })));
+    // Paused on node a: node b, which remembers an `up` row, must not write over the pause.
+    await a.rest.post(`/v1/projects/${p.projectId}/monitors/${id}/pause`, {}, { key: p.key });
+    const late = await b.rest.post(path, { latencyMs: 5 }, { key: p.key });
+    assert.equal(late.body.data.monitor.status, "paused");
+    const db = a.app.deps.db;
+    const hb = await db.query("SELECT count(*)::int AS n FROM heartbeats WHERE monitor_id = $1", [id]);
+    assert.equal(hb.rows[0].n, 1 + N + 40 + 1);
+    const roll = await db.query("SELECT sum(total)::int AS total, sum(latency_count)::int AS n, max(latency_max) AS max FROM heartbeat_rollups WHERE monitor_id = $1", [id]);
+    assert.deepEqual(roll.rows[0], { total: 1 + N + 40 + 1, n: 1 + N + 40 + 1, max: 100 });
+    const m = await db.query("SELECT status, version FROM monitors WHERE id = $1", [id]);
+    assert.equal(m.rows[0].status, "paused");
+    assert.ok(m.rows[0].version >= N + 2, "every write bumped the version");
+  });
 });

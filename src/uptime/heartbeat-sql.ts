@@ -1,0 +1,103 @@
+import type { Queryable } from "../storage/db.js";
+import type { MonitorState } from "./model.js";
+
+// The one statement that writes a group of heartbeats: the monitors' new state, the raw heartbeats
+// and the hourly rollups. Two forms share it:
+// - locked (inside the transaction that locked the monitors): every monitor is written;
+// - compare-and-set (autocommit, no lock taken first): a monitor is written only when its version is
+//   still the one its state was computed from; the heartbeats and rollups of the others are not
+//   written either, and the caller sends them down the locked path.
+// Both return the (id, version) of the monitors written.
+
+export interface HeartbeatRow {
+  id: string;
+  monitorId: string;
+  at: Date;
+  status: string;
+  latencyMs: number | null;
+  metadata: string;
+}
+
+export interface MonitorWrite {
+  id: string;
+  /** The version the new state was computed from (compare-and-set form only). */
+  version: number;
+  next: MonitorState;
+}
+
+interface Rollup {
+  id: string;
+  hour: Date;
+  total: number;
+  ok: number;
+  failed: number;
+  n: number;
+  sum: number;
+  min: number | null;
+  max: number | null;
+}
+
+const sql = (cas: boolean) => `WITH m AS (
+  UPDATE monitors m SET status = u.status, expected_interval_ms = u.ei, grace_period_ms = u.gp, last_heartbeat_at = u.lh,
+         first_heartbeat_at = u.fh, up_since = u.us, deadline_at = u.dl, updated_at = $1
+    FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[], $7::timestamptz[], $8::timestamptz[], $9::timestamptz[], $10::timestamptz[])
+         AS u(id, version, status, ei, gp, lh, fh, us, dl)
+   WHERE m.id = u.id${cas ? " AND m.version = u.version" : ""}
+  RETURNING m.id, m.version
+), h AS (
+  INSERT INTO heartbeats (id, monitor_id, at, status, latency_ms, metadata)
+  SELECT h.id, h.monitor_id, h.at, h.status, h.latency_ms, h.metadata::jsonb
+    FROM unnest($11::text[], $12::text[], $13::timestamptz[], $14::text[], $15::float8[], $16::text[]) AS h(id, monitor_id, at, status, latency_ms, metadata)
+   WHERE h.monitor_id IN (SELECT id FROM m)
+), r AS (
+  INSERT INTO heartbeat_rollups AS r (monitor_id, hour, total, successful, failed, latency_count, latency_sum, latency_min, latency_max)
+  SELECT x.* FROM unnest($17::text[], $18::timestamptz[], $19::bigint[], $20::bigint[], $21::bigint[], $22::bigint[], $23::float8[], $24::float8[], $25::float8[])
+         AS x(monitor_id, hour, total, successful, failed, latency_count, latency_sum, latency_min, latency_max)
+   WHERE x.monitor_id IN (SELECT id FROM m)
+  ON CONFLICT (monitor_id, hour) DO UPDATE SET
+    total = r.total + excluded.total, successful = r.successful + excluded.successful, failed = r.failed + excluded.failed,
+    latency_count = r.latency_count + excluded.latency_count, latency_sum = r.latency_sum + excluded.latency_sum,
+    latency_min = LEAST(r.latency_min, excluded.latency_min), latency_max = GREATEST(r.latency_max, excluded.latency_max)
+)
+SELECT id, version FROM m`;
+
+const LOCKED = sql(false);
+const CAS = sql(true);
+
+/** Writes monitors (in id order, so concurrent statements lock rows in one order), heartbeats and rollups. */
+export async function writeHeartbeats(c: Queryable, cas: boolean, monitors: MonitorWrite[], heartbeats: HeartbeatRow[], now: Date): Promise<Map<string, number>> {
+  const ms = [...monitors].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const s = ms.map((m) => m.next);
+  const d = (v: number | null) => (v === null ? null : new Date(v));
+  const roll = rollups(heartbeats);
+  const r = await c.query<{ id: string; version: number }>({
+    name: cas ? "uptime_heartbeats_cas" : "uptime_heartbeats_locked",
+    text: cas ? CAS : LOCKED,
+    values: [now, ms.map((m) => m.id), ms.map((m) => m.version), s.map((x) => x.status), s.map((x) => x.expectedIntervalMs), s.map((x) => x.gracePeriodMs),
+      s.map((x) => d(x.lastHeartbeatAt)), s.map((x) => d(x.firstHeartbeatAt)), s.map((x) => d(x.upSince)), s.map((x) => d(x.deadlineAt)),
+      heartbeats.map((h) => h.id), heartbeats.map((h) => h.monitorId), heartbeats.map((h) => h.at), heartbeats.map((h) => h.status), heartbeats.map((h) => h.latencyMs), heartbeats.map((h) => h.metadata),
+      roll.map((a) => a.id), roll.map((a) => a.hour), roll.map((a) => a.total), roll.map((a) => a.ok), roll.map((a) => a.failed), roll.map((a) => a.n), roll.map((a) => a.sum), roll.map((a) => a.min), roll.map((a) => a.max)],
+  });
+  return new Map(r.rows.map((x) => [x.id, x.version]));
+}
+
+/** Hourly rollups of a group (counts and latency aggregates), in (monitor, hour) order. */
+function rollups(heartbeats: HeartbeatRow[]): Rollup[] {
+  const acc = new Map<string, Rollup>();
+  for (const h of heartbeats) {
+    const hour = new Date(Math.floor(h.at.getTime() / 3_600_000) * 3_600_000);
+    const k = `${h.monitorId}|${hour.getTime()}`;
+    const a = acc.get(k) ?? { id: h.monitorId, hour, total: 0, ok: 0, failed: 0, n: 0, sum: 0, min: null, max: null };
+    a.total++;
+    if (h.status === "up") a.ok++;
+    else a.failed++;
+    if (h.latencyMs !== null) {
+      a.n++;
+      a.sum += h.latencyMs;
+      a.min = a.min === null ? h.latencyMs : Math.min(a.min, h.latencyMs);
+      a.max = a.max === null ? h.latencyMs : Math.max(a.max, h.latencyMs);
+    }
+    acc.set(k, a);
+  }
+  return [...acc.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : a.hour.getTime() - b.hour.getTime()));
+}
