@@ -72,3 +72,10 @@ export function postgresCpuSeconds(): number {
   }
   return total;
 }
+
+/** CPU seconds (user + system) used so far by one process. */
+export function processCpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[11]) + Number(f[12])) / 100;
+}

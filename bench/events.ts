@@ -12,7 +12,7 @@ import path from "node:path";
 import pg from "pg";
 import pino from "pino";
 import { startEmbeddedPostgres } from "../src/storage/embedded.js";
-import { freePort, post, waitHealthy, writeBenchSection } from "./_shared.js";
+import { freePort, post, postgresCpuSeconds, processCpuSeconds, waitHealthy, writeBenchSection } from "./_shared.js";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const QUICK = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1";
@@ -74,6 +74,9 @@ interface PhaseResult {
   p50ms: number;
   p99ms: number;
   peakRssMb: number;
+  /** CPU of the service process and of every PostgreSQL process during the phase (cores). */
+  cpuCores: number;
+  pgCores: number;
 }
 
 async function phase(port: number, key: string, pathname: string, requests: number, perRequest: number, concurrency: number, pid: number | undefined): Promise<PhaseResult> {
@@ -92,6 +95,8 @@ async function phase(port: number, key: string, pathname: string, requests: numb
       /* process gone */
     }
   }, 100);
+  const cpu0 = pid === undefined ? 0 : processCpuSeconds(pid);
+  const pg0 = postgresCpuSeconds();
   const started = performance.now();
   const deadline = started + PHASE_CAP_MS;
   await Promise.all(
@@ -108,10 +113,12 @@ async function phase(port: number, key: string, pathname: string, requests: numb
   );
   const seconds = (performance.now() - started) / 1000;
   clearInterval(sampler);
+  const cpuCores = pid === undefined ? 0 : (processCpuSeconds(pid) - cpu0) / seconds;
+  const pgCores = (postgresCpuSeconds() - pg0) / seconds;
   agent.destroy();
   latencies.sort((a, b) => a - b);
   const events = done * perRequest;
-  return { events, seconds, perSecond: events / seconds, p50ms: latencies[Math.floor(latencies.length * 0.5)], p99ms: latencies[Math.floor(latencies.length * 0.99)], peakRssMb: peakRss };
+  return { events, seconds, perSecond: events / seconds, p50ms: latencies[Math.floor(latencies.length * 0.5)], p99ms: latencies[Math.floor(latencies.length * 0.99)], peakRssMb: peakRss, cpuCores, pgCores };
 }
 
 
@@ -126,7 +133,7 @@ async function setupProject(port: number): Promise<{ key: string; projectId: str
 
 const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
 const line = (name: string, r: PhaseResult) =>
-  `| ${name} | ${fmt(r.events)} | ${r.seconds.toFixed(2)} | **${fmt(r.perSecond)}** | ${r.p50ms.toFixed(1)} | ${r.p99ms.toFixed(1)} | ${r.peakRssMb ? Math.round(r.peakRssMb) : "-"} |`;
+  `| ${name} | ${fmt(r.events)} | ${r.seconds.toFixed(2)} | **${fmt(r.perSecond)}** | ${r.p50ms.toFixed(1)} | ${r.p99ms.toFixed(1)} | ${r.cpuCores.toFixed(2)} | ${r.pgCores.toFixed(2)} | ${((1e6 * (r.cpuCores + r.pgCores)) / r.perSecond).toFixed(0)} | ${r.peakRssMb ? Math.round(r.peakRssMb) : "-"} |`;
 
 async function main(): Promise<void> {
   const tmp = await mkdtemp(path.join(os.tmpdir(), "vigil-bench-events-"));
@@ -195,8 +202,8 @@ async function main(): Promise<void> {
       "autocommit `INSERT` per event, no batching, no auth, no identity upserts.",
       `Durability: after the run, the number of Vigil's rows equals the number of events answered 202 (${fmt(vSingle.events + vBatch.events)}).`,
       "",
-      "| Run | Events | Seconds | Events/s | p50 ms | p99 ms | Server peak RSS MB |",
-      "|---|---|---|---|---|---|---|",
+      "| Run | Events | Seconds | Events/s | p50 ms | p99 ms | Service CPU (cores) | PostgreSQL CPU (cores) | Service + PostgreSQL CPU µs / event | Server peak RSS MB |",
+      "|---|---|---|---|---|---|---|---|---|---|",
       line("Vigil, single events", vSingle),
       line("Baseline, single events", nSingle),
       line("Vigil, batches", vBatch),
