@@ -2,34 +2,67 @@ import type { PoolClient } from "pg";
 import type { StoredEvent } from "../shared/hooks.js";
 import type { Db, Queryable } from "../storage/db.js";
 import type { Grain } from "./time.js";
+import type { DerivedProjection } from "../shared/derived.js";
 
 // Rollups: event counts per (project, grain, UTC bucket, type) for grains minute/hour/day,
-// maintained inside the ingest transaction (one statement per batch) and rebuildable from events.
+// maintained from stored events by the derived-records projector and rebuildable from events.
 
 export const GRAIN_CODE: Record<Grain, number> = { minute: 0, hour: 1, day: 2 };
 
 const GRAINS_SQL = "(VALUES (0::smallint, 'minute'), (1::smallint, 'hour'), (2::smallint, 'day')) AS g(grain, unit)";
 
-/** The eventsCommitting hook: one upsert for the whole batch, rows in key order (no deadlocks). */
-export async function upsertRollups(client: PoolClient, events: StoredEvent[]): Promise<void> {
-  if (events.length === 0) return;
-  const p: string[] = new Array(events.length);
-  const t: Date[] = new Array(events.length);
-  const ty: string[] = new Array(events.length);
-  events.forEach((e, i) => {
-    p[i] = e.projectId;
-    t[i] = e.timestamp;
-    ty[i] = e.type;
-  });
-  await client.query(
-    `INSERT INTO analytics_rollups (project_id, grain, bucket, type, count)
-     SELECT x.p, g.grain, date_trunc(g.unit, x.t, 'UTC'), x.ty, count(*)
-     FROM unnest($1::text[], $2::timestamptz[], $3::text[]) AS x(p, t, ty) CROSS JOIN ${GRAINS_SQL}
-     GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
-     ON CONFLICT (project_id, grain, bucket, type) DO UPDATE SET count = analytics_rollups.count + EXCLUDED.count`,
-    [p, t, ty],
-  );
+/** A rollup delta as stored in `ingest_deltas`: [grain, bucket ms, type, count]. */
+type RollupDelta = [number, number, string, number][];
+
+const MINUTE = 60_000;
+const HOUR = 3_600_000;
+const DAY = 86_400_000;
+
+/** Counts of one project's events per (grain, UTC bucket, type). Pure. */
+export function rollupDelta(events: StoredEvent[]): RollupDelta | null {
+  if (events.length === 0) return null;
+  const acc = new Map<string, [number, number, string, number]>();
+  for (const e of events) {
+    const t = e.timestamp.getTime();
+    for (const [grain, size] of [[0, MINUTE], [1, HOUR], [2, DAY]] as const) {
+      const bucket = Math.floor(t / size) * size;
+      const k = `${grain}|${bucket}|${e.type}`;
+      const a = acc.get(k);
+      if (a) a[3]++;
+      else acc.set(k, [grain, bucket, e.type, 1]);
+    }
+  }
+  return [...acc.values()];
 }
+
+/**
+ * Rollups as a derived projection (shared/derived.ts): deltas of many ingest groups merged into one
+ * upsert, rows in key order (no deadlocks between projectors).
+ */
+export const rollupProjection: DerivedProjection<RollupDelta> = {
+  name: "rollups",
+  delta: rollupDelta,
+  async apply(client: PoolClient, projectId: string, deltas: RollupDelta[]) {
+    const acc = new Map<string, [number, number, string, number]>();
+    for (const d of deltas) {
+      for (const [grain, bucket, type, count] of d) {
+        const k = `${grain}|${bucket}|${type}`;
+        const a = acc.get(k);
+        if (a) a[3] += count;
+        else acc.set(k, [grain, bucket, type, count]);
+      }
+    }
+    const rows = [...acc.values()].sort((a, b) => a[0] - b[0] || a[1] - b[1] || (a[2] < b[2] ? -1 : a[2] > b[2] ? 1 : 0));
+    if (!rows.length) return;
+    await client.query({
+      name: "analytics_rollups_apply",
+      text: `INSERT INTO analytics_rollups (project_id, grain, bucket, type, count)
+             SELECT $1, g, b, t, c FROM unnest($2::smallint[], $3::timestamptz[], $4::text[], $5::bigint[]) AS x(g, b, t, c)
+             ON CONFLICT (project_id, grain, bucket, type) DO UPDATE SET count = analytics_rollups.count + EXCLUDED.count`,
+      values: [projectId, rows.map((r) => r[0]), rows.map((r) => new Date(r[1])), rows.map((r) => r[2]), rows.map((r) => r[3])],
+    });
+  },
+};
 
 /**
  * Rebuilds a project's rollups for [from, to) (whole days) from the stored events: the backfill for

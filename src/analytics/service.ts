@@ -9,7 +9,7 @@ import { parseFilters } from "./filters.js";
 import { aggregate, count, group, timeseries, unique, type QueryEnv } from "./queries.js";
 import { Registry } from "./registry.js";
 import { parseAggregations, parseField, parseGroupBy, parseInterval, parseLimit } from "./requests.js";
-import { upsertRollups } from "./rollups.js";
+import { rollupProjection } from "./rollups.js";
 import { parseWindow } from "./time.js";
 
 // Analytics: the canonical query model over events (handlers: authorize, validate, query, map).
@@ -21,10 +21,12 @@ export function createAnalyticsFeature(deps: Deps): Feature {
   const { db, auth, clock, config } = deps;
   const registry = new Registry(db);
   deps.hooks.eventsPreparing.push(registry.prepare);
-  deps.hooks.eventsCommitting.push(upsertRollups);
+  deps.derived.projections.push(rollupProjection);
   const fast = config.analytics.fastPaths;
 
   async function env(projectId: string): Promise<QueryEnv> {
+    // Rollups are derived records: apply what was accepted before this query began.
+    await deps.derived.settle(projectId);
     return { db, fast, slots: fast ? await registry.slots(projectId, clock().getTime()) : { n: new Map(), s: new Map() } };
   }
 

@@ -33,7 +33,7 @@ export const envSchema = z.object({
   MAX_BODY_BYTES: intFrom(10 * 1024 * 1024, 1024),
   INGEST_FLUSH_MS: intFrom(2, 0),
   INGEST_MAX_BATCH: intFrom(2000, 1),
-  INGEST_MAX_IN_FLIGHT: intFrom(1, 1),
+  INGEST_MAX_IN_FLIGHT: intFrom(2, 1),
   WEBHOOK_BACKOFF_BASE_MS: intFrom(10_000, 1),
   WEBHOOK_MAX_ATTEMPTS: intFrom(8, 1),
   WEBHOOK_TIMEOUT_MS: intFrom(10_000, 1),

@@ -136,7 +136,7 @@ export class GroupCommitIngestor implements Ingestor {
     return { stored, sources };
   }
 
-  /** One transaction: partitions, sources, preparing hooks, insert, committing hooks, COMMIT. */
+  /** One transaction: partitions, sources, preparing hooks, insert, committing hooks, derived-record deltas, COMMIT. */
   private async write(events: StoredEvent[], sourceKeys: (string | null)[]): Promise<void> {
     const { db, hooks, clock, telemetry } = this.deps;
     const started = process.hrtime.bigint();
@@ -155,7 +155,7 @@ export class GroupCommitIngestor implements Ingestor {
       await ensurePartitions(client, weeks);
       const newSources = await resolveSources(client, events, sourceKeys, this.sources, createdAt);
       await hooks.runEventsPreparing(client, events);
-      await insertEvents(client, events, createdAt);
+      await insertEvents(client, events, createdAt, this.deps.derived.rowsFor(events));
       await hooks.runEventsCommitting(client, events);
       await client.query("COMMIT");
       this.partitions.remember(weeks);
@@ -166,6 +166,7 @@ export class GroupCommitIngestor implements Ingestor {
     } finally {
       client?.release(broken);
     }
+    this.deps.derived.kick();
     telemetry.ingestCommitSize.observe(events.length);
     telemetry.ingestCommitDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
     telemetry.eventsAccepted.inc(events.length);

@@ -59,16 +59,18 @@ export async function resolveSources(client: PoolClient, events: StoredEvent[], 
 
 const insertSqlCache = new Map<string, string>();
 
-function insertSql(slots: string[]): string {
-  const cacheKey = slots.join(",");
+function insertSql(slots: string[], withDeltas: boolean): string {
+  const cacheKey = `${slots.join(",")}|${withDeltas}`;
   let sql = insertSqlCache.get(cacheKey);
   if (sql) return sql;
   const base = ["project_id", "ts", "id", "type", "user_id", "group_id", "source_id", "data", "context", "tags"];
   const types = ["text", "timestamptz", "uuid", "text", "text", "text", "text", "jsonb", "jsonb", "jsonb"];
   const cols = [...base, ...slots];
   const colTypes = [...types, ...slots.map((s) => (s.startsWith("n") ? "float8" : "text"))];
+  // The derived-record deltas (shared/derived.ts) ride in the same statement: one round trip less.
+  const deltas = withDeltas ? "WITH d AS (INSERT INTO ingest_deltas (project_id, deltas) SELECT p, d FROM unnest($3::text[], $4::json[]) AS u(p, d))\n" : "";
   // Row i of the recordset is the JSON array element i; keys are the column names.
-  sql = `INSERT INTO events (${cols.join(", ")}, created_at)
+  sql = `${deltas}INSERT INTO events (${cols.join(", ")}, created_at)
 SELECT ${cols.map((c) => `r.${c}`).join(", ")}, $1::timestamptz
 FROM json_to_recordset($2::json) AS r(${cols.map((c, i) => `${c} ${colTypes[i]}`).join(", ")})`;
   insertSqlCache.set(cacheKey, sql);
@@ -76,11 +78,12 @@ FROM json_to_recordset($2::json) AS r(${cols.map((c, i) => `${c} ${colTypes[i]}`
 }
 
 /**
- * One multi-row INSERT for every event of the group, slots included. The rows travel as one JSON
+ * One multi-row INSERT for every event of the group, slots included, with the group's derived-record
+ * deltas ([projectId, JSON] rows of `ingest_deltas`). The rows travel as one JSON
  * document (serialized natively, parsed once by PostgreSQL): cheaper than array literals, whose
  * every JSON element would need escaping.
  */
-export async function insertEvents(client: PoolClient, events: StoredEvent[], createdAt: Date): Promise<void> {
+export async function insertEvents(client: PoolClient, events: StoredEvent[], createdAt: Date, deltas: [string, string][] = []): Promise<void> {
   const used = new Set<string>();
   for (const e of events) if (e.slots) for (const k of Object.keys(e.slots)) if (SLOT_SET.has(k)) used.add(k);
   const slots = SLOT_NAMES.filter((s) => used.has(s));
@@ -106,5 +109,7 @@ export async function insertEvents(client: PoolClient, events: StoredEvent[], cr
     }
     rows[i] = row;
   }
-  await client.query(insertSql(slots), [createdAt.toISOString(), JSON.stringify(rows)]);
+  const values: unknown[] = [createdAt.toISOString(), JSON.stringify(rows)];
+  if (deltas.length) values.push(deltas.map((d) => d[0]), deltas.map((d) => d[1]));
+  await client.query(insertSql(slots, deltas.length > 0), values);
 }

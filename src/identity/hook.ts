@@ -1,10 +1,12 @@
 import type { PoolClient } from "pg";
-import type { EventsCommittingHook, StoredEvent } from "../shared/hooks.js";
+import type { DerivedProjection } from "../shared/derived.js";
+import type { StoredEvent } from "../shared/hooks.js";
 import { newId } from "../shared/ids.js";
 
-// Identities driven from stored events, inside the ingest transaction (so a crash can never leave
-// an accepted event without its user or group). Rows are aggregated per key first (one upsert
-// per row), then written sorted by key so that concurrent transactions lock them in one order.
+// Identities driven from stored events, as a derived projection (shared/derived.ts): the ingest
+// transaction stores each group's per-key aggregates with its events (so a crash can never leave an
+// accepted event without its user or group), and the projector merges many groups into one upsert
+// per user or group, written sorted by key so that concurrent transactions lock rows in one order.
 // Properties merge shallowly, last ingested wins: `$identify` data onto the user, `$group` data
 // onto the group.
 
@@ -72,7 +74,47 @@ async function upsertGroups(client: PoolClient, rows: IdentityAgg[]): Promise<vo
   );
 }
 
-export const identityHook: EventsCommittingHook = async (client, events) => {
-  await upsertUsers(client, aggregate(events, (e) => e.userId, "$identify"));
-  await upsertGroups(client, aggregate(events, (e) => e.groupId, "$group"));
+/** One aggregate as stored in a delta: [key, properties, count, first ms, last ms]. */
+type Packed = [string, Record<string, unknown>, number, number, number];
+
+interface IdentityDelta {
+  u?: Packed[];
+  g?: Packed[];
+}
+
+const pack = (rows: IdentityAgg[]): Packed[] => rows.map((r) => [r.key, r.properties, r.count, r.first, r.last]);
+
+/** Merges packed aggregates of one project, in commit order (properties: last wins). Pure. */
+export function mergePacked(projectId: string, lists: Packed[][]): IdentityAgg[] {
+  const byKey = new Map<string, IdentityAgg>();
+  for (const list of lists) {
+    for (const [key, properties, count, first, last] of list) {
+      const a = byKey.get(key);
+      if (!a) byKey.set(key, { projectId, key, properties: { ...properties }, count, first, last });
+      else {
+        Object.assign(a.properties, properties);
+        a.count += count;
+        a.first = Math.min(a.first, first);
+        a.last = Math.max(a.last, last);
+      }
+    }
+  }
+  return [...byKey.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+}
+
+export const identityProjection: DerivedProjection<IdentityDelta> = {
+  name: "identity",
+  delta(events) {
+    const u = aggregate(events, (e) => e.userId, "$identify");
+    const g = aggregate(events, (e) => e.groupId, "$group");
+    if (!u.length && !g.length) return null;
+    const d: IdentityDelta = {};
+    if (u.length) d.u = pack(u);
+    if (g.length) d.g = pack(g);
+    return d;
+  },
+  async apply(client, projectId, deltas) {
+    await upsertUsers(client, mergePacked(projectId, deltas.map((d) => d.u ?? [])));
+    await upsertGroups(client, mergePacked(projectId, deltas.map((d) => d.g ?? [])));
+  },
 };

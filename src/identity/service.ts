@@ -5,7 +5,7 @@ import type { Deps } from "../shared/deps.js";
 import { badRequest, notFound } from "../shared/errors.js";
 import type { Feature } from "../shared/feature.js";
 import { validate } from "../shared/validate.js";
-import { identityHook } from "./hook.js";
+import { identityProjection } from "./hook.js";
 import { getUser, identify, listUsers, toUser } from "./store.js";
 
 // Users of a project: maintained from events by the ingest hook, identified from the dashboard,
@@ -22,7 +22,7 @@ const listSchema = z.object({
 
 export function createIdentityFeature(deps: Deps): Feature {
   const { db, clock, auth } = deps;
-  deps.hooks.eventsCommitting.push(identityHook);
+  deps.derived.projections.push(identityProjection);
 
   return {
     name: "identity",
@@ -36,17 +36,21 @@ export function createIdentityFeature(deps: Deps): Feature {
             const why = unstorable(input);
             if (why) throw badRequest(`identify body ${why}`, [{ field: "properties", message: why }]);
             if (Buffer.byteLength(JSON.stringify(input.properties)) > 1024 * 1024) throw badRequest("properties must be at most 1 MB serialized", [{ field: "properties", message: "too large" }]);
+            // Settle first: properties merge last-wins, so events accepted before this call apply before it.
+            await deps.derived.settle(scope.projectId);
             const row = await identify(db, scope.projectId, input.externalId, input.properties, clock());
             return { data: toUser(row, false) };
           },
           async listUsers(req, ctx) {
             const scope = await auth.project(ctx, req.projectId, "data");
             const input = validate(listSchema, { limit: req.limit, offset: req.offset });
+            await deps.derived.settle(scope.projectId);
             const { rows, total } = await listUsers(db, scope.projectId, input.limit, input.offset);
             return { data: rows.map((r) => toUser(r, false)), meta: { total: BigInt(total), limit: input.limit, offset: input.offset } };
           },
           async getUser(req, ctx) {
             const scope = await auth.project(ctx, req.projectId, "data");
+            await deps.derived.settle(scope.projectId);
             const row = req.userId.length <= 256 ? await getUser(db, scope.projectId, req.userId) : undefined;
             if (!row) throw notFound("user");
             return { data: toUser(row, true) };

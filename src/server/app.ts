@@ -12,6 +12,7 @@ import { clientInfoKey, type ClientInfo } from "../shared/context.js";
 import type { Deps } from "../shared/deps.js";
 import { guardImpl, type Feature } from "../shared/feature.js";
 import { Hooks } from "../shared/hooks.js";
+import { Projector } from "../shared/derived.js";
 import { Telemetry } from "../shared/telemetry.js";
 import { IngestPressure } from "../shared/pressure.js";
 import { createPool, type Db } from "../storage/db.js";
@@ -61,6 +62,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
     log,
     clock: opts.clock ?? systemClock,
     hooks: new Hooks(),
+    derived: new Projector(db, log),
     telemetry: new Telemetry(),
     pressure: new IngestPressure(),
     auth: undefined as unknown as Authenticator,
@@ -144,8 +146,10 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
     features,
     handler,
     async listen(port = config.port) {
-      if (workerRole && !started) {
-        for (const f of features) await f.start?.();
+      if (!started) {
+        // Every node that ingests projects its own commits; every node also picks up leftovers.
+        deps.derived.start();
+        if (workerRole) for (const f of features) await f.start?.();
         started = true;
       }
       listener = await listen(handler, config.host, port);
@@ -159,6 +163,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
       await Promise.all([listener?.close(), grpcListener?.close()]);
       shutdown.abort();
       for (const f of [...features].reverse()) await f.stop?.().catch((err) => log.error({ err, feature: f.name }, "feature stop failed"));
+      await deps.derived.stop();
       await db.end().catch(() => undefined);
       await embedded?.stop().catch((err) => log.error({ err }, "embedded postgres stop failed"));
     },

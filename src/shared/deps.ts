@@ -6,6 +6,7 @@ import type { Hooks } from "./hooks.js";
 import type { Telemetry } from "./telemetry.js";
 import type { IngestPressure } from "./pressure.js";
 import type { Authenticator } from "../auth/principal.js";
+import type { Projector } from "./derived.js";
 
 /** What every feature is built from. Created once in server/app.ts. */
 export interface Deps {
@@ -14,6 +15,8 @@ export interface Deps {
   log: Logger;
   clock: Clock;
   hooks: Hooks;
+  /** Derived records (users, groups, rollups) projected from stored events; settle() before reading them. */
+  derived: Projector;
   /** Resolves credentials and project access for every handler. */
   auth: Authenticator;
   /** Signs session cookies (from SESSION_SECRET or DATA_DIR). */

@@ -72,6 +72,7 @@ describe("users from events", () => {
     const q = await project(t.rest);
     await batch(q, [{ type: "$group", groupId: "acme", data: { name: "Acme", size: 10 } }]);
     await batch(q, [{ type: "$group", groupId: "acme", data: { size: 12, plan: "team" } }, { type: "click", groupId: "acme" }]);
+    await t.app.deps.derived.settle(q.projectId); // groups are derived records (no read endpoint settles them)
     const db = new pg.Client({ connectionString: t.databaseUrl });
     await db.connect();
     try {

@@ -1,0 +1,154 @@
+import type { PoolClient } from "pg";
+import type { Db } from "../storage/db.js";
+import type { Logger } from "pino";
+import type { StoredEvent } from "./hooks.js";
+
+// Derived records (users, groups, analytics rollups) are maintained from stored events AFTER
+// acceptance, so that concurrent ingest transactions never wait on each other's hot rows:
+// - the ingest transaction stores the events and, per project, ONE row of `ingest_deltas` holding
+//   each projection's aggregated delta of that group (delta(): pure);
+// - the Projector applies rows and deletes them in the same transaction (exactly once; a crash
+//   before the commit leaves the rows for the next attempt), merging many ingest groups into one
+//   upsert per derived row (apply());
+// - a reader of derived records first settles its project (settle()): it applies that project's
+//   pending rows itself, waiting for a projector that holds some, so an answer never misses an
+//   event that was acknowledged before the read began.
+
+export interface DerivedProjection<D = unknown> {
+  /** Key of this projection's delta in a row's JSON. */
+  name: string;
+  /** Pure: the JSON-serializable delta of one project's events, or null when they change nothing. */
+  delta(events: StoredEvent[]): D | null;
+  /** Applies a project's deltas, in commit order, inside the projector's transaction. */
+  apply(client: PoolClient, projectId: string, deltas: D[]): Promise<void>;
+}
+
+interface DeltaRow {
+  id: string;
+  project_id: string;
+  deltas: Record<string, unknown>;
+}
+
+const BATCH_ROWS = 200;
+
+export class Projector {
+  readonly projections: DerivedProjection[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private poll: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+
+  constructor(private readonly db: Db, private readonly log: Logger, private readonly opts: { delayMs: number; pollMs: number } = { delayMs: 100, pollMs: 1000 }) {}
+
+  /** The `ingest_deltas` rows for a group of stored events: [projectId, JSON] per project. */
+  rowsFor(events: StoredEvent[]): [string, string][] {
+    if (!this.projections.length) return [];
+    const byProject = new Map<string, StoredEvent[]>();
+    for (const e of events) {
+      const list = byProject.get(e.projectId);
+      if (list) list.push(e);
+      else byProject.set(e.projectId, [e]);
+    }
+    const rows: [string, string][] = [];
+    for (const [projectId, list] of byProject) {
+      const out: Record<string, unknown> = {};
+      let any = false;
+      for (const p of this.projections) {
+        const d = p.delta(list);
+        if (d !== null) {
+          out[p.name] = d;
+          any = true;
+        }
+      }
+      if (any) rows.push([projectId, JSON.stringify(out)]);
+    }
+    return rows;
+  }
+
+  /** Background draining: after local commits (kick) and every pollMs (other nodes' leftovers). */
+  start(): void {
+    this.stopped = false;
+    this.poll = setInterval(() => this.kick(), this.opts.pollMs);
+    this.kick();
+  }
+
+  /** Rows were committed: drain soon (coalesced). */
+  kick(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.running = this.drain()
+        .catch((err) => this.log.warn({ err }, "derived records: projection failed; retrying on the next kick"))
+        .finally(() => {
+          this.running = undefined;
+          if (this.again) {
+            this.again = false;
+            this.kick();
+          }
+        });
+    }, this.opts.delayMs);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.poll);
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.running;
+    await this.drain().catch((err) => this.log.warn({ err }, "derived records: final projection failed; the next start applies them"));
+  }
+
+  /** Applies every row no other projector holds, a batch per transaction. */
+  async drain(): Promise<void> {
+    for (;;) {
+      const n = await this.inTx("SELECT id, project_id, deltas FROM ingest_deltas ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED", [BATCH_ROWS]);
+      if (n < BATCH_ROWS) return;
+    }
+  }
+
+  /** Applies the project's pending rows (waiting for any projector holding some) before a read. */
+  async settle(projectId: string): Promise<void> {
+    if (!this.projections.length) return;
+    const pending = await this.db.query({ name: "derived_pending", text: "SELECT 1 FROM ingest_deltas WHERE project_id = $1 LIMIT 1", values: [projectId] });
+    if (!pending.rowCount) return;
+    await this.inTx("SELECT id, project_id, deltas FROM ingest_deltas WHERE project_id = $1 ORDER BY id FOR UPDATE", [projectId]);
+  }
+
+  /** Locks rows with `select`, applies them per project in id order, deletes them, commits. */
+  private async inTx(select: string, values: unknown[]): Promise<number> {
+    const c = await this.db.connect();
+    let broken = false;
+    try {
+      await c.query("BEGIN");
+      const rows = (await c.query<DeltaRow>(select, values)).rows;
+      if (rows.length) {
+        const byProject = new Map<string, DeltaRow[]>();
+        for (const r of rows) {
+          const list = byProject.get(r.project_id);
+          if (list) list.push(r);
+          else byProject.set(r.project_id, [r]);
+        }
+        for (const [projectId, list] of [...byProject].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+          for (const p of this.projections) {
+            const deltas = list.map((r) => r.deltas[p.name]).filter((d) => d !== undefined && d !== null);
+            if (deltas.length) await p.apply(c, projectId, deltas);
+          }
+        }
+        await c.query("DELETE FROM ingest_deltas WHERE id = ANY($1::bigint[])", [rows.map((r) => r.id)]);
+      }
+      await c.query("COMMIT");
+      return rows.length;
+    } catch (err) {
+      await c.query("ROLLBACK").catch(() => (broken = true));
+      throw err;
+    } finally {
+      c.release(broken);
+    }
+  }
+}
