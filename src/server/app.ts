@@ -56,14 +56,15 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
   const shutdown = new AbortController();
   // Every in-flight request links to this signal; thousands at once is normal, not a leak.
   setMaxListeners(0, shutdown.signal);
+  const telemetry = new Telemetry();
   const deps: Deps = {
     config,
     db,
     log,
     clock: opts.clock ?? systemClock,
     hooks: new Hooks(),
-    derived: new Projector(db, log),
-    telemetry: new Telemetry(),
+    derived: new Projector(db, log, telemetry),
+    telemetry,
     pressure: new IngestPressure(),
     auth: undefined as unknown as Authenticator,
     sessionSecret: await sessionSecret(config.sessionSecret, config.dataDir),
@@ -96,7 +97,6 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
     return c;
   }
 
-  const { telemetry } = deps;
   const procedures = new Set(bindings.flatMap((b) => b.desc.methods.map((m) => `/${b.desc.typeName}/${m.name}`)));
   const logRequests = log.isLevelEnabled("info");
   const handler: App["handler"] = (req, res) => {

@@ -2,6 +2,7 @@ import type { PoolClient } from "pg";
 import type { Db } from "../storage/db.js";
 import type { Logger } from "pino";
 import type { StoredEvent } from "./hooks.js";
+import type { Telemetry } from "./telemetry.js";
 
 // Derived records (users, groups, analytics rollups) are maintained from stored events AFTER
 // acceptance, so that concurrent ingest transactions never wait on each other's hot rows:
@@ -27,6 +28,7 @@ interface DeltaRow {
   id: string;
   project_id: string;
   deltas: Record<string, unknown>;
+  created_at: Date;
 }
 
 const BATCH_ROWS = 200;
@@ -39,7 +41,7 @@ export class Projector {
   private again = false;
   private stopped = false;
 
-  constructor(private readonly db: Db, private readonly log: Logger, private readonly opts: { delayMs: number; pollMs: number } = { delayMs: 100, pollMs: 1000 }) {}
+  constructor(private readonly db: Db, private readonly log: Logger, private readonly telemetry: Telemetry, private readonly opts: { delayMs: number; pollMs: number } = { delayMs: 100, pollMs: 1000 }) {}
 
   /** The `ingest_deltas` rows for a group of stored events: [projectId, JSON] per project. */
   rowsFor(events: StoredEvent[]): [string, string][] {
@@ -107,7 +109,7 @@ export class Projector {
   /** Applies every row no other projector holds, a batch per transaction. */
   async drain(): Promise<void> {
     for (;;) {
-      const n = await this.inTx("SELECT id, project_id, deltas FROM ingest_deltas ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED", [BATCH_ROWS]);
+      const n = await this.inTx("SELECT id, project_id, deltas, created_at FROM ingest_deltas ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED", [BATCH_ROWS]);
       if (n < BATCH_ROWS) return;
     }
   }
@@ -117,7 +119,7 @@ export class Projector {
     if (!this.projections.length) return;
     const pending = await this.db.query({ name: "derived_pending", text: "SELECT 1 FROM ingest_deltas WHERE project_id = $1 LIMIT 1", values: [projectId] });
     if (!pending.rowCount) return;
-    await this.inTx("SELECT id, project_id, deltas FROM ingest_deltas WHERE project_id = $1 ORDER BY id FOR UPDATE", [projectId]);
+    await this.inTx("SELECT id, project_id, deltas, created_at FROM ingest_deltas WHERE project_id = $1 ORDER BY id FOR UPDATE", [projectId]);
   }
 
   /** Locks rows with `select`, applies them per project in id order, deletes them, commits. */
@@ -141,6 +143,8 @@ export class Projector {
           }
         }
         await c.query("DELETE FROM ingest_deltas WHERE id = ANY($1::bigint[])", [rows.map((r) => r.id)]);
+        // Lag of derived records behind acceptance (the oldest row applied; wall clock of the database).
+        this.telemetry.schedulerLag.observe({ kind: "derived_records" }, Math.max(0, Date.now() - rows[0].created_at.getTime()) / 1000);
       }
       await c.query("COMMIT");
       return rows.length;
