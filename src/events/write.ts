@@ -1,4 +1,7 @@
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import type { PoolClient } from "pg";
+import { from as copyFrom } from "pg-copy-streams";
 import type { StoredEvent } from "../shared/hooks.js";
 import { newId } from "../shared/ids.js";
 
@@ -57,6 +60,13 @@ export async function resolveSources(client: PoolClient, events: StoredEvent[], 
   return resolved;
 }
 
+/** The slot columns any of the events fills, in column order. */
+function usedSlots(events: StoredEvent[]): string[] {
+  const used = new Set<string>();
+  for (const e of events) if (e.slots) for (const k of Object.keys(e.slots)) if (SLOT_SET.has(k)) used.add(k);
+  return SLOT_NAMES.filter((s) => used.has(s));
+}
+
 const insertSqlCache = new Map<string, string>();
 
 function insertSql(slots: string[], withDeltas: boolean): string {
@@ -84,9 +94,7 @@ FROM json_to_recordset($2::json) AS r(${cols.map((c, i) => `${c} ${colTypes[i]}`
  * every JSON element would need escaping.
  */
 export async function insertEvents(client: PoolClient, events: StoredEvent[], createdAt: Date, deltas: [string, string][] = []): Promise<void> {
-  const used = new Set<string>();
-  for (const e of events) if (e.slots) for (const k of Object.keys(e.slots)) if (SLOT_SET.has(k)) used.add(k);
-  const slots = SLOT_NAMES.filter((s) => used.has(s));
+  const slots = usedSlots(events);
   const rows = new Array(events.length);
   for (let i = 0; i < events.length; i++) {
     const e = events[i];
@@ -112,4 +120,39 @@ export async function insertEvents(client: PoolClient, events: StoredEvent[], cr
   const values: unknown[] = [createdAt.toISOString(), JSON.stringify(rows)];
   if (deltas.length) values.push(deltas.map((d) => d[0]), deltas.map((d) => d[1]));
   await client.query(insertSql(slots, deltas.length > 0), values);
+}
+
+// COPY text format: backslash, newline, carriage return and tab are escaped; NULL is \N.
+const COPY_SPECIAL = /[\\\n\r\t]/g;
+const copyEscape = (ch: string) => (ch === "\\" ? "\\\\" : ch === "\n" ? "\\n" : ch === "\r" ? "\\r" : "\\t");
+const copyText = (v: string | null) => (v === null ? "\\N" : v.replace(COPY_SPECIAL, copyEscape));
+
+/**
+ * The same rows as insertEvents, through `COPY ... FROM STDIN` (text format): PostgreSQL parses
+ * each row once and inserts them in multi-row batches, which costs it noticeably less per row than
+ * INSERT ... SELECT FROM json_to_recordset for large groups. The deltas go in their own statement.
+ */
+export async function copyEvents(client: PoolClient, events: StoredEvent[], createdAt: Date, deltas: [string, string][] = []): Promise<void> {
+  const slots = usedSlots(events);
+  const cols = ["project_id", "ts", "id", "type", "user_id", "group_id", "source_id", "data", "context", "tags", "created_at", ...slots];
+  const created = createdAt.toISOString();
+  const lines = new Array<string>(events.length);
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i];
+    let line = `${copyText(e.projectId)}\t${e.timestamp.toISOString()}\t${e.id}\t${copyText(e.type)}\t${copyText(e.userId)}\t${copyText(e.groupId)}\t${copyText(e.sourceId)}\t${copyText(JSON.stringify(e.data))}\t${copyText(JSON.stringify(e.context))}\t${copyText(JSON.stringify(e.tags))}\t${created}`;
+    for (const s of slots) {
+      const v = e.slots?.[s];
+      line += `\t${v === undefined || v === null || (typeof v === "number" && !Number.isFinite(v)) ? "\\N" : copyText(String(v))}`;
+    }
+    lines[i] = line;
+  }
+  const stream = client.query(copyFrom(`COPY events (${cols.join(", ")}) FROM STDIN`));
+  await pipeline(Readable.from([lines.join("\n") + "\n"]), stream);
+  if (deltas.length) {
+    await client.query({
+      name: "events_insert_deltas",
+      text: "INSERT INTO ingest_deltas (project_id, deltas) SELECT p, d FROM unnest($1::text[], $2::json[]) AS u(p, d)",
+      values: [deltas.map((d) => d[0]), deltas.map((d) => d[1])],
+    });
+  }
 }
