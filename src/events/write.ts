@@ -125,7 +125,13 @@ export async function insertEvents(client: PoolClient, events: StoredEvent[], cr
 // COPY text format: backslash, newline, carriage return and tab are escaped; NULL is \N.
 const COPY_SPECIAL = /[\\\n\r\t]/g;
 const copyEscape = (ch: string) => (ch === "\\" ? "\\\\" : ch === "\n" ? "\\n" : ch === "\r" ? "\\r" : "\\t");
-const copyText = (v: string | null) => (v === null ? "\\N" : v.replace(COPY_SPECIAL, copyEscape));
+const HAS_SPECIAL = /[\\\n\r\t]/;
+const copyText = (v: string | null) => (v === null ? "\\N" : HAS_SPECIAL.test(v) ? v.replace(COPY_SPECIAL, copyEscape) : v);
+/** JSON.stringify never emits raw control characters: only its backslashes need doubling. */
+const copyJson = (v: unknown) => {
+  const s = JSON.stringify(v);
+  return s.includes("\\") ? s.replace(/\\/g, "\\\\") : s;
+};
 
 /**
  * The same rows as insertEvents, through `COPY ... FROM STDIN` (text format): PostgreSQL parses
@@ -139,7 +145,7 @@ export async function copyEvents(client: PoolClient, events: StoredEvent[], crea
   const lines = new Array<string>(events.length);
   for (let i = 0; i < events.length; i++) {
     const e = events[i];
-    let line = `${copyText(e.projectId)}\t${e.timestamp.toISOString()}\t${e.id}\t${copyText(e.type)}\t${copyText(e.userId)}\t${copyText(e.groupId)}\t${copyText(e.sourceId)}\t${copyText(JSON.stringify(e.data))}\t${copyText(JSON.stringify(e.context))}\t${copyText(JSON.stringify(e.tags))}\t${created}`;
+    let line = `${copyText(e.projectId)}\t${e.timestamp.toISOString()}\t${e.id}\t${copyText(e.type)}\t${copyText(e.userId)}\t${copyText(e.groupId)}\t${copyText(e.sourceId)}\t${copyJson(e.data)}\t${copyJson(e.context)}\t${copyJson(e.tags)}\t${created}`;
     for (const s of slots) {
       const v = e.slots?.[s];
       line += `\t${v === undefined || v === null || (typeof v === "number" && !Number.isFinite(v)) ? "\\N" : copyText(String(v))}`;
