@@ -10,6 +10,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import pg from "pg";
 import pino from "pino";
 import { assignSlots, backfillSlots } from "../src/analytics/assign.js";
 import { rebuildRollups } from "../src/analytics/rollups.js";
@@ -62,6 +63,31 @@ const GEN = `
            'ip', '10.0.' || (g % 250) || '.' || (g % 200), 'receivedAt', ts, 'page', jsonb_build_object('title', 'Page ' || (g % 97), 'referrer', 'https://example.com/')) AS context,
          jsonb_build_object('env', CASE WHEN r1 < 0.9 THEN 'production' ELSE 'preview' END) AS tags
   FROM s`;
+
+/**
+ * BENCH_ANALYTICS_EXPLAIN=1: for each case, captures the SQL the service sends (the app runs in this
+ * process) and prints EXPLAIN (ANALYZE, BUFFERS) of the slowest statement.
+ */
+async function explainCases(db: import("../src/storage/db.js").Db, cases: { label: string; ours: () => Promise<unknown> }[]): Promise<void> {
+  const original = db.query.bind(db);
+  for (const k of cases) {
+    const seen: { text: string; values: unknown[]; ms: number }[] = [];
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    (db as any).query = async (text: any, values?: any) => {
+      const t0 = performance.now();
+      const r = await original(text, values);
+      if (typeof text === "string") seen.push({ text, values: values ?? [], ms: performance.now() - t0 });
+      return r;
+    };
+    await k.ours();
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    (db as any).query = original;
+    const slow = seen.sort((a, b) => b.ms - a.ms)[0];
+    if (!slow) continue;
+    const plan = await original(`EXPLAIN (ANALYZE, BUFFERS) ${slow.text}`, slow.values);
+    console.log(`\n=== ${k.label} (${slow.ms.toFixed(1)} ms)\n${slow.text}\n${plan.rows.map((r: Record<string, string>) => r["QUERY PLAN"]).join("\n")}`);
+  }
+}
 
 async function main() {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "vigil-bench-analytics-"));
@@ -133,7 +159,11 @@ async function main() {
       if (r.status !== 200) throw new Error(`${route}: ${r.status} ${r.text}`);
       return r.body;
     };
-    const base = (sql: string, params: unknown[]) => db.query(sql, params);
+    // The baseline runs on its own connection with PostgreSQL's default settings (Vigil's pool sets
+    // random_page_cost=1.1), as a typical service would.
+    const baseDb = new pg.Pool({ connectionString: (db as unknown as { options: { connectionString: string } }).options.connectionString, max: 1 });
+    baseDb.on("error", () => undefined);
+    const base = (sql: string, params: unknown[]) => baseDb.query(sql, params);
     const W30 = [pid, new Date(now - 30 * DAY), new Date(now)];
     const W7 = [pid, new Date(now - 7 * DAY), new Date(now)];
     const cases: { label: string; target: number; ours: () => Promise<unknown>; baseline: () => Promise<unknown> }[] = [
@@ -170,12 +200,14 @@ async function main() {
     ];
     const loadAvg = os.loadavg()[0];
     const rows: { label: string; target: number; ours: number; base: number }[] = [];
+    if (process.env.BENCH_ANALYTICS_EXPLAIN) await explainCases(db, cases);
     for (const k of cases) {
       const ours = await timeIt(k.ours);
       const b = await timeIt(k.baseline, Math.max(3, Math.min(RUNS, 5)));
       rows.push({ label: k.label, target: k.target, ours, base: b });
       console.log(`${k.label}: ours ${ours.toFixed(1)} ms, baseline ${b.toFixed(1)} ms, ${(b / ours).toFixed(1)}x`);
     }
+    await baseDb.end();
     const full = EVENTS >= 10_000_000;
     const lines = [
       `Run ${new Date().toISOString().slice(0, 10)}: \`${full ? "" : `BENCH_ANALYTICS_EVENTS=${EVENTS} `}npm run bench analytics\` with ${EVENTS.toLocaleString("en-US")} events for one project over ${DAYS} days`,
@@ -183,7 +215,8 @@ async function main() {
       `Bulk-loaded with SQL into the weekly partitions in ${loadS.toFixed(0)} s (slots assigned by \`assignSlots\` on a first 20k sample, the rest loaded with slots filled, the baseline table copied from the same rows);`,
       `rollups and the sample's slots built by the service's backfill (\`rebuildRollups\`, \`backfillSlots\`; slots: ${assigned.join(", ")}) in ${backfillS.toFixed(0)} s, then VACUUM ANALYZE. Medians of ${RUNS} runs after a warm-up.`,
       "\"Vigil\" is end to end over REST on 127.0.0.1 (auth, validation, planning, JSON); the baseline is the bare SQL on a plain table",
-      "with a jsonb column and indexes on (project, timestamp) and (project, type, timestamp), without HTTP.",
+      "with a jsonb column and indexes on (project, timestamp) and (project, type, timestamp), without HTTP, on its own connection",
+      "with PostgreSQL's default planner settings (Vigil's connections set random_page_cost=1.1).",
       `Machine: ${os.cpus().length} cores, shared with other work during the run (1-minute load average ${loadAvg.toFixed(1)} when the queries started).`,
       "",
       "| Query | Target | Vigil (REST) median | Baseline median | Baseline / Vigil |",
