@@ -45,6 +45,8 @@ export class GroupCommitIngestor implements Ingestor {
       this.queue.push({ projectId, events, resolve, reject });
       this.queuedRows += events.length;
       this.deps.telemetry.ingestQueueDepth.set(this.queuedRows);
+      // Events arriving while every writer is busy: ingestion is saturated (see IngestPressure).
+      if (this.inFlight >= this.maxInFlight) this.deps.pressure.mark();
       if (this.queuedRows >= this.deps.config.ingest.maxBatch) this.kick();
       else if (!this.timer) this.timer = setTimeout(() => this.onTimer(), this.deps.config.ingest.flushMs);
     });
