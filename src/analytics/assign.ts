@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { Db } from "../storage/db.js";
+import { tx, type Db } from "../storage/db.js";
 import { slotColumn } from "./sql.js";
 
 // Slot assignment and backfill (see the protocol in registry.ts). Driven by the worker loop and by
@@ -24,10 +24,8 @@ export async function assignSlots(db: Db, projectId: string, now: Date, opts: As
      GROUP BY kv.key`,
     [projectId, opts.sample],
   );
-  const c = await db.connect();
   const assigned: string[] = [];
-  try {
-    await c.query("BEGIN");
+  await tx(db, async (c) => {
     await c.query("INSERT INTO analytics_registry_versions (project_id) VALUES ($1) ON CONFLICT DO NOTHING", [projectId]);
     // Serializes assigners of one project (several workers).
     await c.query("SELECT version FROM analytics_registry_versions WHERE project_id = $1 FOR UPDATE", [projectId]);
@@ -46,13 +44,7 @@ export async function assignSlots(db: Db, projectId: string, now: Date, opts: As
       assigned.push(u.key);
     }
     if (assigned.length) await c.query("UPDATE analytics_registry_versions SET version = version + 1 WHERE project_id = $1", [projectId]);
-    await c.query("COMMIT");
-  } catch (err) {
-    await c.query("ROLLBACK").catch(() => undefined);
-    throw err;
-  } finally {
-    c.release();
-  }
+  });
   return assigned;
 }
 

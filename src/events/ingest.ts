@@ -1,8 +1,8 @@
-import type { PoolClient } from "pg";
 import type { Deps } from "../shared/deps.js";
 import { ApiError } from "../shared/errors.js";
 import type { StoredEvent } from "../shared/hooks.js";
 import type { Ingestor, NewEvent } from "../shared/ingest.js";
+import { tx } from "../storage/db.js";
 import { ensurePartitions, PartitionCache } from "./partitions.js";
 import { uuidv7 } from "./uuidv7.js";
 import { copyEvents, insertEvents, resolveSources, SourceCache } from "./write.js";
@@ -152,13 +152,9 @@ export class GroupCommitIngestor implements Ingestor {
       e.slots = undefined;
     }
     const weeks = this.partitions.missing(events.map((e) => e.timestamp.getTime()));
-    let client: PoolClient | undefined;
-    let broken = false;
-    try {
-      client = await db.connect();
-      await client.query("BEGIN");
+    const newSources = await tx(db, async (client) => {
       await ensurePartitions(client, weeks);
-      const newSources = await resolveSources(client, events, sourceKeys, this.sources, createdAt);
+      const resolved = await resolveSources(client, events, sourceKeys, this.sources, createdAt);
       await hooks.runEventsPreparing(client, events);
       const deltas = this.deps.derived.rowsFor(events);
       // Large groups through COPY (cheaper per row for PostgreSQL, one more round trip for the
@@ -166,15 +162,11 @@ export class GroupCommitIngestor implements Ingestor {
       if (events.length >= COPY_MIN_ROWS) await copyEvents(client, events, createdAt, deltas);
       else await insertEvents(client, events, createdAt, deltas);
       await hooks.runEventsCommitting(client, events);
-      await client.query("COMMIT");
-      this.partitions.remember(weeks);
-      this.sources.remember(newSources);
-    } catch (err) {
-      if (client) await client.query("ROLLBACK").catch(() => (broken = true));
-      throw err;
-    } finally {
-      client?.release(broken);
-    }
+      return resolved;
+    });
+    // Only what a committed transaction created is remembered.
+    this.partitions.remember(weeks);
+    this.sources.remember(newSources);
     this.deps.derived.kick();
     telemetry.ingestCommitSize.observe(events.length);
     telemetry.ingestCommitDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);

@@ -1,5 +1,5 @@
 import type { PoolClient } from "pg";
-import type { Db } from "../storage/db.js";
+import { tx, type Db } from "../storage/db.js";
 import type { Logger } from "pino";
 import type { StoredEvent } from "./hooks.js";
 import type { Telemetry } from "./telemetry.js";
@@ -123,11 +123,8 @@ export class Projector {
   }
 
   /** Locks rows with `select`, applies them per project in id order, deletes them, commits. */
-  private async inTx(select: string, values: unknown[]): Promise<number> {
-    const c = await this.db.connect();
-    let broken = false;
-    try {
-      await c.query("BEGIN");
+  private inTx(select: string, values: unknown[]): Promise<number> {
+    return tx(this.db, async (c) => {
       const rows = (await c.query<DeltaRow>(select, values)).rows;
       if (rows.length) {
         const byProject = new Map<string, DeltaRow[]>();
@@ -146,13 +143,7 @@ export class Projector {
         // Lag of derived records behind acceptance (the oldest row applied; wall clock of the database).
         this.telemetry.schedulerLag.observe({ kind: "derived_records" }, Math.max(0, Date.now() - rows[0].created_at.getTime()) / 1000);
       }
-      await c.query("COMMIT");
       return rows.length;
-    } catch (err) {
-      await c.query("ROLLBACK").catch(() => (broken = true));
-      throw err;
-    } finally {
-      c.release(broken);
-    }
+    });
   }
 }

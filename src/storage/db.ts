@@ -35,18 +35,22 @@ export function createPool(url: string, max: number): Db {
   return pool;
 }
 
-/** Runs fn in a transaction; rolls back on any error. */
+/**
+ * Runs fn in a transaction; rolls back on any error. A connection whose ROLLBACK failed is
+ * destroyed rather than returned to the pool.
+ */
 export async function tx<T>(db: Db, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
   const c = await db.connect();
+  let broken = false;
   try {
     await c.query("BEGIN");
     const out = await fn(c);
     await c.query("COMMIT");
     return out;
   } catch (err) {
-    await c.query("ROLLBACK").catch(() => undefined);
+    await c.query("ROLLBACK").catch(() => (broken = true));
     throw err;
   } finally {
-    c.release();
+    c.release(broken);
   }
 }
