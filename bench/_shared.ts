@@ -61,11 +61,7 @@ export function postgresCpuSeconds(): number {
     if (!/^\d+$/.test(pid)) continue;
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const open = stat.indexOf("(");
-      const close = stat.lastIndexOf(")");
-      if (stat.slice(open + 1, close) !== "postgres") continue;
-      const f = stat.slice(close + 2).split(" ");
-      total += (Number(f[11]) + Number(f[12])) / 100;
+      if (stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")) === "postgres") total += statCpuSeconds(stat);
     } catch {
       /* exited meanwhile */
     }
@@ -75,7 +71,21 @@ export function postgresCpuSeconds(): number {
 
 /** CPU seconds (user + system) used so far by one process. */
 export function processCpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  return statCpuSeconds(readFileSync(`/proc/${pid}/stat`, "utf8"));
+}
+
+/** utime + stime of a /proc/<pid>/stat line, in seconds (clock ticks of 1/100 s). */
+function statCpuSeconds(stat: string): number {
   const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(f[11]) + Number(f[12])) / 100;
+}
+
+/** Signs up, creates a project and an API key over REST; the key's secret and the project id. */
+export async function setupProject(port: number): Promise<{ key: string; projectId: string }> {
+  const base = `http://127.0.0.1:${port}`;
+  const s = await fetch(`${base}/v1/auth/signup`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: `bench-${Date.now()}@example.com`, password: "bench password 1" }) });
+  const cookie = (s.headers.getSetCookie()[0] ?? "").split(";")[0];
+  const p = await (await fetch(`${base}/v1/projects`, { method: "POST", headers: { "content-type": "application/json", cookie }, body: JSON.stringify({ name: "bench", platform: "node" }) })).json();
+  const k = await (await fetch(`${base}/v1/projects/${p.data.id}/api-keys`, { method: "POST", headers: { "content-type": "application/json", cookie }, body: JSON.stringify({ name: "bench", environment: "production" }) })).json();
+  return { key: k.data.secret, projectId: p.data.id };
 }

@@ -12,7 +12,7 @@ import path from "node:path";
 import pg from "pg";
 import pino from "pino";
 import { startEmbeddedPostgres } from "../src/storage/embedded.js";
-import { freePort, post, postgresCpuSeconds, processCpuSeconds, waitHealthy, writeBenchSection } from "./_shared.js";
+import { freePort, post, postgresCpuSeconds, processCpuSeconds, setupProject, waitHealthy, writeBenchSection } from "./_shared.js";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const QUICK = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1";
@@ -122,14 +122,6 @@ async function phase(port: number, key: string, pathname: string, requests: numb
 }
 
 
-async function setupProject(port: number): Promise<{ key: string; projectId: string }> {
-  const base = `http://127.0.0.1:${port}`;
-  const s = await fetch(`${base}/v1/auth/signup`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: `bench-${Date.now()}@example.com`, password: "bench password 1" }) });
-  const cookie = (s.headers.getSetCookie()[0] ?? "").split(";")[0];
-  const p = await (await fetch(`${base}/v1/projects`, { method: "POST", headers: { "content-type": "application/json", cookie }, body: JSON.stringify({ name: "bench", platform: "node" }) })).json();
-  const k = await (await fetch(`${base}/v1/projects/${p.data.id}/api-keys`, { method: "POST", headers: { "content-type": "application/json", cookie }, body: JSON.stringify({ name: "bench", environment: "production" }) })).json();
-  return { key: k.data.secret, projectId: p.data.id };
-}
 
 const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
 const line = (name: string, r: PhaseResult) =>

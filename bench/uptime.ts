@@ -16,7 +16,7 @@ import path from "node:path";
 import pg from "pg";
 import pino from "pino";
 import { startEmbeddedPostgres } from "../src/storage/embedded.js";
-import { freePort, post, postgresCpuSeconds, waitHealthy, writeBenchSection } from "./_shared.js";
+import { freePort, post, postgresCpuSeconds, processCpuSeconds, setupProject, waitHealthy, writeBenchSection } from "./_shared.js";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const QUICK = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1";
@@ -73,11 +73,7 @@ async function naiveServer(port: number, url: string, projectId: string): Promis
 // ---------------------------------------------------------------------------------------------
 
 
-/** CPU seconds (user + system) of a process, from /proc. */
-function cpuSeconds(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-  return (Number(f[11]) + Number(f[12])) / 100;
-}
+/** Resident memory of a process (MB), from /proc. */
 function rssMb(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
   return m ? Number(m[1]) / 1024 : 0;
@@ -104,7 +100,7 @@ async function load(port: number, key: string, projectId: string, from: number, 
   let done = 0;
   let peak = 0;
   const sampler = setInterval(() => (peak = Math.max(peak, rssMb(pid))), 200);
-  const cpu0 = cpuSeconds(pid);
+  const cpu0 = processCpuSeconds(pid);
   const pg0 = postgresCpuSeconds();
   const gen0 = process.cpuUsage();
   const started = performance.now();
@@ -124,7 +120,7 @@ async function load(port: number, key: string, projectId: string, from: number, 
   );
   const seconds = (performance.now() - started) / 1000;
   clearInterval(sampler);
-  const cpu = cpuSeconds(pid) - cpu0;
+  const cpu = processCpuSeconds(pid) - cpu0;
   const pgCpu = postgresCpuSeconds() - pg0;
   const gen = process.cpuUsage(gen0);
   agent.destroy();
@@ -133,14 +129,6 @@ async function load(port: number, key: string, projectId: string, from: number, 
 }
 
 
-async function setupProject(port: number): Promise<{ key: string; projectId: string }> {
-  const base = `http://127.0.0.1:${port}`;
-  const s = await fetch(`${base}/v1/auth/signup`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: `bench-${Date.now()}@example.com`, password: "bench password 1" }) });
-  const cookie = (s.headers.getSetCookie()[0] ?? "").split(";")[0];
-  const p = await (await fetch(`${base}/v1/projects`, { method: "POST", headers: { "content-type": "application/json", cookie }, body: JSON.stringify({ name: "bench", platform: "node" }) })).json();
-  const k = await (await fetch(`${base}/v1/projects/${p.data.id}/api-keys`, { method: "POST", headers: { "content-type": "application/json", cookie }, body: JSON.stringify({ name: "bench", environment: "production" }) })).json();
-  return { key: k.data.secret, projectId: p.data.id };
-}
 
 function pct(xs: number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b);

@@ -18,19 +18,22 @@ const MINUTE = 60_000;
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
 
+type RollupAcc = Map<string, [number, number, string, number]>;
+
+function addCount(acc: RollupAcc, grain: number, bucket: number, type: string, count: number): void {
+  const k = `${grain}|${bucket}|${type}`;
+  const a = acc.get(k);
+  if (a) a[3] += count;
+  else acc.set(k, [grain, bucket, type, count]);
+}
+
 /** Counts of one project's events per (grain, UTC bucket, type). Pure. */
 export function rollupDelta(events: StoredEvent[]): RollupDelta | null {
   if (events.length === 0) return null;
-  const acc = new Map<string, [number, number, string, number]>();
+  const acc: RollupAcc = new Map();
   for (const e of events) {
     const t = e.timestamp.getTime();
-    for (const [grain, size] of [[0, MINUTE], [1, HOUR], [2, DAY]] as const) {
-      const bucket = Math.floor(t / size) * size;
-      const k = `${grain}|${bucket}|${e.type}`;
-      const a = acc.get(k);
-      if (a) a[3]++;
-      else acc.set(k, [grain, bucket, e.type, 1]);
-    }
+    for (const [grain, size] of [[0, MINUTE], [1, HOUR], [2, DAY]] as const) addCount(acc, grain, Math.floor(t / size) * size, e.type, 1);
   }
   return [...acc.values()];
 }
@@ -43,15 +46,8 @@ export const rollupProjection: DerivedProjection<RollupDelta> = {
   name: "rollups",
   delta: rollupDelta,
   async apply(client: PoolClient, projectId: string, deltas: RollupDelta[]) {
-    const acc = new Map<string, [number, number, string, number]>();
-    for (const d of deltas) {
-      for (const [grain, bucket, type, count] of d) {
-        const k = `${grain}|${bucket}|${type}`;
-        const a = acc.get(k);
-        if (a) a[3] += count;
-        else acc.set(k, [grain, bucket, type, count]);
-      }
-    }
+    const acc: RollupAcc = new Map();
+    for (const d of deltas) for (const [grain, bucket, type, count] of d) addCount(acc, grain, bucket, type, count);
     const rows = [...acc.values()].sort((a, b) => a[0] - b[0] || a[1] - b[1] || (a[2] < b[2] ? -1 : a[2] > b[2] ? 1 : 0));
     if (!rows.length) return;
     await client.query({
