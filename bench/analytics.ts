@@ -7,7 +7,8 @@
 // time). Bulk-loaded with SQL (generate_series) into the events partitions (slots assigned by the registry
 // on a first 20k sample, the rest loaded with slots filled; the baseline copied from the same rows);
 // rollups and the sample's slots then built by the service's own backfill (rebuildRollups, backfillSlots).
-import { mkdtemp, rm } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
@@ -89,67 +90,98 @@ async function explainCases(db: import("../src/storage/db.js").Db, cases: { labe
   }
 }
 
+interface Loaded {
+  pid: string;
+  key: string;
+  now: number;
+  start: number;
+  events: number;
+  assigned: string[];
+  loadS: number;
+  backfillS: number;
+}
+
+/**
+ * BENCH_ANALYTICS_DIR=<dir> keeps the data directory (embedded PostgreSQL) after the run and reuses
+ * it: when it already holds a loaded set of the same size, the load is skipped (a 10M load takes
+ * about 25 minutes). Without it, a temporary directory is used and removed.
+ */
+const KEEP_DIR = process.env.BENCH_ANALYTICS_DIR;
+
+/** Loads EVENTS generated events for a new project, with rollups, slots and statistics. */
+async function load(db: import("../src/storage/db.js").Db, rest: RestClient): Promise<Loaded> {
+  const p = await project(rest);
+  const pid = p.projectId;
+  const now = Date.now();
+  const start = now - DAYS * DAY;
+  const c = await db.connect();
+  const weeks: number[] = [];
+  for (let w = weekStart(start); w <= now; w += WEEK) weeks.push(w);
+  await ensurePartitions(c, weeks);
+  c.release();
+  await db.query(`CREATE TABLE bench_baseline (id uuid PRIMARY KEY, project_id text NOT NULL, type text NOT NULL, "timestamp" timestamptz NOT NULL, user_id text, data jsonb NOT NULL, context jsonb NOT NULL, tags jsonb NOT NULL)`);
+  console.log(`loading ${EVENTS.toLocaleString("en-US")} events over ${DAYS} days...`);
+  let t0 = performance.now();
+  const gen = (a: number, b: number) => [pid, new Date(start), DAYS * DAY, a, b];
+  // A first sample (spread over the whole range: row g lands at a quasi-random time) is loaded,
+  // and the registry assigns slots on it; the rest is then loaded with the slot columns filled by
+  // the same expressions the backfill uses (what the ingest hook does for new events), so the
+  // service's backfill below only rewrites the sample instead of every row.
+  const SAMPLE = Math.min(EVENTS, 20_000);
+  await db.query(`INSERT INTO events (project_id, ts, id, type, user_id, data, context, tags) SELECT * FROM (${GEN}) x`, gen(1, SAMPLE));
+  const assigned = await assignSlots(db, pid, new Date(), { sample: 20_000, minShare: 0.01 });
+  const props = (await db.query<{ key: string; kind: "n" | "s"; slot: number }>("SELECT key, kind, slot FROM analytics_properties WHERE project_id = $1", [pid])).rows;
+  const slotCols = props.map((x) => `${x.kind}${x.slot}`);
+  const slotExprs = props.map((x) => {
+    const k = `'${x.key.replace(/'/g, "''")}'`;
+    return x.kind === "n" ? `CASE WHEN jsonb_typeof(data -> ${k}) = 'number' THEN (data ->> ${k})::float8 END` : `CASE WHEN jsonb_typeof(data -> ${k}) = 'string' THEN data ->> ${k} END`;
+  });
+  for (let a = SAMPLE + 1; a <= EVENTS; a += CHUNK) {
+    const b = Math.min(EVENTS, a + CHUNK - 1);
+    await db.query(
+      `INSERT INTO events (project_id, ts, id, type, user_id, data, context, tags${slotCols.map((c) => `, ${c}`).join("")})
+       SELECT project_id, ts, id, type, user_id, data, context, tags${slotExprs.map((e) => `, ${e}`).join("")} FROM (${GEN}) x`,
+      gen(a, b),
+    );
+    process.stdout.write(".");
+  }
+  // The baseline holds the very same rows, copied per weekly partition (no second generation).
+  for (const w of weeks) {
+    await db.query(`INSERT INTO bench_baseline (project_id, "timestamp", id, type, user_id, data, context, tags)
+      SELECT project_id, ts, id, type, user_id, data, context, tags FROM events WHERE project_id = $1 AND ts >= $2 AND ts < $3`, [pid, new Date(w), new Date(w + WEEK)]);
+  }
+  await db.query(`CREATE INDEX ON bench_baseline (project_id, "timestamp")`);
+  await db.query(`CREATE INDEX ON bench_baseline (project_id, type, "timestamp")`);
+  const loadS = (performance.now() - t0) / 1000;
+  t0 = performance.now();
+  await rebuildRollups(db, pid, new Date(start - DAY), new Date(now + DAY));
+  await backfillSlots(db, pid, new Date());
+  const backfillS = (performance.now() - t0) / 1000;
+  // Index-only scans need the visibility map set; after a bulk load that is VACUUM's job (in
+  // production autovacuum does it for insert-only partitions: autovacuum_vacuum_insert_threshold).
+  await db.query("VACUUM ANALYZE events");
+  await db.query("VACUUM ANALYZE bench_baseline");
+  await db.query("VACUUM ANALYZE analytics_rollups");
+  console.log(`\nloaded in ${loadS.toFixed(0)} s, rollups+slots (${assigned.join(", ")}) in ${backfillS.toFixed(0)} s`);
+  return { pid, key: p.key, now, start, events: EVENTS, assigned, loadS, backfillS };
+}
+
 async function main() {
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), "vigil-bench-analytics-"));
+  const dataDir = KEEP_DIR ? path.resolve(KEEP_DIR) : await mkdtemp(path.join(os.tmpdir(), "vigil-bench-analytics-"));
+  if (KEEP_DIR) await mkdir(dataDir, { recursive: true });
+  const markerFile = path.join(dataDir, "bench-analytics.json");
+  const previous: Loaded | null = KEEP_DIR && existsSync(markerFile) ? JSON.parse(await readFile(markerFile, "utf8")) : null;
+  if (previous && previous.events !== EVENTS) throw new Error(`${dataDir} holds ${previous.events} events, not ${EVENTS}: remove it or use another directory`);
   const config = parseConfig({ PORT: "0", HOST: "127.0.0.1", DATA_DIR: dataDir, SESSION_SECRET: "bench-session-secret-0123456789abcdef", LOG_LEVEL: "warn", PG_POOL_SIZE: "4", ANALYTICS_SLOT_INTERVAL_MS: "0" });
   const app = await buildApp(config, { log: pino({ level: "warn" }) });
   const port = await app.listen(0);
   const rest = new RestClient(`http://127.0.0.1:${port}`);
   const db = app.deps.db;
   try {
-    const p = await project(rest);
-    const pid = p.projectId;
-    const now = Date.now();
-    const start = now - DAYS * DAY;
-    const c = await db.connect();
-    const weeks: number[] = [];
-    for (let w = weekStart(start); w <= now; w += WEEK) weeks.push(w);
-    await ensurePartitions(c, weeks);
-    c.release();
-    await db.query(`CREATE TABLE bench_baseline (id uuid PRIMARY KEY, project_id text NOT NULL, type text NOT NULL, "timestamp" timestamptz NOT NULL, user_id text, data jsonb NOT NULL, context jsonb NOT NULL, tags jsonb NOT NULL)`);
-    console.log(`loading ${EVENTS.toLocaleString("en-US")} events over ${DAYS} days...`);
-    let t0 = performance.now();
-    const gen = (a: number, b: number) => [pid, new Date(start), DAYS * DAY, a, b];
-    // A first sample (spread over the whole range: row g lands at a quasi-random time) is loaded,
-    // and the registry assigns slots on it; the rest is then loaded with the slot columns filled by
-    // the same expressions the backfill uses (what the ingest hook does for new events), so the
-    // service's backfill below only rewrites the sample instead of every row.
-    const SAMPLE = Math.min(EVENTS, 20_000);
-    await db.query(`INSERT INTO events (project_id, ts, id, type, user_id, data, context, tags) SELECT * FROM (${GEN}) x`, gen(1, SAMPLE));
-    const assigned = await assignSlots(db, pid, new Date(), { sample: 20_000, minShare: 0.01 });
-    const props = (await db.query<{ key: string; kind: "n" | "s"; slot: number }>("SELECT key, kind, slot FROM analytics_properties WHERE project_id = $1", [pid])).rows;
-    const slotCols = props.map((x) => `${x.kind}${x.slot}`);
-    const slotExprs = props.map((x) => {
-      const k = `'${x.key.replace(/'/g, "''")}'`;
-      return x.kind === "n" ? `CASE WHEN jsonb_typeof(data -> ${k}) = 'number' THEN (data ->> ${k})::float8 END` : `CASE WHEN jsonb_typeof(data -> ${k}) = 'string' THEN data ->> ${k} END`;
-    });
-    for (let a = SAMPLE + 1; a <= EVENTS; a += CHUNK) {
-      const b = Math.min(EVENTS, a + CHUNK - 1);
-      await db.query(
-        `INSERT INTO events (project_id, ts, id, type, user_id, data, context, tags${slotCols.map((c) => `, ${c}`).join("")})
-         SELECT project_id, ts, id, type, user_id, data, context, tags${slotExprs.map((e) => `, ${e}`).join("")} FROM (${GEN}) x`,
-        gen(a, b),
-      );
-      process.stdout.write(".");
-    }
-    // The baseline holds the very same rows, copied per weekly partition (no second generation).
-    for (const w of weeks) {
-      await db.query(`INSERT INTO bench_baseline (project_id, "timestamp", id, type, user_id, data, context, tags)
-        SELECT project_id, ts, id, type, user_id, data, context, tags FROM events WHERE project_id = $1 AND ts >= $2 AND ts < $3`, [pid, new Date(w), new Date(w + WEEK)]);
-    }
-    await db.query(`CREATE INDEX ON bench_baseline (project_id, "timestamp")`);
-    await db.query(`CREATE INDEX ON bench_baseline (project_id, type, "timestamp")`);
-    const loadS = (performance.now() - t0) / 1000;
-    t0 = performance.now();
-    await rebuildRollups(db, pid, new Date(start - DAY), new Date(now + DAY));
-    await backfillSlots(db, pid, new Date());
-    const backfillS = (performance.now() - t0) / 1000;
-    // Index-only scans need the visibility map set; after a bulk load that is VACUUM's job (in
-    // production autovacuum does it for insert-only partitions: autovacuum_vacuum_insert_threshold).
-    await db.query("VACUUM ANALYZE events");
-    await db.query("VACUUM ANALYZE bench_baseline");
-    await db.query("VACUUM ANALYZE analytics_rollups");
-    console.log(`\nloaded in ${loadS.toFixed(0)} s, rollups+slots (${assigned.join(", ")}) in ${backfillS.toFixed(0)} s`);
+    const loaded = previous ?? (await load(db, rest));
+    if (!previous && KEEP_DIR) await writeFile(markerFile, JSON.stringify(loaded));
+    const { pid, now, assigned, loadS, backfillS } = loaded;
+    const p = { key: loaded.key };
 
     const iso = (ms: number) => new Date(ms).toISOString();
     const d30 = { start: iso(now - 30 * DAY), end: iso(now) };
@@ -230,7 +262,7 @@ async function main() {
     console.log("\n" + lines.join("\n"));
   } finally {
     await app.close();
-    await rm(dataDir, { recursive: true, force: true }).catch(() => undefined);
+    if (!KEEP_DIR) await rm(dataDir, { recursive: true, force: true }).catch(() => undefined);
   }
 }
 

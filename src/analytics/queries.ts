@@ -7,6 +7,7 @@ import { rawScan, rollupEligible } from "./plan.js";
 import { GRAIN_CODE } from "./rollups.js";
 import { Params, type SlotMap } from "./sql.js";
 import { bucketStarts, decompose, type Grain, type Interval, type Window } from "./time.js";
+import { blockAggregate, blockBucketCounts, blockCount, blockGroupCounts, orderGroups, type BlockEnv } from "./blocks/engine.js";
 
 // The analytics queries. `fast` enables rollups and slots; with it off every answer comes from the
 // raw JSON, which is what the property test compares against.
@@ -15,6 +16,8 @@ export interface QueryEnv {
   db: Queryable;
   fast: boolean;
   slots: SlotMap;
+  /** Column blocks (with `fast`): whole hours answered in this process, see blocks/engine.ts. */
+  blocks?: BlockEnv;
 }
 
 const NO_SLOTS: SlotMap = { n: new Map(), s: new Map() };
@@ -49,6 +52,10 @@ export async function count(env: QueryEnv, projectId: string, w: Window, filter:
     const r = await env.db.query<{ c: number }>(sql, params.values);
     return r.rows.reduce((a, x) => a + Number(x.c), 0);
   }
+  if (env.fast && env.blocks) {
+    const n = await blockCount(env.blocks, projectId, w, filter);
+    if (n !== null) return n;
+  }
   const s = rawScan(projectId, w, filter, slotsOf(env));
   const r = await env.db.query<{ c: number }>(`SELECT count(*)::float8 AS c FROM events e WHERE ${s.where}`, s.params.values);
   return r.rows[0].c;
@@ -59,9 +66,12 @@ const INTERVAL_GRAIN: Record<Interval, Grain> = { minute: "minute", hour: "hour"
 export async function timeseries(env: QueryEnv, projectId: string, w: Window, filter: Node | null, interval: Interval): Promise<{ time: string; count: number }[]> {
   const starts = bucketStarts(w, interval, MAX_BUCKETS);
   let rows: { b: Date; c: number }[];
+  let counted: Map<number, number> | null;
   if (env.fast && rollupEligible(filter)) {
     const { sql, params } = rollupUnion(projectId, w, filter, INTERVAL_GRAIN[interval], interval);
     rows = (await env.db.query<{ b: Date; c: number }>(sql, params.values)).rows;
+  } else if (env.fast && env.blocks && (counted = await blockBucketCounts(env.blocks, projectId, w, filter, interval))) {
+    rows = [...counted].map(([b, c]) => ({ b: new Date(b), c }));
   } else {
     const s = rawScan(projectId, w, filter, slotsOf(env));
     const unit = s.params.add(interval);
@@ -80,6 +90,10 @@ export interface Aggregation {
 }
 
 export async function aggregate(env: QueryEnv, projectId: string, w: Window, filter: Node | null, aggs: Aggregation[]): Promise<{ name: string; value: number | null }[]> {
+  if (env.fast && env.blocks) {
+    const values = await blockAggregate(env.blocks, projectId, w, filter, aggs);
+    if (values) return aggs.map((a, i) => ({ name: a.name, value: values[i] }));
+  }
   const s = rawScan(projectId, w, filter, slotsOf(env));
   const ctx = s.ctx;
   const scanned: string[] = [];
@@ -114,6 +128,10 @@ function keySql(ctx: Parameters<typeof jsonValueSql>[0], f: Field): string {
 }
 
 export async function unique(env: QueryEnv, projectId: string, w: Window, filter: Node | null, field: Field, limit: number): Promise<{ value: unknown; count: number }[]> {
+  if (env.fast && env.blocks) {
+    const counts = await blockGroupCounts(env.blocks, projectId, w, filter, [field], keySql);
+    if (counts) return (await orderGroups(env.db, counts, 1, limit, true)).map((g) => ({ value: g.keys[0], count: g.count }));
+  }
   const s = rawScan(projectId, w, filter, slotsOf(env));
   const counted = env.fast ? coveredGroups(s, [field]) : null;
   const src = counted ?? `SELECT ${keySql(s.ctx, field)} AS g0, count(*) AS c FROM events e WHERE ${s.where} GROUP BY 1`;
@@ -168,6 +186,17 @@ function coveredGroups(s: ReturnType<typeof rawScan>, fields: Field[]): string |
 const INDEXED_COLUMNS = new Set(["project_id", "ts", "type", "user_id"]);
 
 export async function group(env: QueryEnv, projectId: string, w: Window, filter: Node | null, fields: Field[], limit: number): Promise<Record<string, unknown>[]> {
+  if (env.fast && env.blocks) {
+    const counts = await blockGroupCounts(env.blocks, projectId, w, filter, fields, keySql);
+    if (counts) {
+      return (await orderGroups(env.db, counts, fields.length, limit, false)).map((g) => {
+        const o: Record<string, unknown> = {};
+        fields.forEach((f, i) => (o[f.name] = g.keys[i] ?? null));
+        o.count = g.count;
+        return o;
+      });
+    }
+  }
   const s = rawScan(projectId, w, filter, slotsOf(env));
   const by = fields.map((_, i) => `g${i}`);
   const counted = env.fast ? coveredGroups(s, fields) : null;

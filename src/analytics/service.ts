@@ -4,6 +4,8 @@ import { AnalyticsService } from "../../gen/vigil/v1/analytics_pb.js";
 import type { Deps } from "../shared/deps.js";
 import type { Feature } from "../shared/feature.js";
 import { startSlotWorker } from "./worker.js";
+import { BlockStore } from "./blocks/store.js";
+import { startBlockWorker } from "./blocks/worker.js";
 import { queryEvents, toEventMessage } from "./events.js";
 import { parseFilters } from "./filters.js";
 import { aggregate, count, group, timeseries, unique, type QueryEnv } from "./queries.js";
@@ -23,14 +25,19 @@ export function createAnalyticsFeature(deps: Deps): Feature {
   deps.hooks.eventsPreparing.push(registry.prepare);
   deps.derived.projections.push(rollupProjection);
   const fast = config.analytics.fastPaths;
+  const blocks = fast && config.analytics.blockCacheMb > 0 ? new BlockStore(config.analytics.blockCacheMb * 1024 * 1024) : null;
+
+  const record = (used: boolean) => deps.telemetry.analyticsBlockQueries.inc({ outcome: used ? "blocks" : "declined" });
 
   async function env(projectId: string): Promise<QueryEnv> {
     // Rollups are derived records: apply what was accepted before this query began.
     await deps.derived.settle(projectId);
-    return { db, fast, slots: fast ? await registry.slots(projectId, clock().getTime()) : { n: new Map(), s: new Map() } };
+    const slots = fast ? await registry.slots(projectId, clock().getTime()) : { n: new Map(), s: new Map() };
+    return { db, fast, slots, blocks: blocks ? { db, store: blocks, slots, record } : undefined };
   }
 
   let worker: { stop(): Promise<void> } | undefined;
+  let blockWorker: { stop(): Promise<void> } | undefined;
   return {
     name: "analytics",
     services: [
@@ -91,9 +98,11 @@ export function createAnalyticsFeature(deps: Deps): Feature {
     ],
     async start() {
       if (config.analytics.slotIntervalMs > 0) worker = startSlotWorker(deps);
+      if (blocks && config.analytics.blockIntervalMs > 0) blockWorker = startBlockWorker(deps);
     },
     async stop() {
       await worker?.stop();
+      await blockWorker?.stop();
     },
   };
 }

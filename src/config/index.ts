@@ -43,6 +43,9 @@ export const envSchema = z.object({
   ANALYTICS_FAST_PATHS: bool.default(true),
   ANALYTICS_SLOT_INTERVAL_MS: intFrom(60_000, 0),
   ANALYTICS_SLOT_SAMPLE: intFrom(20_000, 100),
+  ANALYTICS_BLOCK_INTERVAL_MS: intFrom(30_000, 0),
+  ANALYTICS_BLOCK_SEAL_MS: intFrom(120_000, 0),
+  ANALYTICS_BLOCK_CACHE_MB: intFrom(256, 0),
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -67,7 +70,7 @@ export interface Config {
   /** Raw heartbeats are kept this long; older windows read hourly rollups. */
   uptime: { rawRetentionDays: number };
   /** Rollups and typed slots on (default) or off; slot assignment pass interval (0: no worker). */
-  analytics: { fastPaths: boolean; slotIntervalMs: number; slotSample: number };
+  analytics: { fastPaths: boolean; slotIntervalMs: number; slotSample: number; blockIntervalMs: number; blockSealMs: number; blockCacheMb: number };
 }
 
 export class ConfigError extends Error {}
@@ -106,7 +109,14 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     },
     pgPoolSize: e.PG_POOL_SIZE,
     uptime: { rawRetentionDays: e.UPTIME_RAW_RETENTION_DAYS },
-    analytics: { fastPaths: e.ANALYTICS_FAST_PATHS, slotIntervalMs: e.ANALYTICS_SLOT_INTERVAL_MS, slotSample: e.ANALYTICS_SLOT_SAMPLE },
+    analytics: {
+      fastPaths: e.ANALYTICS_FAST_PATHS,
+      slotIntervalMs: e.ANALYTICS_SLOT_INTERVAL_MS,
+      slotSample: e.ANALYTICS_SLOT_SAMPLE,
+      blockIntervalMs: e.ANALYTICS_BLOCK_INTERVAL_MS,
+      blockSealMs: e.ANALYTICS_BLOCK_SEAL_MS,
+      blockCacheMb: e.ANALYTICS_BLOCK_CACHE_MB,
+    },
   };
 }
 

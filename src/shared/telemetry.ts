@@ -15,6 +15,7 @@ export class Telemetry {
   readonly schedulerLag = new Histogram({ name: "vigil_scheduler_lag_seconds", help: "Delay between a job's due time and its run, by kind (monitor deadline, webhook delivery)", labelNames: ["kind"] as const, buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30], registers: [this.registry] });
   readonly webhookDeliveries = new Counter({ name: "vigil_webhook_attempts_total", help: "Webhook delivery attempts by outcome (succeeded, failed, abandoned)", labelNames: ["outcome"] as const, registers: [this.registry] });
   readonly incidents = new Counter({ name: "vigil_incident_transitions_total", help: "Incidents opened and resolved", labelNames: ["transition"] as const, registers: [this.registry] });
+  readonly analyticsBlockQueries = new Counter({ name: "vigil_analytics_block_queries_total", help: "Analytics queries that could use column blocks, by whether they did (blocks) or ran plain SQL (declined)", labelNames: ["outcome"] as const, registers: [this.registry] });
   readonly rateLimited = new Counter({ name: "vigil_rate_limited_total", help: "Requests refused with 429, by limit", labelNames: ["limit"] as const, registers: [this.registry] });
 
   private readonly requestChildren = new Map<string, { inc(): void }>();

@@ -1,0 +1,355 @@
+import type { Queryable } from "../../storage/db.js";
+import { jsonValueSql, numberSql, type Ctx } from "../compile.js";
+import { topLevelDataKey, type Field } from "../fields.js";
+import type { Node } from "../filters.js";
+import { rawScan } from "../plan.js";
+import { Params, type SlotMap } from "../sql.js";
+import { decompose, truncate, type Interval, type Window } from "../time.js";
+import { blockColumnName, filterFieldList, filterMask, type Mask } from "./eval.js";
+import type { Block, Column } from "./format.js";
+import type { BlockStore } from "./store.js";
+
+// The block path of the analytics queries: whole hours of the window are answered from column
+// blocks in this process, the rest (the window's partial edge hours, hours without a usable
+// block) with SQL over events, and the two merged. Every function returns null when the block
+// path does not apply (a field blocks do not carry, too little of the window in blocks); the
+// caller then runs its plain SQL.
+
+export interface BlockEnv {
+  db: Queryable;
+  store: BlockStore;
+  slots: SlotMap;
+  /** Told whether each query took the block path. */
+  record?: (used: boolean) => void;
+}
+
+const HOUR = 3_600_000;
+/** The block path is taken only when the SQL part reads at most this many events. */
+export const MAX_RAW_EVENTS = 100_000;
+const MAX_RAW_RANGES = 16;
+
+interface Part {
+  blocks: { hour: number; block: Block; mask: Mask }[];
+  /** Half-open ms ranges read with SQL. */
+  raw: { from: number; to: number }[];
+}
+
+/**
+ * Splits the window into blocks (with their filter masks) and SQL ranges. `usable(block)` lets
+ * an operation refuse a block (a value it needs is held by rows of the other JSON type).
+ */
+async function split(env: BlockEnv, projectId: string, w: Window, filter: Node | null, fields: Field[], usable: (b: Block) => boolean): Promise<Part | null> {
+  const part = await splitWindow(env, projectId, w, filter, fields, usable);
+  env.record?.(part !== null);
+  return part;
+}
+
+async function splitWindow(env: BlockEnv, projectId: string, w: Window, filter: Node | null, fields: Field[], usable: (b: Block) => boolean): Promise<Part | null> {
+  const all = [...filterFieldList(filter), ...fields];
+  const keys = new Set<string>();
+  for (const f of all) {
+    const c = blockColumnName(f);
+    if (c === null) return null;
+    const key = topLevelDataKey(f);
+    if (key !== null) {
+      if (!env.slots.n.has(key) && !env.slots.s.has(key)) return null;
+      keys.add(key);
+    }
+  }
+  const pieces = decompose(w, "hour");
+  const hourPieces = pieces.filter((p) => p.grain === "hour");
+  const raw: { from: number; to: number }[] = pieces.filter((p) => p.grain !== "hour").map((p) => ({ from: p.from, to: p.to }));
+  if (hourPieces.length === 0) return null;
+  const from = hourPieces[0].from;
+  const to = hourPieces[hourPieces.length - 1].to;
+  const states = await env.store.hours(env.db, projectId, from, to, [...keys]);
+  let rawEvents = 0;
+  const candidates = states.filter((s) => s.usable);
+  for (const s of states) if (!s.usable) rawEvents += s.events;
+  if (rawEvents > MAX_RAW_EVENTS) return null;
+  const loaded = await env.store.load(env.db, projectId, candidates);
+  const blocks: Part["blocks"] = [];
+  for (const s of states) {
+    const block = s.usable ? loaded.get(s.hour) : undefined;
+    const mask = block && usable(block) ? filterMask(block, filter) : null;
+    if (block && mask) blocks.push({ hour: s.hour, block, mask });
+    else {
+      if (s.usable) rawEvents += s.events;
+      raw.push({ from: s.hour, to: s.hour + HOUR });
+    }
+  }
+  if (rawEvents > MAX_RAW_EVENTS) return null;
+  raw.sort((a, b) => a.from - b.from);
+  const merged: { from: number; to: number }[] = [];
+  for (const r of raw) {
+    const last = merged[merged.length - 1];
+    if (last && last.to === r.from) last.to = r.to;
+    else merged.push({ ...r });
+  }
+  if (merged.length > MAX_RAW_RANGES) return null;
+  return { blocks, raw: merged };
+}
+
+/** SQL rows of the raw ranges: `SELECT <select> FROM events e WHERE <window, filter, range>` per range. */
+function rawSource(projectId: string, w: Window, filter: Node | null, slots: SlotMap, ranges: { from: number; to: number }[], select: (ctx: Ctx) => string): { sql: string; params: Params } | null {
+  if (ranges.length === 0) return null;
+  const params = new Params();
+  const s = rawScan(projectId, w, filter, slots, params);
+  const cols = select(s.ctx);
+  const parts = ranges.map((r) => `SELECT ${cols} FROM events e WHERE ${s.where} AND e.ts >= ${params.add(new Date(r.from))} AND e.ts < ${params.add(new Date(r.to))}`);
+  return { sql: parts.join(" UNION ALL "), params };
+}
+
+const colOf = (b: Block, f: Field): Column => b.columns.get(blockColumnName(f)!)!;
+const plainOk = (fields: Field[]) => (b: Block) => fields.every((f) => colOf(b, f).other === 0);
+
+export async function blockCount(env: BlockEnv, projectId: string, w: Window, filter: Node | null): Promise<number | null> {
+  const part = await split(env, projectId, w, filter, [], () => true);
+  if (!part) return null;
+  let n = 0;
+  for (const { mask } of part.blocks) for (let i = 0; i < mask.length; i++) n += mask[i];
+  const src = rawSource(projectId, w, filter, env.slots, part.raw, () => "1 AS one");
+  if (src) n += Number((await env.db.query<{ c: string }>(`SELECT count(*)::text AS c FROM (${src.sql}) x`, src.params.values)).rows[0].c);
+  return n;
+}
+
+/** Counts per interval bucket (not for `minute`: a block is one hour). */
+export async function blockBucketCounts(env: BlockEnv, projectId: string, w: Window, filter: Node | null, interval: Interval): Promise<Map<number, number> | null> {
+  if (interval === "minute") return null;
+  const part = await split(env, projectId, w, filter, [], () => true);
+  if (!part) return null;
+  const counts = new Map<number, number>();
+  for (const { hour, mask } of part.blocks) {
+    let n = 0;
+    for (let i = 0; i < mask.length; i++) n += mask[i];
+    const b = truncate(hour, interval);
+    counts.set(b, (counts.get(b) ?? 0) + n);
+  }
+  const src = rawSource(projectId, w, filter, env.slots, part.raw, () => "e.ts");
+  if (src) {
+    const unit = src.params.add(interval);
+    const r = await env.db.query<{ b: Date; c: string }>(`SELECT date_trunc(${unit}::text, ts, 'UTC') AS b, count(*)::text AS c FROM (${src.sql}) x GROUP BY 1`, src.params.values);
+    for (const x of r.rows) counts.set(x.b.getTime(), (counts.get(x.b.getTime()) ?? 0) + Number(x.c));
+  }
+  return counts;
+}
+
+/** Canonical key of a JSON value (strings and numbers as JSON text; null stays null). */
+const keyOf = (v: unknown): string | null => (v === null || v === undefined ? null : JSON.stringify(v));
+
+/** A column's values as ids per row (0 = NULL) and the JSON-text key of each id. */
+function idColumn(c: Column): { ids: ArrayLike<number>; keys: (string | null)[] } {
+  if (c.kind === "s") return { ids: c.codes, keys: [null, ...c.dict.map((s) => JSON.stringify(s))] };
+  const index = new Map<number, number>();
+  const keys: (string | null)[] = [null];
+  const ids = new Uint32Array(c.values.length);
+  c.values.forEach((v, i) => {
+    if (v !== v) return;
+    let id = index.get(v);
+    if (id === undefined) {
+      id = keys.push(JSON.stringify(v)) - 1;
+      index.set(v, id);
+    }
+    ids[i] = id;
+  });
+  return { ids, keys };
+}
+
+/** The JSON-text key of each dictionary code / row value of a column. */
+function rowKeys(c: Column): (i: number) => string | null {
+  if (c.kind === "s") {
+    const keys = [null, ...c.dict.map((s) => JSON.stringify(s))];
+    const codes = c.codes;
+    return (i) => keys[codes[i]];
+  }
+  const vs = c.values;
+  return (i) => (vs[i] === vs[i] ? JSON.stringify(vs[i]) : null);
+}
+
+export interface BlockAggregation {
+  operation: string;
+  field: Field | null;
+}
+
+/** Exact percentile_cont (PostgreSQL's interpolation) of unsorted values. */
+export function percentileCont(values: Float64Array, p: number): number | null {
+  const n = values.length;
+  if (n === 0) return null;
+  const pos = p * (n - 1);
+  const lo = Math.floor(pos);
+  const hi = Math.ceil(pos);
+  const a = select(values, lo);
+  if (hi === lo) return a;
+  const b = select(values, hi);
+  return a + (b - a) * (pos - lo);
+}
+
+/** The k-th smallest value (0-based); reorders `a`. */
+function select(a: Float64Array, k: number): number {
+  let lo = 0;
+  let hi = a.length - 1;
+  while (hi > lo) {
+    const pivot = a[(lo + hi) >>> 1];
+    let i = lo;
+    let j = hi;
+    while (i <= j) {
+      while (a[i] < pivot) i++;
+      while (a[j] > pivot) j--;
+      if (i <= j) {
+        const t = a[i];
+        a[i] = a[j];
+        a[j] = t;
+        i++;
+        j--;
+      }
+    }
+    if (k <= j) hi = j;
+    else if (k >= i) lo = i;
+    else return a[k];
+  }
+  return a[k];
+}
+
+const NUMERIC = new Set(["sum", "avg", "min", "max"]);
+const isNumeric = (op: string) => NUMERIC.has(op) || /^p\d+$/.test(op);
+
+/** Aggregations over blocks + SQL edges; null when any of them cannot use blocks. */
+export async function blockAggregate(env: BlockEnv, projectId: string, w: Window, filter: Node | null, aggs: BlockAggregation[]): Promise<(number | null)[] | null> {
+  const fields = aggs.map((a) => a.field).filter((f): f is Field => f !== null);
+  // Numeric operations read numbers only, so rows of another type never matter to them; counts and
+  // distinct values need every value of the field.
+  const exact = aggs.filter((a) => a.field && !(isNumeric(a.operation) && colKind(env, a.field) === "n")).map((a) => a.field!);
+  for (const a of aggs) if (isNumeric(a.operation) && (!a.field || colKind(env, a.field) !== "n")) return null;
+  const part = await split(env, projectId, w, filter, fields, plainOk(exact));
+  if (!part) return null;
+  // The raw rows: one column per aggregation (its value), filtered by SQL.
+  const src = rawSource(projectId, w, filter, env.slots, part.raw, (ctx) =>
+    ["1 AS one", ...aggs.map((a, i) => {
+      if (!a.field) return `e.user_id AS v${i}`;
+      if (isNumeric(a.operation)) return `${numberSql(ctx, a.field)} AS v${i}`;
+      return `${a.field.kind === "column" ? `e.${a.field.column}` : jsonValueSql(ctx, a.field)} AS v${i}`;
+    })].join(", "),
+  );
+  const raw = src ? (await env.db.query({ text: src.sql, values: src.params.values, rowMode: "array" })).rows as unknown[][] : [];
+  return aggs.map((a, ai) => {
+    const f = a.field;
+    const rawVals = raw.map((r) => r[ai + 1]);
+    if (a.operation === "count" && !f) {
+      let n = raw.length;
+      for (const { mask } of part.blocks) for (let i = 0; i < mask.length; i++) n += mask[i];
+      return n;
+    }
+    if (a.operation === "count") {
+      let n = rawVals.filter((v) => v !== null).length;
+      for (const { block, mask } of part.blocks) {
+        const k = rowKeys(colOf(block, f!));
+        for (let i = 0; i < mask.length; i++) if (mask[i] && k(i) !== null) n++;
+      }
+      return n;
+    }
+    if (a.operation === "count_unique") {
+      const seen = new Set<string>();
+      for (const v of rawVals) if (v !== null) seen.add(f ? keyOf(v)! : JSON.stringify(v));
+      for (const { block, mask } of part.blocks) {
+        const c = f ? colOf(block, f) : block.columns.get("user_id")!;
+        if (c.kind === "s") {
+          const hit = new Uint8Array(c.dict.length + 1);
+          for (let i = 0; i < mask.length; i++) if (mask[i]) hit[c.codes[i]] = 1;
+          for (let d = 1; d < hit.length; d++) if (hit[d]) seen.add(JSON.stringify(c.dict[d - 1]));
+        } else for (let i = 0; i < mask.length; i++) if (mask[i] && c.values[i] === c.values[i]) seen.add(JSON.stringify(c.values[i]));
+      }
+      return seen.size;
+    }
+    // Numeric: every number of the filtered rows.
+    let size = 0;
+    for (const v of rawVals) if (v !== null) size++;
+    for (const { block, mask } of part.blocks) {
+      const vs = (colOf(block, f!) as Extract<Column, { kind: "n" }>).values;
+      for (let i = 0; i < mask.length; i++) if (mask[i] && vs[i] === vs[i]) size++;
+    }
+    const values = new Float64Array(size);
+    let at = 0;
+    for (const v of rawVals) if (v !== null) values[at++] = Number(v);
+    for (const { block, mask } of part.blocks) {
+      const vs = (colOf(block, f!) as Extract<Column, { kind: "n" }>).values;
+      for (let i = 0; i < mask.length; i++) if (mask[i] && vs[i] === vs[i]) values[at++] = vs[i];
+    }
+    if (a.operation === "sum") return values.reduce((s, v) => s + v, 0);
+    if (size === 0) return null;
+    if (a.operation === "avg") return values.reduce((s, v) => s + v, 0) / size;
+    if (a.operation === "min") return values.reduce((m, v) => (v < m ? v : m), Infinity);
+    if (a.operation === "max") return values.reduce((m, v) => (v > m ? v : m), -Infinity);
+    return percentileCont(values, Number(a.operation.slice(1)) / 100);
+  });
+}
+
+function colKind(env: BlockEnv, f: Field): "s" | "n" | null {
+  if (f.kind === "column") return "s";
+  const key = topLevelDataKey(f);
+  if (key === null) return null;
+  return env.slots.n.has(key) ? "n" : env.slots.s.has(key) ? "s" : null;
+}
+
+/**
+ * Counts per combination of the fields' values, as canonical JSON-text keys joined by \u0000
+ * (`\u0001` for NULL); null when blocks do not apply.
+ */
+export async function blockGroupCounts(env: BlockEnv, projectId: string, w: Window, filter: Node | null, fields: Field[], keySql: (ctx: Ctx, f: Field) => string): Promise<Map<string, number> | null> {
+  const part = await split(env, projectId, w, filter, fields, plainOk(fields));
+  if (!part) return null;
+  const NULL = "\u0001";
+  const counts = new Map<string, number>();
+  const add = (k: string, n: number) => counts.set(k, (counts.get(k) ?? 0) + n);
+  for (const { block, mask } of part.blocks) {
+    // Each field's values as small ids per row (0 = NULL); combinations counted by a composite id.
+    const cols = fields.map((f) => idColumn(colOf(block, f)));
+    const strides: number[] = [];
+    let size = 1;
+    for (const c of cols) {
+      strides.push(size);
+      size *= c.keys.length;
+    }
+    const dense = size <= 1 << 22;
+    const per = dense ? new Float64Array(size) : null;
+    const sparse = dense ? null : new Map<number, number>();
+    for (let i = 0; i < mask.length; i++) {
+      if (!mask[i]) continue;
+      let id = 0;
+      for (let j = 0; j < cols.length; j++) id += cols[j].ids[i] * strides[j];
+      if (per) per[id]++;
+      else sparse!.set(id, (sparse!.get(id) ?? 0) + 1);
+    }
+    const emit = (id: number, n: number) => add(cols.map((c, j) => c.keys[Math.floor(id / strides[j]) % c.keys.length] ?? NULL).join("\u0000"), n);
+    if (per) for (let id = 0; id < size; id++) { if (per[id]) emit(id, per[id]); }
+    else for (const [id, n] of sparse!) emit(id, n);
+  }
+  const src = rawSource(projectId, w, filter, env.slots, part.raw, (ctx) => fields.map((f, i) => `${keySql(ctx, f)} AS g${i}`).join(", "));
+  if (src) {
+    const by = fields.map((_, i) => `g${i}`).join(", ");
+    const r = await env.db.query({ text: `SELECT ${by}, count(*)::float8 AS c FROM (${src.sql}) x GROUP BY ${by}`, values: src.params.values, rowMode: "array" });
+    for (const row of r.rows as unknown[][]) add(fields.map((_, i) => keyOf(row[i]) ?? NULL).join("\u0000"), Number(row[fields.length]));
+  }
+  return counts;
+}
+
+/** The top groups in the JSON path's order (count desc, then keys as jsonb ascending, NULLs last). */
+export async function orderGroups(db: Queryable, counts: Map<string, number>, width: number, limit: number, dropNull: boolean): Promise<{ keys: unknown[]; count: number }[]> {
+  const cols: (string | null)[][] = Array.from({ length: width }, () => []);
+  const cs: number[] = [];
+  for (const [k, c] of counts) {
+    const parts = k.split("\u0000").map((x) => (x === "\u0001" ? null : x));
+    if (dropNull && parts.some((x) => x === null)) continue;
+    parts.forEach((x, i) => cols[i].push(x));
+    cs.push(c);
+  }
+  const params = new Params();
+  const arrays = cols.map((c) => `${params.add(c)}::jsonb[]`);
+  const names = cols.map((_, i) => `g${i}`);
+  const r = await db.query({
+    text: `SELECT ${names.join(", ")}, c FROM unnest(${arrays.join(", ")}, ${params.add(cs)}::float8[]) AS x(${names.join(", ")}, c)
+           ORDER BY c DESC, ${names.map((n) => `${n} ASC NULLS LAST`).join(", ")} LIMIT ${params.add(limit)}`,
+    values: params.values,
+    rowMode: "array",
+  });
+  return (r.rows as unknown[][]).map((row) => ({ keys: row.slice(0, width), count: Number(row[width]) }));
+}
