@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { percentileCont } from "../../src/analytics/blocks/engine.js";
-import { decodeBlock, encodeBlock, numberColumn, stringColumn, type Block } from "../../src/analytics/blocks/format.js";
+import { decodeBlock, encodeBlock, numberColumn, stringColumn, type Block, type Column } from "../../src/analytics/blocks/format.js";
 
 // Column blocks, pure parts: the encoding round-trips, and percentile_cont is PostgreSQL's.
 describe("column block format", () => {
@@ -9,7 +9,7 @@ describe("column block format", () => {
     const many = Array.from({ length: 80_000 }, (_, i) => (i % 7 === 0 ? null : `u${i}`));
     const b: Block = {
       rows: many.length,
-      columns: new Map([
+      columns: new Map<string, Column>([
         ["user_id", stringColumn(many)],
         ["type", stringColumn(many.map((_, i) => ["view", "a\"b\\c\u0000", "😀", null][i % 4]))],
         ["data.amount", numberColumn(many.map((_, i) => (i % 5 === 0 ? null : i / 3)), 2)],
