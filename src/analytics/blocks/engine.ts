@@ -248,15 +248,19 @@ export async function blockAggregate(env: BlockEnv, projectId: string, w: Window
       return n;
     }
     if (a.operation === "count_unique") {
+      // Distinct keys: a string as itself, any other JSON value as NUL + its JSON text (PostgreSQL
+      // text and jsonb strings never contain NUL, so the two cannot collide).
       const seen = new Set<string>();
-      for (const v of rawVals) if (v !== null) seen.add(f ? keyOf(v)! : JSON.stringify(v));
+      const distinctKey = (v: unknown) => (typeof v === "string" ? v : "\u0000" + JSON.stringify(v));
+      for (const v of rawVals) if (v !== null) seen.add(distinctKey(v));
       for (const { block, mask } of part.blocks) {
         const c = f ? colOf(block, f) : block.columns.get("user_id")!;
         if (c.kind === "s") {
           const hit = new Uint8Array(c.dict.length + 1);
-          for (let i = 0; i < mask.length; i++) if (mask[i]) hit[c.codes[i]] = 1;
-          for (let d = 1; d < hit.length; d++) if (hit[d]) seen.add(JSON.stringify(c.dict[d - 1]));
-        } else for (let i = 0; i < mask.length; i++) if (mask[i] && c.values[i] === c.values[i]) seen.add(JSON.stringify(c.values[i]));
+          const codes = c.codes;
+          for (let i = 0; i < mask.length; i++) if (mask[i]) hit[codes[i]] = 1;
+          for (let d = 1; d < hit.length; d++) if (hit[d]) seen.add(c.dict[d - 1]);
+        } else for (let i = 0; i < mask.length; i++) if (mask[i] && c.values[i] === c.values[i]) seen.add(distinctKey(c.values[i]));
       }
       return seen.size;
     }
