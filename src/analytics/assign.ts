@@ -48,11 +48,16 @@ export async function assignSlots(db: Db, projectId: string, now: Date, opts: As
   return assigned;
 }
 
-/** Waits until every transaction of this database that was open when called has ended. */
+/**
+ * Waits until every client transaction of this database that was open when called has ended.
+ * Only client backends can be ingest transactions; autovacuum workers (which hold a virtual xid for
+ * as long as they vacuum a large partition) and other background processes are not waited for.
+ */
 export async function waitForOpenTransactions(db: Db, timeoutMs: number): Promise<boolean> {
   const open = await db.query<{ vxid: string }>(
     `SELECT l.virtualxid AS vxid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-     WHERE l.locktype = 'virtualxid' AND l.granted AND a.datname = current_database() AND l.pid <> pg_backend_pid()`,
+     WHERE l.locktype = 'virtualxid' AND l.granted AND a.datname = current_database() AND l.pid <> pg_backend_pid()
+       AND a.backend_type = 'client backend'`,
   );
   const ids = open.rows.map((r) => r.vxid);
   const deadline = Date.now() + timeoutMs;
