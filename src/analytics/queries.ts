@@ -101,7 +101,7 @@ export async function aggregate(env: QueryEnv, projectId: string, w: Window, fil
     const f = a.field;
     let expr: string;
     if (env.fast && a.operation === "count_unique" && (!f || (f.kind === "column" && f.column === "user_id"))) {
-      // Distinct users through a hashed DISTINCT over the index-only scan (count(DISTINCT) sorts).
+      // Distinct users through a hashed DISTINCT (count(DISTINCT) sorts, and spills to disk).
       return `(SELECT count(*) FROM (SELECT DISTINCT e.user_id FROM events e WHERE ${s.where} AND e.user_id IS NOT NULL) u)::float8 AS a${i}`;
     }
     if (a.operation === "count") expr = f ? `count(${f.kind === "column" ? columnSql(ctx, f) : jsonValueSql(ctx, f)})` : "count(*)";
@@ -144,13 +144,14 @@ export async function unique(env: QueryEnv, projectId: string, w: Window, filter
 }
 
 /**
- * Counts per group key in one index-only scan (events_analytics_scan_idx) over slot columns. A
- * slot holds the JSON value of its type, so where every grouped slot is set the key is exactly
- * to_jsonb(slot). Rows with a NULL slot (key absent, JSON null, or another JSON type) may have a
- * JSON key that differs: the scan also collects their timestamps, and only those rows are read
- * from the heap (`ts = ANY(...)` on the index, rechecked with the same window, filter and NULL
- * test) and keyed with the JSON expression. The union, summed per key by the caller, is the JSON
- * path's answer. Null when a field is neither a slotted data key nor a column the index carries.
+ * Counts per group key in one pass over slot columns, without reading any JSON (the SQL path when
+ * column blocks do not apply). A slot holds the JSON value of its type, so where every grouped slot
+ * is set the key is exactly to_jsonb(slot). Rows with a NULL slot (key absent, JSON null, or
+ * another JSON type) may have a JSON key that differs: the pass also collects their timestamps,
+ * and only those rows are read again (`ts = ANY(...)` on the primary key, rechecked with the same
+ * window, filter and NULL test) and keyed with the JSON expression. The union, summed per key by
+ * the caller, is the JSON path's answer. Null when a field is neither a slotted data key nor one of
+ * the plain columns below.
  */
 function coveredGroups(s: ReturnType<typeof rawScan>, fields: Field[]): string | null {
   // Decide first: generating key SQL binds parameters, which must all be used.
@@ -182,7 +183,7 @@ function coveredGroups(s: ReturnType<typeof rawScan>, fields: Field[]): string |
       AND e.ts = ANY(ARRAY(SELECT DISTINCT t FROM a, unnest(a.nts) AS t)) GROUP BY ${fields.map((_, i) => i + 1).join(", ")}`;
 }
 
-/** Columns events_analytics_scan_idx carries besides the slots. */
+/** Plain event columns a slot pass may group on. */
 const INDEXED_COLUMNS = new Set(["project_id", "ts", "type", "user_id"]);
 
 export async function group(env: QueryEnv, projectId: string, w: Window, filter: Node | null, fields: Field[], limit: number): Promise<Record<string, unknown>[]> {

@@ -9,9 +9,9 @@ pg.types.setTypeParser(1700, (v) => Number(v));
 
 /**
  * Session settings of every connection. random_page_cost 1.1 (PostgreSQL's default 4 models
- * spinning disks; its documentation suggests about 1.1 for SSDs and cached data): with 4, a window
- * covering most of a weekly partition was planned as a sequential scan of the wide heap instead of
- * an index-only scan of the narrow analytics index, about six times the pages (docs/analytics.md).
+ * spinning disks; its documentation suggests about 1.1 for SSDs and cached data): with 4, windows
+ * covering much of a weekly partition were planned as sequential scans of the whole partition
+ * instead of index range scans (docs/analytics.md).
  */
 const SESSION_OPTIONS = "-c random_page_cost=1.1";
 

@@ -128,9 +128,9 @@ describe("fast paths answer exactly like the JSON path", () => {
       await same("events/query", { time, filters, pagination: { limit: 20 } });
     }
   });
-  it("index-only group/unique (slot keys, NULL-slot rows from the heap) and distinct users", async () => {
+  it("slot-pass group/unique (slot keys, NULL-slot rows keyed from the JSON) and distinct users", async () => {
     // plan is sometimes a number and amount sometimes a string/null/boolean: those rows have a NULL
-    // slot and must be keyed from the JSON; the rest come from the slot columns of the scan index.
+    // slot and must be keyed from the JSON; the rest come from the slot columns.
     for (let i = 0; i < 20; i++) {
       const time = randomWindow();
       const filters = pick([undefined, randomFilter(), { field: "plan", operator: "equals", value: "pro" }]);

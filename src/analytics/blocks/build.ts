@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import { tx, type Db } from "../../storage/db.js";
 import { activeSlots } from "../registry.js";
 import { slotColumn } from "../sql.js";
-import { encodeBlock, numberColumn, stringColumn, type Block, type Column } from "./format.js";
+import { encodeBlock, numberColumn, stringColumn, type Column } from "./format.js";
 
 // Building column blocks from stored events (background work; also called by the benchmark).
 //
@@ -47,11 +47,16 @@ export async function buildBlock(db: Db, projectId: string, hour: number, now: D
       const vs = (r[`c${i}`] ?? []) as (string | number | null)[];
       columns.set(`data.${k.key}`, k.kind === "s" ? stringColumn(vs as (string | null)[], r[`o${i}`]) : numberColumn(vs as (number | null)[], r[`o${i}`]));
     });
-    const block: Block = { rows, columns };
     await c.query(
-      `INSERT INTO analytics_blocks (project_id, hour, rows, keys, built_at, body) VALUES ($1, $2, $3, $4, $5, $6)
-       ON CONFLICT (project_id, hour) DO UPDATE SET rows = EXCLUDED.rows, keys = EXCLUDED.keys, built_at = EXCLUDED.built_at, body = EXCLUDED.body`,
-      [projectId, new Date(hour), rows, keys.map((k) => k.key), now, encodeBlock(block)],
+      `INSERT INTO analytics_blocks (project_id, hour, rows, keys, built_at) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (project_id, hour) DO UPDATE SET rows = EXCLUDED.rows, keys = EXCLUDED.keys, built_at = EXCLUDED.built_at`,
+      [projectId, new Date(hour), rows, keys.map((k) => k.key), now],
+    );
+    await c.query("DELETE FROM analytics_block_columns WHERE project_id = $1 AND hour = $2", [projectId, new Date(hour)]);
+    const names = [...columns.keys()];
+    await c.query(
+      "INSERT INTO analytics_block_columns (project_id, hour, name, body) SELECT $1, $2, n, b FROM unnest($3::text[], $4::bytea[]) AS u(n, b)",
+      [projectId, new Date(hour), names, names.map((n) => encodeBlock({ rows, columns: new Map([[n, columns.get(n)!]]) }))],
     );
     return true;
   });

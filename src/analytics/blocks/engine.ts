@@ -38,18 +38,20 @@ interface Part {
  * Splits the window into blocks (with their filter masks) and SQL ranges. `usable(block)` lets
  * an operation refuse a block (a value it needs is held by rows of the other JSON type).
  */
-async function split(env: BlockEnv, projectId: string, w: Window, filter: Node | null, fields: Field[], usable: (b: Block) => boolean): Promise<Part | null> {
-  const part = await splitWindow(env, projectId, w, filter, fields, usable);
+async function split(env: BlockEnv, projectId: string, w: Window, filter: Node | null, fields: Field[], usable: (b: Block) => boolean, extra: string[] = []): Promise<Part | null> {
+  const part = await splitWindow(env, projectId, w, filter, fields, usable, extra);
   env.record?.(part !== null);
   return part;
 }
 
-async function splitWindow(env: BlockEnv, projectId: string, w: Window, filter: Node | null, fields: Field[], usable: (b: Block) => boolean): Promise<Part | null> {
+async function splitWindow(env: BlockEnv, projectId: string, w: Window, filter: Node | null, fields: Field[], usable: (b: Block) => boolean, extra: string[]): Promise<Part | null> {
   const all = [...filterFieldList(filter), ...fields];
   const keys = new Set<string>();
+  const names = new Set<string>(extra);
   for (const f of all) {
     const c = blockColumnName(f);
     if (c === null) return null;
+    names.add(c);
     const key = topLevelDataKey(f);
     if (key !== null) {
       if (!env.slots.n.has(key) && !env.slots.s.has(key)) return null;
@@ -67,7 +69,9 @@ async function splitWindow(env: BlockEnv, projectId: string, w: Window, filter: 
   const candidates = states.filter((s) => s.usable);
   for (const s of states) if (!s.usable) rawEvents += s.events;
   if (rawEvents > MAX_RAW_EVENTS) return null;
-  const loaded = await env.store.load(env.db, projectId, candidates);
+  // A count without filter needs no column, only the block's row count: `type` stands in.
+  if (names.size === 0) names.add("type");
+  const loaded = await env.store.load(env.db, projectId, candidates, [...names]);
   const blocks: Part["blocks"] = [];
   for (const s of states) {
     const block = s.usable ? loaded.get(s.hour) : undefined;
@@ -220,7 +224,7 @@ export async function blockAggregate(env: BlockEnv, projectId: string, w: Window
   // distinct values need every value of the field.
   const exact = aggs.filter((a) => a.field && !(isNumeric(a.operation) && colKind(env, a.field) === "n")).map((a) => a.field!);
   for (const a of aggs) if (isNumeric(a.operation) && (!a.field || colKind(env, a.field) !== "n")) return null;
-  const part = await split(env, projectId, w, filter, fields, plainOk(exact));
+  const part = await split(env, projectId, w, filter, fields, plainOk(exact), aggs.some((a) => !a.field) ? ["user_id"] : []);
   if (!part) return null;
   // The raw rows: one column per aggregation (its value), filtered by SQL.
   const src = rawSource(projectId, w, filter, env.slots, part.raw, (ctx) =>

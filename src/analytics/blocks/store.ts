@@ -2,8 +2,8 @@ import type { Queryable } from "../../storage/db.js";
 import { blockBytes, decodeBlock, type Block } from "./format.js";
 
 // Reading blocks: which hours of a window have a block that agrees with the rollups, and the
-// decoded blocks themselves, kept in a bounded LRU cache (validated against the table on every
-// query, so every node may cache independently).
+// decoded columns a query needs, kept in a bounded LRU cache per column (validated against the
+// table on every query, so every node may cache independently).
 
 export interface HourState {
   hour: number;
@@ -34,35 +34,47 @@ export class BlockStore {
     return r.rows.map((x) => ({ hour: Number(x.h), events: x.n, usable: x.ok === true, builtAt: x.built === null ? 0 : Number(x.built) }));
   }
 
-  /** The decoded blocks of the given hours (all known usable), from the cache or the table. */
-  async load(db: Queryable, projectId: string, hours: HourState[]): Promise<Map<number, Block>> {
+  /**
+   * The given columns of the given hours' blocks (all known usable), from the cache or the table.
+   * An hour is missing from the result when its block was rebuilt in between (read it with SQL).
+   */
+  async load(db: Queryable, projectId: string, hours: HourState[], names: string[]): Promise<Map<number, Block>> {
     const out = new Map<number, Block>();
-    const missing: number[] = [];
+    const missing = new Set<number>();
     for (const h of hours) {
-      const k = `${projectId}|${h.hour}`;
-      const hit = this.cache.get(k);
-      if (hit && hit.builtAt === h.builtAt) {
-        this.cache.delete(k); // LRU: most recently used last
-        this.cache.set(k, hit);
-        out.set(h.hour, hit.block);
-      } else missing.push(h.hour);
+      const block: Block = { rows: -1, columns: new Map() };
+      for (const name of names) {
+        const k = `${projectId}|${h.hour}|${name}`;
+        const hit = this.cache.get(k);
+        if (hit && hit.builtAt === h.builtAt) {
+          this.cache.delete(k); // LRU: most recently used last
+          this.cache.set(k, hit);
+          block.rows = hit.block.rows;
+          block.columns.set(name, hit.block.columns.get(name)!);
+        } else missing.add(h.hour);
+      }
+      out.set(h.hour, block);
     }
-    if (missing.length) {
-      const r = await db.query<{ h: string; built: string; body: Buffer }>(
-        `SELECT (extract(epoch FROM hour) * 1000)::bigint::text AS h, (extract(epoch FROM built_at) * 1000000)::bigint::text AS built, body
-         FROM analytics_blocks WHERE project_id = $1 AND hour = ANY($2::timestamptz[])`,
-        [projectId, missing.map((h) => new Date(h))],
+    if (missing.size) {
+      const r = await db.query<{ h: string; built: string; name: string; body: Buffer }>(
+        `SELECT (extract(epoch FROM c.hour) * 1000)::bigint::text AS h, (extract(epoch FROM b.built_at) * 1000000)::bigint::text AS built, c.name, c.body
+         FROM analytics_block_columns c JOIN analytics_blocks b ON b.project_id = c.project_id AND b.hour = c.hour
+         WHERE c.project_id = $1 AND c.hour = ANY($2::timestamptz[]) AND c.name = ANY($3::text[])`,
+        [projectId, [...missing].map((h) => new Date(h)), names],
       );
       const want = new Map(hours.map((h) => [h.hour, h.builtAt]));
       for (const x of r.rows) {
         const hour = Number(x.h);
-        // Rebuilt between the two reads: use the older rollup agreement no longer; read the hour raw.
+        const block = out.get(hour)!;
+        // Rebuilt since the rollups were compared: this hour is read with SQL.
         if (Number(x.built) !== want.get(hour)) continue;
-        const block = decodeBlock(x.body);
-        out.set(hour, block);
-        this.remember(`${projectId}|${hour}`, Number(x.built), block);
+        const decoded = decodeBlock(x.body);
+        block.rows = decoded.rows;
+        block.columns.set(x.name, decoded.columns.get(x.name)!);
+        this.remember(`${projectId}|${hour}|${x.name}`, Number(x.built), decoded);
       }
     }
+    for (const [hour, block] of out) if (block.rows < 0 || names.some((n) => !block.columns.has(n))) out.delete(hour);
     return out;
   }
 
