@@ -190,7 +190,7 @@ async function main() {
     let t0 = performance.now();
     const blocks = await buildPending(db, pid, () => new Date(), { sealMs: 0, rebuildMs: 0 });
     const blocksS = (performance.now() - t0) / 1000;
-    const blockStats = (await db.query<{ n: number; mb: number }>("SELECT count(*)::int AS n, (sum(pg_column_size(body)) / 1e6)::float8 AS mb FROM analytics_blocks WHERE project_id = $1", [pid])).rows[0];
+    const blockStats = (await db.query<{ n: number; mb: number }>("SELECT (SELECT count(*)::int FROM analytics_blocks WHERE project_id = $1) AS n, (SELECT sum(pg_column_size(body)) / 1e6 FROM analytics_block_columns WHERE project_id = $1)::float8 AS mb", [pid])).rows[0];
     console.log(`blocks: ${blocks.built} built in ${blocksS.toFixed(0)} s; ${blockStats.n} blocks, ${blockStats.mb.toFixed(0)} MB stored`);
 
     const iso = (ms: number) => new Date(ms).toISOString();
