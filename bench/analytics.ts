@@ -159,6 +159,8 @@ async function load(db: import("../src/storage/db.js").Db, rest: RestClient): Pr
   t0 = performance.now();
   await rebuildRollups(db, pid, new Date(start - DAY), new Date(now + DAY));
   await backfillSlots(db, pid, new Date());
+  const pending = (await db.query("SELECT key FROM analytics_properties WHERE project_id = $1 AND state <> 'active'", [pid])).rows;
+  if (pending.length) throw new Error(`slots not active after the backfill: ${pending.map((r) => r.key).join(", ")}`);
   const backfillS = (performance.now() - t0) / 1000;
   // Index-only scans need the visibility map set; after a bulk load that is VACUUM's job (in
   // production autovacuum does it for insert-only partitions: autovacuum_vacuum_insert_threshold).
