@@ -80,3 +80,27 @@ describe("column block building", () => {
     assert.equal(r.rows[0].rows, r.rows[0].n);
   });
 });
+
+describe("the block worker", () => {
+  it("builds ended hours in the background, and queries then answer from blocks", async () => {
+    const w = await startTestApp({ RATE_LIMIT_EVENTS_PER_MINUTE: "100000", ANALYTICS_SLOT_INTERVAL_MS: "0", ANALYTICS_BLOCK_INTERVAL_MS: "100", ANALYTICS_BLOCK_SEAL_MS: "0" });
+    try {
+      const q = await project(w.rest);
+      await ingest(w.rest, q.key, events(300));
+      const deadline = Date.now() + 15_000;
+      let n = 0;
+      while (Date.now() < deadline && (n = (await w.app.deps.db.query("SELECT count(*)::int AS n FROM analytics_blocks WHERE project_id = $1", [q.projectId])).rows[0].n) < 5) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.equal(n, 5);
+      const used = async () => (await w.app.deps.telemetry.analyticsBlockQueries.get()).values.find((v) => v.labels.outcome === "blocks")?.value ?? 0;
+      const before = await used();
+      const r = await w.rest.post(`/v1/projects/${q.projectId}/analytics/group`, { time: { start: new Date(T0).toISOString(), end: new Date(T0 + 5 * H).toISOString() }, groupBy: ["userId"] }, { key: q.key });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.body.data.groups.reduce((a: number, g: { count: number }) => a + g.count, 0), 300);
+      assert.equal((await used()) - before, 1);
+    } finally {
+      await w.close();
+    }
+  });
+});

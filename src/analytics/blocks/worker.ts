@@ -1,4 +1,5 @@
 import type { Deps } from "../../shared/deps.js";
+import { startPeriodic, type Periodic } from "../../shared/periodic.js";
 import { buildPending, type BuildOptions } from "./build.js";
 
 // Background block building: every ANALYTICS_BLOCK_INTERVAL_MS, each project's ended hours that
@@ -8,34 +9,15 @@ import { buildPending, type BuildOptions } from "./build.js";
 
 const PASS_BUDGET_MS = 5_000;
 
-export function startBlockWorker(deps: Deps): { stop(): Promise<void> } {
+export function startBlockWorker(deps: Deps): Periodic {
   const { db, log, clock, config } = deps;
   const opts: BuildOptions = { sealMs: config.analytics.blockSealMs, rebuildMs: 60_000 };
-  let stopped = false;
-  let running: Promise<void> | undefined;
-
-  async function pass(): Promise<void> {
+  return startPeriodic(log, "analytics block pass", config.analytics.blockIntervalMs, async (stopped) => {
     const projects = await db.query<{ id: string }>("SELECT id FROM projects ORDER BY id");
     for (const { id } of projects.rows) {
-      if (stopped) return;
+      if (stopped()) return;
       const r = await buildPending(db, id, clock, opts, PASS_BUDGET_MS, log);
       if (r.built) log.debug({ projectId: id, built: r.built, done: r.done }, "analytics blocks built");
     }
-  }
-
-  const tick = () => {
-    if (running || stopped) return;
-    running = pass()
-      .catch((err) => log.error({ err }, "analytics block pass failed"))
-      .finally(() => (running = undefined));
-  };
-  const timer = setInterval(tick, config.analytics.blockIntervalMs);
-  timer.unref();
-  return {
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await running;
-    },
-  };
+  });
 }
