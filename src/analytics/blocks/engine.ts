@@ -8,6 +8,7 @@ import { decompose, truncate, type Interval, type Window } from "../time.js";
 import { blockColumnName, filterFieldList, filterMask, type Mask } from "./eval.js";
 import type { Block, Column } from "./format.js";
 import type { BlockStore } from "./store.js";
+import { HOUR } from "./build.js";
 
 // The block path of the analytics queries: whole hours of the window are answered from column
 // blocks in this process, the rest (the window's partial edge hours, hours without a usable
@@ -23,7 +24,6 @@ export interface BlockEnv {
   record?: (used: boolean) => void;
 }
 
-const HOUR = 3_600_000;
 /** The block path is taken only when the SQL part reads at most this many events. */
 export const MAX_RAW_EVENTS = 100_000;
 const MAX_RAW_RANGES = 16;

@@ -22,14 +22,6 @@ export function blockColumnName(f: Field): string | null {
   return key === null ? null : `data.${key}`;
 }
 
-/** Whether the block carries every field (checked before any block is read). */
-export function fieldsCarried(keys: Set<string>, fields: Field[]): boolean {
-  return fields.every((f) => {
-    const c = blockColumnName(f);
-    return c !== null && (c === "type" || c === "user_id" || keys.has(c.slice(5)));
-  });
-}
-
 const fill = (n: number, v: 0 | 1): Mask => new Uint8Array(n).fill(v);
 
 /** Rows whose column value satisfies `test` (evaluated per dictionary entry / per number). */
