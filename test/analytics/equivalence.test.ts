@@ -163,7 +163,8 @@ describe("column blocks answer exactly like the JSON path", () => {
   let q: ProjectFixture;
   const cleanEvent = () => {
     const data: Record<string, unknown> = {};
-    if (rnd() < 0.9) data.plan = pick(PLANS);
+    // Hostile strings too: they travel through block dictionaries and back to PostgreSQL as jsonb[].
+    if (rnd() < 0.9) data.plan = pick([...PLANS, `it's; "x" \\ é 😀`, "{\"a\": [1]}", "", " pro"]);
     if (rnd() < 0.85) data.amount = Math.round(rnd() * 10_000) / 100;
     if (rnd() < 0.7) data.country = pick(["de", "fr", "us"]);
     return { type: pick(TYPES), timestamp: new Date(T0 + Math.floor(rnd() * SPAN)).toISOString(), userId: rnd() < 0.8 ? `u${Math.floor(rnd() * 30)}` : undefined, data };
