@@ -210,36 +210,50 @@ async function main() {
     const base = (sql: string, params: unknown[]) => baseDb.query(sql, params);
     const W30 = [pid, new Date(now - 30 * DAY), new Date(now)];
     const W7 = [pid, new Date(now - 7 * DAY), new Date(now)];
-    const cases: { label: string; target: number; ours: () => Promise<unknown>; baseline: () => Promise<unknown> }[] = [
+    // Each case also checks that Vigil's answer equals the baseline's (same rows, same question).
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    type Check = (ours: any, base: pg.QueryResult<any>) => string | null;
+    const eq = (a: unknown, b: unknown) => (JSON.stringify(a) === JSON.stringify(b) ? null : `Vigil ${JSON.stringify(a).slice(0, 300)} != baseline ${JSON.stringify(b).slice(0, 300)}`);
+    const cases: { label: string; target: number; ours: () => Promise<unknown>; baseline: () => Promise<pg.QueryResult>; check: Check }[] = [
       {
         label: "count of one type, 30 days", target: 30,
         ours: () => post("analytics/count", { time: d30, filters: { field: "event", operator: "equals", value: "view" } }),
         baseline: () => base(`SELECT count(*) FROM bench_baseline WHERE project_id = $1 AND type = 'view' AND "timestamp" >= $2 AND "timestamp" <= $3`, W30),
+        check: (o, b) => eq(o.data.count, Number(b.rows[0].count)),
       },
       {
         label: "hourly timeseries, 7 days", target: 30,
         ours: () => post("analytics/timeseries", { time: d7, interval: "hour" }),
         baseline: () => base(`SELECT date_trunc('hour', "timestamp", 'UTC') b, count(*) FROM bench_baseline WHERE project_id = $1 AND "timestamp" >= $2 AND "timestamp" <= $3 GROUP BY 1`, W7),
+        check: (o, b) =>
+          eq(
+            o.data.buckets.filter((x: { count: number }) => x.count > 0).map((x: { time: string; count: number }) => [x.time, x.count]),
+            b.rows.map((r) => [r.b.toISOString(), Number(r.count)]).sort((x, y) => (x[0] < y[0] ? -1 : 1)),
+          ),
       },
       {
         label: "group by plan, country (7 days)", target: 400,
         ours: () => post("analytics/group", { time: d7, groupBy: ["plan", "country"] }),
-        baseline: () => base(`SELECT data->'plan', data->'country', count(*) c FROM bench_baseline WHERE project_id = $1 AND "timestamp" >= $2 AND "timestamp" <= $3 GROUP BY 1, 2 ORDER BY c DESC LIMIT 100`, W7),
+        baseline: () => base(`SELECT data->'plan' AS plan, data->'country' AS country, count(*) c FROM bench_baseline WHERE project_id = $1 AND "timestamp" >= $2 AND "timestamp" <= $3 GROUP BY 1, 2 ORDER BY c DESC LIMIT 100`, W7),
+        check: (o, b) => eq(o.data.groups.map((g: { plan: string; country: string; count: number }) => `${g.plan}|${g.country}|${g.count}`).sort(), b.rows.map((r) => `${r.plan}|${r.country}|${Number(r.c)}`).sort()),
       },
       {
         label: "count_unique userId (7 days)", target: 400,
         ours: () => post("analytics/aggregate", { time: d7, aggregations: [{ name: "users", operation: "count_unique", field: "userId" }] }),
         baseline: () => base(`SELECT count(DISTINCT user_id) FROM bench_baseline WHERE project_id = $1 AND "timestamp" >= $2 AND "timestamp" <= $3`, W7),
+        check: (o, b) => eq(o.data.results[0].value, Number(b.rows[0].count)),
       },
       {
         label: "p95 of amount where plan = pro (7 days)", target: 400,
         ours: () => post("analytics/aggregate", { time: d7, filters: { field: "plan", operator: "equals", value: "pro" }, aggregations: [{ name: "p95", operation: "p95", field: "amount" }] }),
-        baseline: () => base(`SELECT percentile_cont(0.95) WITHIN GROUP (ORDER BY (data->>'amount')::float8) FROM bench_baseline WHERE project_id = $1 AND "timestamp" >= $2 AND "timestamp" <= $3 AND data->>'plan' = 'pro' AND jsonb_typeof(data->'amount') = 'number'`, W7),
+        baseline: () => base(`SELECT percentile_cont(0.95) WITHIN GROUP (ORDER BY (data->>'amount')::float8) AS p FROM bench_baseline WHERE project_id = $1 AND "timestamp" >= $2 AND "timestamp" <= $3 AND data->>'plan' = 'pro' AND jsonb_typeof(data->'amount') = 'number'`, W7),
+        check: (o, b) => eq(o.data.results[0].value, b.rows[0].p),
       },
       {
         label: "or filter on data paths, count (7 days)", target: 400,
         ours: () => post("analytics/count", { time: d7, filters: { or: [{ field: "plan", operator: "equals", value: "team" }, { field: "data.country", operator: "in", value: ["de", "fr"] }] } }),
         baseline: () => base(`SELECT count(*) FROM bench_baseline WHERE project_id = $1 AND "timestamp" >= $2 AND "timestamp" <= $3 AND (data->>'plan' = 'team' OR data->>'country' IN ('de', 'fr'))`, W7),
+        check: (o, b) => eq(o.data.count, Number(b.rows[0].count)),
       },
     ];
     const loadAvg = os.loadavg()[0];
@@ -248,6 +262,8 @@ async function main() {
     for (const k of cases) {
       const o = await timeIt(k.ours);
       const b = (await timeIt(k.baseline, Math.max(3, Math.min(RUNS, 5)))).median;
+      const mismatch = k.check(await k.ours(), await k.baseline());
+      if (mismatch) throw new Error(`${k.label}: answers differ: ${mismatch}`);
       rows.push({ label: k.label, target: k.target, ours: o.median, first: o.first, base: b });
       console.log(`${k.label}: ours ${o.median.toFixed(1)} ms (first ${o.first.toFixed(1)} ms), baseline ${b.toFixed(1)} ms, ${(b / o.median).toFixed(1)}x`);
     }
@@ -260,6 +276,7 @@ async function main() {
       `rollups and the sample's slots built by the service's backfill (\`rebuildRollups\`, \`backfillSlots\`; slots: ${assigned.join(", ")}) in ${backfillS.toFixed(0)} s, then VACUUM ANALYZE.`,
       `Column blocks of every ended hour built by the service's builder (\`buildPending\`, what the background worker runs): ${blockStats.n} blocks, ${blockStats.mb.toFixed(0)} MB stored${blocks.built ? `, built in ${blocksS.toFixed(0)} s` : " (built by an earlier run on the same BENCH_ANALYTICS_DIR)"}.`,
       `Medians of ${RUNS} runs after a first run; the first run (the service's block cache empty: blocks read from PostgreSQL and decoded) is shown apart.`,
+      "Every answer of Vigil was checked equal to the baseline's (counts, buckets, groups, distinct users, the p95 value); the bench fails otherwise.",
       "\"Vigil\" is end to end over REST on 127.0.0.1 (auth, validation, planning, JSON); the baseline is the bare SQL on a plain table",
       "with a jsonb column and indexes on (project, timestamp) and (project, type, timestamp), without HTTP, on its own connection",
       "with PostgreSQL's default planner settings (Vigil's connections set random_page_cost=1.1).",
