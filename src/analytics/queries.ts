@@ -5,7 +5,7 @@ import type { Field } from "./fields.js";
 import type { Node } from "./filters.js";
 import { rawScan, rollupEligible } from "./plan.js";
 import { GRAIN_CODE } from "./rollups.js";
-import { Params, type SlotMap } from "./sql.js";
+import { NO_SLOTS, Params, type SlotMap } from "./sql.js";
 import { bucketStarts, decompose, type Grain, type Interval, type Window } from "./time.js";
 import { blockAggregate, blockBucketCounts, blockCount, blockGroupCounts, orderGroups, type BlockEnv } from "./blocks/engine.js";
 
@@ -20,7 +20,6 @@ export interface QueryEnv {
   blocks?: BlockEnv;
 }
 
-const NO_SLOTS: SlotMap = { n: new Map(), s: new Map() };
 const slotsOf = (env: QueryEnv): SlotMap => (env.fast ? env.slots : NO_SLOTS);
 export const MAX_BUCKETS = 10_000;
 
@@ -190,12 +189,7 @@ export async function group(env: QueryEnv, projectId: string, w: Window, filter:
   if (env.fast && env.blocks) {
     const counts = await blockGroupCounts(env.blocks, projectId, w, filter, fields, keySql);
     if (counts) {
-      return (await orderGroups(env.db, counts, fields.length, limit, false)).map((g) => {
-        const o: Record<string, unknown> = {};
-        fields.forEach((f, i) => (o[f.name] = g.keys[i] ?? null));
-        o.count = g.count;
-        return o;
-      });
+      return (await orderGroups(env.db, counts, fields.length, limit, false)).map((g) => groupObject(fields, g.keys, g.count));
     }
   }
   const s = rawScan(projectId, w, filter, slotsOf(env));
@@ -207,10 +201,13 @@ export async function group(env: QueryEnv, projectId: string, w: Window, filter:
     `SELECT ${by.join(", ")}, sum(c)::float8 AS c FROM (${src}) x GROUP BY ${by.join(", ")} ORDER BY c DESC, ${by.map((b) => `${b} ASC NULLS LAST`).join(", ")} LIMIT ${lim}`,
     s.params.values,
   );
-  return r.rows.map((row) => {
-    const o: Record<string, unknown> = {};
-    fields.forEach((f, i) => (o[f.name] = row[`g${i}`] ?? null));
-    o.count = row.c;
-    return o;
-  });
+  return r.rows.map((row) => groupObject(fields, fields.map((_, i) => row[`g${i}`]), row.c));
+}
+
+/** A group as the API returns it: keyed by the field names as given, then `count`. */
+function groupObject(fields: Field[], keys: unknown[], count: unknown): Record<string, unknown> {
+  const o: Record<string, unknown> = {};
+  fields.forEach((f, i) => (o[f.name] = keys[i] ?? null));
+  o.count = count;
+  return o;
 }

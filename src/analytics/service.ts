@@ -6,6 +6,8 @@ import type { Feature } from "../shared/feature.js";
 import { startSlotWorker } from "./worker.js";
 import { BlockStore } from "./blocks/store.js";
 import { startBlockWorker } from "./blocks/worker.js";
+import type { Periodic } from "../shared/periodic.js";
+import { NO_SLOTS } from "./sql.js";
 import { queryEvents, toEventMessage } from "./events.js";
 import { parseFilters } from "./filters.js";
 import { aggregate, count, group, timeseries, unique, type QueryEnv } from "./queries.js";
@@ -32,12 +34,12 @@ export function createAnalyticsFeature(deps: Deps): Feature {
   async function env(projectId: string): Promise<QueryEnv> {
     // Rollups are derived records: apply what was accepted before this query began.
     await deps.derived.settle(projectId);
-    const slots = fast ? await registry.slots(projectId, clock().getTime()) : { n: new Map(), s: new Map() };
+    const slots = fast ? await registry.slots(projectId, clock().getTime()) : NO_SLOTS;
     return { db, fast, slots, blocks: blocks ? { db, store: blocks, slots, record } : undefined };
   }
 
-  let worker: { stop(): Promise<void> } | undefined;
-  let blockWorker: { stop(): Promise<void> } | undefined;
+  let worker: Periodic | undefined;
+  let blockWorker: Periodic | undefined;
   return {
     name: "analytics",
     services: [

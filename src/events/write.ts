@@ -67,6 +67,12 @@ function usedSlots(events: StoredEvent[]): string[] {
   return SLOT_NAMES.filter((s) => used.has(s));
 }
 
+/** A slot's value for storage: NULL when unset or not finite (JSON has no NaN/Infinity; the JSON stays the truth). */
+function storedSlot(e: StoredEvent, slot: string): string | number | null {
+  const v = e.slots?.[slot];
+  return v === undefined || v === null || (typeof v === "number" && !Number.isFinite(v)) ? null : v;
+}
+
 const insertSqlCache = new Map<string, string>();
 
 function insertSql(slots: string[], withDeltas: boolean): string {
@@ -110,11 +116,7 @@ export async function insertEvents(client: PoolClient, events: StoredEvent[], cr
       context: e.context,
       tags: e.tags,
     };
-    for (const s of slots) {
-      const v = e.slots?.[s];
-      // JSON has no NaN/Infinity: a non-finite number slot is stored as NULL (the JSON stays the truth).
-      row[s] = v === undefined || (typeof v === "number" && !Number.isFinite(v)) ? null : v;
-    }
+    for (const s of slots) row[s] = storedSlot(e, s);
     rows[i] = row;
   }
   const values: unknown[] = [createdAt.toISOString(), JSON.stringify(rows)];
@@ -147,8 +149,8 @@ export async function copyEvents(client: PoolClient, events: StoredEvent[], crea
     const e = events[i];
     let line = `${copyText(e.projectId)}\t${e.timestamp.toISOString()}\t${e.id}\t${copyText(e.type)}\t${copyText(e.userId)}\t${copyText(e.groupId)}\t${copyText(e.sourceId)}\t${copyJson(e.data)}\t${copyJson(e.context)}\t${copyJson(e.tags)}\t${created}`;
     for (const s of slots) {
-      const v = e.slots?.[s];
-      line += `\t${v === undefined || v === null || (typeof v === "number" && !Number.isFinite(v)) ? "\\N" : copyText(String(v))}`;
+      const v = storedSlot(e, s);
+      line += `\t${v === null ? "\\N" : copyText(String(v))}`;
     }
     lines[i] = line;
   }

@@ -4,7 +4,7 @@ import { topLevelDataKey, type Field } from "../fields.js";
 import type { Node } from "../filters.js";
 import { Params } from "../sql.js";
 import { truncate, type Interval, type Window } from "../time.js";
-import { blockColumnName } from "./eval.js";
+import { blockColumnName, type Mask } from "./eval.js";
 import type { Block, Column } from "./format.js";
 import { percentileCont } from "./percentile.js";
 import { rawSource, split, type BlockEnv } from "./split.js";
@@ -19,13 +19,21 @@ export type { BlockEnv } from "./split.js";
 export { percentileCont } from "./percentile.js";
 
 const colOf = (b: Block, f: Field): Column => b.columns.get(blockColumnName(f)!)!;
+/** Rows a mask selects. */
+const selected = (mask: Mask): number => {
+  let n = 0;
+  for (let i = 0; i < mask.length; i++) n += mask[i];
+  return n;
+};
+/** Whether row i of the column holds a value (code 0 and NaN are NULL). */
+const present = (c: Column, i: number): boolean => (c.kind === "s" ? c.codes[i] !== 0 : c.values[i] === c.values[i]);
 const plainOk = (fields: Field[]) => (b: Block) => fields.every((f) => colOf(b, f).other === 0);
 
 export async function blockCount(env: BlockEnv, projectId: string, w: Window, filter: Node | null): Promise<number | null> {
   const part = await split(env, projectId, w, filter, [], () => true);
   if (!part) return null;
   let n = 0;
-  for (const { mask } of part.blocks) for (let i = 0; i < mask.length; i++) n += mask[i];
+  for (const { mask } of part.blocks) n += selected(mask);
   const src = rawSource(projectId, w, filter, env.slots, part.raw, () => "1 AS one");
   if (src) n += Number((await env.db.query<{ c: string }>(`SELECT count(*)::text AS c FROM (${src.sql}) x`, src.params.values)).rows[0].c);
   return n;
@@ -38,10 +46,8 @@ export async function blockBucketCounts(env: BlockEnv, projectId: string, w: Win
   if (!part) return null;
   const counts = new Map<number, number>();
   for (const { hour, mask } of part.blocks) {
-    let n = 0;
-    for (let i = 0; i < mask.length; i++) n += mask[i];
     const b = truncate(hour, interval);
-    counts.set(b, (counts.get(b) ?? 0) + n);
+    counts.set(b, (counts.get(b) ?? 0) + selected(mask));
   }
   const src = rawSource(projectId, w, filter, env.slots, part.raw, () => "e.ts");
   if (src) {
@@ -73,17 +79,6 @@ function idColumn(c: Column): { ids: ArrayLike<number>; keys: (string | null)[] 
   return { ids, keys };
 }
 
-/** The JSON-text key of each dictionary code / row value of a column. */
-function rowKeys(c: Column): (i: number) => string | null {
-  if (c.kind === "s") {
-    const keys = [null, ...c.dict.map((s) => JSON.stringify(s))];
-    const codes = c.codes;
-    return (i) => keys[codes[i]];
-  }
-  const vs = c.values;
-  return (i) => (vs[i] === vs[i] ? JSON.stringify(vs[i]) : null);
-}
-
 export interface BlockAggregation {
   operation: string;
   field: Field | null;
@@ -110,19 +105,42 @@ export async function blockAggregate(env: BlockEnv, projectId: string, w: Window
     })].join(", "),
   );
   const raw = src ? (await env.db.query({ text: src.sql, values: src.params.values, rowMode: "array" })).rows as unknown[][] : [];
+  // The numbers of a numeric field (raw rows, then the blocks' selected rows), gathered once per
+  // field however many operations read them.
+  const numbers = new Map<string, Float64Array>();
+  const numbersOf = (f: Field, ai: number): Float64Array => {
+    const key = blockColumnName(f)!;
+    let values = numbers.get(key);
+    if (values) return values;
+    let size = 0;
+    for (const r of raw) if (r[ai + 1] !== null) size++;
+    for (const { block, mask } of part.blocks) {
+      const vs = (colOf(block, f) as Extract<Column, { kind: "n" }>).values;
+      for (let i = 0; i < mask.length; i++) if (mask[i] && vs[i] === vs[i]) size++;
+    }
+    values = new Float64Array(size);
+    let at = 0;
+    for (const r of raw) if (r[ai + 1] !== null) values[at++] = Number(r[ai + 1]);
+    for (const { block, mask } of part.blocks) {
+      const vs = (colOf(block, f) as Extract<Column, { kind: "n" }>).values;
+      for (let i = 0; i < mask.length; i++) if (mask[i] && vs[i] === vs[i]) values[at++] = vs[i];
+    }
+    numbers.set(key, values);
+    return values;
+  };
   return aggs.map((a, ai) => {
     const f = a.field;
-    const rawVals = raw.map((r) => r[ai + 1]);
+    const rawVals = () => raw.map((r) => r[ai + 1]);
     if (a.operation === "count" && !f) {
       let n = raw.length;
-      for (const { mask } of part.blocks) for (let i = 0; i < mask.length; i++) n += mask[i];
+      for (const { mask } of part.blocks) n += selected(mask);
       return n;
     }
     if (a.operation === "count") {
-      let n = rawVals.filter((v) => v !== null).length;
+      let n = rawVals().filter((v) => v !== null).length;
       for (const { block, mask } of part.blocks) {
-        const k = rowKeys(colOf(block, f!));
-        for (let i = 0; i < mask.length; i++) if (mask[i] && k(i) !== null) n++;
+        const c = colOf(block, f!);
+        for (let i = 0; i < mask.length; i++) if (mask[i] && present(c, i)) n++;
       }
       return n;
     }
@@ -131,7 +149,7 @@ export async function blockAggregate(env: BlockEnv, projectId: string, w: Window
       // text and jsonb strings never contain NUL, so the two cannot collide).
       const seen = new Set<string>();
       const distinctKey = (v: unknown) => (typeof v === "string" ? v : "\u0000" + JSON.stringify(v));
-      for (const v of rawVals) if (v !== null) seen.add(distinctKey(v));
+      for (const v of rawVals()) if (v !== null) seen.add(distinctKey(v));
       for (const { block, mask } of part.blocks) {
         const c = f ? colOf(block, f) : block.columns.get("user_id")!;
         if (c.kind === "s") {
@@ -144,25 +162,15 @@ export async function blockAggregate(env: BlockEnv, projectId: string, w: Window
       return seen.size;
     }
     // Numeric: every number of the filtered rows.
-    let size = 0;
-    for (const v of rawVals) if (v !== null) size++;
-    for (const { block, mask } of part.blocks) {
-      const vs = (colOf(block, f!) as Extract<Column, { kind: "n" }>).values;
-      for (let i = 0; i < mask.length; i++) if (mask[i] && vs[i] === vs[i]) size++;
-    }
-    const values = new Float64Array(size);
-    let at = 0;
-    for (const v of rawVals) if (v !== null) values[at++] = Number(v);
-    for (const { block, mask } of part.blocks) {
-      const vs = (colOf(block, f!) as Extract<Column, { kind: "n" }>).values;
-      for (let i = 0; i < mask.length; i++) if (mask[i] && vs[i] === vs[i]) values[at++] = vs[i];
-    }
+    const values = numbersOf(f!, ai);
+    const size = values.length;
     if (a.operation === "sum") return values.reduce((s, v) => s + v, 0);
     if (size === 0) return null;
     if (a.operation === "avg") return values.reduce((s, v) => s + v, 0) / size;
     if (a.operation === "min") return values.reduce((m, v) => (v < m ? v : m), Infinity);
     if (a.operation === "max") return values.reduce((m, v) => (v > m ? v : m), -Infinity);
-    return percentileCont(values, Number(a.operation.slice(1)) / 100);
+    // Selection reorders its input: a copy keeps the shared numbers in gathering order.
+    return percentileCont(values.slice(), Number(a.operation.slice(1)) / 100);
   });
 }
 
