@@ -20,8 +20,20 @@ export interface BuildOptions {
 }
 export const DEFAULT_BUILD: BuildOptions = { sealMs: 120_000, rebuildMs: 60_000 };
 
-/** Builds (or rebuilds) the block of one project-hour. False when the snapshot did not agree. */
+/** Builds (or rebuilds) the block of one project-hour. False when the snapshot did not agree or another builder had it. */
 export async function buildBlock(db: Db, projectId: string, hour: number, now: Date): Promise<boolean> {
+  try {
+    return await buildInSnapshot(db, projectId, hour, now);
+  } catch (err) {
+    // The snapshot is taken by the lock statement itself, so it can predate the commit of a builder
+    // that held the lock a moment before: writing over that block is then a serialization failure.
+    // That builder's block is as good as ours; this one is left to a later pass.
+    if ((err as { code?: string }).code === "40001") return false;
+    throw err;
+  }
+}
+
+function buildInSnapshot(db: Db, projectId: string, hour: number, now: Date): Promise<boolean> {
   return tx(db, async (c) => {
     await c.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
     // Another node building the same block: leave it to that one.
