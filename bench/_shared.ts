@@ -36,6 +36,17 @@ export function post(agent: http.Agent, port: number, pathname: string, body: st
   });
 }
 
+/**
+ * The node arguments of `npm start` (package.json), so that a bench measures the service exactly
+ * as it is run: `node <flags> --import tsx src/main.ts` -> [<flags>, "--import", "tsx", "src/main.ts"].
+ */
+export function vigilArgs(): string[] {
+  const start: string = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")).scripts.start;
+  const argv = start.trim().split(/\s+/);
+  if (argv[0] !== "node") throw new Error(`package.json start script must run node: ${start}`);
+  return argv.slice(1);
+}
+
 /** Waits up to 60 s for a spawned Vigil to answer /health. */
 export async function waitHealthy(port: number, child: ChildProcess): Promise<void> {
   for (let i = 0; i < 600; i++) {

@@ -12,7 +12,7 @@ import path from "node:path";
 import pg from "pg";
 import pino from "pino";
 import { startEmbeddedPostgres } from "../src/storage/embedded.js";
-import { freePort, post, postgresCpuSeconds, processCpuSeconds, setupProject, waitHealthy, writeBenchSection } from "./_shared.js";
+import { freePort, post, postgresCpuSeconds, processCpuSeconds, setupProject, vigilArgs, waitHealthy, writeBenchSection } from "./_shared.js";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const QUICK = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1";
@@ -135,7 +135,7 @@ async function main(): Promise<void> {
   try {
     const vigilPort = await freePort();
     const profile = process.env.BENCH_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-    const vigil = spawn(process.execPath, [...profile, "--import", "tsx", "src/main.ts"], {
+    const vigil = spawn(process.execPath, [...profile, ...vigilArgs()], {
       cwd: root,
       stdio: ["ignore", "ignore", "inherit"],
       env: { ...process.env, DATABASE_URL: pgHandle.url, PORT: String(vigilPort), HOST: "127.0.0.1", DATA_DIR: path.join(tmp, "vigil"), LOG_LEVEL: "warn", RATE_LIMIT_EVENTS_PER_MINUTE: "100000000", RATE_LIMIT_BATCHES_PER_MINUTE: "100000000", REDIS_URL: "", TEMPORAL_ADDRESS: "" },

@@ -14,7 +14,7 @@ import os from "node:os";
 import path from "node:path";
 import pino from "pino";
 import { startEmbeddedPostgres } from "../src/storage/embedded.js";
-import { freePort, writeBenchSection } from "./_shared.js";
+import { freePort, vigilArgs, writeBenchSection } from "./_shared.js";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const QUICK = process.argv.includes("--quick");
@@ -97,7 +97,7 @@ async function main(): Promise<void> {
   const rxPort = (receiver.address() as net.AddressInfo).port;
   try {
     const port = await freePort();
-    const vigil = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    const vigil = spawn(process.execPath, vigilArgs(), {
       cwd: root,
       stdio: ["ignore", "ignore", "inherit"],
       env: { ...process.env, DATABASE_URL: pgh.url, PORT: String(port), DATA_DIR: path.join(tmp, "vigil"), LOG_LEVEL: "warn", RATE_LIMIT_EVENTS_PER_MINUTE: "100000000", RATE_LIMIT_BATCHES_PER_MINUTE: "100000000", WEBHOOK_ALLOW_PRIVATE: "true", REDIS_URL: "", TEMPORAL_ADDRESS: "" },
