@@ -3,7 +3,7 @@ import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext } from "@connectrpc/connect";
 import { z } from "zod";
 import { EventService } from "../../gen/vigil/v1/events_pb.js";
-import { clientInfoKey } from "../shared/context.js";
+import { clientInfoKey, restJsonListKey } from "../shared/context.js";
 import type { Deps } from "../shared/deps.js";
 import { ApiError, badRequest, notFound, rateLimited, tooLarge } from "../shared/errors.js";
 import type { Feature } from "../shared/feature.js";
@@ -72,6 +72,7 @@ export function createEventsFeature(deps: Deps): Feature & { ingestor: Ingestor 
     services: [
       {
         desc: EventService,
+        restJsonList: { ingestEventBatch: "events" },
         impl: {
           async ingestEvent(req, ctx) {
             const scope = await auth.ingestKey(ctx);
@@ -87,7 +88,9 @@ export function createEventsFeature(deps: Deps): Feature & { ingestor: Ingestor 
 
           async ingestEventBatch(req, ctx) {
             const scope = await auth.ingestKey(ctx);
-            const items = req.events as unknown[];
+            // Over REST the items arrive as the parsed JSON itself; over gRPC as Value messages.
+            const json = ctx.values.get(restJsonListKey);
+            const items: unknown[] = json ?? req.events;
             if (items.length > MAX_BATCH_EVENTS) throw tooLarge(`a batch holds at most ${MAX_BATCH_EVENTS} events; this one has ${items.length}`);
             if (items.length === 0) throw badRequest("events is required: an array of 1 to 1000 events", [{ field: "events", message: "is required" }]);
             await limit("batches", scope.projectId);
@@ -96,12 +99,14 @@ export function createEventsFeature(deps: Deps): Feature & { ingestor: Ingestor 
             const valid: NewEvent[] = [];
             const errors: { index: number; code: string; message: string }[] = [];
             for (let i = 0; i < items.length; i++) {
-              let raw: unknown;
-              try {
-                raw = toJson(ValueSchema, items[i] as never);
-              } catch {
-                errors.push({ index: i, code: "validation_failed", message: "event is not valid JSON" });
-                continue;
+              let raw: unknown = items[i];
+              if (!json) {
+                try {
+                  raw = toJson(ValueSchema, items[i] as never);
+                } catch {
+                  errors.push({ index: i, code: "validation_failed", message: "event is not valid JSON" });
+                  continue;
+                }
               }
               const check = checkEvent(raw, now);
               if (!check.ok) {

@@ -77,10 +77,12 @@ const BAD_TEXT = /\0|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\ud
 
 /**
  * Why a JSON value cannot be stored (PostgreSQL text and jsonb refuse NUL characters and lone
- * surrogates; very deep nesting exhausts parsers), or undefined when it can.
+ * surrogates; very deep nesting exhausts parsers; numbers must be finite), or undefined when it can.
  */
 export function unstorable(v: unknown, depth = 0): string | undefined {
   if (typeof v === "string") return BAD_TEXT.test(v) ? "contains a NUL character or invalid Unicode" : undefined;
+  // JSON.parse reads 1e400 as Infinity, which JSON (and jsonb) cannot hold.
+  if (typeof v === "number") return Number.isFinite(v) ? undefined : "contains a number beyond the range of a 64-bit float";
   if (typeof v !== "object" || v === null) return undefined;
   if (depth >= MAX_DEPTH) return `is nested deeper than ${MAX_DEPTH} levels`;
   if (Array.isArray(v)) {

@@ -11,3 +11,10 @@ export interface ClientInfo {
 }
 
 export const clientInfoKey = createContextKey<ClientInfo>({ ip: "", requestId: "" });
+
+/**
+ * Set by the REST transcoder for a method's `restJsonList` field (see ServiceBinding): the field's
+ * JSON array exactly as parsed from the body. Over gRPC and Connect it is unset and the field holds
+ * Value messages. Proto3 JSON maps a Value to the JSON value itself, so both carry the same data.
+ */
+export const restJsonListKey = createContextKey<unknown[] | undefined>(undefined);

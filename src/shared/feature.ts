@@ -13,6 +13,12 @@ export type UnaryFn = (req: any, ctx: HandlerContext) => Promise<any> | any;
 export interface ServiceBinding {
   desc: DescService;
   impl: Record<string, UnaryFn>;
+  /**
+   * REST only: per method (local name), one `repeated google.protobuf.Value` field (proto name)
+   * that the transcoder hands over as the parsed JSON array (`restJsonListKey`) instead of decoding
+   * it into Value messages that the handler would turn back into JSON. The handler must read it.
+   */
+  restJsonList?: Record<string, string>;
 }
 
 export interface Feature {
@@ -41,5 +47,5 @@ export function guardImpl(binding: ServiceBinding, log: Logger): ServiceBinding 
       }
     };
   }
-  return { desc: binding.desc, impl };
+  return { ...binding, impl };
 }

@@ -30,7 +30,18 @@ function describeDecodeError(schema: DescMessage, err: unknown): never {
   throw badRequest(field ? `invalid value for field '${field}'` : "request body does not match the expected shape", field ? [{ field, message: "wrong type or format" }] : undefined);
 }
 
-export function decodeRequest(route: Route, params: Record<string, string>, query: URLSearchParams, body: unknown): unknown {
+/** The decoded message, and the JSON array of the route's pass-through field when the body had one. */
+export interface Decoded {
+  message: unknown;
+  jsonList?: unknown[];
+}
+
+/**
+ * `jsonList` names a `repeated google.protobuf.Value` field (proto name) to pass through: an array
+ * there is left out of the decoding and returned as is (its proto3 JSON form is the JSON itself).
+ * Anything else in that field is decoded normally, so it fails exactly as it would otherwise.
+ */
+export function decodeRequest(route: Route, params: Record<string, string>, query: URLSearchParams, body: unknown, jsonList?: string): Decoded {
   const schema = route.method.input;
   let json: Record<string, JsonValue> = {};
   if (route.body === "*") {
@@ -62,8 +73,20 @@ export function decodeRequest(route: Route, params: Record<string, string>, quer
       throw badRequest(`invalid value for field '${f.jsonName}'`, [{ field: f.jsonName, message: "must be a JSON object" }]);
     }
   }
+  let list: unknown[] | undefined;
+  if (jsonList !== undefined) {
+    const f = schema.fields.find((x) => x.name === jsonList);
+    if (!f || f.fieldKind !== "list" || f.listKind !== "message" || f.message.typeName !== "google.protobuf.Value") {
+      throw new Error(`${route.method.name}: ${jsonList} is not a repeated google.protobuf.Value field`);
+    }
+    const key = json[f.jsonName] !== undefined ? f.jsonName : f.name;
+    if (Array.isArray(json[key])) {
+      list = json[key] as unknown[];
+      delete json[key];
+    }
+  }
   try {
-    return fromJson(schema, json, { ignoreUnknownFields: true });
+    return { message: fromJson(schema, json, { ignoreUnknownFields: true }), jsonList: list };
   } catch (err) {
     describeDecodeError(schema, err);
   }

@@ -4,7 +4,7 @@ import { create } from "@bufbuild/protobuf";
 import { createContextValues } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { ApiError, toRestError } from "../shared/errors.js";
-import { clientInfoKey, type ClientInfo } from "../shared/context.js";
+import { clientInfoKey, restJsonListKey, type ClientInfo } from "../shared/context.js";
 import type { ServiceBinding } from "../shared/feature.js";
 import { readBody, parseJsonBody, type AnyRequest } from "./body.js";
 import { restContext } from "./context.js";
@@ -44,7 +44,11 @@ function send(res: AnyResponse, status: number, body: unknown, headers?: Headers
 export function createRestHandler(opts: RestOptions) {
   const routes: Route[] = routesFor(opts.bindings.map((b) => b.desc));
   const impls = new Map<string, ServiceBinding["impl"][string]>();
-  for (const b of opts.bindings) for (const [name, fn] of Object.entries(b.impl)) impls.set(`${b.desc.typeName}/${name}`, fn);
+  const jsonLists = new Map<string, string>();
+  for (const b of opts.bindings) {
+    for (const [name, fn] of Object.entries(b.impl)) impls.set(`${b.desc.typeName}/${name}`, fn);
+    for (const [name, field] of Object.entries(b.restJsonList ?? {})) jsonLists.set(`${b.desc.typeName}/${name}`, field);
+  }
 
   return async function handleRest(req: AnyRequest, res: AnyResponse, client: ClientInfo): Promise<void> {
     const verb = (req.method ?? "GET").toUpperCase();
@@ -62,8 +66,9 @@ export function createRestHandler(opts: RestOptions) {
       if (verb === "POST" || verb === "PATCH" || verb === "PUT") {
         body = parseJsonBody(await readBody(req, opts.maxBodyBytes), req.headers["content-type"]);
       } else req.resume();
-      const input = decodeRequest(route, params, url.searchParams, body);
-      const fn = impls.get(`${route.service.typeName}/${route.method.localName}`);
+      const rpc = `${route.service.typeName}/${route.method.localName}`;
+      const input = decodeRequest(route, params, url.searchParams, body, jsonLists.get(rpc));
+      const fn = impls.get(rpc);
       if (!fn) throw new ApiError(404, "not_found", `no route for ${verb} ${url.pathname}`);
       const ctx = restContext({
         service: route.service,
@@ -71,10 +76,10 @@ export function createRestHandler(opts: RestOptions) {
         requestMethod: verb,
         url: url.toString(),
         headers: req.headers,
-        values: createContextValues().set(clientInfoKey, client),
+        values: createContextValues().set(clientInfoKey, client).set(restJsonListKey, input.jsonList),
         shutdownSignal: opts.shutdownSignal,
       });
-      const result = await fn(input, ctx);
+      const result = await fn(input.message, ctx);
       const output = create(route.method.output, (result ?? {}) as never);
       const status = route.successStatus;
       send(res, status, status === 204 ? undefined : messageToRestJson(route.method.output, output as unknown as Record<string, unknown>), ctx.touchedResponseHeader);

@@ -184,6 +184,18 @@ describe("batch ingestion", () => {
     assert.equal(ok.body.data.accepted, 1000);
   });
 
+  it("refuses a number beyond float64 range (1e400 parses as Infinity) in a single event and in a batch item", async () => {
+    const single = await t.rest.req("POST", "/v1/events", { raw: '{"type":"huge","data":{"n":1e400}}', contentType: "application/json", key: p.key });
+    assert.equal(single.status, 400, single.text);
+    errorBody(single);
+    const batch = await t.rest.req("POST", "/v1/events/batch", { raw: '{"events":[{"type":"fine","data":{"n":1e300}},{"type":"huge","data":{"n":-1e400}}]}', contentType: "application/json", key: p.key });
+    assert.equal(batch.status, 202, batch.text);
+    assert.equal(batch.body.data.accepted, 1);
+    assert.deepEqual(batch.body.data.errors.map((e: { index: number }) => e.index), [1]);
+    const got = await t.rest.get(`/v1/projects/self/events/${batch.body.data.events[0].id}`, { key: p.key });
+    assert.deepEqual(got.body.data.data, { n: 1e300 });
+  });
+
   it("refuses a missing, empty or non-array events field with 400", async () => {
     for (const body of [{}, { events: [] }, { events: "x" }, { events: { type: "a" } }]) {
       const r = await t.rest.post("/v1/events/batch", body, { key: p.key });
