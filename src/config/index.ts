@@ -34,6 +34,7 @@ export const envSchema = z.object({
   INGEST_FLUSH_MS: intFrom(2, 0),
   INGEST_MAX_BATCH: intFrom(2000, 1),
   INGEST_MAX_IN_FLIGHT: intFrom(2, 1),
+  DERIVED_DELAY_MS: intFrom(1000, 0),
   WEBHOOK_BACKOFF_BASE_MS: intFrom(10_000, 1),
   WEBHOOK_MAX_ATTEMPTS: intFrom(8, 1),
   WEBHOOK_TIMEOUT_MS: intFrom(10_000, 1),
@@ -64,7 +65,7 @@ export interface Config {
   logLevel: z.infer<typeof envSchema>["LOG_LEVEL"];
   rateLimits: { eventsPerMinute: number; batchesPerMinute: number };
   maxBodyBytes: number;
-  ingest: { flushMs: number; maxBatch: number; maxInFlight: number };
+  ingest: { flushMs: number; maxBatch: number; maxInFlight: number; derivedDelayMs: number };
   webhooks: { backoffBaseMs: number; maxAttempts: number; timeoutMs: number; allowPrivate: boolean };
   pgPoolSize: number;
   /** Raw heartbeats are kept this long; older windows read hourly rollups. */
@@ -100,7 +101,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     logLevel: e.LOG_LEVEL,
     rateLimits: { eventsPerMinute: e.RATE_LIMIT_EVENTS_PER_MINUTE, batchesPerMinute: e.RATE_LIMIT_BATCHES_PER_MINUTE },
     maxBodyBytes: e.MAX_BODY_BYTES,
-    ingest: { flushMs: e.INGEST_FLUSH_MS, maxBatch: e.INGEST_MAX_BATCH, maxInFlight: e.INGEST_MAX_IN_FLIGHT },
+    ingest: { flushMs: e.INGEST_FLUSH_MS, maxBatch: e.INGEST_MAX_BATCH, maxInFlight: e.INGEST_MAX_IN_FLIGHT, derivedDelayMs: e.DERIVED_DELAY_MS },
     webhooks: {
       backoffBaseMs: e.WEBHOOK_BACKOFF_BASE_MS,
       maxAttempts: e.WEBHOOK_MAX_ATTEMPTS,

@@ -63,7 +63,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
     log,
     clock: opts.clock ?? systemClock,
     hooks: new Hooks(),
-    derived: new Projector(db, log, telemetry),
+    derived: new Projector(db, log, telemetry, { delayMs: config.ingest.derivedDelayMs, pollMs: 1000 }),
     telemetry,
     pressure: new IngestPressure(),
     auth: undefined as unknown as Authenticator,

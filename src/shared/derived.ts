@@ -41,7 +41,7 @@ export class Projector {
   private again = false;
   private stopped = false;
 
-  constructor(private readonly db: Db, private readonly log: Logger, private readonly telemetry: Telemetry, private readonly opts: { delayMs: number; pollMs: number } = { delayMs: 100, pollMs: 1000 }) {}
+  constructor(private readonly db: Db, private readonly log: Logger, private readonly telemetry: Telemetry, private readonly opts: { delayMs: number; pollMs: number }) {}
 
   /** The `ingest_deltas` rows for a group of stored events: [projectId, JSON] per project. */
   rowsFor(events: StoredEvent[]): [string, string][] {
