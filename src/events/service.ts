@@ -14,6 +14,7 @@ import { decodeCursor, encodeCursor } from "./cursor.js";
 import { GroupCommitIngestor } from "./ingest.js";
 import { createRateLimiter, type LimitName } from "./ratelimit.js";
 import { getEvent, listEvents, rowToStored, toEventMessage } from "./store.js";
+import { userHoursProjection } from "./user-hours.js";
 import { uuidv7Time } from "./uuidv7.js";
 import { checkEvent, parseZonedTime, type EventRefusal } from "./validate.js";
 
@@ -53,6 +54,7 @@ function refusal(e: EventRefusal): ApiError {
 export function createEventsFeature(deps: Deps): Feature & { ingestor: Ingestor } {
   const { db, clock, auth, config, telemetry } = deps;
   const ingestor = new GroupCommitIngestor(deps);
+  deps.derived.projections.push(userHoursProjection);
   const limiter = createRateLimiter(config.redisUrl, deps.log);
 
   async function limit(name: LimitName, projectId: string): Promise<void> {
@@ -145,6 +147,8 @@ export function createEventsFeature(deps: Deps): Feature & { ingestor: Ingestor 
               after = decodeCursor(input.cursor);
               if (!after) throw badRequest("invalid cursor: pass the nextCursor of a previous page", [{ field: "cursor", message: "not a cursor of this list" }]);
             }
+            // The userId path reads event_user_hours, a derived record: apply what is pending first.
+            if (input.userId !== undefined) await deps.derived.settle(scope.projectId);
             const page = await listEvents(db, {
               projectId: scope.projectId,
               limit: input.limit,

@@ -1,6 +1,7 @@
 import type { Queryable } from "../storage/db.js";
 import type { StoredEvent } from "../shared/hooks.js";
 import type { JsonObject } from "@bufbuild/protobuf";
+import { HOUR_MS, hourOf, userHours } from "./user-hours.js";
 
 // Reading events back: the keyset-paginated list and the lookup by id.
 
@@ -57,10 +58,47 @@ export async function listEvents(db: Queryable, f: ListFilter): Promise<{ rows: 
     params.push(f.after.ts.toISOString(), f.after.id);
     where.push(`(ts, id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
   }
-  params.push(f.limit + 1);
-  const r = await db.query<EventRow>(`SELECT ${COLUMNS} FROM events WHERE ${where.join(" AND ")} ORDER BY ts DESC, id DESC LIMIT $${params.length}`, params);
-  const hasMore = r.rows.length > f.limit;
-  return { rows: hasMore ? r.rows.slice(0, f.limit) : r.rows, hasMore };
+  const need = f.limit + 1;
+  const rows = f.userId === undefined ? await page(db, where, params, need) : await userPage(db, { ...f, userId: f.userId }, where, params, need);
+  const hasMore = rows.length > f.limit;
+  return { rows: hasMore ? rows.slice(0, f.limit) : rows, hasMore };
+}
+
+async function page(db: Queryable, where: string[], params: unknown[], need: number): Promise<EventRow[]> {
+  const r = await db.query<EventRow>(`SELECT ${COLUMNS} FROM events WHERE ${where.join(" AND ")} ORDER BY ts DESC, id DESC LIMIT $${params.length + 1}`, [...params, need]);
+  return r.rows;
+}
+
+/**
+ * A page for one user: the user's hours with events (event_user_hours), newest first, a few at a
+ * time (4, then 16, 64, 256), each hour read through the primary key (project_id, ts, id) with the
+ * same filters. Hours are disjoint, so rows stay in (ts, id) order across them. The caller has
+ * settled the project's derived records first.
+ */
+async function userPage(db: Queryable, f: ListFilter & { userId: string }, where: string[], params: unknown[], need: number): Promise<EventRow[]> {
+  const rows: EventRow[] = [];
+  const bounds = [f.after?.ts.getTime(), f.end?.getTime()].filter((x): x is number => x !== undefined);
+  let upTo = bounds.length ? hourOf(Math.min(...bounds)) : undefined;
+  const from = f.start === undefined ? undefined : hourOf(f.start.getTime());
+  let batch = 4;
+  while (rows.length < need) {
+    const hours = await userHours(db, f.projectId, f.userId, upTo, from, batch);
+    if (!hours.length) break;
+    const h = params.length + 1;
+    const r = await db.query<EventRow>(
+      `SELECT ${COLUMNS} FROM unnest($${h}::timestamptz[]) AS h(hour) CROSS JOIN LATERAL (
+         SELECT ${COLUMNS} FROM events
+         WHERE ${where.join(" AND ")} AND ts >= h.hour AND ts < h.hour + interval '1 hour'
+         ORDER BY ts DESC, id DESC LIMIT $${h + 1}
+       ) e ORDER BY ts DESC, id DESC LIMIT $${h + 1}`,
+      [...params, hours.map((x) => x.toISOString()), need - rows.length],
+    );
+    rows.push(...r.rows);
+    if (hours.length < batch) break;
+    upTo = hours[hours.length - 1].getTime() - HOUR_MS;
+    batch = Math.min(batch * 4, 256);
+  }
+  return rows;
 }
 
 /** The event with this id in the project (the id's time prefix selects the partition). */

@@ -1,0 +1,108 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { startTestApp, type TestApp } from "../helpers/app.js";
+import { project, type ProjectFixture } from "../helpers/fixtures.js";
+import { userHoursDelta } from "../../src/events/user-hours.js";
+import type { StoredEvent } from "../../src/shared/hooks.js";
+
+// The userId path of the event list reads event_user_hours (a derived record) and then each hour
+// through the primary key. Its pages must equal the unfiltered list restricted to the user.
+
+let t: TestApp;
+let p: ProjectFixture;
+before(async () => {
+  t = await startTestApp();
+  p = await project(t.rest);
+});
+after(() => t.close());
+
+async function ingest(events: object[]): Promise<void> {
+  for (let i = 0; i < events.length; i += 1000) {
+    const r = await t.rest.post("/v1/events/batch", { events: events.slice(i, i + 1000) }, { key: p.key });
+    assert.equal(r.status, 202, r.text);
+    assert.equal(r.body.data.rejected, 0, r.text);
+  }
+}
+
+async function pageAll(query: string, limit: number): Promise<{ id: string; type: string; userId?: string; timestamp: string }[]> {
+  const out: any[] = [];
+  let cursor: string | null = null;
+  for (let i = 0; i < 2000; i++) {
+    const r: any = await t.rest.get(`/v1/projects/self/events?limit=${limit}${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, { key: p.key });
+    assert.equal(r.status, 200, r.text);
+    out.push(...r.body.data);
+    if (!r.body.pagination.hasMore) return out;
+    cursor = r.body.pagination.nextCursor;
+  }
+  throw new Error("pagination did not end");
+}
+
+const base = Date.parse("2024-06-30T12:00:00Z");
+const iso = (ms: number) => new Date(ms).toISOString();
+
+describe("listing events by userId (event_user_hours)", () => {
+  before(async () => {
+    const events: object[] = [];
+    // walker: 300 hours with events (beyond the 4 + 16 + 64 + 256 hour steps), ties on one timestamp,
+    // hour edges (:00:00.000 and :59:59.999), and other users' events in the same hours.
+    for (let i = 0; i < 300; i++) {
+      const hour = base - i * 3 * 3_600_000;
+      events.push({ type: i % 2 ? "odd" : "even", userId: "walker", timestamp: iso(hour) });
+      if (i % 7 === 0) events.push({ type: "tie", userId: "walker", timestamp: iso(hour) }, { type: "tie", userId: "walker", timestamp: iso(hour) });
+      if (i % 5 === 0) events.push({ type: "edge", userId: "walker", timestamp: iso(hour + 3_599_999) });
+      events.push({ type: "other", userId: `u${i % 4}`, timestamp: iso(hour + 60_000) }, { type: "anon", timestamp: iso(hour + 120_000) });
+    }
+    events.push({ type: "odd", userId: "walker\u0000?".replace("\u0000", "'; --"), timestamp: iso(base) });
+    await ingest(events);
+  });
+
+  it("pages through every event of the user exactly once, in (timestamp, id) order, at several page sizes", async () => {
+    const all = await pageAll("", 100);
+    const truth = all.filter((e) => e.userId === "walker").map((e) => e.id);
+    assert.equal(truth.length, 300 + 2 * 43 + 60);
+    for (const limit of [1, 7, 50, 100]) {
+      const got = (await pageAll("&userId=walker", limit)).map((e) => e.id);
+      assert.deepEqual(got, truth, `limit ${limit}`);
+    }
+  });
+
+  it("combines with type, startDate and endDate (inclusive, mid-hour bounds)", async () => {
+    const start = iso(base - 200 * 3_600_000 + 1_800_000);
+    const end = iso(base - 20 * 3_600_000 - 1);
+    const all = await pageAll(`&startDate=${start}&endDate=${end}`, 100);
+    const truth = all.filter((e) => e.userId === "walker" && e.type === "tie").map((e) => e.id);
+    assert.ok(truth.length > 0);
+    assert.deepEqual((await pageAll(`&userId=walker&type=tie&startDate=${start}&endDate=${end}`, 3)).map((e) => e.id), truth);
+    const edge = await pageAll(`&userId=walker&startDate=${iso(base + 3_599_999)}&endDate=${iso(base + 3_599_999)}`, 10);
+    assert.deepEqual(edge.map((e) => e.type), ["edge"]);
+  });
+
+  it("finds hostile and unknown user ids safely", async () => {
+    const hostile = await pageAll(`&userId=${encodeURIComponent("walker'; --?")}`, 10);
+    assert.deepEqual(hostile.map((e) => e.type), ["odd"]);
+    assert.deepEqual(await pageAll("&userId=nobody", 10), []);
+  });
+
+  it("sees events acknowledged just before the read, with the projector stopped (the read settles)", async () => {
+    const q = await project(t.rest);
+    await t.app.deps.derived.stop();
+    try {
+      const r = await t.rest.post("/v1/events/batch", { events: [{ type: "fresh", userId: "new-user" }, { type: "fresh", userId: "new-user", timestamp: "2024-01-01T00:00:00Z" }] }, { key: q.key });
+      assert.equal(r.status, 202, r.text);
+      const list = await t.rest.get("/v1/projects/self/events?userId=new-user", { key: q.key });
+      assert.equal(list.status, 200, list.text);
+      assert.equal(list.body.data.length, 2);
+    } finally {
+      t.app.deps.derived.start();
+    }
+  });
+
+  it("derives one (user, hour) pair per user and UTC hour (pure delta)", () => {
+    const at = (userId: string | null, isoTs: string) => ({ userId, timestamp: new Date(isoTs) }) as StoredEvent;
+    assert.deepEqual(
+      userHoursDelta([at("a", "2024-01-01T10:00:00Z"), at("a", "2024-01-01T10:59:59.999Z"), at("a", "2024-01-01T11:00:00Z"), at("b", "2024-01-01T10:30:00+05:00"), at(null, "2024-01-01T10:00:00Z")]),
+      [["a", Date.parse("2024-01-01T10:00:00Z")], ["a", Date.parse("2024-01-01T11:00:00Z")], ["b", Date.parse("2024-01-01T05:00:00Z")]],
+    );
+    assert.equal(userHoursDelta([at(null, "2024-01-01T10:00:00Z")]), null);
+  });
+});
