@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import { startTestApp, type TestApp } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
@@ -46,7 +47,8 @@ describe("listing events by userId (event_user_hours)", () => {
     // walker: 300 hours with events (beyond the 4 + 16 + 64 + 256 hour steps), ties on one timestamp,
     // hour edges (:00:00.000 and :59:59.999), and other users' events in the same hours.
     for (let i = 0; i < 300; i++) {
-      const hour = base - i * 3 * 3_600_000;
+      // consecutive hours first (a skipped hour would lose events), then every third hour
+      const hour = base - (i < 150 ? i : 150 + (i - 150) * 3) * 3_600_000;
       events.push({ type: i % 2 ? "odd" : "even", userId: "walker", timestamp: iso(hour) });
       if (i % 7 === 0) events.push({ type: "tie", userId: "walker", timestamp: iso(hour) }, { type: "tie", userId: "walker", timestamp: iso(hour) });
       if (i % 5 === 0) events.push({ type: "edge", userId: "walker", timestamp: iso(hour + 3_599_999) });
@@ -95,6 +97,18 @@ describe("listing events by userId (event_user_hours)", () => {
     } finally {
       t.app.deps.derived.start();
     }
+  });
+
+  it("the migration's backfill of existing events yields the same rows as the projection", async () => {
+    const db = t.app.deps.db;
+    await t.app.deps.derived.settle(p.projectId);
+    const rows = async () => (await db.query("SELECT user_id, hour FROM event_user_hours WHERE project_id = $1 ORDER BY 1, 2", [p.projectId])).rows;
+    const projected = await rows();
+    assert.equal(projected.filter((r) => r.user_id === "walker").length, 300);
+    const sql = /INSERT INTO event_user_hours[\s\S]*?;/.exec(readFileSync(new URL("../../src/storage/migrations/1005_event_user_hours.sql", import.meta.url), "utf8"))![0];
+    await db.query("DELETE FROM event_user_hours WHERE project_id = $1", [p.projectId]);
+    await db.query(sql.replace("WHERE user_id IS NOT NULL", "WHERE user_id IS NOT NULL AND project_id = $1"), [p.projectId]);
+    assert.deepEqual(await rows(), projected);
   });
 
   it("derives one (user, hour) pair per user and UTC hour (pure delta)", () => {
