@@ -30,10 +30,13 @@ function addCount(acc: RollupAcc, grain: number, bucket: number, type: string, c
 /** Counts of one project's events per (grain, UTC bucket, type). Pure. */
 export function rollupDelta(events: StoredEvent[]): RollupDelta | null {
   if (events.length === 0) return null;
-  const acc: RollupAcc = new Map();
-  for (const e of events) {
-    const t = e.timestamp.getTime();
-    for (const [grain, size] of [[0, MINUTE], [1, HOUR], [2, DAY]] as const) addCount(acc, grain, Math.floor(t / size) * size, e.type, 1);
+  // Minutes first (one key per event), then hours and days from the minute counts.
+  const minutes: RollupAcc = new Map();
+  for (const e of events) addCount(minutes, 0, Math.floor(e.timestamp.getTime() / MINUTE) * MINUTE, e.type, 1);
+  const acc: RollupAcc = new Map(minutes);
+  for (const [, bucket, type, count] of minutes.values()) {
+    addCount(acc, 1, Math.floor(bucket / HOUR) * HOUR, type, count);
+    addCount(acc, 2, Math.floor(bucket / DAY) * DAY, type, count);
   }
   return [...acc.values()];
 }

@@ -16,7 +16,7 @@ import { createRateLimiter, type LimitName } from "./ratelimit.js";
 import { getEvent, listEvents, rowToStored, toEventMessage } from "./store.js";
 import { userHoursProjection } from "./user-hours.js";
 import { uuidv7Time } from "./uuidv7.js";
-import { checkEvent, parseZonedTime, type EventRefusal } from "./validate.js";
+import { checkEvent, parseZonedTime, REPARSE_GROWTH, type EventRefusal } from "./validate.js";
 
 export const MAX_BATCH_EVENTS = 1000;
 
@@ -92,7 +92,9 @@ export function createEventsFeature(deps: Deps): Feature & { ingestor: Ingestor 
             const scope = await auth.ingestKey(ctx);
             // Over REST the items arrive as the parsed JSON itself; over gRPC as Value messages.
             const json = ctx.values.get(restJsonListKey);
-            const items: unknown[] = json ?? req.events;
+            const items: unknown[] = json?.items ?? req.events;
+            // No item of a parsed body can serialize to more than REPARSE_GROWTH times the body.
+            const sizeBound = json ? json.bodyBytes * REPARSE_GROWTH : undefined;
             if (items.length > MAX_BATCH_EVENTS) throw tooLarge(`a batch holds at most ${MAX_BATCH_EVENTS} events; this one has ${items.length}`);
             if (items.length === 0) throw badRequest("events is required: an array of 1 to 1000 events", [{ field: "events", message: "is required" }]);
             await limit("batches", scope.projectId);
@@ -110,7 +112,7 @@ export function createEventsFeature(deps: Deps): Feature & { ingestor: Ingestor 
                   continue;
                 }
               }
-              const check = checkEvent(raw, now);
+              const check = checkEvent(raw, now, sizeBound);
               if (!check.ok) {
                 errors.push({ index: i, code: check.error.code, message: `${check.error.field}: ${check.error.message}` });
                 continue;

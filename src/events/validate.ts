@@ -100,12 +100,24 @@ export function unstorable(v: unknown, depth = 0): string | undefined {
   return undefined;
 }
 
-/** Checks one event in the single-event shape. `serializedBytes` may be passed when already known. */
-export function checkEvent(raw: unknown, now: Date, serializedBytes?: number): EventCheck {
+/**
+ * JSON.stringify(JSON.parse(text)) takes at most 5.25 times the UTF-8 bytes of `text`: whitespace
+ * and repeated keys vanish; string escapes never grow (a character that stringify escapes had to be
+ * escaped in the text too, and \uXXXX may become the character itself; an invalid UTF-8 byte read as
+ * U+FFFD grows 3x); the largest growth is a number such as 1e20 (4 bytes) printed as
+ * 100000000000000000000 (21). So no part of a parsed body of n bytes serializes to more than 6n.
+ */
+export const REPARSE_GROWTH = 6;
+
+/**
+ * Checks one event in the single-event shape. `sizeBound` is an upper bound of its serialized size
+ * when the caller knows one (see REPARSE_GROWTH): the exact size is measured only above the limit.
+ */
+export function checkEvent(raw: unknown, now: Date, sizeBound?: number): EventCheck {
   if (!isPlainObject(raw)) return refuse("(event)", "an event must be a JSON object");
   const why = unstorable(raw);
   if (why) return refuse("(event)", `event ${why}`);
-  const bytes = serializedBytes ?? Buffer.byteLength(JSON.stringify(raw));
+  const bytes = sizeBound !== undefined && sizeBound <= MAX_EVENT_BYTES ? 0 : Buffer.byteLength(JSON.stringify(raw));
   if (bytes > MAX_EVENT_BYTES) return refuse("(event)", `event is ${bytes} bytes serialized; the limit is ${MAX_EVENT_BYTES}`, "event_too_large");
 
   const type = raw.type;

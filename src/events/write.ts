@@ -145,9 +145,19 @@ export async function copyEvents(client: PoolClient, events: StoredEvent[], crea
   const cols = ["project_id", "ts", "id", "type", "user_id", "group_id", "source_id", "data", "context", "tags", "created_at", ...slots];
   const created = createdAt.toISOString();
   const lines = new Array<string>(events.length);
+  // Events of a group mostly share their project and often their timestamp: format each once.
+  let project = "", projectText = "", ms = NaN, tsText = "";
   for (let i = 0; i < events.length; i++) {
     const e = events[i];
-    let line = `${copyText(e.projectId)}\t${e.timestamp.toISOString()}\t${e.id}\t${copyText(e.type)}\t${copyText(e.userId)}\t${copyText(e.groupId)}\t${copyText(e.sourceId)}\t${copyJson(e.data)}\t${copyJson(e.context)}\t${copyJson(e.tags)}\t${created}`;
+    if (e.projectId !== project) {
+      project = e.projectId;
+      projectText = copyText(project);
+    }
+    if (e.timestamp.getTime() !== ms) {
+      ms = e.timestamp.getTime();
+      tsText = e.timestamp.toISOString();
+    }
+    let line = `${projectText}\t${tsText}\t${e.id}\t${copyText(e.type)}\t${copyText(e.userId)}\t${copyText(e.groupId)}\t${copyText(e.sourceId)}\t${copyJson(e.data)}\t${copyJson(e.context)}\t${copyJson(e.tags)}\t${created}`;
     for (const s of slots) {
       const v = storedSlot(e, s);
       line += `\t${v === null ? "\\N" : copyText(String(v))}`;

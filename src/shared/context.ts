@@ -17,4 +17,4 @@ export const clientInfoKey = createContextKey<ClientInfo>({ ip: "", requestId: "
  * JSON array exactly as parsed from the body. Over gRPC and Connect it is unset and the field holds
  * Value messages. Proto3 JSON maps a Value to the JSON value itself, so both carry the same data.
  */
-export const restJsonListKey = createContextKey<unknown[] | undefined>(undefined);
+export const restJsonListKey = createContextKey<{ items: unknown[]; bodyBytes: number } | undefined>(undefined);

@@ -63,8 +63,11 @@ export function createRestHandler(opts: RestOptions) {
       const { route, params } = match;
       client.route = route.template;
       let body: unknown;
+      let bodyBytes = 0;
       if (verb === "POST" || verb === "PATCH" || verb === "PUT") {
-        body = parseJsonBody(await readBody(req, opts.maxBodyBytes), req.headers["content-type"]);
+        const buf = await readBody(req, opts.maxBodyBytes);
+        bodyBytes = buf.length;
+        body = parseJsonBody(buf, req.headers["content-type"]);
       } else req.resume();
       const rpc = `${route.service.typeName}/${route.method.localName}`;
       const input = decodeRequest(route, params, url.searchParams, body, jsonLists.get(rpc));
@@ -76,7 +79,7 @@ export function createRestHandler(opts: RestOptions) {
         requestMethod: verb,
         url: url.toString(),
         headers: req.headers,
-        values: createContextValues().set(clientInfoKey, client).set(restJsonListKey, input.jsonList),
+        values: createContextValues().set(clientInfoKey, client).set(restJsonListKey, input.jsonList && { items: input.jsonList, bodyBytes }),
         shutdownSignal: opts.shutdownSignal,
       });
       const result = await fn(input.message, ctx);

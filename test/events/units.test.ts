@@ -6,7 +6,7 @@ import { partitionName, PartitionCache, weekStart } from "../../src/events/parti
 import { MemoryRateLimiter, verdict } from "../../src/events/ratelimit.js";
 import { likePattern } from "../../src/events/store.js";
 import { uuidv7, uuidv7Time } from "../../src/events/uuidv7.js";
-import { checkEvent, parseZonedTime, unstorable } from "../../src/events/validate.js";
+import { checkEvent, MAX_EVENT_BYTES, parseZonedTime, REPARSE_GROWTH, unstorable } from "../../src/events/validate.js";
 import { aggregate } from "../../src/identity/hook.js";
 import type { StoredEvent } from "../../src/shared/hooks.js";
 
@@ -125,5 +125,32 @@ describe("identity aggregation", () => {
     const rows = aggregate([ev("a", "z", 5), ev("$identify", "b", 9, { x: 1, y: 1 }), ev("a", null, 1), ev("$identify", "b", 3, { y: 2 })], (e) => e.userId, "$identify");
     assert.deepEqual(rows.map((r) => [r.key, r.count, r.first, r.last]), [["b", 2, 3, 9], ["z", 1, 5, 5]]);
     assert.deepEqual(rows[0].properties, { x: 1, y: 2 });
+  });
+});
+
+describe("REPARSE_GROWTH (the size bound that lets a small batch skip measuring each item)", () => {
+  it("bounds JSON.stringify(JSON.parse(text)) by 5.25x the text's bytes, worst cases included", () => {
+    const worst = ["1e20", "[1e20,9e20,-1e20]", "0.1e21", '"\\u00e9"', '"\\ud800"', '"\\u0001\\n"', '{"a":1,"a":1e20}', "1e-7", "5e-324"];
+    const ratio = (text: string) => Buffer.byteLength(JSON.stringify(JSON.parse(text))) / Buffer.byteLength(text);
+    assert.equal(Math.max(...worst.map(ratio)), 21 / 4);
+    // Invalid UTF-8 (one byte) decodes to U+FFFD (three bytes).
+    assert.equal(Buffer.byteLength(JSON.stringify(JSON.parse(Buffer.from([0x22, 0xff, 0x22]).toString("utf8")))), 5);
+    let seed = 7;
+    const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
+    const atoms = ["1e20", "12", "-0", "1.50", "true", "null", '"x"', '"\\u00e9\\/"', '"é😀"', "9e20", "1E+20", "0.000001"];
+    const value = (d: number): string => (d > 3 || rnd(3) === 0 ? atoms[rnd(atoms.length)] : rnd(2) ? `[ ${Array.from({ length: rnd(4) }, () => value(d + 1)).join(" , ")} ]` : `{ ${Array.from({ length: rnd(4) }, (_, i) => `"k${i % 2}" : ${value(d + 1)}`).join(", ")} }`);
+    for (let i = 0; i < 2000; i++) {
+      const text = value(0);
+      assert.ok(ratio(text) <= 5.25, text);
+    }
+    assert.ok(REPARSE_GROWTH >= 5.25);
+  });
+
+  it("with a bound under the limit skips the measurement; with none or a larger one it measures", () => {
+    const big = { type: "big", data: { blob: "x".repeat(MAX_EVENT_BYTES) } };
+    const now = new Date();
+    assert.equal(checkEvent(big, now).ok, false);
+    assert.equal(checkEvent(big, now, MAX_EVENT_BYTES + 1).ok, false);
+    assert.equal(checkEvent({ type: "small" }, now, 100).ok, true);
   });
 });
