@@ -17,7 +17,7 @@ import { freePort, post, postgresCpuSeconds, processCpuSeconds, setupProject, vi
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const QUICK = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1";
 const SINGLE_COUNT = QUICK ? 5_000 : 30_000;
-const BATCH_COUNT = QUICK ? 40 : 200; // requests of BATCH_SIZE events
+const BATCH_COUNT = QUICK ? 40 : 400; // requests of BATCH_SIZE events
 const BATCH_SIZE = 500;
 const SINGLE_CONCURRENCY = 64;
 const BATCH_CONCURRENCY = 8;
