@@ -1,3 +1,4 @@
+import { assignJson } from "../shared/objects.js";
 import type { ClientInfo } from "../shared/context.js";
 
 // Server context merged into every event's context: when it was received, from which client.
@@ -25,7 +26,7 @@ export function mergeContext(input: Record<string, unknown>, server: ServerConte
   const merged: Record<string, unknown> = {};
   if (server.userAgent !== undefined) merged.userAgent = server.userAgent;
   if (server.ip !== undefined) merged.ip = server.ip;
-  Object.assign(merged, input);
+  assignJson(merged, input);
   merged.receivedAt = server.receivedAt;
   return merged;
 }

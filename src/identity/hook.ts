@@ -2,6 +2,7 @@ import type { PoolClient } from "pg";
 import type { DerivedProjection } from "../shared/derived.js";
 import type { StoredEvent } from "../shared/hooks.js";
 import { newId } from "../shared/ids.js";
+import { assignJson } from "../shared/objects.js";
 
 // Identities driven from stored events, as a derived projection (shared/derived.ts): the ingest
 // transaction stores each group's per-key aggregates with its events (so a crash can never leave an
@@ -35,7 +36,7 @@ export function aggregate(events: StoredEvent[], keyOf: (e: StoredEvent) => stri
     a.count++;
     if (ms < a.first) a.first = ms;
     if (ms > a.last) a.last = ms;
-    if (e.type === merging) Object.assign(a.properties, e.data);
+    if (e.type === merging) assignJson(a.properties, e.data);
   }
   return [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
 }
@@ -92,7 +93,7 @@ export function mergePacked(projectId: string, lists: Packed[][]): IdentityAgg[]
       const a = byKey.get(key);
       if (!a) byKey.set(key, { projectId, key, properties: { ...properties }, count, first, last });
       else {
-        Object.assign(a.properties, properties);
+        assignJson(a.properties, properties);
         a.count += count;
         a.first = Math.min(a.first, first);
         a.last = Math.max(a.last, last);

@@ -196,6 +196,20 @@ describe("batch ingestion", () => {
     assert.deepEqual(got.body.data.data, { n: 1e300 });
   });
 
+  it("keeps keys named __proto__ and constructor as data, in events, context and user properties", async () => {
+    const raw = '{"events":[{"type":"$identify","userId":"proto-user","data":{"__proto__":{"admin":true},"constructor":"c","plan":"pro"},"context":{"__proto__":{"x":1}}}]}';
+    const r = await t.rest.req("POST", "/v1/events/batch", { raw, contentType: "application/json", key: p.key });
+    assert.equal(r.status, 202, r.text);
+    assert.equal(r.body.data.accepted, 1, r.text);
+    const got = await t.rest.get(`/v1/projects/self/events/${r.body.data.events[0].id}`, { key: p.key });
+    assert.deepEqual(JSON.parse(JSON.stringify(got.body.data.data)), JSON.parse('{"__proto__":{"admin":true},"constructor":"c","plan":"pro"}'));
+    assert.deepEqual(Object.keys(got.body.data.context).sort(), ["__proto__", "ip", "receivedAt", "userAgent"].filter((k) => k !== "ip" || "ip" in got.body.data.context).sort());
+    const u = await t.rest.get(`/v1/projects/self/users/proto-user`, { key: p.key });
+    assert.equal(u.status, 200, u.text);
+    assert.deepEqual(Object.keys(u.body.data.properties).sort(), ["__proto__", "constructor", "plan"]);
+    assert.equal(({} as Record<string, unknown>).admin, undefined, "no global prototype pollution");
+  });
+
   it("refuses a missing, empty or non-array events field with 400", async () => {
     for (const body of [{}, { events: [] }, { events: "x" }, { events: { type: "a" } }]) {
       const r = await t.rest.post("/v1/events/batch", body, { key: p.key });
