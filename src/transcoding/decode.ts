@@ -37,11 +37,11 @@ export interface Decoded {
 }
 
 /**
- * `jsonList` names a `repeated google.protobuf.Value` field (proto name) to pass through: an array
- * there is left out of the decoding and returned as is (its proto3 JSON form is the JSON itself).
- * Anything else in that field is decoded normally, so it fails exactly as it would otherwise.
+ * `jsonList` is a `repeated google.protobuf.Value` field to pass through: an array there is left out
+ * of the decoding and returned as is (its proto3 JSON form is the JSON itself). Anything else in
+ * that field is decoded normally, so it fails exactly as it would otherwise.
  */
-export function decodeRequest(route: Route, params: Record<string, string>, query: URLSearchParams, body: unknown, jsonList?: string): Decoded {
+export function decodeRequest(route: Route, params: Record<string, string>, query: URLSearchParams, body: unknown, jsonList?: DescField): Decoded {
   const schema = route.method.input;
   let json: Record<string, JsonValue> = {};
   if (route.body === "*") {
@@ -75,11 +75,7 @@ export function decodeRequest(route: Route, params: Record<string, string>, quer
   }
   let list: unknown[] | undefined;
   if (jsonList !== undefined) {
-    const f = schema.fields.find((x) => x.name === jsonList);
-    if (!f || f.fieldKind !== "list" || f.listKind !== "message" || f.message.typeName !== "google.protobuf.Value") {
-      throw new Error(`${route.method.name}: ${jsonList} is not a repeated google.protobuf.Value field`);
-    }
-    const key = json[f.jsonName] !== undefined ? f.jsonName : f.name;
+    const key = json[jsonList.jsonName] !== undefined ? jsonList.jsonName : jsonList.name;
     if (Array.isArray(json[key])) {
       list = json[key] as unknown[];
       delete json[key];

@@ -1,6 +1,6 @@
 import type { ServerResponse } from "node:http";
 import type { Http2ServerResponse } from "node:http2";
-import { create } from "@bufbuild/protobuf";
+import { create, type DescField } from "@bufbuild/protobuf";
 import { createContextValues } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { ApiError, toRestError } from "../shared/errors.js";
@@ -44,10 +44,16 @@ function send(res: AnyResponse, status: number, body: unknown, headers?: Headers
 export function createRestHandler(opts: RestOptions) {
   const routes: Route[] = routesFor(opts.bindings.map((b) => b.desc));
   const impls = new Map<string, ServiceBinding["impl"][string]>();
-  const jsonLists = new Map<string, string>();
+  const jsonLists = new Map<string, DescField>();
   for (const b of opts.bindings) {
     for (const [name, fn] of Object.entries(b.impl)) impls.set(`${b.desc.typeName}/${name}`, fn);
-    for (const [name, field] of Object.entries(b.restJsonList ?? {})) jsonLists.set(`${b.desc.typeName}/${name}`, field);
+    for (const [name, field] of Object.entries(b.restJsonList ?? {})) {
+      const f = b.desc.methods.find((m) => m.localName === name)?.input.fields.find((x) => x.name === field);
+      if (!f || f.fieldKind !== "list" || f.listKind !== "message" || f.message.typeName !== "google.protobuf.Value") {
+        throw new Error(`restJsonList: ${b.desc.typeName}/${name}.${field} is not a repeated google.protobuf.Value field`);
+      }
+      jsonLists.set(`${b.desc.typeName}/${name}`, f);
+    }
   }
 
   return async function handleRest(req: AnyRequest, res: AnyResponse, client: ClientInfo): Promise<void> {

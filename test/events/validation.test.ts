@@ -207,6 +207,10 @@ describe("batch ingestion", () => {
     const u = await t.rest.get(`/v1/projects/self/users/proto-user`, { key: p.key });
     assert.equal(u.status, 200, u.text);
     assert.deepEqual(Object.keys(u.body.data.properties).sort(), ["__proto__", "constructor", "plan"]);
+    const one = await t.rest.req("POST", "/v1/events", { raw: '{"type":"single-proto","data":{"__proto__":{"admin":true},"k":1}}', contentType: "application/json", key: p.key });
+    assert.equal(one.status, 202, one.text);
+    const back = await t.rest.get(`/v1/projects/self/events/${one.body.data.id}`, { key: p.key });
+    assert.deepEqual(Object.keys(back.body.data.data).sort(), ["__proto__", "k"]);
     assert.equal(({} as Record<string, unknown>).admin, undefined, "no global prototype pollution");
   });
 
