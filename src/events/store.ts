@@ -1,7 +1,7 @@
 import type { Queryable } from "../storage/db.js";
 import type { StoredEvent } from "../shared/hooks.js";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { HOUR_MS, hourOf, userHours } from "./user-hours.js";
+import { HOUR_MS, hourOf, userRanges } from "./user-hours.js";
 
 // Reading events back: the keyset-paginated list and the lookup by id.
 
@@ -71,9 +71,9 @@ async function page(db: Queryable, where: string[], params: unknown[], need: num
 
 /**
  * A page for one user: the user's hours with events (event_user_hours), newest first, a few at a
- * time (4, then 16, 64, 256), each hour read through the primary key (project_id, ts, id) with the
- * same filters. Hours are disjoint, so rows stay in (ts, id) order across them. The caller has
- * settled the project's derived records first.
+ * time (4, then 16, 64, 256), and in each only the minutes marked as holding the user's events,
+ * read through the primary key (project_id, ts, id) with the same filters. The ranges are disjoint,
+ * so rows stay in (ts, id) order across them. The caller has settled the project's derived records.
  */
 async function userPage(db: Queryable, f: ListFilter & { userId: string }, where: string[], params: unknown[], need: number): Promise<EventRow[]> {
   const rows: EventRow[] = [];
@@ -82,20 +82,20 @@ async function userPage(db: Queryable, f: ListFilter & { userId: string }, where
   const from = f.start === undefined ? undefined : hourOf(f.start.getTime());
   let batch = 4;
   while (rows.length < need) {
-    const hours = await userHours(db, f.projectId, f.userId, upTo, from, batch);
-    if (!hours.length) break;
-    const h = params.length + 1;
+    const { ranges, hours, lastHour } = await userRanges(db, f.projectId, f.userId, upTo, from, batch);
+    if (!hours) break;
+    const n = params.length;
     const r = await db.query<EventRow>(
-      `SELECT ${COLUMNS} FROM unnest($${h}::timestamptz[]) AS h(hour) CROSS JOIN LATERAL (
+      `SELECT ${COLUMNS} FROM unnest($${n + 1}::timestamptz[], $${n + 2}::timestamptz[]) AS r(lo, hi) CROSS JOIN LATERAL (
          SELECT ${COLUMNS} FROM events
-         WHERE ${where.join(" AND ")} AND ts >= h.hour AND ts < h.hour + interval '1 hour'
-         ORDER BY ts DESC, id DESC LIMIT $${h + 1}
-       ) e ORDER BY ts DESC, id DESC LIMIT $${h + 1}`,
-      [...params, hours.map((x) => x.toISOString()), need - rows.length],
+         WHERE ${where.join(" AND ")} AND ts >= r.lo AND ts < r.hi
+         ORDER BY ts DESC, id DESC LIMIT $${n + 3}
+       ) e ORDER BY ts DESC, id DESC LIMIT $${n + 3}`,
+      [...params, ranges.map((x) => new Date(x[0]).toISOString()), ranges.map((x) => new Date(x[1]).toISOString()), need - rows.length],
     );
     rows.push(...r.rows);
-    if (hours.length < batch) break;
-    upTo = hours[hours.length - 1].getTime() - HOUR_MS;
+    if (hours < batch) break;
+    upTo = lastHour! - HOUR_MS;
     batch = Math.min(batch * 4, 256);
   }
   return rows;

@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import { startTestApp, type TestApp } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
-import { userHoursDelta } from "../../src/events/user-hours.js";
+import { minuteRanges, userHoursDelta } from "../../src/events/user-hours.js";
 import type { StoredEvent } from "../../src/shared/hooks.js";
 
 // The userId path of the event list reads event_user_hours (a derived record) and then each hour
@@ -52,6 +52,8 @@ describe("listing events by userId (event_user_hours)", () => {
       events.push({ type: i % 2 ? "odd" : "even", userId: "walker", timestamp: iso(hour) });
       if (i % 7 === 0) events.push({ type: "tie", userId: "walker", timestamp: iso(hour) }, { type: "tie", userId: "walker", timestamp: iso(hour) });
       if (i % 5 === 0) events.push({ type: "edge", userId: "walker", timestamp: iso(hour + 3_599_999) });
+      // other minutes of the hour: :29:59.999, :30:00.000, and a run of three minutes
+      if (i % 3 === 0) for (const off of [1_799_999, 1_800_000, 600_000, 660_000, 720_000]) events.push({ type: "minutes", userId: "walker", timestamp: iso(hour + off) });
       events.push({ type: "other", userId: `u${i % 4}`, timestamp: iso(hour + 60_000) }, { type: "anon", timestamp: iso(hour + 120_000) });
     }
     events.push({ type: "odd", userId: "walker\u0000?".replace("\u0000", "'; --"), timestamp: iso(base) });
@@ -61,7 +63,7 @@ describe("listing events by userId (event_user_hours)", () => {
   it("pages through every event of the user exactly once, in (timestamp, id) order, at several page sizes", async () => {
     const all = await pageAll("", 100);
     const truth = all.filter((e) => e.userId === "walker").map((e) => e.id);
-    assert.equal(truth.length, 300 + 2 * 43 + 60);
+    assert.equal(truth.length, 300 + 2 * 43 + 60 + 5 * 100);
     for (const limit of [1, 7, 50, 100]) {
       const got = (await pageAll("&userId=walker", limit)).map((e) => e.id);
       assert.deepEqual(got, truth, `limit ${limit}`);
@@ -102,21 +104,34 @@ describe("listing events by userId (event_user_hours)", () => {
   it("the migration's backfill of existing events yields the same rows as the projection", async () => {
     const db = t.app.deps.db;
     await t.app.deps.derived.settle(p.projectId);
-    const rows = async () => (await db.query("SELECT user_id, hour FROM event_user_hours WHERE project_id = $1 ORDER BY 1, 2", [p.projectId])).rows;
+    const rows = async () => (await db.query("SELECT user_id, hour, minutes::text FROM event_user_hours WHERE project_id = $1 ORDER BY 1, 2", [p.projectId])).rows;
     const projected = await rows();
     assert.equal(projected.filter((r) => r.user_id === "walker").length, 300);
+    assert.ok(projected.some((r) => BigInt(r.minutes) === (1n | (1n << 59n) | (1n << 29n) | (1n << 30n) | (7n << 10n))), "minutes 0, 10-12, 29, 30 and 59");
     const sql = /INSERT INTO event_user_hours[\s\S]*?;/.exec(readFileSync(new URL("../../src/storage/migrations/1005_event_user_hours.sql", import.meta.url), "utf8"))![0];
     await db.query("DELETE FROM event_user_hours WHERE project_id = $1", [p.projectId]);
     await db.query(sql.replace("WHERE user_id IS NOT NULL", "WHERE user_id IS NOT NULL AND project_id = $1"), [p.projectId]);
     assert.deepEqual(await rows(), projected);
   });
 
-  it("derives one (user, hour) pair per user and UTC hour (pure delta)", () => {
+  it("derives one row per user and UTC hour with the minutes marked (pure delta)", () => {
     const at = (userId: string | null, isoTs: string) => ({ userId, timestamp: new Date(isoTs) }) as StoredEvent;
     assert.deepEqual(
-      userHoursDelta([at("a", "2024-01-01T10:00:00Z"), at("a", "2024-01-01T10:59:59.999Z"), at("a", "2024-01-01T11:00:00Z"), at("b", "2024-01-01T10:30:00+05:00"), at(null, "2024-01-01T10:00:00Z")]),
-      [["a", Date.parse("2024-01-01T10:00:00Z")], ["a", Date.parse("2024-01-01T11:00:00Z")], ["b", Date.parse("2024-01-01T05:00:00Z")]],
+      userHoursDelta([at("a", "2024-01-01T10:00:00Z"), at("a", "2024-01-01T10:59:59.999Z"), at("a", "2024-01-01T10:29:59Z"), at("a", "2024-01-01T11:00:00Z"), at("b", "2024-01-01T10:30:00+05:00"), at(null, "2024-01-01T10:00:00Z")]),
+      [
+        ["a", Date.parse("2024-01-01T10:00:00Z"), 1 | (1 << 29), 1 << 29],
+        ["a", Date.parse("2024-01-01T11:00:00Z"), 1, 0],
+        ["b", Date.parse("2024-01-01T05:00:00Z"), 0, 1],
+      ],
     );
     assert.equal(userHoursDelta([at(null, "2024-01-01T10:00:00Z")]), null);
+  });
+
+  it("turns a minute bitmap into merged ranges, newest first (pure)", () => {
+    const h = Date.parse("2024-01-01T10:00:00Z");
+    const m = (n: number) => h + n * 60_000;
+    assert.deepEqual(minuteRanges(h, 0n), []);
+    assert.deepEqual(minuteRanges(h, (1n << 60n) - 1n), [[m(0), m(60)]]);
+    assert.deepEqual(minuteRanges(h, 1n | (1n << 59n) | (7n << 10n)), [[m(59), m(60)], [m(10), m(13)], [m(0), m(1)]]);
   });
 });
