@@ -1,7 +1,7 @@
 import type { Queryable } from "../storage/db.js";
 import type { StoredEvent } from "../shared/hooks.js";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { HOUR_MS, hourOf, userRanges } from "./user-hours.js";
+import { HOUR_MS, hourOf, userHours, type UserHour } from "./user-hours.js";
 
 // Reading events back: the keyset-paginated list and the lookup by id.
 
@@ -69,21 +69,41 @@ async function page(db: Queryable, where: string[], params: unknown[], need: num
   return r.rows;
 }
 
+const HOURS_PER_READ = 256;
+
 /**
- * A page for one user: the user's hours with events (event_user_hours), newest first, a few at a
- * time (4, then 16, 64, 256), and in each only the minutes marked as holding the user's events,
- * read through the primary key (project_id, ts, id) with the same filters. The ranges are disjoint,
- * so rows stay in (ts, id) order across them. The caller has settled the project's derived records.
+ * A page for one user: the user's hours with events (event_user_hours), newest first, and in each
+ * only the minutes marked as holding the user's events, read through the primary key
+ * (project_id, ts, id) with the same filters. Each round reads just enough hours for their marked
+ * minutes (each holds at least one of the user's events) to fill the page, more when filters thin
+ * the rows out. The ranges are disjoint, so rows stay in (ts, id) order across rounds. The caller
+ * has settled the project's derived records.
  */
 async function userPage(db: Queryable, f: ListFilter & { userId: string }, where: string[], params: unknown[], need: number): Promise<EventRow[]> {
   const rows: EventRow[] = [];
   const bounds = [f.after?.ts.getTime(), f.end?.getTime()].filter((x): x is number => x !== undefined);
   let upTo = bounds.length ? hourOf(Math.min(...bounds)) : undefined;
   const from = f.start === undefined ? undefined : hourOf(f.start.getTime());
-  let batch = 4;
+  let queue: UserHour[] = [];
+  let more = true;
+  let factor = 1;
   while (rows.length < need) {
-    const { ranges, hours, lastHour } = await userRanges(db, f.projectId, f.userId, upTo, from, batch);
-    if (!hours) break;
+    if (queue.length === 0) {
+      if (!more) break;
+      queue = await userHours(db, f.projectId, f.userId, upTo, from, HOURS_PER_READ);
+      more = queue.length === HOURS_PER_READ;
+      if (queue.length === 0) break;
+      upTo = queue[queue.length - 1].hour - HOUR_MS;
+    }
+    const want = (need - rows.length) * factor;
+    const ranges: [number, number][] = [];
+    let marked = 0;
+    let take = 0;
+    while (take < queue.length && marked < want) {
+      ranges.push(...queue[take].ranges);
+      marked += queue[take++].minutes;
+    }
+    queue = queue.slice(take);
     const n = params.length;
     const r = await db.query<EventRow>(
       `SELECT ${COLUMNS} FROM unnest($${n + 1}::timestamptz[], $${n + 2}::timestamptz[]) AS r(lo, hi) CROSS JOIN LATERAL (
@@ -94,9 +114,7 @@ async function userPage(db: Queryable, f: ListFilter & { userId: string }, where
       [...params, ranges.map((x) => new Date(x[0]).toISOString()), ranges.map((x) => new Date(x[1]).toISOString()), need - rows.length],
     );
     rows.push(...r.rows);
-    if (hours < batch) break;
-    upTo = lastHour! - HOUR_MS;
-    batch = Math.min(batch * 4, 256);
+    factor *= 4; // filters or a cursor inside the first hour left rows out: read wider next time
   }
   return rows;
 }

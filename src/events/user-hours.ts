@@ -61,21 +61,26 @@ export const userHoursProjection: DerivedProjection<UserHoursDelta> = {
   },
 };
 
-/**
- * Time ranges [from, to) (ms) holding the user's events, newest first: the marked minutes of the
- * user's hours, consecutive minutes merged, at most `maxHours` hours with hour <= `upTo` and
- * hour >= `from` (ms) when given. `lastHour` is the oldest hour read (undefined when none).
- */
-export async function userRanges(db: Queryable, projectId: string, userId: string, upTo: number | undefined, from: number | undefined, maxHours: number): Promise<{ ranges: [number, number][]; hours: number; lastHour?: number }> {
+export interface UserHour {
+  hour: number;
+  /** The marked minutes as [from, to) ranges (ms), newest first. */
+  ranges: [number, number][];
+  /** How many minutes are marked: each holds at least one of the user's events. */
+  minutes: number;
+}
+
+/** The user's hours with events, newest first, at most `limit`, with `from` <= hour <= `upTo` (ms) when given. */
+export async function userHours(db: Queryable, projectId: string, userId: string, upTo: number | undefined, from: number | undefined, limit: number): Promise<UserHour[]> {
   const r = await db.query<{ hour: Date; minutes: string }>(
     `SELECT hour, minutes::text FROM event_user_hours
      WHERE project_id = $1 AND user_id = $2 AND ($3::timestamptz IS NULL OR hour <= $3) AND ($4::timestamptz IS NULL OR hour >= $4)
      ORDER BY hour DESC LIMIT $5`,
-    [projectId, userId, upTo === undefined ? null : new Date(upTo).toISOString(), from === undefined ? null : new Date(from).toISOString(), maxHours],
+    [projectId, userId, upTo === undefined ? null : new Date(upTo).toISOString(), from === undefined ? null : new Date(from).toISOString(), limit],
   );
-  const ranges: [number, number][] = [];
-  for (const row of r.rows) ranges.push(...minuteRanges(row.hour.getTime(), BigInt(row.minutes)));
-  return { ranges, hours: r.rows.length, lastHour: r.rows.length ? r.rows[r.rows.length - 1].hour.getTime() : undefined };
+  return r.rows.map((row) => {
+    const ranges = minuteRanges(row.hour.getTime(), BigInt(row.minutes));
+    return { hour: row.hour.getTime(), ranges, minutes: ranges.reduce((n, [a, b]) => n + (b - a) / MINUTE_MS, 0) };
+  });
 }
 
 /** The [from, to) ranges (ms) of the set bits of an hour's minute bitmap, newest first. Pure. */
