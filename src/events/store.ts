@@ -56,7 +56,11 @@ export async function listEvents(db: Queryable, f: ListFilter): Promise<{ rows: 
   }
   if (f.after !== undefined) {
     params.push(f.after.ts.toISOString(), f.after.id);
-    where.push(`(ts, id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
+    const [ts, id] = [`$${params.length - 1}::timestamptz`, `$${params.length}::uuid`];
+    // Same rows either way. A row comparison is one index condition on (ts, id); in the user path,
+    // next to each range's own bounds on ts, btree would start every range's scan at the cursor and
+    // walk down to the range. A plain bound on ts lets it start at the tighter of the two.
+    where.push(f.userId === undefined ? `(ts, id) < (${ts}, ${id})` : `ts <= ${ts} AND NOT (ts = ${ts} AND id >= ${id})`);
   }
   const need = f.limit + 1;
   const rows = f.userId === undefined ? await page(db, where, params, need) : await userPage(db, { ...f, userId: f.userId }, where, params, need);
