@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { startTestApp, type TestApp } from "../helpers/app.js";
 import { errorBody, project, signup, type ProjectFixture } from "../helpers/fixtures.js";
+import { pageAllEvents } from "../helpers/pages.js";
 
 let t: TestApp;
 let p: ProjectFixture;
@@ -18,19 +19,7 @@ async function ingest(fx: ProjectFixture, events: object[]): Promise<string[]> {
   return r.body.data.events.map((e: { id: string }) => e.id);
 }
 
-async function pageAll(fx: ProjectFixture, query: string, limit: number): Promise<any[]> {
-  const out: any[] = [];
-  let cursor: string | null = null;
-  for (let i = 0; i < 1000; i++) {
-    const r: any = await t.rest.get(`/v1/projects/self/events?limit=${limit}${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, { key: fx.key });
-    assert.equal(r.status, 200, r.text);
-    out.push(...r.body.data);
-    assert.equal(r.body.pagination.hasMore, r.body.pagination.nextCursor !== null);
-    if (!r.body.pagination.hasMore) return out;
-    cursor = r.body.pagination.nextCursor;
-  }
-  throw new Error("pagination did not end");
-}
+const pageAll = (fx: ProjectFixture, query: string, limit: number) => pageAllEvents(t.rest, fx.key, query, limit);
 
 describe("GET /v1/projects/:projectId/events", () => {
   let q: ProjectFixture;

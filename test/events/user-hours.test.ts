@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import { startTestApp, type TestApp } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
+import { pageAllEvents } from "../helpers/pages.js";
 import { minuteRanges, userHoursDelta } from "../../src/events/user-hours.js";
 import type { StoredEvent } from "../../src/shared/hooks.js";
 
@@ -25,18 +26,7 @@ async function ingest(events: object[]): Promise<void> {
   }
 }
 
-async function pageAll(query: string, limit: number): Promise<{ id: string; type: string; userId?: string; timestamp: string }[]> {
-  const out: any[] = [];
-  let cursor: string | null = null;
-  for (let i = 0; i < 2000; i++) {
-    const r: any = await t.rest.get(`/v1/projects/self/events?limit=${limit}${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, { key: p.key });
-    assert.equal(r.status, 200, r.text);
-    out.push(...r.body.data);
-    if (!r.body.pagination.hasMore) return out;
-    cursor = r.body.pagination.nextCursor;
-  }
-  throw new Error("pagination did not end");
-}
+const pageAll = (query: string, limit: number) => pageAllEvents(t.rest, p.key, query, limit);
 
 const base = Date.parse("2024-06-30T12:00:00Z");
 const iso = (ms: number) => new Date(ms).toISOString();
