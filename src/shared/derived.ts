@@ -127,8 +127,14 @@ export class Projector {
     return tx(this.db, async (c) => {
       const rows = (await c.query<DeltaRow>(select, values)).rows;
       if (rows.length) {
+        // A deleted project's pending deltas are dropped: applying them would fail the users' and
+        // groups' foreign key, and with it this whole pass, again on every later one. KEY SHARE
+        // holds off a deletion of the live ones until this transaction ends.
+        const ids = [...new Set(rows.map((r) => r.project_id))].sort();
+        const live = new Set((await c.query<{ id: string }>("SELECT id FROM projects WHERE id = ANY($1::text[]) ORDER BY id FOR KEY SHARE", [ids])).rows.map((r) => r.id));
         const byProject = new Map<string, DeltaRow[]>();
         for (const r of rows) {
+          if (!live.has(r.project_id)) continue;
           const list = byProject.get(r.project_id);
           if (list) list.push(r);
           else byProject.set(r.project_id, [r]);

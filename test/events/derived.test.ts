@@ -87,4 +87,27 @@ describe("derived records", () => {
     const roll = await db().query("SELECT grain, sum(count)::int AS n FROM analytics_rollups WHERE project_id = $1 AND type = 'tick' GROUP BY grain ORDER BY grain", [p.projectId]);
     assert.deepEqual(roll.rows.map((x) => x.n), [rounds * 20, rounds * 20, rounds * 20]);
   });
+
+  it("drops the pending deltas of a deleted project instead of failing every later pass", async () => {
+    const derived = t.app.deps.derived;
+    await derived.stop();
+    try {
+      const gone = await project(t.rest);
+      const r = await t.rest.post("/v1/events/batch", { events: [{ type: "v", userId: "ghost", groupId: "ghost-org" }] }, { key: gone.key });
+      assert.equal(r.status, 202, r.text);
+      assert.ok((await pending(gone.projectId)) > 0);
+      const del = await t.rest.req("DELETE", `/v1/projects/${gone.projectId}`, { cookie: gone.owner.cookie });
+      assert.equal(del.status, 204, del.text);
+      const live = await project(t.rest);
+      const r2 = await t.rest.post("/v1/events/batch", { events: [{ type: "v", userId: "alive" }] }, { key: live.key });
+      assert.equal(r2.status, 202, r2.text);
+      await derived.drain(); // rejects if a delta of the deleted project fails the users foreign key
+      assert.equal(await pending(gone.projectId), 0);
+      assert.equal(await pending(live.projectId), 0);
+      const u = await db().query("SELECT event_count FROM users WHERE project_id = $1 AND external_id = 'alive'", [live.projectId]);
+      assert.equal(Number(u.rows[0]?.event_count), 1);
+    } finally {
+      derived.start();
+    }
+  });
 });
