@@ -1,5 +1,5 @@
 import type { PoolClient } from "pg";
-import type { StoredEvent } from "../shared/hooks.js";
+import type { EventsPreparingHook, SqlGuard, StoredEvent } from "../shared/hooks.js";
 import type { Db, Queryable } from "../storage/db.js";
 import type { SlotMap } from "./sql.js";
 
@@ -25,30 +25,57 @@ export class Registry {
   constructor(private readonly db: Db, private readonly ttlMs = 2000) {}
 
   /** eventsPreparing hook: sets `slots` of each event from its project's registry. */
-  prepare = async (client: PoolClient, events: StoredEvent[]): Promise<void> => {
-    if (events.length === 0) return;
-    const projects = [...new Set(events.map((e) => e.projectId))];
-    const r = await client.query<{ project_id: string; version: string }>(
-      "SELECT project_id, version::text FROM analytics_registry_versions WHERE project_id = ANY($1::text[])",
-      [projects],
-    );
-    const stale: string[] = [];
-    const versions = new Map(r.rows.map((x) => [x.project_id, Number(x.version)]));
-    for (const p of projects) {
-      const v = versions.get(p);
-      if (v === undefined) this.entries.set(p, { version: -1, props: [] });
-      else if (this.entries.get(p)?.version !== v) stale.push(p);
-    }
-    if (stale.length) {
-      const props = await client.query<{ project_id: string; key: string; kind: "n" | "s"; slot: number }>(
-        "SELECT project_id, key, kind, slot FROM analytics_properties WHERE project_id = ANY($1::text[])",
-        [stale],
+  prepare: EventsPreparingHook = Object.assign(
+    async (client: PoolClient, events: StoredEvent[]): Promise<void> => {
+      if (events.length === 0) return;
+      const projects = [...new Set(events.map((e) => e.projectId))];
+      const r = await client.query<{ project_id: string; version: string }>(
+        "SELECT project_id, version::text FROM analytics_registry_versions WHERE project_id = ANY($1::text[])",
+        [projects],
       );
-      for (const p of stale) {
-        const list = props.rows.filter((x) => x.project_id === p).map((x) => ({ key: x.key, kind: x.kind, column: `${x.kind}${x.slot}` }));
-        this.entries.set(p, { version: versions.get(p)!, props: list });
+      const stale: string[] = [];
+      const versions = new Map(r.rows.map((x) => [x.project_id, Number(x.version)]));
+      for (const p of projects) {
+        const v = versions.get(p);
+        if (v === undefined) this.entries.set(p, { version: -1, props: [] });
+        else if (this.entries.get(p)?.version !== v) stale.push(p);
       }
-    }
+      if (stale.length) {
+        const props = await client.query<{ project_id: string; key: string; kind: "n" | "s"; slot: number }>(
+          "SELECT project_id, key, kind, slot FROM analytics_properties WHERE project_id = ANY($1::text[])",
+          [stale],
+        );
+        for (const p of stale) {
+          const list = props.rows.filter((x) => x.project_id === p).map((x) => ({ key: x.key, kind: x.kind, column: `${x.kind}${x.slot}` }));
+          this.entries.set(p, { version: versions.get(p)!, props: list });
+        }
+      }
+      this.fill(events);
+    },
+    {
+      /**
+       * The same from the cached registries, guarded by their versions: the statement inserts only
+       * if no project's version moved, so the protocol above holds as when the version is read in
+       * the transaction (a statement that began before a bump is waited for by the assigner).
+       */
+      cached: (events: StoredEvent[]): SqlGuard | undefined => {
+        const projects = [...new Set(events.map((e) => e.projectId))];
+        const versions: number[] = [];
+        for (const p of projects) {
+          const entry = this.entries.get(p);
+          if (!entry) return undefined;
+          versions.push(entry.version);
+        }
+        this.fill(events);
+        return (param) =>
+          `NOT EXISTS (SELECT 1 FROM unnest(${param(projects)}::text[], ${param(versions)}::int8[]) AS x(p, v)
+             LEFT JOIN analytics_registry_versions r ON r.project_id = x.p WHERE coalesce(r.version, -1) <> x.v)`;
+      },
+    },
+  );
+
+  /** Sets `slots` of each event from its project's (loaded) registry entry. */
+  private fill(events: StoredEvent[]): void {
     for (const e of events) {
       const entry = this.entries.get(e.projectId);
       if (!entry || entry.props.length === 0) continue;
@@ -56,7 +83,7 @@ export class Registry {
       for (const { key, kind, column } of entry.props) slots[column] = slotValue(e.data, key, kind);
       e.slots = slots;
     }
-  };
+  }
 
   /** Active slots for the planner (cached briefly; a stale cache only misses a new fast path). */
   async slots(projectId: string, now: number): Promise<SlotMap> {

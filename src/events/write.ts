@@ -2,7 +2,8 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { PoolClient } from "pg";
 import { from as copyFrom } from "pg-copy-streams";
-import type { StoredEvent } from "../shared/hooks.js";
+import type { SqlGuard, StoredEvent } from "../shared/hooks.js";
+import type { Queryable } from "../storage/db.js";
 import { newId } from "../shared/ids.js";
 
 // The statements of one ingest transaction: source resolution and the multi-row insert.
@@ -17,6 +18,20 @@ export class SourceCache {
   get(projectId: string, key: string): string | undefined {
     return this.ids.get(SourceCache.key(projectId, key));
   }
+  /** Sets `sourceId` from the cache alone; false (nothing set) when a named source is not cached. */
+  resolveCached(events: StoredEvent[], sourceKeys: (string | null)[]): boolean {
+    const ids: (string | null)[] = new Array(events.length).fill(null);
+    for (let i = 0; i < events.length; i++) {
+      const key = sourceKeys[i];
+      if (key === null) continue;
+      const id = this.get(events[i].projectId, key);
+      if (id === undefined) return false;
+      ids[i] = id;
+    }
+    for (let i = 0; i < events.length; i++) events[i].sourceId = ids[i];
+    return true;
+  }
+
   remember(entries: Map<string, string>): void {
     if (this.ids.size > 100_000) this.ids.clear();
     for (const [k, v] of entries) this.ids.set(k, v);
@@ -75,8 +90,8 @@ function storedSlot(e: StoredEvent, slot: string): string | number | null {
 
 const insertSqlCache = new Map<string, string>();
 
-function insertSql(slots: string[], withDeltas: boolean): string {
-  const cacheKey = `${slots.join(",")}|${withDeltas}`;
+function insertSql(slots: string[], withDeltas: boolean, guard: string): string {
+  const cacheKey = `${slots.join(",")}|${withDeltas}|${guard}`;
   let sql = insertSqlCache.get(cacheKey);
   if (sql) return sql;
   const base = ["project_id", "ts", "id", "type", "user_id", "group_id", "source_id", "data", "context", "tags"];
@@ -84,11 +99,17 @@ function insertSql(slots: string[], withDeltas: boolean): string {
   const cols = [...base, ...slots];
   const colTypes = [...types, ...slots.map((s) => (s.startsWith("n") ? "float8" : "text"))];
   // The derived-record deltas (shared/derived.ts) ride in the same statement: one round trip less.
-  const deltas = withDeltas ? "WITH d AS (INSERT INTO ingest_deltas (project_id, deltas) SELECT p, d FROM unnest($3::text[], $4::json[]) AS u(p, d))\n" : "";
+  // With a guard (see GroupCommitIngestor: one statement, no transaction), both inserts happen
+  // only when it holds in the statement's snapshot.
+  const when = guard ? " WHERE (SELECT ok FROM g)" : "";
+  const ctes = [
+    ...(guard ? [`g AS (SELECT ${guard} AS ok)`] : []),
+    ...(withDeltas ? [`d AS (INSERT INTO ingest_deltas (project_id, deltas) SELECT p, d FROM unnest($3::text[], $4::json[]) AS u(p, d)${when})`] : []),
+  ];
   // Row i of the recordset is the JSON array element i; keys are the column names.
-  sql = `${deltas}INSERT INTO events (${cols.join(", ")}, created_at)
+  sql = `${ctes.length ? `WITH ${ctes.join(",\n")}\n` : ""}INSERT INTO events (${cols.join(", ")}, created_at)
 SELECT ${cols.map((c) => `r.${c}`).join(", ")}, $1::timestamptz
-FROM json_to_recordset($2::json) AS r(${cols.map((c, i) => `${c} ${colTypes[i]}`).join(", ")})`;
+FROM json_to_recordset($2::json) AS r(${cols.map((c, i) => `${c} ${colTypes[i]}`).join(", ")})${when}`;
   insertSqlCache.set(cacheKey, sql);
   return sql;
 }
@@ -99,7 +120,7 @@ FROM json_to_recordset($2::json) AS r(${cols.map((c, i) => `${c} ${colTypes[i]}`
  * document (serialized natively, parsed once by PostgreSQL): cheaper than array literals, whose
  * every JSON element would need escaping.
  */
-export async function insertEvents(client: PoolClient, events: StoredEvent[], createdAt: Date, deltas: [string, string][] = []): Promise<void> {
+export async function insertEvents(client: Queryable, events: StoredEvent[], createdAt: Date, deltas: [string, string][] = [], guards: SqlGuard[] = []): Promise<number> {
   const slots = usedSlots(events);
   const rows = new Array(events.length);
   for (let i = 0; i < events.length; i++) {
@@ -121,7 +142,9 @@ export async function insertEvents(client: PoolClient, events: StoredEvent[], cr
   }
   const values: unknown[] = [createdAt.toISOString(), JSON.stringify(rows)];
   if (deltas.length) values.push(deltas.map((d) => d[0]), deltas.map((d) => d[1]));
-  await client.query(insertSql(slots, deltas.length > 0), values);
+  const guard = guards.map((g) => `(${g((v) => `$${values.push(v)}`)})`).join(" AND ");
+  const r = await client.query(insertSql(slots, deltas.length > 0, guard), values);
+  return r.rowCount ?? 0;
 }
 
 // COPY text format: backslash, newline, carriage return and tab are escaped; NULL is \N.

@@ -177,6 +177,9 @@ export async function recordMetricEvents(client: PoolClient, events: StoredEvent
   return kept.length;
 }
 
-export const metricsCommittingHook: EventsCommittingHook = async (client, events) => {
-  await recordMetricEvents(client, events);
-};
+export const metricsCommittingHook: EventsCommittingHook = Object.assign(
+  async (client: PoolClient, events: StoredEvent[]) => {
+    await recordMetricEvents(client, events);
+  },
+  { idle: (events: StoredEvent[]) => metricPoints(events).length === 0 },
+);

@@ -9,6 +9,7 @@ export class Telemetry {
   readonly httpRequests = new Counter({ name: "vigil_http_requests_total", help: "Requests answered, by protocol, route and status", labelNames: ["protocol", "route", "status"] as const, registers: [this.registry] });
   readonly httpDuration = new Histogram({ name: "vigil_http_request_duration_seconds", help: "Request latency", labelNames: ["protocol", "route"] as const, buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5], registers: [this.registry] });
   readonly ingestQueueDepth = new Gauge({ name: "vigil_ingest_queue_depth", help: "Events waiting for the next group commit", registers: [this.registry] });
+  readonly ingestCommits = new Counter({ name: "vigil_ingest_commits_total", help: "Group commits by how they were written: one guarded statement, or a transaction", labelNames: ["path"] as const, registers: [this.registry] });
   readonly ingestCommitSize = new Histogram({ name: "vigil_ingest_commit_events", help: "Events per group commit", buckets: [1, 5, 10, 50, 100, 500, 1000, 2000, 5000], registers: [this.registry] });
   readonly ingestCommitDuration = new Histogram({ name: "vigil_ingest_commit_duration_seconds", help: "Time to commit one group", buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1], registers: [this.registry] });
   readonly eventsAccepted = new Counter({ name: "vigil_events_accepted_total", help: "Events committed", registers: [this.registry] });

@@ -28,6 +28,19 @@ export class SubscriptionCache {
     else this.entries.delete(projectId);
   }
 
+  /** Subscriptions of each project from the cache alone, or undefined when one is missing or stale. */
+  cached(projectIds: string[]): Map<string, Subscription[]> | undefined {
+    const out = new Map<string, Subscription[]>();
+    const now = this.nowMs();
+    for (const id of projectIds) {
+      if (out.has(id)) continue;
+      const e = this.entries.get(id);
+      if (!e || now - e.loadedAt >= this.ttlMs) return undefined;
+      out.set(id, e.subs);
+    }
+    return out;
+  }
+
   /** Subscriptions of each project, loading the missing or stale ones in one query. */
   async forProjects(q: Queryable, projectIds: string[]): Promise<Map<string, Subscription[]>> {
     const out = new Map<string, Subscription[]>();

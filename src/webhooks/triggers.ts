@@ -31,12 +31,23 @@ export function outboxForEvents(events: StoredEvent[], subs: Map<string, { webho
 export function registerTriggers(deps: Deps, cache: SubscriptionCache): void {
   const limit = () => deps.config.webhooks.maxAttempts;
 
-  deps.hooks.eventsCommitting.push(async (client: PoolClient, events: StoredEvent[]) => {
-    if (events.length === 0) return;
-    const subs = await cache.forProjects(client, events.map((e) => e.projectId));
-    const rows = outboxForEvents(events, subs);
-    if (rows.length) await insertOutbox(client, rows, deps.clock());
-  });
+  deps.hooks.eventsCommitting.push(
+    Object.assign(
+      async (client: PoolClient, events: StoredEvent[]) => {
+        if (events.length === 0) return;
+        const subs = await cache.forProjects(client, events.map((e) => e.projectId));
+        const rows = outboxForEvents(events, subs);
+        if (rows.length) await insertOutbox(client, rows, deps.clock());
+      },
+      {
+        // Idle when the cached subscriptions (the same ones the hook would use) want none of these events.
+        idle: (events: StoredEvent[]) => {
+          const subs = cache.cached(events.map((e) => e.projectId));
+          return subs !== undefined && outboxForEvents(events, subs).length === 0;
+        },
+      },
+    ),
+  );
 
   deps.hooks.incident.push(async (client: PoolClient, notice: IncidentNotice) => {
     await insertNoticeDeliveries(
