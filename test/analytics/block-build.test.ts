@@ -5,7 +5,7 @@ import { buildBlock, buildPending, pendingHours } from "../../src/analytics/bloc
 import { decodeBlock } from "../../src/analytics/blocks/format.js";
 import { startTestApp, type TestApp } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
-import { ingest } from "./dataset.js";
+import { ingest } from "../helpers/events.js";
 
 // Building column blocks on a real database: a block holds exactly its hour's events (compared
 // column by column with SQL), concurrent builders (several nodes) leave one consistent block per

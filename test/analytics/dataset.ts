@@ -1,6 +1,3 @@
-import assert from "node:assert/strict";
-import type { RestClient } from "../helpers/rest.js";
-
 // The fixed data set whose answers are known by hand (2024-01-01 is a Monday).
 export const EVENTS = [
   { type: "signup", timestamp: "2024-01-01T00:00:00.000Z", userId: "u1", groupId: "g1", source: "web", data: { plan: "pro", amount: 10, nested: { a: { b: "deep" } }, flag: true, when: "2024-01-01T12:00:00Z" }, context: { page: { path: "/home" } }, tags: { env: "prod" } },
@@ -14,11 +11,3 @@ export const EVENTS = [
 ];
 
 export const ALL = { start: "2024-01-01T00:00:00Z", end: "2024-03-01T00:00:00Z" };
-
-export async function ingest(rest: RestClient, key: string, events: unknown[]): Promise<void> {
-  for (let i = 0; i < events.length; i += 1000) {
-    const r = await rest.post("/v1/events/batch", { events: events.slice(i, i + 1000) }, { key });
-    assert.equal(r.status, 202, r.text);
-    assert.equal(r.body.data.rejected, 0, r.text);
-  }
-}

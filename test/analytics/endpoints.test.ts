@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { startTestApp, type TestApp } from "../helpers/app.js";
 import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
-import { ALL, EVENTS, ingest } from "./dataset.js";
+import { ingest } from "../helpers/events.js";
+import { ALL, EVENTS } from "./dataset.js";
 
 // Timeseries buckets (UTC edges, zeros), exact percentiles, unique/group ordering and the event
 // query's keyset pages, over the fixed data set (answers known by hand).

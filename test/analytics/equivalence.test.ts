@@ -6,7 +6,7 @@ import { buildPending } from "../../src/analytics/blocks/build.js";
 import { createPool } from "../../src/storage/db.js";
 import { startTestApp, type TestApp } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
-import { ingest } from "./dataset.js";
+import { ingest } from "../helpers/events.js";
 
 // Property-style: on the same randomized data, the fast paths (rollups, typed slots, column blocks)
 // and the plain JSON path (ANALYTICS_FAST_PATHS=false, a second Vigil on the same database) answer

@@ -7,7 +7,8 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { AnalyticsService } from "../../gen/vigil/v1/analytics_pb.js";
 import { startTestApp, type TestApp } from "../helpers/app.js";
 import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
-import { ALL, EVENTS, ingest } from "./dataset.js";
+import { ingest } from "../helpers/events.js";
+import { ALL, EVENTS } from "./dataset.js";
 
 // Every operator and alias, nesting, the typed comparison rules and hostile input, over the real
 // port against the fixed data set of dataset.ts (answers known by hand).

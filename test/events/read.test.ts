@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { startTestApp, type TestApp } from "../helpers/app.js";
 import { errorBody, project, signup, type ProjectFixture } from "../helpers/fixtures.js";
-import { pageAllEvents } from "../helpers/pages.js";
+import { pageAllEvents } from "../helpers/events.js";
 
 let t: TestApp;
 let p: ProjectFixture;

@@ -16,8 +16,8 @@ before(async () => {
 after(() => t.close());
 
 async function commits(): Promise<{ statement: number; transaction: number }> {
-  const text = await (await fetch(`${t.url}/metrics`)).text();
-  const n = (path: string) => Number(new RegExp(`vigil_ingest_commits_total\\{path="${path}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
+  const values = (await t.app.deps.telemetry.ingestCommits.get()).values;
+  const n = (path: string) => values.find((v) => v.labels.path === path)?.value ?? 0;
   return { statement: n("statement"), transaction: n("transaction") };
 }
 

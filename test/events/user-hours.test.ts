@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import { startTestApp, type TestApp } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
-import { pageAllEvents } from "../helpers/pages.js";
+import { ingest as ingestAll, pageAllEvents } from "../helpers/events.js";
 import { minuteRanges, userHoursDelta } from "../../src/events/user-hours.js";
 import type { StoredEvent } from "../../src/shared/hooks.js";
 
@@ -18,13 +18,7 @@ before(async () => {
 });
 after(() => t.close());
 
-async function ingest(events: object[]): Promise<void> {
-  for (let i = 0; i < events.length; i += 1000) {
-    const r = await t.rest.post("/v1/events/batch", { events: events.slice(i, i + 1000) }, { key: p.key });
-    assert.equal(r.status, 202, r.text);
-    assert.equal(r.body.data.rejected, 0, r.text);
-  }
-}
+const ingest = (events: object[]) => ingestAll(t.rest, p.key, events);
 
 const pageAll = (query: string, limit: number) => pageAllEvents(t.rest, p.key, query, limit);
 

@@ -1,6 +1,15 @@
 import assert from "node:assert/strict";
 import type { RestClient } from "./rest.js";
 
+/** Ingests `events` through `POST /v1/events/batch`, 1000 at a time, asserting every one accepted. */
+export async function ingest(rest: RestClient, key: string, events: unknown[]): Promise<void> {
+  for (let i = 0; i < events.length; i += 1000) {
+    const r = await rest.post("/v1/events/batch", { events: events.slice(i, i + 1000) }, { key });
+    assert.equal(r.status, 202, r.text);
+    assert.equal(r.body.data.rejected, 0, r.text);
+  }
+}
+
 /**
  * Every event of `GET /v1/projects/self/events?limit=<limit><query>`, following nextCursor page by
  * page; checks each page's status and that hasMore and nextCursor agree.
