@@ -30,27 +30,26 @@ export class SubscriptionCache {
 
   /** Subscriptions of each project from the cache alone, or undefined when one is missing or stale. */
   cached(projectIds: string[]): Map<string, Subscription[]> | undefined {
-    const out = new Map<string, Subscription[]>();
-    const now = this.nowMs();
-    for (const id of projectIds) {
-      if (out.has(id)) continue;
+    const { fresh, missing } = this.lookup(projectIds, this.nowMs());
+    return missing.length ? undefined : fresh;
+  }
+
+  /** The fresh cache entries of the projects, and the projects without one. */
+  private lookup(projectIds: string[], now: number): { fresh: Map<string, Subscription[]>; missing: string[] } {
+    const fresh = new Map<string, Subscription[]>();
+    const missing: string[] = [];
+    for (const id of new Set(projectIds)) {
       const e = this.entries.get(id);
-      if (!e || now - e.loadedAt >= this.ttlMs) return undefined;
-      out.set(id, e.subs);
+      if (e && now - e.loadedAt < this.ttlMs) fresh.set(id, e.subs);
+      else missing.push(id);
     }
-    return out;
+    return { fresh, missing };
   }
 
   /** Subscriptions of each project, loading the missing or stale ones in one query. */
   async forProjects(q: Queryable, projectIds: string[]): Promise<Map<string, Subscription[]>> {
-    const out = new Map<string, Subscription[]>();
-    const missing: string[] = [];
     const now = this.nowMs();
-    for (const id of new Set(projectIds)) {
-      const e = this.entries.get(id);
-      if (e && now - e.loadedAt < this.ttlMs) out.set(id, e.subs);
-      else missing.push(id);
-    }
+    const { fresh: out, missing } = this.lookup(projectIds, now);
     if (missing.length === 0) return out;
     const gen = this.generation;
     const r = await q.query<{ id: string; project_id: string; events: string[] }>(
