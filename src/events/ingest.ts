@@ -23,6 +23,14 @@ interface Pending {
   reject: (err: unknown) => void;
 }
 
+/** Forgets what a write attempt set on the events: a retry must not keep a source id or slots from an attempt that wrote nothing. */
+function clearAttempt(events: StoredEvent[]): void {
+  for (const e of events) {
+    e.sourceId = null;
+    e.slots = undefined;
+  }
+}
+
 export class GroupCommitIngestor implements Ingestor {
   private queue: Pending[] = [];
   private queuedRows = 0;
@@ -146,11 +154,8 @@ export class GroupCommitIngestor implements Ingestor {
     const { db, hooks, clock } = this.deps;
     const started = process.hrtime.bigint();
     const createdAt = clock();
-    for (const e of events) {
-      e.createdAt = createdAt;
-      e.sourceId = null; // a retry must not keep a source id from a rolled-back attempt
-      e.slots = undefined;
-    }
+    for (const e of events) e.createdAt = createdAt;
+    clearAttempt(events);
     const weeks = this.partitions.missing(events.map((e) => e.timestamp.getTime()));
     if (await this.writeStatement(events, sourceKeys, weeks, createdAt)) {
       this.done(events, started, "statement");
@@ -191,10 +196,7 @@ export class GroupCommitIngestor implements Ingestor {
       if (inserted === events.length) return true;
       if (inserted !== 0) throw new Error(`ingest statement inserted ${inserted} of ${events.length} events`);
     }
-    for (const e of events) {
-      e.sourceId = null;
-      e.slots = undefined;
-    }
+    clearAttempt(events);
     return false;
   }
 
