@@ -154,12 +154,12 @@ export async function unique(env: QueryEnv, projectId: string, w: Window, filter
  */
 function coveredGroups(s: ReturnType<typeof rawScan>, fields: Field[]): string | null {
   // Decide first: generating key SQL binds parameters, which must all be used.
-  const covered = (f: Field) => (f.kind === "column" ? INDEXED_COLUMNS.has(f.column) : (slotFor(s.ctx, f, "n") ?? slotFor(s.ctx, f, "s")) !== null);
+  const covered = (f: Field) => (f.kind === "column" ? SLOT_PASS_COLUMNS.has(f.column) : (slotFor(s.ctx, f, "n") ?? slotFor(s.ctx, f, "s")) !== null);
   if (!fields.every(covered) || fields.every((f) => f.kind === "column")) return null;
   const a: string[] = [], by: string[] = [], out: string[] = [], heap: string[] = [], nulls: string[] = [], set: string[] = [];
   for (const [i, f] of fields.entries()) {
     if (f.kind === "column") {
-      if (!INDEXED_COLUMNS.has(f.column)) return null;
+      if (!SLOT_PASS_COLUMNS.has(f.column)) return null;
       a.push(`${keySql(s.ctx, f)} AS k${i}`);
       by.push(columnSql(s.ctx, f));
       out.push(`k${i} AS g${i}`);
@@ -183,7 +183,7 @@ function coveredGroups(s: ReturnType<typeof rawScan>, fields: Field[]): string |
 }
 
 /** Plain event columns a slot pass may group on. */
-const INDEXED_COLUMNS = new Set(["project_id", "ts", "type", "user_id"]);
+const SLOT_PASS_COLUMNS = new Set(["project_id", "ts", "type", "user_id"]);
 
 export async function group(env: QueryEnv, projectId: string, w: Window, filter: Node | null, fields: Field[], limit: number): Promise<Record<string, unknown>[]> {
   if (env.fast && env.blocks) {
