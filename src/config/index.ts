@@ -30,6 +30,18 @@ export const envSchema = z.object({
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   RATE_LIMIT_EVENTS_PER_MINUTE: intFrom(1000, 1),
   RATE_LIMIT_BATCHES_PER_MINUTE: intFrom(100, 1),
+  // Limits of the other write routes (src/shared/ratelimit.ts; docs/operations.md).
+  RATE_LIMIT_METRICS_PER_MINUTE: intFrom(1000, 1),
+  RATE_LIMIT_METRIC_BATCHES_PER_MINUTE: intFrom(100, 1),
+  RATE_LIMIT_HEARTBEATS_PER_MINUTE: intFrom(10_000, 1),
+  RATE_LIMIT_IDENTIFY_PER_MINUTE: intFrom(600, 1),
+  RATE_LIMIT_WEBHOOK_SENDS_PER_MINUTE: intFrom(60, 1),
+  RATE_LIMIT_WRITES_PER_MINUTE: intFrom(300, 1),
+  RATE_LIMIT_SIGNUPS_PER_MINUTE: intFrom(30, 1),
+  LOGIN_MAX_FAILURES_PER_ACCOUNT: intFrom(10, 1),
+  LOGIN_MAX_FAILURES_PER_ADDRESS: intFrom(50, 1),
+  LOGIN_WINDOW_SECONDS: intFrom(900, 1),
+  MAX_MONITORS_PER_PROJECT: intFrom(1000, 1),
   MAX_BODY_BYTES: intFrom(10 * 1024 * 1024, 1024),
   INGEST_FLUSH_MS: intFrom(2, 0),
   INGEST_MAX_BATCH: intFrom(2000, 1),
@@ -63,13 +75,25 @@ export interface Config {
   role: "all" | "api" | "worker";
   signup: "open" | "closed";
   logLevel: z.infer<typeof envSchema>["LOG_LEVEL"];
-  rateLimits: { eventsPerMinute: number; batchesPerMinute: number };
+  rateLimits: {
+    eventsPerMinute: number;
+    batchesPerMinute: number;
+    metricsPerMinute: number;
+    metricBatchesPerMinute: number;
+    heartbeatsPerMinute: number;
+    identifyPerMinute: number;
+    webhookSendsPerMinute: number;
+    writesPerMinute: number;
+    signupsPerMinute: number;
+  };
+  /** Failed logins allowed per email and per client address within one window. */
+  login: { maxFailuresPerAccount: number; maxFailuresPerAddress: number; windowSeconds: number };
   maxBodyBytes: number;
   ingest: { flushMs: number; maxBatch: number; maxInFlight: number; derivedDelayMs: number };
   webhooks: { backoffBaseMs: number; maxAttempts: number; timeoutMs: number; allowPrivate: boolean };
   pgPoolSize: number;
   /** Raw heartbeats are kept this long; older windows read hourly rollups. */
-  uptime: { rawRetentionDays: number };
+  uptime: { rawRetentionDays: number; maxMonitorsPerProject: number };
   /** Rollups and typed slots on (default) or off; slot assignment pass interval (0: no worker). */
   analytics: { fastPaths: boolean; slotIntervalMs: number; slotSample: number; blockIntervalMs: number; blockSealMs: number; blockCacheMb: number };
 }
@@ -99,7 +123,18 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     role: e.ROLE,
     signup: e.SIGNUP,
     logLevel: e.LOG_LEVEL,
-    rateLimits: { eventsPerMinute: e.RATE_LIMIT_EVENTS_PER_MINUTE, batchesPerMinute: e.RATE_LIMIT_BATCHES_PER_MINUTE },
+    rateLimits: {
+      eventsPerMinute: e.RATE_LIMIT_EVENTS_PER_MINUTE,
+      batchesPerMinute: e.RATE_LIMIT_BATCHES_PER_MINUTE,
+      metricsPerMinute: e.RATE_LIMIT_METRICS_PER_MINUTE,
+      metricBatchesPerMinute: e.RATE_LIMIT_METRIC_BATCHES_PER_MINUTE,
+      heartbeatsPerMinute: e.RATE_LIMIT_HEARTBEATS_PER_MINUTE,
+      identifyPerMinute: e.RATE_LIMIT_IDENTIFY_PER_MINUTE,
+      webhookSendsPerMinute: e.RATE_LIMIT_WEBHOOK_SENDS_PER_MINUTE,
+      writesPerMinute: e.RATE_LIMIT_WRITES_PER_MINUTE,
+      signupsPerMinute: e.RATE_LIMIT_SIGNUPS_PER_MINUTE,
+    },
+    login: { maxFailuresPerAccount: e.LOGIN_MAX_FAILURES_PER_ACCOUNT, maxFailuresPerAddress: e.LOGIN_MAX_FAILURES_PER_ADDRESS, windowSeconds: e.LOGIN_WINDOW_SECONDS },
     maxBodyBytes: e.MAX_BODY_BYTES,
     ingest: { flushMs: e.INGEST_FLUSH_MS, maxBatch: e.INGEST_MAX_BATCH, maxInFlight: e.INGEST_MAX_IN_FLIGHT, derivedDelayMs: e.DERIVED_DELAY_MS },
     webhooks: {
@@ -109,7 +144,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       allowPrivate: e.WEBHOOK_ALLOW_PRIVATE,
     },
     pgPoolSize: e.PG_POOL_SIZE,
-    uptime: { rawRetentionDays: e.UPTIME_RAW_RETENTION_DAYS },
+    uptime: { rawRetentionDays: e.UPTIME_RAW_RETENTION_DAYS, maxMonitorsPerProject: e.MAX_MONITORS_PER_PROJECT },
     analytics: {
       fastPaths: e.ANALYTICS_FAST_PATHS,
       slotIntervalMs: e.ANALYTICS_SLOT_INTERVAL_MS,

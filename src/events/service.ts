@@ -5,14 +5,13 @@ import { z } from "zod";
 import { EventService } from "../../gen/vigil/v1/events_pb.js";
 import { clientInfoKey, restJsonListKey } from "../shared/context.js";
 import type { Deps } from "../shared/deps.js";
-import { ApiError, badRequest, notFound, rateLimited, tooLarge } from "../shared/errors.js";
+import { ApiError, badRequest, notFound, tooLarge } from "../shared/errors.js";
 import type { Feature } from "../shared/feature.js";
 import type { Ingestor, NewEvent } from "../shared/ingest.js";
 import { validate } from "../shared/validate.js";
 import { mergeContext, serverContext } from "./context.js";
 import { decodeCursor, encodeCursor } from "./cursor.js";
 import { GroupCommitIngestor } from "./ingest.js";
-import { createRateLimiter, type LimitName } from "./ratelimit.js";
 import { getEvent, listEvents, rowToStored, toEventMessage } from "./store.js";
 import { userHoursProjection } from "./user-hours.js";
 import { uuidv7Time } from "./uuidv7.js";
@@ -52,19 +51,9 @@ function refusal(e: EventRefusal): ApiError {
 }
 
 export function createEventsFeature(deps: Deps): Feature & { ingestor: Ingestor } {
-  const { db, clock, auth, config, telemetry } = deps;
+  const { db, clock, auth, limits } = deps;
   const ingestor = new GroupCommitIngestor(deps);
   deps.derived.projections.push(userHoursProjection);
-  const limiter = createRateLimiter(config.redisUrl, deps.log);
-
-  async function limit(name: LimitName, projectId: string): Promise<void> {
-    const max = name === "events" ? config.rateLimits.eventsPerMinute : config.rateLimits.batchesPerMinute;
-    const v = await limiter.hit(name, projectId, max, clock());
-    if (!v.allowed) {
-      telemetry.rateLimited.inc({ limit: name });
-      throw rateLimited(v.retryAfterSeconds);
-    }
-  }
 
   const contextOf = (ctx: HandlerContext, now: Date) => serverContext(ctx.requestHeader, ctx.values.get(clientInfoKey), now);
 
@@ -78,7 +67,7 @@ export function createEventsFeature(deps: Deps): Feature & { ingestor: Ingestor 
         impl: {
           async ingestEvent(req, ctx) {
             const scope = await auth.ingestKey(ctx);
-            await limit("events", scope.projectId);
+            await limits.take("events", scope.projectId);
             const now = clock();
             const raw = { type: req.type, userId: req.userId, groupId: req.groupId, source: req.source, data: req.data, context: req.context, tags: req.tags, timestamp: req.timestamp };
             const check = checkEvent(raw, now);
@@ -97,7 +86,7 @@ export function createEventsFeature(deps: Deps): Feature & { ingestor: Ingestor 
             const sizeBound = json ? json.bodyBytes * REPARSE_GROWTH : undefined;
             if (items.length > MAX_BATCH_EVENTS) throw tooLarge(`a batch holds at most ${MAX_BATCH_EVENTS} events; this one has ${items.length}`);
             if (items.length === 0) throw badRequest("events is required: an array of 1 to 1000 events", [{ field: "events", message: "is required" }]);
-            await limit("batches", scope.projectId);
+            await limits.take("batches", scope.projectId);
             const now = clock();
             const server = contextOf(ctx, now);
             const valid: NewEvent[] = [];
@@ -182,7 +171,6 @@ export function createEventsFeature(deps: Deps): Feature & { ingestor: Ingestor 
     ],
     async stop() {
       await ingestor.stop();
-      await limiter.close();
     },
   };
 }

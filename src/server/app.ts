@@ -15,6 +15,7 @@ import { Hooks } from "../shared/hooks.js";
 import { Projector } from "../shared/derived.js";
 import { Telemetry } from "../shared/telemetry.js";
 import { IngestPressure } from "../shared/pressure.js";
+import { createRateLimiter } from "../shared/ratelimit.js";
 import { createPool, type Db } from "../storage/db.js";
 import { startEmbeddedPostgres, type EmbeddedHandle } from "../storage/embedded.js";
 import { migrate } from "../storage/migrate.js";
@@ -66,6 +67,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
     derived: new Projector(db, log, telemetry, { delayMs: config.ingest.derivedDelayMs, pollMs: 1000 }),
     telemetry,
     pressure: new IngestPressure(),
+    limits: createRateLimiter(config, log, opts.clock ?? systemClock, telemetry),
     auth: undefined as unknown as Authenticator,
     sessionSecret: await sessionSecret(config.sessionSecret, config.dataDir),
     shutdownSignal: shutdown.signal,
@@ -164,6 +166,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
       shutdown.abort();
       for (const f of [...features].reverse()) await f.stop?.().catch((err) => log.error({ err, feature: f.name }, "feature stop failed"));
       await deps.derived.stop();
+      await deps.limits.close();
       await db.end().catch(() => undefined);
       await embedded?.stop().catch((err) => log.error({ err }, "embedded postgres stop failed"));
     },

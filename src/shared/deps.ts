@@ -7,6 +7,7 @@ import type { Telemetry } from "./telemetry.js";
 import type { IngestPressure } from "./pressure.js";
 import type { Authenticator } from "../auth/principal.js";
 import type { Projector } from "./derived.js";
+import type { RateLimiter } from "./ratelimit.js";
 
 /** What every feature is built from. Created once in server/app.ts. */
 export interface Deps {
@@ -25,6 +26,8 @@ export interface Deps {
   telemetry: Telemetry;
   /** Ingestion marks activity here; background senders yield to it. */
   pressure: IngestPressure;
+  /** Request limits of the process (Redis-backed with REDIS_URL); src/shared/ratelimit.ts. */
+  limits: RateLimiter;
   /** Fires when the process begins shutting down. */
   shutdownSignal: AbortSignal;
 }

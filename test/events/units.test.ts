@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { mergeContext, serverContext } from "../../src/events/context.js";
 import { decodeCursor, encodeCursor } from "../../src/events/cursor.js";
 import { partitionName, PartitionCache, weekStart } from "../../src/events/partitions.js";
-import { MemoryRateLimiter, verdict } from "../../src/events/ratelimit.js";
+import { MemoryCounterStore, RateLimiter, WINDOW_MS, type LimitRules, verdict } from "../../src/shared/ratelimit.js";
 import { likePattern } from "../../src/events/store.js";
 import { uuidv7, uuidv7Time } from "../../src/events/uuidv7.js";
 import { checkEvent, MAX_EVENT_BYTES, parseZonedTime, REPARSE_GROWTH, unstorable } from "../../src/events/validate.js";
@@ -71,14 +71,27 @@ describe("rate limit verdict", () => {
     assert.equal(verdict(11, 10, Date.UTC(2024, 0, 1, 0, 0, 59, 999)).retryAfterSeconds, 1);
   });
   it("memory limiter counts per project and window", async () => {
-    const l = new MemoryRateLimiter();
+    const rule = { max: 2, windowMs: WINDOW_MS };
+    const rules = Object.fromEntries(["events", "batches"].map((n) => [n, rule])) as LimitRules;
     const now = new Date(Date.UTC(2024, 0, 1, 0, 0, 1));
-    assert.equal((await l.hit("events", "p1", 2, now)).allowed, true);
-    assert.equal((await l.hit("events", "p1", 2, now)).allowed, true);
-    assert.equal((await l.hit("events", "p1", 2, now)).allowed, false);
-    assert.equal((await l.hit("events", "p2", 2, now)).allowed, true);
-    assert.equal((await l.hit("batches", "p1", 2, now)).allowed, true);
-    assert.equal((await l.hit("events", "p1", 2, new Date(now.getTime() + 60_000))).allowed, true);
+    const l = new RateLimiter(new MemoryCounterStore(), rules, () => now);
+    assert.equal((await l.hit("events", "p1")).allowed, true);
+    assert.equal((await l.hit("events", "p1")).allowed, true);
+    assert.equal((await l.hit("events", "p1")).allowed, false);
+    assert.equal((await l.hit("events", "p2")).allowed, true);
+    assert.equal((await l.hit("batches", "p1")).allowed, true);
+    assert.equal((await l.hit("events", "p1", 1, new Date(now.getTime() + 60_000))).allowed, true);
+  });
+  it("a refund gives back a hit of the same window; longer windows end on their own boundary", async () => {
+    const rules = { loginAccount: { max: 1, windowMs: 900_000 } } as LimitRules;
+    const at = new Date(Date.UTC(2024, 0, 1, 0, 5, 0));
+    const l = new RateLimiter(new MemoryCounterStore(), rules, () => at);
+    assert.equal((await l.hit("loginAccount", "a")).allowed, true);
+    await l.refund("loginAccount", "a", at);
+    assert.equal((await l.hit("loginAccount", "a")).allowed, true);
+    const refused = await l.hit("loginAccount", "a");
+    assert.equal(refused.allowed, false);
+    assert.equal(refused.retryAfterSeconds, 600);
   });
 });
 

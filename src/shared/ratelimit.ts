@@ -1,0 +1,181 @@
+import { createHash } from "node:crypto";
+import { Redis } from "ioredis";
+import type { Logger } from "pino";
+import type { Config } from "../config/index.js";
+import type { Clock } from "./clock.js";
+import { rateLimited } from "./errors.js";
+import type { Telemetry } from "./telemetry.js";
+
+// Request limits over fixed windows aligned to the epoch (60 s for the per-minute limits, so
+// aligned to the minute). One limiter per process (deps.limits). In-process by default; with
+// REDIS_URL the counters live in Redis (one atomic Lua INCRBY+PEXPIRE per hit), shared by every
+// node. A Redis outage fails open (logged): losing the limiter must not stop ingestion.
+// docs/operations.md lists every limit, its key and its setting.
+
+export const WINDOW_MS = 60_000;
+
+/**
+ * Every limit, keyed as noted:
+ * - events, batches: single events and event batches (per project);
+ * - metrics, metricBatches: single metric records and metric batches (per project);
+ * - heartbeats: heartbeats (per project); identify: identify calls (per project);
+ * - webhookSends: webhook test and delivery retry, each sends a request (per project);
+ * - writes: management writes (per project; project creation per account);
+ * - signups: sign-up attempts (per client address);
+ * - loginAccount, loginAddress: login attempts that did not succeed (per email, per client address).
+ */
+export type LimitName =
+  | "events"
+  | "batches"
+  | "metrics"
+  | "metricBatches"
+  | "heartbeats"
+  | "identify"
+  | "webhookSends"
+  | "writes"
+  | "signups"
+  | "loginAccount"
+  | "loginAddress";
+
+export interface LimitRule {
+  max: number;
+  windowMs: number;
+}
+
+export type LimitRules = Record<LimitName, LimitRule>;
+
+export interface Verdict {
+  allowed: boolean;
+  /** Seconds until the window ends (at least 1) when refused. */
+  retryAfterSeconds: number;
+  count: number;
+}
+
+/** The decision, from the count after this hit. Pure. */
+export function verdict(count: number, max: number, nowMs: number, windowMs = WINDOW_MS): Verdict {
+  const windowEnd = (Math.floor(nowMs / windowMs) + 1) * windowMs;
+  return { allowed: count <= max, retryAfterSeconds: Math.max(1, Math.ceil((windowEnd - nowMs) / 1000)), count };
+}
+
+/** Where counts live: adds `cost` to the key's count in the window holding `nowMs`; undefined when unavailable. */
+export interface CounterStore {
+  add(name: LimitName, key: string, cost: number, windowMs: number, nowMs: number): Promise<number | undefined>;
+  close(): Promise<void>;
+}
+
+export class MemoryCounterStore implements CounterStore {
+  private readonly counts = new Map<string, { window: number; windowMs: number; count: number }>();
+
+  async add(name: LimitName, key: string, cost: number, windowMs: number, nowMs: number): Promise<number> {
+    const window = Math.floor(nowMs / windowMs);
+    const k = `${name}:${key}`;
+    let c = this.counts.get(k);
+    if (!c || c.window !== window) {
+      if (this.counts.size > 50_000) for (const [x, v] of this.counts) if (v.window !== Math.floor(nowMs / v.windowMs)) this.counts.delete(x);
+      c = { window, windowMs, count: 0 };
+      this.counts.set(k, c);
+    }
+    c.count += cost;
+    return c.count;
+  }
+
+  async close(): Promise<void> {}
+}
+
+const SCRIPT = `
+local c = redis.call('INCRBY', KEYS[1], ARGV[1])
+if c == tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return c`;
+
+export class RedisCounterStore implements CounterStore {
+  private readonly redis: Redis;
+  private lastWarn = 0;
+
+  constructor(url: string, private readonly log: Logger) {
+    this.redis = new Redis(url, { commandTimeout: 500, maxRetriesPerRequest: 1, lazyConnect: false });
+    this.redis.on("error", (err) => this.warn(err));
+  }
+
+  async add(name: LimitName, key: string, cost: number, windowMs: number, nowMs: number): Promise<number | undefined> {
+    const k = `vigil:rl:${name}:${key}:${Math.floor(nowMs / windowMs)}`;
+    try {
+      return Number(await this.redis.eval(SCRIPT, 1, k, String(cost), String(windowMs * 2)));
+    } catch (err) {
+      this.warn(err);
+      return undefined;
+    }
+  }
+
+  private warn(err: unknown): void {
+    const t = Date.now();
+    if (t - this.lastWarn < 10_000) return;
+    this.lastWarn = t;
+    this.log.warn({ err }, "rate limiter: Redis unavailable, allowing requests");
+  }
+
+  async close(): Promise<void> {
+    await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+}
+
+export class RateLimiter {
+  constructor(
+    private readonly store: CounterStore,
+    readonly rules: LimitRules,
+    private readonly clock: Clock,
+    private readonly telemetry?: Telemetry,
+  ) {}
+
+  /** Counts `cost` against the limit for `key`; the verdict says whether this hit is within it. */
+  async hit(name: LimitName, key: string, cost = 1, now: Date = this.clock()): Promise<Verdict> {
+    const { max, windowMs } = this.rules[name];
+    const count = await this.store.add(name, key, cost, windowMs, now.getTime());
+    if (count === undefined) return { allowed: true, retryAfterSeconds: 1, count: 0 };
+    const v = verdict(count, max, now.getTime(), windowMs);
+    if (!v.allowed) this.telemetry?.rateLimited.inc({ limit: name });
+    return v;
+  }
+
+  /** hit(), throwing the 429 (with Retry-After) when over the limit. */
+  async take(name: LimitName, key: string, cost = 1): Promise<void> {
+    const v = await this.hit(name, key, cost);
+    if (!v.allowed) throw rateLimited(v.retryAfterSeconds);
+  }
+
+  /** Gives back what a hit at `at` counted (same window), e.g. a login attempt that succeeded. */
+  async refund(name: LimitName, key: string, at: Date, cost = 1): Promise<void> {
+    await this.store.add(name, key, -cost, this.rules[name].windowMs, at.getTime());
+  }
+
+  close(): Promise<void> {
+    return this.store.close();
+  }
+}
+
+/** A key that does not keep the raw value (an email) in memory or in Redis. */
+export const hashedKey = (value: string) => createHash("sha256").update(value).digest("base64url").slice(0, 32);
+
+export function limitRules(config: Config): LimitRules {
+  const perMinute = (max: number) => ({ max, windowMs: WINDOW_MS });
+  const r = config.rateLimits;
+  const loginWindowMs = config.login.windowSeconds * 1000;
+  return {
+    events: perMinute(r.eventsPerMinute),
+    batches: perMinute(r.batchesPerMinute),
+    metrics: perMinute(r.metricsPerMinute),
+    metricBatches: perMinute(r.metricBatchesPerMinute),
+    heartbeats: perMinute(r.heartbeatsPerMinute),
+    identify: perMinute(r.identifyPerMinute),
+    webhookSends: perMinute(r.webhookSendsPerMinute),
+    writes: perMinute(r.writesPerMinute),
+    signups: perMinute(r.signupsPerMinute),
+    loginAccount: { max: config.login.maxFailuresPerAccount, windowMs: loginWindowMs },
+    loginAddress: { max: config.login.maxFailuresPerAddress, windowMs: loginWindowMs },
+  };
+}
+
+/** The process's limiter: Redis-backed when REDIS_URL is set, else in-process. */
+export function createRateLimiter(config: Config, log: Logger, clock: Clock, telemetry?: Telemetry): RateLimiter {
+  const store = config.redisUrl ? new RedisCounterStore(config.redisUrl, log) : new MemoryCounterStore();
+  return new RateLimiter(store, limitRules(config), clock, telemetry);
+}
