@@ -11,16 +11,18 @@ export type Field =
   | { kind: "column"; column: ColumnName; valueType: "text" | "time"; name: string }
   | { kind: "json"; column: JsonColumn; path: string[]; name: string };
 
-const ALIASES: Record<string, { column: ColumnName; valueType: "text" | "time" }> = {
-  event: { column: "type", valueType: "text" },
-  type: { column: "type", valueType: "text" },
-  userId: { column: "user_id", valueType: "text" },
-  groupId: { column: "group_id", valueType: "text" },
-  sourceId: { column: "source_id", valueType: "text" },
-  projectId: { column: "project_id", valueType: "text" },
-  createdAt: { column: "created_at", valueType: "time" },
-  timestamp: { column: "ts", valueType: "time" },
-};
+// A Map, not an object literal: a field named `constructor`, `toString` or `__proto__` is a data key
+// like any other, never a member of Object.prototype.
+const ALIASES = new Map<string, { column: ColumnName; valueType: "text" | "time" }>([
+  ["event", { column: "type", valueType: "text" }],
+  ["type", { column: "type", valueType: "text" }],
+  ["userId", { column: "user_id", valueType: "text" }],
+  ["groupId", { column: "group_id", valueType: "text" }],
+  ["sourceId", { column: "source_id", valueType: "text" }],
+  ["projectId", { column: "project_id", valueType: "text" }],
+  ["createdAt", { column: "created_at", valueType: "time" }],
+  ["timestamp", { column: "ts", valueType: "time" }],
+]);
 
 /** One path segment: letters, digits and `_ - $ @ :` (no quotes, spaces, backslashes, semicolons). */
 export const SEGMENT = /^[A-Za-z0-9_$@:-]{1,128}$/;
@@ -50,7 +52,7 @@ export function resolveField(name: unknown, where = "field"): Field {
   const problem = fieldProblem(name);
   if (problem) throw badRequest(`${where}: ${problem}`, [{ field: where, message: problem }]);
   const n = name as string;
-  const alias = ALIASES[n];
+  const alias = ALIASES.get(n);
   if (alias) return { kind: "column", column: alias.column, valueType: alias.valueType, name: n };
   const segs = n.split(".");
   if (segs.length > 1 && (segs[0] === "data" || segs[0] === "context" || segs[0] === "tags")) {

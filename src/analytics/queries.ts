@@ -204,10 +204,14 @@ export async function group(env: QueryEnv, projectId: string, w: Window, filter:
   return r.rows.map((row) => groupObject(fields, fields.map((_, i) => row[`g${i}`]), row.c));
 }
 
-/** A group as the API returns it: keyed by the field names as given, then `count`. */
+/**
+ * A group as the API returns it: keyed by the field names as given, then `count`. Keys are defined,
+ * not assigned: `o["__proto__"] = v` would set the prototype instead of a key.
+ */
 function groupObject(fields: Field[], keys: unknown[], count: unknown): Record<string, unknown> {
   const o: Record<string, unknown> = {};
-  fields.forEach((f, i) => (o[f.name] = keys[i] ?? null));
-  o.count = count;
+  const put = (k: string, v: unknown) => Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
+  fields.forEach((f, i) => put(f.name, keys[i] ?? null));
+  put("count", count);
   return o;
 }
