@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { badRequest } from "../shared/errors.js";
-import { BlockedAddressError, checkTargetHost, urlHost } from "./address.js";
+import { BlockedAddressError, pinTarget, systemResolver, UnresolvedHostError, urlHost } from "./address.js";
 import type { DeliveryRow, WebhookRow } from "./store.js";
 
 // Input schemas, the target check, and rows → API records.
@@ -49,14 +49,17 @@ export const listSchema = z.object({
   cursor: z.string().max(200).optional(),
 });
 
-/** http targets must resolve to public addresses (unless WEBHOOK_ALLOW_PRIVATE); discord URLs are not checked. */
-export async function checkTarget(type: "http" | "discord", target: string, allowPrivate: boolean): Promise<void> {
-  if (type !== "http" || allowPrivate) return;
-  const host = urlHost(new URL(target));
+/**
+ * Every webhook type's target must resolve only to public addresses (unless WEBHOOK_ALLOW_PRIVATE):
+ * for discord "the host is not checked" means any public host, not any address. The message never
+ * says what the name resolved to. The sender checks again before every connection.
+ */
+export async function checkTarget(_type: "http" | "discord", target: string, allowPrivate: boolean): Promise<void> {
+  if (allowPrivate) return;
   try {
-    await checkTargetHost(host);
+    await pinTarget(urlHost(new URL(target)), { allowPrivate, resolve: systemResolver });
   } catch (err) {
-    const message = err instanceof BlockedAddressError ? err.message : `host ${host} could not be resolved`;
+    const message = err instanceof BlockedAddressError || err instanceof UnresolvedHostError ? err.message : "host could not be resolved";
     throw badRequest(`invalid request: url: ${message}`, [{ field: "url", message }]);
   }
 }

@@ -1,15 +1,21 @@
 import http from "node:http";
 import https from "node:https";
 import net from "node:net";
-import { BlockedAddressError, isPublicAddress, safeLookup, urlHost } from "./address.js";
+import { BlockedAddressError, pinTarget, systemResolver, UnresolvedHostError, urlHost, type Resolver, type ResolvedAddress } from "./address.js";
 import { discordMessage } from "./discord.js";
 import type { Envelope } from "./payload.js";
 import type { AttemptOutcome } from "./retry.js";
 import { signatureHeader } from "./signature.js";
 
-// One delivery attempt over HTTP. Never follows redirects, reads at most BODY_CAP bytes of the
-// answer, and is bounded by the timeout end to end (connect, answer, body): the socket is destroyed
-// when it fires, so a slow receiver cannot hold a worker longer.
+// One delivery attempt over HTTP, the same path for every webhook type. Never follows redirects,
+// reads at most BODY_CAP bytes of the answer, and is bounded by the timeout end to end (resolve,
+// connect, answer, body): the socket is destroyed when it fires, so a slow receiver cannot hold a
+// worker longer.
+//
+// Address rule (address.ts): each attempt resolves the host, checks every address, and connects to
+// the checked address itself (the request's host is the IP; Host header and TLS servername carry the
+// name). Keep-alive pools are keyed by that IP, so a socket opened for one resolution is never used
+// for another: a name that re-resolves elsewhere gets a new, checked connection or none.
 
 export const USER_AGENT = "Vigil-Webhooks/1.0";
 export const BODY_CAP = 16 * 1024;
@@ -39,11 +45,18 @@ export interface SendOptions {
   allowPrivate: boolean;
   /** The attempt's time (signature `t`, recorded `at`). */
   now: Date;
+  /** DNS for the target's host (default: the system resolver). Every address it returns is checked. */
+  resolve?: Resolver;
+  /** Connection pools (default: the shared keep-alive agents below). */
+  agents?: { http?: http.Agent; https?: https.Agent };
 }
 
-const agentOpts = { keepAlive: true, maxSockets: 256, scheduling: "fifo" as const };
-const httpAgent = new http.Agent(agentOpts);
-const httpsAgent = new https.Agent(agentOpts);
+/** Pools are keyed by host:port (+ TLS servername); the host is always the checked IP. */
+export const AGENT_OPTIONS = { keepAlive: true, maxSockets: 256, scheduling: "fifo" as const };
+const httpAgent = new http.Agent(AGENT_OPTIONS);
+const httpsAgent = new https.Agent(AGENT_OPTIONS);
+
+const refuseLookup: net.LookupFunction = (_host, _opts, cb) => cb(new BlockedAddressError(), "", 4);
 
 /** Discord's JSON `retry_after` (seconds) or a Retry-After header (seconds or HTTP date), in ms. */
 export function retryAfterMs(status: number, headers: http.IncomingHttpHeaders, body: string, now: Date): number | undefined {
@@ -67,6 +80,9 @@ export function requestBody(target: Target, env: Envelope): string {
   return JSON.stringify(target.type === "discord" ? discordMessage(env) : env);
 }
 
+/** Connect-phase failures after which the next checked address of the name is tried. */
+const UNREACHABLE = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL", "EAFNOSUPPORT"]);
+
 export async function sendAttempt(target: Target, env: Envelope, eventId: string, opts: SendOptions): Promise<SendResult> {
   const started = performance.now();
   const at = opts.now.toISOString();
@@ -82,72 +98,111 @@ export async function sendAttempt(target: Target, env: Envelope, eventId: string
     return fail("invalid URL");
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") return fail(`unsupported scheme ${url.protocol}`);
-  const guard = target.type === "http" && !opts.allowPrivate;
   const host = urlHost(url);
-  if (guard && net.isIP(host) && !isPublicAddress(host)) return fail(new BlockedAddressError(host, host).message);
 
-  const body = requestBody(target, env);
-  const headers: Record<string, string> = {
-    "content-type": "application/json",
-    "user-agent": USER_AGENT,
-    "content-length": String(Buffer.byteLength(body)),
-  };
-  if (target.type === "http") {
-    headers["x-vigil-event-id"] = eventId;
-    headers["x-vigil-delivery-id"] = env.id;
-    if (target.secret) headers["x-vigil-signature"] = signatureHeader(target.secret, body, Math.floor(opts.now.getTime() / 1000));
-  }
-
-  return new Promise<SendResult>((resolve) => {
-    let settled = false;
-    const finish = (r: SendResult) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      resolve(r);
-    };
-    const lib = url.protocol === "https:" ? https : http;
-    const req = lib.request(url, {
-      method: "POST",
-      headers,
-      agent: url.protocol === "https:" ? httpsAgent : httpAgent,
-      lookup: guard ? (safeLookup as never) : undefined,
-    });
-    const timer = setTimeout(() => {
-      finish(fail(`timeout: no complete answer within ${opts.timeoutMs} ms`));
-      req.destroy();
+  // One deadline for the whole attempt: resolve, connect (each address tried), answer, body.
+  const timeoutMessage = `timeout: no complete answer within ${opts.timeoutMs} ms`;
+  let current: http.ClientRequest | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let timedOut = false;
+  const deadline = new Promise<SendResult>((resolve) => {
+    timer = setTimeout(() => {
+      timedOut = true;
+      current?.destroy();
+      resolve(fail(timeoutMessage));
     }, opts.timeoutMs);
-    req.on("error", (err: NodeJS.ErrnoException) => {
-      const msg = err instanceof BlockedAddressError ? err.message : `${err.code ?? "error"}: ${err.message}`;
-      finish(fail(msg));
-    });
-    req.on("response", (res) => {
-      const status = res.statusCode ?? 0;
-      const chunks: Buffer[] = [];
-      let size = 0;
-      const done = (truncated: boolean) => {
-        const text = Buffer.concat(chunks).toString("utf8");
-        const recorded = text.length > 0 ? text.slice(0, RECORDED_BODY_CHARS) : null;
-        const durationMs = Math.round(performance.now() - started);
-        const ok = status >= 200 && status < 300;
-        let error: string | null = null;
-        if (!ok) error = status >= 300 && status < 400 ? `redirect (${status}${res.headers.location ? ` to ${res.headers.location}` : ""}) not followed` : `HTTP ${status}`;
-        finish({
-          record: { at, statusCode: status, durationMs, error, responseBody: recorded },
-          outcome: { ok, retryAfterMs: ok ? undefined : retryAfterMs(status, res.headers, text, opts.now) },
-        });
-        if (truncated) res.destroy();
-      };
-      res.on("data", (c: Buffer) => {
-        if (settled) return;
-        const room = BODY_CAP - size;
-        chunks.push(c.length > room ? c.subarray(0, room) : c);
-        size += Math.min(c.length, room);
-        if (size >= BODY_CAP) done(true);
-      });
-      res.on("end", () => done(false));
-      res.on("error", () => done(true));
-    });
-    req.end(body);
   });
+
+  const run = async (): Promise<SendResult> => {
+    let addrs: ResolvedAddress[];
+    try {
+      addrs = await pinTarget(host, { allowPrivate: opts.allowPrivate, resolve: opts.resolve ?? systemResolver });
+    } catch (err) {
+      return fail(err instanceof BlockedAddressError || err instanceof UnresolvedHostError ? err.message : "host could not be resolved");
+    }
+    const body = requestBody(target, env);
+    const headers: Record<string, string> = {
+      host: url.host,
+      "content-type": "application/json",
+      "user-agent": USER_AGENT,
+      "content-length": String(Buffer.byteLength(body)),
+    };
+    if (target.type === "http") {
+      headers["x-vigil-event-id"] = eventId;
+      headers["x-vigil-delivery-id"] = env.id;
+      if (target.secret) headers["x-vigil-signature"] = signatureHeader(target.secret, body, Math.floor(opts.now.getTime() / 1000));
+    }
+    let last = fail(timeoutMessage);
+    for (const a of addrs) {
+      if (timedOut) break;
+      const r = await post(url, host, a, headers, body);
+      if (!r.unreachable) return r.result;
+      last = r.result;
+    }
+    return last;
+  };
+
+  /** One request to one checked address. */
+  const post = (u: URL, name: string, a: ResolvedAddress, headers: Record<string, string>, body: string) =>
+    new Promise<{ result: SendResult; unreachable?: boolean }>((resolve) => {
+      let settled = false;
+      const finish = (result: SendResult, unreachable = false) => {
+        if (settled) return;
+        settled = true;
+        resolve({ result, unreachable });
+      };
+      const tls = u.protocol === "https:";
+      const req = (current = (tls ? https : http).request({
+        // The checked IP, never the name: Node does no lookup for an IP host, and the pool key is the IP.
+        host: a.address,
+        family: a.family,
+        port: u.port || (tls ? 443 : 80),
+        path: `${u.pathname}${u.search}`,
+        method: "POST",
+        headers,
+        agent: tls ? (opts.agents?.https ?? httpsAgent) : (opts.agents?.http ?? httpAgent),
+        // Never called for an IP host; here so that no future change can connect by an unchecked name.
+        lookup: refuseLookup,
+        // Certificates are checked against the name ("" = no SNI for an IP literal URL).
+        ...(tls ? { servername: net.isIP(name) ? "" : name } : {}),
+      }));
+      req.on("error", (err: NodeJS.ErrnoException) => {
+        // Socket errors name the IP they connected to; record the code and the name only.
+        finish(fail(`${err.code ?? "error"}: ${err.message.split(a.address).join(name)}`), UNREACHABLE.has(err.code ?? ""));
+      });
+      req.on("response", (res) => {
+        const status = res.statusCode ?? 0;
+        const chunks: Buffer[] = [];
+        let size = 0;
+        const done = (truncated: boolean) => {
+          const text = Buffer.concat(chunks).toString("utf8");
+          const recorded = text.length > 0 ? text.slice(0, RECORDED_BODY_CHARS) : null;
+          const durationMs = Math.round(performance.now() - started);
+          const ok = status >= 200 && status < 300;
+          let error: string | null = null;
+          if (!ok) error = status >= 300 && status < 400 ? `redirect (${status}${res.headers.location ? ` to ${res.headers.location}` : ""}) not followed` : `HTTP ${status}`;
+          finish({
+            record: { at, statusCode: status, durationMs, error, responseBody: recorded },
+            outcome: { ok, retryAfterMs: ok ? undefined : retryAfterMs(status, res.headers, text, opts.now) },
+          });
+          if (truncated) res.destroy();
+        };
+        res.on("data", (c: Buffer) => {
+          if (settled) return;
+          const room = BODY_CAP - size;
+          chunks.push(c.length > room ? c.subarray(0, room) : c);
+          size += Math.min(c.length, room);
+          if (size >= BODY_CAP) done(true);
+        });
+        res.on("end", () => done(false));
+        res.on("error", () => done(true));
+      });
+      req.end(body);
+    });
+
+  try {
+    return await Promise.race([run(), deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

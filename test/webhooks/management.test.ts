@@ -46,8 +46,8 @@ describe("webhook management", () => {
     assert.ok(l.body.data.some((x: any) => x.id === w.id));
   });
 
-  it("discord webhooks: any URL, no secret", async () => {
-    const c = await t.rest.post(base(), { type: "discord", url: "http://127.0.0.1:1/api/webhooks/1/abc", events: ["deploy"] }, owner());
+  it("discord webhooks: any public host, no secret", async () => {
+    const c = await t.rest.post(base(), { type: "discord", url: "http://93.184.215.14/api/webhooks/1/abc", events: ["deploy"] }, owner());
     assert.equal(c.status, 201, c.text);
     assert.equal(c.body.data.secret, null);
     const rot = await t.rest.patch(`${base()}/${c.body.data.id}`, { rotateSecret: true }, owner());
@@ -103,7 +103,7 @@ describe("webhook management", () => {
     }, "the refused attempt");
     assert.equal(d.status, "retrying");
     assert.equal(d.attempts[0].statusCode, null);
-    assert.match(d.attempts[0].error, /not a public address/);
+    assert.match(d.attempts[0].error, /not allowed/);
     assert.equal(rx.at("/internal").length, 0);
   });
 
