@@ -7,6 +7,7 @@ import { clientInfoKey, restJsonListKey } from "../shared/context.js";
 import type { Deps } from "../shared/deps.js";
 import { ApiError, badRequest, notFound, tooLarge } from "../shared/errors.js";
 import type { Feature } from "../shared/feature.js";
+import { unlessProjectGone } from "../shared/gone.js";
 import type { Ingestor, NewEvent } from "../shared/ingest.js";
 import { validate } from "../shared/validate.js";
 import { mergeContext, serverContext } from "./context.js";
@@ -73,7 +74,8 @@ export function createEventsFeature(deps: Deps): Feature & { ingestor: Ingestor 
             const check = checkEvent(raw, now);
             if (!check.ok) throw refusal(check.error);
             check.event.context = mergeContext(check.event.context, contextOf(ctx, now));
-            const [stored] = await ingestor.accept(scope.projectId, [check.event]);
+            // A project deleted meanwhile (a new source's insert fails its key): answered as after the delete.
+            const [stored] = await unlessProjectGone(() => ingestor.accept(scope.projectId, [check.event]), () => auth.ingestKey(ctx));
             return { data: toEventMessage(stored) };
           },
 
@@ -109,7 +111,7 @@ export function createEventsFeature(deps: Deps): Feature & { ingestor: Ingestor 
               check.event.context = mergeContext(check.event.context, server);
               valid.push(check.event);
             }
-            const stored = await ingestor.accept(scope.projectId, valid);
+            const stored = await unlessProjectGone(() => ingestor.accept(scope.projectId, valid), () => auth.ingestKey(ctx));
             return {
               data: {
                 events: stored.map((e) => ({ id: e.id, type: e.type })),

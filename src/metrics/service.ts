@@ -4,6 +4,7 @@ import { MetricsService } from "../../gen/vigil/v1/metrics_pb.js";
 import type { Deps } from "../shared/deps.js";
 import { badRequest, conflict, notFound, tooLarge } from "../shared/errors.js";
 import type { Feature } from "../shared/feature.js";
+import { unlessProjectGone } from "../shared/gone.js";
 import type { Ingestor, NewEvent } from "../shared/ingest.js";
 import { metricsCommittingHook } from "./hook.js";
 import { EVENT_TYPE, INTERVALS, type MetricType } from "./model.js";
@@ -56,10 +57,11 @@ export function createMetricsFeature(deps: Deps, ingestor: Ingestor): Feature {
             const check = checkMetric({ type: req.type, name: req.name, value: plain(req.value), unit: req.unit, timestamp: req.timestamp, tags: req.tags }, clock());
             if (!check.ok) throw badRequest(`invalid metric: ${check.error.field}: ${check.error.message}`, [check.error]);
             const m = check.metric;
-            const types = await registerTypes(db, scope.projectId, new Map([[m.name, m.metricType]]));
+            // A project deleted meanwhile answers as after the delete (401/404), not 500.
+            const types = await unlessProjectGone(() => registerTypes(db, scope.projectId, new Map([[m.name, m.metricType]])), () => auth.project(ctx, req.projectId, "data"));
             const registered = types.get(m.name)!;
             if (registered !== m.metricType) throw conflict(typeConflict(m.name, registered, m.metricType), [{ field: "type", message: `the metric is a ${registered}` }]);
-            await ingestor.accept(scope.projectId, [toEvent(m)]);
+            await unlessProjectGone(() => ingestor.accept(scope.projectId, [toEvent(m)]), () => auth.project(ctx, req.projectId, "data"));
             return { data: { accepted: 1n } };
           },
 
@@ -82,14 +84,14 @@ export function createMetricsFeature(deps: Deps, ingestor: Ingestor): Feature {
             });
             const accepted: MetricInput[] = [];
             if (valid.length) {
-              const types = await registerTypes(db, scope.projectId, wanted);
+              const types = await unlessProjectGone(() => registerTypes(db, scope.projectId, wanted), () => auth.project(ctx, req.projectId, "data"));
               for (const { index, metric } of valid) {
                 const registered = types.get(metric.name)!;
                 if (registered === metric.metricType) accepted.push(metric);
                 else errors.push({ index: BigInt(index), code: "conflict", message: typeConflict(metric.name, registered, metric.metricType) });
               }
             }
-            if (accepted.length) await ingestor.accept(scope.projectId, accepted.map(toEvent));
+            if (accepted.length) await unlessProjectGone(() => ingestor.accept(scope.projectId, accepted.map(toEvent)), () => auth.project(ctx, req.projectId, "data"));
             errors.sort((a, b) => Number(a.index - b.index));
             return { data: { accepted: BigInt(accepted.length), rejected: BigInt(errors.length), errors } };
           },

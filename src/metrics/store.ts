@@ -1,4 +1,5 @@
 import type { Queryable } from "../storage/db.js";
+import { ProjectGoneError } from "../shared/gone.js";
 import { OP_NAME, type MetricType } from "./model.js";
 
 // The metric name registry and the raw point reads.
@@ -34,6 +35,8 @@ export async function registerTypes(db: Queryable, projectId: string, wanted: Ma
     [projectId, names, names.map((n) => wanted.get(n))],
   );
   const r = await db.query<{ name: string; type: MetricType }>("SELECT name, type FROM metrics WHERE project_id = $1 AND name = ANY($2::text[])", [projectId, names]);
+  // A name inserted (or found) above and gone now was deleted with its project in between.
+  if (r.rows.length < names.length) throw new ProjectGoneError();
   return new Map(r.rows.map((x) => [x.name, x.type]));
 }
 

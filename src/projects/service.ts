@@ -6,6 +6,7 @@ import { ApiError, conflict, notFound } from "../shared/errors.js";
 import type { Feature } from "../shared/feature.js";
 import { newId } from "../shared/ids.js";
 import { isUniqueViolation, validate } from "../shared/validate.js";
+import { retryDeadlock } from "../shared/gone.js";
 import { tx } from "../storage/db.js";
 import { member, projectForMember, toKey, toMember, toProject, type KeyRow, type MemberRow, type ProjectRow } from "./store.js";
 
@@ -72,8 +73,9 @@ export function createProjectsFeature(deps: Deps): Feature {
             return { data: toProject(row) };
           },
           async deleteProject(req, ctx) {
-            const scope = await auth.project(ctx, req.projectId, "owner");
-            await db.query("DELETE FROM projects WHERE id = $1", [scope.projectId]);
+            const scope = await write(ctx, req.projectId, "owner");
+            // The cascade may deadlock with a write in flight (a heartbeat locking its monitor): run it again.
+            await retryDeadlock(() => db.query("DELETE FROM projects WHERE id = $1", [scope.projectId]));
             return {};
           },
 

@@ -2,6 +2,7 @@ import type { HandlerContext } from "@connectrpc/connect";
 import { UptimeService } from "../../gen/vigil/v1/uptime_pb.js";
 import type { Deps } from "../shared/deps.js";
 import { notFound } from "../shared/errors.js";
+import { unlessProjectGone } from "../shared/gone.js";
 import { validate } from "../shared/validate.js";
 import type { HeartbeatWriter } from "./heartbeats.js";
 import { createMonitor, deleteMonitor, pauseMonitor, resumeMonitor, updateMonitor } from "./monitors.js";
@@ -37,7 +38,8 @@ export function uptimeService(deps: Deps, u: UptimeContext) {
       async createMonitor(req: any, ctx: HandlerContext) {
         const { projectId } = await scope(ctx, req.projectId);
         const input = validate(s.createSchema, present({ name: req.name, slug: req.slug, type: req.type, expectedIntervalMs: req.expectedIntervalMs, gracePeriodMs: req.gracePeriodMs, metadata: req.metadata, tags: req.tags }));
-        return { data: toMonitor(await createMonitor(deps, projectId, input), clock()) };
+        const row = await unlessProjectGone(() => createMonitor(deps, projectId, input), () => scope(ctx, req.projectId));
+        return { data: toMonitor(row, clock()) };
       },
       async listMonitors(req: any, ctx: HandlerContext) {
         const { projectId } = await scope(ctx, req.projectId);
@@ -84,7 +86,8 @@ export function uptimeService(deps: Deps, u: UptimeContext) {
         const { projectId } = await scope(ctx, req.projectId);
         const input = validate(s.heartbeatSchema, present({ slug: req.monitorSlug, status: req.status, latencyMs: req.latencyMs, metadata: req.metadata, expectedIntervalMs: req.expectedIntervalMs, gracePeriodMs: req.gracePeriodMs }));
         const at = clock();
-        const a = await u.writer.submit({ projectId, at, ...input, slug: input.slug });
+        // The project deleted meanwhile: answered as a request after the delete (401/404), not 500.
+        const a = await unlessProjectGone(() => u.writer.submit({ projectId, at, ...input, slug: input.slug }), () => scope(ctx, req.projectId));
         return { data: { accepted: true, monitor: toMonitor(a.monitor, at), statusChanged: a.statusChanged } };
       },
       async listHeartbeats(req: any, ctx: HandlerContext) {
