@@ -73,7 +73,7 @@ export function createProjectsFeature(deps: Deps): Feature {
             return { data: toProject(row) };
           },
           async deleteProject(req, ctx) {
-            const scope = await write(ctx, req.projectId, "owner");
+            const scope = await auth.project(ctx, req.projectId, "owner");
             // The cascade may deadlock with a write in flight (a heartbeat locking its monitor): run it again.
             await retryDeadlock(() => db.query("DELETE FROM projects WHERE id = $1", [scope.projectId]));
             return {};
