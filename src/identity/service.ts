@@ -21,7 +21,7 @@ const listSchema = z.object({
 });
 
 export function createIdentityFeature(deps: Deps): Feature {
-  const { db, clock, auth } = deps;
+  const { db, clock, auth, limits } = deps;
   deps.derived.projections.push(identityProjection);
 
   return {
@@ -32,6 +32,7 @@ export function createIdentityFeature(deps: Deps): Feature {
         impl: {
           async identify(req, ctx) {
             const scope = await auth.project(ctx, req.projectId, "member");
+            await limits.take("identify", scope.projectId);
             const input = validate(identifySchema, { externalId: req.externalId, properties: req.properties });
             const why = unstorable(input);
             if (why) throw badRequest(`identify body ${why}`, [{ field: "properties", message: why }]);

@@ -37,7 +37,7 @@ const typeConflict = (name: string, registered: MetricType, wanted: MetricType) 
   `metric '${name}' is a ${registered}; it cannot be recorded as a ${wanted} (a name keeps its first type)`;
 
 export function createMetricsFeature(deps: Deps, ingestor: Ingestor): Feature {
-  const { db, auth, clock } = deps;
+  const { db, auth, clock, limits } = deps;
   deps.hooks.eventsCommitting.push(metricsCommittingHook);
 
   async function metricOr404(projectId: string, name: string) {
@@ -54,6 +54,7 @@ export function createMetricsFeature(deps: Deps, ingestor: Ingestor): Feature {
         impl: {
           async recordMetric(req, ctx) {
             const scope = await auth.project(ctx, req.projectId, "data");
+            await limits.take("metrics", scope.projectId);
             const check = checkMetric({ type: req.type, name: req.name, value: plain(req.value), unit: req.unit, timestamp: req.timestamp, tags: req.tags }, clock());
             if (!check.ok) throw badRequest(`invalid metric: ${check.error.field}: ${check.error.message}`, [check.error]);
             const m = check.metric;
@@ -70,6 +71,7 @@ export function createMetricsFeature(deps: Deps, ingestor: Ingestor): Feature {
             const items: unknown[] = (req.metrics ?? []).map(plain);
             if (items.length === 0) throw badRequest("metrics must be a non-empty array", [{ field: "metrics", message: `1-${BATCH_MAX} metrics are required` }]);
             if (items.length > BATCH_MAX) throw tooLarge(`a batch holds at most ${BATCH_MAX} metrics; this one has ${items.length}`);
+            await limits.take("metricBatches", scope.projectId);
             const now = clock();
             const errors: { index: bigint; code: string; message: string }[] = [];
             const valid: { index: number; metric: MetricInput }[] = [];

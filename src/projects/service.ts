@@ -1,6 +1,8 @@
 import { createHash, randomBytes } from "node:crypto";
+import type { HandlerContext } from "@connectrpc/connect";
 import { z } from "zod";
 import { ProjectService } from "../../gen/vigil/v1/projects_pb.js";
+import type { Access } from "../auth/principal.js";
 import type { Deps } from "../shared/deps.js";
 import { ApiError, conflict, notFound } from "../shared/errors.js";
 import type { Feature } from "../shared/feature.js";
@@ -29,7 +31,13 @@ function newSecret(): string {
 }
 
 export function createProjectsFeature(deps: Deps): Feature {
-  const { db, clock, auth } = deps;
+  const { db, clock, auth, limits } = deps;
+  /** Management writes count per project (RATE_LIMIT_WRITES_PER_MINUTE). */
+  const write = async (ctx: HandlerContext, projectId: string, access: Access) => {
+    const scope = await auth.project(ctx, projectId, access);
+    await limits.take("writes", scope.projectId);
+    return scope;
+  };
 
   return {
     name: "projects",
@@ -39,6 +47,8 @@ export function createProjectsFeature(deps: Deps): Feature {
         impl: {
           async createProject(req, ctx) {
             const p = await auth.session(ctx);
+            // No project yet: project creation counts per account.
+            await limits.take("writes", p.accountId);
             const input = validate(createSchema, { name: req.name, platform: req.platform });
             const now = clock();
             const row = await tx(db, async (c) => {
@@ -65,7 +75,7 @@ export function createProjectsFeature(deps: Deps): Feature {
             return { data: toProject(row) };
           },
           async updateProject(req, ctx) {
-            const scope = await auth.project(ctx, req.projectId, "admin");
+            const scope = await write(ctx, req.projectId, "admin");
             const input = validate(updateSchema, { name: req.name });
             if (input.name !== undefined) await db.query("UPDATE projects SET name = $2, updated_at = $3 WHERE id = $1", [scope.projectId, input.name, clock()]);
             const row = await projectForMember(db, scope.projectId, (scope.principal as { accountId: string }).accountId);
@@ -73,7 +83,7 @@ export function createProjectsFeature(deps: Deps): Feature {
             return { data: toProject(row) };
           },
           async deleteProject(req, ctx) {
-            const scope = await auth.project(ctx, req.projectId, "owner");
+            const scope = await write(ctx, req.projectId, "owner");
             // The cascade may deadlock with a write in flight (a heartbeat locking its monitor): run it again.
             await retryDeadlock(() => db.query("DELETE FROM projects WHERE id = $1", [scope.projectId]));
             return {};
@@ -88,7 +98,7 @@ export function createProjectsFeature(deps: Deps): Feature {
             return { data: r.rows.map(toMember) };
           },
           async addMember(req, ctx) {
-            const scope = await auth.project(ctx, req.projectId, "admin");
+            const scope = await write(ctx, req.projectId, "admin");
             const input = validate(addMemberSchema, { email: req.email, role: req.role });
             const acct = await db.query<{ id: string }>("SELECT id FROM accounts WHERE lower(email) = $1", [input.email]);
             if (!acct.rows[0]) throw new ApiError(404, "not_found", "no account with this email", [{ field: "email", message: "no such account" }]);
@@ -101,7 +111,7 @@ export function createProjectsFeature(deps: Deps): Feature {
             return { data: toMember((await member(db, scope.projectId, acct.rows[0].id))!) };
           },
           async updateMember(req, ctx) {
-            const scope = await auth.project(ctx, req.projectId, "admin");
+            const scope = await write(ctx, req.projectId, "admin");
             const input = validate(roleSchema, { role: req.role });
             const target = await member(db, scope.projectId, req.userId);
             if (!target) throw notFound("member");
@@ -110,7 +120,7 @@ export function createProjectsFeature(deps: Deps): Feature {
             return { data: toMember({ ...target, role: input.role }) };
           },
           async removeMember(req, ctx) {
-            const scope = await auth.project(ctx, req.projectId, "admin");
+            const scope = await write(ctx, req.projectId, "admin");
             const target = await member(db, scope.projectId, req.userId);
             if (!target) throw notFound("member");
             if (target.role === "owner") throw new ApiError(403, "forbidden", "the owner cannot be removed");
@@ -119,7 +129,7 @@ export function createProjectsFeature(deps: Deps): Feature {
           },
 
           async createApiKey(req, ctx) {
-            const scope = await auth.project(ctx, req.projectId, "admin");
+            const scope = await write(ctx, req.projectId, "admin");
             const input = validate(keySchema, { name: req.name, environment: req.environment });
             const secret = newSecret();
             const hash = createHash("sha256").update(secret).digest("hex");
@@ -138,7 +148,7 @@ export function createProjectsFeature(deps: Deps): Feature {
             return { data: r.rows.map(toKey) };
           },
           async revokeApiKey(req, ctx) {
-            const scope = await auth.project(ctx, req.projectId, "admin");
+            const scope = await write(ctx, req.projectId, "admin");
             const r = await db.query("UPDATE api_keys SET revoked_at = $3 WHERE id = $1 AND project_id = $2 AND revoked_at IS NULL", [req.keyId, scope.projectId, clock()]);
             if (!r.rowCount) throw notFound("API key");
             return {};

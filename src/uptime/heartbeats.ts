@@ -2,6 +2,7 @@ import type { PoolClient } from "pg";
 import type { Deps } from "../shared/deps.js";
 import { newId } from "../shared/ids.js";
 import { tx } from "../storage/db.js";
+import { lockMonitorCreation, monitorCapReached, monitorCounts } from "./cap.js";
 import { openIncidents, resolveIncidents } from "./incidents.js";
 import { writeHeartbeats, type HeartbeatRow, type MonitorWrite } from "./heartbeat-sql.js";
 import { applyHeartbeat, needsWake, type HeartbeatStatus, type MonitorState } from "./model.js";
@@ -94,7 +95,7 @@ export class HeartbeatWriter {
     if (!locked.length) return;
     try {
       const { answers, changes, rows } = await tx(this.deps.db, (c) => this.write(c, locked.map((b) => b.req)));
-      locked.forEach((b, i) => b.resolve(answers[i]));
+      locked.forEach((b, i) => settle(b, answers[i]));
       this.remember(rows);
       this.onCommitted(changes);
     } catch (err) {
@@ -107,7 +108,7 @@ export class HeartbeatWriter {
   private async writeOne(b: Pending): Promise<void> {
     try {
       const { answers, changes, rows } = await tx(this.deps.db, (c) => this.write(c, [b.req]));
-      b.resolve(answers[0]);
+      settle(b, answers[0]);
       this.remember(rows);
       this.onCommitted(changes);
     } catch (err) {
@@ -183,15 +184,20 @@ export class HeartbeatWriter {
     return done.size ? batch.filter((b) => !done.has(b)) : batch;
   }
 
-  private async write(c: PoolClient, reqs: HeartbeatRequest[]): Promise<{ answers: HeartbeatAnswer[]; changes: DeadlineChange[]; rows: MonitorRow[] }> {
+  private async write(c: PoolClient, reqs: HeartbeatRequest[]): Promise<{ answers: (HeartbeatAnswer | Error)[]; changes: DeadlineChange[]; rows: MonitorRow[] }> {
     const now = this.deps.clock();
-    const rows = await this.lockMonitors(c, reqs, now);
+    const { found: rows, refused } = await this.lockMonitors(c, reqs, now);
     const state = new Map<string, MonitorState>();
     const effects = new Map<string, Effect[]>();
-    const answers: HeartbeatAnswer[] = [];
+    const answers: (HeartbeatAnswer | Error)[] = [];
     const heartbeats: HeartbeatRow[] = [];
 
     for (const req of reqs) {
+      // A new slug over the project's monitor cap: refused, nothing recorded.
+      if (refused.has(keyOf(req.projectId, req.slug))) {
+        answers.push(monitorCapReached(this.deps.config.uptime.maxMonitorsPerProject));
+        continue;
+      }
       const row = rows.get(keyOf(req.projectId, req.slug))!;
       const before = state.get(row.id) ?? stateOf(row);
       const out = applyHeartbeat(before, { at: req.at.getTime(), status: req.status, expectedIntervalMs: req.expectedIntervalMs, gracePeriodMs: req.gracePeriodMs });
@@ -217,13 +223,16 @@ export class HeartbeatWriter {
       const version = versions.get(row.id);
       if (version !== undefined) written.push({ ...withState(row, next, now), version });
     }
-    for (const a of answers) a.monitor.version = versions.get(a.monitor.id) ?? a.monitor.version;
+    for (const a of answers) if (!(a instanceof Error)) a.monitor.version = versions.get(a.monitor.id) ?? a.monitor.version;
     await notifyWake(c, changes);
     return { answers, changes, rows: written };
   }
 
-  /** Locks the addressed monitors in id order; creates the missing ones (name = slug, type heartbeat). */
-  private async lockMonitors(c: PoolClient, reqs: HeartbeatRequest[], now: Date): Promise<Map<string, MonitorRow>> {
+  /**
+   * Locks the addressed monitors in id order; creates the missing ones (name = slug, type heartbeat)
+   * up to the project's monitor cap, under its creation lock. `refused`: new slugs over the cap.
+   */
+  private async lockMonitors(c: PoolClient, reqs: HeartbeatRequest[], now: Date): Promise<{ found: Map<string, MonitorRow>; refused: Set<string> }> {
     const keys = new Map<string, HeartbeatRequest>();
     for (const r of reqs) if (!keys.has(keyOf(r.projectId, r.slug))) keys.set(keyOf(r.projectId, r.slug), r);
     const select = async (list: HeartbeatRequest[]) =>
@@ -235,6 +244,20 @@ export class HeartbeatWriter {
         )
       ).rows;
     const found = new Map<string, MonitorRow>();
+    const refused = new Set<string>();
+    // Creation locks come before row locks (the order createMonitor takes them): a look-up without
+    // locks finds which slugs unknown to this node are new, and their projects are locked first.
+    const creating = new Set<string>();
+    const unknown = [...keys.values()].filter((r) => !this.known.has(keyOf(r.projectId, r.slug)));
+    if (unknown.length) {
+      const r = await c.query<{ project_id: string; slug: string }>(
+        "SELECT m.project_id, m.slug FROM monitors m JOIN unnest($1::text[], $2::text[]) AS k(project_id, slug) ON m.project_id = k.project_id AND m.slug = k.slug",
+        [unknown.map((x) => x.projectId), unknown.map((x) => x.slug)],
+      );
+      const existing = new Set(r.rows.map((x) => keyOf(x.project_id, x.slug)));
+      for (const x of unknown) if (!existing.has(keyOf(x.projectId, x.slug))) creating.add(x.projectId);
+      await lockMonitorCreation(c, creating);
+    }
     // Known monitors by primary key (in id order); a cached id whose row moved (deleted, slug
     // changed) falls through to the lookup by slug.
     const cached = [...keys.keys()].map((k) => this.known.get(k)?.id).filter((id): id is string => id !== undefined);
@@ -244,7 +267,22 @@ export class HeartbeatWriter {
     }
     const unresolved = [...keys.values()].filter((r) => !found.has(keyOf(r.projectId, r.slug)));
     if (unresolved.length) for (const row of await select(unresolved)) found.set(keyOf(row.project_id, row.slug), row);
-    const missing = unresolved.filter((r) => !found.has(keyOf(r.projectId, r.slug)));
+    let missing = unresolved.filter((r) => !found.has(keyOf(r.projectId, r.slug)));
+    if (missing.length) {
+      // Rare: a slug deleted or renamed since the look-up; its project's lock comes after row locks.
+      await lockMonitorCreation(c, missing.map((r) => r.projectId).filter((p) => !creating.has(p)));
+      // Under the locks: what another transaction created meanwhile is found; the rest counts against the cap.
+      for (const row of await select(missing)) found.set(keyOf(row.project_id, row.slug), row);
+      const max = this.deps.config.uptime.maxMonitorsPerProject;
+      const counts = await monitorCounts(c, missing.map((r) => r.projectId));
+      missing = missing.filter((r) => {
+        if (found.has(keyOf(r.projectId, r.slug))) return false;
+        const n = counts.get(r.projectId) ?? 0;
+        if (n >= max) refused.add(keyOf(r.projectId, r.slug));
+        else counts.set(r.projectId, n + 1);
+        return n < max;
+      });
+    }
     if (missing.length) {
       const ins = await c.query<MonitorRow>(
         `INSERT INTO monitors (id, project_id, slug, name, type, status, expected_interval_ms, grace_period_ms, created_at, updated_at)
@@ -258,7 +296,7 @@ export class HeartbeatWriter {
       const raced = missing.filter((r) => !found.has(keyOf(r.projectId, r.slug)));
       if (raced.length) for (const row of await select(raced)) found.set(keyOf(row.project_id, row.slug), row);
     }
-    return found;
+    return { found, refused };
   }
 
   /** Incident changes in rounds: the k-th change of every monitor together, in arrival order per monitor. */
@@ -275,6 +313,11 @@ export class HeartbeatWriter {
 }
 
 type Created = MonitorRow & { created?: boolean };
+
+function settle(b: Pending, a: HeartbeatAnswer | Error): void {
+  if (a instanceof Error) b.reject(a);
+  else b.resolve(a);
+}
 interface Effect {
   kind: "open" | "resolve";
   at: Date;

@@ -4,6 +4,7 @@ import { conflict, notFound } from "../shared/errors.js";
 import { newId } from "../shared/ids.js";
 import { isUniqueViolation } from "../shared/validate.js";
 import { tx } from "../storage/db.js";
+import { lockMonitorCreation, monitorCapReached, monitorCounts } from "./cap.js";
 import { openIncidents, resolveIncidents } from "./incidents.js";
 import { applyPause, applyResume, applySettings, needsWake, slugify, type MonitorState } from "./model.js";
 import { monitorById, stateOf, stateValues, type MonitorRow } from "./store.js";
@@ -28,8 +29,18 @@ type Changed = (changes: DeadlineChange[]) => void;
 
 export async function createMonitor(deps: Deps, projectId: string, input: CreateInput): Promise<MonitorRow> {
   const now = deps.clock();
+  const max = deps.config.uptime.maxMonitorsPerProject;
+  return tx(deps.db, async (c) => {
+    // Count and insert under the project's creation lock: concurrent creations cannot pass the cap.
+    await lockMonitorCreation(c, [projectId]);
+    if (((await monitorCounts(c, [projectId])).get(projectId) ?? 0) >= max) throw monitorCapReached(max);
+    return insertMonitor(c, projectId, input, now);
+  });
+}
+
+async function insertMonitor(c: PoolClient, projectId: string, input: CreateInput, now: Date): Promise<MonitorRow> {
   const insert = (slug: string) =>
-    deps.db.query<MonitorRow>(
+    c.query<MonitorRow>(
       `INSERT INTO monitors (id, project_id, slug, name, type, status, expected_interval_ms, grace_period_ms, metadata, tags, created_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, 'unknown', $6, $7, $8, $9, $10, $10) ON CONFLICT (project_id, slug) DO NOTHING RETURNING *`,
       [newId("mon"), projectId, slug, input.name, input.type, input.expectedIntervalMs, input.gracePeriodMs, input.metadata, input.tags, now],

@@ -5,6 +5,7 @@ import { notFound } from "../shared/errors.js";
 import { unlessProjectGone } from "../shared/gone.js";
 import { validate } from "../shared/validate.js";
 import type { HeartbeatWriter } from "./heartbeats.js";
+import { listMonitorsPage } from "./monitor-list.js";
 import { createMonitor, deleteMonitor, pauseMonitor, resumeMonitor, updateMonitor } from "./monitors.js";
 import * as s from "./schemas.js";
 import { heartbeatFigures, history, timeFigures, uptime24h } from "./stats.js";
@@ -26,6 +27,12 @@ const present = <T extends object>(o: T) => Object.fromEntries(Object.entries(o)
 export function uptimeService(deps: Deps, u: UptimeContext) {
   const { db, auth, clock } = deps;
   const scope = (ctx: HandlerContext, projectId: string) => auth.project(ctx, projectId, "data");
+  /** Monitor and incident changes count as management writes; heartbeats have their own limit. */
+  const limited = async (ctx: HandlerContext, projectId: string, limit: "writes" | "heartbeats") => {
+    const s = await scope(ctx, projectId);
+    await deps.limits.take(limit, s.projectId);
+    return s;
+  };
   const monitor = async (projectId: string, id: string): Promise<MonitorRow> => {
     const m = await monitorById(db, projectId, id);
     if (!m) throw notFound("monitor");
@@ -36,16 +43,16 @@ export function uptimeService(deps: Deps, u: UptimeContext) {
     desc: UptimeService,
     impl: {
       async createMonitor(req: any, ctx: HandlerContext) {
-        const { projectId } = await scope(ctx, req.projectId);
+        const { projectId } = await limited(ctx, req.projectId, "writes");
         const input = validate(s.createSchema, present({ name: req.name, slug: req.slug, type: req.type, expectedIntervalMs: req.expectedIntervalMs, gracePeriodMs: req.gracePeriodMs, metadata: req.metadata, tags: req.tags }));
         const row = await unlessProjectGone(() => createMonitor(deps, projectId, input), () => scope(ctx, req.projectId));
         return { data: toMonitor(row, clock()) };
       },
       async listMonitors(req: any, ctx: HandlerContext) {
         const { projectId } = await scope(ctx, req.projectId);
-        const r = await db.query<MonitorRow>("SELECT * FROM monitors WHERE project_id = $1 ORDER BY created_at, id", [projectId]);
+        const page = await listMonitorsPage(db, projectId, { limit: req.limit, cursor: req.cursor });
         const now = clock();
-        return { data: r.rows.map((m) => toMonitor(m, now)) };
+        return { data: page.rows.map((m) => toMonitor(m, now)), pagination: { nextCursor: page.nextCursor, hasMore: page.hasMore } };
       },
       async getMonitorsOverview(req: any, ctx: HandlerContext) {
         const { projectId } = await scope(ctx, req.projectId);
@@ -65,25 +72,25 @@ export function uptimeService(deps: Deps, u: UptimeContext) {
         return { data: { status: (await monitor(projectId, req.monitorId)).status } };
       },
       async updateMonitor(req: any, ctx: HandlerContext) {
-        const { projectId } = await scope(ctx, req.projectId);
+        const { projectId } = await limited(ctx, req.projectId, "writes");
         const input = validate(s.updateSchema, present({ name: req.name, slug: req.slug, type: req.type, expectedIntervalMs: req.expectedIntervalMs, gracePeriodMs: req.gracePeriodMs, metadata: req.metadata, tags: req.tags }));
         return { data: toMonitor(await updateMonitor(deps, projectId, req.monitorId, input, u.changed), clock()) };
       },
       async deleteMonitor(req: any, ctx: HandlerContext) {
-        const { projectId } = await scope(ctx, req.projectId);
+        const { projectId } = await limited(ctx, req.projectId, "writes");
         await deleteMonitor(deps, projectId, req.monitorId, u.changed);
         return {};
       },
       async pauseMonitor(req: any, ctx: HandlerContext) {
-        const { projectId } = await scope(ctx, req.projectId);
+        const { projectId } = await limited(ctx, req.projectId, "writes");
         return { data: toMonitor(await pauseMonitor(deps, projectId, req.monitorId, u.changed), clock()) };
       },
       async resumeMonitor(req: any, ctx: HandlerContext) {
-        const { projectId } = await scope(ctx, req.projectId);
+        const { projectId } = await limited(ctx, req.projectId, "writes");
         return { data: toMonitor(await resumeMonitor(deps, projectId, req.monitorId, u.changed), clock()) };
       },
       async sendHeartbeat(req: any, ctx: HandlerContext) {
-        const { projectId } = await scope(ctx, req.projectId);
+        const { projectId } = await limited(ctx, req.projectId, "heartbeats");
         const input = validate(s.heartbeatSchema, present({ slug: req.monitorSlug, status: req.status, latencyMs: req.latencyMs, metadata: req.metadata, expectedIntervalMs: req.expectedIntervalMs, gracePeriodMs: req.gracePeriodMs }));
         const at = clock();
         // The project deleted meanwhile: answered as a request after the delete (401/404), not 500.
@@ -109,7 +116,7 @@ export function uptimeService(deps: Deps, u: UptimeContext) {
         return { data: r.rows.map(toIncident) };
       },
       async updateIncident(req: any, ctx: HandlerContext) {
-        const { projectId } = await scope(ctx, req.projectId);
+        const { projectId } = await limited(ctx, req.projectId, "writes");
         const input = validate(s.incidentPatchSchema, present({ title: req.title, description: req.description }));
         const r = await db.query<IncidentRow>(
           `UPDATE incidents SET title = CASE WHEN $3::boolean THEN NULLIF($4, '') ELSE title END,

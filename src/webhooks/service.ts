@@ -1,3 +1,4 @@
+import type { HandlerContext } from "@connectrpc/connect";
 import { WebhookService } from "../../gen/vigil/v1/webhooks_pb.js";
 import type { Deps } from "../shared/deps.js";
 import { ApiError, badRequest, notFound } from "../shared/errors.js";
@@ -23,7 +24,13 @@ import { registerTriggers } from "./triggers.js";
 const SUBSCRIPTION_TTL_MS = 5_000;
 
 export function createWebhooksFeature(deps: Deps): Feature {
-  const { db, clock, auth, config } = deps;
+  const { db, clock, auth, config, limits } = deps;
+  /** Management writes count per project (RATE_LIMIT_WRITES_PER_MINUTE); test and retry send requests (RATE_LIMIT_WEBHOOK_SENDS_PER_MINUTE). */
+  const admin = async (ctx: HandlerContext, projectId: string, limit: "writes" | "webhookSends") => {
+    const scope = await auth.project(ctx, projectId, "admin");
+    await limits.take(limit, scope.projectId);
+    return scope;
+  };
   const cache = new SubscriptionCache(SUBSCRIPTION_TTL_MS);
   registerTriggers(deps, cache);
 
@@ -69,7 +76,7 @@ export function createWebhooksFeature(deps: Deps): Feature {
         desc: WebhookService,
         impl: {
           async createWebhook(req, ctx) {
-            const scope = await auth.project(ctx, req.projectId, "admin");
+            const scope = await admin(ctx, req.projectId, "writes");
             const input = validate(createSchema, { name: req.name, type: req.type, url: req.url, events: req.events, enabled: req.enabled });
             await checkTarget(input.type, input.url, config.webhooks.allowPrivate);
             const secret = input.type === "http" ? newWebhookSecret() : null;
@@ -90,7 +97,7 @@ export function createWebhooksFeature(deps: Deps): Feature {
             return { data: toWebhook(await webhookOf(scope.projectId, req.webhookId)) };
           },
           async updateWebhook(req, ctx) {
-            const scope = await auth.project(ctx, req.projectId, "admin");
+            const scope = await admin(ctx, req.projectId, "writes");
             const input = validate(updateSchema, { name: req.name, url: req.url, events: req.events.length ? req.events : undefined, enabled: req.enabled, rotateSecret: req.rotateSecret });
             const w = await webhookOf(scope.projectId, req.webhookId);
             if (input.rotateSecret && w.type !== "http") throw badRequest("invalid request: rotateSecret: discord webhooks have no secret", [{ field: "rotateSecret", message: "discord webhooks have no secret" }]);
@@ -112,7 +119,7 @@ export function createWebhooksFeature(deps: Deps): Feature {
             return { data: { ...toWebhook(row), secret: secret ?? undefined } };
           },
           async deleteWebhook(req, ctx) {
-            const scope = await auth.project(ctx, req.projectId, "admin");
+            const scope = await admin(ctx, req.projectId, "writes");
             const r = await db.query("DELETE FROM webhooks WHERE project_id = $1 AND id = $2", [scope.projectId, req.webhookId]);
             if (!r.rowCount) throw notFound("webhook");
             await changed(scope.projectId);
@@ -128,7 +135,7 @@ export function createWebhooksFeature(deps: Deps): Feature {
             return { data: page.map(toDelivery), pagination: { hasMore, nextCursor: hasMore ? encodeCursor(page[page.length - 1]) : undefined } };
           },
           async retryDelivery(req, ctx) {
-            const scope = await auth.project(ctx, req.projectId, "admin");
+            const scope = await admin(ctx, req.projectId, "webhookSends");
             const w = await webhookOf(scope.projectId, req.webhookId);
             if (!(await store.getDelivery(db, w.id, req.deliveryId))) throw notFound("delivery");
             const row = await store.scheduleRetryNow(db, w.id, req.deliveryId, clock());
@@ -137,7 +144,7 @@ export function createWebhooksFeature(deps: Deps): Feature {
             return { data: toDelivery(row) };
           },
           async testWebhook(req, ctx) {
-            const scope = await auth.project(ctx, req.projectId, "admin");
+            const scope = await admin(ctx, req.projectId, "webhookSends");
             const w = await webhookOf(scope.projectId, req.webhookId);
             const data = (req.data as Record<string, unknown> | undefined) ?? { message: "This is a test delivery from Vigil.", webhookId: w.id };
             const id = newId("whd");

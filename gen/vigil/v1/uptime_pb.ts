@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file vigil/v1/uptime.proto.
  */
 export const file_vigil_v1_uptime: GenFile = /*@__PURE__*/
-  fileDesc("ChV2aWdpbC92MS91cHRpbWUucHJvdG8SCHZpZ2lsLnYxIoUDCgdNb25pdG9yEgoKAmlkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIMCgRzbHVnGAQgASgJEgwKBHR5cGUYBSABKAkSDgoGc3RhdHVzGAYgASgJEhwKFGV4cGVjdGVkX2ludGVydmFsX21zGAcgASgBEhcKD2dyYWNlX3BlcmlvZF9tcxgIIAEoARIPCgd0aW1lX3VwGAkgASgBEikKCG1ldGFkYXRhGAogASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIlCgR0YWdzGAsgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIeChFsYXN0X2hlYXJ0YmVhdF9hdBgMIAEoCUgAiAEBEhgKC2RlYWRsaW5lX2F0GA0gASgJSAGIAQESEgoKY3JlYXRlZF9hdBgOIAEoCRISCgp1cGRhdGVkX2F0GA8gASgJQhQKEl9sYXN0X2hlYXJ0YmVhdF9hdEIOCgxfZGVhZGxpbmVfYXQihgEKCUhlYXJ0YmVhdBIKCgJpZBgBIAEoCRIKCgJhdBgCIAEoCRIpCghtZXRhZGF0YRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDgoGc3RhdHVzGAQgASgJEhcKCmxhdGVuY3lfbXMYBSABKAFIAIgBAUINCgtfbGF0ZW5jeV9tcyKMAgoISW5jaWRlbnQSCgoCaWQYASABKAkSEgoKbW9uaXRvcl9pZBgCIAEoCRIOCgZzdGF0dXMYAyABKAkSEgoKc3RhcnRlZF9hdBgEIAEoCRIVCghlbmRlZF9hdBgFIAEoCUgAiAEBEhgKC2R1cmF0aW9uX21zGAYgASgBSAGIAQESEgoFdGl0bGUYByABKAlIAogBARIYCgtkZXNjcmlwdGlvbhgIIAEoCUgDiAEBEhIKCmNyZWF0ZWRfYXQYCSABKAkSEgoKdXBkYXRlZF9hdBgKIAEoCUILCglfZW5kZWRfYXRCDgoMX2R1cmF0aW9uX21zQggKBl90aXRsZUIOCgxfZGVzY3JpcHRpb24ivgIKFENyZWF0ZU1vbml0b3JSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEQoEbmFtZRgCIAEoCUgAiAEBEhEKBHNsdWcYAyABKAlIAYgBARIRCgR0eXBlGAQgASgJSAKIAQESIQoUZXhwZWN0ZWRfaW50ZXJ2YWxfbXMYBSABKAFIA4gBARIcCg9ncmFjZV9wZXJpb2RfbXMYBiABKAFIBIgBARIpCghtZXRhZGF0YRgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSJQoEdGFncxgIIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCBwoFX25hbWVCBwoFX3NsdWdCBwoFX3R5cGVCFwoVX2V4cGVjdGVkX2ludGVydmFsX21zQhIKEF9ncmFjZV9wZXJpb2RfbXMiOAoVQ3JlYXRlTW9uaXRvclJlc3BvbnNlEh8KBGRhdGEYASABKAsyES52aWdpbC52MS5Nb25pdG9yIikKE0xpc3RNb25pdG9yc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCSI3ChRMaXN0TW9uaXRvcnNSZXNwb25zZRIfCgRkYXRhGAEgAygLMhEudmlnaWwudjEuTW9uaXRvciKsAQoPTW9uaXRvck92ZXJ2aWV3EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSDAoEc2x1ZxgDIAEoCRIMCgR0eXBlGAQgASgJEg4KBnN0YXR1cxgFIAEoCRIeChFsYXN0X2hlYXJ0YmVhdF9hdBgGIAEoCUgAiAEBEh0KFXVwdGltZV9wZXJjZW50YWdlXzI0aBgHIAEoAUIUChJfbGFzdF9oZWFydGJlYXRfYXQiMAoaR2V0TW9uaXRvcnNPdmVydmlld1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCSJGChtHZXRNb25pdG9yc092ZXJ2aWV3UmVzcG9uc2USJwoEZGF0YRgBIAMoCzIZLnZpZ2lsLnYxLk1vbml0b3JPdmVydmlldyI7ChFHZXRNb25pdG9yUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCm1vbml0b3JfaWQYAiABKAkiNQoSR2V0TW9uaXRvclJlc3BvbnNlEh8KBGRhdGEYASABKAsyES52aWdpbC52MS5Nb25pdG9yIh8KDU1vbml0b3JTdGF0dXMSDgoGc3RhdHVzGAEgASgJIkEKF0dldE1vbml0b3JTdGF0dXNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKbW9uaXRvcl9pZBgCIAEoCSJBChhHZXRNb25pdG9yU3RhdHVzUmVzcG9uc2USJQoEZGF0YRgBIAEoCzIXLnZpZ2lsLnYxLk1vbml0b3JTdGF0dXMi0gIKFFVwZGF0ZU1vbml0b3JSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKbW9uaXRvcl9pZBgCIAEoCRIRCgRuYW1lGAMgASgJSACIAQESEQoEc2x1ZxgEIAEoCUgBiAEBEhEKBHR5cGUYBSABKAlIAogBARIhChRleHBlY3RlZF9pbnRlcnZhbF9tcxgGIAEoAUgDiAEBEhwKD2dyYWNlX3BlcmlvZF9tcxgHIAEoAUgEiAEBEikKCG1ldGFkYXRhGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIlCgR0YWdzGAkgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIHCgVfbmFtZUIHCgVfc2x1Z0IHCgVfdHlwZUIXChVfZXhwZWN0ZWRfaW50ZXJ2YWxfbXNCEgoQX2dyYWNlX3BlcmlvZF9tcyI4ChVVcGRhdGVNb25pdG9yUmVzcG9uc2USHwoEZGF0YRgBIAEoCzIRLnZpZ2lsLnYxLk1vbml0b3IiPgoURGVsZXRlTW9uaXRvclJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgptb25pdG9yX2lkGAIgASgJIhcKFURlbGV0ZU1vbml0b3JSZXNwb25zZSI9ChNQYXVzZU1vbml0b3JSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKbW9uaXRvcl9pZBgCIAEoCSI3ChRQYXVzZU1vbml0b3JSZXNwb25zZRIfCgRkYXRhGAEgASgLMhEudmlnaWwudjEuTW9uaXRvciI+ChRSZXN1bWVNb25pdG9yUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCm1vbml0b3JfaWQYAiABKAkiOAoVUmVzdW1lTW9uaXRvclJlc3BvbnNlEh8KBGRhdGEYASABKAsyES52aWdpbC52MS5Nb25pdG9yIqECChRTZW5kSGVhcnRiZWF0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhQKDG1vbml0b3Jfc2x1ZxgCIAEoCRIpCghtZXRhZGF0YRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSIQoUZXhwZWN0ZWRfaW50ZXJ2YWxfbXMYBCABKAFIAIgBARIcCg9ncmFjZV9wZXJpb2RfbXMYBSABKAFIAYgBARIXCgpsYXRlbmN5X21zGAYgASgBSAKIAQESEwoGc3RhdHVzGAcgASgJSAOIAQFCFwoVX2V4cGVjdGVkX2ludGVydmFsX21zQhIKEF9ncmFjZV9wZXJpb2RfbXNCDQoLX2xhdGVuY3lfbXNCCQoHX3N0YXR1cyJfCg9IZWFydGJlYXRSZXN1bHQSEAoIYWNjZXB0ZWQYASABKAgSIgoHbW9uaXRvchgCIAEoCzIRLnZpZ2lsLnYxLk1vbml0b3ISFgoOc3RhdHVzX2NoYW5nZWQYAyABKAgiQAoVU2VuZEhlYXJ0YmVhdFJlc3BvbnNlEicKBGRhdGEYASABKAsyGS52aWdpbC52MS5IZWFydGJlYXRSZXN1bHQikQEKFUxpc3RIZWFydGJlYXRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCm1vbml0b3JfaWQYAiABKAkSEQoEZnJvbRgDIAEoCUgAiAEBEg8KAnRvGAQgASgJSAGIAQESEgoFbGltaXQYBSABKAFIAogBAUIHCgVfZnJvbUIFCgNfdG9CCAoGX2xpbWl0IjsKFkxpc3RIZWFydGJlYXRzUmVzcG9uc2USIQoEZGF0YRgBIAMoCzITLnZpZ2lsLnYxLkhlYXJ0YmVhdCJcChRMaXN0SW5jaWRlbnRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCm1vbml0b3JfaWQYAiABKAkSEgoFbGltaXQYAyABKAFIAIgBAUIICgZfbGltaXQiOQoVTGlzdEluY2lkZW50c1Jlc3BvbnNlEiAKBGRhdGEYASADKAsyEi52aWdpbC52MS5JbmNpZGVudCKIAQoVVXBkYXRlSW5jaWRlbnRSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEwoLaW5jaWRlbnRfaWQYAiABKAkSEgoFdGl0bGUYAyABKAlIAIgBARIYCgtkZXNjcmlwdGlvbhgEIAEoCUgBiAEBQggKBl90aXRsZUIOCgxfZGVzY3JpcHRpb24iOgoWVXBkYXRlSW5jaWRlbnRSZXNwb25zZRIgCgRkYXRhGAEgASgLMhIudmlnaWwudjEuSW5jaWRlbnQinAMKDE1vbml0b3JTdGF0cxIZChF1cHRpbWVfcGVyY2VudGFnZRgBIAEoARITCgtkb3dudGltZV9tcxgCIAEoARIWCg5pbmNpZGVudF9jb3VudBgDIAEoARIWCg5jdXJyZW50X3N0YXR1cxgEIAEoCRIbCg5sYXN0X2hlYXJ0YmVhdBgFIAEoCUgAiAEBEhgKEHRvdGFsX2hlYXJ0YmVhdHMYBiABKAESHQoVc3VjY2Vzc2Z1bF9oZWFydGJlYXRzGAcgASgBEhkKEWZhaWxlZF9oZWFydGJlYXRzGAggASgBEhsKDmF2Z19sYXRlbmN5X21zGAkgASgBSAGIAQESGwoObWluX2xhdGVuY3lfbXMYCiABKAFIAogBARIbCg5tYXhfbGF0ZW5jeV9tcxgLIAEoAUgDiAEBEgwKBGZyb20YDCABKAkSCgoCdG8YDSABKAlCEQoPX2xhc3RfaGVhcnRiZWF0QhEKD19hdmdfbGF0ZW5jeV9tc0IRCg9fbWluX2xhdGVuY3lfbXNCEQoPX21heF9sYXRlbmN5X21zIpQBChZHZXRNb25pdG9yU3RhdHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKbW9uaXRvcl9pZBgCIAEoCRITCgZwZXJpb2QYAyABKAlIAIgBARIRCgRmcm9tGAQgASgJSAGIAQESDwoCdG8YBSABKAlIAogBAUIJCgdfcGVyaW9kQgcKBV9mcm9tQgUKA190byI/ChdHZXRNb25pdG9yU3RhdHNSZXNwb25zZRIkCgRkYXRhGAEgASgLMhYudmlnaWwudjEuTW9uaXRvclN0YXRzIoYBCg1IaXN0b3J5QnVja2V0Eg0KBXN0YXJ0GAEgASgJEgsKA2VuZBgCIAEoCRIOCgZzdGF0dXMYAyABKAkSHgoRdXB0aW1lX3BlcmNlbnRhZ2UYBCABKAFIAIgBARITCgtkb3dudGltZV9tcxgFIAEoAUIUChJfdXB0aW1lX3BlcmNlbnRhZ2UiSgoOTW9uaXRvckhpc3RvcnkSDgoGd2luZG93GAEgASgJEigKB2J1Y2tldHMYAiADKAsyFy52aWdpbC52MS5IaXN0b3J5QnVja2V0ImIKGEdldE1vbml0b3JIaXN0b3J5UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCm1vbml0b3JfaWQYAiABKAkSEwoGd2luZG93GAMgASgJSACIAQFCCQoHX3dpbmRvdyJDChlHZXRNb25pdG9ySGlzdG9yeVJlc3BvbnNlEiYKBGRhdGEYASABKAsyGC52aWdpbC52MS5Nb25pdG9ySGlzdG9yeTKhEQoNVXB0aW1lU2VydmljZRKEAQoNQ3JlYXRlTW9uaXRvchIeLnZpZ2lsLnYxLkNyZWF0ZU1vbml0b3JSZXF1ZXN0Gh8udmlnaWwudjEuQ3JlYXRlTW9uaXRvclJlc3BvbnNlIjLI8xjJAYLT5JMCJzoBKiIiL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9tb25pdG9ycxJ5CgxMaXN0TW9uaXRvcnMSHS52aWdpbC52MS5MaXN0TW9uaXRvcnNSZXF1ZXN0Gh4udmlnaWwudjEuTGlzdE1vbml0b3JzUmVzcG9uc2UiKoLT5JMCJBIiL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9tb25pdG9ycxKXAQoTR2V0TW9uaXRvcnNPdmVydmlldxIkLnZpZ2lsLnYxLkdldE1vbml0b3JzT3ZlcnZpZXdSZXF1ZXN0GiUudmlnaWwudjEuR2V0TW9uaXRvcnNPdmVydmlld1Jlc3BvbnNlIjOC0+STAi0SKy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vbW9uaXRvcnMvb3ZlcnZpZXcSgAEKCkdldE1vbml0b3ISGy52aWdpbC52MS5HZXRNb25pdG9yUmVxdWVzdBocLnZpZ2lsLnYxLkdldE1vbml0b3JSZXNwb25zZSI3gtPkkwIxEi8vdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L21vbml0b3JzL3ttb25pdG9yX2lkfRKZAQoQR2V0TW9uaXRvclN0YXR1cxIhLnZpZ2lsLnYxLkdldE1vbml0b3JTdGF0dXNSZXF1ZXN0GiIudmlnaWwudjEuR2V0TW9uaXRvclN0YXR1c1Jlc3BvbnNlIj6C0+STAjgSNi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vbW9uaXRvcnMve21vbml0b3JfaWR9L3N0YXR1cxKMAQoNVXBkYXRlTW9uaXRvchIeLnZpZ2lsLnYxLlVwZGF0ZU1vbml0b3JSZXF1ZXN0Gh8udmlnaWwudjEuVXBkYXRlTW9uaXRvclJlc3BvbnNlIjqC0+STAjQ6ASoyLy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vbW9uaXRvcnMve21vbml0b3JfaWR9Eo4BCg1EZWxldGVNb25pdG9yEh4udmlnaWwudjEuRGVsZXRlTW9uaXRvclJlcXVlc3QaHy52aWdpbC52MS5EZWxldGVNb25pdG9yUmVzcG9uc2UiPMjzGMwBgtPkkwIxKi8vdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L21vbml0b3JzL3ttb25pdG9yX2lkfRKPAQoMUGF1c2VNb25pdG9yEh0udmlnaWwudjEuUGF1c2VNb25pdG9yUmVxdWVzdBoeLnZpZ2lsLnYxLlBhdXNlTW9uaXRvclJlc3BvbnNlIkCC0+STAjo6ASoiNS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vbW9uaXRvcnMve21vbml0b3JfaWR9L3BhdXNlEpMBCg1SZXN1bWVNb25pdG9yEh4udmlnaWwudjEuUmVzdW1lTW9uaXRvclJlcXVlc3QaHy52aWdpbC52MS5SZXN1bWVNb25pdG9yUmVzcG9uc2UiQYLT5JMCOzoBKiI2L3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9tb25pdG9ycy97bW9uaXRvcl9pZH0vcmVzdW1lEpABCg1TZW5kSGVhcnRiZWF0Eh4udmlnaWwudjEuU2VuZEhlYXJ0YmVhdFJlcXVlc3QaHy52aWdpbC52MS5TZW5kSGVhcnRiZWF0UmVzcG9uc2UiPoLT5JMCODoBKiIzL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9oZWFydGJlYXRzL3ttb25pdG9yX3NsdWd9EpcBCg5MaXN0SGVhcnRiZWF0cxIfLnZpZ2lsLnYxLkxpc3RIZWFydGJlYXRzUmVxdWVzdBogLnZpZ2lsLnYxLkxpc3RIZWFydGJlYXRzUmVzcG9uc2UiQoLT5JMCPBI6L3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9tb25pdG9ycy97bW9uaXRvcl9pZH0vaGVhcnRiZWF0cxKTAQoNTGlzdEluY2lkZW50cxIeLnZpZ2lsLnYxLkxpc3RJbmNpZGVudHNSZXF1ZXN0Gh8udmlnaWwudjEuTGlzdEluY2lkZW50c1Jlc3BvbnNlIkGC0+STAjsSOS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vbW9uaXRvcnMve21vbml0b3JfaWR9L2luY2lkZW50cxKRAQoOVXBkYXRlSW5jaWRlbnQSHy52aWdpbC52MS5VcGRhdGVJbmNpZGVudFJlcXVlc3QaIC52aWdpbC52MS5VcGRhdGVJbmNpZGVudFJlc3BvbnNlIjyC0+STAjY6ASoyMS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vaW5jaWRlbnRzL3tpbmNpZGVudF9pZH0SlQEKD0dldE1vbml0b3JTdGF0cxIgLnZpZ2lsLnYxLkdldE1vbml0b3JTdGF0c1JlcXVlc3QaIS52aWdpbC52MS5HZXRNb25pdG9yU3RhdHNSZXNwb25zZSI9gtPkkwI3EjUvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L21vbml0b3JzL3ttb25pdG9yX2lkfS9zdGF0cxKdAQoRR2V0TW9uaXRvckhpc3RvcnkSIi52aWdpbC52MS5HZXRNb25pdG9ySGlzdG9yeVJlcXVlc3QaIy52aWdpbC52MS5HZXRNb25pdG9ySGlzdG9yeVJlc3BvbnNlIj+C0+STAjkSNy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vbW9uaXRvcnMve21vbml0b3JfaWR9L2hpc3RvcnliBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_struct, file_vigil_v1_options]);
+  fileDesc("ChV2aWdpbC92MS91cHRpbWUucHJvdG8SCHZpZ2lsLnYxIoUDCgdNb25pdG9yEgoKAmlkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIMCgRzbHVnGAQgASgJEgwKBHR5cGUYBSABKAkSDgoGc3RhdHVzGAYgASgJEhwKFGV4cGVjdGVkX2ludGVydmFsX21zGAcgASgBEhcKD2dyYWNlX3BlcmlvZF9tcxgIIAEoARIPCgd0aW1lX3VwGAkgASgBEikKCG1ldGFkYXRhGAogASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIlCgR0YWdzGAsgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIeChFsYXN0X2hlYXJ0YmVhdF9hdBgMIAEoCUgAiAEBEhgKC2RlYWRsaW5lX2F0GA0gASgJSAGIAQESEgoKY3JlYXRlZF9hdBgOIAEoCRISCgp1cGRhdGVkX2F0GA8gASgJQhQKEl9sYXN0X2hlYXJ0YmVhdF9hdEIOCgxfZGVhZGxpbmVfYXQihgEKCUhlYXJ0YmVhdBIKCgJpZBgBIAEoCRIKCgJhdBgCIAEoCRIpCghtZXRhZGF0YRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDgoGc3RhdHVzGAQgASgJEhcKCmxhdGVuY3lfbXMYBSABKAFIAIgBAUINCgtfbGF0ZW5jeV9tcyKMAgoISW5jaWRlbnQSCgoCaWQYASABKAkSEgoKbW9uaXRvcl9pZBgCIAEoCRIOCgZzdGF0dXMYAyABKAkSEgoKc3RhcnRlZF9hdBgEIAEoCRIVCghlbmRlZF9hdBgFIAEoCUgAiAEBEhgKC2R1cmF0aW9uX21zGAYgASgBSAGIAQESEgoFdGl0bGUYByABKAlIAogBARIYCgtkZXNjcmlwdGlvbhgIIAEoCUgDiAEBEhIKCmNyZWF0ZWRfYXQYCSABKAkSEgoKdXBkYXRlZF9hdBgKIAEoCUILCglfZW5kZWRfYXRCDgoMX2R1cmF0aW9uX21zQggKBl90aXRsZUIOCgxfZGVzY3JpcHRpb24ivgIKFENyZWF0ZU1vbml0b3JSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEQoEbmFtZRgCIAEoCUgAiAEBEhEKBHNsdWcYAyABKAlIAYgBARIRCgR0eXBlGAQgASgJSAKIAQESIQoUZXhwZWN0ZWRfaW50ZXJ2YWxfbXMYBSABKAFIA4gBARIcCg9ncmFjZV9wZXJpb2RfbXMYBiABKAFIBIgBARIpCghtZXRhZGF0YRgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSJQoEdGFncxgIIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCBwoFX25hbWVCBwoFX3NsdWdCBwoFX3R5cGVCFwoVX2V4cGVjdGVkX2ludGVydmFsX21zQhIKEF9ncmFjZV9wZXJpb2RfbXMiOAoVQ3JlYXRlTW9uaXRvclJlc3BvbnNlEh8KBGRhdGEYASABKAsyES52aWdpbC52MS5Nb25pdG9yImcKE0xpc3RNb25pdG9yc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBEhMKBmN1cnNvchgDIAEoCUgBiAEBQggKBl9saW1pdEIJCgdfY3Vyc29yIlAKEk1vbml0b3JzUGFnaW5hdGlvbhIYCgtuZXh0X2N1cnNvchgBIAEoCUgAiAEBEhAKCGhhc19tb3JlGAIgASgIQg4KDF9uZXh0X2N1cnNvciJpChRMaXN0TW9uaXRvcnNSZXNwb25zZRIfCgRkYXRhGAEgAygLMhEudmlnaWwudjEuTW9uaXRvchIwCgpwYWdpbmF0aW9uGAIgASgLMhwudmlnaWwudjEuTW9uaXRvcnNQYWdpbmF0aW9uIqwBCg9Nb25pdG9yT3ZlcnZpZXcSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIMCgRzbHVnGAMgASgJEgwKBHR5cGUYBCABKAkSDgoGc3RhdHVzGAUgASgJEh4KEWxhc3RfaGVhcnRiZWF0X2F0GAYgASgJSACIAQESHQoVdXB0aW1lX3BlcmNlbnRhZ2VfMjRoGAcgASgBQhQKEl9sYXN0X2hlYXJ0YmVhdF9hdCIwChpHZXRNb25pdG9yc092ZXJ2aWV3UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJIkYKG0dldE1vbml0b3JzT3ZlcnZpZXdSZXNwb25zZRInCgRkYXRhGAEgAygLMhkudmlnaWwudjEuTW9uaXRvck92ZXJ2aWV3IjsKEUdldE1vbml0b3JSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKbW9uaXRvcl9pZBgCIAEoCSI1ChJHZXRNb25pdG9yUmVzcG9uc2USHwoEZGF0YRgBIAEoCzIRLnZpZ2lsLnYxLk1vbml0b3IiHwoNTW9uaXRvclN0YXR1cxIOCgZzdGF0dXMYASABKAkiQQoXR2V0TW9uaXRvclN0YXR1c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgptb25pdG9yX2lkGAIgASgJIkEKGEdldE1vbml0b3JTdGF0dXNSZXNwb25zZRIlCgRkYXRhGAEgASgLMhcudmlnaWwudjEuTW9uaXRvclN0YXR1cyLSAgoUVXBkYXRlTW9uaXRvclJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgptb25pdG9yX2lkGAIgASgJEhEKBG5hbWUYAyABKAlIAIgBARIRCgRzbHVnGAQgASgJSAGIAQESEQoEdHlwZRgFIAEoCUgCiAEBEiEKFGV4cGVjdGVkX2ludGVydmFsX21zGAYgASgBSAOIAQESHAoPZ3JhY2VfcGVyaW9kX21zGAcgASgBSASIAQESKQoIbWV0YWRhdGEYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiUKBHRhZ3MYCSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QgcKBV9uYW1lQgcKBV9zbHVnQgcKBV90eXBlQhcKFV9leHBlY3RlZF9pbnRlcnZhbF9tc0ISChBfZ3JhY2VfcGVyaW9kX21zIjgKFVVwZGF0ZU1vbml0b3JSZXNwb25zZRIfCgRkYXRhGAEgASgLMhEudmlnaWwudjEuTW9uaXRvciI+ChREZWxldGVNb25pdG9yUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCm1vbml0b3JfaWQYAiABKAkiFwoVRGVsZXRlTW9uaXRvclJlc3BvbnNlIj0KE1BhdXNlTW9uaXRvclJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgptb25pdG9yX2lkGAIgASgJIjcKFFBhdXNlTW9uaXRvclJlc3BvbnNlEh8KBGRhdGEYASABKAsyES52aWdpbC52MS5Nb25pdG9yIj4KFFJlc3VtZU1vbml0b3JSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKbW9uaXRvcl9pZBgCIAEoCSI4ChVSZXN1bWVNb25pdG9yUmVzcG9uc2USHwoEZGF0YRgBIAEoCzIRLnZpZ2lsLnYxLk1vbml0b3IioQIKFFNlbmRIZWFydGJlYXRSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSFAoMbW9uaXRvcl9zbHVnGAIgASgJEikKCG1ldGFkYXRhGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIhChRleHBlY3RlZF9pbnRlcnZhbF9tcxgEIAEoAUgAiAEBEhwKD2dyYWNlX3BlcmlvZF9tcxgFIAEoAUgBiAEBEhcKCmxhdGVuY3lfbXMYBiABKAFIAogBARITCgZzdGF0dXMYByABKAlIA4gBAUIXChVfZXhwZWN0ZWRfaW50ZXJ2YWxfbXNCEgoQX2dyYWNlX3BlcmlvZF9tc0INCgtfbGF0ZW5jeV9tc0IJCgdfc3RhdHVzIl8KD0hlYXJ0YmVhdFJlc3VsdBIQCghhY2NlcHRlZBgBIAEoCBIiCgdtb25pdG9yGAIgASgLMhEudmlnaWwudjEuTW9uaXRvchIWCg5zdGF0dXNfY2hhbmdlZBgDIAEoCCJAChVTZW5kSGVhcnRiZWF0UmVzcG9uc2USJwoEZGF0YRgBIAEoCzIZLnZpZ2lsLnYxLkhlYXJ0YmVhdFJlc3VsdCKRAQoVTGlzdEhlYXJ0YmVhdHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKbW9uaXRvcl9pZBgCIAEoCRIRCgRmcm9tGAMgASgJSACIAQESDwoCdG8YBCABKAlIAYgBARISCgVsaW1pdBgFIAEoAUgCiAEBQgcKBV9mcm9tQgUKA190b0IICgZfbGltaXQiOwoWTGlzdEhlYXJ0YmVhdHNSZXNwb25zZRIhCgRkYXRhGAEgAygLMhMudmlnaWwudjEuSGVhcnRiZWF0IlwKFExpc3RJbmNpZGVudHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKbW9uaXRvcl9pZBgCIAEoCRISCgVsaW1pdBgDIAEoAUgAiAEBQggKBl9saW1pdCI5ChVMaXN0SW5jaWRlbnRzUmVzcG9uc2USIAoEZGF0YRgBIAMoCzISLnZpZ2lsLnYxLkluY2lkZW50IogBChVVcGRhdGVJbmNpZGVudFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRITCgtpbmNpZGVudF9pZBgCIAEoCRISCgV0aXRsZRgDIAEoCUgAiAEBEhgKC2Rlc2NyaXB0aW9uGAQgASgJSAGIAQFCCAoGX3RpdGxlQg4KDF9kZXNjcmlwdGlvbiI6ChZVcGRhdGVJbmNpZGVudFJlc3BvbnNlEiAKBGRhdGEYASABKAsyEi52aWdpbC52MS5JbmNpZGVudCKcAwoMTW9uaXRvclN0YXRzEhkKEXVwdGltZV9wZXJjZW50YWdlGAEgASgBEhMKC2Rvd250aW1lX21zGAIgASgBEhYKDmluY2lkZW50X2NvdW50GAMgASgBEhYKDmN1cnJlbnRfc3RhdHVzGAQgASgJEhsKDmxhc3RfaGVhcnRiZWF0GAUgASgJSACIAQESGAoQdG90YWxfaGVhcnRiZWF0cxgGIAEoARIdChVzdWNjZXNzZnVsX2hlYXJ0YmVhdHMYByABKAESGQoRZmFpbGVkX2hlYXJ0YmVhdHMYCCABKAESGwoOYXZnX2xhdGVuY3lfbXMYCSABKAFIAYgBARIbCg5taW5fbGF0ZW5jeV9tcxgKIAEoAUgCiAEBEhsKDm1heF9sYXRlbmN5X21zGAsgASgBSAOIAQESDAoEZnJvbRgMIAEoCRIKCgJ0bxgNIAEoCUIRCg9fbGFzdF9oZWFydGJlYXRCEQoPX2F2Z19sYXRlbmN5X21zQhEKD19taW5fbGF0ZW5jeV9tc0IRCg9fbWF4X2xhdGVuY3lfbXMilAEKFkdldE1vbml0b3JTdGF0c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgptb25pdG9yX2lkGAIgASgJEhMKBnBlcmlvZBgDIAEoCUgAiAEBEhEKBGZyb20YBCABKAlIAYgBARIPCgJ0bxgFIAEoCUgCiAEBQgkKB19wZXJpb2RCBwoFX2Zyb21CBQoDX3RvIj8KF0dldE1vbml0b3JTdGF0c1Jlc3BvbnNlEiQKBGRhdGEYASABKAsyFi52aWdpbC52MS5Nb25pdG9yU3RhdHMihgEKDUhpc3RvcnlCdWNrZXQSDQoFc3RhcnQYASABKAkSCwoDZW5kGAIgASgJEg4KBnN0YXR1cxgDIAEoCRIeChF1cHRpbWVfcGVyY2VudGFnZRgEIAEoAUgAiAEBEhMKC2Rvd250aW1lX21zGAUgASgBQhQKEl91cHRpbWVfcGVyY2VudGFnZSJKCg5Nb25pdG9ySGlzdG9yeRIOCgZ3aW5kb3cYASABKAkSKAoHYnVja2V0cxgCIAMoCzIXLnZpZ2lsLnYxLkhpc3RvcnlCdWNrZXQiYgoYR2V0TW9uaXRvckhpc3RvcnlSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKbW9uaXRvcl9pZBgCIAEoCRITCgZ3aW5kb3cYAyABKAlIAIgBAUIJCgdfd2luZG93IkMKGUdldE1vbml0b3JIaXN0b3J5UmVzcG9uc2USJgoEZGF0YRgBIAEoCzIYLnZpZ2lsLnYxLk1vbml0b3JIaXN0b3J5MqERCg1VcHRpbWVTZXJ2aWNlEoQBCg1DcmVhdGVNb25pdG9yEh4udmlnaWwudjEuQ3JlYXRlTW9uaXRvclJlcXVlc3QaHy52aWdpbC52MS5DcmVhdGVNb25pdG9yUmVzcG9uc2UiMsjzGMkBgtPkkwInOgEqIiIvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L21vbml0b3JzEnkKDExpc3RNb25pdG9ycxIdLnZpZ2lsLnYxLkxpc3RNb25pdG9yc1JlcXVlc3QaHi52aWdpbC52MS5MaXN0TW9uaXRvcnNSZXNwb25zZSIqgtPkkwIkEiIvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L21vbml0b3JzEpcBChNHZXRNb25pdG9yc092ZXJ2aWV3EiQudmlnaWwudjEuR2V0TW9uaXRvcnNPdmVydmlld1JlcXVlc3QaJS52aWdpbC52MS5HZXRNb25pdG9yc092ZXJ2aWV3UmVzcG9uc2UiM4LT5JMCLRIrL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9tb25pdG9ycy9vdmVydmlldxKAAQoKR2V0TW9uaXRvchIbLnZpZ2lsLnYxLkdldE1vbml0b3JSZXF1ZXN0GhwudmlnaWwudjEuR2V0TW9uaXRvclJlc3BvbnNlIjeC0+STAjESLy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vbW9uaXRvcnMve21vbml0b3JfaWR9EpkBChBHZXRNb25pdG9yU3RhdHVzEiEudmlnaWwudjEuR2V0TW9uaXRvclN0YXR1c1JlcXVlc3QaIi52aWdpbC52MS5HZXRNb25pdG9yU3RhdHVzUmVzcG9uc2UiPoLT5JMCOBI2L3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9tb25pdG9ycy97bW9uaXRvcl9pZH0vc3RhdHVzEowBCg1VcGRhdGVNb25pdG9yEh4udmlnaWwudjEuVXBkYXRlTW9uaXRvclJlcXVlc3QaHy52aWdpbC52MS5VcGRhdGVNb25pdG9yUmVzcG9uc2UiOoLT5JMCNDoBKjIvL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9tb25pdG9ycy97bW9uaXRvcl9pZH0SjgEKDURlbGV0ZU1vbml0b3ISHi52aWdpbC52MS5EZWxldGVNb25pdG9yUmVxdWVzdBofLnZpZ2lsLnYxLkRlbGV0ZU1vbml0b3JSZXNwb25zZSI8yPMYzAGC0+STAjEqLy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vbW9uaXRvcnMve21vbml0b3JfaWR9Eo8BCgxQYXVzZU1vbml0b3ISHS52aWdpbC52MS5QYXVzZU1vbml0b3JSZXF1ZXN0Gh4udmlnaWwudjEuUGF1c2VNb25pdG9yUmVzcG9uc2UiQILT5JMCOjoBKiI1L3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9tb25pdG9ycy97bW9uaXRvcl9pZH0vcGF1c2USkwEKDVJlc3VtZU1vbml0b3ISHi52aWdpbC52MS5SZXN1bWVNb25pdG9yUmVxdWVzdBofLnZpZ2lsLnYxLlJlc3VtZU1vbml0b3JSZXNwb25zZSJBgtPkkwI7OgEqIjYvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L21vbml0b3JzL3ttb25pdG9yX2lkfS9yZXN1bWUSkAEKDVNlbmRIZWFydGJlYXQSHi52aWdpbC52MS5TZW5kSGVhcnRiZWF0UmVxdWVzdBofLnZpZ2lsLnYxLlNlbmRIZWFydGJlYXRSZXNwb25zZSI+gtPkkwI4OgEqIjMvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L2hlYXJ0YmVhdHMve21vbml0b3Jfc2x1Z30SlwEKDkxpc3RIZWFydGJlYXRzEh8udmlnaWwudjEuTGlzdEhlYXJ0YmVhdHNSZXF1ZXN0GiAudmlnaWwudjEuTGlzdEhlYXJ0YmVhdHNSZXNwb25zZSJCgtPkkwI8EjovdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L21vbml0b3JzL3ttb25pdG9yX2lkfS9oZWFydGJlYXRzEpMBCg1MaXN0SW5jaWRlbnRzEh4udmlnaWwudjEuTGlzdEluY2lkZW50c1JlcXVlc3QaHy52aWdpbC52MS5MaXN0SW5jaWRlbnRzUmVzcG9uc2UiQYLT5JMCOxI5L3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9tb25pdG9ycy97bW9uaXRvcl9pZH0vaW5jaWRlbnRzEpEBCg5VcGRhdGVJbmNpZGVudBIfLnZpZ2lsLnYxLlVwZGF0ZUluY2lkZW50UmVxdWVzdBogLnZpZ2lsLnYxLlVwZGF0ZUluY2lkZW50UmVzcG9uc2UiPILT5JMCNjoBKjIxL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9pbmNpZGVudHMve2luY2lkZW50X2lkfRKVAQoPR2V0TW9uaXRvclN0YXRzEiAudmlnaWwudjEuR2V0TW9uaXRvclN0YXRzUmVxdWVzdBohLnZpZ2lsLnYxLkdldE1vbml0b3JTdGF0c1Jlc3BvbnNlIj2C0+STAjcSNS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vbW9uaXRvcnMve21vbml0b3JfaWR9L3N0YXRzEp0BChFHZXRNb25pdG9ySGlzdG9yeRIiLnZpZ2lsLnYxLkdldE1vbml0b3JIaXN0b3J5UmVxdWVzdBojLnZpZ2lsLnYxLkdldE1vbml0b3JIaXN0b3J5UmVzcG9uc2UiP4LT5JMCORI3L3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9tb25pdG9ycy97bW9uaXRvcl9pZH0vaGlzdG9yeWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_struct, file_vigil_v1_options]);
 
 /**
  * @generated from message vigil.v1.Monitor
@@ -292,6 +292,20 @@ export type ListMonitorsRequest = Message<"vigil.v1.ListMonitorsRequest"> & {
    * @generated from field: string project_id = 1;
    */
   projectId: string;
+
+  /**
+   * 1-1000, default 100.
+   *
+   * @generated from field: optional int32 limit = 2;
+   */
+  limit?: number | undefined;
+
+  /**
+   * The next_cursor of the previous page.
+   *
+   * @generated from field: optional string cursor = 3;
+   */
+  cursor?: string | undefined;
 };
 
 /**
@@ -302,6 +316,30 @@ export const ListMonitorsRequestSchema: GenMessage<ListMonitorsRequest> = /*@__P
   messageDesc(file_vigil_v1_uptime, 5);
 
 /**
+ * Keyset pagination of the monitor list (oldest monitor first), as the event list's.
+ *
+ * @generated from message vigil.v1.MonitorsPagination
+ */
+export type MonitorsPagination = Message<"vigil.v1.MonitorsPagination"> & {
+  /**
+   * @generated from field: optional string next_cursor = 1;
+   */
+  nextCursor?: string | undefined;
+
+  /**
+   * @generated from field: bool has_more = 2;
+   */
+  hasMore: boolean;
+};
+
+/**
+ * Describes the message vigil.v1.MonitorsPagination.
+ * Use `create(MonitorsPaginationSchema)` to create a new message.
+ */
+export const MonitorsPaginationSchema: GenMessage<MonitorsPagination> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_uptime, 6);
+
+/**
  * @generated from message vigil.v1.ListMonitorsResponse
  */
 export type ListMonitorsResponse = Message<"vigil.v1.ListMonitorsResponse"> & {
@@ -309,6 +347,11 @@ export type ListMonitorsResponse = Message<"vigil.v1.ListMonitorsResponse"> & {
    * @generated from field: repeated vigil.v1.Monitor data = 1;
    */
   data: Monitor[];
+
+  /**
+   * @generated from field: vigil.v1.MonitorsPagination pagination = 2;
+   */
+  pagination?: MonitorsPagination | undefined;
 };
 
 /**
@@ -316,7 +359,7 @@ export type ListMonitorsResponse = Message<"vigil.v1.ListMonitorsResponse"> & {
  * Use `create(ListMonitorsResponseSchema)` to create a new message.
  */
 export const ListMonitorsResponseSchema: GenMessage<ListMonitorsResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 6);
+  messageDesc(file_vigil_v1_uptime, 7);
 
 /**
  * @generated from message vigil.v1.MonitorOverview
@@ -363,7 +406,7 @@ export type MonitorOverview = Message<"vigil.v1.MonitorOverview"> & {
  * Use `create(MonitorOverviewSchema)` to create a new message.
  */
 export const MonitorOverviewSchema: GenMessage<MonitorOverview> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 7);
+  messageDesc(file_vigil_v1_uptime, 8);
 
 /**
  * @generated from message vigil.v1.GetMonitorsOverviewRequest
@@ -380,7 +423,7 @@ export type GetMonitorsOverviewRequest = Message<"vigil.v1.GetMonitorsOverviewRe
  * Use `create(GetMonitorsOverviewRequestSchema)` to create a new message.
  */
 export const GetMonitorsOverviewRequestSchema: GenMessage<GetMonitorsOverviewRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 8);
+  messageDesc(file_vigil_v1_uptime, 9);
 
 /**
  * @generated from message vigil.v1.GetMonitorsOverviewResponse
@@ -397,7 +440,7 @@ export type GetMonitorsOverviewResponse = Message<"vigil.v1.GetMonitorsOverviewR
  * Use `create(GetMonitorsOverviewResponseSchema)` to create a new message.
  */
 export const GetMonitorsOverviewResponseSchema: GenMessage<GetMonitorsOverviewResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 9);
+  messageDesc(file_vigil_v1_uptime, 10);
 
 /**
  * @generated from message vigil.v1.GetMonitorRequest
@@ -419,7 +462,7 @@ export type GetMonitorRequest = Message<"vigil.v1.GetMonitorRequest"> & {
  * Use `create(GetMonitorRequestSchema)` to create a new message.
  */
 export const GetMonitorRequestSchema: GenMessage<GetMonitorRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 10);
+  messageDesc(file_vigil_v1_uptime, 11);
 
 /**
  * @generated from message vigil.v1.GetMonitorResponse
@@ -436,7 +479,7 @@ export type GetMonitorResponse = Message<"vigil.v1.GetMonitorResponse"> & {
  * Use `create(GetMonitorResponseSchema)` to create a new message.
  */
 export const GetMonitorResponseSchema: GenMessage<GetMonitorResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 11);
+  messageDesc(file_vigil_v1_uptime, 12);
 
 /**
  * @generated from message vigil.v1.MonitorStatus
@@ -453,7 +496,7 @@ export type MonitorStatus = Message<"vigil.v1.MonitorStatus"> & {
  * Use `create(MonitorStatusSchema)` to create a new message.
  */
 export const MonitorStatusSchema: GenMessage<MonitorStatus> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 12);
+  messageDesc(file_vigil_v1_uptime, 13);
 
 /**
  * @generated from message vigil.v1.GetMonitorStatusRequest
@@ -475,7 +518,7 @@ export type GetMonitorStatusRequest = Message<"vigil.v1.GetMonitorStatusRequest"
  * Use `create(GetMonitorStatusRequestSchema)` to create a new message.
  */
 export const GetMonitorStatusRequestSchema: GenMessage<GetMonitorStatusRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 13);
+  messageDesc(file_vigil_v1_uptime, 14);
 
 /**
  * @generated from message vigil.v1.GetMonitorStatusResponse
@@ -492,7 +535,7 @@ export type GetMonitorStatusResponse = Message<"vigil.v1.GetMonitorStatusRespons
  * Use `create(GetMonitorStatusResponseSchema)` to create a new message.
  */
 export const GetMonitorStatusResponseSchema: GenMessage<GetMonitorStatusResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 14);
+  messageDesc(file_vigil_v1_uptime, 15);
 
 /**
  * @generated from message vigil.v1.UpdateMonitorRequest
@@ -549,7 +592,7 @@ export type UpdateMonitorRequest = Message<"vigil.v1.UpdateMonitorRequest"> & {
  * Use `create(UpdateMonitorRequestSchema)` to create a new message.
  */
 export const UpdateMonitorRequestSchema: GenMessage<UpdateMonitorRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 15);
+  messageDesc(file_vigil_v1_uptime, 16);
 
 /**
  * @generated from message vigil.v1.UpdateMonitorResponse
@@ -566,7 +609,7 @@ export type UpdateMonitorResponse = Message<"vigil.v1.UpdateMonitorResponse"> & 
  * Use `create(UpdateMonitorResponseSchema)` to create a new message.
  */
 export const UpdateMonitorResponseSchema: GenMessage<UpdateMonitorResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 16);
+  messageDesc(file_vigil_v1_uptime, 17);
 
 /**
  * @generated from message vigil.v1.DeleteMonitorRequest
@@ -588,7 +631,7 @@ export type DeleteMonitorRequest = Message<"vigil.v1.DeleteMonitorRequest"> & {
  * Use `create(DeleteMonitorRequestSchema)` to create a new message.
  */
 export const DeleteMonitorRequestSchema: GenMessage<DeleteMonitorRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 17);
+  messageDesc(file_vigil_v1_uptime, 18);
 
 /**
  * @generated from message vigil.v1.DeleteMonitorResponse
@@ -601,7 +644,7 @@ export type DeleteMonitorResponse = Message<"vigil.v1.DeleteMonitorResponse"> & 
  * Use `create(DeleteMonitorResponseSchema)` to create a new message.
  */
 export const DeleteMonitorResponseSchema: GenMessage<DeleteMonitorResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 18);
+  messageDesc(file_vigil_v1_uptime, 19);
 
 /**
  * @generated from message vigil.v1.PauseMonitorRequest
@@ -623,7 +666,7 @@ export type PauseMonitorRequest = Message<"vigil.v1.PauseMonitorRequest"> & {
  * Use `create(PauseMonitorRequestSchema)` to create a new message.
  */
 export const PauseMonitorRequestSchema: GenMessage<PauseMonitorRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 19);
+  messageDesc(file_vigil_v1_uptime, 20);
 
 /**
  * @generated from message vigil.v1.PauseMonitorResponse
@@ -640,7 +683,7 @@ export type PauseMonitorResponse = Message<"vigil.v1.PauseMonitorResponse"> & {
  * Use `create(PauseMonitorResponseSchema)` to create a new message.
  */
 export const PauseMonitorResponseSchema: GenMessage<PauseMonitorResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 20);
+  messageDesc(file_vigil_v1_uptime, 21);
 
 /**
  * @generated from message vigil.v1.ResumeMonitorRequest
@@ -662,7 +705,7 @@ export type ResumeMonitorRequest = Message<"vigil.v1.ResumeMonitorRequest"> & {
  * Use `create(ResumeMonitorRequestSchema)` to create a new message.
  */
 export const ResumeMonitorRequestSchema: GenMessage<ResumeMonitorRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 21);
+  messageDesc(file_vigil_v1_uptime, 22);
 
 /**
  * @generated from message vigil.v1.ResumeMonitorResponse
@@ -679,7 +722,7 @@ export type ResumeMonitorResponse = Message<"vigil.v1.ResumeMonitorResponse"> & 
  * Use `create(ResumeMonitorResponseSchema)` to create a new message.
  */
 export const ResumeMonitorResponseSchema: GenMessage<ResumeMonitorResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 22);
+  messageDesc(file_vigil_v1_uptime, 23);
 
 /**
  * @generated from message vigil.v1.SendHeartbeatRequest
@@ -728,7 +771,7 @@ export type SendHeartbeatRequest = Message<"vigil.v1.SendHeartbeatRequest"> & {
  * Use `create(SendHeartbeatRequestSchema)` to create a new message.
  */
 export const SendHeartbeatRequestSchema: GenMessage<SendHeartbeatRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 23);
+  messageDesc(file_vigil_v1_uptime, 24);
 
 /**
  * @generated from message vigil.v1.HeartbeatResult
@@ -755,7 +798,7 @@ export type HeartbeatResult = Message<"vigil.v1.HeartbeatResult"> & {
  * Use `create(HeartbeatResultSchema)` to create a new message.
  */
 export const HeartbeatResultSchema: GenMessage<HeartbeatResult> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 24);
+  messageDesc(file_vigil_v1_uptime, 25);
 
 /**
  * @generated from message vigil.v1.SendHeartbeatResponse
@@ -772,7 +815,7 @@ export type SendHeartbeatResponse = Message<"vigil.v1.SendHeartbeatResponse"> & 
  * Use `create(SendHeartbeatResponseSchema)` to create a new message.
  */
 export const SendHeartbeatResponseSchema: GenMessage<SendHeartbeatResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 25);
+  messageDesc(file_vigil_v1_uptime, 26);
 
 /**
  * @generated from message vigil.v1.ListHeartbeatsRequest
@@ -809,7 +852,7 @@ export type ListHeartbeatsRequest = Message<"vigil.v1.ListHeartbeatsRequest"> & 
  * Use `create(ListHeartbeatsRequestSchema)` to create a new message.
  */
 export const ListHeartbeatsRequestSchema: GenMessage<ListHeartbeatsRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 26);
+  messageDesc(file_vigil_v1_uptime, 27);
 
 /**
  * @generated from message vigil.v1.ListHeartbeatsResponse
@@ -826,7 +869,7 @@ export type ListHeartbeatsResponse = Message<"vigil.v1.ListHeartbeatsResponse"> 
  * Use `create(ListHeartbeatsResponseSchema)` to create a new message.
  */
 export const ListHeartbeatsResponseSchema: GenMessage<ListHeartbeatsResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 27);
+  messageDesc(file_vigil_v1_uptime, 28);
 
 /**
  * @generated from message vigil.v1.ListIncidentsRequest
@@ -853,7 +896,7 @@ export type ListIncidentsRequest = Message<"vigil.v1.ListIncidentsRequest"> & {
  * Use `create(ListIncidentsRequestSchema)` to create a new message.
  */
 export const ListIncidentsRequestSchema: GenMessage<ListIncidentsRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 28);
+  messageDesc(file_vigil_v1_uptime, 29);
 
 /**
  * @generated from message vigil.v1.ListIncidentsResponse
@@ -870,7 +913,7 @@ export type ListIncidentsResponse = Message<"vigil.v1.ListIncidentsResponse"> & 
  * Use `create(ListIncidentsResponseSchema)` to create a new message.
  */
 export const ListIncidentsResponseSchema: GenMessage<ListIncidentsResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 29);
+  messageDesc(file_vigil_v1_uptime, 30);
 
 /**
  * @generated from message vigil.v1.UpdateIncidentRequest
@@ -902,7 +945,7 @@ export type UpdateIncidentRequest = Message<"vigil.v1.UpdateIncidentRequest"> & 
  * Use `create(UpdateIncidentRequestSchema)` to create a new message.
  */
 export const UpdateIncidentRequestSchema: GenMessage<UpdateIncidentRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 30);
+  messageDesc(file_vigil_v1_uptime, 31);
 
 /**
  * @generated from message vigil.v1.UpdateIncidentResponse
@@ -919,7 +962,7 @@ export type UpdateIncidentResponse = Message<"vigil.v1.UpdateIncidentResponse"> 
  * Use `create(UpdateIncidentResponseSchema)` to create a new message.
  */
 export const UpdateIncidentResponseSchema: GenMessage<UpdateIncidentResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 31);
+  messageDesc(file_vigil_v1_uptime, 32);
 
 /**
  * @generated from message vigil.v1.MonitorStats
@@ -998,7 +1041,7 @@ export type MonitorStats = Message<"vigil.v1.MonitorStats"> & {
  * Use `create(MonitorStatsSchema)` to create a new message.
  */
 export const MonitorStatsSchema: GenMessage<MonitorStats> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 32);
+  messageDesc(file_vigil_v1_uptime, 33);
 
 /**
  * @generated from message vigil.v1.GetMonitorStatsRequest
@@ -1035,7 +1078,7 @@ export type GetMonitorStatsRequest = Message<"vigil.v1.GetMonitorStatsRequest"> 
  * Use `create(GetMonitorStatsRequestSchema)` to create a new message.
  */
 export const GetMonitorStatsRequestSchema: GenMessage<GetMonitorStatsRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 33);
+  messageDesc(file_vigil_v1_uptime, 34);
 
 /**
  * @generated from message vigil.v1.GetMonitorStatsResponse
@@ -1052,7 +1095,7 @@ export type GetMonitorStatsResponse = Message<"vigil.v1.GetMonitorStatsResponse"
  * Use `create(GetMonitorStatsResponseSchema)` to create a new message.
  */
 export const GetMonitorStatsResponseSchema: GenMessage<GetMonitorStatsResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 34);
+  messageDesc(file_vigil_v1_uptime, 35);
 
 /**
  * @generated from message vigil.v1.HistoryBucket
@@ -1091,7 +1134,7 @@ export type HistoryBucket = Message<"vigil.v1.HistoryBucket"> & {
  * Use `create(HistoryBucketSchema)` to create a new message.
  */
 export const HistoryBucketSchema: GenMessage<HistoryBucket> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 35);
+  messageDesc(file_vigil_v1_uptime, 36);
 
 /**
  * @generated from message vigil.v1.MonitorHistory
@@ -1113,7 +1156,7 @@ export type MonitorHistory = Message<"vigil.v1.MonitorHistory"> & {
  * Use `create(MonitorHistorySchema)` to create a new message.
  */
 export const MonitorHistorySchema: GenMessage<MonitorHistory> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 36);
+  messageDesc(file_vigil_v1_uptime, 37);
 
 /**
  * @generated from message vigil.v1.GetMonitorHistoryRequest
@@ -1140,7 +1183,7 @@ export type GetMonitorHistoryRequest = Message<"vigil.v1.GetMonitorHistoryReques
  * Use `create(GetMonitorHistoryRequestSchema)` to create a new message.
  */
 export const GetMonitorHistoryRequestSchema: GenMessage<GetMonitorHistoryRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 37);
+  messageDesc(file_vigil_v1_uptime, 38);
 
 /**
  * @generated from message vigil.v1.GetMonitorHistoryResponse
@@ -1157,7 +1200,7 @@ export type GetMonitorHistoryResponse = Message<"vigil.v1.GetMonitorHistoryRespo
  * Use `create(GetMonitorHistoryResponseSchema)` to create a new message.
  */
 export const GetMonitorHistoryResponseSchema: GenMessage<GetMonitorHistoryResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 38);
+  messageDesc(file_vigil_v1_uptime, 39);
 
 /**
  * Heartbeat monitors, their incidents, statistics and status history.
