@@ -152,7 +152,7 @@ async function main(): Promise<void> {
     const vigil = spawn(process.execPath, [...profile, ...vigilArgs()], {
       cwd: root,
       stdio: ["ignore", "ignore", "inherit"],
-      env: { ...process.env, DATABASE_URL: pgHandle.url, PORT: String(vigilPort), HOST: "127.0.0.1", DATA_DIR: path.join(tmp, "vigil"), LOG_LEVEL: "warn", REDIS_URL: "", TEMPORAL_ADDRESS: "", PG_POOL_SIZE: POOL },
+      env: { ...process.env, DATABASE_URL: pgHandle.url, PORT: String(vigilPort), HOST: "127.0.0.1", DATA_DIR: path.join(tmp, "vigil"), LOG_LEVEL: "warn", REDIS_URL: "", TEMPORAL_ADDRESS: "", PG_POOL_SIZE: POOL, MAX_MONITORS_PER_PROJECT: String(MONITORS), RATE_LIMIT_HEARTBEATS_PER_MINUTE: "100000000" },
     });
     children.push(vigil);
     await waitHealthy(vigilPort, vigil);
