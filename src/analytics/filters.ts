@@ -22,6 +22,9 @@ export interface Condition {
   kind: "cond";
   field: Field;
   op: Operator;
+/** A validated time value as canonical UTC text: PostgreSQL never reads the client's own text. */
+const timeText = (v: unknown): string => parseInstant(v)!.text;
+
   /** equals/not_equals/contains/.../gt..lte: one scalar; in/not_in: a non-empty array; exists: none. */
   value?: Scalar | Scalar[];
 }
@@ -92,13 +95,13 @@ class Parser {
           const p = this.scalarProblem(e, isTime);
           if (p) return this.fail(`${vpath}[${i}]`, p);
         }
-        return { kind: "cond", field, op, value: value as Scalar[] };
+        return { kind: "cond", field, op, value: isTime ? value.map(timeText) : (value as Scalar[]) };
       }
       case "equals":
       case "not_equals": {
         const p = this.scalarProblem(value, isTime);
         if (p) return this.fail(vpath, p);
-        return { kind: "cond", field, op, value: value as Scalar };
+        return { kind: "cond", field, op, value: isTime ? timeText(value) : (value as Scalar) };
       }
       case "contains":
       case "not_contains":
@@ -111,14 +114,14 @@ class Parser {
       default: {
         // gt, gte, lt, lte: numbers numerically, ISO timestamps as times.
         if (typeof value === "number" && Number.isFinite(value) && !isTime) return { kind: "cond", field, op, value };
-        if (typeof value === "string" && parseInstant(value)) return { kind: "cond", field, op, value };
-        return this.fail(vpath, isTime ? `${op} on ${field.name} takes an ISO 8601 timestamp with a timezone` : `${op} takes a number or an ISO 8601 timestamp with a timezone`);
+        if (typeof value === "string" && parseInstant(value)) return { kind: "cond", field, op, value: timeText(value) };
+        return this.fail(vpath, isTime ? `${op} on ${field.name} takes an RFC 3339 timestamp with an offset` : `${op} takes a number or an RFC 3339 timestamp with an offset`);
       }
     }
   }
 
   scalarProblem(v: unknown, isTime: boolean): string | null {
-    if (isTime) return typeof v === "string" && parseInstant(v) ? null : "must be an ISO 8601 timestamp with a timezone";
+    if (isTime) return typeof v === "string" && parseInstant(v) ? null : "must be an RFC 3339 timestamp with an offset";
     if (typeof v === "string") return v.length > MAX_STRING_VALUE ? "is too long" : null;
     if (typeof v === "number") return Number.isFinite(v) ? null : "must be a finite number";
     if (typeof v === "boolean") return null;

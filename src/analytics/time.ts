@@ -1,40 +1,23 @@
 import { badRequest } from "../shared/errors.js";
+import { canonicalTimestamp, parseTimestampParts, TIMESTAMP_MESSAGE } from "../shared/time.js";
 
-// Time: strict ISO 8601 parsing (a timezone is required), inclusive windows, UTC buckets and the
+// Time: the shared timestamp grammar (src/shared/time.ts), inclusive windows, UTC buckets and the
 // decomposition of a window into whole rollup buckets plus raw edges. All pure.
 
-const ISO = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})$/;
-
 export interface Instant {
-  /** Milliseconds since the epoch (fraction beyond ms in `micros`). */
+  /** Milliseconds since the epoch. */
   ms: number;
   /** Sub-millisecond part in nanoseconds (0..999999), kept so that bounds stay exact. */
   subMsNanos: number;
-  /** The validated text, safe to hand PostgreSQL as `$n::timestamptz`. */
+  /** The instant as canonical UTC text (never the client's text), for PostgreSQL `$n::timestamptz`. */
   text: string;
 }
 
-/** Parses an ISO 8601 timestamp that carries a timezone; null when it is not one. */
+/** Parses a timestamp of the one input grammar (src/shared/time.ts); null when it is not one. */
 export function parseInstant(v: unknown): Instant | null {
   if (typeof v !== "string") return null;
-  const m = ISO.exec(v);
-  if (!m) return null;
-  const [, y, mo, d, h, mi, s = "0", frac = "", tz] = m;
-  const Y = +y, M = +mo, D = +d, H = +h, MI = +mi, S = +s;
-  if (M < 1 || M > 12 || D < 1 || H > 23 || MI > 59 || S > 59) return null;
-  const dim = new Date(Date.UTC(Y, M, 0)).getUTCDate();
-  if (D > dim || Y < 1 || Y > 9999) return null;
-  let offMin = 0;
-  if (tz !== "Z") {
-    const t = tz.replace(":", "");
-    const oh = +t.slice(1, 3), om = +t.slice(3, 5);
-    if (oh > 15 || om > 59) return null;
-    offMin = (t[0] === "-" ? -1 : 1) * (oh * 60 + om);
-  }
-  const fracPadded = (frac + "000000000").slice(0, 9);
-  const base = Date.UTC(Y, M - 1, D, H, MI, S) - offMin * 60_000;
-  const ms = base + Number(fracPadded.slice(0, 3));
-  return { ms, subMsNanos: Number(fracPadded.slice(3)), text: v };
+  const p = parseTimestampParts(v);
+  return p ? { ms: p.ms, subMsNanos: p.subMsNanos, text: canonicalTimestamp(p) } : null;
 }
 
 export interface Window {
@@ -45,7 +28,7 @@ export interface Window {
 function instantProblem(v: unknown): string | null {
   if (v === undefined || v === null || v === "") return "is required";
   if (typeof v !== "string") return "must be a string";
-  return parseInstant(v) ? null : "must be an ISO 8601 timestamp with a timezone (Z or an offset)";
+  return parseInstant(v) ? null : TIMESTAMP_MESSAGE;
 }
 
 /** Validates `time`; required where a window applies. Returns null when absent and optional. */

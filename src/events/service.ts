@@ -9,6 +9,7 @@ import { ApiError, badRequest, notFound, tooLarge } from "../shared/errors.js";
 import type { Feature } from "../shared/feature.js";
 import { unlessProjectGone } from "../shared/gone.js";
 import type { Ingestor, NewEvent } from "../shared/ingest.js";
+import { timestampSchema } from "../shared/time.js";
 import { validate } from "../shared/validate.js";
 import { mergeContext, serverContext } from "./context.js";
 import { decodeCursor, encodeCursor } from "./cursor.js";
@@ -16,23 +17,9 @@ import { GroupCommitIngestor } from "./ingest.js";
 import { getEvent, listEvents, rowToStored, toEventMessage } from "./store.js";
 import { userHoursProjection } from "./user-hours.js";
 import { uuidv7Time } from "./uuidv7.js";
-import { checkEvent, parseZonedTime, REPARSE_GROWTH, type EventRefusal } from "./validate.js";
+import { checkEvent, REPARSE_GROWTH, type EventRefusal } from "./validate.js";
 
 export const MAX_BATCH_EVENTS = 1000;
-
-const zoned = (field: string) =>
-  z
-    .string()
-    .optional()
-    .transform((v, ctx) => {
-      if (v === undefined) return undefined;
-      const ms = parseZonedTime(v);
-      if (ms === undefined) {
-        ctx.addIssue({ code: "custom", message: `${field} must be an ISO 8601 date-time with a timezone (Z or an offset)` });
-        return z.NEVER;
-      }
-      return new Date(ms);
-    });
 
 const listSchema = z
   .object({
@@ -42,8 +29,8 @@ const listSchema = z
     userId: z.string().min(1).max(256).optional(),
     source: z.string().min(1).max(256).optional(),
     search: z.string().max(200).optional(),
-    startDate: zoned("startDate"),
-    endDate: zoned("endDate"),
+    startDate: timestampSchema.optional(),
+    endDate: timestampSchema.optional(),
   })
   .refine((v) => !v.startDate || !v.endDate || v.startDate <= v.endDate, { message: "startDate must not be after endDate", path: ["startDate"] });
 

@@ -1,4 +1,6 @@
 import type { NewEvent } from "../shared/ingest.js";
+import { jsonProblem, problemField } from "../shared/json.js";
+import { parseTimestampMs, TIMESTAMP_MESSAGE } from "../shared/time.js";
 
 // Validation of one incoming event (single route, batch item, or another feature's input).
 // Pure: takes the receive time, returns either the event or a {code, field, message} refusal.
@@ -19,33 +21,6 @@ export interface EventRefusal {
 }
 
 export type EventCheck = { ok: true; event: NewEvent } | { ok: false; error: EventRefusal };
-
-const ISO = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}(?::?\d{2})?)$/i;
-
-/**
- * Parses an ISO 8601 date-time that carries a timezone (`Z` or an offset). Returns epoch ms, or
- * undefined when the text is not such a time (no timezone, impossible date, garbage).
- */
-export function parseZonedTime(text: string): number | undefined {
-  const m = ISO.exec(text.trim());
-  if (!m) return undefined;
-  const [, y, mo, d, h, mi, s = "0", frac = "", zone] = m;
-  const year = +y, month = +mo, day = +d, hour = +h, minute = +mi, second = +s;
-  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return undefined;
-  // Date.UTC maps years 0-99 to 1900-1999: set the full year explicitly.
-  const at = new Date(Date.UTC(2000, month - 1, day, hour, minute, second, Math.floor(Number(`0.${frac || "0"}`) * 1000)));
-  at.setUTCFullYear(year, month - 1, day);
-  const local = at.getTime();
-  if (new Date(local).getUTCDate() !== day) return undefined; // 2024-02-30 and the like
-  let offsetMin = 0;
-  if (zone.toUpperCase() !== "Z") {
-    const digits = zone.slice(1).replace(":", "");
-    const oh = +digits.slice(0, 2), om = digits.length > 2 ? +digits.slice(2) : 0;
-    if (oh > 23 || om > 59) return undefined;
-    offsetMin = (zone[0] === "-" ? -1 : 1) * (oh * 60 + om);
-  }
-  return local - offsetMin * 60_000;
-}
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
@@ -72,34 +47,6 @@ function objectField(raw: Record<string, unknown>, field: string): Record<string
   return v;
 }
 
-export const MAX_DEPTH = 64;
-const BAD_TEXT = /\0|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
-/**
- * Why a JSON value cannot be stored (PostgreSQL text and jsonb refuse NUL characters and lone
- * surrogates; very deep nesting exhausts parsers; numbers must be finite), or undefined when it can.
- */
-export function unstorable(v: unknown, depth = 0): string | undefined {
-  if (typeof v === "string") return BAD_TEXT.test(v) ? "contains a NUL character or invalid Unicode" : undefined;
-  // JSON.parse reads 1e400 as Infinity, which JSON (and jsonb) cannot hold.
-  if (typeof v === "number") return Number.isFinite(v) ? undefined : "contains a number beyond the range of a 64-bit float";
-  if (typeof v !== "object" || v === null) return undefined;
-  if (depth >= MAX_DEPTH) return `is nested deeper than ${MAX_DEPTH} levels`;
-  if (Array.isArray(v)) {
-    for (const x of v) {
-      const why = unstorable(x, depth + 1);
-      if (why) return why;
-    }
-    return undefined;
-  }
-  for (const k in v) {
-    if (BAD_TEXT.test(k)) return "contains a NUL character or invalid Unicode";
-    const why = unstorable((v as Record<string, unknown>)[k], depth + 1);
-    if (why) return why;
-  }
-  return undefined;
-}
-
 /**
  * JSON.stringify(JSON.parse(text)) takes at most 5.25 times the UTF-8 bytes of `text`: whitespace
  * and repeated keys vanish; string escapes never grow (a character that stringify escapes had to be
@@ -115,8 +62,12 @@ export const REPARSE_GROWTH = 6;
  */
 export function checkEvent(raw: unknown, now: Date, sizeBound?: number): EventCheck {
   if (!isPlainObject(raw)) return refuse("(event)", "an event must be a JSON object");
-  const why = unstorable(raw);
-  if (why) return refuse("(event)", `event ${why}`);
+  // One walk over the whole event: text PostgreSQL can store, finite numbers, bounded depth.
+  const problem = jsonProblem(raw);
+  if (problem) {
+    const field = problemField("", problem) || "(event)";
+    return refuse(field, `${field} ${problem.message}`);
+  }
   const bytes = sizeBound !== undefined && sizeBound <= MAX_EVENT_BYTES ? 0 : Buffer.byteLength(JSON.stringify(raw));
   if (bytes > MAX_EVENT_BYTES) return refuse("(event)", `event is ${bytes} bytes serialized; the limit is ${MAX_EVENT_BYTES}`, "event_too_large");
 
@@ -149,9 +100,9 @@ export function checkEvent(raw: unknown, now: Date, sizeBound?: number): EventCh
   let timestamp = now;
   const ts = raw.timestamp;
   if (ts !== undefined && ts !== null) {
-    if (typeof ts !== "string") return refuse("timestamp", "timestamp must be an ISO 8601 string");
-    const ms = parseZonedTime(ts);
-    if (ms === undefined) return refuse("timestamp", "timestamp must be an ISO 8601 date-time with a timezone (Z or an offset such as +02:00)");
+    if (typeof ts !== "string") return refuse("timestamp", `timestamp ${TIMESTAMP_MESSAGE}`);
+    const ms = parseTimestampMs(ts);
+    if (ms === undefined) return refuse("timestamp", `timestamp ${TIMESTAMP_MESSAGE}`);
     if (ms < MIN_TIMESTAMP_MS) return refuse("timestamp", "timestamp must not be before 2000-01-01T00:00:00Z");
     if (ms > now.getTime() + MAX_FUTURE_MS) return refuse("timestamp", "timestamp must not be more than 24 hours in the future");
     timestamp = new Date(ms);

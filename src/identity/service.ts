@@ -1,9 +1,10 @@
 import { z } from "zod";
 import { IdentityService } from "../../gen/vigil/v1/identity_pb.js";
-import { unstorable } from "../events/validate.js";
 import type { Deps } from "../shared/deps.js";
-import { badRequest, notFound } from "../shared/errors.js";
+import { notFound } from "../shared/errors.js";
 import type { Feature } from "../shared/feature.js";
+import { unlessProjectGone } from "../shared/gone.js";
+import { BAD_TEXT, jsonObjectSchema, TEXT_PROBLEM } from "../shared/json.js";
 import { validate } from "../shared/validate.js";
 import { identityProjection } from "./hook.js";
 import { getUser, identify, listUsers, toUser } from "./store.js";
@@ -12,8 +13,9 @@ import { getUser, identify, listUsers, toUser } from "./store.js";
 // read by API key or member session.
 
 const identifySchema = z.object({
-  externalId: z.string().trim().min(1, "is required").max(256),
-  properties: z.record(z.string(), z.unknown()).default({}),
+  externalId: z.string().trim().min(1, "is required").max(256).refine((v) => !BAD_TEXT.test(v), TEXT_PROBLEM),
+  // The shared JSON check: finite numbers, storable text, keys such as __proto__ kept as data.
+  properties: jsonObjectSchema(1024 * 1024).default({}),
 });
 const listSchema = z.object({
   limit: z.number().int().min(1, "must be between 1 and 100").max(100, "must be between 1 and 100").default(50),
@@ -34,12 +36,10 @@ export function createIdentityFeature(deps: Deps): Feature {
             const scope = await auth.project(ctx, req.projectId, "member");
             await limits.take("identify", scope.projectId);
             const input = validate(identifySchema, { externalId: req.externalId, properties: req.properties });
-            const why = unstorable(input);
-            if (why) throw badRequest(`identify body ${why}`, [{ field: "properties", message: why }]);
-            if (Buffer.byteLength(JSON.stringify(input.properties)) > 1024 * 1024) throw badRequest("properties must be at most 1 MB serialized", [{ field: "properties", message: "too large" }]);
             // Settle first: properties merge last-wins, so events accepted before this call apply before it.
             await deps.derived.settle(scope.projectId);
-            const row = await identify(db, scope.projectId, input.externalId, input.properties, clock());
+            // A project deleted meanwhile answers as after the delete (404), not 500.
+            const row = await unlessProjectGone(() => identify(db, scope.projectId, input.externalId, input.properties, clock()), () => auth.project(ctx, req.projectId, "member"));
             return { data: toUser(row, false) };
           },
           async listUsers(req, ctx) {

@@ -1,6 +1,7 @@
 import { z } from "zod";
-import { MIN_TIMESTAMP_MS, parseZonedTime } from "../events/validate.js";
+import { MIN_TIMESTAMP_MS } from "../events/validate.js";
 import { badRequest, notFound } from "../shared/errors.js";
+import { parseTimestampMs, TIMESTAMP_MESSAGE } from "../shared/time.js";
 import { validate } from "../shared/validate.js";
 import { AGGREGATIONS, INTERVALS, defaultAggregation, type Aggregation, type Interval } from "./model.js";
 import type { Selection } from "./query.js";
@@ -21,10 +22,16 @@ const name = z
   .refine((s) => !s.startsWith("$"), "metric names must not start with '$'")
   .refine(cleanText, "must not contain control characters or invalid Unicode");
 
-const zoned = z.string().refine((s) => parseZonedTime(s) !== undefined, "must be an ISO 8601 date-time with a timezone (Z or an offset)");
+const zoned = z.string().refine((s) => parseTimestampMs(s) !== undefined, TIMESTAMP_MESSAGE);
 const time = z
   .object({ start: zoned, end: zoned }, { error: "time {start, end} is required" })
-  .refine((t) => parseZonedTime(t.start)! <= parseZonedTime(t.end)!, { message: "start must not be after end", path: ["start"] });
+  .refine(
+    (t) => {
+      const a = parseTimestampMs(t.start), b = parseTimestampMs(t.end);
+      return a === undefined || b === undefined || a <= b;
+    },
+    { message: "start must not be after end", path: ["start"] },
+  );
 
 const common = {
   name,
@@ -58,8 +65,8 @@ export const MAX_RANGE_MS = Date.UTC(9000, 0, 1);
  */
 export function rangeOf(t: { start: string; end: string }): { from: number; to: number } {
   // Bounds are inclusive; stored times have millisecond precision, so [start, end + 1 ms).
-  const from = Math.min(Math.max(parseZonedTime(t.start)!, MIN_TIMESTAMP_MS), MAX_RANGE_MS);
-  const to = Math.min(Math.max(parseZonedTime(t.end)! + 1, from), MAX_RANGE_MS);
+  const from = Math.min(Math.max(parseTimestampMs(t.start)!, MIN_TIMESTAMP_MS), MAX_RANGE_MS);
+  const to = Math.min(Math.max(parseTimestampMs(t.end)! + 1, from), MAX_RANGE_MS);
   return { from, to };
 }
 
@@ -103,6 +110,7 @@ export const encodeCursor = (ts: string, id: string) => Buffer.from(`${ts}|${id}
 
 export function decodeCursor(c: string): { ts: string; id: string } {
   const [ts, id] = Buffer.from(c, "base64url").toString().split("|");
-  if (!ts || !id || parseZonedTime(ts) === undefined || !/^[0-9a-f-]{36}$/i.test(id)) throw badRequest("invalid cursor", [{ field: "cursor", message: "not a cursor from this endpoint" }]);
-  return { ts, id };
+  const ms = ts ? parseTimestampMs(ts) : undefined;
+  if (ms === undefined || !id || !/^[0-9a-f-]{36}$/i.test(id)) throw badRequest("invalid cursor", [{ field: "cursor", message: "not a cursor from this endpoint" }]);
+  return { ts: new Date(ms).toISOString(), id };
 }

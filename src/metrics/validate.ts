@@ -1,4 +1,7 @@
-import { MAX_FUTURE_MS, MIN_TIMESTAMP_MS, parseZonedTime } from "../events/validate.js";
+import { MAX_FUTURE_MS, MIN_TIMESTAMP_MS } from "../events/validate.js";
+import { NUMBER_PROBLEM } from "../shared/json.js";
+import { setOwn } from "../shared/objects.js";
+import { parseTimestampMs, TIMESTAMP_MESSAGE } from "../shared/time.js";
 import { EVENT_TYPE, type InputType, type Operation, metricTypeOf, opOf, type MetricType } from "./model.js";
 
 // Validation of one recorded point (the single route and each batch item share it). Pure: takes
@@ -74,20 +77,20 @@ function checkTags(v: unknown): Record<string, string | number | boolean> {
       if (x.length > MAX_TAG_VALUE_LENGTH) fail(field, `tag values must be at most ${MAX_TAG_VALUE_LENGTH} characters`);
       if (x.includes("\u0000") || LONE_SURROGATE.test(x)) fail(field, "tag values must not contain NUL characters or invalid Unicode");
     } else if (typeof x === "number") {
-      if (!Number.isFinite(x)) fail(field, "tag values must be finite numbers");
+      if (!Number.isFinite(x)) fail(field, `tag values ${NUMBER_PROBLEM}`);
     } else if (typeof x !== "boolean") {
       fail(field, "tag values must be strings, numbers or booleans");
     }
-    out[k] = x as string | number | boolean;
+    setOwn(out, k, x as string | number | boolean); // a tag named __proto__ is data too
   }
   return out;
 }
 
 function checkTimestamp(v: unknown, now: Date): Date {
   if (v === undefined || v === null) return now;
-  if (typeof v !== "string") fail("timestamp", "timestamp must be an ISO 8601 string");
-  const ms = parseZonedTime(v as string);
-  if (ms === undefined) fail("timestamp", "timestamp must be an ISO 8601 date-time with a timezone (Z or an offset such as +02:00)");
+  if (typeof v !== "string") fail("timestamp", `timestamp ${TIMESTAMP_MESSAGE}`);
+  const ms = parseTimestampMs(v as string);
+  if (ms === undefined) fail("timestamp", `timestamp ${TIMESTAMP_MESSAGE}`);
   if ((ms as number) < MIN_TIMESTAMP_MS) fail("timestamp", "timestamp must not be before 2000-01-01T00:00:00Z");
   if ((ms as number) > now.getTime() + MAX_FUTURE_MS) fail("timestamp", "timestamp must not be more than 24 hours in the future");
   return new Date(ms as number);

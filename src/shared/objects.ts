@@ -3,9 +3,12 @@
  * copied as data instead of replacing the target's prototype.
  */
 export function assignJson(target: Record<string, unknown>, source: Record<string, unknown>): Record<string, unknown> {
-  for (const k of Object.keys(source)) {
-    if (k === "__proto__") Object.defineProperty(target, k, { value: source[k], writable: true, enumerable: true, configurable: true });
-    else target[k] = source[k];
-  }
+  for (const k of Object.keys(source)) setOwn(target, k, source[k]);
   return target;
+}
+
+/** `target[key] = value`, except that a key named `__proto__` becomes an own data key. */
+export function setOwn<T>(target: Record<string, T>, key: string, value: T): void {
+  if (key === "__proto__") Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+  else target[key] = value;
 }

@@ -1,5 +1,7 @@
 import { z } from "zod";
 import { badRequest } from "../shared/errors.js";
+import { jsonObjectSchema } from "../shared/json.js";
+import { timestampSchema } from "../shared/time.js";
 import { SLUG_RE } from "./model.js";
 
 // Input rules of the uptime routes (docs/uptime.md lists them).
@@ -13,21 +15,13 @@ const MAX_JSON_BYTES = 16 * 1024;
 const BAD_TEXT = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 const cleanText = (v: string) => !BAD_TEXT.test(v);
 const TEXT_MSG = "must not contain NUL characters or unpaired surrogates";
-function cleanJson(v: unknown): boolean {
-  if (typeof v === "string") return cleanText(v);
-  if (Array.isArray(v)) return v.every(cleanJson);
-  if (v && typeof v === "object") return Object.entries(v).every(([k, x]) => cleanText(k) && cleanJson(x));
-  return true;
-}
 
 const name = z.string().trim().min(1, "is required").max(200, "at most 200 characters").refine(cleanText, TEXT_MSG);
 const slug = z.string().trim().toLowerCase().regex(SLUG_RE, "lowercase letters, digits, '.', '_' or '-' (1-100, starting and ending with a letter or digit)");
 const interval = z.number().int("must be a whole number of milliseconds").min(MIN_INTERVAL_MS, `at least ${MIN_INTERVAL_MS}`).max(MAX_MS, `at most ${MAX_MS}`);
 const grace = z.number().int("must be a whole number of milliseconds").min(0, "must not be negative").max(MAX_MS, `at most ${MAX_MS}`);
-const object = z
-  .record(z.string(), z.unknown())
-  .refine((o) => JSON.stringify(o).length <= MAX_JSON_BYTES, `at most ${MAX_JSON_BYTES} bytes of JSON`)
-  .refine(cleanJson, TEXT_MSG);
+// Free-form JSON (metadata, tags): the shared check; keys such as __proto__ stay data.
+const object = jsonObjectSchema(MAX_JSON_BYTES);
 
 export const createSchema = z.object({
   name,
@@ -65,21 +59,10 @@ export const incidentPatchSchema = z
   })
   .refine((v) => v.title !== undefined || v.description !== undefined, { message: "give title or description (an empty string clears it)", path: ["title"] });
 
-const isoWithZone = z
-  .string()
-  .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i, "an ISO 8601 time with a timezone (Z or +hh:mm)")
-  .transform((v, ctx) => {
-    const d = new Date(v);
-    if (Number.isNaN(d.getTime())) {
-      ctx.addIssue({ code: "custom", message: "not a valid time" });
-      return z.NEVER;
-    }
-    return d;
-  });
 
 export const limitSchema = (def: number, max: number) => z.number().int("must be a whole number").min(1, "at least 1").max(max, `at most ${max}`).default(def);
 
-export const heartbeatListSchema = z.object({ from: isoWithZone.optional(), to: isoWithZone.optional(), limit: limitSchema(100, 1000) });
+export const heartbeatListSchema = z.object({ from: timestampSchema.optional(), to: timestampSchema.optional(), limit: limitSchema(100, 1000) });
 export const incidentListSchema = z.object({ limit: limitSchema(100, 1000) });
 
 export const WINDOWS = { "24h": { ms: 24 * 3_600_000, bucket: "hour" }, "7d": { ms: 7 * 86_400_000, bucket: "day" }, "30d": { ms: 30 * 86_400_000, bucket: "day" }, "90d": { ms: 90 * 86_400_000, bucket: "day" } } as const;
@@ -94,8 +77,8 @@ export const statsSchema = z.object({
     .transform((p) => Number(p.slice(0, -1)) * (p.endsWith("d") ? 86_400_000 : 3_600_000))
     .refine((ms) => ms <= MAX_PERIOD_MS, "at most 366 days")
     .optional(),
-  from: isoWithZone.optional(),
-  to: isoWithZone.optional(),
+  from: timestampSchema.optional(),
+  to: timestampSchema.optional(),
 });
 
 /** The stats window: `period` back from now, or from/to (to defaults to now), else the last 24 hours. */

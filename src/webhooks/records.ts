@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { badRequest } from "../shared/errors.js";
+import { parseTimestamp } from "../shared/time.js";
 import { BlockedAddressError, pinTarget, systemResolver, UnresolvedHostError, urlHost } from "./address.js";
 import type { DeliveryRow, WebhookRow } from "./store.js";
 
@@ -92,7 +93,7 @@ export function encodeCursor(r: DeliveryRow): string {
 
 export function decodeCursor(c: string): { createdAt: Date; id: string } {
   const [ts, id] = Buffer.from(c, "base64url").toString("utf8").split("|");
-  const createdAt = new Date(ts ?? "");
-  if (!id || Number.isNaN(createdAt.getTime())) throw badRequest("invalid request: cursor: not a cursor from this list", [{ field: "cursor", message: "not a cursor from this list" }]);
+  const createdAt = parseTimestamp(ts ?? "");
+  if (!id || !createdAt) throw badRequest("invalid request: cursor: not a cursor from this list", [{ field: "cursor", message: "not a cursor from this list" }]);
   return { createdAt, id };
 }

@@ -4,6 +4,7 @@ import type { Deps } from "../shared/deps.js";
 import { ApiError, badRequest, notFound } from "../shared/errors.js";
 import type { Feature } from "../shared/feature.js";
 import { newId } from "../shared/ids.js";
+import { jsonProblem, problemField } from "../shared/json.js";
 import { validate } from "../shared/validate.js";
 import { tx } from "../storage/db.js";
 import { OutboxExpander } from "./expander.js";
@@ -147,6 +148,8 @@ export function createWebhooksFeature(deps: Deps): Feature {
             const scope = await admin(ctx, req.projectId, "webhookSends");
             const w = await webhookOf(scope.projectId, req.webhookId);
             const data = (req.data as Record<string, unknown> | undefined) ?? { message: "This is a test delivery from Vigil.", webhookId: w.id };
+            const problem = jsonProblem(data);
+            if (problem) throw badRequest(`invalid request: ${problemField("data", problem)} ${problem.message}`, [{ field: problemField("data", problem), message: problem.message }]);
             const id = newId("whd");
             await store.insertDeliveries(db, [{ id, webhook_id: w.id, project_id: scope.projectId, event_id: newId("evt_test"), event_type: "webhook.test", payload: data }], clock(), config.webhooks.maxAttempts);
             scheduler?.wake();

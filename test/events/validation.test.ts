@@ -39,9 +39,10 @@ describe("single event validation", () => {
     ["tags as array", { type: "a", tags: ["x"] }, "tags"],
     ["userId as number", { type: "a", userId: 7 }, "userId"],
     ["userId as object", { type: "a", userId: { id: 1 } }, "userId"],
-    ["NUL in data", { type: "a", data: { x: "a\u0000b" } }, "(event)"],
-    ["NUL in type", { type: "a\u0000" }, "(event)"],
-    ["lone surrogate", { type: "a", data: { x: "\ud800" } }, "(event)"],
+    // Free-form JSON problems name the offending value's path.
+    ["NUL in data", { type: "a", data: { x: "a\u0000b" } }, "data.x"],
+    ["NUL in type", { type: "a\u0000" }, "type"],
+    ["lone surrogate", { type: "a", data: { x: "\ud800" } }, "data.x"],
     ["$identify without userId", { type: "$identify", data: { a: 1 } }, "userId"],
     ["$group without groupId", { type: "$group", data: { a: 1 } }, "groupId"],
     ["overlong userId", { type: "a", userId: "u".repeat(300) }, "userId"],

@@ -66,7 +66,7 @@ describe("monitor validation", () => {
     ["hostile slug", { name: "a", slug: "'; DROP TABLE monitors; --" }, "slug"],
     ["huge metadata", { name: "a", metadata: { blob: "x".repeat(20_000) } }, "metadata"],
     ["NUL in the name", { name: "a\u0000b" }, "name"],
-    ["NUL in metadata", { name: "a", metadata: { k: ["x\u0000"] } }, "metadata"],
+    ["NUL in metadata", { name: "a", metadata: { k: ["x\u0000"] } }, "metadata.k[0]"],
     ["unpaired surrogate in tags", { name: "a", tags: { "\ud800": "x" } }, "tags"],
   ] as const) {
     it(`create refuses ${label} with 400`, async () => {
@@ -109,7 +109,7 @@ describe("heartbeat validation", () => {
     ["negative latency", "main", { latencyMs: -5 }, "latencyMs"],
     ["latency as text", "main", { latencyMs: "fast" }, "latencyMs"],
     ["metadata array", "main", { metadata: ["x"] }, "metadata"],
-    ["NUL in metadata", "main", { metadata: { e: "\u0000" } }, "metadata"],
+    ["NUL in metadata", "main", { metadata: { e: "\u0000" } }, "metadata.e"],
     ["zero interval", "main", { expectedIntervalMs: 0 }, "expectedIntervalMs"],
     ["slug with spaces", "bad%20slug", {}, "slug"],
     ["hostile slug", encodeURIComponent("x'; DELETE FROM monitors; --"), {}, "slug"],
