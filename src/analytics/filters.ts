@@ -18,13 +18,13 @@ export type Operator = (typeof OPERATORS)[number];
 
 export type Scalar = string | number | boolean;
 
+/** A validated time value as canonical UTC text: PostgreSQL never reads the client's own text. */
+const timeText = (v: unknown): string => parseInstant(v)!.text;
+
 export interface Condition {
   kind: "cond";
   field: Field;
   op: Operator;
-/** A validated time value as canonical UTC text: PostgreSQL never reads the client's own text. */
-const timeText = (v: unknown): string => parseInstant(v)!.text;
-
   /** equals/not_equals/contains/.../gt..lte: one scalar; in/not_in: a non-empty array; exists: none. */
   value?: Scalar | Scalar[];
 }
