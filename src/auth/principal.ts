@@ -1,4 +1,4 @@
-import type { HandlerContext } from "@connectrpc/connect";
+import { createContextKey, type HandlerContext } from "@connectrpc/connect";
 import type { Deps } from "../shared/deps.js";
 import { ApiError, forbidden, notFound, unauthenticated } from "../shared/errors.js";
 import { clientInfoKey } from "../shared/context.js";
@@ -27,6 +27,17 @@ export interface ProjectScope {
   role?: Role;
 }
 
+/**
+ * The caller, resolved from the headers by the request gate (src/server/gate.ts) before the body
+ * is read. Handlers reach it through `principal(ctx)`, which resolves it itself when unset.
+ */
+export const principalKey = createContextKey<Principal | undefined>(undefined);
+
+/** The two request headers credentials travel in. */
+export interface CredentialHeaders {
+  get(name: "authorization" | "cookie"): string | null;
+}
+
 const rank: Record<Role, number> = { member: 1, admin: 2, owner: 3 };
 const BEARER = /^Bearer\s+(\S+)$/i;
 
@@ -40,13 +51,18 @@ export class Authenticator {
 
   /** Resolves the caller; 401 when credentials are missing, malformed, unknown or revoked. */
   async principal(ctx: HandlerContext): Promise<Principal> {
-    const auth = ctx.requestHeader.get("authorization");
+    return ctx.values.get(principalKey) ?? this.fromHeaders(ctx.requestHeader);
+  }
+
+  /** Resolves credentials from the headers alone (no body needed). */
+  async fromHeaders(headers: CredentialHeaders): Promise<Principal> {
+    const auth = headers.get("authorization");
     if (auth !== null) {
       const m = BEARER.exec(auth.trim());
       if (!m || !m[1].startsWith("vk_")) throw unauthenticated("malformed Authorization header: expected 'Bearer vk_...'");
       return this.apiKey(m[1]);
     }
-    const token = tokenFromCookieHeader(ctx.requestHeader.get("cookie"), this.sessionSecret);
+    const token = tokenFromCookieHeader(headers.get("cookie"), this.sessionSecret);
     if (token === false) throw unauthenticated("invalid session");
     if (token === undefined) throw unauthenticated("missing credentials: send an API key (Authorization: Bearer vk_...) or a session cookie");
     const accountId = await accountForToken(this.deps.db, token, this.deps.clock());

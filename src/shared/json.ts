@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { isStorableText } from "./text.js";
 
 // The one check of free-form JSON input (event data/context/tags, identify properties, monitor
 // metadata/tags, heartbeat metadata, metric tags, webhook test data): what PostgreSQL text and
@@ -7,8 +8,8 @@ import { z } from "zod";
 
 export const MAX_JSON_DEPTH = 64;
 
-/** NUL (refused by PostgreSQL text and jsonb) and unpaired UTF-16 surrogates (refused by jsonb). */
-export const BAD_TEXT = /\0|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+/** NUL (refused by PostgreSQL text and jsonb) and unpaired UTF-16 surrogates (refused by jsonb): src/shared/text.ts. */
+export { isStorableText } from "./text.js";
 
 export const TEXT_PROBLEM = "contains a NUL character or invalid Unicode";
 export const NUMBER_PROBLEM = "must be a finite number (1e400, Infinity and NaN are not JSON numbers)";
@@ -25,7 +26,7 @@ export interface JsonProblem {
  * double may be NaN), nesting deeper than 64 levels. One walk; the path is built only on failure.
  */
 export function jsonProblem(v: unknown, depth = 0): JsonProblem | undefined {
-  if (typeof v === "string") return BAD_TEXT.test(v) ? { path: [], message: TEXT_PROBLEM } : undefined;
+  if (typeof v === "string") return isStorableText(v) ? undefined : { path: [], message: TEXT_PROBLEM };
   if (typeof v === "number") return Number.isFinite(v) ? undefined : { path: [], message: NUMBER_PROBLEM };
   if (typeof v !== "object" || v === null) return undefined;
   if (depth >= MAX_JSON_DEPTH) return { path: [], message: `is nested deeper than ${MAX_JSON_DEPTH} levels` };
@@ -40,7 +41,7 @@ export function jsonProblem(v: unknown, depth = 0): JsonProblem | undefined {
     return undefined;
   }
   for (const k in v) {
-    if (BAD_TEXT.test(k)) return { path: [], message: `has a key that ${TEXT_PROBLEM}` };
+    if (!isStorableText(k)) return { path: [], message: `has a key that ${TEXT_PROBLEM}` };
     const p = jsonProblem((v as Record<string, unknown>)[k], depth + 1);
     if (p) {
       p.path.unshift(k);

@@ -4,8 +4,9 @@ import type { ContextValues, HandlerContext } from "@connectrpc/connect";
 
 // A HandlerContext for REST calls, made for the hot path: request headers are read straight from
 // Node's parsed (lower-cased) header object instead of being copied and re-validated into a fetch
-// Headers, the response headers are created only when a handler touches them, and the signal is the
-// process's shutdown signal itself (nothing to link per request, so nothing to unlink).
+// Headers, the response headers are created only when a handler touches them, and the signal is
+// made only when a handler asks for it: it aborts when the client goes away before the answer is
+// written (so long statements can be cancelled) or when the process shuts down.
 
 class NodeRequestHeaders {
   constructor(private readonly h: IncomingHttpHeaders) {}
@@ -35,6 +36,8 @@ export interface RestContextInit {
   headers: IncomingHttpHeaders;
   values: ContextValues;
   shutdownSignal?: AbortSignal;
+  /** The response: its early close (the client went away) aborts `signal`. */
+  response?: { once(event: "close", cb: () => void): unknown; readonly writableFinished: boolean };
 }
 
 export interface RestContext extends HandlerContext {
@@ -45,10 +48,26 @@ export interface RestContext extends HandlerContext {
 export function restContext(init: RestContextInit): RestContext {
   let response: Headers | undefined;
   let trailer: Headers | undefined;
+  let signal: AbortSignal | undefined;
+  const makeSignal = (): AbortSignal => {
+    const res = init.response;
+    if (!res) return init.shutdownSignal ?? neverAborted;
+    const ac = new AbortController();
+    const shutdown = init.shutdownSignal;
+    const onShutdown = () => ac.abort(shutdown?.reason);
+    shutdown?.addEventListener("abort", onShutdown, { once: true });
+    res.once("close", () => {
+      shutdown?.removeEventListener("abort", onShutdown);
+      if (!res.writableFinished) ac.abort(new Error("client disconnected"));
+    });
+    return ac.signal;
+  };
   return {
     service: init.service,
     method: init.method,
-    signal: init.shutdownSignal ?? neverAborted,
+    get signal() {
+      return (signal ??= makeSignal());
+    },
     timeoutMs: () => undefined,
     requestMethod: init.requestMethod,
     requestHeader: new NodeRequestHeaders(init.headers) as unknown as Headers,

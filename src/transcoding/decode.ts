@@ -53,9 +53,16 @@ export function decodeRequest(route: Route, params: Record<string, string>, quer
     const f = fieldByName(schema, route.body);
     if (f && body !== undefined) json[f.jsonName] = body as JsonValue;
   }
+  // A route whose body is the whole message takes its fields from the JSON body only: query
+  // parameters filling body fields let a cross-site form (or a URL with a password in it) write.
+  if (route.body === "*") {
+    for (const key of query.keys()) {
+      throw badRequest(`query parameter '${key}' is not accepted here: send fields in the JSON body`, [{ field: key, message: "not accepted as a query parameter" }]);
+    }
+  }
   for (const key of new Set(query.keys())) {
     const f = fieldByName(schema, key);
-    if (!f || (route.body === "*" && json[f.jsonName] !== undefined)) continue;
+    if (!f) continue;
     const values = query.getAll(key);
     json[f.jsonName] = f.fieldKind === "list" ? values.map((v) => coerceQueryValue(f, v)) : coerceQueryValue(f, values[values.length - 1]);
   }

@@ -1,10 +1,13 @@
 import type { ServerResponse } from "node:http";
 import type { Http2ServerResponse } from "node:http2";
-import { create, type DescField } from "@bufbuild/protobuf";
-import { createContextValues } from "@connectrpc/connect";
+import { isUtf8 } from "node:buffer";
+import { create, type DescField, type DescMethod } from "@bufbuild/protobuf";
+import type { ContextValues } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import { ApiError, toRestError } from "../shared/errors.js";
-import { clientInfoKey, restJsonListKey, type ClientInfo } from "../shared/context.js";
+import { ApiError, badRequest, toRestError } from "../shared/errors.js";
+import { restJsonListKey, type ClientInfo } from "../shared/context.js";
+import { assertStorableMessage } from "../shared/message-check.js";
+import { textProblem } from "../shared/text.js";
 import type { ServiceBinding } from "../shared/feature.js";
 import { readBody, parseJsonBody, type AnyRequest } from "./body.js";
 import { restContext } from "./context.js";
@@ -18,8 +21,15 @@ import { matchRoute, routesFor, type Route } from "./routes.js";
 
 export type AnyResponse = ServerResponse | Http2ServerResponse;
 
+/**
+ * Runs once the route is known and BEFORE the body is read (credentials, cross-site checks): it
+ * throws to refuse, or returns the request's context values (client info, the resolved caller).
+ */
+export type Admit = (method: DescMethod, verb: string, req: AnyRequest, client: ClientInfo) => Promise<ContextValues>;
+
 export interface RestOptions {
   bindings: ServiceBinding[];
+  admit: Admit;
   maxBodyBytes: number;
   log: Logger;
   shutdownSignal?: AbortSignal;
@@ -41,6 +51,12 @@ function send(res: AnyResponse, status: number, body: unknown, headers?: Headers
   res.end(payload);
 }
 
+/** Path variables and query parameters are text too: NUL and lone surrogates are a 400 naming them. */
+function checkText(name: string, value: string): void {
+  const why = textProblem(value) ?? textProblem(name);
+  if (why) throw badRequest(`invalid value for parameter '${name}': ${why}`, [{ field: name, message: why }]);
+}
+
 export function createRestHandler(opts: RestOptions) {
   const routes: Route[] = routesFor(opts.bindings.map((b) => b.desc));
   const impls = new Map<string, ServiceBinding["impl"][string]>();
@@ -58,6 +74,7 @@ export function createRestHandler(opts: RestOptions) {
 
   return async function handleRest(req: AnyRequest, res: AnyResponse, client: ClientInfo): Promise<void> {
     const verb = (req.method ?? "GET").toUpperCase();
+    let bodyRead = false;
     try {
       const url = new URL(req.url ?? "/", "http://vigil.local");
       const { match, pathMatched } = matchRoute(routes, verb, url.pathname);
@@ -68,15 +85,24 @@ export function createRestHandler(opts: RestOptions) {
       }
       const { route, params } = match;
       client.route = route.template;
+      for (const [name, value] of Object.entries(params)) checkText(name, value);
+      for (const [name, value] of url.searchParams) checkText(name, value);
+      const values = await opts.admit(route.method, verb, req, client);
       let body: unknown;
       let bodyBytes = 0;
       if (verb === "POST" || verb === "PATCH" || verb === "PUT") {
         const buf = await readBody(req, opts.maxBodyBytes);
+        bodyRead = true;
         bodyBytes = buf.length;
+        if (!isUtf8(buf)) throw new ApiError(400, "invalid_json", "request body is not valid UTF-8");
         body = parseJsonBody(buf, req.headers["content-type"]);
-      } else req.resume();
+      } else {
+        bodyRead = true;
+        req.resume();
+      }
       const rpc = `${route.service.typeName}/${route.method.localName}`;
       const input = decodeRequest(route, params, url.searchParams, body, jsonLists.get(rpc));
+      assertStorableMessage(route.method.input, input.message);
       const fn = impls.get(rpc);
       if (!fn) throw new ApiError(404, "not_found", `no route for ${verb} ${url.pathname}`);
       const ctx = restContext({
@@ -85,8 +111,9 @@ export function createRestHandler(opts: RestOptions) {
         requestMethod: verb,
         url: url.toString(),
         headers: req.headers,
-        values: createContextValues().set(clientInfoKey, client).set(restJsonListKey, input.jsonList && { items: input.jsonList, bodyBytes }),
+        values: values.set(restJsonListKey, input.jsonList && { items: input.jsonList, bodyBytes }),
         shutdownSignal: opts.shutdownSignal,
+        response: res,
       });
       const result = await fn(input.message, ctx);
       const output = create(route.method.output, (result ?? {}) as never);
@@ -95,6 +122,11 @@ export function createRestHandler(opts: RestOptions) {
     } catch (err) {
       const { status, body, headers } = toRestError(err);
       if (status >= 500) opts.log.error({ err, requestId: client.requestId }, "request failed");
+      if (!bodyRead) {
+        // Refused before its body was read: discard what arrives, and do not keep the connection.
+        req.resume();
+        if (!res.headersSent && "shouldKeepAlive" in res) res.shouldKeepAlive = false;
+      }
       if (!res.headersSent) send(res, status, body, headers);
       else res.end();
     }

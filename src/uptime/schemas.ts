@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { isStorableText } from "../shared/text.js";
 import { badRequest } from "../shared/errors.js";
 import { jsonObjectSchema } from "../shared/json.js";
 import { timestampSchema } from "../shared/time.js";
@@ -12,8 +13,7 @@ export const MAX_MS = 365 * 24 * 3_600_000;
 const MAX_JSON_BYTES = 16 * 1024;
 
 // PostgreSQL text and jsonb refuse NUL and unpaired UTF-16 surrogates: refuse them here, as a 400.
-const BAD_TEXT = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-const cleanText = (v: string) => !BAD_TEXT.test(v);
+const cleanText = isStorableText;
 const TEXT_MSG = "must not contain NUL characters or unpaired surrogates";
 
 const name = z.string().trim().min(1, "is required").max(200, "at most 200 characters").refine(cleanText, TEXT_MSG);

@@ -31,6 +31,11 @@ export class RestClient {
     } else if (opts.body !== undefined) {
       body = JSON.stringify(opts.body);
       headers["content-type"] = opts.contentType ?? "application/json";
+    } else if (!opts.key && method !== "GET" && method !== "DELETE") {
+      // A write without an API key is cookie-borne: like the dashboard, send it as JSON (the
+      // cross-site request rule refuses anything else with 415).
+      body = "{}";
+      headers["content-type"] = "application/json";
     }
     const r = await fetch(this.baseUrl + path, { method, headers, body: body as BodyInit | undefined });
     const text = await r.text();

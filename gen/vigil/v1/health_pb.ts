@@ -5,13 +5,14 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
+import { file_vigil_v1_options } from "./options_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file vigil/v1/health.proto.
  */
 export const file_vigil_v1_health: GenFile = /*@__PURE__*/
-  fileDesc("ChV2aWdpbC92MS9oZWFsdGgucHJvdG8SCHZpZ2lsLnYxIg4KDENoZWNrUmVxdWVzdCIfCg1DaGVja1Jlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCTJaCg1IZWFsdGhTZXJ2aWNlEkkKBUNoZWNrEhYudmlnaWwudjEuQ2hlY2tSZXF1ZXN0GhcudmlnaWwudjEuQ2hlY2tSZXNwb25zZSIPgtPkkwIJEgcvaGVhbHRoYgZwcm90bzM", [file_google_api_annotations]);
+  fileDesc("ChV2aWdpbC92MS9oZWFsdGgucHJvdG8SCHZpZ2lsLnYxIg4KDENoZWNrUmVxdWVzdCIfCg1DaGVja1Jlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCTJeCg1IZWFsdGhTZXJ2aWNlEk0KBUNoZWNrEhYudmlnaWwudjEuQ2hlY2tSZXF1ZXN0GhcudmlnaWwudjEuQ2hlY2tSZXNwb25zZSIT0PMYAYLT5JMCCRIHL2hlYWx0aGIGcHJvdG8z", [file_google_api_annotations, file_vigil_v1_options]);
 
 /**
  * @generated from message vigil.v1.CheckRequest

@@ -11,7 +11,7 @@ import { file_google_protobuf_descriptor } from "@bufbuild/protobuf/wkt";
  * Describes the file vigil/v1/options.proto.
  */
 export const file_vigil_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("ChZ2aWdpbC92MS9vcHRpb25zLnByb3RvEgh2aWdpbC52MTpQChNodHRwX3N1Y2Nlc3Nfc3RhdHVzEh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYuY4DIAEoBVIRaHR0cFN1Y2Nlc3NTdGF0dXNiBnByb3RvMw", [file_google_protobuf_descriptor]);
+  fileDesc("ChZ2aWdpbC92MS9vcHRpb25zLnByb3RvEgh2aWdpbC52MTpQChNodHRwX3N1Y2Nlc3Nfc3RhdHVzEh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYuY4DIAEoBVIRaHR0cFN1Y2Nlc3NTdGF0dXM6RwoObm9fY3JlZGVudGlhbHMSHi5nb29nbGUucHJvdG9idWYuTWV0aG9kT3B0aW9ucxi6jgMgASgIUg1ub0NyZWRlbnRpYWxzYgZwcm90bzM", [file_google_protobuf_descriptor]);
 
 /**
  * HTTP status the REST transcoder answers on success (default 200).
@@ -21,4 +21,13 @@ export const file_vigil_v1_options: GenFile = /*@__PURE__*/
  */
 export const http_success_status: GenExtension<MethodOptions, number> = /*@__PURE__*/
   extDesc(file_vigil_v1_options, 0);
+
+/**
+ * The RPC answers without credentials (sign-up, login, health). Every other RPC resolves the
+ * caller's credentials from the headers before its request body is read.
+ *
+ * @generated from extension: bool no_credentials = 51002;
+ */
+export const no_credentials: GenExtension<MethodOptions, boolean> = /*@__PURE__*/
+  extDesc(file_vigil_v1_options, 1);
 

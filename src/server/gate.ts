@@ -1,0 +1,85 @@
+import type { IncomingHttpHeaders } from "node:http";
+import { getOption, hasOption, type DescMethod } from "@bufbuild/protobuf";
+import { no_credentials } from "../../gen/vigil/v1/options_pb.js";
+import type { CredentialHeaders, Principal } from "../auth/principal.js";
+import { ApiError, forbidden } from "../shared/errors.js";
+import { isJsonContentType } from "../transcoding/body.js";
+
+// The request gate: what every request passes, over every protocol, BEFORE its body is read.
+//
+// 1. Cross-site request forgery. A write that does not carry an API key (cookie-authenticated, or
+//    a sign-up/login that will set the cookie) must come from the dashboard's own origin: it is
+//    refused (403) when the browser says it is cross-site (`Sec-Fetch-Site`) or its `Origin` is
+//    not this host. Over REST a POST, PATCH or PUT must also be `Content-Type: application/json`
+//    (415 otherwise, even with an empty body): a cross-site page can send form and text/plain
+//    bodies without a preflight, but not JSON (nor a DELETE). Requests with `Authorization: Bearer` are not cookie-borne and pass.
+// 2. Credentials. Unless the RPC is marked `(vigil.v1.no_credentials)`, the caller is resolved
+//    from the headers (401 for missing, unknown or revoked credentials) so that an anonymous
+//    client cannot make the service read or parse a large body.
+
+export type Protocol = "rest" | "connect" | "grpc" | "grpc-web";
+
+export interface GateRequest {
+  method: DescMethod;
+  /** HTTP verb. */
+  verb: string;
+  headers: IncomingHttpHeaders;
+  protocol: Protocol;
+}
+
+export type Gate = (r: GateRequest) => Promise<Principal | undefined>;
+
+const SAFE = new Set(["GET", "HEAD", "OPTIONS"]);
+const SAME_ORIGIN_FETCH = new Set(["same-origin", "none"]);
+
+function header(h: IncomingHttpHeaders, name: string): string | undefined {
+  const v = h[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** True when a browser tells us the request comes from another site. */
+export function isCrossSite(h: IncomingHttpHeaders): boolean {
+  const site = header(h, "sec-fetch-site");
+  if (site !== undefined) return !SAME_ORIGIN_FETCH.has(site.toLowerCase());
+  const origin = header(h, "origin");
+  if (origin === undefined) return false; // not a browser, or a same-origin GET/HEAD
+  let host: string;
+  try {
+    host = new URL(origin).host.toLowerCase();
+  } catch {
+    return true; // "null" (sandboxed frames, file:) and garbage
+  }
+  const own = [header(h, "host"), header(h, ":authority"), header(h, "x-forwarded-host")].filter((x): x is string => !!x).map((x) => x.split(",")[0].trim().toLowerCase());
+  return !own.includes(host);
+}
+
+const publicMethods = new WeakMap<DescMethod, boolean>();
+
+export function isPublic(method: DescMethod): boolean {
+  let p = publicMethods.get(method);
+  if (p === undefined) publicMethods.set(method, (p = hasOption(method, no_credentials) && getOption(method, no_credentials)));
+  return p;
+}
+
+export function credentialHeaders(h: IncomingHttpHeaders): CredentialHeaders {
+  return {
+    get(name) {
+      const v = h[name];
+      if (v === undefined) return null;
+      return Array.isArray(v) ? v.join(", ") : v;
+    },
+  };
+}
+
+export function createGate(auth: { fromHeaders(h: CredentialHeaders): Promise<Principal> }): Gate {
+  return async ({ method, verb, headers, protocol }) => {
+    if (!SAFE.has(verb) && headers.authorization === undefined && protocol !== "grpc") {
+      if (isCrossSite(headers)) throw forbidden("cross-site request refused: send it from the dashboard's origin, or authenticate with an API key");
+      if (protocol === "rest" && verb !== "DELETE" && !isJsonContentType(header(headers, "content-type"))) {
+        throw new ApiError(415, "unsupported_media_type", "request body must be JSON (Content-Type: application/json), also when it is empty");
+      }
+    }
+    if (isPublic(method)) return undefined;
+    return auth.fromHeaders(credentialHeaders(headers));
+  };
+}
