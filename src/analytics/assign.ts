@@ -1,9 +1,10 @@
 import type { Logger } from "pino";
-import { tx, type Db } from "../storage/db.js";
+import { backgroundTx, type Db } from "../storage/db.js";
 import { slotColumn } from "./sql.js";
 
 // Slot assignment and backfill (see the protocol in registry.ts). Driven by the worker loop and by
-// the benchmark loader; both use these same functions.
+// the benchmark loader; both use these same functions. Background work: its statements are not
+// bound by STATEMENT_TIMEOUT_MS (backgroundTx).
 
 export interface AssignOptions {
   /** Latest events sampled to rank keys by use. */
@@ -16,16 +17,16 @@ export const DEFAULT_ASSIGN: AssignOptions = { sample: 20_000, minShare: 0.01 };
 
 /** Ranks the project's top-level data keys by use in its latest events and assigns free slots. */
 export async function assignSlots(db: Db, projectId: string, now: Date, opts: AssignOptions = DEFAULT_ASSIGN): Promise<string[]> {
-  const usage = await db.query<{ key: string; n: number; s: number; total: number }>(
+  const usage = await backgroundTx(db, (c) => c.query<{ key: string; n: number; s: number; total: number }>(
     `SELECT kv.key, count(*) FILTER (WHERE jsonb_typeof(kv.value) = 'number')::int AS n,
             count(*) FILTER (WHERE jsonb_typeof(kv.value) = 'string')::int AS s,
             (SELECT count(*) FROM (SELECT 1 FROM events WHERE project_id = $1 ORDER BY ts DESC LIMIT $2) t)::int AS total
      FROM (SELECT data FROM events WHERE project_id = $1 ORDER BY ts DESC LIMIT $2) e, jsonb_each(e.data) AS kv
      GROUP BY kv.key`,
     [projectId, opts.sample],
-  );
+  ));
   const assigned: string[] = [];
-  await tx(db, async (c) => {
+  await backgroundTx(db, async (c) => {
     await c.query("INSERT INTO analytics_registry_versions (project_id) VALUES ($1) ON CONFLICT DO NOTHING", [projectId]);
     // Serializes assigners of one project (several workers).
     await c.query("SELECT version FROM analytics_registry_versions WHERE project_id = $1 FOR UPDATE", [projectId]);
@@ -105,7 +106,7 @@ export async function backfillSlots(db: Db, projectId: string, now: Date, log?: 
     for (let t = lo.getTime(); t <= hi.getTime(); t += WEEK) {
       params[a - 1] = new Date(t);
       params[b - 1] = new Date(Math.min(t + WEEK, hi.getTime() + 1));
-      await db.query(sql, params);
+      await backgroundTx(db, (c) => c.query(sql, params));
     }
   }
   await db.query("UPDATE analytics_properties SET state = 'active', active_at = $3 WHERE project_id = $1 AND key = ANY($2::text[]) AND state = 'backfilling'", [projectId, pending.rows.map((p) => p.key), now]);

@@ -3,12 +3,16 @@ import { fieldProblem, resolveField, type Field } from "./fields.js";
 import { parseInstant } from "./time.js";
 
 // The filter tree of the query model, parsed and validated into an AST (pure). A bare condition is
-// depth 0; each `and`/`or` group adds one; five nested groups are accepted, a sixth is a 400.
+// depth 0; each `and`/`or` group adds one; five nested groups are accepted, a sixth is a 400. The
+// whole tree holds at most `maxNodes` groups and conditions together (empty groups count: each is a
+// term of the SQL), checked while walking so that an oversized tree stops the walk at once.
 
 export const MAX_DEPTH = 5;
 export const MAX_CONDITIONS = 200;
 export const MAX_IN_VALUES = 1000;
 export const MAX_STRING_VALUE = 10_000;
+/** Default of ANALYTICS_MAX_FILTER_NODES. */
+export const MAX_FILTER_NODES = 300;
 
 export const OPERATORS = [
   "equals", "not_equals", "contains", "not_contains", "starts_with", "ends_with", "in", "not_in",
@@ -36,9 +40,15 @@ export type Node = Condition | Group;
 
 type Detail = { field: string; message: string };
 
+/** Thrown inside the walk when the tree has more nodes than allowed. */
+class TooManyNodes {}
+
 class Parser {
   details: Detail[] = [];
   conditions = 0;
+  nodes = 0;
+
+  constructor(private readonly maxNodes: number) {}
 
   fail(field: string, message: string): null {
     this.details.push({ field, message });
@@ -46,6 +56,7 @@ class Parser {
   }
 
   node(v: unknown, path: string, depth: number): Node | null {
+    if (++this.nodes > this.maxNodes) throw new TooManyNodes();
     if (Array.isArray(v)) return this.group("and", v, path, depth + 1);
     if (v === null || typeof v !== "object") return this.fail(path, "must be a condition {field, operator, value} or a group {and: [...]} / {or: [...]}");
     const o = v as Record<string, unknown>;
@@ -129,11 +140,21 @@ class Parser {
   }
 }
 
-/** Parses `filters` (absent/null: no filter). Throws a 400 naming every offending part. */
-export function parseFilters(v: unknown): Node | null {
+/**
+ * Parses `filters` (absent/null: no filter). Throws a 400 naming every offending part, or naming
+ * `filters` when the tree has more than `maxNodes` groups and conditions.
+ */
+export function parseFilters(v: unknown, maxNodes = MAX_FILTER_NODES): Node | null {
   if (v === undefined || v === null) return null;
-  const p = new Parser();
-  const n = p.node(v, "filters", 0);
+  const p = new Parser(maxNodes);
+  let n: Node | null;
+  try {
+    n = p.node(v, "filters", 0);
+  } catch (err) {
+    if (!(err instanceof TooManyNodes)) throw err;
+    const message = `at most ${maxNodes} groups and conditions in all (empty groups count)`;
+    throw badRequest(`invalid filters: ${message}`, [{ field: "filters", message }]);
+  }
   if (p.details.length) {
     throw badRequest(`invalid filters: ${p.details.map((d) => `${d.field}: ${d.message}`).join("; ")}`, p.details);
   }

@@ -1,6 +1,6 @@
 import type { PoolClient } from "pg";
 import type { StoredEvent } from "../shared/hooks.js";
-import { tx, type Db, type Queryable } from "../storage/db.js";
+import { backgroundTx, type Db, type Queryable } from "../storage/db.js";
 import type { Grain } from "./time.js";
 import type { DerivedProjection } from "../shared/derived.js";
 
@@ -70,7 +70,7 @@ export const rollupProjection: DerivedProjection<RollupDelta> = {
 export async function rebuildRollups(db: Db, projectId: string, from: Date, to: Date): Promise<void> {
   const DAY = 86_400_000;
   for (let d = Math.floor(from.getTime() / DAY) * DAY; d < to.getTime(); d += DAY) {
-    await tx(db, async (c) => {
+    await backgroundTx(db, async (c) => {
       const a = new Date(d), b = new Date(d + DAY);
       await c.query("DELETE FROM analytics_rollups WHERE project_id = $1 AND bucket >= $2 AND bucket < $3", [projectId, a, b]);
       await c.query(

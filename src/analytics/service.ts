@@ -1,8 +1,10 @@
-import { toJson, type JsonValue } from "@bufbuild/protobuf";
-import { ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
+import type { HandlerContext } from "@connectrpc/connect";
+import type { JsonValue } from "@bufbuild/protobuf";
+import type { Value } from "@bufbuild/protobuf/wkt";
 import { AnalyticsService } from "../../gen/vigil/v1/analytics_pb.js";
 import type { Deps } from "../shared/deps.js";
 import type { Feature } from "../shared/feature.js";
+import { withCancellable } from "../storage/db.js";
 import { startSlotWorker } from "./worker.js";
 import { BlockStore } from "./blocks/store.js";
 import { startBlockWorker } from "./blocks/worker.js";
@@ -10,16 +12,17 @@ import type { Periodic } from "../shared/periodic.js";
 import { NO_SLOTS } from "./sql.js";
 import { queryEvents, toEventMessage } from "./events.js";
 import { parseFilters } from "./filters.js";
+import { ProjectLimiter } from "./limit.js";
 import { aggregate, count, group, timeseries, unique, type QueryEnv } from "./queries.js";
 import { Registry } from "./registry.js";
 import { parseAggregations, parseField, parseGroupBy, parseInterval, parseLimit } from "./requests.js";
 import { rollupProjection } from "./rollups.js";
 import { parseWindow } from "./time.js";
+import { valueToJson } from "./value.js";
 
 // Analytics: the canonical query model over events (handlers: authorize, validate, query, map).
-
-/** google.protobuf.Value arrives as a message (protobuf-es does not unbox Value): back to JSON. */
-const filtersJson = (v: Value | undefined): JsonValue | undefined => (v === undefined || v.kind.case === undefined ? undefined : toJson(ValueSchema, v));
+// Every query runs under its project's share of the pool (limit.ts) on one connection bound to the
+// request's signal: a client that goes away cancels its statement (storage/db.ts withCancellable).
 
 export function createAnalyticsFeature(deps: Deps): Feature {
   const { db, auth, clock, config } = deps;
@@ -28,14 +31,20 @@ export function createAnalyticsFeature(deps: Deps): Feature {
   deps.derived.projections.push(rollupProjection);
   const fast = config.analytics.fastPaths;
   const blocks = fast && config.analytics.blockCacheMb > 0 ? new BlockStore(config.analytics.blockCacheMb * 1024 * 1024) : null;
+  const bounds = config.analyticsLimits;
+  const limiter = new ProjectLimiter(bounds.maxConcurrentPerProject, bounds.queueTimeoutMs);
 
   const record = (used: boolean) => deps.telemetry.analyticsBlockQueries.inc({ outcome: used ? "blocks" : "declined" });
+  const filtersOf = (v: Value | undefined) => parseFilters(valueToJson(v, "filters"), bounds.maxFilterNodes);
 
-  async function env(projectId: string): Promise<QueryEnv> {
-    // Rollups are derived records: apply what was accepted before this query began.
-    await deps.derived.settle(projectId);
-    const slots = fast ? await registry.slots(projectId, clock().getTime()) : NO_SLOTS;
-    return { db, fast, slots, blocks: blocks ? { db, store: blocks, slots, record } : undefined };
+  /** Runs fn under the project's share of the pool, on one connection bound to the request's signal. */
+  function run<T>(ctx: HandlerContext, projectId: string, fn: (env: QueryEnv) => Promise<T>): Promise<T> {
+    return limiter.run(projectId, ctx.signal, async () => {
+      // Rollups are derived records: apply what was accepted before this query began.
+      await deps.derived.settle(projectId);
+      const slots = fast ? await registry.slots(projectId, clock().getTime()) : NO_SLOTS;
+      return withCancellable(db, ctx.signal, (c) => fn({ db: c, fast, slots, blocks: blocks ? { db: c, store: blocks, slots, record } : undefined }));
+    });
   }
 
   let worker: Periodic | undefined;
@@ -48,51 +57,50 @@ export function createAnalyticsFeature(deps: Deps): Feature {
         impl: {
           async queryEvents(req, ctx) {
             const scope = await auth.project(ctx, req.projectId, "data");
-            const filter = parseFilters(filtersJson(req.filters));
+            const filter = filtersOf(req.filters);
             const w = parseWindow(req.time, false);
             const lim = parseLimit(req.pagination?.limit, 50, 100, "pagination.limit");
-            const e = await env(scope.projectId);
-            const page = await queryEvents(db, scope.projectId, w, filter, e.slots, lim, req.pagination?.cursor || null);
+            const page = await run(ctx, scope.projectId, (e) => queryEvents(e.db, scope.projectId, w, filter, e.slots, lim, req.pagination?.cursor || null));
             return { data: page.rows.map(toEventMessage), pagination: { nextCursor: page.nextCursor ?? undefined, hasMore: page.nextCursor !== null } };
           },
           async count(req, ctx) {
             const scope = await auth.project(ctx, req.projectId, "data");
-            const filter = parseFilters(filtersJson(req.filters));
+            const filter = filtersOf(req.filters);
             const w = parseWindow(req.time, true)!;
-            return { data: { count: BigInt(await count(await env(scope.projectId), scope.projectId, w, filter)) } };
+            return { data: { count: BigInt(await run(ctx, scope.projectId, (e) => count(e, scope.projectId, w, filter))) } };
           },
           async timeseries(req, ctx) {
             const scope = await auth.project(ctx, req.projectId, "data");
-            const filter = parseFilters(filtersJson(req.filters));
+            const filter = filtersOf(req.filters);
             const w = parseWindow(req.time, true)!;
             const interval = parseInterval(req.interval);
-            const buckets = await timeseries(await env(scope.projectId), scope.projectId, w, filter, interval);
+            const buckets = await run(ctx, scope.projectId, (e) => timeseries(e, scope.projectId, w, filter, interval));
             return { data: { buckets: buckets.map((b) => ({ time: b.time, count: BigInt(b.count) })) } };
           },
           async aggregate(req, ctx) {
             const scope = await auth.project(ctx, req.projectId, "data");
-            const filter = parseFilters(filtersJson(req.filters));
+            const filter = filtersOf(req.filters);
             const w = parseWindow(req.time, true)!;
             const aggs = parseAggregations(req.aggregations);
-            const results = await aggregate(await env(scope.projectId), scope.projectId, w, filter, aggs);
+            const results = await run(ctx, scope.projectId, (e) => aggregate(e, scope.projectId, w, filter, aggs));
             return { data: { results: results.map((r) => ({ name: r.name, value: r.value ?? undefined })) } };
           },
           async unique(req, ctx) {
             const scope = await auth.project(ctx, req.projectId, "data");
-            const filter = parseFilters(filtersJson(req.filters));
+            const filter = filtersOf(req.filters);
             const w = parseWindow(req.time, true)!;
             const field = parseField(req.field, "field");
             const lim = parseLimit(req.limit, 100, 1000);
-            const values = await unique(await env(scope.projectId), scope.projectId, w, filter, field, lim);
+            const values = await run(ctx, scope.projectId, (e) => unique(e, scope.projectId, w, filter, field, lim));
             return { data: { values: values.map((v) => ({ value: v.value as JsonValue, count: v.count })) } };
           },
           async group(req, ctx) {
             const scope = await auth.project(ctx, req.projectId, "data");
-            const filter = parseFilters(filtersJson(req.filters));
+            const filter = filtersOf(req.filters);
             const w = parseWindow(req.time, true)!;
             const fields = parseGroupBy(req.groupBy);
             const lim = parseLimit(req.limit, 100, 1000);
-            const groups = await group(await env(scope.projectId), scope.projectId, w, filter, fields, lim);
+            const groups = await run(ctx, scope.projectId, (e) => group(e, scope.projectId, w, filter, fields, lim));
             return { data: { groups } };
           },
         },

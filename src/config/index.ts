@@ -59,6 +59,11 @@ export const envSchema = z.object({
   ANALYTICS_BLOCK_INTERVAL_MS: intFrom(30_000, 0),
   ANALYTICS_BLOCK_SEAL_MS: intFrom(120_000, 0),
   ANALYTICS_BLOCK_CACHE_MB: intFrom(256, 0),
+  // Query bounds (src/storage/db.ts, src/analytics/limit.ts; docs/analytics.md). 0: no statement timeout.
+  STATEMENT_TIMEOUT_MS: intFrom(30_000, 0),
+  ANALYTICS_MAX_FILTER_NODES: intFrom(300, 1),
+  ANALYTICS_MAX_CONCURRENT_PER_PROJECT: z.coerce.number().int().min(1).optional(),
+  ANALYTICS_QUEUE_TIMEOUT_MS: intFrom(10_000, 0),
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -96,6 +101,10 @@ export interface Config {
   uptime: { rawRetentionDays: number; maxMonitorsPerProject: number };
   /** Rollups and typed slots on (default) or off; slot assignment pass interval (0: no worker). */
   analytics: { fastPaths: boolean; slotIntervalMs: number; slotSample: number; blockIntervalMs: number; blockSealMs: number; blockCacheMb: number };
+  /** Every pooled connection's statement_timeout (0: none); background work lifts it per transaction. */
+  statementTimeoutMs: number;
+  /** Analytics query bounds: filter tree size, statements per project at once, wait for a slot. */
+  analyticsLimits: { maxFilterNodes: number; maxConcurrentPerProject: number; queueTimeoutMs: number };
 }
 
 export class ConfigError extends Error {}
@@ -152,6 +161,12 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       blockIntervalMs: e.ANALYTICS_BLOCK_INTERVAL_MS,
       blockSealMs: e.ANALYTICS_BLOCK_SEAL_MS,
       blockCacheMb: e.ANALYTICS_BLOCK_CACHE_MB,
+    },
+    statementTimeoutMs: e.STATEMENT_TIMEOUT_MS,
+    analyticsLimits: {
+      maxFilterNodes: e.ANALYTICS_MAX_FILTER_NODES,
+      maxConcurrentPerProject: e.ANALYTICS_MAX_CONCURRENT_PER_PROJECT ?? Math.max(1, Math.floor(e.PG_POOL_SIZE / 4)),
+      queueTimeoutMs: e.ANALYTICS_QUEUE_TIMEOUT_MS,
     },
   };
 }

@@ -9,6 +9,7 @@ import { ApiError, badRequest, notFound, tooLarge } from "../shared/errors.js";
 import type { Feature } from "../shared/feature.js";
 import { unlessProjectGone } from "../shared/gone.js";
 import type { Ingestor, NewEvent } from "../shared/ingest.js";
+import { withCancellable } from "../storage/db.js";
 import { timestampSchema } from "../shared/time.js";
 import { validate } from "../shared/validate.js";
 import { mergeContext, serverContext } from "./context.js";
@@ -129,7 +130,8 @@ export function createEventsFeature(deps: Deps): Feature & { ingestor: Ingestor 
             }
             // The userId path reads event_user_hours, a derived record: apply what is pending first.
             if (input.userId !== undefined) await deps.derived.settle(scope.projectId);
-            const page = await listEvents(db, {
+            // On its own connection bound to the request: a client that goes away cancels the read.
+            const page = await withCancellable(db, ctx.signal, (c) => listEvents(c, {
               projectId: scope.projectId,
               limit: input.limit,
               after,
@@ -139,7 +141,7 @@ export function createEventsFeature(deps: Deps): Feature & { ingestor: Ingestor 
               search: input.search,
               start: input.startDate,
               end: input.endDate,
-            });
+            }));
             const last = page.rows[page.rows.length - 1];
             return {
               data: page.rows.map((r) => toEventMessage(rowToStored(r))),

@@ -51,7 +51,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
     embedded = await startEmbeddedPostgres(config.dataDir, log);
     url = embedded.url;
   }
-  const db: Db = createPool(url, config.pgPoolSize);
+  const db: Db = createPool(url, config.pgPoolSize, { statementTimeoutMs: config.statementTimeoutMs });
   await migrate(db);
 
   const shutdown = new AbortController();

@@ -2,7 +2,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import { ConnectError } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import { internal } from "./errors.js";
+import { internal, isQueryCanceled, queryTimeout } from "./errors.js";
 
 // A feature (auth, projects, events, ...) contributes Connect services and, optionally,
 // background work started on worker nodes.
@@ -42,6 +42,8 @@ export function guardImpl(binding: ServiceBinding, log: Logger): ServiceBinding 
         return await fn(req, ctx);
       } catch (err) {
         if (err instanceof ConnectError && err.code !== 13 && err.code !== 2) throw err;
+        // A statement stopped by STATEMENT_TIMEOUT_MS on any route: a clear 503, not a bare 500.
+        if (isQueryCanceled(err)) throw queryTimeout();
         log.error({ err, rpc: `${binding.desc.typeName}/${name}` }, "unhandled error in handler");
         throw internal();
       }

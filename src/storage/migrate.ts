@@ -16,6 +16,8 @@ export async function migrate(db: Db): Promise<string[]> {
   const c = await db.connect();
   const applied: string[] = [];
   try {
+    // Migrations (and waiting for another node's) may run longer than STATEMENT_TIMEOUT_MS.
+    await c.query("SET statement_timeout = 0");
     await c.query("SELECT pg_advisory_lock($1)", [LOCK_KEY]);
     await c.query("CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())");
     const done = new Set((await c.query<{ version: string }>("SELECT version FROM schema_migrations")).rows.map((r) => r.version));
@@ -35,7 +37,9 @@ export async function migrate(db: Db): Promise<string[]> {
     }
   } finally {
     await c.query("SELECT pg_advisory_unlock($1)", [LOCK_KEY]).catch(() => undefined);
-    c.release();
+    // Back to the connection's own timeout before the pool hands it to a request.
+    const reset = await c.query("RESET statement_timeout").then(() => true, () => false);
+    c.release(reset ? undefined : new Error("statement_timeout not reset"));
   }
   return applied;
 }

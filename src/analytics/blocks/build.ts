@@ -36,6 +36,8 @@ export async function buildBlock(db: Db, projectId: string, hour: number, now: D
 function buildInSnapshot(db: Db, projectId: string, hour: number, now: Date): Promise<boolean> {
   return tx(db, async (c) => {
     await c.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+    // Background work: an hour's aggregate may run longer than STATEMENT_TIMEOUT_MS.
+    await c.query("SET LOCAL statement_timeout = 0");
     // Another node building the same block: leave it to that one.
     const lock = await c.query<{ ok: boolean }>("SELECT pg_try_advisory_xact_lock(hashtextextended('analytics_block:' || $1 || ':' || $2::text, 0)) AS ok", [projectId, hour]);
     if (!lock.rows[0].ok) return false;
