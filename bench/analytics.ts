@@ -177,7 +177,8 @@ async function main() {
   const markerFile = path.join(dataDir, "bench-analytics.json");
   const previous: Loaded | null = KEEP_DIR && existsSync(markerFile) ? JSON.parse(await readFile(markerFile, "utf8")) : null;
   if (previous && previous.events !== EVENTS) throw new Error(`${dataDir} holds ${previous.events} events, not ${EVENTS}: remove it or use another directory`);
-  const config = parseConfig({ PORT: "0", HOST: "127.0.0.1", DATA_DIR: dataDir, SESSION_SECRET: "bench-session-secret-0123456789abcdef", LOG_LEVEL: "warn", PG_POOL_SIZE: "4", ANALYTICS_SLOT_INTERVAL_MS: "0", ANALYTICS_BLOCK_INTERVAL_MS: "0" });
+  // The loader's bulk statements (copies, index builds, VACUUM) run on this pool: no statement timeout.
+  const config = parseConfig({ PORT: "0", HOST: "127.0.0.1", DATA_DIR: dataDir, SESSION_SECRET: "bench-session-secret-0123456789abcdef", LOG_LEVEL: "warn", PG_POOL_SIZE: "4", ANALYTICS_SLOT_INTERVAL_MS: "0", ANALYTICS_BLOCK_INTERVAL_MS: "0", STATEMENT_TIMEOUT_MS: "0" });
   const app = await buildApp(config, { log: pino({ level: "warn" }) });
   const port = await app.listen(0);
   const rest = new RestClient(`http://127.0.0.1:${port}`);

@@ -47,7 +47,8 @@ async function timeIt(runs: number, fn: (i: number) => Promise<unknown>): Promis
 
 async function main() {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "vigil-bench-metrics-"));
-  const config = parseConfig({ PORT: "0", HOST: "127.0.0.1", DATA_DIR: dataDir, SESSION_SECRET: "bench-session-secret-0123456789abcdef", LOG_LEVEL: "warn", PG_POOL_SIZE: "4" });
+  // The loader's bulk statements (copies, index builds, VACUUM) run on this pool: no statement timeout.
+  const config = parseConfig({ PORT: "0", HOST: "127.0.0.1", DATA_DIR: dataDir, SESSION_SECRET: "bench-session-secret-0123456789abcdef", LOG_LEVEL: "warn", PG_POOL_SIZE: "4", STATEMENT_TIMEOUT_MS: "0" });
   const app = await buildApp(config, { log: pino({ level: "warn" }) });
   const port = await app.listen(0);
   const rest = new RestClient(`http://127.0.0.1:${port}`);
