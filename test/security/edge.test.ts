@@ -46,15 +46,23 @@ function grpcRaw(path: string, body: Buffer, headers: Record<string, string> = {
     const stream = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", authorization: `Bearer ${p.key}`, ...headers });
     let status: string | undefined;
     let message: string | undefined;
-    stream.on("response", (h) => {
-      if (h["grpc-status"] !== undefined) ({ "grpc-status": status, "grpc-message": message } = h as Record<string, string>);
-    });
-    stream.on("trailers", (h) => ({ "grpc-status": status, "grpc-message": message } = h as Record<string, string>));
-    stream.on("data", () => undefined);
-    stream.on("close", () => {
-      session.close();
+    // Resolve on the status itself: with the request side still open, the stream may never close.
+    const done = () => {
+      session.destroy();
       resolve({ status, message });
+    };
+    stream.on("response", (h) => {
+      if (h["grpc-status"] !== undefined) {
+        ({ "grpc-status": status, "grpc-message": message } = h as Record<string, string>);
+        done();
+      }
     });
+    stream.on("trailers", (h) => {
+      ({ "grpc-status": status, "grpc-message": message } = h as Record<string, string>);
+      done();
+    });
+    stream.on("data", () => undefined);
+    stream.on("close", done);
     stream.on("error", reject);
     stream.setTimeout(5000, () => stream.destroy(new Error("no answer within 5 s")));
     if (end) stream.end(body);
