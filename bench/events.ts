@@ -139,11 +139,12 @@ async function main(): Promise<void> {
   const pgHandle = await startEmbeddedPostgres(tmp, log);
   try {
     const vigilPort = await freePort();
+    const metricsPort = await freePort();
     const profile = process.env.BENCH_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
     const vigil = spawn(process.execPath, [...profile, ...vigilArgs()], {
       cwd: root,
       stdio: ["ignore", "ignore", "inherit"],
-      env: { ...process.env, DATABASE_URL: pgHandle.url, PORT: String(vigilPort), HOST: "127.0.0.1", DATA_DIR: path.join(tmp, "vigil"), LOG_LEVEL: "warn", RATE_LIMIT_EVENTS_PER_MINUTE: "100000000", RATE_LIMIT_BATCHES_PER_MINUTE: "100000000", REDIS_URL: "", TEMPORAL_ADDRESS: "" },
+      env: { ...process.env, DATABASE_URL: pgHandle.url, PORT: String(vigilPort), METRICS_PORT: String(metricsPort), HOST: "127.0.0.1", DATA_DIR: path.join(tmp, "vigil"), LOG_LEVEL: "warn", RATE_LIMIT_EVENTS_PER_MINUTE: "100000000", RATE_LIMIT_BATCHES_PER_MINUTE: "100000000", REDIS_URL: "", TEMPORAL_ADDRESS: "" },
     });
     children.push(vigil);
     await waitHealthy(vigilPort, vigil);
@@ -162,7 +163,7 @@ async function main(): Promise<void> {
     const vBatch = await phase(vigilPort, key, "/v1/events/batch", BATCH_COUNT, BATCH_SIZE, BATCH_CONCURRENCY, vigil.pid);
     console.log("vigil batch", vBatch);
     if (process.env.BENCH_PROFILE) {
-      const m = await (await fetch(`http://127.0.0.1:${vigilPort}/metrics`)).text();
+      const m = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
       console.log(m.split("\n").filter((l) => /vigil_ingest_commit_(events|duration_seconds)_(sum|count)|vigil_http_request_duration_seconds_(sum|count)/.test(l)).join("\n"));
     }
     const stored = (await db.query("SELECT count(*)::int AS n FROM events WHERE project_id = $1", [projectId])).rows[0].n - before;

@@ -148,11 +148,12 @@ async function main(): Promise<void> {
   const db = new pg.Client({ connectionString: pgHandle.url });
   try {
     const vigilPort = await freePort();
+    const metricsPort = await freePort();
     const profile = process.env.BENCH_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
     const vigil = spawn(process.execPath, [...profile, ...vigilArgs()], {
       cwd: root,
       stdio: ["ignore", "ignore", "inherit"],
-      env: { ...process.env, DATABASE_URL: pgHandle.url, PORT: String(vigilPort), HOST: "127.0.0.1", DATA_DIR: path.join(tmp, "vigil"), LOG_LEVEL: "warn", REDIS_URL: "", TEMPORAL_ADDRESS: "", PG_POOL_SIZE: POOL, MAX_MONITORS_PER_PROJECT: String(MONITORS), RATE_LIMIT_HEARTBEATS_PER_MINUTE: "100000000" },
+      env: { ...process.env, DATABASE_URL: pgHandle.url, PORT: String(vigilPort), METRICS_PORT: String(metricsPort), HOST: "127.0.0.1", DATA_DIR: path.join(tmp, "vigil"), LOG_LEVEL: "warn", REDIS_URL: "", TEMPORAL_ADDRESS: "", PG_POOL_SIZE: POOL, MAX_MONITORS_PER_PROJECT: String(MONITORS), RATE_LIMIT_HEARTBEATS_PER_MINUTE: "100000000" },
     });
     children.push(vigil);
     await waitHealthy(vigilPort, vigil);
@@ -198,7 +199,7 @@ async function main(): Promise<void> {
     );
     const vigilDelays = det.rows.map((r) => Number(r.d));
     const lateFlaps = (await db.query("SELECT count(*)::int AS n FROM incidents WHERE NOT (monitor_id = ANY($1::text[]))", [stoppedIds])).rows[0].n - incidents0;
-    const metrics = await (await fetch(`http://127.0.0.1:${vigilPort}/metrics`)).text();
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
     console.log("vigil detection", { n: vigilDelays.length, p50: pct(vigilDelays, 0.5), p99: pct(vigilDelays, 0.99), max: Math.max(...vigilDelays) });
     vigil.kill("SIGTERM");
     await new Promise((r) => vigil.once("exit", r));

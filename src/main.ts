@@ -21,6 +21,8 @@ async function main(): Promise<void> {
   const app = await buildApp(config, { log });
   const port = await app.listen();
   log.info({ host: config.host, port, role: config.role, database: config.databaseUrl ? "external" : "embedded" }, `Vigil listening on http://${config.host}:${port}`);
+  if (config.metrics) log.info({ host: config.metrics.host, port: app.metricsPort }, `metrics on http://${config.metrics.host}:${app.metricsPort}/metrics`);
+  else log.info("metrics not served (METRICS_PORT=off)");
 
   let stopping = false;
   const stop = async (signal: string) => {

@@ -59,6 +59,16 @@ export const envSchema = z.object({
   ANALYTICS_BLOCK_INTERVAL_MS: intFrom(30_000, 0),
   ANALYTICS_BLOCK_SEAL_MS: intFrom(120_000, 0),
   ANALYTICS_BLOCK_CACHE_MB: intFrom(256, 0),
+  // Connections (src/server/listen.ts); 0 turns a timeout or the cap off.
+  HTTP_HEADERS_TIMEOUT_MS: intFrom(10_000, 0),
+  HTTP_REQUEST_TIMEOUT_MS: intFrom(60_000, 0),
+  HTTP_KEEPALIVE_TIMEOUT_MS: intFrom(65_000, 0),
+  HTTP_SNIFF_TIMEOUT_MS: intFrom(10_000, 0),
+  HTTP2_IDLE_TIMEOUT_MS: intFrom(60_000, 0),
+  HTTP_MAX_CONNECTIONS: intFrom(4096, 0),
+  // Prometheus /metrics on its own port (src/server/metrics.ts); "off": not served.
+  METRICS_PORT: z.union([z.literal("off"), z.coerce.number().int().min(0).max(65535)]).default(9464),
+  METRICS_HOST: z.string().default("127.0.0.1"),
   // Query bounds (src/storage/db.ts, src/analytics/limit.ts; docs/analytics.md). 0: no statement timeout.
   STATEMENT_TIMEOUT_MS: intFrom(30_000, 0),
   ANALYTICS_MAX_FILTER_NODES: intFrom(300, 1),
@@ -101,10 +111,24 @@ export interface Config {
   uptime: { rawRetentionDays: number; maxMonitorsPerProject: number };
   /** Rollups and typed slots on (default) or off; slot assignment pass interval (0: no worker). */
   analytics: { fastPaths: boolean; slotIntervalMs: number; slotSample: number; blockIntervalMs: number; blockSealMs: number; blockCacheMb: number };
+  /** Slow-client limits of the API port(s); 0 turns one off. */
+  connections: ConnectionLimits;
+  /** Where GET /metrics is served; undefined: nowhere (METRICS_PORT=off). Never on the API port. */
+  metrics?: { host: string; port: number };
   /** Every pooled connection's statement_timeout (0: none); background work lifts it per transaction. */
   statementTimeoutMs: number;
   /** Analytics query bounds: filter tree size, statements per project at once, wait for a slot. */
   analyticsLimits: { maxFilterNodes: number; maxConcurrentPerProject: number; queueTimeoutMs: number };
+}
+
+/** src/server/listen.ts; docs/security.md. */
+export interface ConnectionLimits {
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  sniffTimeoutMs: number;
+  http2IdleTimeoutMs: number;
+  maxConnections: number;
 }
 
 export class ConfigError extends Error {}
@@ -118,6 +142,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError(`invalid configuration: ${problems}`);
   }
   const e = parsed.data;
+  if (e.HTTP_REQUEST_TIMEOUT_MS > 0 && e.HTTP_HEADERS_TIMEOUT_MS > e.HTTP_REQUEST_TIMEOUT_MS) {
+    throw new ConfigError("invalid configuration: HTTP_HEADERS_TIMEOUT_MS must not exceed HTTP_REQUEST_TIMEOUT_MS");
+  }
   return {
     port: e.PORT,
     host: e.HOST,
@@ -162,6 +189,15 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       blockSealMs: e.ANALYTICS_BLOCK_SEAL_MS,
       blockCacheMb: e.ANALYTICS_BLOCK_CACHE_MB,
     },
+    connections: {
+      headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
+      keepAliveTimeoutMs: e.HTTP_KEEPALIVE_TIMEOUT_MS,
+      sniffTimeoutMs: e.HTTP_SNIFF_TIMEOUT_MS,
+      http2IdleTimeoutMs: e.HTTP2_IDLE_TIMEOUT_MS,
+      maxConnections: e.HTTP_MAX_CONNECTIONS,
+    },
+    metrics: e.METRICS_PORT === "off" ? undefined : { host: e.METRICS_HOST, port: e.METRICS_PORT },
     statementTimeoutMs: e.STATEMENT_TIMEOUT_MS,
     analyticsLimits: {
       maxFilterNodes: e.ANALYTICS_MAX_FILTER_NODES,

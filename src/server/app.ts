@@ -22,6 +22,7 @@ import { migrate } from "../storage/migrate.js";
 import { createRestHandler } from "../transcoding/rest.js";
 import { createFeatures } from "./features.js";
 import { listen, type Listener } from "./listen.js";
+import { listenMetrics, type MetricsListener } from "./metrics.js";
 import { sessionSecret } from "./secrets.js";
 
 // Builds the whole service apart from listening: tests and main.ts both use buildApp().
@@ -37,6 +38,8 @@ export interface App {
   handler: (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) => void;
   /** Starts listening (and background work when the role includes it). Returns the bound port. */
   listen(port?: number): Promise<number>;
+  /** The bound METRICS_PORT once listening (undefined with METRICS_PORT=off). */
+  readonly metricsPort: number | undefined;
   /** Graceful stop: stop accepting, finish in-flight work, flush accepted writes, release the database. */
   close(): Promise<void>;
 }
@@ -120,19 +123,12 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
       connect(req as never, res as never);
       return;
     }
-    if (path === "/metrics" && req.method === "GET") {
-      client.route = "/metrics";
-      void telemetry.registry.metrics().then((text) => {
-        res.writeHead(200, { "content-type": telemetry.registry.contentType });
-        res.end(text);
-      });
-      return;
-    }
-    // A worker node serves only /health and /metrics; the API lives on api/all nodes.
+    // /metrics is not served here but on METRICS_PORT (src/server/metrics.ts).
+    // A worker node serves only /health on this port; the API lives on api/all nodes.
     if (config.role === "worker" && path !== "/health") {
       req.resume();
       res.writeHead(404, { "content-type": "application/json" });
-      res.end(JSON.stringify({ error: { code: "not_found", message: "this node runs ROLE=worker: it serves /health and /metrics only" } }));
+      res.end(JSON.stringify({ error: { code: "not_found", message: "this node runs ROLE=worker: it serves /health only (metrics: METRICS_PORT)" } }));
       return;
     }
     void rest(req, res, client);
@@ -140,6 +136,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
 
   let listener: Listener | undefined;
   let grpcListener: Listener | undefined;
+  let metricsListener: MetricsListener | undefined;
   let started = false;
   const workerRole = config.role !== "api";
 
@@ -147,6 +144,9 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
     deps,
     features,
     handler,
+    get metricsPort() {
+      return metricsListener?.port;
+    },
     async listen(port = config.port) {
       if (!started) {
         // Every node that ingests projects its own commits; every node also picks up leftovers.
@@ -154,15 +154,18 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
         if (workerRole) for (const f of features) await f.start?.();
         started = true;
       }
-      listener = await listen(handler, config.host, port);
+      if (config.metrics && !metricsListener) metricsListener = await listenMetrics(telemetry.registry, config.metrics.host, config.metrics.port, config.connections);
+      // The connection cap counts both API ports together.
+      const connections = { open: 0 };
+      listener = await listen(handler, config.host, port, config.connections, connections);
       // Optionally a second port too (GRPC_PORT), e.g. for a load balancer that routes gRPC apart.
-      if (config.grpcPort !== undefined && config.grpcPort !== port) grpcListener = await listen(handler, config.host, config.grpcPort);
+      if (config.grpcPort !== undefined && config.grpcPort !== port) grpcListener = await listen(handler, config.host, config.grpcPort, config.connections, connections);
       return listener.port;
     },
     async close() {
       // Order matters: stop accepting and let in-flight requests finish (their commits included),
       // then stop background work (flushes queues, releases claims), then the pool and the cluster.
-      await Promise.all([listener?.close(), grpcListener?.close()]);
+      await Promise.all([listener?.close(), grpcListener?.close(), metricsListener?.close()]);
       shutdown.abort();
       for (const f of [...features].reverse()) await f.stop?.().catch((err) => log.error({ err, feature: f.name }, "feature stop failed"));
       await deps.derived.stop();

@@ -51,6 +51,7 @@ describe("crash safety", () => {
       RATE_LIMIT_EVENTS_PER_MINUTE: "1000000",
       RATE_LIMIT_BATCHES_PER_MINUTE: "1000000",
       TEMPORAL_ADDRESS: "",
+      METRICS_PORT: "0",
     };
     let child = await startServer(env);
     children.push(child);

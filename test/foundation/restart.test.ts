@@ -14,7 +14,7 @@ const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../.
 
 
 function startVigil(dataDir: string, port: number): ChildProcess {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/root", DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: "warn" };
+  const env: Record<string, string> = { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/root", DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: "warn", METRICS_PORT: "0" };
   return spawn(process.execPath, ["--import", "tsx", "src/main.ts"], { cwd: root, env, stdio: ["ignore", "ignore", "pipe"] });
 }
 

@@ -14,6 +14,8 @@ export interface TestApp {
   port: number;
   databaseUrl: string;
   rest: RestClient;
+  /** http://127.0.0.1:<METRICS_PORT> (a random port unless the test sets one); undefined when off. */
+  metricsUrl?: string;
   close(): Promise<void>;
 }
 
@@ -28,10 +30,12 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { clo
     SESSION_SECRET: "test-session-secret-0123456789abcdef",
     LOG_LEVEL: process.env.VIGIL_TEST_LOG ?? "silent",
     PG_POOL_SIZE: "5",
+    METRICS_PORT: "0",
     ...env,
   });
   const app = await buildApp(config, { clock: opts.clock, log: opts.log ?? pino({ level: config.logLevel }) });
   const port = await app.listen(0);
   const url = `http://127.0.0.1:${port}`;
-  return { app, url, port, databaseUrl, rest: new RestClient(url), close: () => app.close() };
+  const metricsUrl = app.metricsPort === undefined ? undefined : `http://127.0.0.1:${app.metricsPort}`;
+  return { app, url, port, databaseUrl, rest: new RestClient(url), metricsUrl, close: () => app.close() };
 }

@@ -27,7 +27,7 @@ export async function startNode(env: Record<string, string>, port?: number): Pro
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "vigil-node-"));
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/root", DATA_DIR: dataDir, PORT: String(p), LOG_LEVEL: "warn", SESSION_SECRET: "cluster-test-session-secret-0123456789", ...env },
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/root", DATA_DIR: dataDir, PORT: String(p), METRICS_PORT: "0", LOG_LEVEL: "warn", SESSION_SECRET: "cluster-test-session-secret-0123456789", ...env },
     stdio: ["ignore", "ignore", "pipe"],
   });
   let err = "";

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { Writable } from "node:stream";
 import { after, before, describe, it } from "node:test";
 import pino from "pino";
+import { parseConfig } from "../../src/config/index.js";
 import { startTestApp, type TestApp } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
 
@@ -40,7 +41,9 @@ describe("logs and metrics", () => {
 
   it("serves Prometheus metrics for requests, ingestion, schedulers and deliveries", async () => {
     await t.rest.post("/v1/events/batch", { events: [{ type: "a" }, { type: "b" }] }, { key: p.key });
-    const r = await fetch(`${t.url}/metrics`);
+    assert.ok(t.metricsUrl, "no metrics port");
+    assert.notEqual(new URL(t.metricsUrl).port, String(t.port));
+    const r = await fetch(`${t.metricsUrl}/metrics`);
     assert.equal(r.status, 200);
     assert.match(r.headers.get("content-type") ?? "", /text\/plain/);
     const text = await r.text();
@@ -60,5 +63,39 @@ describe("logs and metrics", () => {
     const accepted = Number(/vigil_events_accepted_total (\d+)/.exec(text)![1]);
     assert.ok(accepted >= 3, `accepted ${accepted}`);
     assert.match(text, /vigil_http_requests_total\{protocol="rest",route="\/v1\/events\/batch",status="202"\} 1/);
+  });
+
+  it("does not serve /metrics on the API port (REST, any method), only on METRICS_PORT", async () => {
+    for (const method of ["GET", "HEAD", "POST"]) {
+      const r = await fetch(`${t.url}/metrics`, { method });
+      assert.equal(r.status, 404, `${method} /metrics on the API port`);
+      const text = await r.text();
+      assert.ok(!text.includes("vigil_"), "metrics leaked on the API port");
+    }
+    const other = await fetch(`${t.metricsUrl}/v1/events`);
+    assert.equal(other.status, 404, "the metrics port serves only /metrics");
+    const head = await fetch(`${t.metricsUrl}/metrics`, { method: "HEAD" });
+    assert.equal(head.status, 200);
+  });
+
+  it("binds METRICS_PORT to loopback by default, and METRICS_PORT=off serves no metrics", async () => {
+    assert.deepEqual(parseConfig({}).metrics, { host: "127.0.0.1", port: 9464 });
+    assert.equal(parseConfig({ METRICS_PORT: "off" }).metrics, undefined);
+    assert.throws(() => parseConfig({ METRICS_PORT: "70000" }), /METRICS_PORT/);
+  });
+
+  it("a worker-role node serves /metrics on METRICS_PORT too, not on its API port", async () => {
+    const w = await startTestApp({ ROLE: "worker" });
+    try {
+      assert.equal((await fetch(`${w.url}/health`)).status, 200);
+      const api = await fetch(`${w.url}/metrics`);
+      assert.equal(api.status, 404);
+      assert.ok(!(await api.text()).includes("vigil_"));
+      const m = await fetch(`${w.metricsUrl}/metrics`);
+      assert.equal(m.status, 200);
+      assert.match(await m.text(), /vigil_process_resident_memory_bytes/);
+    } finally {
+      await w.close();
+    }
   });
 });

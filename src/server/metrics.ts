@@ -1,0 +1,53 @@
+import http from "node:http";
+import type net from "node:net";
+import type { Registry } from "prom-client";
+import type { ConnectionLimits } from "../config/index.js";
+
+// GET /metrics (Prometheus text format) on its own port, METRICS_PORT on METRICS_HOST (loopback by
+// default), never on the API port: what it shows (routes, queue depths, memory) is for operators.
+
+export interface MetricsListener {
+  port: number;
+  close(): Promise<void>;
+}
+
+export async function listenMetrics(registry: Registry, host: string, port: number, limits: ConnectionLimits): Promise<MetricsListener> {
+  const server = http.createServer(
+    { headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs, keepAliveTimeout: limits.keepAliveTimeoutMs },
+    (req, res) => {
+      req.resume();
+      const path = (req.url ?? "/").split("?")[0];
+      if (path !== "/metrics" || (req.method !== "GET" && req.method !== "HEAD")) {
+        res.writeHead(404, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: { code: "not_found", message: "this port serves GET /metrics only" } }));
+        return;
+      }
+      registry.metrics().then(
+        (text) => {
+          res.writeHead(200, { "content-type": registry.contentType });
+          res.end(req.method === "HEAD" ? undefined : text);
+        },
+        () => {
+          res.writeHead(500, { "content-type": "application/json" });
+          res.end(JSON.stringify({ error: { code: "internal", message: "internal server error" } }));
+        },
+      );
+    },
+  );
+  if (limits.maxConnections > 0) server.maxConnections = limits.maxConnections;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", (err: Error) => reject(new Error(`cannot serve metrics on ${host}:${port} (METRICS_PORT, METRICS_HOST; "off" turns it off): ${err.message}`)));
+    server.listen(port, host, () => {
+      server.removeAllListeners("error");
+      resolve();
+    });
+  });
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
