@@ -65,6 +65,16 @@ export const queryTimeout = () =>
 /** PostgreSQL's query_canceled (statement timeout or a cancel request). */
 export const isQueryCanceled = (err: unknown): boolean => (err as { code?: unknown } | null)?.code === "57014";
 
+/**
+ * Node's error on a request whose client went away before its body was read (IncomingMessage
+ * destroyed with ECONNRESET "aborted"): not a server error. Answered (if anyone still listens) as
+ * Canceled / 499 and never logged as an error.
+ */
+export const isClientGone = (err: unknown): boolean => {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  return e?.code === "ECONNRESET" && e.message === "aborted";
+};
+
 /** The REST view of any thrown value. Unknown errors become a bare 500: never their message. */
 export function toRestError(err: unknown): { status: number; body: { error: { code: string; message: string; details?: unknown } }; headers: Headers } {
   if (err instanceof ApiError) {
@@ -76,5 +86,6 @@ export function toRestError(err: unknown): { status: number; body: { error: { co
     const status = codeToStatus[err.code] ?? 500;
     return { status, body: { error: { code: Code[err.code].replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase(), message: err.rawMessage } }, headers: new Headers() };
   }
+  if (isClientGone(err)) return { status: 499, body: { error: { code: "canceled", message: "the client went away" } }, headers: new Headers() };
   return { status: 500, body: { error: { code: "internal", message: "internal server error" } }, headers: new Headers() };
 }

@@ -1,6 +1,6 @@
 import type { DescService } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
-import { ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { internal, isQueryCanceled, queryTimeout } from "./errors.js";
 
@@ -32,7 +32,8 @@ export interface Feature {
 
 /**
  * Every handler runs through this: ApiError / ConnectError pass through; anything else is logged
- * with its stack and becomes a bare `internal` error, so no SQL or stack reaches a client.
+ * with its stack and becomes a bare `internal` error, so no SQL or stack reaches a client. When the
+ * request's signal has aborted (the client left), the failure is Canceled and logged at debug.
  */
 export function guardImpl(binding: ServiceBinding, log: Logger): ServiceBinding {
   const impl: Record<string, UnaryFn> = {};
@@ -42,6 +43,12 @@ export function guardImpl(binding: ServiceBinding, log: Logger): ServiceBinding 
         return await fn(req, ctx);
       } catch (err) {
         if (err instanceof ConnectError && err.code !== 13 && err.code !== 2) throw err;
+        // The client went away (or the node is shutting down) and the work failed with it: not a
+        // server error, so not logged as one and not answered as a 5xx.
+        if (ctx.signal.aborted) {
+          log.debug({ err, rpc: `${binding.desc.typeName}/${name}` }, "request cancelled");
+          throw new ConnectError("the client went away", Code.Canceled);
+        }
         // A statement stopped by STATEMENT_TIMEOUT_MS on any route: a clear 503, not a bare 500.
         if (isQueryCanceled(err)) throw queryTimeout();
         log.error({ err, rpc: `${binding.desc.typeName}/${name}` }, "unhandled error in handler");

@@ -1,0 +1,165 @@
+// A client that goes away is not a server error: no line at warn level or above, no 5xx in the
+// metrics, over REST, Connect and gRPC, whether it leaves while sending its body or while its
+// request runs (a real statement waiting on a lock the test holds).
+import assert from "node:assert/strict";
+import http2 from "node:http2";
+import net from "node:net";
+import { Writable } from "node:stream";
+import { after, before, beforeEach, describe, it } from "node:test";
+import { Code, ConnectError, createClient, type HandlerContext } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import pg from "pg";
+import pino from "pino";
+import { AnalyticsService } from "../../gen/vigil/v1/analytics_pb.js";
+import { HealthService } from "../../gen/vigil/v1/health_pb.js";
+import { guardImpl } from "../../src/shared/feature.js";
+import { startTestApp, type TestApp } from "../helpers/app.js";
+import { project, type ProjectFixture } from "../helpers/fixtures.js";
+
+const TIME = { start: "2024-05-06T08:00:00Z", end: "2024-05-06T09:00:00Z" };
+const lines: { level: number; msg: string; [k: string]: unknown }[] = [];
+let t: TestApp;
+let p: ProjectFixture;
+let admin: pg.Client;
+
+before(async () => {
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      for (const l of String(chunk).split("\n")) if (l.trim()) lines.push(JSON.parse(l));
+      cb();
+    },
+  });
+  t = await startTestApp({ ANALYTICS_SLOT_INTERVAL_MS: "0", ANALYTICS_BLOCK_INTERVAL_MS: "0" }, { log: pino({ level: "debug" }, sink) });
+  p = await project(t.rest);
+  admin = new pg.Client({ connectionString: t.databaseUrl });
+  await admin.connect();
+});
+after(async () => {
+  await admin.end();
+  await t.close();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+let from = 0;
+/** Lines at warn level or above since the current test began. */
+const loud = () => lines.slice(from).filter((l) => l.level >= 40).map((l) => ({ level: l.level, msg: l.msg, err: (l.err as { message?: string } | undefined)?.message }));
+
+async function until(what: string, check: () => Promise<boolean>, ms = 5000): Promise<void> {
+  const t0 = Date.now();
+  while (!(await check())) {
+    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+/** Holds LOCK TABLE analytics_rollups (every unfiltered count reads it) until release(). */
+async function lockRollups(): Promise<() => Promise<void>> {
+  const c = new pg.Client({ connectionString: t.databaseUrl });
+  await c.connect();
+  await c.query("BEGIN");
+  await c.query("LOCK TABLE analytics_rollups IN ACCESS EXCLUSIVE MODE");
+  return async () => {
+    await c.query("COMMIT");
+    await c.end();
+  };
+}
+const waiting = async () =>
+  (await admin.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%analytics_rollups%'")).rows[0].n as number;
+
+/** Sends the head and part of a body over a raw socket, then drops the connection. */
+async function abortMidBody(head: string, declared: number, partial: string): Promise<void> {
+  const s = net.connect(t.port, "127.0.0.1");
+  await new Promise<void>((resolve, reject) => s.once("connect", resolve).once("error", reject));
+  s.on("error", () => undefined);
+  s.write(`${head}Content-Length: ${declared}\r\n\r\n${partial}`);
+  await sleep(150);
+  s.destroy();
+  await sleep(200);
+}
+
+/** Starts `call`, waits until its statement waits on the lock, aborts it, then releases the lock. */
+async function abortWhileRunning(call: (signal: AbortSignal) => Promise<unknown>): Promise<void> {
+  const release = await lockRollups();
+  try {
+    const ac = new AbortController();
+    const done = call(ac.signal).catch(() => "aborted");
+    await until("the statement to wait on the lock", async () => (await waiting()) === 1);
+    ac.abort();
+    assert.equal(await done, "aborted");
+    await until("the statement to be cancelled", async () => (await waiting()) === 0);
+  } finally {
+    await release();
+  }
+  await sleep(200);
+}
+
+describe("client disconnects", () => {
+  beforeEach(() => {
+    from = lines.length;
+  });
+
+  it("a REST client that leaves while sending its body logs nothing at warn or above", async () => {
+    await abortMidBody(`POST /v1/events HTTP/1.1\r\nHost: vigil\r\nAuthorization: Bearer ${p.key}\r\nContent-Type: application/json\r\n`, 1000, '{"type":"a","data":{"x":"');
+    assert.deepEqual(loud(), []);
+  });
+
+  it("a Connect client that leaves while sending its body logs nothing at warn or above", async () => {
+    await abortMidBody(`POST /vigil.v1.EventService/IngestEvent HTTP/1.1\r\nHost: vigil\r\nAuthorization: Bearer ${p.key}\r\nContent-Type: application/json\r\n`, 1000, '{"type":"a","data":{"x":"');
+    assert.deepEqual(loud(), []);
+  });
+
+  it("an HTTP/2 client that resets its stream mid-body logs nothing at warn or above", async () => {
+    for (const [path, type] of [
+      ["/v1/events", "application/json"],
+      ["/vigil.v1.EventService/IngestEvent", "application/grpc"],
+    ]) {
+      const session = http2.connect(t.url);
+      session.on("error", () => undefined);
+      const req = session.request({ ":method": "POST", ":path": path, "content-type": type, authorization: `Bearer ${p.key}`, te: "trailers" });
+      req.on("error", () => undefined);
+      req.write(Buffer.from(type === "application/json" ? '{"type":"a","data":{"x":"' : [0, 0, 0, 1, 0, 10, 1]));
+      await sleep(150);
+      req.close(http2.constants.NGHTTP2_CANCEL);
+      await sleep(200);
+      session.destroy();
+    }
+    assert.deepEqual(loud(), []);
+  });
+
+  it("a REST client that leaves while its query runs: the statement is cancelled, nothing logged at warn or above", async () => {
+    await abortWhileRunning((signal) =>
+      fetch(`${t.url}/v1/projects/${p.projectId}/analytics/count`, { method: "POST", headers: { authorization: `Bearer ${p.key}`, "content-type": "application/json" }, body: JSON.stringify({ time: TIME }), signal }),
+    );
+    assert.deepEqual(loud(), []);
+  });
+
+  it("Connect and gRPC clients that cancel while their query runs log nothing at warn or above", async () => {
+    for (const transport of [createConnectTransport({ baseUrl: t.url, httpVersion: "1.1" }), createGrpcTransport({ baseUrl: t.url })]) {
+      const client = createClient(AnalyticsService, transport);
+      await abortWhileRunning((signal) => client.count({ projectId: p.projectId, time: TIME }, { signal, headers: { authorization: `Bearer ${p.key}` } }));
+    }
+    assert.deepEqual(loud(), []);
+  });
+
+  it("guardImpl: a handler failing after its client left is Canceled, logged at debug; otherwise internal, logged as an error", async () => {
+    const seen: { level: number; msg: string }[] = [];
+    const log = pino({ level: "debug" }, new Writable({ write: (c, _e, cb) => (seen.push(JSON.parse(String(c))), cb()) }));
+    const guarded = guardImpl({ desc: HealthService, impl: { check: () => Promise.reject(new Error("Connection terminated")) } }, log);
+    const left = new AbortController();
+    left.abort(new Error("client disconnected"));
+    const cancelled = await guarded.impl.check({}, { signal: left.signal } as HandlerContext).catch((e: unknown) => e);
+    assert.ok(cancelled instanceof ConnectError && cancelled.code === Code.Canceled, String(cancelled));
+    assert.deepEqual(seen.map((l) => [l.level, l.msg]), [[20, "request cancelled"]]);
+    const failed = await guarded.impl.check({}, { signal: new AbortController().signal } as HandlerContext).catch((e: unknown) => e);
+    assert.ok(failed instanceof ConnectError && failed.code === Code.Internal, String(failed));
+    assert.deepEqual(seen.slice(1).map((l) => [l.level, l.msg]), [[50, "unhandled error in handler"]]);
+  });
+
+  it("none of them is counted as a 5xx", async () => {
+    const text = await (await fetch(`${t.metricsUrl}/metrics`)).text();
+    const fivexx = text.split("\n").filter((l) => l.startsWith("vigil_http_requests_total") && /status="5\d\d"/.test(l));
+    assert.deepEqual(fivexx, []);
+    // The server still answers normally afterwards.
+    assert.equal((await t.rest.get("/health")).status, 200);
+  });
+});
