@@ -2,10 +2,10 @@ import { randomUUID } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
-import { createContextValues } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { DescMethod } from "@bufbuild/protobuf";
+import { createContextValues, type ContextValues } from "@connectrpc/connect";
 import pino, { type Logger } from "pino";
-import { Authenticator } from "../auth/principal.js";
+import { Authenticator, principalKey } from "../auth/principal.js";
 import type { Config } from "../config/index.js";
 import { systemClock, type Clock } from "../shared/clock.js";
 import { clientInfoKey, type ClientInfo } from "../shared/context.js";
@@ -21,6 +21,8 @@ import { startEmbeddedPostgres, type EmbeddedHandle } from "../storage/embedded.
 import { migrate } from "../storage/migrate.js";
 import { createRestHandler } from "../transcoding/rest.js";
 import { createFeatures } from "./features.js";
+import { createGate } from "./gate.js";
+import { createRpcHandler, protocolOf } from "./rpc.js";
 import { listen, type Listener } from "./listen.js";
 import { listenMetrics, type MetricsListener } from "./metrics.js";
 import { sessionSecret } from "./secrets.js";
@@ -80,15 +82,16 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
   const features = await createFeatures(deps);
   const bindings = features.flatMap((f) => f.services.map((b) => guardImpl(b, log)));
 
-  const connect = connectNodeAdapter({
-    routes: (router) => {
-      for (const b of bindings) router.service(b.desc, b.impl as never);
-    },
-    shutdownSignal: shutdown.signal,
-    readMaxBytes: config.maxBodyBytes,
-    contextValues: (req) => createContextValues().set(clientInfoKey, clientOf(req as unknown as IncomingMessage)),
-  });
-  const rest = createRestHandler({ bindings, maxBodyBytes: config.maxBodyBytes, log, shutdownSignal: shutdown.signal });
+  // Every request passes the gate (cross-site checks, credentials) before its body is read, over
+  // every protocol; the caller it resolved travels in the context values.
+  const gate = createGate(deps.auth);
+  const admit = async (method: DescMethod, verb: string, req: IncomingMessage | Http2ServerRequest, client: ClientInfo): Promise<ContextValues> => {
+    const protocol = CONNECT_PATH.test((req.url ?? "").split("?", 1)[0]) ? protocolOf(req.headers["content-type"]) : "rest";
+    const principal = await gate({ method, verb, headers: req.headers, protocol });
+    return createContextValues().set(clientInfoKey, client).set(principalKey, principal);
+  };
+  const rpc = createRpcHandler({ bindings, maxBodyBytes: config.maxBodyBytes, admit, log, shutdownSignal: shutdown.signal });
+  const rest = createRestHandler({ bindings, admit, maxBodyBytes: config.maxBodyBytes, log, shutdownSignal: shutdown.signal });
 
   // One ClientInfo per request, shared by the REST path and the Connect context values.
   const clients = new WeakMap<object, ClientInfo>();
@@ -120,7 +123,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
       if (logRequests) log.info({ requestId: client.requestId, projectId: client.projectId, protocol, method: req.method, route, path, status: res.statusCode, ms: Math.round(seconds * 1e5) / 100 }, "request");
     });
     if (isConnect) {
-      connect(req as never, res as never);
+      void rpc(req, res, client);
       return;
     }
     // /metrics is not served here but on METRICS_PORT (src/server/metrics.ts).
