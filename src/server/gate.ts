@@ -4,6 +4,7 @@ import { no_credentials } from "../../gen/vigil/v1/options_pb.js";
 import type { CredentialHeaders, Principal } from "../auth/principal.js";
 import { ApiError, forbidden } from "../shared/errors.js";
 import { isJsonContentType } from "../transcoding/body.js";
+import { NodeRequestHeaders } from "../transcoding/context.js";
 
 // The request gate: what every request passes, over every protocol, BEFORE its body is read.
 //
@@ -61,16 +62,6 @@ export function isPublic(method: DescMethod): boolean {
   return p;
 }
 
-export function credentialHeaders(h: IncomingHttpHeaders): CredentialHeaders {
-  return {
-    get(name) {
-      const v = h[name];
-      if (v === undefined) return null;
-      return Array.isArray(v) ? v.join(", ") : v;
-    },
-  };
-}
-
 export function createGate(auth: { fromHeaders(h: CredentialHeaders): Promise<Principal> }): Gate {
   return async ({ method, verb, headers, protocol }) => {
     if (!SAFE.has(verb) && headers.authorization === undefined && protocol !== "grpc") {
@@ -80,6 +71,6 @@ export function createGate(auth: { fromHeaders(h: CredentialHeaders): Promise<Pr
       }
     }
     if (isPublic(method)) return undefined;
-    return auth.fromHeaders(credentialHeaders(headers));
+    return auth.fromHeaders(new NodeRequestHeaders(headers));
   };
 }

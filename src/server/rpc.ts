@@ -4,12 +4,12 @@ import { Code, ConnectError, createConnectRouter, type ContextValues, type Inter
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { Compression, UniversalHandler } from "@connectrpc/connect/protocol";
 import type { Logger } from "pino";
-import type { ClientInfo } from "../shared/context.js";
 import { ApiError, tooLarge } from "../shared/errors.js";
 import type { ServiceBinding } from "../shared/feature.js";
 import { assertStorableMessage } from "../shared/message-check.js";
-import type { AnyRequest } from "../transcoding/body.js";
-import type { AnyResponse } from "../transcoding/rest.js";
+import { readBody, type AnyRequest } from "../transcoding/body.js";
+import type { Admit, AnyResponse } from "../transcoding/rest.js";
+import type { ClientInfo } from "../shared/context.js";
 import type { Protocol } from "./gate.js";
 
 // gRPC, gRPC-web and Connect: connect-es's router, driven by our own small Node adapter so that
@@ -22,8 +22,6 @@ import type { Protocol } from "./gate.js";
 // 4. the decoded message checked for unstorable text and non-finite numbers (an interceptor).
 //
 // Then connect-es reads the very same bytes. All Vigil RPCs are unary.
-
-export type Admit = (method: DescMethod, verb: string, req: AnyRequest, client: ClientInfo) => Promise<ContextValues>;
 
 export interface RpcOptions {
   bindings: ServiceBinding[];
@@ -49,19 +47,6 @@ const checkMessages: Interceptor = (next) => async (req) => {
   if (!req.stream) assertStorableMessage(req.method.input, req.message);
   return next(req);
 };
-
-async function readAll(req: AnyRequest, max: number): Promise<Buffer> {
-  const declared = Number(req.headers["content-length"]);
-  if (Number.isFinite(declared) && declared > max) throw tooLarge(`request body exceeds ${max} bytes`);
-  const chunks: Buffer[] = [];
-  let total = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    total += chunk.length;
-    if (total > max) throw tooLarge(`request body exceeds ${max} bytes`);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks, total);
-}
 
 const invalid = (what: string) => new ApiError(400, "invalid_message", `request message is not valid: ${what}`);
 
@@ -166,7 +151,7 @@ export function createRpcHandler(opts: RpcOptions) {
       values = await opts.admit(handler.method, verb, req, client);
       let body: Buffer | undefined;
       if (verb === "POST") {
-        body = await readAll(req, opts.maxBodyBytes);
+        body = await readBody(req, opts.maxBodyBytes);
         bodyRead = true;
         await checkBody(handler.method, protocol, req, body, opts.maxBodyBytes);
       }

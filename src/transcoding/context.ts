@@ -8,7 +8,8 @@ import type { ContextValues, HandlerContext } from "@connectrpc/connect";
 // made only when a handler asks for it: it aborts when the client goes away before the answer is
 // written (so long statements can be cancelled) or when the process shuts down.
 
-class NodeRequestHeaders {
+/** Node's parsed request headers behind the read side of a fetch `Headers` (get, has, forEach). */
+export class NodeRequestHeaders {
   constructor(private readonly h: IncomingHttpHeaders) {}
 
   get(name: string): string | null {
