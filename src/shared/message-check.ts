@@ -20,7 +20,7 @@ const MAX_DEPTH = 128;
 const join = (path: string, name: string) => (path ? `${path}.${name}` : name);
 
 /** Free-form JSON (Struct contents) goes through the one JSON-value check of src/shared/json.ts. */
-function checkJson(v: unknown, path: string, _depth: number): Problem | undefined {
+function checkJson(v: unknown, path: string): Problem | undefined {
   const p = jsonValueProblem(v);
   return p ? { field: problemField(path, p), message: p.message } : undefined;
 }
@@ -34,22 +34,19 @@ function checkScalar(type: ScalarType, v: unknown, path: string): Problem | unde
   return undefined;
 }
 
+/** One value of a field, or one element of a list or map field, by its kind. */
+function checkElement(kind: "scalar" | "enum" | "message", f: { scalar?: ScalarType; message?: DescMessage }, v: unknown, path: string, depth: number): Problem | undefined {
+  if (kind === "scalar") return checkScalar(f.scalar!, v, path);
+  if (kind === "message") return f.message!.typeName === STRUCT ? checkJson(v, path) : checkMessageAt(f.message!, v as Record<string, unknown>, path, depth + 1);
+  return undefined;
+}
+
 function checkValue(f: DescField, v: unknown, path: string, depth: number): Problem | undefined {
   switch (f.fieldKind) {
-    case "scalar":
-      return checkScalar(f.scalar, v, path);
-    case "enum":
-      return undefined;
-    case "message":
-      return f.message.typeName === STRUCT ? checkJson(v, path, depth + 1) : checkMessageAt(f.message, v as Record<string, unknown>, path, depth + 1);
     case "list": {
       const list = v as unknown[];
       for (let i = 0; i < list.length; i++) {
-        const at = `${path}[${i}]`;
-        const p =
-          f.listKind === "scalar" ? checkScalar(f.scalar, list[i], at)
-          : f.listKind === "message" ? (f.message.typeName === STRUCT ? checkJson(list[i], at, depth + 1) : checkMessageAt(f.message, list[i] as Record<string, unknown>, at, depth + 1))
-          : undefined;
+        const p = checkElement(f.listKind, f, list[i], `${path}[${i}]`, depth);
         if (p) return p;
       }
       return undefined;
@@ -59,15 +56,13 @@ function checkValue(f: DescField, v: unknown, path: string, depth: number): Prob
       for (const k of Object.keys(map)) {
         const why = textProblem(k);
         if (why) return { field: path, message: `key ${why}` };
-        const at = join(path, k);
-        const p =
-          f.mapKind === "scalar" ? checkScalar(f.scalar, map[k], at)
-          : f.mapKind === "message" ? (f.message.typeName === STRUCT ? checkJson(map[k], at, depth + 1) : checkMessageAt(f.message, map[k] as Record<string, unknown>, at, depth + 1))
-          : undefined;
+        const p = checkElement(f.mapKind, f, map[k], join(path, k), depth);
         if (p) return p;
       }
       return undefined;
     }
+    default:
+      return checkElement(f.fieldKind, f, v, path, depth);
   }
 }
 
