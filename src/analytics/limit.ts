@@ -1,5 +1,4 @@
-import { rateLimited } from "../shared/errors.js";
-import { requestCancelled } from "../storage/db.js";
+import { rateLimited, requestCancelled } from "../shared/errors.js";
 
 // Per-project share of the connection pool for analytics: at most `max` analytics requests of one
 // project hold a connection at once (ANALYTICS_MAX_CONCURRENT_PER_PROJECT, per process, like the

@@ -7,7 +7,8 @@ import { ApiError, conflict, forbidden, rateLimited, unauthenticated } from "../
 import type { Feature } from "../shared/feature.js";
 import { newId } from "../shared/ids.js";
 import { hashedKey } from "../shared/ratelimit.js";
-import { isUniqueViolation, validate } from "../shared/validate.js";
+import { isUniqueViolation } from "../shared/pg-errors.js";
+import { validate } from "../shared/validate.js";
 import { tx } from "../storage/db.js";
 import { DUMMY_HASH, hashPassword, verifyPassword } from "./passwords.js";
 import { clearedCookie, createSession, revokeToken, tokenFromCookieHeader } from "./sessions.js";

@@ -8,7 +8,8 @@ import { ApiError, conflict, notFound } from "../shared/errors.js";
 import type { Feature } from "../shared/feature.js";
 import { retryDeadlock } from "../shared/gone.js";
 import { newId } from "../shared/ids.js";
-import { isUniqueViolation, validate } from "../shared/validate.js";
+import { isUniqueViolation } from "../shared/pg-errors.js";
+import { validate } from "../shared/validate.js";
 import { tx } from "../storage/db.js";
 import { member, projectForMember, toKey, toMember, toProject, type KeyRow, type MemberRow, type ProjectRow } from "./store.js";
 

@@ -59,11 +59,11 @@ export const tooLarge = (message: string) => new ApiError(413, "payload_too_larg
 export const rateLimited = (retryAfterSeconds: number) =>
   new ApiError(429, "rate_limited", "rate limit exceeded", { retryAfterSeconds }, { "retry-after": String(retryAfterSeconds) });
 export const internal = () => new ApiError(500, "internal", "internal server error");
+/** The error of a request whose client went away (Connect's Canceled; REST 499, never written). */
+export const requestCancelled = () => new ConnectError("the client went away", Code.Canceled);
 /** A statement ran past STATEMENT_TIMEOUT_MS (PostgreSQL 57014): the server's bound, not the client's input. */
 export const queryTimeout = () =>
   new ApiError(503, "query_timeout", "the query ran longer than the server allows; narrow the time range or the filters");
-/** PostgreSQL's query_canceled (statement timeout or a cancel request). */
-export const isQueryCanceled = (err: unknown): boolean => (err as { code?: unknown } | null)?.code === "57014";
 
 /**
  * Node's error on a request whose client went away before its body was read (IncomingMessage

@@ -1,8 +1,9 @@
 import type { DescService } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { ConnectError } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import { internal, isQueryCanceled, queryTimeout } from "./errors.js";
+import { internal, queryTimeout, requestCancelled } from "./errors.js";
+import { isQueryCanceled } from "./pg-errors.js";
 
 // A feature (auth, projects, events, ...) contributes Connect services and, optionally,
 // background work started on worker nodes.
@@ -47,7 +48,7 @@ export function guardImpl(binding: ServiceBinding, log: Logger): ServiceBinding 
         // server error, so not logged as one and not answered as a 5xx.
         if (ctx.signal.aborted) {
           log.debug({ err, rpc: `${binding.desc.typeName}/${name}` }, "request cancelled");
-          throw new ConnectError("the client went away", Code.Canceled);
+          throw requestCancelled();
         }
         // A statement stopped by STATEMENT_TIMEOUT_MS on any route: a clear 503, not a bare 500.
         if (isQueryCanceled(err)) throw queryTimeout();

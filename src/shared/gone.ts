@@ -1,4 +1,5 @@
 import { notFound } from "./errors.js";
+import { isDeadlock, isForeignKeyViolation } from "./pg-errors.js";
 
 // A write whose project is deleted while it is in flight: the credentials were checked before the
 // delete committed, the insert ran after it, and PostgreSQL reports a foreign-key violation on the
@@ -7,15 +8,6 @@ import { notFound } from "./errors.js";
 // can also lock rows in opposite orders; PostgreSQL then aborts one of them (deadlock_detected), and
 // that one is simply run again.
 
-/** PostgreSQL foreign_key_violation (23503). */
-export function isForeignKeyViolation(err: unknown): boolean {
-  return (err as { code?: unknown } | null)?.code === "23503";
-}
-
-/** PostgreSQL deadlock_detected (40P01): the transaction was rolled back and may be run again. */
-export function isDeadlock(err: unknown): boolean {
-  return (err as { code?: unknown } | null)?.code === "40P01";
-}
 
 /** Thrown by a write that finds rows it has just written for its project gone with the project. */
 export class ProjectGoneError extends Error {

@@ -8,9 +8,3 @@ export function validate<T extends z.ZodType>(schema: T, value: unknown): z.infe
   const details = r.error.issues.map((i) => ({ field: i.path.join(".") || "(body)", message: i.message }));
   throw badRequest(`invalid request: ${details.map((d) => `${d.field}: ${d.message}`).join("; ")}`, details);
 }
-
-/** Postgres unique violation (23505). */
-export function isUniqueViolation(err: unknown, constraint?: string): boolean {
-  const e = err as { code?: string; constraint?: string };
-  return e?.code === "23505" && (constraint === undefined || e.constraint === constraint);
-}

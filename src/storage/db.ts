@@ -1,6 +1,6 @@
-import { Code, ConnectError } from "@connectrpc/connect";
 import pg from "pg";
-import { isQueryCanceled, queryTimeout } from "../shared/errors.js";
+import { queryTimeout, requestCancelled } from "../shared/errors.js";
+import { isQueryCanceled } from "../shared/pg-errors.js";
 
 export type Db = pg.Pool;
 export type Queryable = pg.Pool | pg.PoolClient;
@@ -76,9 +76,6 @@ export function backgroundTx<T>(db: Db, fn: (c: pg.PoolClient) => Promise<T>): P
     return fn(c);
   });
 }
-
-/** The error of a request whose client went away (Connect's Canceled; REST 499, never written). */
-export const requestCancelled = () => new ConnectError("the client went away", Code.Canceled);
 
 /**
  * Runs fn on one pooled connection held for the request, bound to `signal` (the request's

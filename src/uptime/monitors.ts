@@ -2,7 +2,7 @@ import type { PoolClient } from "pg";
 import type { Deps } from "../shared/deps.js";
 import { conflict, notFound } from "../shared/errors.js";
 import { newId } from "../shared/ids.js";
-import { isUniqueViolation } from "../shared/validate.js";
+import { isUniqueViolation } from "../shared/pg-errors.js";
 import { tx } from "../storage/db.js";
 import { lockMonitorCreation, monitorCapReached, monitorCounts } from "./cap.js";
 import { openIncidents, resolveIncidents } from "./incidents.js";

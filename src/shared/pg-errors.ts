@@ -1,0 +1,18 @@
+// PostgreSQL errors the service answers on purpose, by SQLSTATE. One place for all of them: the
+// code is the contract (node-postgres puts it on `err.code`), the constraint name where it matters.
+
+const codeOf = (err: unknown): unknown => (err as { code?: unknown } | null)?.code;
+
+/** unique_violation (23505), optionally of one constraint. */
+export function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  return codeOf(err) === "23505" && (constraint === undefined || (err as { constraint?: string }).constraint === constraint);
+}
+
+/** foreign_key_violation (23503). */
+export const isForeignKeyViolation = (err: unknown): boolean => codeOf(err) === "23503";
+
+/** deadlock_detected (40P01): the transaction was rolled back and may be run again. */
+export const isDeadlock = (err: unknown): boolean => codeOf(err) === "40P01";
+
+/** query_canceled (57014): the statement timeout, or a cancel request. */
+export const isQueryCanceled = (err: unknown): boolean => codeOf(err) === "57014";
