@@ -10,6 +10,7 @@ import { valueToJson } from "../../src/analytics/value.js";
 import { ApiError } from "../../src/shared/errors.js";
 import { backgroundTx, queryCancellable } from "../../src/storage/db.js";
 import { startTestApp, type TestApp } from "../helpers/app.js";
+import { lockRollups } from "../helpers/db.js";
 import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
 import { ingest } from "../helpers/events.js";
 
@@ -69,17 +70,6 @@ async function until(what: string, check: () => Promise<boolean>, ms = 5000): Pr
     await sleep(20);
   }
   return Date.now() - t0;
-}
-/** Holds LOCK TABLE analytics_rollups on its own connection until the returned release(). */
-async function lockRollups(url: string): Promise<() => Promise<void>> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  await c.query("BEGIN");
-  await c.query("LOCK TABLE analytics_rollups IN ACCESS EXCLUSIVE MODE");
-  return async () => {
-    await c.query("COMMIT");
-    await c.end();
-  };
 }
 const waitingOnRollups = async (db: pg.Client) => (await running(db, "analytics_rollups")).filter((x) => x.wait === "Lock").length;
 

@@ -39,3 +39,16 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { clo
   const metricsUrl = app.metricsPort === undefined ? undefined : `http://127.0.0.1:${app.metricsPort}`;
   return { app, url, port, databaseUrl, rest: new RestClient(url), metricsUrl, close: () => app.close() };
 }
+
+/** Rate limits high enough that a test's thousands of requests test the routes, not the limiter. */
+export const GENEROUS_LIMITS: Record<string, string> = {
+  RATE_LIMIT_EVENTS_PER_MINUTE: "1000000",
+  RATE_LIMIT_BATCHES_PER_MINUTE: "1000000",
+  RATE_LIMIT_METRICS_PER_MINUTE: "1000000",
+  RATE_LIMIT_METRIC_BATCHES_PER_MINUTE: "1000000",
+  RATE_LIMIT_HEARTBEATS_PER_MINUTE: "1000000",
+  RATE_LIMIT_IDENTIFY_PER_MINUTE: "1000000",
+  RATE_LIMIT_WEBHOOK_SENDS_PER_MINUTE: "1000000",
+  RATE_LIMIT_WRITES_PER_MINUTE: "1000000",
+  RATE_LIMIT_SIGNUPS_PER_MINUTE: "1000000",
+};

@@ -31,3 +31,18 @@ export async function createTestDatabase(): Promise<string> {
   url.pathname = `/${name}`;
   return url.toString();
 }
+
+/**
+ * Holds LOCK TABLE analytics_rollups (every unfiltered count reads it) on its own connection until
+ * the returned release(): a real way to make analytics statements wait.
+ */
+export async function lockRollups(url: string): Promise<() => Promise<void>> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  await c.query("BEGIN");
+  await c.query("LOCK TABLE analytics_rollups IN ACCESS EXCLUSIVE MODE");
+  return async () => {
+    await c.query("COMMIT");
+    await c.end();
+  };
+}

@@ -35,6 +35,23 @@ export async function project(rest: RestClient, platform = "node"): Promise<Proj
   return { owner, projectId: p.body.data.id, key: k.body.data.secret, keyId: k.body.data.id };
 }
 
+/** Two tenants, an account in neither, and a revoked key of the first: what the security batteries attack with. */
+export interface Tenants {
+  a: ProjectFixture;
+  b: ProjectFixture;
+  stranger: Account;
+  revokedKey: string;
+}
+
+export async function tenants(rest: RestClient): Promise<Tenants> {
+  const a = await project(rest);
+  const b = await project(rest);
+  const stranger = await signup(rest, "stranger");
+  const k = await rest.post(`/v1/projects/${a.projectId}/api-keys`, { name: "revoked", environment: "preview" }, { cookie: a.owner.cookie });
+  await rest.del(`/v1/projects/${a.projectId}/api-keys/${k.body.data.id}`, { cookie: a.owner.cookie });
+  return { a, b, stranger, revokedKey: k.body.data.secret };
+}
+
 /** Asserts the decisions.md error body shape and returns it. */
 export function errorBody(res: { status: number; body: any; text: string }): { code: string; message: string; details?: unknown } {
   const e = res.body?.error;

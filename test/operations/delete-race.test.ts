@@ -4,21 +4,12 @@
 // against the delete is not a server error.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { startTestApp, type TestApp } from "../helpers/app.js";
+import { GENEROUS_LIMITS, startTestApp, type TestApp } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
 
 let t: TestApp;
 before(async () => {
-  t = await startTestApp({
-    PG_POOL_SIZE: "8",
-    RATE_LIMIT_EVENTS_PER_MINUTE: "1000000",
-    RATE_LIMIT_BATCHES_PER_MINUTE: "1000000",
-    RATE_LIMIT_METRICS_PER_MINUTE: "1000000",
-    RATE_LIMIT_METRIC_BATCHES_PER_MINUTE: "1000000",
-    RATE_LIMIT_HEARTBEATS_PER_MINUTE: "1000000",
-    RATE_LIMIT_IDENTIFY_PER_MINUTE: "1000000",
-    RATE_LIMIT_WRITES_PER_MINUTE: "1000000",
-  });
+  t = await startTestApp({ PG_POOL_SIZE: "8", ...GENEROUS_LIMITS });
 });
 after(() => t.close());
 

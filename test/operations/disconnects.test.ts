@@ -14,6 +14,7 @@ import { AnalyticsService } from "../../gen/vigil/v1/analytics_pb.js";
 import { HealthService } from "../../gen/vigil/v1/health_pb.js";
 import { guardImpl } from "../../src/shared/feature.js";
 import { startTestApp, type TestApp } from "../helpers/app.js";
+import { lockRollups } from "../helpers/db.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
 
 const TIME = { start: "2024-05-06T08:00:00Z", end: "2024-05-06T09:00:00Z" };
@@ -52,17 +53,6 @@ async function until(what: string, check: () => Promise<boolean>, ms = 5000): Pr
   }
 }
 
-/** Holds LOCK TABLE analytics_rollups (every unfiltered count reads it) until release(). */
-async function lockRollups(): Promise<() => Promise<void>> {
-  const c = new pg.Client({ connectionString: t.databaseUrl });
-  await c.connect();
-  await c.query("BEGIN");
-  await c.query("LOCK TABLE analytics_rollups IN ACCESS EXCLUSIVE MODE");
-  return async () => {
-    await c.query("COMMIT");
-    await c.end();
-  };
-}
 const waiting = async () =>
   (await admin.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%analytics_rollups%'")).rows[0].n as number;
 
@@ -79,7 +69,7 @@ async function abortMidBody(head: string, declared: number, partial: string): Pr
 
 /** Starts `call`, waits until its statement waits on the lock, aborts it, then releases the lock. */
 async function abortWhileRunning(call: (signal: AbortSignal) => Promise<unknown>): Promise<void> {
-  const release = await lockRollups();
+  const release = await lockRollups(t.databaseUrl);
   try {
     const ac = new AbortController();
     const done = call(ac.signal).catch(() => "aborted");

@@ -7,10 +7,10 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { ScalarType, type DescField } from "@bufbuild/protobuf";
 import { routesFor, type Route } from "../../src/transcoding/routes.js";
-import { startTestApp, type TestApp } from "../helpers/app.js";
+import { GENEROUS_LIMITS, startTestApp, type TestApp } from "../helpers/app.js";
 import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
 import type { Res } from "../helpers/rest.js";
-import { GENEROUS_LIMITS, assertNoLeak } from "./leaks.js";
+import { assertNoLeak } from "./leaks.js";
 
 let t: TestApp;
 let a: ProjectFixture;

@@ -8,9 +8,9 @@ import { create, ScalarType, type DescMethod, type DescService } from "@bufbuild
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { isPublic } from "../../src/server/gate.js";
-import { startTestApp, type TestApp } from "../helpers/app.js";
-import { project, signup, type Account, type ProjectFixture } from "../helpers/fixtures.js";
-import { GENEROUS_LIMITS, assertNoLeak } from "./leaks.js";
+import { GENEROUS_LIMITS, startTestApp, type TestApp } from "../helpers/app.js";
+import { tenants, type Account, type ProjectFixture } from "../helpers/fixtures.js";
+import { assertNoLeak } from "./leaks.js";
 
 let t: TestApp;
 let a: ProjectFixture;
@@ -22,12 +22,7 @@ let transports: [string, Transport][];
 
 before(async () => {
   t = await startTestApp(GENEROUS_LIMITS);
-  a = await project(t.rest);
-  b = await project(t.rest);
-  stranger = await signup(t.rest, "stranger");
-  const k = await t.rest.post(`/v1/projects/${a.projectId}/api-keys`, { name: "revoked", environment: "preview" }, { cookie: a.owner.cookie });
-  revokedKey = k.body.data.secret;
-  await t.rest.del(`/v1/projects/${a.projectId}/api-keys/${k.body.data.id}`, { cookie: a.owner.cookie });
+  ({ a, b, stranger, revokedKey } = await tenants(t.rest));
   services = t.app.features.flatMap((f) => f.services.map((s) => s.desc));
   transports = [
     ["gRPC", createGrpcTransport({ baseUrl: t.url })],

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { routesFor, type Route } from "../../src/transcoding/routes.js";
 import { startTestApp, type TestApp } from "../helpers/app.js";
-import { errorBody, project, signup, type Account, type ProjectFixture } from "../helpers/fixtures.js";
+import { errorBody, tenants, type Account, type ProjectFixture } from "../helpers/fixtures.js";
 import type { Res } from "../helpers/rest.js";
 
 const PUBLIC = new Set(["GET /health", "POST /v1/auth/signup", "POST /v1/auth/login"]);
@@ -36,12 +36,7 @@ async function call(route: Route, path: string, opts: { key?: string; cookie?: s
 
 before(async () => {
   t = await startTestApp();
-  a = await project(t.rest);
-  b = await project(t.rest);
-  stranger = await signup(t.rest, "stranger");
-  const k = await t.rest.post(`/v1/projects/${a.projectId}/api-keys`, { name: "revoked", environment: "preview" }, { cookie: a.owner.cookie });
-  revokedKey = k.body.data.secret;
-  await t.rest.del(`/v1/projects/${a.projectId}/api-keys/${k.body.data.id}`, { cookie: a.owner.cookie });
+  ({ a, b, stranger, revokedKey } = await tenants(t.rest));
   routes = routesFor(t.app.features.flatMap((f) => f.services.map((s) => s.desc)));
 });
 after(() => t.close());

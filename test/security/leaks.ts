@@ -1,19 +1,6 @@
 import assert from "node:assert/strict";
 
-// Shared by the battery files: what no response may carry, and limits high enough that the
-// battery's thousands of requests test the routes, not the rate limiter.
-
-export const GENEROUS_LIMITS: Record<string, string> = {
-  RATE_LIMIT_EVENTS_PER_MINUTE: "1000000",
-  RATE_LIMIT_BATCHES_PER_MINUTE: "1000000",
-  RATE_LIMIT_METRICS_PER_MINUTE: "1000000",
-  RATE_LIMIT_METRIC_BATCHES_PER_MINUTE: "1000000",
-  RATE_LIMIT_HEARTBEATS_PER_MINUTE: "1000000",
-  RATE_LIMIT_IDENTIFY_PER_MINUTE: "1000000",
-  RATE_LIMIT_WEBHOOK_SENDS_PER_MINUTE: "1000000",
-  RATE_LIMIT_WRITES_PER_MINUTE: "1000000",
-  RATE_LIMIT_SIGNUPS_PER_MINUTE: "1000000",
-};
+// Shared by the battery files: what no response may carry.
 
 /** Fails when a response text carries a secret, a hash, SQL, a stack trace or connection details. */
 export function assertNoLeak(text: string, secrets: string[]): void {
