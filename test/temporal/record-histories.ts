@@ -8,13 +8,15 @@
 // new signal, ...), and commit the files: replay.test.ts then replays old and new histories against
 // the code. It starts its own dev server (test/helpers/temporal.ts), an embedded PostgreSQL and a
 // Vigil with TEMPORAL_ADDRESS (ROLE=all, so it runs the worker), and drives it over REST:
-//   monitor-recovered   checked a few times under steady heartbeats, went down (deadline missed),
-//                       recovered (wake signal), sleeping again: a running workflow's partial history
+//   monitor-down        checked a few times under steady heartbeats, then down (deadline missed) and
+//                       waiting: a running workflow's partial history, as a new worker replays it
+//   monitor-recovered   the same workflow after a recovery heartbeat (wake signal), sleeping again
 //   monitor-deleted     monitor deleted while its workflow slept: the workflow ended
 //   webhook-retried     receiver answered 500 then 200: a durable backoff sleep, then success
-//   webhook-manual-retry receiver answered 503 Retry-After: 300, then a manual retry (retryNow
-//                       signal) cut the sleep short and the second attempt succeeded
-// About 20 s. Needs nothing running; the temporal CLI is found or obtained as in `npm test`.
+//   webhook-sleeping    receiver answered 503 Retry-After: 300: sleeping until the next attempt
+//   webhook-manual-retry the same delivery after a manual retry (retryNow signal) cut the sleep
+//                       short and the second attempt succeeded
+// About 20 s (it prints the SDK worker's logs). Needs nothing running; the temporal CLI is found or obtained as in `npm test`.
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -48,7 +50,7 @@ async function main(): Promise<void> {
   const force = process.argv.includes("--force");
   if (!version || !/^\d+$/.test(version)) throw new Error("usage: npx tsx test/temporal/record-histories.ts <N> [--force]");
   const name = (flow: string) => path.join(outDir, `v${version}-${flow}.json`);
-  const flows = ["monitor-recovered", "monitor-deleted", "webhook-retried", "webhook-manual-retry"];
+  const flows = ["monitor-down", "monitor-recovered", "monitor-deleted", "webhook-retried", "webhook-sleeping", "webhook-manual-retry"];
   if (!force && flows.some((f) => existsSync(name(f)))) throw new Error(`v${version}-*.json exist already in ${outDir} (--force overwrites)`);
   await mkdir(outDir, { recursive: true });
 
@@ -105,6 +107,7 @@ async function main(): Promise<void> {
     }
     await waitFor("monitor down", async () => (await rest.get(`${mon}/${a}/status`, key)).body.data.status === "down");
     await quiet(`monitor-${a}`);
+    await save(`monitor-${a}`, "monitor-down");
     const before = await signals(`monitor-${a}`);
     await hb({ expectedIntervalMs: 300_000 }); // up again; then sleeps about five minutes
     await waitFor("recovery wake signal", async () => (await signals(`monitor-${a}`)) > before);
@@ -138,6 +141,7 @@ async function main(): Promise<void> {
     const wd = `webhook-${d.deliveryId}`;
     await waitFor("first attempt recorded, sleeping", async () => rx.at("/manual").length === 1 && (await status(wd).catch(() => "none")) === "RUNNING");
     await quiet(wd);
+    await save(wd, "webhook-sleeping");
     const r = await rest.post(`/v1/projects/${p.projectId}/webhooks/${d.webhookId}/deliveries/${d.deliveryId}/retry`, {}, owner);
     if (r.status !== 202) throw new Error(`manual retry failed: ${r.status} ${r.text}`);
     await waitFor("delivery workflow completed after the manual retry", async () => (await status(wd)) === "COMPLETED");
