@@ -1,3 +1,3 @@
 // Every Temporal workflow of the service (the worker bundles this file). A feature adds its line.
-export * from "./uptime.js";
-export * from "./webhooks.js";
+export { monitorDeadlineWorkflow } from "./uptime.js";
+export { webhookDeliveryWorkflow } from "./webhooks.js";

@@ -1,37 +1,68 @@
-import { condition, continueAsNew, defineSignal, proxyActivities, setHandler, workflowInfo } from "@temporalio/workflow";
+import { condition, continueAsNew, patched, proxyLocalActivities, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from "@temporalio/workflow";
+import { VigilMonitorSlug, VigilMonitorStatus } from "../src/temporal/search-attributes.js";
 import type { UptimeActivities } from "../src/uptime/activities.js";
+import { wakeSignal } from "./signals.js";
+import { monitorLoopV1 } from "./uptime-v1.js";
 
-// One workflow per monitor (id `monitor-<monitorId>`): check the deadline through an activity (which
-// re-reads the database, decides with the shared pure function and applies a compare-and-set), sleep
-// until the deadline it returns, and check again. Heartbeats never call Temporal: on waking, the check
-// finds the later deadline and the workflow sleeps again. A signal wakes it early when a deadline is
-// new or earlier (monitor came up, resumed, interval shortened) or the monitor was deleted.
-// Deterministic: only @temporalio/workflow and type imports.
+// One workflow per watched monitor (id `monitor-<monitorId>`, task queue `<base>.uptime`):
+//   check (a LOCAL activity: re-reads the monitor, decides with the shared evaluateDeadline(), takes
+//   it down by compare-and-set) → sleep the duration the check returned → check again.
+// - Heartbeats never call Temporal: on waking the check finds the later deadline and sleeps again.
+//   A steady monitor costs one workflow task and ~6 history events per deadline period.
+// - `wake` (sent from the monitor_wakes outbox) cuts a sleep short: a new or earlier deadline, a
+//   status change, a pause, a deletion.
+// - A paused or deleted monitor ends the workflow; a down one waits for a wake, re-reading its
+//   monitor at least every idleCheckMs, so no wait is unbounded and the status attribute stays true.
+// - The check returns a DURATION measured on Vigil's clock, never an absolute time: the workflow's
+//   clock (the task's start) is not Vigil's.
+// Versioning: runs started before the `deadline-v2` patch keep the v1 loop (uptime-v1.ts); every
+// later change to this loop goes behind a new patched() id, and CI replays the saved histories.
+// Deterministic: only @temporalio/workflow, @temporalio/common and pure or type imports.
 
-export const wakeSignal = defineSignal("wake");
+export interface MonitorWorkflowInput {
+  monitorId: string;
+  /** Re-read an idle (down) monitor at least this often (ms). Absent in v1 inputs. */
+  idleCheckMs?: number;
+  /** The namespace has Vigil's search attributes: keep VigilMonitorStatus/Slug current. */
+  attributes?: boolean;
+}
 
-const { checkMonitorDeadline } = proxyActivities<UptimeActivities>({
-  startToCloseTimeout: "30 seconds",
-  retry: { initialInterval: "1 second", backoffCoefficient: 2, maximumInterval: "30 seconds" },
+const { checkMonitor } = proxyLocalActivities<UptimeActivities>({
+  startToCloseTimeout: "5 seconds",
+  // A deadline check never gives up: a database outage delays detection, it does not end the watch.
+  retry: { initialInterval: "500 milliseconds", backoffCoefficient: 2, maximumInterval: "30 seconds" },
 });
 
-/** Checks per run before continue-as-new keeps the history short (about 10 events per check). */
-export const CHECKS_PER_RUN = 200;
-/** Never sleep less than this (a clock skew between worker and workflow time must not spin). */
-const MIN_SLEEP_MS = 50;
+/** Checks per run before continue-as-new (or earlier when Temporal suggests it). */
+export const CHECKS_PER_RUN = 500;
+const MIN_SLEEP_MS = 20;
 
-export async function monitorDeadlineWorkflow(input: { monitorId: string }): Promise<void> {
+export async function monitorDeadlineWorkflow(input: MonitorWorkflowInput): Promise<void> {
+  if (!patched("deadline-v2")) return monitorLoopV1(input);
+  const idleMs = input.idleCheckMs ?? 3_600_000;
   let woken = false;
   setHandler(wakeSignal, () => {
     woken = true;
   });
+  let shown: { status: string; slug: string } | undefined;
   for (let i = 0; i < CHECKS_PER_RUN && !workflowInfo().continueAsNewSuggested; i++) {
-    woken = false; // a signal during the check means: check again
-    const r = await checkMonitorDeadline(input.monitorId);
-    if (!r.exists) return;
+    woken = false; // a wake during the check means: check again
+    const r = await checkMonitor(input.monitorId);
+    if (input.attributes && r.slug !== null && (shown?.status !== r.status || shown.slug !== r.slug)) {
+      upsertSearchAttributes([
+        { key: VigilMonitorStatus, value: r.status },
+        { key: VigilMonitorSlug, value: r.slug },
+      ]);
+    }
+    shown = { status: r.status, slug: r.slug ?? shown?.slug ?? "" };
+    if (r.stop) {
+      setCurrentDetails(`monitor ${r.status}: watch ended`);
+      return;
+    }
     if (woken) continue;
-    if (r.nextCheckAt === null) await condition(() => woken); // down, paused or unknown: wait for a signal
-    else await condition(() => woken, Math.max(MIN_SLEEP_MS, r.nextCheckAt - Date.now()));
+    const sleepMs = r.sleepMs === null ? idleMs : Math.max(MIN_SLEEP_MS, r.sleepMs);
+    setCurrentDetails(r.sleepMs === null ? `monitor ${r.status}: waiting for a heartbeat` : `monitor ${r.status}: next deadline in ${Math.round(sleepMs / 1000)} s`);
+    await condition(() => woken, sleepMs);
   }
   await continueAsNew<typeof monitorDeadlineWorkflow>(input);
 }

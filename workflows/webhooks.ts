@@ -1,32 +1,47 @@
-import { condition, defineSignal, proxyActivities, setHandler } from "@temporalio/workflow";
-import { nextAttempt } from "../src/webhooks/retry.js";
+import { condition, patched, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes } from "@temporalio/workflow";
+import { VigilDeliveryStatus } from "../src/temporal/search-attributes.js";
 import type { DeliveryWorkflowInput, WebhookActivities } from "../src/webhooks/temporal.js";
+import { retryNowSignal } from "./signals.js";
+import { deliveryLoopV1 } from "./webhooks-v1.js";
 
-// One workflow per webhook delivery (id `webhook-<delivery id>`): attempt, decide with the shared
-// pure function, sleep durably until the next attempt (cut short by the `retryNow` signal of a
-// manual retry), until the delivery succeeds or is abandoned.
-
-export const retryNowSignal = defineSignal("retryNow");
+// One workflow per webhook delivery (id `webhook-<delivery id>`, task queue `<base>.webhooks`):
+//   attempt (an activity: claims the delivery, sends once) → record it and decide with the shared
+//   nextAttempt() (a local activity) → sleep the decided delay, cut short by `retryNow` (a manual
+//   retry) → attempt again, until the delivery succeeds or is abandoned.
+// - The send is bounded by WEBHOOK_TIMEOUT_MS; Temporal retries only infrastructure failures (a
+//   worker crash, the database), without limit: nothing gives up on its own. A receiver's failure is
+//   an outcome, not an activity failure.
+// - A disabled webhook: the attempt finds it and the run ends "paused"; enabling the webhook
+//   re-dispatches the delivery at its planned time.
+// Versioning: runs started before the `delivery-v2` patch keep the v1 loop (webhooks-v1.ts).
 
 export async function webhookDeliveryWorkflow(input: DeliveryWorkflowInput): Promise<string> {
-  const acts = proxyActivities<WebhookActivities>({
-    // The send is bounded by WEBHOOK_TIMEOUT_MS; Temporal retries only infrastructure failures.
-    startToCloseTimeout: input.timeoutMs + 30_000,
-    retry: { initialInterval: "1 second", backoffCoefficient: 2, maximumInterval: "1 minute", maximumAttempts: 20 },
+  if (!patched("delivery-v2")) return deliveryLoopV1(input);
+  const { attemptWebhookDelivery } = proxyActivities<WebhookActivities>({
+    startToCloseTimeout: input.timeoutMs + 15_000,
+    retry: { initialInterval: "1 second", backoffCoefficient: 2, maximumInterval: "1 minute" },
+  });
+  const { recordWebhookAttempt } = proxyLocalActivities<WebhookActivities>({
+    startToCloseTimeout: "10 seconds",
+    retry: { initialInterval: "500 milliseconds", backoffCoefficient: 2, maximumInterval: "30 seconds" },
   });
   let retryNow = false;
   setHandler(retryNowSignal, () => {
     retryNow = true;
   });
+  const show = (status: string) => {
+    if (input.attributes) upsertSearchAttributes([{ key: VigilDeliveryStatus, value: status }]);
+  };
   for (;;) {
     retryNow = false;
-    const r = await acts.sendWebhookAttempt(input.deliveryId);
-    if (r.gone) return "gone";
-    // Math.random and Date.now are deterministic (replay-safe) inside a workflow.
-    const next = nextAttempt(r.outcome, r.attempts, r.limit, { baseMs: input.baseMs }, Math.random());
-    const plannedAt = next.status === "retrying" ? new Date(Date.now() + next.delayMs).toISOString() : null;
-    await acts.recordWebhookDecision(input.deliveryId, next.status, plannedAt);
-    if (next.status !== "retrying") return next.status;
-    await condition(() => retryNow, next.delayMs);
+    const a = await attemptWebhookDelivery(input.deliveryId);
+    if (a.kind !== "sent") {
+      show(a.kind);
+      return a.kind;
+    }
+    const d = await recordWebhookAttempt(input.deliveryId, a);
+    show(d.status);
+    if (d.status !== "retrying") return d.status;
+    await condition(() => retryNow, Math.max(1, d.delayMs ?? 0));
   }
 }

@@ -24,7 +24,21 @@ export const envSchema = z.object({
   REDIS_URL: optionalUrl.optional(),
   TEMPORAL_ADDRESS: z.string().optional().transform((v) => (v ? v : undefined)),
   TEMPORAL_NAMESPACE: z.string().default("default"),
-  TEMPORAL_TASK_QUEUE: z.string().default("vigil"),
+  // Temporal mode (src/temporal/; docs/temporal.md). The task queue defaults to one derived from the
+  // database's identity, so two deployments on one cluster never run each other's work.
+  TEMPORAL_TASK_QUEUE: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/).optional(),
+  TEMPORAL_TLS: bool.default(false),
+  TEMPORAL_TLS_CERT_FILE: z.string().optional(),
+  TEMPORAL_TLS_KEY_FILE: z.string().optional(),
+  TEMPORAL_TLS_CA_FILE: z.string().optional(),
+  TEMPORAL_TLS_SERVER_NAME: z.string().optional(),
+  TEMPORAL_API_KEY: z.string().optional(),
+  TEMPORAL_RECONCILE_MS: intFrom(30_000, 100),
+  TEMPORAL_MIN_DEADLINE_MS: intFrom(1_000, 0),
+  TEMPORAL_IDLE_CHECK_MS: intFrom(3_600_000, 1_000),
+  TEMPORAL_UPTIME_CONCURRENCY: intFrom(100, 1),
+  TEMPORAL_WEBHOOK_CONCURRENCY: intFrom(100, 1),
+  TEMPORAL_SHUTDOWN_GRACE_MS: intFrom(10_000, 0),
   ROLE: z.enum(["all", "api", "worker"]).default("all"),
   SIGNUP: z.enum(["open", "closed"]).default("open"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
@@ -86,7 +100,7 @@ export interface Config {
   sessionSecret?: string;
   databaseUrl?: string;
   redisUrl?: string;
-  temporal?: { address: string; namespace: string; taskQueue: string };
+  temporal?: TemporalConfig;
   role: "all" | "api" | "worker";
   signup: "open" | "closed";
   logLevel: z.infer<typeof envSchema>["LOG_LEVEL"];
@@ -121,6 +135,29 @@ export interface Config {
   analyticsLimits: { maxFilterNodes: number; maxConcurrentPerProject: number; queueTimeoutMs: number };
 }
 
+/** Temporal mode (TEMPORAL_ADDRESS set): src/temporal/, docs/temporal.md. */
+export interface TemporalConfig {
+  address: string;
+  namespace: string;
+  /** Base of the task queues (`<base>.uptime`, `<base>.webhooks`); undefined: derived from the database. */
+  taskQueue?: string;
+  /** TLS (Temporal Cloud, mTLS): off when undefined. */
+  tls?: { certFile?: string; keyFile?: string; caFile?: string; serverName?: string };
+  /** Temporal Cloud API key (sent as a bearer token; implies TLS). */
+  apiKey?: string;
+  /** Reconciler period: overdue monitors and deliveries whose workflow is gone are acted on. */
+  reconcileMs: number;
+  /** The least expected interval + grace a monitor may have (Temporal's cost grows with 1/deadline). */
+  minDeadlineMs: number;
+  /** A workflow with nothing to wait for (down monitor) re-reads its monitor at least this often. */
+  idleCheckMs: number;
+  /** Deadline checks (local activities) and webhook sends (activities) at once per worker. */
+  uptimeConcurrency: number;
+  webhookConcurrency: number;
+  /** How long a stopping worker lets running activities finish. */
+  shutdownGraceMs: number;
+}
+
 /** src/server/listen.ts; docs/security.md. */
 export interface ConnectionLimits {
   headersTimeoutMs: number;
@@ -145,6 +182,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   if (e.HTTP_REQUEST_TIMEOUT_MS > 0 && e.HTTP_HEADERS_TIMEOUT_MS > e.HTTP_REQUEST_TIMEOUT_MS) {
     throw new ConfigError("invalid configuration: HTTP_HEADERS_TIMEOUT_MS must not exceed HTTP_REQUEST_TIMEOUT_MS");
   }
+  if (Boolean(e.TEMPORAL_TLS_CERT_FILE) !== Boolean(e.TEMPORAL_TLS_KEY_FILE)) {
+    throw new ConfigError("invalid configuration: TEMPORAL_TLS_CERT_FILE and TEMPORAL_TLS_KEY_FILE go together (mTLS)");
+  }
   return {
     port: e.PORT,
     host: e.HOST,
@@ -154,7 +194,22 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
     temporal: e.TEMPORAL_ADDRESS
-      ? { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE }
+      ? {
+          address: e.TEMPORAL_ADDRESS,
+          namespace: e.TEMPORAL_NAMESPACE,
+          taskQueue: e.TEMPORAL_TASK_QUEUE,
+          tls:
+            e.TEMPORAL_TLS || e.TEMPORAL_API_KEY || e.TEMPORAL_TLS_CERT_FILE
+              ? { certFile: e.TEMPORAL_TLS_CERT_FILE, keyFile: e.TEMPORAL_TLS_KEY_FILE, caFile: e.TEMPORAL_TLS_CA_FILE, serverName: e.TEMPORAL_TLS_SERVER_NAME }
+              : undefined,
+          apiKey: e.TEMPORAL_API_KEY,
+          reconcileMs: e.TEMPORAL_RECONCILE_MS,
+          minDeadlineMs: e.TEMPORAL_MIN_DEADLINE_MS,
+          idleCheckMs: e.TEMPORAL_IDLE_CHECK_MS,
+          uptimeConcurrency: e.TEMPORAL_UPTIME_CONCURRENCY,
+          webhookConcurrency: e.TEMPORAL_WEBHOOK_CONCURRENCY,
+          shutdownGraceMs: e.TEMPORAL_SHUTDOWN_GRACE_MS,
+        }
       : undefined,
     role: e.ROLE,
     signup: e.SIGNUP,

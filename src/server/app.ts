@@ -21,6 +21,8 @@ import { startEmbeddedPostgres, type EmbeddedHandle } from "../storage/embedded.
 import { migrate } from "../storage/migrate.js";
 import { createRestHandler } from "../transcoding/rest.js";
 import { createFeatures } from "./features.js";
+import { createTemporalLink } from "../temporal/link.js";
+import { sdkMetrics } from "../temporal/runtime.js";
 import { createGate } from "./gate.js";
 import { createRpcHandler, protocolOf } from "./rpc.js";
 import { listen, type Listener } from "./listen.js";
@@ -76,6 +78,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
     auth: undefined as unknown as Authenticator,
     sessionSecret: await sessionSecret(config.sessionSecret, config.dataDir),
     shutdownSignal: shutdown.signal,
+    temporal: config.temporal ? createTemporalLink(config.temporal, db, log) : undefined,
   };
   deps.auth = new Authenticator(deps, deps.sessionSecret);
 
@@ -157,7 +160,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
         if (workerRole) for (const f of features) await f.start?.();
         started = true;
       }
-      if (config.metrics && !metricsListener) metricsListener = await listenMetrics(telemetry.registry, config.metrics.host, config.metrics.port, config.connections);
+      if (config.metrics && !metricsListener) metricsListener = await listenMetrics(telemetry.registry, config.metrics.host, config.metrics.port, config.connections, sdkMetrics);
       // The connection cap counts both API ports together.
       const connections = { open: 0 };
       listener = await listen(handler, config.host, port, config.connections, connections);
@@ -172,6 +175,8 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
       shutdown.abort();
       for (const f of [...features].reverse()) await f.stop?.().catch((err) => log.error({ err, feature: f.name }, "feature stop failed"));
       await deps.derived.stop();
+      // After every feature: the uptime writer's last wakes and the webhook hand-overs use it.
+      await deps.temporal?.close();
       await deps.limits.close();
       await db.end().catch(() => undefined);
       await embedded?.stop().catch((err) => log.error({ err }, "embedded postgres stop failed"));

@@ -14,8 +14,9 @@ import { createHealthFeature } from "./health.js";
 // Every feature of the service, in start order. A feature adds its line here.
 export async function createFeatures(deps: Deps): Promise<Feature[]> {
   const events = createEventsFeature(deps);
+  const worker = createTemporalFeature(deps, deps.temporal);
   return [
-    createHealthFeature(deps),
+    createHealthFeature(deps, () => worker.state()),
     createAuthFeature(deps),
     createProjectsFeature(deps),
     events,
@@ -25,6 +26,6 @@ export async function createFeatures(deps: Deps): Promise<Feature[]> {
     createWebhooksFeature(deps),
     createUptimeFeature(deps),
     // Last: the Temporal worker (only with TEMPORAL_ADDRESS) starts once every feature is ready.
-    createTemporalFeature(deps),
+    worker,
   ];
 }

@@ -11,7 +11,8 @@ export interface MetricsListener {
   close(): Promise<void>;
 }
 
-export async function listenMetrics(registry: Registry, host: string, port: number, limits: ConnectionLimits): Promise<MetricsListener> {
+/** `extra`: more Prometheus text appended to the registry's (the Temporal SDK's metrics). */
+export async function listenMetrics(registry: Registry, host: string, port: number, limits: ConnectionLimits, extra?: () => Promise<string>): Promise<MetricsListener> {
   const server = http.createServer(
     { headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs, keepAliveTimeout: limits.keepAliveTimeoutMs },
     (req, res) => {
@@ -22,8 +23,9 @@ export async function listenMetrics(registry: Registry, host: string, port: numb
         res.end(JSON.stringify({ error: { code: "not_found", message: "this port serves GET /metrics only" } }));
         return;
       }
-      registry.metrics().then(
-        (text) => {
+      Promise.all([registry.metrics(), extra?.() ?? ""]).then(
+        ([own, more]) => {
+          const text = more ? `${own}\n${more}` : own;
           res.writeHead(200, { "content-type": registry.contentType });
           res.end(req.method === "HEAD" ? undefined : text);
         },

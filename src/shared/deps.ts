@@ -8,6 +8,7 @@ import type { IngestPressure } from "./pressure.js";
 import type { Authenticator } from "../auth/principal.js";
 import type { Projector } from "./derived.js";
 import type { RateLimiter } from "./ratelimit.js";
+import type { TemporalLink } from "../temporal/link.js";
 
 /** What every feature is built from. Created once in server/app.ts. */
 export interface Deps {
@@ -28,6 +29,8 @@ export interface Deps {
   pressure: IngestPressure;
   /** Request limits of the process (Redis-backed with REDIS_URL); src/shared/ratelimit.ts. */
   limits: RateLimiter;
+  /** Temporal mode (TEMPORAL_ADDRESS set): the process's client and task queues; closed last. */
+  temporal?: TemporalLink;
   /** Fires when the process begins shutting down. */
   shutdownSignal: AbortSignal;
 }

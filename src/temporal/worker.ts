@@ -1,37 +1,125 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { NativeConnection, Worker } from "@temporalio/worker";
+import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundleWithSourceMap } from "@temporalio/worker";
 import type { Deps } from "../shared/deps.js";
 import type { Feature } from "../shared/feature.js";
-import { createActivities } from "./activities.js";
-import { closeTemporalClients, type TemporalConfig } from "./client.js";
+import { createUptimeActivities } from "../uptime/activities.js";
+import { createWebhookActivities } from "../webhooks/temporal.js";
+import { connectionOptions, type TemporalLink } from "./link.js";
+import { installTemporalRuntime } from "./runtime.js";
 
-// The Temporal worker: runs in the service process where ROLE is `all` or `worker` (so
-// `npm run worker` is a worker node), when TEMPORAL_ADDRESS is set. It serves every workflow of
-// workflows/index.ts and every activity of activities.ts on TEMPORAL_TASK_QUEUE.
+// The Temporal workers: run in the service process where ROLE is `all` or `worker`, when
+// TEMPORAL_ADDRESS is set. Two workers on one connection, one per task queue, so that slow webhook
+// receivers never hold a slot a deadline check needs:
+// - `<base>.uptime`: monitor workflows; their check is a local activity (TEMPORAL_UPTIME_CONCURRENCY);
+// - `<base>.webhooks`: delivery workflows and their send activity (TEMPORAL_WEBHOOK_CONCURRENCY).
+// The node starts and serves its API whether or not Temporal is reachable: the workers connect in
+// the background and reconnect after any failure (1 s doubling to 30 s); their state is on /health
+// (`temporalWorker`) and the SDK's metrics on /metrics. stop() shuts them down gracefully
+// (TEMPORAL_SHUTDOWN_GRACE_MS for running activities; Core releases its sticky queues).
 
 export const WORKFLOWS_PATH = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../workflows/index.ts");
 
-export function createTemporalFeature(deps: Deps): Feature {
-  const cfg: TemporalConfig | undefined = deps.config.temporal;
-  let worker: Worker | undefined;
-  let running: Promise<void> | undefined;
-  let connection: NativeConnection | undefined;
+export type WorkerState = "off" | "connecting" | "running" | "unavailable" | "stopped";
+
+export interface TemporalWorkerFeature extends Feature {
+  state(): WorkerState;
+}
+
+let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+/** The workflow bundle, built once per process (both workers and every app of a test share it). */
+export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+  bundle ??= bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} } as never });
+  return bundle;
+}
+
+export function createTemporalFeature(deps: Deps, link: TemporalLink | undefined): TemporalWorkerFeature {
+  let state: WorkerState = "off";
+  let stopping = false;
+  let workers: Worker[] = [];
+  let loop: Promise<void> | undefined;
+  let wakeUp: (() => void) | undefined;
+  let ran = false;
+  const pause = (ms: number) => new Promise<void>((r) => {
+    const t = setTimeout(r, ms);
+    wakeUp = () => {
+      clearTimeout(t);
+      r();
+    };
+  });
+
+  const runOnce = async () => {
+    const cfg = link!.config;
+    await installTemporalRuntime(deps.log);
+    const [queues, code] = await Promise.all([link!.queues(), workflowBundle()]);
+    await link!.searchAttributes().catch(() => false);
+    const connection = await NativeConnection.connect(connectionOptions(cfg));
+    try {
+      const common = { connection, namespace: cfg.namespace, workflowBundle: code, shutdownGraceTime: cfg.shutdownGraceMs };
+      workers = [
+        await Worker.create({
+          ...common,
+          taskQueue: queues.uptime,
+          activities: createUptimeActivities(deps),
+          maxConcurrentLocalActivityExecutions: cfg.uptimeConcurrency,
+          maxConcurrentActivityTaskExecutions: 16,
+        }),
+        await Worker.create({
+          ...common,
+          taskQueue: queues.webhooks,
+          activities: createWebhookActivities(deps),
+          maxConcurrentActivityTaskExecutions: cfg.webhookConcurrency,
+          maxConcurrentLocalActivityExecutions: 32,
+        }),
+      ];
+      if (stopping) return;
+      state = "running";
+      ran = true;
+      deps.log.info({ address: cfg.address, namespace: cfg.namespace, ...queues }, "temporal workers running");
+      const runs = workers.map((w) => w.run());
+      // One worker failing takes the other down too; both are created again.
+      await Promise.race(runs).finally(() => {
+        for (const w of workers) if (w.getState() === "RUNNING") w.shutdown();
+      });
+      await Promise.allSettled(runs);
+      await Promise.all(runs);
+    } finally {
+      workers = [];
+      await connection.close().catch(() => undefined);
+    }
+  };
+
   return {
     name: "temporal",
     services: [],
+    state: () => state,
     async start() {
-      if (!cfg) return;
-      connection = await NativeConnection.connect({ address: cfg.address });
-      worker = await Worker.create({ connection, namespace: cfg.namespace, taskQueue: cfg.taskQueue, workflowsPath: WORKFLOWS_PATH, activities: createActivities(deps) });
-      running = worker.run().catch((err) => deps.log.error({ err }, "temporal worker stopped with an error"));
-      deps.log.info({ address: cfg.address, namespace: cfg.namespace, taskQueue: cfg.taskQueue }, "temporal worker running");
+      if (!link) return;
+      state = "connecting";
+      loop = (async () => {
+        for (let failures = 0; !stopping; failures++) {
+          try {
+            state = "connecting";
+            await runOnce();
+            if (stopping) break;
+            deps.log.error("temporal workers stopped unexpectedly; reconnecting");
+          } catch (err) {
+            if (stopping) break;
+            deps.log.error({ err }, "temporal workers unavailable; reconnecting");
+          }
+          state = "unavailable";
+          if (ran) failures = 0; // it ran: start the backoff over
+          ran = false;
+          await pause(Math.min(30_000, 1_000 * 2 ** Math.min(failures, 5)));
+        }
+        state = "stopped";
+      })();
     },
     async stop() {
-      if (worker && worker.getState() === "RUNNING") worker.shutdown();
-      await running;
-      await connection?.close().catch(() => undefined);
-      await closeTemporalClients();
+      stopping = true;
+      wakeUp?.();
+      for (const w of workers) if (w.getState() === "RUNNING") w.shutdown();
+      await loop;
     },
   };
 }

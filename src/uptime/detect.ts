@@ -14,21 +14,25 @@ export interface CheckResult {
   next: Map<string, number | null>;
   /** Monitors this call took down. */
   opened: string[];
+  /** Per monitor id still existing: its status and slug after the check. */
+  found: Map<string, { status: MonitorRow["status"]; slug: string }>;
 }
 
 export async function checkDeadlines(deps: Deps, ids: string[], now: Date): Promise<CheckResult> {
   const next = new Map<string, number | null>();
   const opened: string[] = [];
-  if (!ids.length) return { next, opened };
+  const found = new Map<string, { status: MonitorRow["status"]; slug: string }>();
+  if (!ids.length) return { next, opened, found };
   for (const id of ids) next.set(id, null);
   const rows = (await deps.db.query<MonitorRow>("SELECT * FROM monitors WHERE id = ANY($1::text[])", [ids])).rows;
+  for (const row of rows) found.set(row.id, { status: row.status, slug: row.slug });
   const due: { row: MonitorRow; since: number }[] = [];
   for (const row of rows) {
     const v = evaluateDeadline(stateOf(row), now.getTime());
     if (v.overdue) due.push({ row, since: v.since });
     else next.set(row.id, v.nextCheckAt);
   }
-  if (!due.length) return { next, opened };
+  if (!due.length) return { next, opened, found };
 
   const lost = await tx(deps.db, async (c) => {
     const values = due.map((d) => stateValues(markDown(stateOf(d.row))));
@@ -47,14 +51,22 @@ export async function checkDeadlines(deps: Deps, ids: string[], now: Date): Prom
     for (const d of due) {
       if (!byId.has(d.row.id)) continue;
       opened.push(d.row.id);
+      found.set(d.row.id, { status: "down", slug: d.row.slug });
       deps.telemetry.schedulerLag.observe({ kind: "monitor_deadline" }, Math.max(0, now.getTime() - d.since) / 1000);
     }
     return due.filter((d) => !byId.has(d.row.id)).map((d) => d.row.id);
   });
   // Lost CAS: the monitor changed meanwhile (a heartbeat, another node): read its deadline again.
   if (lost.length) {
-    const again = await deps.db.query<{ id: string; deadline_at: Date | null }>("SELECT id, deadline_at FROM monitors WHERE id = ANY($1::text[])", [lost]);
-    for (const r of again.rows) next.set(r.id, r.deadline_at?.getTime() ?? null);
+    const again = await deps.db.query<{ id: string; deadline_at: Date | null; status: MonitorRow["status"]; slug: string }>(
+      "SELECT id, deadline_at, status, slug FROM monitors WHERE id = ANY($1::text[])",
+      [lost],
+    );
+    for (const id of lost) found.delete(id);
+    for (const r of again.rows) {
+      next.set(r.id, r.deadline_at?.getTime() ?? null);
+      found.set(r.id, { status: r.status, slug: r.slug });
+    }
   }
-  return { next, opened };
+  return { next, opened, found };
 }

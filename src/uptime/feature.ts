@@ -16,7 +16,7 @@ export interface UptimeFeature extends Feature {
 }
 
 export function createUptimeFeature(deps: Deps): UptimeFeature {
-  const runner: DeadlineRunner = deps.config.temporal ? new TemporalDeadlineRunner(deps, deps.config.temporal) : new EmbeddedScheduler(deps);
+  const runner: DeadlineRunner = deps.temporal ? new TemporalDeadlineRunner(deps, deps.temporal) : new EmbeddedScheduler(deps);
   const writer = new HeartbeatWriter(deps, (changes) => runner.changed(changes));
   const rawRetentionMs = deps.config.uptime.rawRetentionDays * 86_400_000;
   let prune: NodeJS.Timeout | undefined;

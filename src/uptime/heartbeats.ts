@@ -219,12 +219,12 @@ export class HeartbeatWriter {
     for (const row of new Map([...rows.values()].map((r) => [r.id, r])).values()) {
       const next = state.get(row.id)!;
       const before = (row as Created).created ? null : row.deadline_at?.getTime() ?? null;
-      changes.push({ id: row.id, deadlineAt: next.deadlineAt, wake: needsWake(before, next.deadlineAt) });
+      changes.push({ id: row.id, deadlineAt: next.deadlineAt, wake: needsWake(before, next.deadlineAt), statusChanged: (row as Created).created === true || row.status !== next.status });
       const version = versions.get(row.id);
       if (version !== undefined) written.push({ ...withState(row, next, now), version });
     }
     for (const a of answers) if (!(a instanceof Error)) a.monitor.version = versions.get(a.monitor.id) ?? a.monitor.version;
-    await notifyWake(c, changes);
+    await notifyWake(c, changes, this.deps.config.temporal !== undefined);
     return { answers, changes, rows: written };
   }
 

@@ -73,8 +73,8 @@ async function change(deps: Deps, projectId: string, id: string, changed: Change
               resumed_at = $7, up_since = $8, deadline_at = $9, updated_at = $10 WHERE id = $1 RETURNING *`,
       [id, ...stateValues(next), now],
     );
-    const delta: DeadlineChange = { id, deadlineAt: next.deadlineAt, wake: needsWake(before.deadline_at?.getTime() ?? null, next.deadlineAt) };
-    await notifyWake(c, [delta]);
+    const delta: DeadlineChange = { id, deadlineAt: next.deadlineAt, wake: needsWake(before.deadline_at?.getTime() ?? null, next.deadlineAt), statusChanged: before.status !== next.status };
+    await notifyWake(c, [delta], deps.config.temporal !== undefined);
     return { row: r.rows[0], delta };
   });
   if (delta) changed([delta]);
@@ -122,7 +122,11 @@ export function resumeMonitor(deps: Deps, projectId: string, id: string, changed
 }
 
 export async function deleteMonitor(deps: Deps, projectId: string, id: string, changed: Changed): Promise<void> {
-  const r = await deps.db.query("DELETE FROM monitors WHERE id = $1 AND project_id = $2", [id, projectId]);
-  if (!r.rowCount) throw notFound("monitor");
-  changed([{ id, deadlineAt: null, wake: false, deleted: true }]);
+  const gone: DeadlineChange = { id, deadlineAt: null, wake: false, deleted: true };
+  await tx(deps.db, async (c) => {
+    const r = await c.query("DELETE FROM monitors WHERE id = $1 AND project_id = $2", [id, projectId]);
+    if (!r.rowCount) throw notFound("monitor");
+    await notifyWake(c, [gone], deps.config.temporal !== undefined);
+  });
+  changed([gone]);
 }

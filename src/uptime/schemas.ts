@@ -91,3 +91,16 @@ export function statsWindow(input: z.infer<typeof statsSchema>, now: Date): { fr
   if (to.getTime() - from.getTime() > MAX_PERIOD_MS) throw badRequest("the window is at most 366 days", [{ field: "from", message: "window too long" }]);
   return { from, to };
 }
+
+/**
+ * Temporal mode: a workflow wakes once per deadline period, so the period has a floor
+ * (TEMPORAL_MIN_DEADLINE_MS, docs/temporal.md). Checked on the values a request gives (an interval
+ * alone counts with no grace; a grace alone is not checked).
+ */
+export function assertDeadlineFloor(input: { expectedIntervalMs?: number; gracePeriodMs?: number }, minMs: number): void {
+  if (minMs <= 0 || input.expectedIntervalMs === undefined) return;
+  if (input.expectedIntervalMs + (input.gracePeriodMs ?? 0) >= minMs) return;
+  throw badRequest(`expectedIntervalMs + gracePeriodMs must be at least ${minMs} ms on this server (Temporal mode)`, [
+    { field: "expectedIntervalMs", message: `with gracePeriodMs, at least ${minMs}` },
+  ]);
+}

@@ -39,12 +39,16 @@ export function uptimeService(deps: Deps, u: UptimeContext) {
     return m;
   };
 
+  // Temporal mode: the least interval + grace (TEMPORAL_MIN_DEADLINE_MS); the embedded runner has none.
+  const minDeadlineMs = deps.config.temporal?.minDeadlineMs ?? 0;
+
   return {
     desc: UptimeService,
     impl: {
       async createMonitor(req: any, ctx: HandlerContext) {
         const { projectId } = await limited(ctx, req.projectId, "writes");
         const input = validate(s.createSchema, present({ name: req.name, slug: req.slug, type: req.type, expectedIntervalMs: req.expectedIntervalMs, gracePeriodMs: req.gracePeriodMs, metadata: req.metadata, tags: req.tags }));
+        s.assertDeadlineFloor(input, minDeadlineMs);
         const row = await unlessProjectGone(() => createMonitor(deps, projectId, input), () => scope(ctx, req.projectId));
         return { data: toMonitor(row, clock()) };
       },
@@ -74,6 +78,7 @@ export function uptimeService(deps: Deps, u: UptimeContext) {
       async updateMonitor(req: any, ctx: HandlerContext) {
         const { projectId } = await limited(ctx, req.projectId, "writes");
         const input = validate(s.updateSchema, present({ name: req.name, slug: req.slug, type: req.type, expectedIntervalMs: req.expectedIntervalMs, gracePeriodMs: req.gracePeriodMs, metadata: req.metadata, tags: req.tags }));
+        s.assertDeadlineFloor(input, minDeadlineMs);
         return { data: toMonitor(await updateMonitor(deps, projectId, req.monitorId, input, u.changed), clock()) };
       },
       async deleteMonitor(req: any, ctx: HandlerContext) {
@@ -92,6 +97,7 @@ export function uptimeService(deps: Deps, u: UptimeContext) {
       async sendHeartbeat(req: any, ctx: HandlerContext) {
         const { projectId } = await limited(ctx, req.projectId, "heartbeats");
         const input = validate(s.heartbeatSchema, present({ slug: req.monitorSlug, status: req.status, latencyMs: req.latencyMs, metadata: req.metadata, expectedIntervalMs: req.expectedIntervalMs, gracePeriodMs: req.gracePeriodMs }));
+        s.assertDeadlineFloor(input, minDeadlineMs);
         const at = clock();
         // The project deleted meanwhile: answered as a request after the delete (401/404), not 500.
         const a = await unlessProjectGone(() => u.writer.submit({ projectId, at, ...input, slug: input.slug }), () => scope(ctx, req.projectId));

@@ -1,60 +1,205 @@
+import { WorkflowNotFoundError } from "@temporalio/client";
 import type { Deps } from "../shared/deps.js";
-import { monitorWorkflowId, temporalClient, type TemporalConfig } from "../temporal/client.js";
+import { startPeriodic, type Periodic } from "../shared/periodic.js";
+import type { TemporalLink } from "../temporal/link.js";
+import { VigilMonitorId, VigilMonitorSlug, VigilMonitorStatus, VigilProjectId } from "../temporal/search-attributes.js";
+import type { MonitorWorkflowInput } from "../../workflows/uptime.js";
+import { checkDeadlines } from "./detect.js";
 import type { DeadlineChange, DeadlineRunner } from "./wake.js";
 
-// The Temporal deadline runner (TEMPORAL_ADDRESS set): one monitorDeadlineWorkflow per monitor.
-// Only a new or earlier deadline (came up, resumed, interval shortened) and a deletion call Temporal
-// (signal-with-start of `wake`, which starts the workflow when it is not running); steady heartbeats
-// never do. At start-up every monitor with a deadline is signalled once (idempotent), so monitors
-// armed while Temporal was unreachable get their workflow.
+// The Temporal deadline runner (TEMPORAL_ADDRESS set): one monitorDeadlineWorkflow per watched
+// monitor (workflows/uptime.ts). How no committed change can miss Temporal:
+// 1. Outbox. The transaction that changes a monitor (a new or earlier deadline, a status change, a
+//    pause, a deletion) upserts its monitor_wakes row (wake.ts). drain() turns rows into signals:
+//    `start` rows signal-with-start (a run begins when none is open), `signal` rows only wake an
+//    open run. A row is deleted only after Temporal accepted the call, and only if no newer change
+//    replaced it meanwhile (seq). Rows are leased while sent; a failure backs off (lease) and any
+//    node retries: the committing node at once, worker nodes every drainMs.
+// 2. Reconciler (worker nodes, every TEMPORAL_RECONCILE_MS): a monitor whose deadline passed more
+//    than RECONCILE_SLACK_MS ago was missed (its run was terminated, or Temporal is down): it is
+//    checked here with the same checkDeadlines() (compare-and-set: never a second incident) and its
+//    workflow is woken through the outbox.
+// 3. Start-up sweep (one worker node at a time, asynchronous): every monitor with a deadline gets
+//    its run started if none is open (workflowIdConflictPolicy USE_EXISTING: no history event in an
+//    open run), e.g. after switching from the embedded runner.
 
-const START_CONCURRENCY = 16;
+/** A deadline missed by this much is acted on by the reconciler. */
+export const RECONCILE_SLACK_MS = 2_000;
+const DRAIN_BATCH = 200;
+const SEND_CONCURRENCY = 32;
+const SWEEP_LOCK = 0x76_69_67_01; // pg advisory lock id of the start-up sweep ("vig" 1)
+
+interface WakeRow {
+  monitor_id: string;
+  kind: "start" | "signal";
+  seq: string;
+  project_id: string | null;
+  slug: string | null;
+  status: string | null;
+}
+
+export const monitorWorkflowId = (monitorId: string) => `monitor-${monitorId}`;
 
 export class TemporalDeadlineRunner implements DeadlineRunner {
-  private inflight = new Set<Promise<void>>();
+  private draining: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  private periodic: Periodic[] = [];
+  private sweep: Promise<void> | undefined;
 
-  constructor(private readonly deps: Deps, private readonly cfg: TemporalConfig) {}
+  constructor(
+    private readonly deps: Deps,
+    private readonly link: TemporalLink,
+  ) {}
 
+  /** Worker nodes: the periodic drain (leftovers of other nodes), the reconciler, the sweep. */
   async start(): Promise<void> {
-    const r = await this.deps.db.query<{ id: string }>("SELECT id FROM monitors WHERE deadline_at IS NOT NULL ORDER BY deadline_at");
-    const ids = r.rows.map((x) => x.id);
-    const work = async () => {
-      for (let id = ids.shift(); id !== undefined; id = ids.shift()) await this.wake(id).catch((err) => this.deps.log.warn({ err, monitorId: id }, "could not start monitor workflow"));
-    };
-    await Promise.all(Array.from({ length: START_CONCURRENCY }, work));
+    const cfg = this.link.config;
+    this.periodic.push(startPeriodic(this.deps.log, "temporal wake drain", Math.min(1_000, cfg.reconcileMs), () => this.drain()));
+    this.periodic.push(startPeriodic(this.deps.log, "uptime reconciler", cfg.reconcileMs, () => this.reconcile()));
+    this.sweep = this.startupSweep().catch((err) => this.deps.log.warn({ err }, "temporal: start-up sweep failed; the reconciler covers missed deadlines"));
   }
 
   async stop(): Promise<void> {
-    await Promise.allSettled([...this.inflight]);
+    // The outbox keeps whatever is not sent; one last drain sends what this node just committed.
+    await this.drain().catch(() => undefined);
+    this.stopped = true;
+    await Promise.all(this.periodic.map((p) => p.stop()));
+    await this.sweep;
   }
 
+  /** After a local commit: its outbox rows are there; send them now. */
   changed(changes: DeadlineChange[]): void {
-    for (const c of changes) {
-      if (!c.wake && !c.deleted) continue;
-      const p = (c.deleted ? this.signal(c.id) : this.wake(c.id))
-        .catch((err) => this.deps.log.error({ err, monitorId: c.id }, "temporal signal failed; the monitor workflow is started at the next worker start"))
-        .finally(() => this.inflight.delete(p));
-      this.inflight.add(p);
+    if (!changes.some((c) => c.wake || c.deleted || c.statusChanged)) return;
+    void this.drain().catch((err) => this.deps.log.warn({ err }, "temporal: wake drain failed; retried from the outbox"));
+  }
+
+  /** Sends every due outbox row (coalesced: one pass at a time, another if asked meanwhile). */
+  drain(): Promise<void> {
+    if (this.draining) {
+      this.again = true;
+      return this.draining;
     }
+    this.draining = (async () => {
+      try {
+        do {
+          this.again = false;
+          while (!this.stopped && (await this.drainOnce()) === DRAIN_BATCH);
+        } while (this.again && !this.stopped);
+      } finally {
+        this.draining = undefined;
+      }
+    })();
+    return this.draining;
   }
 
-  /** Starts the monitor's workflow if needed and wakes it to re-read its deadline. */
-  async wake(monitorId: string): Promise<void> {
-    const client = await temporalClient(this.cfg);
-    await client.workflow.signalWithStart("monitorDeadlineWorkflow", {
-      workflowId: monitorWorkflowId(monitorId),
-      taskQueue: this.cfg.taskQueue,
-      args: [{ monitorId }],
-      signal: "wake",
-      signalArgs: [],
-    });
+  private async drainOnce(): Promise<number> {
+    const now = this.deps.clock();
+    const r = await this.deps.db.query<WakeRow>(
+      `WITH picked AS (
+         SELECT monitor_id FROM monitor_wakes WHERE lease_until <= $1 ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED)
+       UPDATE monitor_wakes w SET lease_until = $1::timestamptz + make_interval(secs => least($3::float8, 2 * 2 ^ least(w.attempts, 10))), attempts = w.attempts + 1
+       FROM picked LEFT JOIN monitors m ON m.id = picked.monitor_id
+       WHERE w.monitor_id = picked.monitor_id
+       RETURNING w.monitor_id, w.kind, w.seq::text AS seq, m.project_id, m.slug, m.status`,
+      [now, DRAIN_BATCH, this.link.config.reconcileMs / 1000],
+    );
+    if (!r.rows.length) return 0;
+    const sent: WakeRow[] = [];
+    let failure: unknown;
+    const queue = [...r.rows];
+    const work = async () => {
+      for (let w = queue.shift(); w; w = queue.shift()) {
+        try {
+          await this.send(w);
+          sent.push(w);
+        } catch (err) {
+          failure = err;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: SEND_CONCURRENCY }, work));
+    if (sent.length) {
+      await this.deps.db.query("DELETE FROM monitor_wakes w USING unnest($1::text[], $2::bigint[]) AS s(id, seq) WHERE w.monitor_id = s.id AND w.seq = s.seq", [
+        sent.map((w) => w.monitor_id),
+        sent.map((w) => w.seq),
+      ]);
+    }
+    if (failure) throw failure;
+    return r.rows.length;
   }
 
-  private async signal(monitorId: string): Promise<void> {
-    const client = await temporalClient(this.cfg);
-    await client.workflow
-      .getHandle(monitorWorkflowId(monitorId))
-      .signal("wake")
-      .catch(() => undefined); // no workflow: nothing to stop
+  /** One outbox row: signal-with-start (the monitor has a deadline) or a plain signal. */
+  private async send(w: WakeRow): Promise<void> {
+    const client = await this.link.client();
+    if (w.kind === "signal" || w.project_id === null) {
+      try {
+        await client.workflow.getHandle(monitorWorkflowId(w.monitor_id)).signal("wake");
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) throw err; // no open run: nothing to tell
+      }
+      return;
+    }
+    await client.workflow.signalWithStart("monitorDeadlineWorkflow", { ...(await this.startOptions(w)), signal: "wake", signalArgs: [] });
+  }
+
+  private async startOptions(w: Pick<WakeRow, "monitor_id" | "project_id" | "slug" | "status">) {
+    const [queues, attributes] = await Promise.all([this.link.queues(), this.link.searchAttributes()]);
+    const input: MonitorWorkflowInput = { monitorId: w.monitor_id, idleCheckMs: this.link.config.idleCheckMs, attributes };
+    return {
+      workflowId: monitorWorkflowId(w.monitor_id),
+      taskQueue: queues.uptime,
+      args: [input] as [MonitorWorkflowInput],
+      staticSummary: `Deadline timer of monitor '${w.slug}' (${w.monitor_id}) in project ${w.project_id}`,
+      ...(attributes
+        ? {
+            typedSearchAttributes: [
+              { key: VigilProjectId, value: w.project_id ?? "" },
+              { key: VigilMonitorId, value: w.monitor_id },
+              { key: VigilMonitorSlug, value: w.slug ?? "" },
+              { key: VigilMonitorStatus, value: w.status ?? "unknown" },
+            ],
+          }
+        : {}),
+    };
+  }
+
+  /** Missed deadlines: check them here (CAS), then wake their workflows through the outbox. */
+  async reconcile(): Promise<void> {
+    const now = this.deps.clock();
+    const r = await this.deps.db.query<{ id: string }>("SELECT id FROM monitors WHERE deadline_at < $1 LIMIT 1000", [new Date(now.getTime() - RECONCILE_SLACK_MS)]);
+    if (!r.rows.length) return;
+    const ids = r.rows.map((x) => x.id);
+    const res = await checkDeadlines(this.deps, ids, now);
+    this.deps.log.warn({ monitors: ids.length, opened: res.opened.length }, "temporal: deadlines missed by their workflows were checked by the reconciler");
+    await this.deps.db.query(
+      `INSERT INTO monitor_wakes (monitor_id, kind, created_at) SELECT id, 'start', now() FROM unnest($1::text[]) AS id
+       ON CONFLICT (monitor_id) DO UPDATE SET kind = 'start', seq = nextval('monitor_wakes_seq'), lease_until = '-infinity', attempts = 0`,
+      [ids],
+    );
+    await this.drain();
+  }
+
+  /** Starts the run of every monitor with a deadline where none is open; one node at a time. */
+  private async startupSweep(): Promise<void> {
+    const c = await this.deps.db.connect();
+    try {
+      const got = await c.query<{ ok: boolean }>("SELECT pg_try_advisory_lock($1) AS ok", [SWEEP_LOCK]);
+      if (!got.rows[0]?.ok) return;
+      try {
+        const rows = (await c.query<WakeRow>("SELECT id AS monitor_id, project_id, slug, status FROM monitors WHERE deadline_at IS NOT NULL ORDER BY deadline_at")).rows;
+        const client = await this.link.client();
+        const work = async () => {
+          for (let w = rows.shift(); w && !this.stopped; w = rows.shift()) {
+            await client.workflow.start("monitorDeadlineWorkflow", { ...(await this.startOptions(w)), workflowIdConflictPolicy: "USE_EXISTING" });
+          }
+        };
+        await Promise.all(Array.from({ length: 16 }, work));
+      } finally {
+        await c.query("SELECT pg_advisory_unlock($1)", [SWEEP_LOCK]);
+      }
+    } finally {
+      c.release();
+    }
   }
 }

@@ -15,9 +15,26 @@ export interface DeadlineChange {
   wake: boolean;
   /** The monitor was deleted. */
   deleted?: boolean;
+  /** Its status changed (Temporal mode: the workflow re-reads it, and ends on a pause). */
+  statusChanged?: boolean;
 }
 
-export async function notifyWake(c: Queryable, changes: DeadlineChange[]): Promise<void> {
+/**
+ * Inside the writing transaction: NOTIFY other nodes' embedded timers of new or earlier deadlines,
+ * or, in Temporal mode (`outbox`), upsert the monitor_wakes rows that the runner turns into
+ * signals (temporal-runner.ts), so a committed change cannot miss its workflow.
+ */
+export async function notifyWake(c: Queryable, changes: DeadlineChange[], outbox = false): Promise<void> {
+  if (outbox) {
+    const wake = changes.filter((x) => x.wake || x.deleted || x.statusChanged);
+    if (!wake.length) return;
+    await c.query(
+      `INSERT INTO monitor_wakes (monitor_id, kind, created_at) SELECT id, kind, now() FROM unnest($1::text[], $2::text[]) AS u(id, kind)
+       ON CONFLICT (monitor_id) DO UPDATE SET kind = EXCLUDED.kind, seq = nextval('monitor_wakes_seq'), lease_until = '-infinity', attempts = 0`,
+      [wake.map((x) => x.id), wake.map((x) => (x.deadlineAt !== null ? "start" : "signal"))],
+    );
+    return;
+  }
   const wake = changes.filter((x) => x.wake && x.deadlineAt !== null);
   if (!wake.length) return;
   await c.query(`SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, [WAKE_CHANNEL, wake.map((x) => `${x.id} ${x.deadlineAt}`)]);

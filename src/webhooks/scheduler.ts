@@ -104,7 +104,7 @@ export class DeliveryScheduler {
     if (rows.length === 0) return;
     // On failure the lease expires and the rows are claimed again.
     await this.o.dispatch!(rows);
-    await handOver(this.o.db, rows.map((r) => r.id), token);
+    await handOver(this.o.db, rows.map((r) => r.id), token, this.o.clock());
   }
 
   private track(p: Promise<void>): void {

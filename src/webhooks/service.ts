@@ -15,7 +15,8 @@ import { DeliveryScheduler } from "./scheduler.js";
 import { newWebhookSecret } from "./signature.js";
 import * as store from "./store.js";
 import { SubscriptionCache } from "./subscriptions.js";
-import { createTemporalDispatch, type TemporalDispatch } from "./temporal.js";
+import { createTemporalDispatch, reconcileDeliveries, type TemporalDispatch } from "./temporal.js";
+import { startPeriodic, type Periodic } from "../shared/periodic.js";
 import { registerTriggers } from "./triggers.js";
 
 // Webhook management (owner or admin), the triggers that enqueue deliveries (events through the
@@ -36,6 +37,7 @@ export function createWebhooksFeature(deps: Deps): Feature {
   registerTriggers(deps, cache);
 
   let temporal: TemporalDispatch | undefined;
+  let reconciler: Periodic | undefined;
   let scheduler: DeliveryScheduler | undefined;
   let expander: OutboxExpander | undefined;
   const listener = new PgListener(
@@ -159,7 +161,12 @@ export function createWebhooksFeature(deps: Deps): Feature {
       },
     ],
     async start() {
-      if (config.temporal) temporal = await createTemporalDispatch(deps);
+      if (deps.temporal) {
+        temporal = createTemporalDispatch(deps, deps.temporal);
+        reconciler = startPeriodic(deps.log, "webhook reconciler", deps.temporal.config.reconcileMs, async () => {
+          if ((await reconcileDeliveries(db, clock())) > 0) scheduler?.wake();
+        });
+      }
       scheduler = new DeliveryScheduler({ db, clock, log: deps.log, telemetry: deps.telemetry, webhooks: config.webhooks, dispatch: temporal?.dispatch, yieldTo: deps.pressure });
       scheduler.start();
       expander = new OutboxExpander({ db, clock, log: deps.log, attemptLimit: () => config.webhooks.maxAttempts, onExpanded: () => scheduler?.wake(), yieldTo: deps.pressure });
@@ -169,7 +176,7 @@ export function createWebhooksFeature(deps: Deps): Feature {
     async stop() {
       await expander?.stop();
       await scheduler?.stop();
-      await temporal?.close();
+      await reconciler?.stop();
       await listener.stop();
     },
   };

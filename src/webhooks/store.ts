@@ -135,7 +135,7 @@ export async function getDelivery(q: Queryable, webhookId: string, id: string): 
 export async function scheduleRetryNow(q: Queryable, webhookId: string, id: string, now: Date): Promise<DeliveryRow | undefined> {
   const r = await q.query<DeliveryRow>(
     `WITH upd AS (
-       UPDATE webhook_deliveries SET next_attempt_at = $3, planned_at = NULL, claim_token = NULL, attempt_limit = greatest(attempt_limit, attempt_count + 1), updated_at = $3
+       UPDATE webhook_deliveries SET next_attempt_at = $3, planned_at = NULL, paused_at = NULL, claim_token = NULL, attempt_limit = greatest(attempt_limit, attempt_count + 1), updated_at = $3
        WHERE webhook_id = $1 AND id = $2 AND (claim_token IS NULL OR next_attempt_at <= $3)
        RETURNING ${DELIVERY_COLS.replace("coalesce(next_attempt_at, planned_at)", "next_attempt_at")})
      SELECT upd.*, pg_notify($4, '') FROM upd`,
@@ -144,13 +144,27 @@ export async function scheduleRetryNow(q: Queryable, webhookId: string, id: stri
   return r.rows[0];
 }
 
-/** Disabling pauses a webhook's unfinished deliveries; enabling makes them due again. */
+/**
+ * Disabling pauses a webhook's unfinished deliveries that wait for their next attempt, keeping that
+ * time (planned_at); one in flight finishes. Enabling resumes every paused one at its planned time
+ * (at once if that has passed), so re-enabling sends no burst of retries ahead of their backoff.
+ * In Temporal mode a handed-over delivery (next_attempt_at NULL) is paused by its workflow instead,
+ * when it wakes for the attempt (webhooks/temporal.ts); enabling resumes those the same way, and a
+ * workflow still asleep keeps its own timer.
+ */
 export async function setDeliveriesPaused(q: Queryable, webhookId: string, paused: boolean, now: Date): Promise<void> {
   if (paused) {
-    await q.query("UPDATE webhook_deliveries SET next_attempt_at = NULL, claim_token = NULL, updated_at = $2 WHERE webhook_id = $1 AND status IN ('pending', 'retrying') AND next_attempt_at IS NOT NULL", [webhookId, now]);
+    await q.query(
+      `UPDATE webhook_deliveries SET planned_at = next_attempt_at, next_attempt_at = NULL, claim_token = NULL, paused_at = $2, updated_at = $2
+       WHERE webhook_id = $1 AND status IN ('pending', 'retrying') AND next_attempt_at IS NOT NULL AND (claim_token IS NULL OR next_attempt_at <= $2)`,
+      [webhookId, now],
+    );
   } else {
     await q.query(
-      "WITH upd AS (UPDATE webhook_deliveries SET next_attempt_at = $2, updated_at = $2 WHERE webhook_id = $1 AND status IN ('pending', 'retrying') AND next_attempt_at IS NULL RETURNING 1) SELECT pg_notify($3, '') FROM upd LIMIT 1",
+      `WITH upd AS (
+         UPDATE webhook_deliveries SET next_attempt_at = greatest(coalesce(planned_at, $2), $2), planned_at = NULL, paused_at = NULL, updated_at = $2
+         WHERE webhook_id = $1 AND status IN ('pending', 'retrying') AND paused_at IS NOT NULL RETURNING 1)
+       SELECT pg_notify($3, '') FROM upd LIMIT 1`,
       [webhookId, now, DUE_CHANNEL],
     );
   }
@@ -205,18 +219,22 @@ export interface Finished {
 export async function finishMany(q: Queryable, rows: Finished[]): Promise<number> {
   if (rows.length === 0) return 0;
   const r = await q.query(
+    // A webhook disabled while the attempt ran: its next attempt waits, paused, for the enable.
     `UPDATE webhook_deliveries d SET status = u.status, attempt_count = d.attempt_count + 1, attempts = d.attempts || jsonb_build_array(u.attempt),
-            next_attempt_at = u.next_at, claim_token = NULL, updated_at = u.now
-     FROM jsonb_to_recordset($1::jsonb) AS u(id text, token text, status text, attempt jsonb, next_at timestamptz, now timestamptz)
-     WHERE d.id = u.id AND d.claim_token = u.token`,
+            next_attempt_at = CASE WHEN w.enabled THEN u.next_at END,
+            planned_at = CASE WHEN w.enabled THEN d.planned_at ELSE u.next_at END,
+            paused_at = CASE WHEN w.enabled OR u.next_at IS NULL THEN NULL ELSE u.now END,
+            claim_token = NULL, updated_at = u.now
+     FROM jsonb_to_recordset($1::jsonb) AS u(id text, token text, status text, attempt jsonb, next_at timestamptz, now timestamptz), webhooks w
+     WHERE d.id = u.id AND d.claim_token = u.token AND w.id = d.webhook_id`,
     [JSON.stringify(rows.map((f) => ({ id: f.id, token: f.token, status: f.status, attempt: f.attempt, next_at: f.nextAt, now: f.now })))],
   );
   return r.rowCount ?? 0;
 }
 
-/** Releases a claim without an attempt (Temporal took the delivery over). */
-export async function handOver(q: Queryable, ids: string[], token: string): Promise<void> {
-  if (ids.length) await q.query("UPDATE webhook_deliveries SET next_attempt_at = NULL, claim_token = NULL WHERE id = ANY($1) AND claim_token = $2", [ids, token]);
+/** Releases a claim without an attempt (Temporal took the delivery over; updated_at: when). */
+export async function handOver(q: Queryable, ids: string[], token: string, now: Date): Promise<void> {
+  if (ids.length) await q.query("UPDATE webhook_deliveries SET next_attempt_at = NULL, claim_token = NULL, updated_at = $3 WHERE id = ANY($1) AND claim_token = $2", [ids, token, now]);
 }
 
 export async function nextDueAt(q: Queryable): Promise<Date | null> {

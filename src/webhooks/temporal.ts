@@ -1,87 +1,157 @@
-import { WorkflowExecutionAlreadyStartedError } from "@temporalio/client";
-import { temporalClient } from "../temporal/client.js";
+import { randomUUID } from "node:crypto";
 import type { Deps } from "../shared/deps.js";
+import type { TemporalLink } from "../temporal/link.js";
+import { VigilDeliveryStatus, VigilProjectId, VigilWebhookId } from "../temporal/search-attributes.js";
 import type { Queryable } from "../storage/db.js";
 import { envelope } from "./payload.js";
-import type { AttemptOutcome, DeliveryStatus } from "./retry.js";
-import { sendAttempt } from "./sender.js";
+import { nextAttempt, type AttemptOutcome, type DeliveryStatus } from "./retry.js";
+import { sendAttempt, type AttemptRecord } from "./sender.js";
 import { PAYLOAD_SQL, type ClaimedDelivery } from "./store.js";
 
-// The Temporal runner (TEMPORAL_ADDRESS set): one workflow per delivery, id `webhook-<delivery id>`
-// (workflows/webhooks.ts), running the send activity under the schedule of retry.ts. Deliveries
-// are still inserted by the triggers' transactions; the embedded scheduler only hands due rows over
-// to Temporal (an outbox), so nothing is lost if Temporal is briefly unreachable.
+// The Temporal runner (TEMPORAL_ADDRESS set): one workflow per delivery, id `webhook-<delivery id>`,
+// on the `<base>.webhooks` task queue (workflows/webhooks.ts). Deliveries are inserted by the
+// triggers' transactions as in embedded mode; the embedded scheduler's claim hands due rows over
+// (dispatch below), so nothing is lost while Temporal is unreachable: the lease expires and the row
+// is claimed again. What the row says while Temporal owns it:
+// - handed over:  next_attempt_at NULL, claim_token NULL, planned_at = the workflow's next attempt;
+// - attempting:   claim_token = the attempt's token, next_attempt_at = the attempt's lease end (so a
+//                 manual retry answers 409, and a worker that died mid-attempt is noticed);
+// - paused:       paused_at set (its webhook was disabled when the workflow woke): the run ended,
+//                 enabling the webhook makes it due at planned_at again (store.setDeliveriesPaused).
+// The reconciler (reconcileDeliveries) makes due again any handed-over delivery whose planned time
+// passed without an attempt: its workflow was terminated, cancelled, failed or never started.
 
 export const WEBHOOK_WORKFLOW = "webhookDeliveryWorkflow";
 export const RETRY_NOW_SIGNAL = "retryNow";
 export const workflowIdFor = (deliveryId: string) => `webhook-${deliveryId}`;
+/** A handed-over delivery whose planned attempt is this late has lost its workflow. */
+export const RECONCILE_SLACK_MS = 15_000;
 
 export interface DeliveryWorkflowInput {
   deliveryId: string;
   baseMs: number;
   timeoutMs: number;
+  /** The namespace has Vigil's search attributes: keep VigilDeliveryStatus current. Absent in v1. */
+  attributes?: boolean;
 }
 
-export interface AttemptSummary {
-  /** The delivery or its webhook no longer exists. */
-  gone: boolean;
-  outcome: AttemptOutcome;
-  attempts: number;
-  limit: number;
+export type AttemptResult =
+  | { kind: "gone" }
+  | { kind: "paused" }
+  | { kind: "sent"; token: string; outcome: AttemptOutcome; record: AttemptRecord; attempts: number; limit: number };
+
+export interface Decision {
+  status: DeliveryStatus;
+  /** Wait this long before the next attempt (retrying only). */
+  delayMs: number | null;
 }
 
 export interface WebhookActivities {
-  sendWebhookAttempt(deliveryId: string): Promise<AttemptSummary>;
+  /** Claims the delivery (in flight), sends one attempt; paused when its webhook is disabled. */
+  attemptWebhookDelivery(deliveryId: string): Promise<AttemptResult>;
+  /** Records the attempt and the decision of retry.ts (local activity; database only, never gives up). */
+  recordWebhookAttempt(deliveryId: string, sent: Extract<AttemptResult, { kind: "sent" }>): Promise<Decision>;
+}
+
+/** v1's activities (workflows/webhooks-v1.ts), kept for runs started before `delivery-v2`. */
+export interface WebhookActivitiesV1 {
+  sendWebhookAttempt(deliveryId: string): Promise<{ gone: boolean; outcome: AttemptOutcome; attempts: number; limit: number }>;
   recordWebhookDecision(deliveryId: string, status: DeliveryStatus, plannedAt: string | null): Promise<void>;
 }
 
-interface Loaded {
-  id: string;
+interface Claimed {
+  enabled: boolean;
   project_id: string;
   event_id: string;
   event_type: string;
   payload: Record<string, unknown>;
   created_at: Date;
+  attempt_count: number;
   attempt_limit: number;
   type: "http" | "discord";
   url: string;
   secret: string | null;
 }
 
-async function load(q: Queryable, id: string): Promise<Loaded | undefined> {
-  const r = await q.query<Loaded>(
-    `SELECT d.id, d.project_id, d.event_id, d.event_type, ${PAYLOAD_SQL} AS payload, d.created_at, d.attempt_limit, w.type, w.url, w.secret
-     FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.id = $1`,
-    [id],
+/**
+ * Marks the delivery in flight under `token` until `leaseUntil` (or paused when its webhook is
+ * disabled) and returns what the send needs; undefined when the delivery or its webhook is gone.
+ */
+async function claimForAttempt(q: Queryable, id: string, token: string, leaseUntil: Date, now: Date): Promise<Claimed | undefined> {
+  const r = await q.query<Claimed>(
+    `UPDATE webhook_deliveries d SET
+        claim_token = CASE WHEN w.enabled THEN $2 END,
+        next_attempt_at = CASE WHEN w.enabled THEN $3::timestamptz END,
+        paused_at = CASE WHEN w.enabled THEN NULL ELSE $4::timestamptz END,
+        planned_at = CASE WHEN w.enabled THEN d.planned_at ELSE coalesce(d.planned_at, $4::timestamptz) END,
+        updated_at = $4
+     FROM webhooks w WHERE d.id = $1 AND w.id = d.webhook_id
+     RETURNING w.enabled, d.project_id, d.event_id, d.event_type, ${PAYLOAD_SQL} AS payload, d.created_at, d.attempt_count, d.attempt_limit, w.type, w.url, w.secret`,
+    [id, token, leaseUntil, now],
   );
   return r.rows[0];
 }
 
-/** Activities, bound to the service's deps. Register them on the Temporal worker. */
-export function createWebhookActivities(deps: Pick<Deps, "db" | "clock" | "config" | "telemetry">): WebhookActivities {
+/** Activities, bound to the service's deps. Registered on the webhooks worker. */
+export function createWebhookActivities(deps: Pick<Deps, "db" | "clock" | "config" | "telemetry">): WebhookActivities & WebhookActivitiesV1 {
   const { db, clock, config } = deps;
+  const send = (d: Pick<Claimed, "type" | "url" | "secret" | "event_id" | "event_type" | "created_at" | "project_id" | "payload">, id: string) =>
+    sendAttempt(
+      { type: d.type, url: d.url, secret: d.secret },
+      envelope({ id, eventType: d.event_type, createdAt: d.created_at, projectId: d.project_id, payload: d.payload }),
+      d.event_id,
+      { timeoutMs: config.webhooks.timeoutMs, allowPrivate: config.webhooks.allowPrivate, now: clock() },
+    );
   return {
+    async attemptWebhookDelivery(deliveryId) {
+      const token = randomUUID();
+      const now = clock();
+      const d = await claimForAttempt(db, deliveryId, token, new Date(now.getTime() + config.webhooks.timeoutMs + 30_000), now);
+      if (!d) return { kind: "gone" };
+      if (!d.enabled) return { kind: "paused" };
+      const res = await send(d, deliveryId);
+      return { kind: "sent", token, outcome: res.outcome, record: res.record, attempts: d.attempt_count + 1, limit: d.attempt_limit };
+    },
+
+    async recordWebhookAttempt(deliveryId, sent) {
+      const next = nextAttempt(sent.outcome, sent.attempts, sent.limit, { baseMs: config.webhooks.backoffBaseMs }, Math.random());
+      const now = clock();
+      const delayMs = next.status === "retrying" ? next.delayMs : null;
+      const r = await db.query(
+        `UPDATE webhook_deliveries SET status = $3, attempt_count = attempt_count + 1, attempts = attempts || jsonb_build_array($4::jsonb),
+                planned_at = $5, next_attempt_at = NULL, claim_token = NULL, updated_at = $6
+         WHERE id = $1 AND claim_token = $2`,
+        [deliveryId, sent.token, next.status, JSON.stringify(sent.record), delayMs === null ? null : new Date(now.getTime() + delayMs), now],
+      );
+      if (r.rowCount) {
+        deps.telemetry.webhookDeliveries.inc({ outcome: next.status === "retrying" ? "failed" : next.status });
+        return { status: next.status, delayMs };
+      }
+      // Recorded already (this local activity ran again after a crash), or the claim was taken over:
+      // follow what the row says.
+      const cur = (await db.query<{ status: DeliveryStatus; planned_at: Date | null }>("SELECT status, planned_at FROM webhook_deliveries WHERE id = $1", [deliveryId])).rows[0];
+      if (!cur) return { status: "abandoned", delayMs: null };
+      return { status: cur.status, delayMs: cur.status === "retrying" ? Math.max(0, (cur.planned_at?.getTime() ?? now.getTime()) - now.getTime()) : null };
+    },
+
     async sendWebhookAttempt(deliveryId) {
-      const d = await load(db, deliveryId);
+      const r0 = await db.query<Claimed>(
+        `SELECT true AS enabled, d.project_id, d.event_id, d.event_type, ${PAYLOAD_SQL} AS payload, d.created_at, d.attempt_count, d.attempt_limit, w.type, w.url, w.secret
+         FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.id = $1`,
+        [deliveryId],
+      );
+      const d = r0.rows[0];
       if (!d) return { gone: true, outcome: { ok: false }, attempts: 0, limit: 0 };
-      const env = envelope({ id: d.id, eventType: d.event_type, createdAt: d.created_at, projectId: d.project_id, payload: d.payload });
-      const res = await sendAttempt({ type: d.type, url: d.url, secret: d.secret }, env, d.event_id, {
-        timeoutMs: config.webhooks.timeoutMs,
-        allowPrivate: config.webhooks.allowPrivate,
-        now: clock(),
-      });
+      const res = await send(d, deliveryId);
       const r = await db.query<{ attempt_count: number; attempt_limit: number }>(
-        // next_attempt_at = NULL: this attempt is what any pending dispatch (or manual retry) asked for.
         `UPDATE webhook_deliveries SET attempt_count = attempt_count + 1, attempts = attempts || jsonb_build_array($2::jsonb), next_attempt_at = NULL, updated_at = $3
          WHERE id = $1 RETURNING attempt_count, attempt_limit`,
         [deliveryId, JSON.stringify(res.record), clock()],
       );
       if (!r.rows[0]) return { gone: true, outcome: res.outcome, attempts: 0, limit: 0 };
-      deps.telemetry.webhookDeliveries.inc({ outcome: res.outcome.ok ? "succeeded" : "failed" });
       return { gone: false, outcome: res.outcome, attempts: r.rows[0].attempt_count, limit: r.rows[0].attempt_limit };
     },
     async recordWebhookDecision(deliveryId, status, plannedAt) {
-      if (status === "abandoned") deps.telemetry.webhookDeliveries.inc({ outcome: "abandoned" });
       await db.query("UPDATE webhook_deliveries SET status = $2, planned_at = $3, updated_at = $4 WHERE id = $1", [deliveryId, status, plannedAt, clock()]);
     },
   };
@@ -89,33 +159,57 @@ export function createWebhookActivities(deps: Pick<Deps, "db" | "clock" | "confi
 
 export interface TemporalDispatch {
   dispatch(rows: ClaimedDelivery[]): Promise<void>;
-  close(): Promise<void>;
 }
 
-/** Starts (or, for a manual retry of a running one, signals) the workflow of each claimed delivery. */
-export async function createTemporalDispatch(deps: Pick<Deps, "config" | "log">): Promise<TemporalDispatch> {
-  const t = deps.config.temporal!;
-  const client = await temporalClient(t);
-  const input = (id: string): DeliveryWorkflowInput => ({ deliveryId: id, baseMs: deps.config.webhooks.backoffBaseMs, timeoutMs: deps.config.webhooks.timeoutMs });
+/**
+ * Starts the workflow of each claimed delivery (an existing run is kept), or, for a manual retry
+ * or a re-dispatch of one already attempted, signals `retryNow` (starting a run if none is open).
+ */
+export function createTemporalDispatch(deps: Pick<Deps, "config">, link: TemporalLink): TemporalDispatch {
+  const input = (id: string, attributes: boolean): DeliveryWorkflowInput => ({ deliveryId: id, baseMs: deps.config.webhooks.backoffBaseMs, timeoutMs: deps.config.webhooks.timeoutMs, attributes });
   return {
     async dispatch(rows) {
+      if (!rows.length) return;
+      const [client, queues, attributes] = await Promise.all([link.client(), link.queues(), link.searchAttributes()]);
       await Promise.all(
         rows.map(async (r) => {
-          const opts = { workflowId: workflowIdFor(r.id), taskQueue: t.taskQueue, args: [input(r.id)] as [DeliveryWorkflowInput] };
-          if (r.attempt_count === 0) {
-            try {
-              await client.workflow.start(WEBHOOK_WORKFLOW, opts);
-            } catch (err) {
-              if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-            }
-          } else {
-            await client.workflow.signalWithStart(WEBHOOK_WORKFLOW, { ...opts, signal: RETRY_NOW_SIGNAL, signalArgs: [] });
-          }
+          const opts = {
+            workflowId: workflowIdFor(r.id),
+            taskQueue: queues.webhooks,
+            args: [input(r.id, attributes)] as [DeliveryWorkflowInput],
+            staticSummary: `Delivery of ${r.event_type} (${r.event_id}) to webhook ${r.webhook_id}`,
+            ...(attributes
+              ? {
+                  typedSearchAttributes: [
+                    { key: VigilProjectId, value: r.project_id },
+                    { key: VigilWebhookId, value: r.webhook_id },
+                    { key: VigilDeliveryStatus, value: r.attempt_count === 0 ? "pending" : "retrying" },
+                  ],
+                }
+              : {}),
+          };
+          if (r.attempt_count === 0) await client.workflow.start(WEBHOOK_WORKFLOW, { ...opts, workflowIdConflictPolicy: "USE_EXISTING" });
+          else await client.workflow.signalWithStart(WEBHOOK_WORKFLOW, { ...opts, signal: RETRY_NOW_SIGNAL, signalArgs: [] });
         }),
       );
     },
-    async close() {
-      // The shared client is closed by the temporal feature (src/temporal/worker.ts).
-    },
   };
+}
+
+/**
+ * Makes due again every handed-over delivery whose planned attempt is RECONCILE_SLACK_MS late (its
+ * workflow is gone: terminated, cancelled, failed); the scheduler's claim re-dispatches it.
+ */
+export async function reconcileDeliveries(q: Queryable, now: Date): Promise<number> {
+  const r = await q.query(
+    `WITH late AS (
+       UPDATE webhook_deliveries d SET next_attempt_at = $1, updated_at = $1
+       FROM webhooks w
+       WHERE w.id = d.webhook_id AND w.enabled AND d.status IN ('pending', 'retrying') AND d.next_attempt_at IS NULL AND d.paused_at IS NULL
+         AND coalesce(d.planned_at, d.updated_at) < $2
+       RETURNING 1)
+     SELECT count(*)::int AS n, pg_notify('vigil_webhook_due', '') FROM late HAVING count(*) > 0`,
+    [now, new Date(now.getTime() - RECONCILE_SLACK_MS)],
+  );
+  return r.rows[0]?.n ?? 0;
 }

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file vigil/v1/health.proto.
  */
 export const file_vigil_v1_health: GenFile = /*@__PURE__*/
-  fileDesc("ChV2aWdpbC92MS9oZWFsdGgucHJvdG8SCHZpZ2lsLnYxIg4KDENoZWNrUmVxdWVzdCIfCg1DaGVja1Jlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCTJeCg1IZWFsdGhTZXJ2aWNlEk0KBUNoZWNrEhYudmlnaWwudjEuQ2hlY2tSZXF1ZXN0GhcudmlnaWwudjEuQ2hlY2tSZXNwb25zZSIT0PMYAYLT5JMCCRIHL2hlYWx0aGIGcHJvdG8z", [file_google_api_annotations, file_vigil_v1_options]);
+  fileDesc("ChV2aWdpbC92MS9oZWFsdGgucHJvdG8SCHZpZ2lsLnYxIg4KDENoZWNrUmVxdWVzdCI4Cg1DaGVja1Jlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIXCg90ZW1wb3JhbF93b3JrZXIYAiABKAkyXgoNSGVhbHRoU2VydmljZRJNCgVDaGVjaxIWLnZpZ2lsLnYxLkNoZWNrUmVxdWVzdBoXLnZpZ2lsLnYxLkNoZWNrUmVzcG9uc2UiE9DzGAGC0+STAgkSBy9oZWFsdGhiBnByb3RvMw", [file_google_api_annotations, file_vigil_v1_options]);
 
 /**
  * @generated from message vigil.v1.CheckRequest
@@ -32,9 +32,20 @@ export const CheckRequestSchema: GenMessage<CheckRequest> = /*@__PURE__*/
  */
 export type CheckResponse = Message<"vigil.v1.CheckResponse"> & {
   /**
+   * "ok"; "degraded" while a background part of this node cannot run (see the fields below). The
+   * answer is 200 either way: the node serves its API.
+   *
    * @generated from field: string status = 1;
    */
   status: string;
+
+  /**
+   * Temporal workers of this node: "off" (no TEMPORAL_ADDRESS, or ROLE=api), "connecting",
+   * "running", "unavailable" (Temporal unreachable or the worker failed: reconnecting), "stopped".
+   *
+   * @generated from field: string temporal_worker = 2;
+   */
+  temporalWorker: string;
 };
 
 /**
