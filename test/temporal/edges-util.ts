@@ -74,3 +74,11 @@ export async function incidentAfter(db: pg.Pool, monitorId: string, since: numbe
 export async function wakesLeft(db: pg.Pool): Promise<number> {
   return (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM monitor_wakes")).rows[0].n;
 }
+
+/** Waits until the workflow's current run is closed with this status (e.g. COMPLETED). */
+export async function runClosed(client: Client, workflowId: string, status: string, timeoutMs: number, label: string): Promise<{ runId: string; closeTime?: Date }> {
+  return waitFor(async () => {
+    const d = await client.workflow.getHandle(workflowId).describe();
+    return d.status.name === status ? { runId: d.runId, closeTime: d.closeTime } : undefined;
+  }, timeoutMs, label, 100);
+}
