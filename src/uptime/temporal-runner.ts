@@ -129,10 +129,13 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
     return r.rows.length;
   }
 
-  /** One outbox row: signal-with-start (the monitor has a deadline) or a plain signal. */
+  /** One outbox row: signal-with-start (the monitor has a deadline or is down) or a plain signal. */
   private async send(w: WakeRow): Promise<void> {
     const client = await this.link.client();
-    if (w.kind === "signal" || w.project_id === null) {
+    // A down monitor is watched too (its run idles and shows it down): its wake starts a run if
+    // none is open, even as a 'signal' row (it went down with no deadline: born down, or its
+    // 'start' row was replaced by the down change before it was sent).
+    if (w.project_id === null || (w.kind === "signal" && w.status !== "down")) {
       try {
         await client.workflow.getHandle(monitorWorkflowId(w.monitor_id)).signal("wake");
       } catch (err) {
@@ -187,7 +190,7 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
       const got = await c.query<{ ok: boolean }>("SELECT pg_try_advisory_lock($1) AS ok", [SWEEP_LOCK]);
       if (!got.rows[0]?.ok) return;
       try {
-        const rows = (await c.query<WakeRow>("SELECT id AS monitor_id, project_id, slug, status FROM monitors WHERE deadline_at IS NOT NULL ORDER BY deadline_at")).rows;
+        const rows = (await c.query<WakeRow>("SELECT id AS monitor_id, project_id, slug, status FROM monitors WHERE deadline_at IS NOT NULL OR status = 'down' ORDER BY deadline_at NULLS LAST")).rows;
         const client = await this.link.client();
         const work = async () => {
           for (let w = rows.shift(); w && !this.stopped; w = rows.shift()) {

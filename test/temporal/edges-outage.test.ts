@@ -113,6 +113,39 @@ describe("Temporal unreachable, then restored", () => {
   });
 });
 
+describe("down monitors have their (idle) workflow", () => {
+  it("a monitor whose first heartbeat says down gets a running workflow that shows it down", async () => {
+    const r = await hb("born-down", { status: "down", expectedIntervalMs: 60_000 });
+    assert.equal(r.body.data.monitor.status, "down");
+    const id = r.body.data.monitor.id;
+    await waitFor(async () => (await wakesLeft(db)) === 0, 5_000, "outbox drained");
+    const d = await waitFor(async () => {
+      const x = await tc.client.workflow.getHandle(`monitor-${id}`).describe();
+      return x.searchAttributes.VigilMonitorStatus?.[0] === "down" ? x : undefined;
+    }, 10_000, "a running workflow that shows the monitor down");
+    assert.equal(d.status.name, "RUNNING");
+  });
+});
+
+describe("Temporal unreachable: coalesced wakes", () => {
+  it("a monitor created and then taken down while Temporal is down gets its (idle, down) workflow once it is back", async () => {
+    await srv.stop();
+    const first = await hb("created-then-down", { expectedIntervalMs: 60_000, gracePeriodMs: 0 });
+    const id = first.body.data.monitor.id;
+    const down = await hb("created-then-down", { status: "down" });
+    assert.equal(down.body.data.monitor.status, "down");
+    assert.equal(await wakesLeft(db), 1, "one outbox row per monitor: the down wake replaced the start");
+    await restartServer();
+    await waitFor(async () => (await wakesLeft(db)) === 0, RECONCILE_MS + 5_000, "outbox drained after restart");
+    // The down monitor is watched like any other (the operators' "down monitors of project X" query finds it).
+    const d = await waitFor(async () => {
+      const x = await tc.client.workflow.getHandle(`monitor-${id}`).describe();
+      return x.searchAttributes.VigilMonitorStatus?.[0] === "down" ? x : undefined;
+    }, 10_000, "a running workflow that shows the monitor down");
+    assert.equal(d.status.name, "RUNNING");
+  });
+});
+
 describe("Temporal server restart", () => {
   it("keeps a sleeping workflow's timer: a deadline after the restart is detected at the deadline by that timer", async () => {
     const r = await hb("timer-kept", { expectedIntervalMs: 10_000, gracePeriodMs: 0 });
