@@ -1,5 +1,14 @@
 // `npm test`: one PostgreSQL for the whole run (embedded in .tmp/, or DATABASE_URL when set), a
-// migrated template database that every test file clones, then node's test runner over test/**.
+// migrated template database that every test file clones, one Temporal dev server for the whole run
+// (test/helpers/temporal.ts: the `temporal` CLI from TEMPORAL_CLI or PATH, else obtained; the run
+// fails, saying how to get it, when it cannot be), then node's test runner in two passes:
+//   pass 1  every test/**/*.test.ts (or only the files given: `npm test -- test/x/y.test.ts`)
+//   pass 2  the uptime and webhook tests again with Temporal as the runner (VIGIL_TEST_TEMPORAL=1:
+//           startTestApp and startNode add TEMPORAL_ADDRESS of the shared server). It runs when no
+//           files are given, or with `--temporal` (then on the files given, if any):
+//           `npm test -- --temporal test/uptime/lifecycle.test.ts`. `--temporal-only` skips pass 1.
+// Test files get VIGIL_TEST_TEMPORAL_ADDRESS (the shared server) and TEMPORAL_CLI in both passes.
+// The run fails when either pass fails.
 import { spawn } from "node:child_process";
 import { readdirSync, statSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -10,9 +19,15 @@ import pino from "pino";
 import { startEmbeddedPostgres } from "../src/storage/embedded.js";
 import { createPool } from "../src/storage/db.js";
 import { migrate } from "../src/storage/migrate.js";
+import { startTemporal, temporalCli, type TemporalServer } from "./helpers/temporal.js";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const args = process.argv.slice(2);
+
+/** Pass 2 runs these directories' test files with Temporal as the runner... */
+const TEMPORAL_PASS_DIRS = ["test/uptime", "test/webhooks"];
+/** ...except: pure unit tests (no service), and the Temporal runner's own mock-environment tests (pass 1 runs them). */
+const NOT_IN_TEMPORAL_PASS = new Set(["test/uptime/model.test.ts", "test/webhooks/decisions.test.ts", "test/uptime/temporal.test.ts", "test/webhooks/temporal.test.ts"]);
 
 function testFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((f) => {
@@ -23,6 +38,25 @@ function testFiles(dir: string): string[] {
 }
 
 async function main(): Promise<number> {
+  // The Temporal CLI and server first: no silent skip of the Temporal tests.
+  let cli: string;
+  let temporal: TemporalServer;
+  try {
+    cli = await temporalCli();
+    temporal = await startTemporal();
+  } catch (err) {
+    console.error(`npm test: ${err instanceof Error ? err.message : String(err)}`);
+    return 1;
+  }
+  console.log(`npm test: Temporal dev server ${temporal.address} (${cli})`);
+  try {
+    return await runAll(cli, temporal);
+  } finally {
+    await temporal.stop();
+  }
+}
+
+async function runAll(cli: string, temporal: TemporalServer): Promise<number> {
   const log = pino({ level: "warn" });
   let adminUrl = process.env.DATABASE_URL;
   let stop: (() => Promise<void>) | undefined;
@@ -44,23 +78,54 @@ async function main(): Promise<number> {
   await migrate(pool);
   await pool.end();
 
-  const files = args.length ? args.filter((a) => !a.startsWith("--")) : testFiles(path.join(root, "test"));
-  const flags = args.filter((a) => a.startsWith("--"));
-  const code = await new Promise<number>((resolve) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "--test", "--test-concurrency=2", ...flags, ...files], {
-      stdio: "inherit",
-      cwd: root,
-      env: { ...process.env, VIGIL_TEST_ADMIN_URL: adminUrl, VIGIL_TEST_TEMPLATE: template },
+  const given = args.filter((a) => !a.startsWith("--"));
+  const flags = args.filter((a) => a.startsWith("--") && a !== "--temporal" && a !== "--temporal-only");
+  const temporalOnly = args.includes("--temporal-only");
+  const files = given.length ? given : testFiles(path.join(root, "test"));
+  const temporalPass = !given.length || temporalOnly || args.includes("--temporal");
+  const rel = (f: string) => path.relative(root, path.resolve(root, f));
+  const temporalFiles = given.length
+    ? given
+    : TEMPORAL_PASS_DIRS.flatMap((d) => testFiles(path.join(root, d))).filter((f) => !NOT_IN_TEMPORAL_PASS.has(rel(f)));
+
+  const runPass = (title: string, list: string[], extraEnv: Record<string, string>) => {
+    console.log(`\n=== ${title}: ${list.length} file(s) ===\n`);
+    const started = Date.now();
+    return new Promise<number>((resolve) => {
+      const child = spawn(process.execPath, ["--import", "tsx", "--test", "--test-concurrency=2", ...flags, ...list], {
+        stdio: "inherit",
+        cwd: root,
+        env: { ...process.env, VIGIL_TEST_ADMIN_URL: adminUrl, VIGIL_TEST_TEMPLATE: template, VIGIL_TEST_TEMPORAL_ADDRESS: temporal.address, TEMPORAL_CLI: cli, ...extraEnv },
+      });
+      child.on("exit", (c) => {
+        console.log(`\n=== ${title}: ${c === 0 ? "passed" : "FAILED"} in ${Math.round((Date.now() - started) / 1000)} s ===`);
+        resolve(c ?? 1);
+      });
     });
-    child.on("exit", (c) => resolve(c ?? 1));
-  });
-  const dbs = await admin.query<{ datname: string }>("SELECT datname FROM pg_database WHERE datname LIKE $1", [`vigil_t_%`]);
+  };
+  const results: [string, number][] = [];
+  if (!temporalOnly) results.push(["pass 1 (embedded runner)", await runPass("pass 1 (embedded runner)", files, {})]);
+  if (temporalPass) {
+    await dropTestDatabases(admin);
+    results.push(["pass 2 (Temporal runner)", await runPass("pass 2 (Temporal runner, TEMPORAL_ADDRESS set)", temporalFiles, { VIGIL_TEST_TEMPORAL: "1" })]);
+  }
+  if (results.length > 1) for (const [title, c] of results) console.log(`npm test: ${title} ${c === 0 ? "passed" : "FAILED"}`);
+  const code = results.find(([, c]) => c !== 0)?.[1] ?? 0;
+  await cleanup(admin, template, stop, tmp);
+  return code;
+}
+
+async function dropTestDatabases(admin: pg.Client): Promise<void> {
+  const dbs = await admin.query<{ datname: string }>("SELECT datname FROM pg_database WHERE datname LIKE $1", ["vigil\\_t\\_%"]); // not the template vigil_tpl_*
   for (const { datname } of dbs.rows) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`).catch(() => undefined);
+}
+
+async function cleanup(admin: pg.Client, template: string, stop: (() => Promise<void>) | undefined, tmp: string | undefined): Promise<void> {
+  await dropTestDatabases(admin);
   await admin.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`).catch(() => undefined);
   await admin.end();
   await stop?.();
   if (tmp) await rm(tmp, { recursive: true, force: true });
-  return code;
 }
 
 main().then(

@@ -7,6 +7,7 @@ import { buildApp, type App } from "../../src/server/app.js";
 import type { Clock } from "../../src/shared/clock.js";
 import { createTestDatabase } from "./db.js";
 import { RestClient } from "./rest.js";
+import { temporalPassEnv } from "./temporal.js";
 
 export interface TestApp {
   app: App;
@@ -31,6 +32,7 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { clo
     LOG_LEVEL: process.env.VIGIL_TEST_LOG ?? "silent",
     PG_POOL_SIZE: "5",
     METRICS_PORT: "0",
+    ...temporalPassEnv(), // npm test's Temporal pass: TEMPORAL_ADDRESS of the shared dev server
     ...env,
   });
   const app = await buildApp(config, { clock: opts.clock, log: opts.log ?? pino({ level: config.logLevel }) });

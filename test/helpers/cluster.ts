@@ -4,6 +4,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { RestClient } from "./rest.js";
+import { temporalPassEnv } from "./temporal.js";
 
 // Real Vigil processes (node --import tsx src/main.ts) for multi-node and crash tests.
 
@@ -27,7 +28,7 @@ export async function startNode(env: Record<string, string>, port?: number): Pro
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "vigil-node-"));
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/root", DATA_DIR: dataDir, PORT: String(p), METRICS_PORT: "0", LOG_LEVEL: "warn", SESSION_SECRET: "cluster-test-session-secret-0123456789", ...env },
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/root", DATA_DIR: dataDir, PORT: String(p), METRICS_PORT: "0", LOG_LEVEL: "warn", SESSION_SECRET: "cluster-test-session-secret-0123456789", ...temporalPassEnv(), ...env },
     stdio: ["ignore", "ignore", "pipe"],
   });
   let err = "";

@@ -152,9 +152,19 @@ let exitHookInstalled = false;
 function killAllOnExit(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
-  process.on("exit", () => {
+  const killAll = () => {
     for (const c of live) c.kill("SIGKILL");
-  });
+  };
+  process.on("exit", killAll);
+  // A signal that ends the process skips "exit": kill the servers, then die of the signal as before.
+  for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+    const onSignal = () => {
+      killAll();
+      process.removeListener(sig, onSignal);
+      if (process.listenerCount(sig) === 0) process.kill(process.pid, sig);
+    };
+    process.on(sig, onSignal);
+  }
 }
 
 function exited(child: ChildProcess): Promise<void> {
@@ -239,4 +249,20 @@ export async function startTemporal(opts: StartTemporalOptions = {}): Promise<Te
       await launch();
     },
   };
+}
+
+/** True in `npm test`'s second pass, where the uptime and webhook tests run with Temporal as the runner. */
+export const TEMPORAL_PASS = process.env.VIGIL_TEST_TEMPORAL === "1";
+
+/**
+ * The service settings of the Temporal pass: TEMPORAL_ADDRESS of the run's shared dev server
+ * (VIGIL_TEST_TEMPORAL_ADDRESS, set by test/run.ts); empty outside that pass. startTestApp and
+ * startNode add them under the test's own env, so a test can still set or blank TEMPORAL_ADDRESS.
+ */
+export function temporalPassEnv(): Record<string, string> {
+  if (!TEMPORAL_PASS) return {};
+  const address = process.env.VIGIL_TEST_TEMPORAL_ADDRESS;
+  if (!address) throw new Error("VIGIL_TEST_TEMPORAL=1 needs VIGIL_TEST_TEMPORAL_ADDRESS: run the tests with `npm test` (it starts the Temporal dev server)");
+  // The tests' deadlines are short on purpose (hundreds of ms): lift Temporal mode's minimum.
+  return { TEMPORAL_ADDRESS: address, TEMPORAL_MIN_DEADLINE_MS: "0" };
 }
