@@ -95,6 +95,13 @@ export async function deliveryOf(l: Live, webhookId: string, eventId: string): P
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** `p`, or a failure naming `what` after `ms` (a workflow result must not hang a test). */
+export function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)));
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
 /** The event data a delivery carries (the receiver's view of body.data.data). */
 export const dataOf = (raw: string): Record<string, any> => JSON.parse(raw).data?.data ?? {};
 export const deliveryIdOf = (h: { headers: Record<string, unknown> }) => String(h.headers["x-vigil-delivery-id"]);
