@@ -10,6 +10,8 @@ const all = readdirSync(dir)
   .sort();
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));
 const suites = wanted.length ? wanted : all;
+// Flags (`npm run bench uptime -- --quick`) go to every suite run.
+const flags = process.argv.slice(2).filter((a) => a.startsWith("-"));
 let failed = 0;
 for (const s of suites) {
   if (!all.includes(s)) {
@@ -18,7 +20,7 @@ for (const s of suites) {
     continue;
   }
   console.log(`\n=== bench: ${s} ===`);
-  const r = spawnSync(process.execPath, ["--import", "tsx", "--expose-gc", path.join(dir, `${s}.ts`)], { stdio: "inherit" });
+  const r = spawnSync(process.execPath, ["--import", "tsx", "--expose-gc", path.join(dir, `${s}.ts`), ...flags], { stdio: "inherit" });
   if (r.status !== 0) failed++;
 }
 process.exit(failed ? 1 : 0);

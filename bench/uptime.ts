@@ -6,6 +6,11 @@
 //  3. Baseline, same run, same database and load generator: a naive service with one transaction per
 //     heartbeat (lock, update, insert, commit; no group commit), and a 1 s polling detector
 //     (UPDATE ... WHERE status = 'up' AND deadline_at <= now() every second) for the detection delay.
+//  4. Temporal mode (bench/_uptime-temporal.ts): detection at 1,000 and 10,000 monitors with the default
+//     interval and grace for Temporal and embedded runners side by side, Temporal history events per
+//     monitor per deadline period at two heartbeat rates, and a ramp to the most monitors the dev
+//     server carries with detection p99 < 1 s. Flags: --quick, --temporal-only, --no-temporal,
+//     --sequential; BENCH_SCALE and the other knobs are described in docs/benchmarks.md.
 // Bounded: each phase stops at its time cap. Loopback only.
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -16,10 +21,14 @@ import path from "node:path";
 import pg from "pg";
 import pino from "pino";
 import { startEmbeddedPostgres } from "../src/storage/embedded.js";
+import { temporalUptime } from "./_uptime-temporal.js";
 import { freePort, post, postgresCpuSeconds, processCpuSeconds, setupProject, vigilArgs, waitHealthy, writeBenchSection } from "./_shared.js";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const QUICK = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1";
+/** --temporal-only: only the Temporal-mode part (bench/_uptime-temporal.ts); --no-temporal: only the embedded runner against the baseline. */
+const EMBEDDED = !process.argv.includes("--temporal-only");
+const TEMPORAL = !process.argv.includes("--no-temporal");
 const MONITORS = QUICK ? 2_000 : 10_000;
 const STOPPED = QUICK ? 200 : 1_000;
 const INTERVAL_MS = 1_000;
@@ -141,144 +150,155 @@ const loadLine = (name: string, r: LoadResult) =>
 const delayLine = (name: string, d: number[]) => `| ${name} | ${fmt(d.length)} | ${fmt(pct(d, 0.5))} | **${fmt(pct(d, 0.99))}** | ${fmt(Math.max(...d))} |`;
 
 // ---------------------------------------------------------------------------------------------
+/** Vigil (embedded runner) against the naive baseline: the "Uptime" section. */
+async function embeddedAndBaseline(pgUrl: string, db: pg.Client, tmp: string, children: ChildProcess[]): Promise<void> {
+  const vigilPort = await freePort();
+  const metricsPort = await freePort();
+  const profile = process.env.BENCH_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const vigil = spawn(process.execPath, [...profile, ...vigilArgs()], {
+    cwd: root,
+    stdio: ["ignore", "ignore", "inherit"],
+    env: { ...process.env, DATABASE_URL: pgUrl, PORT: String(vigilPort), METRICS_PORT: String(metricsPort), HOST: "127.0.0.1", DATA_DIR: path.join(tmp, "vigil"), LOG_LEVEL: "warn", REDIS_URL: "", TEMPORAL_ADDRESS: "", PG_POOL_SIZE: POOL, MAX_MONITORS_PER_PROJECT: String(MONITORS), RATE_LIMIT_HEARTBEATS_PER_MINUTE: "100000000" },
+  });
+  children.push(vigil);
+  await waitHealthy(vigilPort, vigil);
+  const { key, projectId } = await setupProject(vigilPort);
+  await db.connect();
+
+  // Create every monitor through its first heartbeat (1 s interval, 2 s grace), then warm up.
+  console.log(`creating ${MONITORS} monitors`);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+  let nextNew = 0;
+  const createBody = JSON.stringify({ expectedIntervalMs: INTERVAL_MS, gracePeriodMs: GRACE_MS });
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      for (let i = nextNew++; i < MONITORS; i = nextNew++) {
+        const r = await post(agent, vigilPort, `/v1/projects/${projectId}/heartbeats/m-${i}`, createBody, key);
+        if (r.status !== 200) throw new Error(`create: ${r.status} ${r.text}`);
+      }
+    }),
+  );
+  agent.destroy();
+  await load(vigilPort, key, projectId, 0, 2_000, vigil.pid!);
+  const incidents0 = (await db.query("SELECT count(*)::int AS n FROM incidents")).rows[0].n;
+
+  // 1. Steady heartbeats for every monitor.
+  const xacts = async () => Number((await db.query("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")).rows[0].xact_commit);
+  const x0 = await xacts();
+  const steady = await load(vigilPort, key, projectId, 0, STEADY_MS, vigil.pid!);
+  console.log("vigil steady", steady, "transactions per heartbeat", ((await xacts()) - x0) / steady.requests);
+  const flaps = (await db.query("SELECT count(*)::int AS n FROM incidents")).rows[0].n - incidents0;
+
+  // 2. Stop STOPPED monitors; keep beating the others until every stopped one is down.
+  const stoppedIds = (await db.query<{ id: string }>("SELECT id FROM monitors WHERE project_id = $1 AND slug = ANY($2::text[])", [projectId, Array.from({ length: STOPPED }, (_, i) => `m-${i}`)])).rows.map((r) => r.id);
+  let allDown = false;
+  const poll = setInterval(async () => {
+    const r = await db.query("SELECT count(*)::int AS n FROM monitors WHERE id = ANY($1::text[]) AND status = 'down'", [stoppedIds]);
+    allDown = r.rows[0].n === STOPPED;
+  }, 250);
+  const during = await load(vigilPort, key, projectId, STOPPED, DETECT_CAP_MS, vigil.pid!, () => allDown);
+  clearInterval(poll);
+  const det = await db.query<{ d: number }>(
+    "SELECT extract(epoch FROM created_at - started_at) * 1000 AS d FROM incidents WHERE monitor_id = ANY($1::text[]) AND created_at >= started_at ORDER BY started_at",
+    [stoppedIds],
+  );
+  const vigilDelays = det.rows.map((r) => Number(r.d));
+  const lateFlaps = (await db.query("SELECT count(*)::int AS n FROM incidents WHERE NOT (monitor_id = ANY($1::text[]))", [stoppedIds])).rows[0].n - incidents0;
+  const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+  console.log("vigil detection", { n: vigilDelays.length, p50: pct(vigilDelays, 0.5), p99: pct(vigilDelays, 0.99), max: Math.max(...vigilDelays) });
+  vigil.kill("SIGTERM");
+  await new Promise((r) => vigil.once("exit", r));
+
+  // 3. Baseline: per-heartbeat transactions, and a 1 s polling detector, on the same monitors.
+  await db.query("UPDATE monitors SET status = 'up', deadline_at = now() + interval '10 seconds' WHERE project_id = $1", [projectId]);
+  const naivePort = await freePort();
+  const naive = spawn(process.execPath, ["--import", "tsx", path.join(root, "bench/uptime.ts"), "--naive-server", String(naivePort), pgUrl, projectId], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
+  children.push(naive);
+  for (let i = 0; i < 300; i++) {
+    try {
+      if ((await post(new http.Agent(), naivePort, `/v1/projects/${projectId}/heartbeats/m-0`, "{}", "x")).status === 200) break;
+    } catch {
+      /* starting */
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await load(naivePort, "x", projectId, 0, 2_000, naive.pid!);
+  const naiveSteady = await load(naivePort, "x", projectId, 0, STEADY_MS, naive.pid!);
+  console.log("naive steady", naiveSteady);
+  // The polling detector: every second, take down every up monitor whose deadline has passed.
+  const pollDelays: number[] = [];
+  const stoppedSet = new Set(stoppedIds);
+  const pollDb = new pg.Client({ connectionString: pgUrl });
+  await pollDb.connect();
+  let polling = true;
+  const poller2 = (async () => {
+    while (polling) {
+      const t0 = Date.now();
+      const r = await pollDb.query<{ id: string; d: number }>(
+        `WITH due AS (SELECT id, deadline_at FROM monitors WHERE status = 'up' AND deadline_at <= clock_timestamp() FOR UPDATE)
+         UPDATE monitors m SET status = 'down', deadline_at = NULL FROM due WHERE m.id = due.id
+         RETURNING m.id, extract(epoch FROM clock_timestamp() - due.deadline_at) * 1000 AS d`,
+      );
+      for (const row of r.rows) if (stoppedSet.has(row.id)) pollDelays.push(Number(row.d));
+      await new Promise((res) => setTimeout(res, Math.max(0, 1000 - (Date.now() - t0))));
+    }
+  })();
+  const naiveDuring = await load(naivePort, "x", projectId, STOPPED, DETECT_CAP_MS, naive.pid!, () => pollDelays.length >= STOPPED);
+  polling = false;
+  await poller2;
+  await pollDb.end();
+  console.log("poll detection", { n: pollDelays.length, p50: pct(pollDelays, 0.5), p99: pct(pollDelays, 0.99), max: Math.max(...pollDelays) });
+
+  const lag = metrics.split("\n").filter((l) => l.startsWith("vigil_scheduler_lag_seconds_") && l.includes("monitor_deadline") && /_(sum|count)/.test(l));
+  const section = [
+    `Command: \`npm run bench uptime${QUICK ? " -- --quick" : ""}\` (bench/uptime.ts), run ${new Date().toISOString().slice(0, 16)}Z${QUICK ? " — QUICK run (smaller counts)" : ""}.`,
+    "",
+    `${fmt(MONITORS)} heartbeat monitors (interval ${INTERVAL_MS} ms, grace ${GRACE_MS} ms: a deadline ${(INTERVAL_MS + GRACE_MS) / 1000} s after each heartbeat),`,
+    `created by their first heartbeat. Vigil runs as its own process (embedded scheduler) on an embedded PostgreSQL;`,
+    `the load generator (${CONCURRENCY} concurrent keep-alive HTTP/1.1 clients, heartbeats round-robin over the monitors) is`,
+    `a third process on the same 2 shared cores (1-minute load average when written: ${os.loadavg()[0].toFixed(1)}).`,
+    `CPU = CPU seconds / wall seconds (1.00 = one core). Pool: PG_POOL_SIZE=${POOL} for Vigil and the baseline.`,
+    `Detection: heartbeats stop for ${fmt(STOPPED)} monitors while the other ${fmt(MONITORS - STOPPED)} keep beating; the delay is`,
+    `incident \`created_at\` (the check that took the monitor down) minus \`startedAt\` (the deadline).`,
+    `Baseline, same run, same database, same load generator: a naive service with one transaction per heartbeat`,
+    `(lock the monitor, update, insert, commit) and a detector polling every second`,
+    `(\`UPDATE ... WHERE status = 'up' AND deadline_at <= now()\`).`,
+    "",
+    "| Heartbeats | Accepted | Seconds | Heartbeats/s | p50 ms | p99 ms | Service CPU (cores) | PostgreSQL CPU (cores) | Service + PostgreSQL CPU µs / heartbeat | Service peak RSS MB | Load generator CPU (cores) |",
+    "|---|---|---|---|---|---|---|---|---|---|---|",
+    loadLine("Vigil, all monitors beating", steady),
+    loadLine("Baseline (tx per heartbeat)", naiveSteady),
+    loadLine("Vigil, during detection", during),
+    loadLine("Baseline, during detection", naiveDuring),
+    "",
+    "| Down-detection delay after the deadline | Monitors | p50 ms | p99 ms | max ms |",
+    "|---|---|---|---|---|",
+    delayLine("Vigil (heap + one timer, CAS)", vigilDelays),
+    delayLine("Baseline (1 s polling)", pollDelays),
+    "",
+    `Ratios: heartbeats/s Vigil / baseline **${(steady.perSecond / naiveSteady.perSecond).toFixed(1)}x**; detection p99 baseline / Vigil **${(pct(pollDelays, 0.99) / pct(vigilDelays, 0.99)).toFixed(1)}x**, p50 **${(pct(pollDelays, 0.5) / pct(vigilDelays, 0.5)).toFixed(1)}x**.`,
+    `Targets: >= 5,000 heartbeats/s (${steady.perSecond >= 5_000 ? "met" : "not met"}), p99 detection < 1 s (${pct(vigilDelays, 0.99) < 1000 ? "met" : "not met"}).`,
+    `Monitors that went down while still beating (the service falling behind): ${flaps} during the steady phase, ${lateFlaps} in all.`,
+    lag.length === 2 ? `Server histogram \`vigil_scheduler_lag_seconds{kind="monitor_deadline"}\`: mean ${((1000 * Number(lag[0].split(" ").pop())) / Number(lag[1].split(" ").pop())).toFixed(0)} ms over ${lag[1].split(" ").pop()} monitors taken down.` : "",
+    "",
+  ].join("\n");
+  console.log("\n" + section);
+  await writeBenchSection("Uptime", section);
+}
+
+// ---------------------------------------------------------------------------------------------
 async function main(): Promise<void> {
   const tmp = await mkdtemp(path.join(os.tmpdir(), "vigil-bench-uptime-"));
   const children: ChildProcess[] = [];
   const pgHandle = await startEmbeddedPostgres(tmp, pino({ level: "warn" }));
   const db = new pg.Client({ connectionString: pgHandle.url });
   try {
-    const vigilPort = await freePort();
-    const metricsPort = await freePort();
-    const profile = process.env.BENCH_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-    const vigil = spawn(process.execPath, [...profile, ...vigilArgs()], {
-      cwd: root,
-      stdio: ["ignore", "ignore", "inherit"],
-      env: { ...process.env, DATABASE_URL: pgHandle.url, PORT: String(vigilPort), METRICS_PORT: String(metricsPort), HOST: "127.0.0.1", DATA_DIR: path.join(tmp, "vigil"), LOG_LEVEL: "warn", REDIS_URL: "", TEMPORAL_ADDRESS: "", PG_POOL_SIZE: POOL, MAX_MONITORS_PER_PROJECT: String(MONITORS), RATE_LIMIT_HEARTBEATS_PER_MINUTE: "100000000" },
-    });
-    children.push(vigil);
-    await waitHealthy(vigilPort, vigil);
-    const { key, projectId } = await setupProject(vigilPort);
-    await db.connect();
-
-    // Create every monitor through its first heartbeat (1 s interval, 2 s grace), then warm up.
-    console.log(`creating ${MONITORS} monitors`);
-    const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-    let nextNew = 0;
-    const createBody = JSON.stringify({ expectedIntervalMs: INTERVAL_MS, gracePeriodMs: GRACE_MS });
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        for (let i = nextNew++; i < MONITORS; i = nextNew++) {
-          const r = await post(agent, vigilPort, `/v1/projects/${projectId}/heartbeats/m-${i}`, createBody, key);
-          if (r.status !== 200) throw new Error(`create: ${r.status} ${r.text}`);
-        }
-      }),
-    );
-    agent.destroy();
-    await load(vigilPort, key, projectId, 0, 2_000, vigil.pid!);
-    const incidents0 = (await db.query("SELECT count(*)::int AS n FROM incidents")).rows[0].n;
-
-    // 1. Steady heartbeats for every monitor.
-    const xacts = async () => Number((await db.query("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")).rows[0].xact_commit);
-    const x0 = await xacts();
-    const steady = await load(vigilPort, key, projectId, 0, STEADY_MS, vigil.pid!);
-    console.log("vigil steady", steady, "transactions per heartbeat", ((await xacts()) - x0) / steady.requests);
-    const flaps = (await db.query("SELECT count(*)::int AS n FROM incidents")).rows[0].n - incidents0;
-
-    // 2. Stop STOPPED monitors; keep beating the others until every stopped one is down.
-    const stoppedIds = (await db.query<{ id: string }>("SELECT id FROM monitors WHERE project_id = $1 AND slug = ANY($2::text[])", [projectId, Array.from({ length: STOPPED }, (_, i) => `m-${i}`)])).rows.map((r) => r.id);
-    let allDown = false;
-    const poll = setInterval(async () => {
-      const r = await db.query("SELECT count(*)::int AS n FROM monitors WHERE id = ANY($1::text[]) AND status = 'down'", [stoppedIds]);
-      allDown = r.rows[0].n === STOPPED;
-    }, 250);
-    const during = await load(vigilPort, key, projectId, STOPPED, DETECT_CAP_MS, vigil.pid!, () => allDown);
-    clearInterval(poll);
-    const det = await db.query<{ d: number }>(
-      "SELECT extract(epoch FROM created_at - started_at) * 1000 AS d FROM incidents WHERE monitor_id = ANY($1::text[]) AND created_at >= started_at ORDER BY started_at",
-      [stoppedIds],
-    );
-    const vigilDelays = det.rows.map((r) => Number(r.d));
-    const lateFlaps = (await db.query("SELECT count(*)::int AS n FROM incidents WHERE NOT (monitor_id = ANY($1::text[]))", [stoppedIds])).rows[0].n - incidents0;
-    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-    console.log("vigil detection", { n: vigilDelays.length, p50: pct(vigilDelays, 0.5), p99: pct(vigilDelays, 0.99), max: Math.max(...vigilDelays) });
-    vigil.kill("SIGTERM");
-    await new Promise((r) => vigil.once("exit", r));
-
-    // 3. Baseline: per-heartbeat transactions, and a 1 s polling detector, on the same monitors.
-    await db.query("UPDATE monitors SET status = 'up', deadline_at = now() + interval '10 seconds' WHERE project_id = $1", [projectId]);
-    const naivePort = await freePort();
-    const naive = spawn(process.execPath, ["--import", "tsx", path.join(root, "bench/uptime.ts"), "--naive-server", String(naivePort), pgHandle.url, projectId], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
-    children.push(naive);
-    for (let i = 0; i < 300; i++) {
-      try {
-        if ((await post(new http.Agent(), naivePort, `/v1/projects/${projectId}/heartbeats/m-0`, "{}", "x")).status === 200) break;
-      } catch {
-        /* starting */
-      }
-      await new Promise((r) => setTimeout(r, 100));
+    if (EMBEDDED) await embeddedAndBaseline(pgHandle.url, db, tmp, children);
+    if (TEMPORAL) {
+      const section = await temporalUptime({ pgUrl: pgHandle.url, tmp, quick: QUICK, sequential: process.argv.includes("--sequential"), pool: POOL });
+      console.log("\n" + section);
+      await writeBenchSection("Temporal mode: uptime", section);
     }
-    await load(naivePort, "x", projectId, 0, 2_000, naive.pid!);
-    const naiveSteady = await load(naivePort, "x", projectId, 0, STEADY_MS, naive.pid!);
-    console.log("naive steady", naiveSteady);
-    // The polling detector: every second, take down every up monitor whose deadline has passed.
-    const pollDelays: number[] = [];
-    const stoppedSet = new Set(stoppedIds);
-    const pollDb = new pg.Client({ connectionString: pgHandle.url });
-    await pollDb.connect();
-    let polling = true;
-    const poller2 = (async () => {
-      while (polling) {
-        const t0 = Date.now();
-        const r = await pollDb.query<{ id: string; d: number }>(
-          `WITH due AS (SELECT id, deadline_at FROM monitors WHERE status = 'up' AND deadline_at <= clock_timestamp() FOR UPDATE)
-           UPDATE monitors m SET status = 'down', deadline_at = NULL FROM due WHERE m.id = due.id
-           RETURNING m.id, extract(epoch FROM clock_timestamp() - due.deadline_at) * 1000 AS d`,
-        );
-        for (const row of r.rows) if (stoppedSet.has(row.id)) pollDelays.push(Number(row.d));
-        await new Promise((res) => setTimeout(res, Math.max(0, 1000 - (Date.now() - t0))));
-      }
-    })();
-    const naiveDuring = await load(naivePort, "x", projectId, STOPPED, DETECT_CAP_MS, naive.pid!, () => pollDelays.length >= STOPPED);
-    polling = false;
-    await poller2;
-    await pollDb.end();
-    console.log("poll detection", { n: pollDelays.length, p50: pct(pollDelays, 0.5), p99: pct(pollDelays, 0.99), max: Math.max(...pollDelays) });
-
-    const lag = metrics.split("\n").filter((l) => l.startsWith("vigil_scheduler_lag_seconds_") && l.includes("monitor_deadline") && /_(sum|count)/.test(l));
-    const section = [
-      `Command: \`npm run bench uptime${QUICK ? " -- --quick" : ""}\` (bench/uptime.ts), run ${new Date().toISOString().slice(0, 16)}Z${QUICK ? " — QUICK run (smaller counts)" : ""}.`,
-      "",
-      `${fmt(MONITORS)} heartbeat monitors (interval ${INTERVAL_MS} ms, grace ${GRACE_MS} ms: a deadline ${(INTERVAL_MS + GRACE_MS) / 1000} s after each heartbeat),`,
-      `created by their first heartbeat. Vigil runs as its own process (embedded scheduler) on an embedded PostgreSQL;`,
-      `the load generator (${CONCURRENCY} concurrent keep-alive HTTP/1.1 clients, heartbeats round-robin over the monitors) is`,
-      `a third process on the same 2 shared cores (1-minute load average when written: ${os.loadavg()[0].toFixed(1)}).`,
-      `CPU = CPU seconds / wall seconds (1.00 = one core). Pool: PG_POOL_SIZE=${POOL} for Vigil and the baseline.`,
-      `Detection: heartbeats stop for ${fmt(STOPPED)} monitors while the other ${fmt(MONITORS - STOPPED)} keep beating; the delay is`,
-      `incident \`created_at\` (the check that took the monitor down) minus \`startedAt\` (the deadline).`,
-      `Baseline, same run, same database, same load generator: a naive service with one transaction per heartbeat`,
-      `(lock the monitor, update, insert, commit) and a detector polling every second`,
-      `(\`UPDATE ... WHERE status = 'up' AND deadline_at <= now()\`).`,
-      "",
-      "| Heartbeats | Accepted | Seconds | Heartbeats/s | p50 ms | p99 ms | Service CPU (cores) | PostgreSQL CPU (cores) | Service + PostgreSQL CPU µs / heartbeat | Service peak RSS MB | Load generator CPU (cores) |",
-      "|---|---|---|---|---|---|---|---|---|---|---|",
-      loadLine("Vigil, all monitors beating", steady),
-      loadLine("Baseline (tx per heartbeat)", naiveSteady),
-      loadLine("Vigil, during detection", during),
-      loadLine("Baseline, during detection", naiveDuring),
-      "",
-      "| Down-detection delay after the deadline | Monitors | p50 ms | p99 ms | max ms |",
-      "|---|---|---|---|---|",
-      delayLine("Vigil (heap + one timer, CAS)", vigilDelays),
-      delayLine("Baseline (1 s polling)", pollDelays),
-      "",
-      `Ratios: heartbeats/s Vigil / baseline **${(steady.perSecond / naiveSteady.perSecond).toFixed(1)}x**; detection p99 baseline / Vigil **${(pct(pollDelays, 0.99) / pct(vigilDelays, 0.99)).toFixed(1)}x**, p50 **${(pct(pollDelays, 0.5) / pct(vigilDelays, 0.5)).toFixed(1)}x**.`,
-      `Targets: >= 5,000 heartbeats/s (${steady.perSecond >= 5_000 ? "met" : "not met"}), p99 detection < 1 s (${pct(vigilDelays, 0.99) < 1000 ? "met" : "not met"}).`,
-      `Monitors that went down while still beating (the service falling behind): ${flaps} during the steady phase, ${lateFlaps} in all.`,
-      lag.length === 2 ? `Server histogram \`vigil_scheduler_lag_seconds{kind="monitor_deadline"}\`: mean ${((1000 * Number(lag[0].split(" ").pop())) / Number(lag[1].split(" ").pop())).toFixed(0)} ms over ${lag[1].split(" ").pop()} monitors taken down.` : "",
-      "",
-    ].join("\n");
-    console.log("\n" + section);
-    await writeBenchSection("Uptime", section);
   } finally {
     await db.end().catch(() => undefined);
     for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
