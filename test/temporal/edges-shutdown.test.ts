@@ -56,7 +56,7 @@ describe("shutdown with wakes in flight", () => {
 
       // Recoveries, and close() as soon as the first is answered: the others are in flight (their
       // commits and wakes happen while the node shuts down).
-      const posts = ids.map((_, i) => hb(`m-${i}`, { status: "up" }).catch((err: unknown) => err));
+      const posts = ids.map((_, i) => hb(`m-${i}`, { status: "up" }).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err)))));
       await Promise.race(posts);
       const closing = Date.now();
       const closed = a.close();
