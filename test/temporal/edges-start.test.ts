@@ -55,11 +55,14 @@ describe("Temporal unreachable at start", () => {
     assert.equal(early.status, 200, early.text);
     const earlyId: string = early.body.data.monitor.id;
     assert.equal(await wakesLeft(db), 1);
-    await sleep(3_000); // a few failed connection attempts
-    const h2 = await node.rest.get("/health");
+    // A failed connection attempt shows as "unavailable" (between attempts; "connecting" during one).
+    const h2 = await waitFor(async () => {
+      const x = await node.rest.get("/health");
+      return x.body?.temporalWorker === "unavailable" ? x : undefined;
+    }, 30_000, "temporalWorker unavailable", 100);
     assert.equal(h2.status, 200);
     assert.equal(h2.body.status, "degraded");
-    assert.equal(h2.body.temporalWorker, "unavailable");
+    await sleep(2_000); // a few more failed attempts
     assert.equal(node.child.exitCode, null, "the node is still running");
     assert.doesNotMatch(await metrics(), /^temporal_workflow_task/m, "no worker ran yet");
 
