@@ -131,7 +131,11 @@ export function createWebhookActivities(deps: Pick<Deps, "db" | "clock" | "confi
       // follow what the row says.
       const cur = (await db.query<{ status: DeliveryStatus; planned_at: Date | null }>("SELECT status, planned_at FROM webhook_deliveries WHERE id = $1", [deliveryId])).rows[0];
       if (!cur) return { status: "abandoned", delayMs: null };
-      return { status: cur.status, delayMs: cur.status === "retrying" ? Math.max(0, (cur.planned_at?.getTime() ?? now.getTime()) - now.getTime()) : null };
+      // Still unfinished (e.g. the database was down past the attempt's lease and the scheduler took
+      // the claim back): this run attempts again, at its planned time or now, instead of ending
+      // "pending" and leaving the delivery to the reconciler's slack.
+      if (cur.status === "pending" || cur.status === "retrying") return { status: "retrying", delayMs: Math.max(0, (cur.planned_at?.getTime() ?? now.getTime()) - now.getTime()) };
+      return { status: cur.status, delayMs: null };
     },
 
     async sendWebhookAttempt(deliveryId) {
