@@ -173,9 +173,9 @@ export function workflowTaskDelta(a: ReturnType<typeof workflowTaskStats>, b: Re
   };
 }
 
-/** History events by kind (e.g. "workflowTaskCompleted"), summed over workflows, with eventTime in [fromMs, toMs). */
-export async function historyCounts(client: Client, workflowIds: string[], fromMs: number, toMs: number): Promise<{ workflows: number; events: Record<string, number> }> {
-  const events: Record<string, number> = {};
+/** History events by kind (e.g. "workflowTaskCompleted"), summed over workflows, per time window [from, to) of eventTime. */
+export async function historyCounts(client: Client, workflowIds: string[], windows: [number, number][]): Promise<{ workflows: number; events: Record<string, number>[] }> {
+  const events: Record<string, number>[] = windows.map(() => ({}));
   let workflows = 0;
   const queue = [...workflowIds];
   const work = async () => {
@@ -189,9 +189,10 @@ export async function historyCounts(client: Client, workflowIds: string[], fromM
       workflows++;
       for (const e of h.events ?? []) {
         const t = e.eventTime ? longMs(e.eventTime.seconds, e.eventTime.nanos) : NaN;
-        if (!(t >= fromMs && t < toMs)) continue;
+        const i = windows.findIndex(([from, to]) => t >= from && t < to);
+        if (i < 0) continue;
         const kind = Object.keys(e).find((k) => k.endsWith("EventAttributes") && (e as Record<string, unknown>)[k])?.replace(/EventAttributes$/, "") ?? "unknown";
-        events[kind] = (events[kind] ?? 0) + 1;
+        events[i][kind] = (events[i][kind] ?? 0) + 1;
       }
     }
   };

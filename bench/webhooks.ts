@@ -9,7 +9,7 @@
 //      delay for the embedded and the Temporal runner with the same counts, the Temporal one on a
 //      `temporal server start-dev` of its own (bench/_temporal.ts), and their ratios.
 // Bounded in count and time; loopback only. `--quick` for a smaller run; --temporal-only,
-// --no-temporal; BENCH_SCALE scales the Temporal comparison's events (5,000 at 1).
+// --no-temporal; BENCH_SCALE scales the Temporal comparison's events (2,000 at 1).
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import http from "node:http";
@@ -34,7 +34,7 @@ const EMBEDDED = !process.argv.includes("--temporal-only");
 const TEMPORAL = !process.argv.includes("--no-temporal");
 /** Events of the Temporal comparison's drain (both runners), scaled by BENCH_SCALE. */
 const SCALE = Number(process.env.BENCH_SCALE ?? (QUICK ? 0.2 : 1));
-const COMPARE_EVENTS = Math.max(100, Math.round(5_000 * SCALE));
+const COMPARE_EVENTS = Math.max(100, Math.round(2_000 * SCALE));
 const COMPARE_CAP_MS = 180_000;
 
 
