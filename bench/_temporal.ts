@@ -207,6 +207,8 @@ export interface DetectionParts {
   fired: number[];
   /** The incident's created_at minus TimerFired: workflow task, local activity, database. */
   worker: number[];
+  /** Monitors taken down by no timer due at their deadline (the reconciler, or a check woken otherwise). */
+  other: number;
 }
 
 /**
@@ -214,7 +216,7 @@ export interface DetectionParts {
  * timer that woke the detecting check (the last TimerFired before the incident).
  */
 export async function detectionParts(client: Client, downs: { id: string; deadline: number; created: number }[]): Promise<DetectionParts> {
-  const parts: DetectionParts = { scheduled: [], fired: [], worker: [] };
+  const parts: DetectionParts = { scheduled: [], fired: [], worker: [], other: 0 };
   const queue = [...downs];
   const work = async () => {
     for (let d = queue.shift(); d; d = queue.shift()) {
@@ -236,7 +238,11 @@ export async function detectionParts(client: Client, downs: { id: string; deadli
           if (s) last = { due: s.due, at };
         }
       }
-      if (!last) continue;
+      // The check that took it down was woken by a timer due at (or after) its deadline, or by something else.
+      if (!last || last.due < d.deadline - 5) {
+        parts.other++;
+        continue;
+      }
       parts.scheduled.push(last.due - d.deadline);
       parts.fired.push(last.at - last.due);
       parts.worker.push(d.created - last.at);
