@@ -67,7 +67,7 @@ async function main(): Promise<void> {
     await migrate(pool);
     await pool.end();
     app = await startTestApp(
-      { TEMPORAL_ADDRESS: server.address, WEBHOOK_ALLOW_PRIVATE: "true", WEBHOOK_BACKOFF_BASE_MS: "1000", WEBHOOK_TIMEOUT_MS: "2000", RATE_LIMIT_WEBHOOK_SENDS_PER_MINUTE: "10000" },
+      { TEMPORAL_ADDRESS: server.address, TEMPORAL_MIN_DEADLINE_MS: "0", WEBHOOK_ALLOW_PRIVATE: "true", WEBHOOK_BACKOFF_BASE_MS: "1000", WEBHOOK_TIMEOUT_MS: "2000", RATE_LIMIT_WEBHOOK_SENDS_PER_MINUTE: "10000" },
       { databaseUrl: pgh.url },
     );
     const { rest } = app;
