@@ -28,7 +28,7 @@ export interface MonitorWorkflowInput {
 }
 
 const { checkMonitor } = proxyLocalActivities<UptimeActivities>({
-  startToCloseTimeout: "5 seconds",
+  startToCloseTimeout: "10 seconds",
   // A deadline check never gives up: a database outage delays detection, it does not end the watch.
   retry: { initialInterval: "500 milliseconds", backoffCoefficient: 2, maximumInterval: "30 seconds" },
 });

@@ -11,8 +11,9 @@ import { deliveryLoopV1 } from "./webhooks-v1.js";
 // - The send is bounded by WEBHOOK_TIMEOUT_MS; Temporal retries only infrastructure failures (a
 //   worker crash, the database), without limit: nothing gives up on its own. A receiver's failure is
 //   an outcome, not an activity failure.
-// - A disabled webhook: the attempt finds it and the run ends "paused"; enabling the webhook
-//   re-dispatches the delivery at its planned time.
+// - A disabled webhook: a scheduled attempt finds it and the run ends "paused"; enabling the
+//   webhook re-dispatches the delivery at its planned time. Requested attempts (a run's first, a
+//   manual retry) are sent regardless, as the embedded scheduler sends tests and manual retries.
 // Versioning: runs started before the `delivery-v2` patch keep the v1 loop (webhooks-v1.ts).
 
 export async function webhookDeliveryWorkflow(input: DeliveryWorkflowInput): Promise<string> {
@@ -32,9 +33,13 @@ export async function webhookDeliveryWorkflow(input: DeliveryWorkflowInput): Pro
   const show = (status: string) => {
     if (input.attributes) upsertSearchAttributes([{ key: VigilDeliveryStatus, value: status }]);
   };
+  // The first attempt of a run and one asked for by `retryNow` were requested (a new delivery, a
+  // test, a manual retry, a re-dispatch): sent even to a disabled webhook, as in embedded mode. One
+  // woken by the timer is the schedule's: a disabled webhook pauses it.
+  let scheduled = false;
   for (;;) {
     retryNow = false;
-    const a = await attemptWebhookDelivery(input.deliveryId);
+    const a = await attemptWebhookDelivery(input.deliveryId, scheduled);
     if (a.kind !== "sent") {
       show(a.kind);
       return a.kind;
@@ -43,5 +48,6 @@ export async function webhookDeliveryWorkflow(input: DeliveryWorkflowInput): Pro
     show(d.status);
     if (d.status !== "retrying") return d.status;
     await condition(() => retryNow, Math.max(1, d.delayMs ?? 0));
+    scheduled = !retryNow;
   }
 }

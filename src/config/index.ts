@@ -36,7 +36,8 @@ export const envSchema = z.object({
   TEMPORAL_RECONCILE_MS: intFrom(30_000, 100),
   TEMPORAL_MIN_DEADLINE_MS: intFrom(1_000, 0),
   TEMPORAL_IDLE_CHECK_MS: intFrom(3_600_000, 1_000),
-  TEMPORAL_UPTIME_CONCURRENCY: intFrom(100, 1),
+  // Default: half the pool (a check holds a connection; more at once only queue on the pool).
+  TEMPORAL_UPTIME_CONCURRENCY: z.coerce.number().int().min(1).optional(),
   TEMPORAL_WEBHOOK_CONCURRENCY: intFrom(100, 1),
   TEMPORAL_SHUTDOWN_GRACE_MS: intFrom(10_000, 0),
   ROLE: z.enum(["all", "api", "worker"]).default("all"),
@@ -206,7 +207,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
           reconcileMs: e.TEMPORAL_RECONCILE_MS,
           minDeadlineMs: e.TEMPORAL_MIN_DEADLINE_MS,
           idleCheckMs: e.TEMPORAL_IDLE_CHECK_MS,
-          uptimeConcurrency: e.TEMPORAL_UPTIME_CONCURRENCY,
+          uptimeConcurrency: e.TEMPORAL_UPTIME_CONCURRENCY ?? Math.max(2, Math.floor(e.PG_POOL_SIZE / 2)),
           webhookConcurrency: e.TEMPORAL_WEBHOOK_CONCURRENCY,
           shutdownGraceMs: e.TEMPORAL_SHUTDOWN_GRACE_MS,
         }

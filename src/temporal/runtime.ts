@@ -7,7 +7,7 @@ import { freePort } from "../shared/net.js";
 //   workers in its own order, after the heartbeat writer and the wake outbox have drained;
 // - SDK metrics (workflow/activity task latencies, slots, poll failures, sticky cache) exported on a
 //   loopback port that GET /metrics appends to Vigil's own (sdkMetrics()).
-// - SDK logs through pino, at warn and above.
+// - SDK logs through pino: the TypeScript side at warn and above, Core's at error.
 
 let metricsUrl: string | undefined;
 let installed: Promise<void> | undefined;
@@ -22,7 +22,9 @@ export function installTemporalRuntime(log: Logger): Promise<void> {
     Runtime.install({
       shutdownSignals: [],
       logger: new DefaultLogger("WARN", (entry) => forward(entry.level, entry.message, entry.meta)),
-      telemetryOptions: { metrics: { prometheus: { bindAddress: `127.0.0.1:${port}`, countersTotalSuffix: true, useSecondsForDurations: true } } },
+      // Core's own logs (its connection retries repeat hundreds of times during an outage) are
+      // forwarded to pino at ERROR only; the workers' state on /health tells unavailability.
+      telemetryOptions: { logging: { filter: { core: "ERROR", other: "WARN" }, forward: {} }, metrics: { prometheus: { bindAddress: `127.0.0.1:${port}`, countersTotalSuffix: true, useSecondsForDurations: true } } },
     });
     metricsUrl = `http://127.0.0.1:${port}/metrics`;
   })();

@@ -26,6 +26,13 @@ export interface TemporalWorkerFeature extends Feature {
   state(): WorkerState;
 }
 
+/** Releases a created worker that will not serve (its workflow threads would keep the process alive). */
+function startAndStop(w: Worker): Promise<void> {
+  const run = w.run();
+  w.shutdown();
+  return run;
+}
+
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 /** The workflow bundle, built once per process (both workers and every app of a test share it). */
 export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
@@ -56,27 +63,40 @@ export function createTemporalFeature(deps: Deps, link: TemporalLink | undefined
     const connection = await NativeConnection.connect(connectionOptions(cfg));
     try {
       const common = { connection, namespace: cfg.namespace, workflowBundle: code, shutdownGraceTime: cfg.shutdownGraceMs };
-      workers = [
-        await Worker.create({
-          ...common,
-          taskQueue: queues.uptime,
-          activities: createUptimeActivities(deps),
-          maxConcurrentLocalActivityExecutions: cfg.uptimeConcurrency,
-          maxConcurrentActivityTaskExecutions: 16,
-        }),
-        await Worker.create({
-          ...common,
-          taskQueue: queues.webhooks,
-          activities: createWebhookActivities(deps),
-          maxConcurrentActivityTaskExecutions: cfg.webhookConcurrency,
-          maxConcurrentLocalActivityExecutions: 32,
-        }),
-      ];
-      if (stopping) return;
-      state = "running";
-      ran = true;
-      deps.log.info({ address: cfg.address, namespace: cfg.namespace, ...queues }, "temporal workers running");
+      const created: Worker[] = [];
+      try {
+        created.push(
+          await Worker.create({
+            ...common,
+            taskQueue: queues.uptime,
+            activities: createUptimeActivities(deps),
+            maxConcurrentLocalActivityExecutions: cfg.uptimeConcurrency,
+            maxConcurrentActivityTaskExecutions: 16,
+          }),
+        );
+        created.push(
+          await Worker.create({
+            ...common,
+            taskQueue: queues.webhooks,
+            activities: createWebhookActivities(deps),
+            maxConcurrentActivityTaskExecutions: cfg.webhookConcurrency,
+            maxConcurrentLocalActivityExecutions: 32,
+          }),
+        );
+      } catch (err) {
+        await Promise.allSettled(created.map((w) => startAndStop(w)));
+        throw err;
+      }
+      workers = created;
+      // Always run what was created, even when stop() came meanwhile: a created worker that never
+      // runs is never shut down and its workflow threads keep the process alive.
       const runs = workers.map((w) => w.run());
+      if (stopping) for (const w of workers) w.shutdown();
+      else {
+        state = "running";
+        ran = true;
+        deps.log.info({ address: cfg.address, namespace: cfg.namespace, ...queues }, "temporal workers running");
+      }
       // One worker failing takes the other down too; both are created again.
       await Promise.race(runs).finally(() => {
         for (const w of workers) if (w.getState() === "RUNNING") w.shutdown();

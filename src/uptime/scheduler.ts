@@ -81,6 +81,10 @@ export class EmbeddedScheduler implements DeadlineRunner {
     this.heap.push({ id, at });
   }
 
+  sweep(): Promise<void> {
+    return this.rescan();
+  }
+
   /** Loads every deadline before now + horizon (all overdue ones included). */
   async rescan(): Promise<void> {
     if (!this.running) return;

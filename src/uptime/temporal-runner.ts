@@ -45,7 +45,7 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
   private again = false;
   private stopped = false;
   private periodic: Periodic[] = [];
-  private sweep: Promise<void> | undefined;
+  private sweeping: Promise<void> | undefined;
 
   constructor(
     private readonly deps: Deps,
@@ -57,7 +57,7 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
     const cfg = this.link.config;
     this.periodic.push(startPeriodic(this.deps.log, "temporal wake drain", Math.min(1_000, cfg.reconcileMs), () => this.drain()));
     this.periodic.push(startPeriodic(this.deps.log, "uptime reconciler", cfg.reconcileMs, () => this.reconcile()));
-    this.sweep = this.startupSweep().catch((err) => this.deps.log.warn({ err }, "temporal: start-up sweep failed; the reconciler covers missed deadlines"));
+    this.sweeping = this.startupSweep().catch((err) => this.deps.log.warn({ err }, "temporal: start-up sweep failed; the reconciler covers missed deadlines"));
   }
 
   async stop(): Promise<void> {
@@ -65,7 +65,7 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
     await this.drain().catch(() => undefined);
     this.stopped = true;
     await Promise.all(this.periodic.map((p) => p.stop()));
-    await this.sweep;
+    await this.sweeping;
   }
 
   /** After a local commit: its outbox rows are there; send them now. */
@@ -165,6 +165,10 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
           }
         : {}),
     };
+  }
+
+  sweep(): Promise<void> {
+    return this.reconcile();
   }
 
   /** Missed deadlines: check them here (CAS), then wake their workflows through the outbox. */

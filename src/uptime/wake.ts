@@ -51,4 +51,6 @@ export interface DeadlineRunner {
   stop(): Promise<void>;
   /** Called after a local commit with the deadlines it set. */
   changed(changes: DeadlineChange[]): void;
+  /** Acts now on every deadline already due (the embedded re-scan; Temporal's reconciler pass). */
+  sweep(): Promise<void>;
 }

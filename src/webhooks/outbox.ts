@@ -51,7 +51,7 @@ export interface Expanded {
  * SKIP LOCKED keeps concurrent expanders on disjoint rows (each row is expanded exactly once).
  *
  * The webhook row is locked FOR SHARE (skipped while a PATCH or DELETE holds it): a delivery of a
- * disabled webhook is inserted paused (next_attempt_at NULL), exactly as if it had been inserted
+ * disabled webhook is inserted paused (next_attempt_at NULL, paused_at set), exactly as if it had been inserted
  * before the webhook was disabled; a PATCH that disables it waits for this statement's commit, so
  * its pausing UPDATE sees these rows. A deleted webhook's rows go with it (ON DELETE CASCADE).
  *
@@ -70,10 +70,11 @@ export async function expandOutbox(q: Queryable, max: number, now: Date, attempt
        DELETE FROM webhook_outbox o USING claimed c WHERE o.id = c.id
        RETURNING o.webhook_id, o.project_id, o.event_ids, o.event_types, o.event_ts, o.created_at, c.enabled),
      ins AS (
-       INSERT INTO webhook_deliveries (id, webhook_id, project_id, event_id, event_type, event_ts, attempt_limit, next_attempt_at, created_at, updated_at)
+       INSERT INTO webhook_deliveries (id, webhook_id, project_id, event_id, event_type, event_ts, attempt_limit, next_attempt_at, planned_at, paused_at, created_at, updated_at)
        SELECT 'whd_' || lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0') || substr(md5(random()::text), 1, 12),
               t.webhook_id, t.project_id, u.event_id::text, u.event_type, u.ts, $2,
-              CASE WHEN t.enabled THEN t.created_at END, t.created_at, $3
+              CASE WHEN t.enabled THEN t.created_at END, CASE WHEN NOT t.enabled THEN t.created_at END, CASE WHEN NOT t.enabled THEN $3::timestamptz END,
+              t.created_at, $3
        FROM taken t, unnest(t.event_ids, t.event_types, t.event_ts) AS u(event_id, event_type, ts)
        RETURNING 1),
      counts AS (

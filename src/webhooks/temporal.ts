@@ -47,8 +47,11 @@ export interface Decision {
 }
 
 export interface WebhookActivities {
-  /** Claims the delivery (in flight), sends one attempt; paused when its webhook is disabled. */
-  attemptWebhookDelivery(deliveryId: string): Promise<AttemptResult>;
+  /**
+   * Claims the delivery (in flight), sends one attempt. `scheduled`: the retry schedule's attempt
+   * (not a requested one), paused instead when its webhook is disabled.
+   */
+  attemptWebhookDelivery(deliveryId: string, scheduled?: boolean): Promise<AttemptResult>;
   /** Records the attempt and the decision of retry.ts (local activity; database only, never gives up). */
   recordWebhookAttempt(deliveryId: string, sent: Extract<AttemptResult, { kind: "sent" }>): Promise<Decision>;
 }
@@ -77,17 +80,18 @@ interface Claimed {
  * Marks the delivery in flight under `token` until `leaseUntil` (or paused when its webhook is
  * disabled) and returns what the send needs; undefined when the delivery or its webhook is gone.
  */
-async function claimForAttempt(q: Queryable, id: string, token: string, leaseUntil: Date, now: Date): Promise<Claimed | undefined> {
+async function claimForAttempt(q: Queryable, id: string, token: string, leaseUntil: Date, now: Date, scheduled: boolean): Promise<Claimed | undefined> {
   const r = await q.query<Claimed>(
     `UPDATE webhook_deliveries d SET
-        claim_token = CASE WHEN w.enabled THEN $2 END,
-        next_attempt_at = CASE WHEN w.enabled THEN $3::timestamptz END,
-        paused_at = CASE WHEN w.enabled THEN NULL ELSE $4::timestamptz END,
-        planned_at = CASE WHEN w.enabled THEN d.planned_at ELSE coalesce(d.planned_at, $4::timestamptz) END,
+        claim_token = CASE WHEN go.send THEN $2 END,
+        next_attempt_at = CASE WHEN go.send THEN $3::timestamptz END,
+        paused_at = CASE WHEN go.send THEN NULL ELSE $4::timestamptz END,
+        planned_at = CASE WHEN go.send THEN d.planned_at ELSE coalesce(d.planned_at, $4::timestamptz) END,
         updated_at = $4
-     FROM webhooks w WHERE d.id = $1 AND w.id = d.webhook_id
-     RETURNING w.enabled, d.project_id, d.event_id, d.event_type, ${PAYLOAD_SQL} AS payload, d.created_at, d.attempt_count, d.attempt_limit, w.type, w.url, w.secret`,
-    [id, token, leaseUntil, now],
+     FROM webhooks w, LATERAL (SELECT w.enabled OR NOT $5::boolean AS send) go
+     WHERE d.id = $1 AND w.id = d.webhook_id
+     RETURNING go.send AS enabled, d.project_id, d.event_id, d.event_type, ${PAYLOAD_SQL} AS payload, d.created_at, d.attempt_count, d.attempt_limit, w.type, w.url, w.secret`,
+    [id, token, leaseUntil, now, scheduled],
   );
   return r.rows[0];
 }
@@ -103,10 +107,10 @@ export function createWebhookActivities(deps: Pick<Deps, "db" | "clock" | "confi
       { timeoutMs: config.webhooks.timeoutMs, allowPrivate: config.webhooks.allowPrivate, now: clock() },
     );
   return {
-    async attemptWebhookDelivery(deliveryId) {
+    async attemptWebhookDelivery(deliveryId, scheduled = false) {
       const token = randomUUID();
       const now = clock();
-      const d = await claimForAttempt(db, deliveryId, token, new Date(now.getTime() + config.webhooks.timeoutMs + 30_000), now);
+      const d = await claimForAttempt(db, deliveryId, token, new Date(now.getTime() + config.webhooks.timeoutMs + 30_000), now, scheduled);
       if (!d) return { kind: "gone" };
       if (!d.enabled) return { kind: "paused" };
       const res = await send(d, deliveryId);

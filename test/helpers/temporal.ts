@@ -200,6 +200,9 @@ async function waitReady(address: string, child: ChildProcess, stderr: () => str
   }
 }
 
+/** What Vigil's deployments set on their Temporal server (docs/temporal.md, "Timer precision"). */
+export const TIMER_PRECISION = { "history.timerProcessorMaxTimeShift": "10ms" } as const;
+
 /** Starts `temporal server start-dev` (headless, 127.0.0.1) and waits until it serves. */
 export async function startTemporal(opts: StartTemporalOptions = {}): Promise<TemporalServer> {
   const bin = await temporalCli();
@@ -207,7 +210,9 @@ export async function startTemporal(opts: StartTemporalOptions = {}): Promise<Te
   const address = `127.0.0.1:${port}`;
   const args = ["server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", String(port), "--log-level", "warn"];
   for (const k of VIGIL_SEARCH_ATTRIBUTES) args.push("--search-attribute", `${k}=Keyword`);
-  for (const [k, v] of Object.entries(opts.dynamicConfig ?? {})) args.push("--dynamic-config-value", `${k}=${JSON.stringify(v)}`);
+  // Timers fire on time (the server's default lets a timer fire up to 1 s late; docs/temporal.md).
+  const dynamic = { ...TIMER_PRECISION, ...opts.dynamicConfig };
+  for (const [k, v] of Object.entries(dynamic)) args.push("--dynamic-config-value", `${k}=${JSON.stringify(v)}`);
   if (opts.dbFile) args.push("--db-filename", opts.dbFile);
   killAllOnExit();
 

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { EmbeddedScheduler } from "../../src/uptime/scheduler.js";
 import type { UptimeFeature } from "../../src/uptime/feature.js";
 import { startTestApp, type TestApp } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
@@ -40,7 +39,7 @@ before(async () => {
   await hb({ latencyMs: 200 });
   now = T0 + 3 * H;
   const uptime = t.app.features.find((f) => f.name === "uptime") as UptimeFeature;
-  await (uptime.runner as EmbeddedScheduler).rescan();
+  await uptime.runner.sweep(); // the embedded re-scan, or Temporal's reconciler pass
   await waitFor(async () => (await t.rest.get(`${path}/monitors/${id}/status`, { key: p.key })).body.data.status === "down", 5000, "down");
   now = T0 + 4 * H;
   await hb({ latencyMs: 300 });
