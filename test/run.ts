@@ -2,7 +2,8 @@
 // migrated template database that every test file clones, one Temporal dev server for the whole run
 // (test/helpers/temporal.ts: the `temporal` CLI from TEMPORAL_CLI or PATH, else obtained; the run
 // fails, saying how to get it, when it cannot be), then node's test runner in two passes:
-//   pass 1  every test/**/*.test.ts (or only the files given: `npm test -- test/x/y.test.ts`)
+//   pass 1  every test/**/*.test.ts (or only the files given: `npm test -- test/x/y.test.ts`), two
+//           files at a time; those of test/temporal/ (live Temporal suites) after, one at a time
 //   pass 2  the uptime and webhook tests again with Temporal as the runner (VIGIL_TEST_TEMPORAL=1:
 //           startTestApp and startNode add TEMPORAL_ADDRESS of the shared server). It runs when no
 //           files are given, or with `--temporal` (then on the files given, if any):
@@ -88,11 +89,11 @@ async function runAll(cli: string, temporal: TemporalServer): Promise<number> {
     ? given
     : TEMPORAL_PASS_DIRS.flatMap((d) => testFiles(path.join(root, d))).filter((f) => !NOT_IN_TEMPORAL_PASS.has(rel(f)));
 
-  const runPass = (title: string, list: string[], extraEnv: Record<string, string>) => {
+  const runPass = (title: string, list: string[], extraEnv: Record<string, string>, concurrency = 2) => {
     console.log(`\n=== ${title}: ${list.length} file(s) ===\n`);
     const started = Date.now();
     return new Promise<number>((resolve) => {
-      const child = spawn(process.execPath, ["--import", "tsx", "--test", "--test-concurrency=2", ...flags, ...list], {
+      const child = spawn(process.execPath, ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, ...flags, ...list], {
         stdio: "inherit",
         cwd: root,
         env: { ...process.env, VIGIL_TEST_ADMIN_URL: adminUrl, VIGIL_TEST_TEMPLATE: template, VIGIL_TEST_TEMPORAL_ADDRESS: temporal.address, TEMPORAL_CLI: cli, ...extraEnv },
@@ -104,7 +105,12 @@ async function runAll(cli: string, temporal: TemporalServer): Promise<number> {
     });
   };
   const results: [string, number][] = [];
-  if (!temporalOnly) results.push(["pass 1 (embedded runner)", await runPass("pass 1 (embedded runner)", files, {})]);
+  // The live Temporal suites measure detection delays against a shared 2-core budget: one file at a
+  // time, after the rest (which run two at a time).
+  const live = files.filter((f) => rel(f).startsWith("test/temporal/"));
+  const rest = files.filter((f) => !live.includes(f));
+  if (!temporalOnly && rest.length) results.push(["pass 1 (embedded runner)", await runPass("pass 1 (embedded runner)", rest, {})]);
+  if (!temporalOnly && live.length) results.push(["pass 1b (live Temporal suites)", await runPass("pass 1b (live Temporal suites, one file at a time)", live, {}, 1)]);
   if (temporalPass) {
     await dropTestDatabases(admin);
     results.push(["pass 2 (Temporal runner)", await runPass("pass 2 (Temporal runner, TEMPORAL_ADDRESS set)", temporalFiles, { VIGIL_TEST_TEMPORAL: "1" })]);

@@ -37,9 +37,15 @@ export async function webhookDeliveryWorkflow(input: DeliveryWorkflowInput): Pro
   // test, a manual retry, a re-dispatch): sent even to a disabled webhook, as in embedded mode. One
   // woken by the timer is the schedule's: a disabled webhook pauses it.
   let scheduled = false;
+  let expected = input.attemptsSoFar; // the first attempt only: see DeliveryWorkflowInput
   for (;;) {
     retryNow = false;
-    const a = await attemptWebhookDelivery(input.deliveryId, scheduled);
+    const a = await attemptWebhookDelivery(input.deliveryId, scheduled, expected);
+    expected = undefined;
+    if (a.kind === "done") {
+      show(a.status);
+      return a.status;
+    }
     if (a.kind !== "sent") {
       show(a.kind);
       return a.kind;

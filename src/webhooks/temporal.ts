@@ -33,11 +33,19 @@ export interface DeliveryWorkflowInput {
   timeoutMs: number;
   /** The namespace has Vigil's search attributes: keep VigilDeliveryStatus current. Absent in v1. */
   attributes?: boolean;
+  /**
+   * The attempts the delivery had when it was dispatched. The run's first attempt is made only if
+   * that is still so: a dispatch that raced with an attempt (a re-dispatch of a delivery whose run
+   * was merely slow, which then finished) starts a run that finds the attempt made and ends.
+   */
+  attemptsSoFar?: number;
 }
 
 export type AttemptResult =
   | { kind: "gone" }
   | { kind: "paused" }
+  /** Attempted meanwhile by another run (see attemptsSoFar): this run ends with the row's status. */
+  | { kind: "done"; status: DeliveryStatus }
   | { kind: "sent"; token: string; outcome: AttemptOutcome; record: AttemptRecord; attempts: number; limit: number };
 
 export interface Decision {
@@ -51,7 +59,7 @@ export interface WebhookActivities {
    * Claims the delivery (in flight), sends one attempt. `scheduled`: the retry schedule's attempt
    * (not a requested one), paused instead when its webhook is disabled.
    */
-  attemptWebhookDelivery(deliveryId: string, scheduled?: boolean): Promise<AttemptResult>;
+  attemptWebhookDelivery(deliveryId: string, scheduled?: boolean, attemptsSoFar?: number): Promise<AttemptResult>;
   /** Records the attempt and the decision of retry.ts (local activity; database only, never gives up). */
   recordWebhookAttempt(deliveryId: string, sent: Extract<AttemptResult, { kind: "sent" }>): Promise<Decision>;
 }
@@ -80,7 +88,7 @@ interface Claimed {
  * Marks the delivery in flight under `token` until `leaseUntil` (or paused when its webhook is
  * disabled) and returns what the send needs; undefined when the delivery or its webhook is gone.
  */
-async function claimForAttempt(q: Queryable, id: string, token: string, leaseUntil: Date, now: Date, scheduled: boolean): Promise<Claimed | undefined> {
+async function claimForAttempt(q: Queryable, id: string, token: string, leaseUntil: Date, now: Date, scheduled: boolean, attemptsSoFar: number | null): Promise<Claimed | undefined> {
   const r = await q.query<Claimed>(
     `UPDATE webhook_deliveries d SET
         claim_token = CASE WHEN go.send THEN $2 END,
@@ -89,9 +97,9 @@ async function claimForAttempt(q: Queryable, id: string, token: string, leaseUnt
         planned_at = CASE WHEN go.send THEN d.planned_at ELSE coalesce(d.planned_at, $4::timestamptz) END,
         updated_at = $4
      FROM webhooks w, LATERAL (SELECT w.enabled OR NOT $5::boolean AS send) go
-     WHERE d.id = $1 AND w.id = d.webhook_id
+     WHERE d.id = $1 AND w.id = d.webhook_id AND ($6::int IS NULL OR d.attempt_count = $6)
      RETURNING go.send AS enabled, d.project_id, d.event_id, d.event_type, ${PAYLOAD_SQL} AS payload, d.created_at, d.attempt_count, d.attempt_limit, w.type, w.url, w.secret`,
-    [id, token, leaseUntil, now, scheduled],
+    [id, token, leaseUntil, now, scheduled, attemptsSoFar],
   );
   return r.rows[0];
 }
@@ -107,11 +115,15 @@ export function createWebhookActivities(deps: Pick<Deps, "db" | "clock" | "confi
       { timeoutMs: config.webhooks.timeoutMs, allowPrivate: config.webhooks.allowPrivate, now: clock() },
     );
   return {
-    async attemptWebhookDelivery(deliveryId, scheduled = false) {
+    async attemptWebhookDelivery(deliveryId, scheduled = false, attemptsSoFar) {
       const token = randomUUID();
       const now = clock();
-      const d = await claimForAttempt(db, deliveryId, token, new Date(now.getTime() + config.webhooks.timeoutMs + 30_000), now, scheduled);
-      if (!d) return { kind: "gone" };
+      const d = await claimForAttempt(db, deliveryId, token, new Date(now.getTime() + config.webhooks.timeoutMs + 30_000), now, scheduled, attemptsSoFar ?? null);
+      if (!d) {
+        if (attemptsSoFar === undefined) return { kind: "gone" };
+        const cur = (await db.query<{ status: DeliveryStatus }>("SELECT status FROM webhook_deliveries WHERE id = $1", [deliveryId])).rows[0];
+        return cur ? { kind: "done", status: cur.status } : { kind: "gone" };
+      }
       if (!d.enabled) return { kind: "paused" };
       const res = await send(d, deliveryId);
       return { kind: "sent", token, outcome: res.outcome, record: res.record, attempts: d.attempt_count + 1, limit: d.attempt_limit };
@@ -174,7 +186,13 @@ export interface TemporalDispatch {
  * or a re-dispatch of one already attempted, signals `retryNow` (starting a run if none is open).
  */
 export function createTemporalDispatch(deps: Pick<Deps, "config">, link: TemporalLink): TemporalDispatch {
-  const input = (id: string, attributes: boolean): DeliveryWorkflowInput => ({ deliveryId: id, baseMs: deps.config.webhooks.backoffBaseMs, timeoutMs: deps.config.webhooks.timeoutMs, attributes });
+  const input = (r: ClaimedDelivery, attributes: boolean): DeliveryWorkflowInput => ({
+    deliveryId: r.id,
+    baseMs: deps.config.webhooks.backoffBaseMs,
+    timeoutMs: deps.config.webhooks.timeoutMs,
+    attributes,
+    attemptsSoFar: r.attempt_count,
+  });
   return {
     async dispatch(rows) {
       if (!rows.length) return;
@@ -184,7 +202,7 @@ export function createTemporalDispatch(deps: Pick<Deps, "config">, link: Tempora
           const opts = {
             workflowId: workflowIdFor(r.id),
             taskQueue: queues.webhooks,
-            args: [input(r.id, attributes)] as [DeliveryWorkflowInput],
+            args: [input(r, attributes)] as [DeliveryWorkflowInput],
             staticSummary: `Delivery of ${r.event_type} (${r.event_id}) to webhook ${r.webhook_id}`,
             ...(attributes
               ? {
