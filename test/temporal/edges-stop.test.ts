@@ -1,12 +1,9 @@
 import assert from "node:assert/strict";
-import { mkdtemp } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { startTestApp, type TestApp } from "../helpers/app.js";
-import { project, type ProjectFixture } from "../helpers/fixtures.js";
-import { startTemporal, type TemporalServer } from "../helpers/temporal.js";
-import { database, EventType, historyOf, incidentAfter, incidentsOf, runClosed, temporalClient, waitFor, wakesLeft, workerRunning } from "./edges-util.js";
+import type { TestApp } from "../helpers/app.js";
+import type { ProjectFixture } from "../helpers/fixtures.js";
+import type { TemporalServer } from "../helpers/temporal.js";
+import { startEdgeSuite, stopEdgeSuite, type EdgeSuite, EventType, historyOf, incidentAfter, incidentsOf, runClosed, temporalClient, waitFor, wakesLeft, workerRunning } from "./edges-util.js";
 
 // What ends a monitor's workflow, and what does not end its watch (issue #14, live suite), on a dev
 // server of this file's own (stopped and restarted with its database file):
@@ -23,25 +20,11 @@ const SLACK_MS = 2_000; // RECONCILE_SLACK_MS of src/uptime/temporal-runner.ts
 let srv: TemporalServer;
 let t: TestApp;
 let p: ProjectFixture;
-let db: ReturnType<typeof database>;
-let tc: Awaited<ReturnType<typeof temporalClient>>;
+let db: EdgeSuite["db"];
+let tc: EdgeSuite["tc"];
 
-before(async () => {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "vigil-temporal-"));
-  srv = await startTemporal({ dbFile: path.join(dir, "temporal.db") });
-  t = await startTestApp({ TEMPORAL_ADDRESS: srv.address, TEMPORAL_MIN_DEADLINE_MS: "100", TEMPORAL_RECONCILE_MS: String(RECONCILE_MS) });
-  db = database(t.databaseUrl);
-  tc = await temporalClient(srv.address);
-  await workerRunning(t.rest);
-  p = await project(t.rest);
-});
-
-after(async () => {
-  await t?.close();
-  await tc?.close().catch(() => undefined);
-  await db?.end();
-  await srv?.stop();
-});
+before(async () => ({ srv, t, p, db, tc } = await startEdgeSuite(RECONCILE_MS)));
+after(() => stopEdgeSuite({ srv, t, db, tc }));
 
 const base = () => `/v1/projects/${p.projectId}`;
 

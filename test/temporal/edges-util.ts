@@ -1,38 +1,44 @@
-import { Client, Connection } from "@temporalio/client";
+import { mkdtemp } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import type { Client } from "@temporalio/client";
 import type { temporal } from "@temporalio/proto";
 import pg from "pg";
-import type { RestClient } from "../helpers/rest.js";
+import { startTestApp, type TestApp } from "../helpers/app.js";
+import { project, type ProjectFixture } from "../helpers/fixtures.js";
+import { startTemporal, type TemporalServer } from "../helpers/temporal.js";
+import { temporalClient, waitFor, workerRunning } from "./uptime-util.js";
 
 // Helpers of the Temporal edge tests (test/temporal/edges-*.test.ts): each file runs its own dev
 // server (it stops, kills or restarts it) and talks to Vigil over REST on a real port.
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export { sleep, temporalClient, waitFor, workerRunning } from "./uptime-util.js";
 
-/** Polls fn until it returns a truthy value; fails after timeoutMs (a bound, not a timing assertion). */
-export async function waitFor<T>(fn: () => Promise<T | undefined | false | null>, timeoutMs: number, label: string, everyMs = 50): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v as T;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${label}${last ? `: ${String(last)}` : ""}`);
-    await sleep(everyMs);
-  }
+/** One file's live setup: its own dev server (with a database file, so restart() keeps its workflows), a Vigil in Temporal mode on a fresh database, a project. */
+export interface EdgeSuite {
+  srv: TemporalServer;
+  t: TestApp;
+  p: ProjectFixture;
+  db: pg.Pool;
+  tc: { client: Client; close(): Promise<void> };
 }
 
-/** /health until this node's Temporal workers run. */
-export async function workerRunning(rest: RestClient, timeoutMs = 60_000): Promise<void> {
-  await waitFor(async () => (await rest.get("/health")).body?.temporalWorker === "running", timeoutMs, "temporalWorker running", 100);
+export async function startEdgeSuite(reconcileMs: number): Promise<EdgeSuite> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "vigil-temporal-"));
+  const srv = await startTemporal({ dbFile: path.join(dir, "temporal.db") });
+  const t = await startTestApp({ TEMPORAL_ADDRESS: srv.address, TEMPORAL_MIN_DEADLINE_MS: "100", TEMPORAL_RECONCILE_MS: String(reconcileMs) });
+  const db = database(t.databaseUrl);
+  const tc = await temporalClient(srv.address);
+  await workerRunning(t.rest);
+  const p = await project(t.rest);
+  return { srv, t, p, db, tc };
 }
 
-/** A client of the test's own dev server (its connection is closed with close()). */
-export async function temporalClient(address: string): Promise<{ client: Client; close(): Promise<void> }> {
-  const connection = await Connection.connect({ address });
-  return { client: new Client({ connection }), close: () => connection.close() };
+export async function stopEdgeSuite(s: Partial<EdgeSuite>): Promise<void> {
+  await s.t?.close();
+  await s.tc?.close().catch(() => undefined);
+  await s.db?.end();
+  await s.srv?.stop();
 }
 
 type Event = temporal.api.history.v1.IHistoryEvent;

@@ -6,13 +6,21 @@ import type { RestClient } from "../helpers/rest.js";
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Polls fn until it returns a truthy value; fails after timeoutMs (a bound, not a timing assertion). */
+/**
+ * Polls fn until it returns a truthy value (a throw counts as not yet); fails after timeoutMs with
+ * the last error (a bound, not a timing assertion).
+ */
 export async function waitFor<T>(fn: () => Promise<T | undefined | false | null>, timeoutMs: number, label: string, everyMs = 50): Promise<T> {
   const end = Date.now() + timeoutMs;
+  let last: unknown;
   for (;;) {
-    const v = await fn();
-    if (v) return v as T;
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${label}`);
+    try {
+      const v = await fn();
+      if (v) return v as T;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${label}${last ? `: ${String(last)}` : ""}`);
     await sleep(everyMs);
   }
 }
