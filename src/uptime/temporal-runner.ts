@@ -46,6 +46,7 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
   private stopped = false;
   private periodic: Periodic[] = [];
   private sweeping: Promise<void> | undefined;
+  private firstPass: Promise<void> | undefined;
 
   constructor(
     private readonly deps: Deps,
@@ -58,6 +59,8 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
     this.periodic.push(startPeriodic(this.deps.log, "temporal wake drain", Math.min(1_000, cfg.reconcileMs), () => this.drain()));
     this.periodic.push(startPeriodic(this.deps.log, "uptime reconciler", cfg.reconcileMs, () => this.reconcile()));
     this.sweeping = this.startupSweep().catch((err) => this.deps.log.warn({ err }, "temporal: start-up sweep failed; the reconciler covers missed deadlines"));
+    // A deadline missed while no node ran is acted on at start-up, as the embedded runner does.
+    this.firstPass = this.reconcile().catch((err) => this.deps.log.warn({ err }, "temporal: start-up reconciler pass failed"));
   }
 
   async stop(): Promise<void> {
@@ -66,6 +69,7 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
     this.stopped = true;
     await Promise.all(this.periodic.map((p) => p.stop()));
     await this.sweeping;
+    await this.firstPass;
   }
 
   /** After a local commit: its outbox rows are there; send them now. */

@@ -28,7 +28,8 @@ describe("restart and several nodes", () => {
 
     const b = await startTestApp({}, { databaseUrl: a.databaseUrl });
     apps.push(b);
-    await waitFor(async () => (await b.rest.get(`/v1/projects/${p.projectId}/monitors/${id}/status`, { key: p.key })).body.data.status === "down", 5000, "down after restart");
+    // 15 s: with Temporal (pass 2) the new node's worker must connect and take the timer's task over.
+    await waitFor(async () => (await b.rest.get(`/v1/projects/${p.projectId}/monitors/${id}/status`, { key: p.key })).body.data.status === "down", 15_000, "down after restart");
     const inc = (await b.rest.get(`/v1/projects/${p.projectId}/monitors/${id}/incidents`, { key: p.key })).body.data;
     assert.equal(inc.length, 1);
     assert.equal(inc[0].startedAt, new Date(deadline).toISOString());
