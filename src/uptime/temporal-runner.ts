@@ -1,11 +1,12 @@
 import { WorkflowNotFoundError } from "@temporalio/client";
 import type { Deps } from "../shared/deps.js";
+import { forEachLimited } from "../shared/limited.js";
 import { startPeriodic, type Periodic } from "../shared/periodic.js";
 import type { TemporalLink } from "../temporal/link.js";
 import { VigilMonitorId, VigilMonitorSlug, VigilMonitorStatus, VigilProjectId } from "../temporal/search-attributes.js";
 import type { MonitorWorkflowInput } from "../../workflows/uptime.js";
 import { checkDeadlines } from "./detect.js";
-import type { DeadlineChange, DeadlineRunner } from "./wake.js";
+import { enqueueWakes, type DeadlineChange, type DeadlineRunner } from "./wake.js";
 
 // The Temporal deadline runner (TEMPORAL_ADDRESS set): one monitorDeadlineWorkflow per watched
 // monitor (workflows/uptime.ts). How no committed change can miss Temporal:
@@ -111,18 +112,14 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
     if (!r.rows.length) return 0;
     const sent: WakeRow[] = [];
     let failure: unknown;
-    const queue = [...r.rows];
-    const work = async () => {
-      for (let w = queue.shift(); w; w = queue.shift()) {
-        try {
-          await this.send(w);
-          sent.push(w);
-        } catch (err) {
-          failure = err;
-        }
+    await forEachLimited(r.rows, SEND_CONCURRENCY, async (w) => {
+      try {
+        await this.send(w);
+        sent.push(w);
+      } catch (err) {
+        failure = err; // the others are still sent; this one's lease brings it back
       }
-    };
-    await Promise.all(Array.from({ length: SEND_CONCURRENCY }, work));
+    });
     if (sent.length) {
       await this.deps.db.query("DELETE FROM monitor_wakes w USING unnest($1::text[], $2::bigint[]) AS s(id, seq) WHERE w.monitor_id = s.id AND w.seq = s.seq", [
         sent.map((w) => w.monitor_id),
@@ -183,11 +180,7 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
     const ids = r.rows.map((x) => x.id);
     const res = await checkDeadlines(this.deps, ids, now);
     this.deps.log.warn({ monitors: ids.length, opened: res.opened.length }, "temporal: deadlines missed by their workflows were checked by the reconciler");
-    await this.deps.db.query(
-      `INSERT INTO monitor_wakes (monitor_id, kind, created_at) SELECT id, 'start', now() FROM unnest($1::text[]) AS id
-       ON CONFLICT (monitor_id) DO UPDATE SET kind = 'start', seq = nextval('monitor_wakes_seq'), lease_until = '-infinity', attempts = 0`,
-      [ids],
-    );
+    await enqueueWakes(this.deps.db, ids.map((id) => ({ id, kind: "start" as const })));
     await this.drain();
   }
 
@@ -200,12 +193,14 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
       try {
         const rows = (await c.query<WakeRow>("SELECT id AS monitor_id, project_id, slug, status FROM monitors WHERE deadline_at IS NOT NULL OR status = 'down' ORDER BY deadline_at NULLS LAST")).rows;
         const client = await this.link.client();
-        const work = async () => {
-          for (let w = rows.shift(); w && !this.stopped; w = rows.shift()) {
+        await forEachLimited(
+          rows,
+          16,
+          async (w) => {
             await client.workflow.start("monitorDeadlineWorkflow", { ...(await this.startOptions(w)), workflowIdConflictPolicy: "USE_EXISTING" });
-          }
-        };
-        await Promise.all(Array.from({ length: 16 }, work));
+          },
+          () => !this.stopped,
+        );
       } finally {
         await c.query("SELECT pg_advisory_unlock($1)", [SWEEP_LOCK]);
       }

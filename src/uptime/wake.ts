@@ -27,17 +27,25 @@ export interface DeadlineChange {
 export async function notifyWake(c: Queryable, changes: DeadlineChange[], outbox = false): Promise<void> {
   if (outbox) {
     const wake = changes.filter((x) => x.wake || x.deleted || x.statusChanged);
-    if (!wake.length) return;
-    await c.query(
-      `INSERT INTO monitor_wakes (monitor_id, kind, created_at) SELECT id, kind, now() FROM unnest($1::text[], $2::text[]) AS u(id, kind)
-       ON CONFLICT (monitor_id) DO UPDATE SET kind = EXCLUDED.kind, seq = nextval('monitor_wakes_seq'), lease_until = '-infinity', attempts = 0`,
-      [wake.map((x) => x.id), wake.map((x) => (x.deadlineAt !== null ? "start" : "signal"))],
-    );
+    await enqueueWakes(c, wake.map((x) => ({ id: x.id, kind: x.deadlineAt !== null ? "start" : "signal" })));
     return;
   }
   const wake = changes.filter((x) => x.wake && x.deadlineAt !== null);
   if (!wake.length) return;
   await c.query(`SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, [WAKE_CHANNEL, wake.map((x) => `${x.id} ${x.deadlineAt}`)]);
+}
+
+/**
+ * Upserts monitor_wakes rows (Temporal mode): a newer wake replaces an unsent one (new seq, no
+ * lease, attempts reset), so the drainer never deletes a wake it did not send.
+ */
+export async function enqueueWakes(c: Queryable, wakes: { id: string; kind: "start" | "signal" }[]): Promise<void> {
+  if (!wakes.length) return;
+  await c.query(
+    `INSERT INTO monitor_wakes (monitor_id, kind, created_at) SELECT id, kind, now() FROM unnest($1::text[], $2::text[]) AS u(id, kind)
+     ON CONFLICT (monitor_id) DO UPDATE SET kind = EXCLUDED.kind, seq = nextval('monitor_wakes_seq'), lease_until = '-infinity', attempts = 0`,
+    [wakes.map((w) => w.id), wakes.map((w) => w.kind)],
+  );
 }
 
 export function parseWake(payload: string | undefined): { id: string; deadlineAt: number } | undefined {
