@@ -71,7 +71,8 @@ export interface WebhookActivitiesV1 {
 }
 
 interface Claimed {
-  enabled: boolean;
+  /** The attempt may be sent (the webhook is enabled, or the attempt was requested); false: paused. */
+  send: boolean;
   project_id: string;
   event_id: string;
   event_type: string;
@@ -98,7 +99,7 @@ async function claimForAttempt(q: Queryable, id: string, token: string, leaseUnt
         updated_at = $4
      FROM webhooks w, LATERAL (SELECT w.enabled OR NOT $5::boolean AS send) go
      WHERE d.id = $1 AND w.id = d.webhook_id AND ($6::int IS NULL OR d.attempt_count = $6)
-     RETURNING go.send AS enabled, d.project_id, d.event_id, d.event_type, ${PAYLOAD_SQL} AS payload, d.created_at, d.attempt_count, d.attempt_limit, w.type, w.url, w.secret`,
+     RETURNING go.send, d.project_id, d.event_id, d.event_type, ${PAYLOAD_SQL} AS payload, d.created_at, d.attempt_count, d.attempt_limit, w.type, w.url, w.secret`,
     [id, token, leaseUntil, now, scheduled, attemptsSoFar],
   );
   return r.rows[0];
@@ -124,7 +125,7 @@ export function createWebhookActivities(deps: Pick<Deps, "db" | "clock" | "confi
         const cur = (await db.query<{ status: DeliveryStatus }>("SELECT status FROM webhook_deliveries WHERE id = $1", [deliveryId])).rows[0];
         return cur ? { kind: "done", status: cur.status } : { kind: "gone" };
       }
-      if (!d.enabled) return { kind: "paused" };
+      if (!d.send) return { kind: "paused" };
       const res = await send(d, deliveryId);
       return { kind: "sent", token, outcome: res.outcome, record: res.record, attempts: d.attempt_count + 1, limit: d.attempt_limit };
     },
@@ -156,7 +157,7 @@ export function createWebhookActivities(deps: Pick<Deps, "db" | "clock" | "confi
 
     async sendWebhookAttempt(deliveryId) {
       const r0 = await db.query<Claimed>(
-        `SELECT true AS enabled, d.project_id, d.event_id, d.event_type, ${PAYLOAD_SQL} AS payload, d.created_at, d.attempt_count, d.attempt_limit, w.type, w.url, w.secret
+        `SELECT true AS send, d.project_id, d.event_id, d.event_type, ${PAYLOAD_SQL} AS payload, d.created_at, d.attempt_count, d.attempt_limit, w.type, w.url, w.secret
          FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.id = $1`,
         [deliveryId],
       );
