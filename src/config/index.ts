@@ -89,6 +89,10 @@ export const envSchema = z.object({
   ANALYTICS_MAX_FILTER_NODES: intFrom(300, 1),
   ANALYTICS_MAX_CONCURRENT_PER_PROJECT: z.coerce.number().int().min(1).optional(),
   ANALYTICS_QUEUE_TIMEOUT_MS: intFrom(10_000, 0),
+  // Standard gRPC services (src/grpc/; docs/operations.md): server reflection on or off, and how
+  // often health Watch streams re-read readiness.
+  GRPC_REFLECTION: z.enum(["on", "off"]).default("on"),
+  GRPC_HEALTH_POLL_MS: intFrom(1_000, 50),
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -134,6 +138,8 @@ export interface Config {
   statementTimeoutMs: number;
   /** Analytics query bounds: filter tree size, statements per project at once, wait for a slot. */
   analyticsLimits: { maxFilterNodes: number; maxConcurrentPerProject: number; queueTimeoutMs: number };
+  /** grpc.reflection.v1/v1alpha served or not; health Watch's readiness poll period. */
+  grpc: { reflection: boolean; healthPollMs: number };
 }
 
 /** Temporal mode (TEMPORAL_ADDRESS set): src/temporal/, docs/temporal.md. */
@@ -260,6 +266,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       maxConcurrentPerProject: e.ANALYTICS_MAX_CONCURRENT_PER_PROJECT ?? Math.max(1, Math.floor(e.PG_POOL_SIZE / 4)),
       queueTimeoutMs: e.ANALYTICS_QUEUE_TIMEOUT_MS,
     },
+    grpc: { reflection: e.GRPC_REFLECTION === "on", healthPollMs: e.GRPC_HEALTH_POLL_MS },
   };
 }
 
