@@ -25,6 +25,7 @@ import { createTemporalLink } from "../temporal/link.js";
 import { sdkMetrics } from "../temporal/runtime.js";
 import { createGate } from "./gate.js";
 import { createRpcHandler, protocolOf } from "./rpc.js";
+import { createStandardServices } from "../grpc/service.js";
 import { listen, type Listener } from "./listen.js";
 import { listenMetrics, type MetricsListener } from "./metrics.js";
 import { sessionSecret } from "./secrets.js";
@@ -95,6 +96,8 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
   };
   const rpc = createRpcHandler({ bindings, maxBodyBytes: config.maxBodyBytes, admit, log, shutdownSignal: shutdown.signal });
   const rest = createRestHandler({ bindings, admit, maxBodyBytes: config.maxBodyBytes, log, shutdownSignal: shutdown.signal });
+  // grpc.health.v1 and grpc.reflection (src/grpc/service.ts): no credentials, no REST route.
+  const standard = createStandardServices(deps, features);
 
   // One ClientInfo per request, shared by the REST path and the Connect context values.
   const clients = new WeakMap<object, ClientInfo>();
@@ -108,13 +111,13 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
     return c;
   }
 
-  const procedures = new Set(bindings.flatMap((b) => b.desc.methods.map((m) => `/${b.desc.typeName}/${m.name}`)));
+  const procedures = new Set([...bindings.flatMap((b) => b.desc.methods.map((m) => `/${b.desc.typeName}/${m.name}`)), ...standard.paths]);
   const logRequests = log.isLevelEnabled("info");
   const handler: App["handler"] = (req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     const started = process.hrtime.bigint();
     const client = clientOf(req);
-    const isConnect = CONNECT_PATH.test(path);
+    const isConnect = CONNECT_PATH.test(path) || standard.paths.has(path);
     const protocol = isConnect ? String(req.headers["content-type"] ?? "").startsWith("application/grpc") ? "grpc" : "connect" : "rest";
     // Only real procedures become metric labels: arbitrary paths must not grow the series.
     if (isConnect && procedures.has(path)) client.route = path;
@@ -126,7 +129,8 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
       if (logRequests) log.info({ requestId: client.requestId, projectId: client.projectId, protocol, method: req.method, route, path, status: res.statusCode, ms: Math.round(seconds * 1e5) / 100 }, "request");
     });
     if (isConnect) {
-      void rpc(req, res, client);
+      if (standard.paths.has(path)) standard.handle(req, res);
+      else void rpc(req, res, client);
       return;
     }
     // /metrics is not served here but on METRICS_PORT (src/server/metrics.ts).
@@ -171,6 +175,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
     async close() {
       // Order matters: stop accepting and let in-flight requests finish (their commits included),
       // then stop background work (flushes queues, releases claims), then the pool and the cluster.
+      standard.close(); // health answers NOT_SERVING, Watch streams end (they would hold the listeners)
       await Promise.all([listener?.close(), grpcListener?.close(), metricsListener?.close()]);
       shutdown.abort();
       for (const f of [...features].reverse()) await f.stop?.().catch((err) => log.error({ err, feature: f.name }, "feature stop failed"));

@@ -2,27 +2,51 @@ import { HealthService } from "../../gen/vigil/v1/health_pb.js";
 import type { Deps } from "../shared/deps.js";
 import type { Feature } from "../shared/feature.js";
 import { ApiError } from "../shared/errors.js";
+import { missingMigrations } from "../storage/migrate.js";
 import type { WorkerState } from "../temporal/worker.js";
 
+/** What this node can do now: the one source of GET /health and grpc.health.v1 (src/grpc/health.ts). */
+export interface Readiness {
+  /** Null when the node serves its API; else why not (database unreachable, schema not migrated). */
+  unavailable: string | null;
+  /** "ok"; "degraded" while this node's Temporal workers cannot run. */
+  status: "ok" | "degraded";
+  temporalWorker: WorkerState;
+}
+
+export interface HealthFeature extends Feature {
+  readiness(): Promise<Readiness>;
+}
+
 /**
- * GET /health: 200 once the database answers; no credentials. `temporalWorker` reports this node's
- * Temporal workers; while they cannot run the status is "degraded" (still 200: the API serves).
+ * GET /health: 200 once the database answers and every migration of this build is applied; no
+ * credentials. `temporalWorker` reports this node's Temporal workers; while they cannot run the
+ * status is "degraded" (still 200: the API serves).
  */
-export function createHealthFeature(deps: Deps, temporalWorker: () => WorkerState): Feature {
+export function createHealthFeature(deps: Deps, temporalWorker: () => WorkerState): HealthFeature {
+  async function readiness(): Promise<Readiness> {
+    const worker = temporalWorker();
+    const status = worker === "unavailable" || worker === "connecting" ? "degraded" : "ok";
+    let unavailable: string | null = null;
+    try {
+      const missing = await missingMigrations(deps.db);
+      if (missing.length > 0) unavailable = `database schema not migrated (${missing.length} migration(s) missing, e.g. ${missing[0]})`;
+    } catch {
+      unavailable = "database unavailable";
+    }
+    return { unavailable, status, temporalWorker: worker };
+  }
   return {
     name: "health",
+    readiness,
     services: [
       {
         desc: HealthService,
         impl: {
           async check() {
-            try {
-              await deps.db.query("SELECT 1");
-            } catch {
-              throw new ApiError(503, "unavailable", "database unavailable");
-            }
-            const worker = temporalWorker();
-            return { status: worker === "unavailable" || worker === "connecting" ? "degraded" : "ok", temporalWorker: worker };
+            const r = await readiness();
+            if (r.unavailable) throw new ApiError(503, "unavailable", r.unavailable);
+            return { status: r.status, temporalWorker: r.temporalWorker };
           },
         },
       },

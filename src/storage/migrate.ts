@@ -43,3 +43,23 @@ export async function migrate(db: Db): Promise<string[]> {
   }
   return applied;
 }
+
+let known: Promise<string[]> | undefined;
+
+/**
+ * The migrations of this build not recorded in the database (readiness: /health, grpc.health.v1).
+ * One query; a missing schema_migrations table means none is applied. Other errors (the database
+ * unreachable) are thrown.
+ */
+export async function missingMigrations(db: Db): Promise<string[]> {
+  known ??= readdir(dir).then((fs) => fs.filter((f) => f.endsWith(".sql")).sort());
+  const files = await known;
+  try {
+    const { rows } = await db.query<{ version: string }>("SELECT version FROM schema_migrations WHERE version = ANY($1)", [files]);
+    const done = new Set(rows.map((r) => r.version));
+    return files.filter((f) => !done.has(f));
+  } catch (err) {
+    if ((err as { code?: string }).code === "42P01") return files; // undefined_table
+    throw err;
+  }
+}
