@@ -9,7 +9,8 @@ import { listMonitorsPage } from "./monitor-list.js";
 import { createMonitor, deleteMonitor, pauseMonitor, resumeMonitor, updateMonitor } from "./monitors.js";
 import * as s from "./schemas.js";
 import { heartbeatFigures, history, timeFigures, uptime24h } from "./stats.js";
-import { monitorById, toHeartbeat, toIncident, toMonitor, type HeartbeatRow, type IncidentRow, type MonitorRow } from "./store.js";
+import { bucketMessage, incidentMessage, monitorMessage, num, statsMessage } from "./messages.js";
+import { monitorById, toHeartbeat, type HeartbeatRow, type IncidentRow, type MonitorRow } from "./store.js";
 import type { DeadlineChange } from "./wake.js";
 
 // UptimeService handlers: authorize (project data: API key or member session), validate, call the
@@ -47,16 +48,16 @@ export function uptimeService(deps: Deps, u: UptimeContext) {
     impl: {
       async createMonitor(req: any, ctx: HandlerContext) {
         const { projectId } = await limited(ctx, req.projectId, "writes");
-        const input = validate(s.createSchema, present({ name: req.name, slug: req.slug, type: req.type, expectedIntervalMs: req.expectedIntervalMs, gracePeriodMs: req.gracePeriodMs, metadata: req.metadata, tags: req.tags }));
+        const input = validate(s.createSchema, present({ name: req.name, slug: req.slug, type: req.type, expectedIntervalMs: num(req.expectedIntervalMs), gracePeriodMs: num(req.gracePeriodMs), metadata: req.metadata, tags: req.tags }));
         s.assertDeadlineFloor(input, minDeadlineMs);
         const row = await unlessProjectGone(() => createMonitor(deps, projectId, input), () => scope(ctx, req.projectId));
-        return { data: toMonitor(row, clock()) };
+        return { data: monitorMessage(row, clock()) };
       },
       async listMonitors(req: any, ctx: HandlerContext) {
         const { projectId } = await scope(ctx, req.projectId);
         const page = await listMonitorsPage(db, projectId, { limit: req.limit, cursor: req.cursor });
         const now = clock();
-        return { data: page.rows.map((m) => toMonitor(m, now)), pagination: { nextCursor: page.nextCursor, hasMore: page.hasMore } };
+        return { data: page.rows.map((m) => monitorMessage(m, now)), pagination: { nextCursor: page.nextCursor, hasMore: page.hasMore } };
       },
       async getMonitorsOverview(req: any, ctx: HandlerContext) {
         const { projectId } = await scope(ctx, req.projectId);
@@ -69,7 +70,7 @@ export function uptimeService(deps: Deps, u: UptimeContext) {
       },
       async getMonitor(req: any, ctx: HandlerContext) {
         const { projectId } = await scope(ctx, req.projectId);
-        return { data: toMonitor(await monitor(projectId, req.monitorId), clock()) };
+        return { data: monitorMessage(await monitor(projectId, req.monitorId), clock()) };
       },
       async getMonitorStatus(req: any, ctx: HandlerContext) {
         const { projectId } = await scope(ctx, req.projectId);
@@ -77,9 +78,9 @@ export function uptimeService(deps: Deps, u: UptimeContext) {
       },
       async updateMonitor(req: any, ctx: HandlerContext) {
         const { projectId } = await limited(ctx, req.projectId, "writes");
-        const input = validate(s.updateSchema, present({ name: req.name, slug: req.slug, type: req.type, expectedIntervalMs: req.expectedIntervalMs, gracePeriodMs: req.gracePeriodMs, metadata: req.metadata, tags: req.tags }));
+        const input = validate(s.updateSchema, present({ name: req.name, slug: req.slug, type: req.type, expectedIntervalMs: num(req.expectedIntervalMs), gracePeriodMs: num(req.gracePeriodMs), metadata: req.metadata, tags: req.tags }));
         s.assertDeadlineFloor(input, minDeadlineMs);
-        return { data: toMonitor(await updateMonitor(deps, projectId, req.monitorId, input, u.changed), clock()) };
+        return { data: monitorMessage(await updateMonitor(deps, projectId, req.monitorId, input, u.changed), clock()) };
       },
       async deleteMonitor(req: any, ctx: HandlerContext) {
         const { projectId } = await limited(ctx, req.projectId, "writes");
@@ -88,20 +89,20 @@ export function uptimeService(deps: Deps, u: UptimeContext) {
       },
       async pauseMonitor(req: any, ctx: HandlerContext) {
         const { projectId } = await limited(ctx, req.projectId, "writes");
-        return { data: toMonitor(await pauseMonitor(deps, projectId, req.monitorId, u.changed), clock()) };
+        return { data: monitorMessage(await pauseMonitor(deps, projectId, req.monitorId, u.changed), clock()) };
       },
       async resumeMonitor(req: any, ctx: HandlerContext) {
         const { projectId } = await limited(ctx, req.projectId, "writes");
-        return { data: toMonitor(await resumeMonitor(deps, projectId, req.monitorId, u.changed), clock()) };
+        return { data: monitorMessage(await resumeMonitor(deps, projectId, req.monitorId, u.changed), clock()) };
       },
       async sendHeartbeat(req: any, ctx: HandlerContext) {
         const { projectId } = await limited(ctx, req.projectId, "heartbeats");
-        const input = validate(s.heartbeatSchema, present({ slug: req.monitorSlug, status: req.status, latencyMs: req.latencyMs, metadata: req.metadata, expectedIntervalMs: req.expectedIntervalMs, gracePeriodMs: req.gracePeriodMs }));
+        const input = validate(s.heartbeatSchema, present({ slug: req.monitorSlug, status: req.status, latencyMs: req.latencyMs, metadata: req.metadata, expectedIntervalMs: num(req.expectedIntervalMs), gracePeriodMs: num(req.gracePeriodMs) }));
         s.assertDeadlineFloor(input, minDeadlineMs);
         const at = clock();
         // The project deleted meanwhile: answered as a request after the delete (401/404), not 500.
         const a = await unlessProjectGone(() => u.writer.submit({ projectId, at, ...input, slug: input.slug }), () => scope(ctx, req.projectId));
-        return { data: { accepted: true, monitor: toMonitor(a.monitor, at), statusChanged: a.statusChanged } };
+        return { data: { accepted: true, monitor: monitorMessage(a.monitor, at), statusChanged: a.statusChanged } };
       },
       async listHeartbeats(req: any, ctx: HandlerContext) {
         const { projectId } = await scope(ctx, req.projectId);
@@ -119,7 +120,7 @@ export function uptimeService(deps: Deps, u: UptimeContext) {
         const q = validate(s.incidentListSchema, present({ limit: req.limit }));
         const m = await monitor(projectId, req.monitorId);
         const r = await db.query<IncidentRow>("SELECT * FROM incidents WHERE monitor_id = $1 ORDER BY started_at DESC, id DESC LIMIT $2", [m.id, q.limit]);
-        return { data: r.rows.map(toIncident) };
+        return { data: r.rows.map(incidentMessage) };
       },
       async updateIncident(req: any, ctx: HandlerContext) {
         const { projectId } = await limited(ctx, req.projectId, "writes");
@@ -131,7 +132,7 @@ export function uptimeService(deps: Deps, u: UptimeContext) {
           [req.incidentId, projectId, input.title !== undefined, input.title ?? null, input.description !== undefined, input.description ?? null, clock()],
         );
         if (!r.rows[0]) throw notFound("incident");
-        return { data: toIncident(r.rows[0]) };
+        return { data: incidentMessage(r.rows[0]) };
       },
       async getMonitorStats(req: any, ctx: HandlerContext) {
         const { projectId } = await scope(ctx, req.projectId);
@@ -140,29 +141,13 @@ export function uptimeService(deps: Deps, u: UptimeContext) {
         const { from, to } = s.statsWindow(q, now);
         const m = await monitor(projectId, req.monitorId);
         const [t, h] = await Promise.all([timeFigures(db, m, from, to, now), heartbeatFigures(db, m.id, from, to, now, u.rawRetentionMs)]);
-        return {
-          data: {
-            uptimePercentage: t.uptimePercentage,
-            downtimeMs: t.downtimeMs,
-            incidentCount: t.incidentCount,
-            currentStatus: m.status,
-            lastHeartbeat: m.last_heartbeat_at?.toISOString(),
-            totalHeartbeats: h.total,
-            successfulHeartbeats: h.successful,
-            failedHeartbeats: h.failed,
-            avgLatencyMs: h.avgLatencyMs,
-            minLatencyMs: h.minLatencyMs,
-            maxLatencyMs: h.maxLatencyMs,
-            from: from.toISOString(),
-            to: to.toISOString(),
-          },
-        };
+        return { data: statsMessage(t, h, m, from, to) };
       },
       async getMonitorHistory(req: any, ctx: HandlerContext) {
         const { projectId } = await scope(ctx, req.projectId);
         const q = validate(s.historySchema, present({ window: req.window }));
         const m = await monitor(projectId, req.monitorId);
-        return { data: { window: q.window, buckets: await history(db, m, q.window, clock()) } };
+        return { data: { window: q.window, buckets: (await history(db, m, q.window, clock())).map(bucketMessage) } };
       },
     },
   };

@@ -1,0 +1,53 @@
+import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
+import type { HistoryBucketSchema, IncidentSchema, MonitorSchema, MonitorStatsSchema } from "../../gen/vigil/v1/uptime_pb.js";
+import type { HeartbeatFigures } from "./stats.js";
+import { toIncident, toMonitor, type IncidentRow, type MonitorRow } from "./store.js";
+
+// Rows and figures as uptime response messages. Milliseconds and counts are int64 in the proto
+// (bigint in protobuf-es); the plain-number shapes of store.ts stay what webhook payloads carry.
+// REST still writes them as JSON numbers (src/transcoding/json.ts).
+
+// Whole by construction (epoch-ms differences, bigint columns, counts); rounded so a stray fraction never fails the encoding.
+const big = (v: number) => BigInt(Math.round(v));
+
+/** A request's int64 field as a number for validation (exact below 2^53; larger ones fail the range checks). */
+export const num = (v: bigint | undefined): number | undefined => (v === undefined ? undefined : Number(v));
+
+export function monitorMessage(r: MonitorRow, now: Date): MessageInitShape<typeof MonitorSchema> {
+  const m = toMonitor(r, now);
+  // metadata and tags are stored jsonb objects (JSON by construction).
+  return { ...m, metadata: m.metadata as JsonObject, tags: m.tags as JsonObject, expectedIntervalMs: big(m.expectedIntervalMs), gracePeriodMs: big(m.gracePeriodMs), timeUp: big(m.timeUp) };
+}
+
+export function incidentMessage(r: IncidentRow): MessageInitShape<typeof IncidentSchema> {
+  const i = toIncident(r);
+  return { ...i, durationMs: i.durationMs === undefined ? undefined : big(i.durationMs) };
+}
+
+export function statsMessage(
+  t: { uptimePercentage: number; downtimeMs: number; incidentCount: number },
+  h: HeartbeatFigures,
+  m: MonitorRow,
+  from: Date,
+  to: Date,
+): MessageInitShape<typeof MonitorStatsSchema> {
+  return {
+    uptimePercentage: t.uptimePercentage,
+    downtimeMs: big(t.downtimeMs),
+    incidentCount: big(t.incidentCount),
+    currentStatus: m.status,
+    lastHeartbeat: m.last_heartbeat_at?.toISOString(),
+    totalHeartbeats: big(h.total),
+    successfulHeartbeats: big(h.successful),
+    failedHeartbeats: big(h.failed),
+    avgLatencyMs: h.avgLatencyMs,
+    minLatencyMs: h.minLatencyMs,
+    maxLatencyMs: h.maxLatencyMs,
+    from: from.toISOString(),
+    to: to.toISOString(),
+  };
+}
+
+export function bucketMessage(b: { start: string; end: string; status: string; uptimePercentage?: number; downtimeMs: number }): MessageInitShape<typeof HistoryBucketSchema> {
+  return { ...b, downtimeMs: big(b.downtimeMs) };
+}
