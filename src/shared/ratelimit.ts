@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { Redis } from "ioredis";
+import { createClient, defineScript, type CommandParser } from "redis";
 import type { Logger } from "pino";
 import type { Config } from "../config/index.js";
 import type { Clock } from "./clock.js";
@@ -82,24 +82,54 @@ export class MemoryCounterStore implements CounterStore {
   async close(): Promise<void> {}
 }
 
-const SCRIPT = `
+/** One hit: INCRBY, and PEXPIRE when the key was just created; atomic (EVALSHA, EVAL on NOSCRIPT). */
+const HIT = defineScript({
+  NUMBER_OF_KEYS: 1,
+  SCRIPT: `
 local c = redis.call('INCRBY', KEYS[1], ARGV[1])
 if c == tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return c`;
+return c`,
+  parseCommand(parser: CommandParser, key: string, cost: number, ttlMs: number) {
+    parser.pushKey(key);
+    parser.push(String(cost), String(ttlMs));
+  },
+  transformReply: (reply: unknown) => Number(reply),
+});
+
+/** A command waits at most this long (queued while reconnecting, or for its reply), then fails open. */
+export const REDIS_COMMAND_TIMEOUT_MS = 500;
+
+/** Reconnect delays: 50 ms more per attempt, at most 2 s, forever (a node outlives a Redis restart). */
+export const redisReconnectDelay = (retries: number) => Math.min((retries + 1) * 50, 2000);
+
+function redisClient(url: string) {
+  return createClient({
+    url,
+    // RESP2 is spoken by every Redis-compatible server (RESP3 needs Redis 6+); the replies used here are the same.
+    RESP: 2,
+    scripts: { hit: HIT },
+    commandOptions: { timeout: REDIS_COMMAND_TIMEOUT_MS },
+    socket: { connectTimeout: 5000, reconnectStrategy: redisReconnectDelay },
+  });
+}
 
 export class RedisCounterStore implements CounterStore {
-  private readonly redis: Redis;
+  private readonly redis: ReturnType<typeof redisClient>;
+  private readonly connecting: Promise<unknown>;
   private lastWarn = 0;
 
   constructor(url: string, private readonly log: Logger) {
-    this.redis = new Redis(url, { commandTimeout: 500, maxRetriesPerRequest: 1, lazyConnect: false });
+    this.redis = redisClient(url);
     this.redis.on("error", (err) => this.warn(err));
+    // Connects in the background and keeps retrying; hits made meanwhile wait in the offline queue
+    // (up to the command timeout), so a node starts while Redis is down and counts once it is up.
+    this.connecting = this.redis.connect().catch((err) => this.warn(err));
   }
 
   async add(name: LimitName, key: string, cost: number, windowMs: number, nowMs: number): Promise<number | undefined> {
     const k = `vigil:rl:${name}:${key}:${Math.floor(nowMs / windowMs)}`;
     try {
-      return Number(await this.redis.eval(SCRIPT, 1, k, String(cost), String(windowMs * 2)));
+      return await this.redis.hit(k, cost, windowMs * 2);
     } catch (err) {
       this.warn(err);
       return undefined;
@@ -114,7 +144,10 @@ export class RedisCounterStore implements CounterStore {
   }
 
   async close(): Promise<void> {
-    await this.redis.quit().catch(() => this.redis.disconnect());
+    // close() lets replies in flight arrive; while disconnected there are none to wait for.
+    if (this.redis.isReady) await this.redis.close().catch(() => this.redis.destroy());
+    else if (this.redis.isOpen) this.redis.destroy();
+    await this.connecting;
   }
 }
 
