@@ -23,6 +23,7 @@ import { createRestHandler } from "../transcoding/rest.js";
 import { createFeatures } from "./features.js";
 import { createTemporalLink } from "../temporal/link.js";
 import { sdkMetrics } from "../temporal/runtime.js";
+import { isDocsPath, serveDocs } from "./docs.js";
 import { createGate } from "./gate.js";
 import { createRpcHandler, protocolOf } from "./rpc.js";
 import { createStandardServices } from "../grpc/service.js";
@@ -139,6 +140,12 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
       req.resume();
       res.writeHead(404, { "content-type": "application/json" });
       res.end(JSON.stringify({ error: { code: "not_found", message: "this node runs ROLE=worker: it serves /health only (metrics: METRICS_PORT)" } }));
+      return;
+    }
+    // The API reference (src/server/docs.ts): /openapi.json, /docs and its assets.
+    if (isDocsPath(path)) {
+      client.route = path;
+      serveDocs(req, res, path);
       return;
     }
     void rest(req, res, client);

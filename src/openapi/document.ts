@@ -1,0 +1,213 @@
+import type { DescField, DescMethod } from "@bufbuild/protobuf";
+import type { ServiceBinding } from "../shared/feature.js";
+import { routesFor, type Route } from "../transcoding/routes.js";
+import type { CallerKind, RpcFacts } from "./access.js";
+import type { Describe } from "./comments.js";
+import { fieldSchema, messageRef, messageSchema, scalarSchema, type Schema, type SchemaContext } from "./schema.js";
+
+// The OpenAPI 3.1 document of the REST face, built from the very route table the transcoder
+// serves (routesFor over the served bindings), the RPCs' messages and options, the callers and
+// rate limits derived from the handlers (access.ts), and the proto comments.
+
+export interface DocumentInput {
+  bindings: ServiceBinding[];
+  facts: Map<string, RpcFacts>;
+  describe: Describe;
+  version: string;
+}
+
+const ERROR_CODE_PATTERN = "^[a-z][a-z0-9_]*$";
+
+const INTRO = `The REST/JSON face of Vigil. Every operation is also a gRPC / Connect / gRPC-web RPC of package
+\`vigil.v1\` on the same port (its name is given with each operation); this document is generated from
+the protos in \`proto/\` and the code that serves them (\`npm run generate\`).
+
+**Shapes.** A response carries its result in \`data\` (lists also \`pagination\` or \`meta\` where the
+operation says so). Every field is always present: an unset optional value or object is \`null\`,
+lists are \`[]\`. Names are lowerCamel. 64-bit integers are plain JSON numbers (exact up to 2^53).
+Timestamps are ISO 8601 strings in UTC.
+
+**Requests.** \`POST\`/\`PATCH\` bodies are JSON (\`Content-Type: application/json\`, also when empty);
+unknown fields are ignored; a value of the wrong type is a 400 naming the field. Such routes take no
+query parameters.
+
+**Errors.** Every error is \`{"error": {"code", "message", "details?"}}\` with a snake_case \`code\`.
+Each operation lists the statuses its route answers from the rules that guard it (credentials, roles,
+body, rate limits); \`default\` covers the rest (409 conflicts, 503 \`query_timeout\`, 500 \`internal\`).
+
+**Authentication.** A project API key (\`Authorization: Bearer vk_...\`) or the \`vigil_session\`
+cookie set by sign-up and login; each operation says which. Cookie-authenticated writes must come from
+the same origin (403 otherwise).`;
+
+const CALLER_TEXT: Record<CallerKind, string> = {
+  public: "No credentials.",
+  data: "A project API key, or the session of any member of the project.",
+  member: "The session of a member of the project (any role); API keys are refused (403).",
+  admin: "The session of an admin or owner of the project; API keys are refused (403).",
+  owner: "The session of the project's owner; API keys are refused (403).",
+  session: "A signed-in session (the `vigil_session` cookie); API keys are refused.",
+  apiKey: "A project API key (`Authorization: Bearer vk_...`); the project is the key's own.",
+  credentials: "A project API key or a signed-in session.",
+};
+
+function security(caller: CallerKind): Record<string, string[]>[] {
+  if (caller === "public") return [];
+  if (caller === "apiKey") return [{ apiKey: [] }];
+  if (caller === "data" || caller === "credentials") return [{ apiKey: [] }, { session: [] }];
+  return [{ session: [] }];
+}
+
+const ERRORS: Record<string, string> = {
+  "400": "Malformed JSON, a value of the wrong type, or failed validation (`details` names the fields: `[{field, message}]`).",
+  "401": "Missing, malformed, unknown or revoked credentials.",
+  "403": "Valid credentials without the right to this route (wrong kind of credentials, too low a role), or a cookie-authenticated write from another origin.",
+  "404": "No such resource, or a project the caller cannot see.",
+  "413": "The body (or a batch) is over its limit.",
+  "415": "The body is not JSON (`Content-Type: application/json` is required, also for an empty body).",
+  "429": "Rate limited; `Retry-After` says when to try again (`details.retryAfterSeconds` too).",
+  default: "Any other error, in the same body: 409 conflicts, 503 `query_timeout` or `unavailable`, 500 `internal`.",
+};
+
+const isWrite = (verb: string) => verb !== "GET" && verb !== "HEAD" && verb !== "OPTIONS" && verb !== "DELETE";
+
+function errorStatuses(route: Route, facts: RpcFacts): string[] {
+  const s = ["400"];
+  if (facts.caller !== "public") s.push("401");
+  if (!["public", "data", "credentials"].includes(facts.caller) || route.verb !== "GET") s.push("403");
+  if (route.segments.some((x) => "variable" in x)) s.push("404");
+  if (isWrite(route.verb)) s.push("413", "415");
+  if (facts.rateLimits.length) s.push("429");
+  return s;
+}
+
+const pathOf = (route: Route, field: (name: string) => DescField) =>
+  "/" + route.segments.map((x) => ("literal" in x ? x.literal : `{${field(x.variable).jsonName}}`)).join("/");
+
+function queryParameters(method: DescMethod, omit: Set<string>, ctx: SchemaContext): Schema[] {
+  const out: Schema[] = [];
+  for (const f of method.input.fields) {
+    if (omit.has(f.name)) continue;
+    const scalar = f.fieldKind === "scalar" || (f.fieldKind === "list" && f.listKind === "scalar");
+    if (!scalar) continue; // messages and maps cannot be written in a query string
+    // A query parameter is absent or a value: never null. Lists repeat the name (`?x=a&x=b`).
+    const schema = f.fieldKind === "list" ? { type: "array", items: scalarSchema(f.scalar!) } : scalarSchema(f.scalar!);
+    const description = ctx.describe(`${method.input.typeName}.${f.name}`);
+    out.push({ name: f.jsonName, in: "query", required: false, schema, ...(description ? { description } : {}) });
+  }
+  return out;
+}
+
+function operation(route: Route, facts: RpcFacts, ctx: SchemaContext): Schema {
+  const { method, service } = route;
+  const field = (name: string) => method.input.fields.find((f) => f.name === name)!;
+  const pathFields = new Set(route.segments.flatMap((x) => ("variable" in x ? [x.variable] : [])));
+  const parameters: Schema[] = [...pathFields].map((name) => {
+    const f = field(name);
+    const description = ctx.describe(`${method.input.typeName}.${f.name}`);
+    return { name: f.jsonName, in: "path", required: true, schema: { type: "string", minLength: 1 }, ...(description ? { description } : {}) };
+  });
+  let requestBody: Schema | undefined;
+  if (route.body === "*") {
+    requestBody = { required: false, content: { "application/json": { schema: messageSchema(method.input, "input", ctx, pathFields) } } };
+  } else if (route.body) {
+    requestBody = { required: false, content: { "application/json": { schema: fieldSchema(field(route.body), "input", ctx) } } };
+    parameters.push(...queryParameters(method, new Set([...pathFields, route.body]), ctx));
+  } else {
+    parameters.push(...queryParameters(method, pathFields, ctx));
+  }
+  const rpc = `${service.typeName}/${method.name}`;
+  const lines = [
+    ctx.describe(`${service.typeName}.${method.name}`),
+    `**Auth:** ${CALLER_TEXT[facts.caller]}`,
+    facts.rateLimits.length ? `**Rate limit:** counts against \`${facts.rateLimits.join("`, `")}\` (429 with \`Retry-After\` when over it).` : undefined,
+    `**gRPC:** \`${rpc}\``,
+  ];
+  const success = String(route.successStatus);
+  const responses: Record<string, Schema> = {
+    [success]:
+      route.successStatus === 204
+        ? { description: "Done; no body." }
+        : { description: "Success.", content: { "application/json": { schema: messageRef(method.output, "output", ctx) } } },
+  };
+  for (const s of errorStatuses(route, facts)) responses[s] = { $ref: `#/components/responses/Error${s}` };
+  responses.default = { $ref: "#/components/responses/ErrorDefault" };
+  return {
+    operationId: method.name,
+    tags: [tagOf(service.name)],
+    summary: method.name.replace(/([a-z])([A-Z])/g, "$1 $2"),
+    description: lines.filter(Boolean).join("\n\n"),
+    ...(parameters.length ? { parameters } : {}),
+    ...(requestBody ? { requestBody } : {}),
+    responses,
+    security: security(facts.caller),
+    "x-vigil-caller": facts.caller,
+    ...(facts.rateLimits.length ? { "x-vigil-rate-limits": facts.rateLimits } : {}),
+    "x-grpc-method": `/${rpc}`,
+  };
+}
+
+const tagOf = (serviceName: string) => serviceName.replace(/Service$/, "");
+
+export function buildDocument(input: DocumentInput): Schema {
+  const schemas: Record<string, Schema> = {};
+  const ctx: SchemaContext = { schemas, describe: input.describe };
+  const routes = routesFor(input.bindings.map((b) => b.desc));
+  // Proto order (service, then method), not the matcher's literal-first order.
+  const order = new Map(input.bindings.flatMap((b) => b.desc.methods).map((m, i) => [m, i]));
+  routes.sort((a, b) => order.get(a.method)! - order.get(b.method)!);
+  const paths: Record<string, Record<string, Schema>> = {};
+  const operationIds = new Set<string>();
+  for (const route of routes) {
+    const facts = input.facts.get(`${route.service.typeName}/${route.method.name}`);
+    if (!facts) throw new Error(`no implementation found for ${route.service.typeName}/${route.method.name}`);
+    const p = pathOf(route, (name) => route.method.input.fields.find((f) => f.name === name)!);
+    const op = operation(route, facts, ctx);
+    if (operationIds.has(op.operationId as string)) op.operationId = `${tagOf(route.service.name)}${route.method.name}`;
+    operationIds.add(op.operationId as string);
+    (paths[p] ??= {})[route.verb.toLowerCase()] = op;
+  }
+  const tags = input.bindings.filter((b) => b.desc.methods.some((m) => routes.some((r) => r.method === m)))
+    .map((b) => ({ name: tagOf(b.desc.name), ...(input.describe(b.desc.typeName) ? { description: input.describe(b.desc.typeName) } : {}) }));
+  const errorSchema: Schema = {
+    type: "object",
+    required: ["error"],
+    additionalProperties: false,
+    properties: {
+      error: {
+        type: "object",
+        required: ["code", "message"],
+        additionalProperties: false,
+        properties: {
+          code: { type: "string", pattern: ERROR_CODE_PATTERN, description: "snake_case, stable: validation_failed, invalid_json, unauthenticated, forbidden, not_found, conflict, payload_too_large, unsupported_media_type, rate_limited, ..." },
+          message: { type: "string", description: "Human-readable; may change." },
+          details: { description: "Optional. Validation errors: `[{field, message}]`; rate limits: `{retryAfterSeconds}`." },
+        },
+      },
+    },
+  };
+  const responses: Record<string, Schema> = {};
+  for (const [status, description] of Object.entries(ERRORS)) {
+    const name = status === "default" ? "ErrorDefault" : `Error${status}`;
+    responses[name] = { description, content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
+    if (status === "429") responses[name].headers = { "Retry-After": { description: "Seconds to wait.", schema: { type: "integer", minimum: 1 } } };
+  }
+  return {
+    openapi: "3.1.0",
+    info: { title: "Vigil API", version: input.version, description: INTRO },
+    servers: [{ url: "/" }],
+    tags,
+    paths,
+    components: {
+      schemas: { Error: errorSchema, ...sortKeys(schemas) },
+      responses,
+      securitySchemes: {
+        apiKey: { type: "http", scheme: "bearer", bearerFormat: "vk_...", description: "A project API key: `Authorization: Bearer vk_...` (created under a project's API keys)." },
+        session: { type: "apiKey", in: "cookie", name: "vigil_session", description: "The signed session cookie set by sign-up and login (`HttpOnly`, `SameSite=Lax`)." },
+      },
+    },
+  };
+}
+
+function sortKeys<T>(o: Record<string, T>): Record<string, T> {
+  return Object.fromEntries(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
