@@ -1,6 +1,6 @@
 import type { HandlerContext } from "@connectrpc/connect";
-import type { JsonValue } from "@bufbuild/protobuf";
-import type { Value } from "@bufbuild/protobuf/wkt";
+import { fromJson, type JsonValue } from "@bufbuild/protobuf";
+import { ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
 import { AnalyticsService } from "../../gen/vigil/v1/analytics_pb.js";
 import type { Deps } from "../shared/deps.js";
 import type { Feature } from "../shared/feature.js";
@@ -92,7 +92,7 @@ export function createAnalyticsFeature(deps: Deps): Feature {
             const field = parseField(req.field, "field");
             const lim = parseLimit(req.limit, 100, 1000);
             const values = await run(ctx, scope.projectId, (e) => unique(e, scope.projectId, w, filter, field, lim));
-            return { data: { values: values.map((v) => ({ value: v.value as JsonValue, count: v.count })) } };
+            return { data: { values: values.map((v) => ({ value: fromJson(ValueSchema, v.value as JsonValue), count: BigInt(v.count) })) } };
           },
           async group(req, ctx) {
             const scope = await auth.project(ctx, req.projectId, "data");

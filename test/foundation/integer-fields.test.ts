@@ -2,8 +2,12 @@ import assert from "node:assert/strict";
 import http2 from "node:http2";
 import { readdirSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
-import { ScalarType, create, toBinary, type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
+import { ScalarType, create, toBinary, toJson, type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
+import { AnalyticsService } from "../../gen/vigil/v1/analytics_pb.js";
 import {
   GetMonitorRequestSchema,
   GetMonitorStatsRequestSchema,
@@ -13,6 +17,7 @@ import {
   MonitorStatsSchema,
 } from "../../gen/vigil/v1/uptime_pb.js";
 import { startTestApp, type TestApp } from "../helpers/app.js";
+import { ingest } from "../helpers/events.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
 
 // Counts, limits and milliseconds are integers in the proto (issue #20: Python got 1.0), and REST
@@ -151,6 +156,21 @@ describe("integral fields on the wire and over REST", () => {
     const incRest = (await rest("/incidents")).body.data[0];
     assert.equal(varint(IncidentSchema, incBytes, "duration_ms"), incRest.durationMs);
     assert.equal(typeof incRest.durationMs, "number");
+  });
+
+  it("analytics unique counts are int64 over gRPC and plain {value, count} over REST", async () => {
+    await ingest(t.rest, p.key, [
+      { type: "signup", timestamp: "2024-03-01T10:00:00Z", data: { plan: "pro" } },
+      { type: "signup", timestamp: "2024-03-01T11:00:00Z", data: { plan: "pro" } },
+      { type: "signup", timestamp: "2024-03-01T12:00:00Z", data: { plan: 7 } },
+    ]);
+    const time = { start: "2024-03-01T00:00:00Z", end: "2024-03-02T00:00:00Z" };
+    const rest = await t.rest.post(`/v1/projects/${p.projectId}/analytics/unique`, { field: "plan", time }, { key: p.key });
+    assert.equal(rest.status, 200, rest.text);
+    assert.equal(rest.text.includes('"values":[{"value":"pro","count":2},{"value":7,"count":1}]'), true, rest.text);
+    const client = createClient(AnalyticsService, createGrpcTransport({ baseUrl: t.url }));
+    const g = await client.unique({ projectId: "self", field: "plan", time }, { headers: { authorization: `Bearer ${p.key}` } });
+    assert.deepEqual(g.data?.values.map((v) => [toJson(ValueSchema, v.value!), v.count]), [["pro", 2n], [7, 1n]]);
   });
 
   it("REST refuses fractional, huge and malformed integers with 400 validation_failed naming the field", async () => {
