@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { promisify } from "node:util";
 import { after, before, describe, it } from "node:test";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { OPENAPI_PATH } from "../../src/server/docs.js";
@@ -14,6 +16,8 @@ import { byId, checkResponse, coverage, doc, fillPath, hasScheme, operations, ty
 // credentials, the wrong kind of credentials, an unknown project, a non-JSON body...). Each
 // response is validated against the document's schema for its status. An operation of the
 // document that no request here reached fails the last test, so a new route needs coverage.
+
+const run = promisify(execFile);
 
 let t: TestApp;
 let p: ProjectFixture;
@@ -108,6 +112,49 @@ describe("the OpenAPI document", () => {
     assert.ok(op("Login").op.responses["429"], "login is rate limited");
   });
 });
+
+describe("GET /docs", () => {
+  it("is an HTML page whose scripts and styles all come from Vigil itself, under a strict CSP", async () => {
+    const r = await fetch(`${t.url}/docs`);
+    assert.equal(r.status, 200);
+    assert.match(r.headers.get("content-type") ?? "", /^text\/html/);
+    const csp = r.headers.get("content-security-policy") ?? "";
+    assert.match(csp, /default-src 'none'/);
+    assert.match(csp, /script-src 'self'(;|$)/, "no inline or remote scripts");
+    assert.match(csp, /connect-src 'self'/);
+    const html = await r.text();
+    assert.doesNotMatch(html, /<script>|<script [^>]*>[^<]/, "no inline script");
+    const urls = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
+    assert.ok(urls.length >= 3, html);
+    for (const u of urls) {
+      assert.match(u, /^\/[^/]/, `${u} is served by Vigil itself`);
+      const a = await fetch(t.url + u);
+      assert.equal(a.status, 200, u);
+      assert.ok((await a.arrayBuffer()).byteLength > 0, u);
+    }
+    const types = await Promise.all(["/docs/assets/swagger-ui-bundle.js", "/docs/assets/swagger-ui.css"].map(async (u) => (await fetch(t.url + u)).headers.get("content-type")));
+    assert.deepEqual(types.map((x) => x?.split(";")[0]), ["text/javascript", "text/css"]);
+    assert.match(await (await fetch(`${t.url}/docs/assets/init.js`)).text(), /url: "\/openapi\.json"/);
+    assert.equal((await fetch(`${t.url}/docs/assets/nope.js`)).status, 404);
+  });
+
+  it("renders every operation in a real browser under that CSP (when Chromium is installed)", async (ctx) => {
+    if (!existsSync(CHROMIUM)) return ctx.skip(`${CHROMIUM} not installed`);
+    const dom = await renderedDom(`${t.url}/docs`);
+    // Rendered by Swagger UI's script (not in the served HTML): the title and every operation.
+    assert.match(dom, /Vigil API/);
+    for (const o of operations) assert.ok(dom.includes(`operations-${o.op.tags[0]}-${o.id}`), `${o.id} is not rendered`);
+  });
+});
+
+const CHROMIUM = "/usr/bin/chromium";
+
+/** The page's DOM after its scripts ran (Chromium headless; a CSP violation would leave it empty). */
+async function renderedDom(url: string): Promise<string> {
+  const args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--virtual-time-budget=15000", "--dump-dom", url];
+  const { stdout } = await run(CHROMIUM, args, { timeout: 60_000, maxBuffer: 64 << 20 });
+  return stdout;
+}
 
 describe("every operation against the document", () => {
   it("health, accounts and sessions", async () => {
