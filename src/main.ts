@@ -1,6 +1,6 @@
 import pino from "pino";
-import { ConfigError, loadConfig } from "./config/index.js";
-import { buildApp } from "./server/app.js";
+import { ConfigError, loadConfig, type Config } from "./config/index.js";
+import { buildApp, type App } from "./server/app.js";
 
 // Entry point: `npm start` (ROLE=all), `npm run worker` (ROLE=worker).
 
@@ -18,8 +18,20 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = pino({ level: config.logLevel, base: undefined });
-  const app = await buildApp(config, { log });
-  const port = await app.listen();
+  // A failed start stops what it started (buildApp closes its own steps; a listen failure closes
+  // the app: workers, Redis, the pool, the embedded cluster) and exits 1 with one line on stderr.
+  let app: App | undefined;
+  let port: number;
+  try {
+    app = await buildApp(config, { log });
+    port = await app.listen();
+  } catch (err) {
+    const force = setTimeout(() => process.exit(1), 20_000);
+    force.unref();
+    await app?.close().catch(() => undefined);
+    console.error(`Vigil failed to start: ${startupError(err, config)}`);
+    process.exit(1);
+  }
   log.info({ host: config.host, port, role: config.role, database: config.databaseUrl ? "external" : "embedded" }, `Vigil listening on http://${config.host}:${port}`);
   if (config.metrics) log.info({ host: config.metrics.host, port: app.metricsPort }, `metrics on http://${config.metrics.host}:${app.metricsPort}/metrics`);
   else log.info("metrics not served (METRICS_PORT=off)");
@@ -42,7 +54,19 @@ async function main(): Promise<void> {
   process.on("SIGINT", () => void stop("SIGINT"));
 }
 
+/** One line saying what failed; for a port, which setting names it. */
+function startupError(err: unknown, config: Config): string {
+  const e = err as NodeJS.ErrnoException & { port?: number; address?: string };
+  if ((e?.code === "EADDRINUSE" || e?.code === "EACCES" || e?.code === "EADDRNOTAVAIL") && typeof e.port === "number") {
+    const setting = e.port === config.metrics?.port ? "METRICS_PORT" : e.port === config.grpcPort ? "GRPC_PORT" : "PORT";
+    const why = e.code === "EADDRINUSE" ? "is already in use" : e.code === "EACCES" ? "may not be bound by this user" : "is not an address of this machine";
+    return `${e.address ?? ""}:${e.port} ${why} (${e.code}); set ${setting}${e.code === "EADDRNOTAVAIL" ? " or HOST" : ""} to another port, or stop what listens there`;
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  return message.replace(/\s*\n\s*/g, " ");
+}
+
 main().catch((err) => {
-  console.error("Vigil failed to start:", err instanceof Error ? err.message : err);
+  console.error(`Vigil failed to start: ${err instanceof Error ? err.message : String(err)}`.replace(/\s*\n\s*/g, " "));
   process.exit(1);
 });

@@ -19,7 +19,8 @@ export const envSchema = z.object({
   HOST: z.string().default("127.0.0.1"),
   GRPC_PORT: z.coerce.number().int().min(0).optional(),
   DATA_DIR: z.string().default("./data"),
-  SESSION_SECRET: z.string().min(16).optional(),
+  // Empty (compose's `${SESSION_SECRET:-}`) means unset: generated once in DATA_DIR.
+  SESSION_SECRET: z.string().optional().transform((v) => (v ? v : undefined)).pipe(z.string().min(16).optional()),
   DATABASE_URL: optionalUrl.optional(),
   REDIS_URL: optionalUrl.optional(),
   TEMPORAL_ADDRESS: z.string().optional().transform((v) => (v ? v : undefined)),

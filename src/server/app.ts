@@ -52,16 +52,34 @@ export interface App {
 
 const CONNECT_PATH = /^\/vigil\.v1\.[A-Za-z]+\/[A-Za-z]+$/;
 
+/** Closes what start-up has opened so far, last first. */
+type Opened = (() => Promise<unknown>)[];
+
 export async function buildApp(config: Config, opts: AppOptions = {}): Promise<App> {
+  // A step that fails (migrations, the session secret, a feature) closes what the earlier ones
+  // opened (the embedded cluster, the pool, Redis, Temporal): nothing outlives a failed start.
+  const opened: Opened = [];
+  try {
+    return await assemble(config, opts, opened);
+  } catch (err) {
+    for (const close of opened.reverse()) await close().catch(() => undefined);
+    throw err;
+  }
+}
+
+async function assemble(config: Config, opts: AppOptions, opened: Opened): Promise<App> {
   const log = opts.log ?? pino({ level: config.logLevel, base: undefined });
   let embedded: EmbeddedHandle | undefined;
   let url = config.databaseUrl;
   if (!url) {
-    embedded = await startEmbeddedPostgres(config.dataDir, log);
+    const handle = (embedded = await startEmbeddedPostgres(config.dataDir, log));
+    opened.push(() => handle.stop());
     url = embedded.url;
   }
   const db: Db = createPool(url, config.pgPoolSize, { statementTimeoutMs: config.statementTimeoutMs });
+  opened.push(() => db.end());
   await migrate(db);
+  const secret = await sessionSecret(config.sessionSecret, config.dataDir);
 
   const shutdown = new AbortController();
   // Every in-flight request links to this signal; thousands at once is normal, not a leak.
@@ -78,11 +96,12 @@ export async function buildApp(config: Config, opts: AppOptions = {}): Promise<A
     pressure: new IngestPressure(),
     limits: createRateLimiter(config, log, opts.clock ?? systemClock, telemetry),
     auth: undefined as unknown as Authenticator,
-    sessionSecret: await sessionSecret(config.sessionSecret, config.dataDir),
+    sessionSecret: secret,
     shutdownSignal: shutdown.signal,
     temporal: config.temporal ? createTemporalLink(config.temporal, db, log) : undefined,
   };
   deps.auth = new Authenticator(deps, deps.sessionSecret);
+  opened.push(() => deps.limits.close(), async () => deps.temporal?.close());
 
   const features = await createFeatures(deps);
   const bindings = features.flatMap((f) => f.services.map((b) => guardImpl(b, log)));

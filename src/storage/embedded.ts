@@ -89,21 +89,31 @@ export async function startEmbeddedPostgres(dataDir: string, log: Logger): Promi
     log.info({ dir: pgDir }, "initialising embedded PostgreSQL");
     await pg.initialise();
   }
-  await pg.start();
-  const client = pg.getPgClient("postgres", "127.0.0.1");
-  await client.connect();
+  const stop = async () => {
+    await pg.stop();
+    await rm(path.join(root, "vigil.pid"), { force: true });
+  };
   try {
-    const r = await client.query("SELECT 1 FROM pg_database WHERE datname = 'vigil'");
-    if (r.rowCount === 0) await client.query("CREATE DATABASE vigil");
-  } finally {
-    await client.end();
+    await pg.start();
+  } catch {
+    throw new Error(`embedded PostgreSQL in ${pgDir} exited during start-up (LOG_LEVEL=debug shows its log)`);
+  }
+  try {
+    const client = pg.getPgClient("postgres", "127.0.0.1");
+    await client.connect();
+    try {
+      const r = await client.query("SELECT 1 FROM pg_database WHERE datname = 'vigil'");
+      if (r.rowCount === 0) await client.query("CREATE DATABASE vigil");
+    } finally {
+      await client.end();
+    }
+  } catch (err) {
+    await stop(); // nothing started here outlives a failed start
+    throw err;
   }
   log.info({ port }, "embedded PostgreSQL ready");
   return {
     url: `postgres://vigil:${encodeURIComponent(password)}@${encodeURIComponent(socketDir ?? "127.0.0.1")}:${port}/vigil`,
-    stop: async () => {
-      await pg.stop();
-      await rm(path.join(root, "vigil.pid"), { force: true });
-    },
+    stop,
   };
 }
