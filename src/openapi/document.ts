@@ -65,7 +65,7 @@ const ERRORS: Record<string, string> = {
   "413": "The body (or a batch) is over its limit.",
   "415": "The body is not JSON (`Content-Type: application/json` is required, also for an empty body).",
   "429": "Rate limited; `Retry-After` says when to try again (`details.retryAfterSeconds` too).",
-  default: "Any other error, in the same body: 409 conflicts, 503 `query_timeout` or `unavailable`, 500 `internal`.",
+  default: "Any other error, in the same body, decided by the operation itself: e.g. 401 `invalid_credentials` (login), 403 (sign-up closed), 409 `conflict`, 503 `query_timeout` or `unavailable`, 500 `internal`.",
 };
 
 const isWrite = (verb: string) => verb !== "GET" && verb !== "HEAD" && verb !== "OPTIONS" && verb !== "DELETE";

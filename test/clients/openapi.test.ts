@@ -166,6 +166,10 @@ describe("every operation against the document", () => {
     used.set("Signup", {});
     const login = await ok("Login", { body: { email, password: "correct horse battery" }, auth: "none" });
     assert.equal(login.data.email, email);
+    // An error the operation decides itself: documented by `default`, in the same body.
+    const wrong = await call("Login", { body: { email, password: "not the password" }, auth: "none" });
+    assert.equal(wrong.status, 401, wrong.text);
+    assert.equal(wrong.body.error.code, "invalid_credentials");
     await ok("Me", { auth: "cookie" });
     // Logout ends the session of an account of its own (the fixture's session stays valid).
     const other = await signup(t.rest, "leaver");
@@ -295,6 +299,22 @@ describe("every operation against the document", () => {
         assert.equal(array.status, 400, `${o.id}: a JSON array body: ${array.text}`);
         assert.ok(named("415") && named("400"));
       }
+    }
+  });
+
+  it("a rate-limited operation answers its documented 429 with Retry-After", async () => {
+    const small = await startTestApp({ RATE_LIMIT_EVENTS_PER_MINUTE: "1" });
+    try {
+      const q = await project(small.rest);
+      const o = op("IngestEvent");
+      assert.deepEqual(o.op["x-vigil-rate-limits"], ["events"]);
+      const first = await small.rest.post("/v1/events", { type: "a" }, { key: q.key });
+      checkResponse(o, first);
+      const second = await small.rest.post("/v1/events", { type: "a" }, { key: q.key });
+      assert.equal(second.status, 429, second.text);
+      checkResponse(o, second); // the documented Retry-After header is checked there
+    } finally {
+      await small.close();
     }
   });
 
