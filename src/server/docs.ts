@@ -15,7 +15,8 @@ type Res = ServerResponse | Http2ServerResponse;
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const OPENAPI_PATH = path.join(root, "gen", "openapi.json");
-const uiDir = path.dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));
+/** Resolved on first use: a missing package answers 404 on /docs, it does not stop the service. */
+const uiDir = () => path.dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));
 
 /** Swagger UI sets styles through the CSSOM (allowed without 'unsafe-inline') and its stylesheet inlines icons as data: URIs. */
 export const DOCS_CSP = [
@@ -72,7 +73,7 @@ function once(load: () => Buffer): () => Buffer {
   return () => (b ??= load());
 }
 
-const fromUi = (file: string) => once(() => readFileSync(path.join(uiDir, file)));
+const fromUi = (file: string) => once(() => readFileSync(path.join(uiDir(), file)));
 
 const ASSETS: Record<string, Asset> = {
   "/openapi.json": { type: "application/json; charset=utf-8", body: once(() => readFileSync(OPENAPI_PATH)) },
