@@ -1,5 +1,7 @@
-// `npm test`: one PostgreSQL for the whole run (embedded in .tmp/, or DATABASE_URL when set), a
-// migrated template database that every test file clones, one Temporal dev server for the whole run
+// `npm test`: first the preflight (test/preflight.ts: redis-server and PostgreSQL found, installed
+// or named in one line each, at once), then one PostgreSQL for the whole run (embedded in .tmp/,
+// or DATABASE_URL when set), a migrated template database that every test file clones, one
+// Temporal dev server for the whole run
 // (test/helpers/temporal.ts: the `temporal` CLI from TEMPORAL_CLI or PATH, else obtained; the run
 // fails, saying how to get it, when it cannot be), then node's test runner in two passes:
 //   pass 1  every test/**/*.test.ts (or only the files given: `npm test -- test/x/y.test.ts`), two
@@ -21,6 +23,7 @@ import { startEmbeddedPostgres } from "../src/storage/embedded.js";
 import { createPool } from "../src/storage/db.js";
 import { migrate } from "../src/storage/migrate.js";
 import { startTemporal, temporalCli, type TemporalServer } from "./helpers/temporal.js";
+import { preflight, PreflightError } from "./preflight.js";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const args = process.argv.slice(2);
@@ -39,7 +42,19 @@ function testFiles(dir: string): string[] {
 }
 
 async function main(): Promise<number> {
-  // The Temporal CLI and server first: no silent skip of the Temporal tests.
+  // What the machine must provide (test/preflight.ts: redis-server, PostgreSQL), obtained or named
+  // in one line each before anything starts.
+  let machineEnv: Record<string, string>;
+  try {
+    const given = args.filter((a) => !a.startsWith("--"));
+    machineEnv = await preflight({ files: given.length ? given : testFiles(path.join(root, "test")) });
+  } catch (err) {
+    if (!(err instanceof PreflightError)) throw err;
+    console.error(err.message);
+    return 1;
+  }
+  Object.assign(process.env, machineEnv); // REDIS_SERVER for test/helpers/redis.ts in the test processes
+  // The Temporal CLI and server next: no silent skip of the Temporal tests.
   let cli: string;
   let temporal: TemporalServer;
   try {
