@@ -4,7 +4,8 @@ import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 // What server reflection answers from: the files of the served services (generated in gen/,
 // embedded by protobuf-es) and every file they import, transitively (google/api/annotations.proto,
 // google/protobuf/*.proto, vigil/v1/options.proto...), indexed by file name, by every fully-qualified
-// symbol they declare, and by extension (extendee, number).
+// symbol they declare, and by extension (extendee, number); plus files no service imports whose
+// types clients still meet (google/rpc/error_details.proto: the Any details of error statuses).
 
 export interface DescriptorIndex {
   /** Fully-qualified names of the served services, sorted. */
@@ -23,7 +24,7 @@ export interface DescriptorIndex {
 
 const fileName = (f: DescFile) => f.proto.name;
 
-export function createDescriptorIndex(services: DescService[]): DescriptorIndex {
+export function createDescriptorIndex(services: DescService[], extraFiles: DescFile[] = []): DescriptorIndex {
   const files = new Map<string, DescFile>();
   const symbols = new Map<string, DescFile>();
   const extensions = new Map<string, Map<number, DescFile>>();
@@ -61,6 +62,7 @@ export function createDescriptorIndex(services: DescService[]): DescriptorIndex 
     }
   };
   for (const s of services) addFile(s.file);
+  for (const f of extraFiles) addFile(f);
 
   const serialized = new WeakMap<DescFile, Uint8Array>();
   const closures = new WeakMap<DescFile, DescFile[]>();

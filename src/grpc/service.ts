@@ -1,6 +1,8 @@
 import { createConnectRouter, type ConnectRouter } from "@connectrpc/connect";
 import { compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
+import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
+import { file_google_rpc_status } from "../../gen/google/rpc/status_pb.js";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import { ServerReflection as ReflectionV1 } from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import { ServerReflection as ReflectionV1alpha } from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
@@ -41,7 +43,8 @@ export function createStandardServices(deps: Deps, features: Feature[]): Standar
   const routes = (router: ConnectRouter) => {
     router.service(Health, grpcHealth({ readiness: () => health.readiness(), services: [...served, ...standard].map((s) => s.typeName), pollMs: deps.config.grpc.healthPollMs, closing: closing.signal }));
     if (!deps.config.grpc.reflection) return;
-    const index = createDescriptorIndex([...served, ...standard]);
+    // The error details too, so that grpcurl and buf curl can show an error's ErrorInfo, BadRequest...
+    const index = createDescriptorIndex([...served, ...standard], [file_google_rpc_status, file_google_rpc_error_details]);
     router.service(ReflectionV1, reflectionV1(index));
     router.service(ReflectionV1alpha, reflectionV1alpha(index));
   };

@@ -158,13 +158,15 @@ describe("reflection protocol (v1, one stream, connect-es gRPC client)", () => {
     assert.ok(events.dependency.includes("google/api/annotations.proto"));
   });
 
-  it("answers file_by_filename, list_services and extensions", async () => {
-    const [byName, annotations, list, numbers, ext] = await exchange([
+  it("answers file_by_filename, list_services, extensions and the error detail types", async () => {
+    const [byName, annotations, list, numbers, ext, details] = await exchange([
       { messageRequest: { case: "fileByFilename", value: "vigil/v1/uptime.proto" } },
       { messageRequest: { case: "fileByFilename", value: "google/api/annotations.proto" } },
       { messageRequest: { case: "listServices", value: "*" } },
       { messageRequest: { case: "allExtensionNumbersOfType", value: "google.protobuf.MethodOptions" } },
       { messageRequest: { case: "fileContainingExtension", value: { containingType: "google.protobuf.MethodOptions", extensionNumber: 72295728 } } },
+      // Imported by no service, but error statuses carry its messages in their Any details.
+      { messageRequest: { case: "fileContainingSymbol", value: "google.rpc.ErrorInfo" } },
     ]);
     assert.equal(files(byName)[0].name, "vigil/v1/uptime.proto");
     assert.equal(files(annotations)[0].name, "google/api/annotations.proto");
@@ -174,6 +176,7 @@ describe("reflection protocol (v1, one stream, connect-es gRPC client)", () => {
     assert.equal(numbers.messageResponse.case, "allExtensionNumbersResponse");
     assert.ok((numbers.messageResponse.value as { extensionNumber: number[] }).extensionNumber.includes(72295728));
     assert.equal(files(ext)[0].name, "google/api/annotations.proto");
+    assert.equal(files(details)[0].name, "google/rpc/error_details.proto");
   });
 
   it("answers unknown symbols, files and extensions with NOT_FOUND and keeps the stream going", async () => {
