@@ -43,7 +43,8 @@ export function grpcHealth(o: HealthOptions): ServiceImpl<typeof Health> {
     if (NEEDS_WORKER.has(service) && r.status === "degraded") return Status.NOT_SERVING;
     return Status.SERVING;
   };
-  const unknown = (service: string) => new ConnectError(`unknown service: ${JSON.stringify(service)}`, Code.NotFound);
+  // No ":" in the message: connect-es percent-encodes it in grpc-message and @grpc/grpc-js leaves "%3A".
+  const unknown = (service: string) => new ConnectError(`unknown service ${JSON.stringify(service)}`, Code.NotFound);
 
   return {
     async check(req) {

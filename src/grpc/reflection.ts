@@ -55,7 +55,7 @@ function answer(index: DescriptorIndex, req: Request, sent: Set<DescFile>): Answ
       return { case: "allExtensionNumbersResponse", value: { baseTypeName: r.value, extensionNumber: numbers } };
     }
     default:
-      throw new ConnectError("invalid reflection request: no message_request set", Code.InvalidArgument);
+      throw new ConnectError("invalid reflection request, no message_request set", Code.InvalidArgument);
   }
 }
 

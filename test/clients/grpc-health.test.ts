@@ -68,7 +68,7 @@ describe("grpc.health.v1.Health/Check (no credentials)", () => {
   });
 
   it("answers NOT_FOUND for an unknown service", async () => {
-    await assert.rejects(check(client, "vigil.v1.NoSuchService"), (err: grpc.ServiceError) => err.code === grpc.status.NOT_FOUND);
+    await assert.rejects(check(client, "vigil.v1.NoSuchService"), (err: grpc.ServiceError) => err.code === grpc.status.NOT_FOUND && err.details === 'unknown service "vigil.v1.NoSuchService"');
     await assert.rejects(check(client, "EventService"), (err: grpc.ServiceError) => err.code === grpc.status.NOT_FOUND);
   });
 

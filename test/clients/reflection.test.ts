@@ -8,7 +8,7 @@ import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
 import { fromBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
-import { createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { GrpcReflection } from "grpc-js-reflection-client";
@@ -192,6 +192,10 @@ describe("reflection protocol (v1, one stream, connect-es gRPC client)", () => {
       assert.equal((r.messageResponse.value as { errorCode: number }).errorCode, 5); // NOT_FOUND
     }
     assert.equal(files(answers[4])[0].name, "grpc/health/v1/health.proto");
+  });
+
+  it("ends the stream with INVALID_ARGUMENT for a request that asks nothing", async () => {
+    await assert.rejects(exchange([{ host: "h" }]), (err: ConnectError) => err.code === Code.InvalidArgument);
   });
 });
 
