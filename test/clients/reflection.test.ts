@@ -6,14 +6,14 @@ import { execFile } from "node:child_process";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
-import { fromBinary } from "@bufbuild/protobuf";
+import { fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { GrpcReflection } from "grpc-js-reflection-client";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { ServerReflection, type ServerReflectionRequest, type ServerReflectionResponse } from "../../gen/grpc/reflection/v1/reflection_pb.js";
+import { ServerReflection, type ServerReflectionRequestSchema, type ServerReflectionResponse } from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import { startTestApp, type TestApp } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
 
@@ -122,7 +122,7 @@ for (const version of ["v1", "v1alpha"] as const) {
 describe("reflection protocol (v1, one stream, connect-es gRPC client)", () => {
   const transport = () => createGrpcTransport({ baseUrl: t.url });
 
-  async function exchange(requests: Array<Partial<ServerReflectionRequest>>): Promise<ServerReflectionResponse[]> {
+  async function exchange(requests: Array<MessageInitShape<typeof ServerReflectionRequestSchema>>): Promise<ServerReflectionResponse[]> {
     const client = createClient(ServerReflection, transport());
     async function* send() {
       for (const r of requests) yield r;
