@@ -61,7 +61,8 @@ async function main(): Promise<number> {
     cli = await temporalCli();
     temporal = await startTemporal();
   } catch (err) {
-    console.error(`npm test: ${err instanceof Error ? err.message : String(err)}`);
+    // One line, like the preflight's (the helper's message lists the ways to get the CLI).
+    console.error(`npm test: ${err instanceof Error ? err.message : String(err)}`.replace(/\s+/g, " "));
     return 1;
   }
   console.log(`npm test: Temporal dev server ${temporal.address} (${cli})`);
