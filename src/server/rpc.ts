@@ -1,15 +1,17 @@
 import { isUtf8 } from "node:buffer";
 import { fromBinary, type DescMethod } from "@bufbuild/protobuf";
-import { Code, ConnectError, createConnectRouter, type ContextValues, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, createConnectRouter, createContextKey, type ContextValues, type Interceptor } from "@connectrpc/connect";
+import { errorToJson } from "@connectrpc/connect/protocol-connect";
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { Compression, UniversalHandler } from "@connectrpc/connect/protocol";
 import type { Logger } from "pino";
-import { ApiError, tooLarge } from "../shared/errors.js";
+import { ApiError, rpcError, tooLarge } from "../shared/errors.js";
 import type { ServiceBinding } from "../shared/feature.js";
 import { assertStorableMessage } from "../shared/message-check.js";
 import { readBody, type AnyRequest } from "../transcoding/body.js";
 import type { Admit, AnyResponse } from "../transcoding/rest.js";
 import type { ClientInfo } from "../shared/context.js";
+import { watchStatus } from "./grpc-status.js";
 import type { Protocol } from "./gate.js";
 
 // gRPC, gRPC-web and Connect: connect-es's router, driven by our own small Node adapter so that
@@ -40,8 +42,23 @@ export function protocolOf(contentType: string | undefined): Exclude<Protocol, "
   return "connect";
 }
 
-/** Connect's error codes on the wire: `Code.ResourceExhausted` -> "resource_exhausted". */
-const codeName = (c: Code) => Code[c].replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase();
+/**
+ * Outermost: every error a handler (or the checks below) raises leaves as rpcError() made it, with
+ * its google.rpc.Status details (ErrorInfo, BadRequest, RetryInfo); its code is kept for logs.
+ */
+const richErrors: Interceptor = (next) => async (req) => {
+  try {
+    return await next(req);
+  } catch (err) {
+    const e = rpcError(err);
+    const outcome = req.contextValues.get(outcomeKey);
+    if (outcome) outcome.code = e.code;
+    throw e;
+  }
+};
+
+/** The code of the error a call's handler raised, for the status watch (src/server/grpc-status.ts). */
+const outcomeKey = createContextKey<{ code?: Code } | undefined>(undefined);
 
 const checkMessages: Interceptor = (next) => async (req) => {
   if (!req.stream) assertStorableMessage(req.method.input, req.message);
@@ -114,24 +131,25 @@ export function createRpcHandler(opts: RpcOptions) {
     readMaxBytes: opts.maxBodyBytes,
     shutdownSignal: opts.shutdownSignal,
     acceptCompression: compressions,
-    interceptors: [checkMessages],
+    interceptors: [richErrors, checkMessages],
   });
   for (const b of opts.bindings) router.service(b.desc, b.impl as never);
   const paths = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
 
   /** Answers `err` in the request's protocol: Connect with our HTTP status, gRPC through connect-es. */
-  async function refuse(req: AnyRequest, res: AnyResponse, handler: UniversalHandler, protocol: Exclude<Protocol, "rest">, values: ContextValues | undefined, err: unknown): Promise<void> {
-    const e = ConnectError.from(err);
+  async function refuse(req: AnyRequest, res: AnyResponse, handler: UniversalHandler, protocol: Exclude<Protocol, "rest">, values: ContextValues | undefined, err: unknown, client: ClientInfo): Promise<void> {
+    const e = rpcError(err);
     if (protocol === "connect") {
+      client.rpcCode = e.code;
       const status = err instanceof ApiError ? err.status : e.code === Code.Unimplemented ? 415 : 400;
-      const body = JSON.stringify({ code: codeName(e.code), message: e.rawMessage });
+      const body = JSON.stringify(errorToJson(e, {}));
       e.metadata.forEach((value, key) => res.setHeader(key, value));
       res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
       res.end(body);
       return;
     }
     const uReq = { ...universalRequestFromNodeRequest(req as never, res as never, undefined, values), body: failing(e) };
-    await universalResponseToNodeResponse(await handler(uReq), res as never);
+    await universalResponseToNodeResponse(watchStatus(await handler(uReq), protocol, () => e.code, (code) => (client.rpcCode = code)), res as never);
   }
 
   return async function handleRpc(req: AnyRequest, res: AnyResponse, client: ClientInfo): Promise<void> {
@@ -147,8 +165,9 @@ export function createRpcHandler(opts: RpcOptions) {
     const verb = (req.method ?? "POST").toUpperCase();
     let values: ContextValues | undefined;
     let bodyRead = false;
+    const outcome: { code?: Code } = {};
     try {
-      values = await opts.admit(handler.method, verb, req, client);
+      values = (await opts.admit(handler.method, verb, req, client)).set(outcomeKey, outcome);
       let body: Buffer | undefined;
       if (verb === "POST") {
         body = await readBody(req, opts.maxBodyBytes);
@@ -157,7 +176,7 @@ export function createRpcHandler(opts: RpcOptions) {
       }
       const uReq = universalRequestFromNodeRequest(req as never, res as never, undefined, values);
       const uRes = await handler(body ? { ...uReq, body: once(body) } : uReq);
-      await universalResponseToNodeResponse(uRes, res as never);
+      await universalResponseToNodeResponse(watchStatus(uRes, protocol, () => outcome.code, (code) => (client.rpcCode = code)), res as never);
     } catch (err) {
       if (!bodyRead) {
         req.resume();
@@ -167,7 +186,7 @@ export function createRpcHandler(opts: RpcOptions) {
         if (!res.writableEnded) res.end();
         return;
       }
-      await refuse(req, res, handler, protocol, values, err).catch((e2) => opts.log.debug({ err: e2 }, "could not answer a refused RPC"));
+      await refuse(req, res, handler, protocol, values, err, client).catch((e2) => opts.log.debug({ err: e2 }, "could not answer a refused RPC"));
     }
   };
 }

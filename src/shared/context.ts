@@ -8,6 +8,8 @@ export interface ClientInfo {
   projectId?: string;
   /** Route template or RPC name (for logs and metrics, bounded cardinality). */
   route?: string;
+  /** RPCs: the gRPC status code the call ended with (0 = OK), read where its response finished. */
+  rpcCode?: number;
 }
 
 export const clientInfoKey = createContextKey<ClientInfo>({ ip: "", requestId: "" });

@@ -1,7 +1,12 @@
 import { Code, ConnectError } from "@connectrpc/connect";
+import { BadRequestSchema, ErrorInfoSchema, RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 
 // One error type for every layer. REST answers `{error: {code, message, details}}` with `status`;
-// gRPC/Connect clients see the matching Code and the snake_case code in `vigil-error-code` metadata.
+// gRPC/Connect clients see the matching Code, the snake_case code in `vigil-error-code` metadata,
+// and google.rpc.Status details built from the same facts (rpcError below).
+
+/** `ErrorInfo.domain` of every Vigil error (the same on every deployment, so clients can match on it). */
+export const ERROR_DOMAIN = "vigil.dev";
 
 const statusToCode: Record<number, Code> = {
   400: Code.InvalidArgument,
@@ -75,6 +80,40 @@ export const isClientGone = (err: unknown): boolean => {
   return e?.code === "ECONNRESET" && e.message === "aborted";
 };
 
+/** Connect's code names in snake_case: `Code.ResourceExhausted` -> "resource_exhausted". */
+export const codeName = (c: Code): string => Code[c].replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase();
+
+type FieldDetail = { field: string; message: string };
+const isFieldList = (d: unknown): d is FieldDetail[] =>
+  Array.isArray(d) && d.length > 0 && d.every((x) => typeof x?.field === "string" && typeof x?.message === "string");
+
+/**
+ * The RPC view of any thrown value (gRPC, gRPC-web, Connect): a ConnectError carrying
+ * google.rpc.Status details derived from the same facts as the REST body, so both views agree:
+ * `ErrorInfo` on every error (reason = the snake_case code of the REST body, domain ERROR_DOMAIN),
+ * `BadRequest` field violations for INVALID_ARGUMENT errors with field details, `RetryInfo` for
+ * rate limits (the Retry-After seconds). Unknown errors become a bare INTERNAL, as over REST.
+ * Idempotent: an error that already carries details is returned as it is.
+ */
+export function rpcError(err: unknown): ConnectError {
+  let e: ConnectError;
+  if (err instanceof ConnectError) e = err;
+  else if (isClientGone(err)) e = requestCancelled();
+  else e = new ConnectError("internal server error", Code.Internal);
+  if (e.details.length > 0) return e;
+  const api = e instanceof ApiError ? e : undefined;
+  e.details.push({ desc: ErrorInfoSchema, value: { reason: api?.errorCode ?? codeName(e.code), domain: ERROR_DOMAIN } });
+  const rest = api?.restDetails;
+  if (e.code === Code.InvalidArgument && isFieldList(rest)) {
+    e.details.push({ desc: BadRequestSchema, value: { fieldViolations: rest.map((d) => ({ field: d.field, description: d.message })) } });
+  }
+  const retry = (rest as { retryAfterSeconds?: unknown } | undefined)?.retryAfterSeconds;
+  if (api?.status === 429 && typeof retry === "number" && Number.isFinite(retry)) {
+    e.details.push({ desc: RetryInfoSchema, value: { retryDelay: { seconds: BigInt(Math.max(0, Math.ceil(retry))) } } });
+  }
+  return e;
+}
+
 /** The REST view of any thrown value. Unknown errors become a bare 500: never their message. */
 export function toRestError(err: unknown): { status: number; body: { error: { code: string; message: string; details?: unknown } }; headers: Headers } {
   if (err instanceof ApiError) {
@@ -84,7 +123,7 @@ export function toRestError(err: unknown): { status: number; body: { error: { co
   }
   if (err instanceof ConnectError && err.code !== Code.Internal && err.code !== Code.Unknown) {
     const status = codeToStatus[err.code] ?? 500;
-    return { status, body: { error: { code: Code[err.code].replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase(), message: err.rawMessage } }, headers: new Headers() };
+    return { status, body: { error: { code: codeName(err.code), message: err.rawMessage } }, headers: new Headers() };
   }
   if (isClientGone(err)) return { status: 499, body: { error: { code: "canceled", message: "the client went away" } }, headers: new Headers() };
   return { status: 500, body: { error: { code: "internal", message: "internal server error" } }, headers: new Headers() };
