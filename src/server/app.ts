@@ -26,6 +26,7 @@ import { sdkMetrics } from "../temporal/runtime.js";
 import { isDocsPath, serveDocs } from "./docs.js";
 import { createGate } from "./gate.js";
 import { createRpcHandler, protocolOf } from "./rpc.js";
+import { grpcCodeName, rpcLogLevel } from "./grpc-status.js";
 import { createStandardServices } from "../grpc/service.js";
 import { listen, type Listener } from "./listen.js";
 import { listenMetrics, type MetricsListener } from "./metrics.js";
@@ -146,7 +147,12 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const route = client.route ?? "unmatched";
       telemetry.recordRequest(protocol, route, res.statusCode, seconds);
-      if (logRequests) log.info({ requestId: client.requestId, projectId: client.projectId, protocol, method: req.method, route, path, status: res.statusCode, ms: Math.round(seconds * 1e5) / 100 }, "request");
+      // An RPC's outcome is its gRPC status (HTTP 200 over gRPC even when it failed): counted and
+      // logged by it, at its level (src/server/grpc-status.ts).
+      const grpcCode = client.rpcCode === undefined ? undefined : grpcCodeName(client.rpcCode);
+      if (grpcCode !== undefined && client.route) telemetry.recordRpc(protocolOf(req.headers["content-type"]), client.route, grpcCode);
+      const level = client.rpcCode === undefined ? "info" : rpcLogLevel(client.rpcCode);
+      if (logRequests || (level !== "info" && log.isLevelEnabled(level))) log[level]({ requestId: client.requestId, projectId: client.projectId, protocol, method: req.method, route, path, status: res.statusCode, grpcCode, ms: Math.round(seconds * 1e5) / 100 }, "request");
     });
     if (isConnect) {
       if (standard.paths.has(path)) standard.handle(req, res);

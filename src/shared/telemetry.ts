@@ -19,6 +19,25 @@ export class Telemetry {
   readonly analyticsBlockQueries = new Counter({ name: "vigil_analytics_block_queries_total", help: "Analytics queries that could use column blocks, by whether they did (blocks) or ran plain SQL (declined)", labelNames: ["outcome"] as const, registers: [this.registry] });
   readonly rateLimited = new Counter({ name: "vigil_rate_limited_total", help: "Requests refused with 429, by limit", labelNames: ["limit"] as const, registers: [this.registry] });
 
+  /**
+   * Every finished RPC (gRPC, gRPC-web, Connect) by its gRPC status code: over gRPC the HTTP status
+   * is always 200. Named and labelled as go-grpc-prometheus does (no vigil_ prefix), so the usual
+   * gRPC dashboards and alerts work as they are; `protocol` tells the three wire protocols apart.
+   */
+  readonly rpcHandled = new Counter({ name: "grpc_server_handled_total", help: "RPCs completed on the server, regardless of success or failure, by gRPC status code", labelNames: ["grpc_type", "grpc_service", "grpc_method", "grpc_code", "protocol"] as const, registers: [this.registry] });
+  private readonly rpcChildren = new Map<string, { inc(): void }>();
+
+  /** Records one finished RPC; `route` is "/package.Service/Method", `code` its name ("OK", "InvalidArgument"...). */
+  recordRpc(protocol: string, route: string, code: string): void {
+    const k = `${protocol}\u0000${route}\u0000${code}`;
+    let c = this.rpcChildren.get(k);
+    if (!c) {
+      const [, service = "", method = ""] = route.split("/");
+      this.rpcChildren.set(k, (c = this.rpcHandled.labels("unary", service, method, code, protocol)));
+    }
+    c.inc();
+  }
+
   private readonly requestChildren = new Map<string, { inc(): void }>();
   private readonly durationChildren = new Map<string, { observe(v: number): void }>();
 

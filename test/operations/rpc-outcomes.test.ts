@@ -1,0 +1,86 @@
+// A failed gRPC or gRPC-web call answers HTTP 200; its outcome is the grpc-status trailer. Each
+// finished RPC is counted in grpc_server_handled_total by that code (go-grpc-prometheus's names) and
+// logged with it, at the level its code calls for.
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import pino from "pino";
+import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import { EventService } from "../../gen/vigil/v1/events_pb.js";
+import { WebhookService } from "../../gen/vigil/v1/webhooks_pb.js";
+import { GENEROUS_LIMITS, startTestApp, type TestApp } from "../helpers/app.js";
+import { project, type ProjectFixture } from "../helpers/fixtures.js";
+
+let t: TestApp;
+let p: ProjectFixture;
+const lines: Record<string, any>[] = [];
+const protocols: [string, Transport][] = [];
+
+before(async () => {
+  const log = pino({ level: "info" }, { write: (s: string) => void lines.push(JSON.parse(s)) });
+  t = await startTestApp(GENEROUS_LIMITS, { log });
+  p = await project(t.rest);
+  protocols.push(
+    ["grpc", createGrpcTransport({ baseUrl: t.url })],
+    ["grpc-web", createGrpcWebTransport({ baseUrl: t.url, httpVersion: "1.1" })],
+    ["connect", createConnectTransport({ baseUrl: t.url, httpVersion: "1.1" })],
+  );
+});
+after(() => t.close());
+
+async function code(p: Promise<unknown>): Promise<Code | 0> {
+  try {
+    await p;
+    return 0;
+  } catch (err) {
+    return ConnectError.from(err).code;
+  }
+}
+
+/** The value of one series of the metrics text (0 when absent). */
+function series(text: string, name: string, labels: Record<string, string>): number {
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(`${name}{`)) continue;
+    const body = line.slice(name.length + 1, line.lastIndexOf("}"));
+    const got = Object.fromEntries([...body.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    if (Object.entries(labels).every(([k, v]) => got[k] === v) && Object.keys(got).length === Object.keys(labels).length) return Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return 0;
+}
+
+describe("RPC outcomes in metrics and logs", () => {
+  it("counts each RPC by its gRPC status code, per protocol, in grpc_server_handled_total", async () => {
+    const auth = { headers: { authorization: `Bearer ${p.key}` } };
+    for (const [, tr] of protocols) {
+      assert.equal(await code(createClient(EventService, tr).ingestEvent({ type: "x" })), Code.Unauthenticated);
+      assert.equal(await code(createClient(EventService, tr).ingestEvent({ type: "x" }, auth)), 0);
+      assert.equal(await code(createClient(WebhookService, tr).listWebhooks({ projectId: p.projectId }, auth)), Code.PermissionDenied);
+    }
+    const text = await (await fetch(`${t.metricsUrl}/metrics`)).text();
+    const labels = (protocol: string, service: string, method: string, grpc_code: string) => ({ grpc_type: "unary", grpc_service: `vigil.v1.${service}`, grpc_method: method, grpc_code, protocol });
+    for (const [protocol] of protocols) {
+      assert.equal(series(text, "grpc_server_handled_total", labels(protocol, "EventService", "IngestEvent", "Unauthenticated")), 1, `${protocol} Unauthenticated`);
+      assert.equal(series(text, "grpc_server_handled_total", labels(protocol, "EventService", "IngestEvent", "OK")), 1, `${protocol} OK`);
+      assert.equal(series(text, "grpc_server_handled_total", labels(protocol, "WebhookService", "ListWebhooks", "PermissionDenied")), 1, `${protocol} PermissionDenied`);
+    }
+    // The HTTP view stays what it is: gRPC answers 200 whatever the outcome.
+    assert.equal(series(text, "vigil_http_requests_total", { protocol: "grpc", route: "/vigil.v1.EventService/IngestEvent", status: "200" }), 4);
+  });
+
+  it("logs each RPC with its gRPC code, at the level the code calls for", async () => {
+    const rpcLines = (route: string, protocol: string) => lines.filter((l) => l.msg === "request" && l.route === route && l.protocol === protocol);
+    const ingest = rpcLines("/vigil.v1.EventService/IngestEvent", "grpc");
+    assert.deepEqual(ingest.map((l) => [l.status, l.grpcCode, l.level]).sort(), [
+      [200, "OK", 30],
+      [200, "OK", 30], // grpc-web is logged as protocol "grpc" too
+      [200, "Unauthenticated", 30],
+      [200, "Unauthenticated", 30],
+    ]);
+    const denied = rpcLines("/vigil.v1.WebhookService/ListWebhooks", "grpc");
+    assert.deepEqual(denied.map((l) => [l.grpcCode, l.level]), [["PermissionDenied", 40], ["PermissionDenied", 40]]);
+    const connect = rpcLines("/vigil.v1.WebhookService/ListWebhooks", "connect");
+    assert.deepEqual(connect.map((l) => [l.status, l.grpcCode, l.level]), [[403, "PermissionDenied", 40]]);
+    // REST lines carry no gRPC code.
+    assert.ok(lines.some((l) => l.msg === "request" && l.protocol === "rest" && !("grpcCode" in l)));
+  });
+});
