@@ -1,4 +1,5 @@
 import type { IncomingMessage } from "node:http";
+import type { Readable } from "node:stream";
 import type { Http2ServerRequest } from "node:http2";
 import { ApiError, tooLarge } from "../shared/errors.js";
 
@@ -15,7 +16,9 @@ export async function readBody(req: AnyRequest, maxBytes: number): Promise<Buffe
   }
   const chunks: Buffer[] = [];
   let total = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
+  // destroyOnReturn: false — leaving the loop early (the cap) must not destroy the request: over
+  // HTTP/1.1 that destroys the socket, and the 413 could never be written (the client would hang).
+  for await (const chunk of (req as Readable).iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
     total += chunk.length;
     if (total > maxBytes) {
       req.resume();

@@ -275,6 +275,24 @@ describe("the body limit", () => {
     assert.equal(grpc.status, String(Code.ResourceExhausted));
   });
 
+  it("is a 413 for a chunked body (no content-length) over HTTP/1.1: answered, not a dropped connection", async () => {
+    const r = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = http.request({ host: "127.0.0.1", port: t.port, method: "POST", path: "/v1/events", headers: { "content-type": "application/json", authorization: `Bearer ${p.key}`, "transfer-encoding": "chunked" }, timeout: 10_000 }, (res) => {
+        let body = "";
+        res.on("data", (c) => (body += c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.on("timeout", () => req.destroy(new Error("no answer within 10 s")));
+      req.on("error", reject);
+      const chunk = "x".repeat(16 * 1024);
+      req.write('{"type":"big","data":{"s":"');
+      for (let i = 0; i < 6; i++) req.write(chunk);
+      req.end('"}}');
+    });
+    assert.equal(r.status, 413, r.body);
+    assert.equal(JSON.parse(r.body).error.code, "payload_too_large");
+  });
+
   it("the service still answers after all of the above", async () => {
     const r = await t.rest.post("/v1/events", { type: "after" }, { key: p.key });
     assert.equal(r.status, 202, r.text);
