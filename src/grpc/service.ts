@@ -1,4 +1,4 @@
-import { createConnectRouter, type ConnectRouter } from "@connectrpc/connect";
+import { type Code, ConnectError, createConnectRouter, createContextKey, createContextValues, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
@@ -6,7 +6,9 @@ import { file_google_rpc_status } from "../../gen/google/rpc/status_pb.js";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import { ServerReflection as ReflectionV1 } from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import { ServerReflection as ReflectionV1alpha } from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
+import { watchStatus } from "../server/grpc-status.js";
 import type { HealthFeature } from "../server/health.js";
+import { protocolOf } from "../server/rpc.js";
 import type { Deps } from "../shared/deps.js";
 import type { AnyRequest } from "../transcoding/body.js";
 import type { AnyResponse } from "../transcoding/rest.js";
@@ -25,10 +27,22 @@ import { reflectionV1, reflectionV1alpha } from "./reflection.js";
 export interface StandardServices {
   /** Request paths served here ("/grpc.health.v1.Health/Check", ...). */
   paths: ReadonlySet<string>;
-  handle(req: AnyRequest, res: AnyResponse): void;
+  /** `done` learns the call's gRPC status code (0 = OK) once its response is written. */
+  handle(req: AnyRequest, res: AnyResponse, done: (code: number) => void): void;
   /** The node begins to shut down: health answers NOT_SERVING, Watch streams end. */
   close(): void;
 }
+
+/** The code a call failed with, recorded by `outcome` (a Connect error's HTTP status alone is ambiguous). */
+const failedWith = createContextKey<{ code?: Code }>({});
+const outcome: Interceptor = (next) => async (req) => {
+  try {
+    return await next(req);
+  } catch (err) {
+    req.contextValues.get(failedWith).code = ConnectError.from(err).code;
+    throw err;
+  }
+};
 
 /** Requests are a service name or a symbol: small. */
 const READ_MAX_BYTES = 64 * 1024;
@@ -48,13 +62,13 @@ export function createStandardServices(deps: Deps, features: Feature[]): Standar
     router.service(ReflectionV1, reflectionV1(index));
     router.service(ReflectionV1alpha, reflectionV1alpha(index));
   };
-  const router = createConnectRouter({ readMaxBytes: READ_MAX_BYTES, acceptCompression: [compressionGzip] });
+  const router = createConnectRouter({ readMaxBytes: READ_MAX_BYTES, acceptCompression: [compressionGzip], interceptors: [outcome] });
   routes(router);
   const handlers = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
 
   return {
     paths: new Set(handlers.keys()),
-    handle(req, res) {
+    handle(req, res, done) {
       const handler = handlers.get((req.url ?? "").split("?", 1)[0]);
       if (!handler) {
         req.resume();
@@ -62,8 +76,11 @@ export function createStandardServices(deps: Deps, features: Feature[]): Standar
         res.end();
         return;
       }
-      handler(universalRequestFromNodeRequest(req as never, res as never, undefined, undefined))
-        .then((uRes) => universalResponseToNodeResponse(uRes, res as never))
+      const call: { code?: Code } = {};
+      handler(universalRequestFromNodeRequest(req as never, res as never, undefined, createContextValues().set(failedWith, call)))
+        // The same status recording and trailer fixes as vigil.v1's calls (grpc_server_handled_total,
+        // log level, grpc-message encoding, ErrorInfo on every failure).
+        .then((uRes) => universalResponseToNodeResponse(watchStatus(uRes, protocolOf(req.headers["content-type"]), () => call.code, done), res as never))
         .catch((err) => deps.log.debug({ err, rpc: handler.requestPath }, "standard gRPC call ended early"));
     },
     close() {

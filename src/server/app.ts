@@ -155,7 +155,7 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
       if (logRequests || (level !== "info" && log.isLevelEnabled(level))) log[level]({ requestId: client.requestId, projectId: client.projectId, protocol, method: req.method, route, path, status: res.statusCode, grpcCode, ms: Math.round(seconds * 1e5) / 100 }, "request");
     });
     if (isConnect) {
-      if (standard.paths.has(path)) standard.handle(req, res);
+      if (standard.paths.has(path)) standard.handle(req, res, (code) => (client.rpcCode = code));
       else void rpc(req, res, client);
       return;
     }

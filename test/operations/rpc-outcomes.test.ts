@@ -6,6 +6,7 @@ import { after, before, describe, it } from "node:test";
 import pino from "pino";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import { EventService } from "../../gen/vigil/v1/events_pb.js";
 import { WebhookService } from "../../gen/vigil/v1/webhooks_pb.js";
 import { GENEROUS_LIMITS, startTestApp, type TestApp } from "../helpers/app.js";
@@ -62,6 +63,17 @@ describe("RPC outcomes in metrics and logs", () => {
       assert.equal(series(text, "grpc_server_handled_total", labels(protocol, "EventService", "IngestEvent", "Unauthenticated")), 1, `${protocol} Unauthenticated`);
       assert.equal(series(text, "grpc_server_handled_total", labels(protocol, "EventService", "IngestEvent", "OK")), 1, `${protocol} OK`);
       assert.equal(series(text, "grpc_server_handled_total", labels(protocol, "WebhookService", "ListWebhooks", "PermissionDenied")), 1, `${protocol} PermissionDenied`);
+    }
+    // The standard services are counted the same way (grpc.health.v1: an unknown service is NOT_FOUND).
+    for (const [, tr] of protocols) {
+      assert.equal(await code(createClient(Health, tr).check({ service: "no.such.Service" })), Code.NotFound);
+      assert.equal(await code(createClient(Health, tr).check({ service: "" })), 0);
+    }
+    const after = await (await fetch(`${t.metricsUrl}/metrics`)).text();
+    for (const [protocol] of protocols) {
+      const health = (grpc_code: string) => ({ grpc_type: "unary", grpc_service: "grpc.health.v1.Health", grpc_method: "Check", grpc_code, protocol });
+      assert.equal(series(after, "grpc_server_handled_total", health("NotFound")), 1, `${protocol} health NotFound`);
+      assert.equal(series(after, "grpc_server_handled_total", health("OK")), 1, `${protocol} health OK`);
     }
     // The HTTP view stays what it is: gRPC answers 200 whatever the outcome.
     assert.equal(series(text, "vigil_http_requests_total", { protocol: "grpc", route: "/vigil.v1.EventService/IngestEvent", status: "200" }), 4);
