@@ -86,6 +86,9 @@ async function runAll(cli: string, temporal: TemporalServer): Promise<number> {
   }
   const template = `vigil_tpl_${process.pid}`;
   const admin = new pg.Client({ connectionString: adminUrl });
+  // A test that terminates backends (a database outage) may end this connection too (57P01): say so,
+  // without crashing the runner and hiding the failing file's own report.
+  admin.on("error", (err) => console.error(`test runner: its admin connection to PostgreSQL ended (${err.message}); the files' own results follow`));
   await admin.connect();
   await admin.query(`DROP DATABASE IF EXISTS ${template}`);
   await admin.query(`CREATE DATABASE ${template}`);
@@ -128,7 +131,7 @@ async function runAll(cli: string, temporal: TemporalServer): Promise<number> {
   if (!temporalOnly && rest.length) results.push(["pass 1 (embedded runner)", await runPass("pass 1 (embedded runner)", rest, {})]);
   if (!temporalOnly && live.length) results.push(["pass 1b (live Temporal suites)", await runPass("pass 1b (live Temporal suites, one file at a time)", live, {}, 1)]);
   if (temporalPass) {
-    await dropTestDatabases(admin);
+    await dropTestDatabases(admin).catch(() => undefined); // room for pass 2; best effort
     results.push(["pass 2 (Temporal runner)", await runPass("pass 2 (Temporal runner, TEMPORAL_ADDRESS set)", temporalFiles, { VIGIL_TEST_TEMPORAL: "1" })]);
   }
   if (results.length > 1) for (const [title, c] of results) console.log(`npm test: ${title} ${c === 0 ? "passed" : "FAILED"}`);
@@ -143,9 +146,10 @@ async function dropTestDatabases(admin: pg.Client): Promise<void> {
 }
 
 async function cleanup(admin: pg.Client, template: string, stop: (() => Promise<void>) | undefined, tmp: string | undefined): Promise<void> {
-  await dropTestDatabases(admin);
+  // Best effort: the admin connection may have been ended by a test (the embedded cluster stops below anyway).
+  await dropTestDatabases(admin).catch(() => undefined);
   await admin.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`).catch(() => undefined);
-  await admin.end();
+  await admin.end().catch(() => undefined);
   await stop?.();
   if (tmp) await rm(tmp, { recursive: true, force: true });
 }
