@@ -37,6 +37,8 @@ export const envSchema = z.object({
   TEMPORAL_RECONCILE_MS: intFrom(30_000, 100),
   TEMPORAL_MIN_DEADLINE_MS: intFrom(1_000, 0),
   TEMPORAL_IDLE_CHECK_MS: intFrom(3_600_000, 1_000),
+  TEMPORAL_SCAN_GAP_MS: intFrom(250, 10),
+  TEMPORAL_WAKE_RATE: intFrom(30, 1),
   // Default: half the pool (a check holds a connection; more at once only queue on the pool).
   TEMPORAL_UPTIME_CONCURRENCY: z.coerce.number().int().min(1).optional(),
   TEMPORAL_WEBHOOK_CONCURRENCY: intFrom(100, 1),
@@ -157,8 +159,12 @@ export interface TemporalConfig {
   reconcileMs: number;
   /** The least expected interval + grace a monitor may have (Temporal's cost grows with 1/deadline). */
   minDeadlineMs: number;
-  /** A workflow with nothing to wait for (down monitor) re-reads its monitor at least this often. */
+  /** A monitor's workflow re-reads its monitor at least this often (it is woken on every change). */
   idleCheckMs: number;
+  /** The deadline scan runs at most once per this many ms: detection waits up to this long. */
+  scanGapMs: number;
+  /** Monitor wakes (outbox rows) sent per second per node at most. */
+  wakeRate: number;
   /** Deadline checks (local activities) and webhook sends (activities) at once per worker. */
   uptimeConcurrency: number;
   webhookConcurrency: number;
@@ -214,6 +220,8 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
           reconcileMs: e.TEMPORAL_RECONCILE_MS,
           minDeadlineMs: e.TEMPORAL_MIN_DEADLINE_MS,
           idleCheckMs: e.TEMPORAL_IDLE_CHECK_MS,
+          scanGapMs: e.TEMPORAL_SCAN_GAP_MS,
+          wakeRate: e.TEMPORAL_WAKE_RATE,
           uptimeConcurrency: e.TEMPORAL_UPTIME_CONCURRENCY ?? Math.max(2, Math.floor(e.PG_POOL_SIZE / 2)),
           webhookConcurrency: e.TEMPORAL_WEBHOOK_CONCURRENCY,
           shutdownGraceMs: e.TEMPORAL_SHUTDOWN_GRACE_MS,

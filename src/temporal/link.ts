@@ -13,7 +13,9 @@ import { SEARCH_ATTRIBUTES } from "./search-attributes.js";
 // signal, worker nodes to signal and to run their workers (worker.ts uses the same options).
 
 export interface TaskQueues {
-  /** Monitor deadline workflows and their check (local activity). */
+  /** The deadline scan workflow alone: a burst of monitor wakes never queues ahead of it. */
+  deadlines: string;
+  /** Monitor workflows and their check (local activity). */
   uptime: string;
   /** Webhook delivery workflows and their send activity: slow receivers never delay a deadline. */
   webhooks: string;
@@ -48,7 +50,7 @@ export function connectionOptions(cfg: TemporalConfig) {
   return { address: cfg.address, tls, apiKey: cfg.apiKey };
 }
 
-/** `<base>.uptime` / `<base>.webhooks`; base defaults to `vigil-<hash of deployment id and database name>`. */
+/** `<base>.deadlines` / `<base>.uptime` / `<base>.webhooks`; base defaults to `vigil-<hash of deployment id and database name>`. */
 export async function taskQueues(cfg: TemporalConfig, db: Queryable): Promise<TaskQueues> {
   let base = cfg.taskQueue;
   if (!base) {
@@ -56,7 +58,7 @@ export async function taskQueues(cfg: TemporalConfig, db: Queryable): Promise<Ta
     const row = r.rows[0];
     base = `vigil-${createHash("sha256").update(`${row?.id}/${row?.db}`).digest("hex").slice(0, 12)}`;
   }
-  return { uptime: `${base}.uptime`, webhooks: `${base}.webhooks` };
+  return { deadlines: `${base}.deadlines`, uptime: `${base}.uptime`, webhooks: `${base}.webhooks` };
 }
 
 export function createTemporalLink(cfg: TemporalConfig, db: Queryable, log: Logger): TemporalLink {

@@ -9,8 +9,10 @@ import { connectionOptions, type TemporalLink } from "./link.js";
 import { installTemporalRuntime } from "./runtime.js";
 
 // The Temporal workers: run in the service process where ROLE is `all` or `worker`, when
-// TEMPORAL_ADDRESS is set. Two workers on one connection, one per task queue, so that slow webhook
-// receivers never hold a slot a deadline check needs:
+// TEMPORAL_ADDRESS is set. Three workers on one connection, one per task queue, so that slow webhook
+// receivers never hold a slot a deadline check needs, and a burst of monitor wakes never queues
+// ahead of the deadline scan:
+// - `<base>.deadlines`: the deadline scan workflow (workflows/deadlines.ts) and its local activity;
 // - `<base>.uptime`: monitor workflows; their check is a local activity (TEMPORAL_UPTIME_CONCURRENCY);
 // - `<base>.webhooks`: delivery workflows and their send activity (TEMPORAL_WEBHOOK_CONCURRENCY).
 // The node starts and serves its API whether or not Temporal is reachable: the workers connect in
@@ -65,6 +67,18 @@ export function createTemporalFeature(deps: Deps, link: TemporalLink | undefined
       const common = { connection, namespace: cfg.namespace, workflowBundle: code, shutdownGraceTime: cfg.shutdownGraceMs };
       const created: Worker[] = [];
       try {
+        // The deadline scan alone on its queue: one workflow, one task at a time.
+        created.push(
+          await Worker.create({
+            ...common,
+            taskQueue: queues.deadlines,
+            activities: createUptimeActivities(deps),
+            maxConcurrentWorkflowTaskExecutions: 2,
+            maxConcurrentLocalActivityExecutions: 2,
+            maxConcurrentActivityTaskExecutions: 1,
+            maxCachedWorkflows: 4,
+          }),
+        );
         created.push(
           await Worker.create({
             ...common,

@@ -1,6 +1,7 @@
 import type { Deps } from "../shared/deps.js";
 import { checkDeadlines } from "./detect.js";
 import type { MonitorStatus } from "./model.js";
+import { enqueueWakes } from "./wake.js";
 
 // Temporal activities of the uptime feature (registered on the uptime worker, src/temporal/worker.ts).
 
@@ -13,6 +14,19 @@ export interface MonitorCheck {
   /** Sleep this long (ms, measured on Vigil's clock) before the next check; null: no deadline applies. */
   sleepMs: number | null;
 }
+
+/** The deadline scan's answer (workflows/deadlines.ts). */
+export interface DeadlineScan {
+  /** Monitors this scan took down. */
+  opened: number;
+  /** A full batch was due: scan again at once. */
+  more: boolean;
+  /** Until the next deadline (ms, on Vigil's clock); null: none pending. */
+  sleepMs: number | null;
+}
+
+/** Monitors taken down per scan transaction. */
+export const SCAN_BATCH = 500;
 
 /** v1's answer (workflows/uptime-v1.ts): an absolute time. */
 export interface DeadlineCheckV1 {
@@ -28,6 +42,33 @@ export function createUptimeActivities(deps: Deps) {
     return { now, next: r.next.get(monitorId) ?? null, opened: r.opened.includes(monitorId), row: r.found.get(monitorId) };
   };
   return {
+    /**
+     * The deadline scan (local activity of deadlineScanWorkflow): every monitor whose deadline passed
+     * is checked with checkDeadlines() (compare-and-set: a heartbeat or another node that got there
+     * first wins), the monitors it took down get a wake (their workflow shows them down), and the
+     * next deadline is read. One sequential scan of the monitors table (no index on deadline_at:
+     * heartbeats stay heap-only updates, migration 4001); at most one scan per TEMPORAL_SCAN_GAP_MS.
+     */
+    async scanDeadlines(): Promise<DeadlineScan> {
+      const now = deps.clock();
+      // One sequential scan: the monitors due now (the earliest first) and the next deadline after now.
+      const r = await deps.db.query<{ due: string[] | null; next: Date | null }>(
+        `SELECT (array_agg(id ORDER BY deadline_at) FILTER (WHERE deadline_at <= $1))[1:$2] AS due,
+                min(deadline_at) FILTER (WHERE deadline_at > $1) AS next
+           FROM monitors WHERE deadline_at IS NOT NULL`,
+        [now, SCAN_BATCH],
+      );
+      const due = r.rows[0]?.due ?? [];
+      let opened: string[] = [];
+      if (due.length) {
+        opened = (await checkDeadlines(deps, due, now)).opened;
+        // The incidents are open; the monitors' workflows learn of it from the outbox (drained every second).
+        if (opened.length) await enqueueWakes(deps.db, opened.map((id) => ({ id, kind: "start" as const })));
+      }
+      if (due.length === SCAN_BATCH && opened.length) return { opened: opened.length, more: true, sleepMs: 0 };
+      const next = r.rows[0]?.next;
+      return { opened: opened.length, more: false, sleepMs: next ? Math.max(0, next.getTime() - deps.clock().getTime()) : null };
+    },
     /** v2 (local activity): re-reads the monitor, decides with evaluateDeadline(), applies "down" by CAS. */
     async checkMonitor(monitorId: string): Promise<MonitorCheck> {
       const { now, next, row } = await check(monitorId);

@@ -4,22 +4,28 @@ import { forEachLimited } from "../shared/limited.js";
 import { startPeriodic, type Periodic } from "../shared/periodic.js";
 import type { TemporalLink } from "../temporal/link.js";
 import { VigilMonitorId, VigilMonitorSlug, VigilMonitorStatus, VigilProjectId } from "../temporal/search-attributes.js";
+import type { DeadlineScanInput } from "../../workflows/deadlines.js";
 import type { MonitorWorkflowInput } from "../../workflows/uptime.js";
 import { checkDeadlines } from "./detect.js";
 import { enqueueWakes, type DeadlineChange, type DeadlineRunner } from "./wake.js";
 
-// The Temporal deadline runner (TEMPORAL_ADDRESS set): one monitorDeadlineWorkflow per watched
-// monitor (workflows/uptime.ts). How no committed change can miss Temporal:
+// The Temporal deadline runner (TEMPORAL_ADDRESS set): one deadlineScanWorkflow per deployment
+// (workflows/deadlines.ts, id and task queue `<base>.deadlines`) times every monitor's deadline and
+// takes overdue monitors down; one monitorDeadlineWorkflow per watched monitor (workflows/uptime.ts)
+// shows its status to operators and re-checks it on every change. How no committed change can miss
+// Temporal:
 // 1. Outbox. The transaction that changes a monitor (a new or earlier deadline, a status change, a
 //    pause, a deletion) upserts its monitor_wakes row (wake.ts). drain() turns rows into signals:
 //    `start` rows signal-with-start (a run begins when none is open), `signal` rows only wake an
 //    open run. A row is deleted only after Temporal accepted the call, and only if no newer change
 //    replaced it meanwhile (seq). Rows are leased while sent; a failure backs off (lease) and any
-//    node retries: the committing node at once, worker nodes every drainMs.
+//    node retries: the committing node at once, worker nodes every drainMs. A batch holding a new
+//    deadline also wakes the deadline scan (signal-with-start: it is started if missing).
 // 2. Reconciler (worker nodes, every TEMPORAL_RECONCILE_MS): a monitor whose deadline passed more
 //    than RECONCILE_SLACK_MS ago was missed (its run was terminated, or Temporal is down): it is
 //    checked here with the same checkDeadlines() (compare-and-set: never a second incident) and its
-//    workflow is woken through the outbox.
+//    workflow is woken through the outbox. It also starts the deadline scan if it is not running
+//    (terminated by an operator): start with USE_EXISTING, no history event when it runs.
 // 3. Start-up sweep (one worker node at a time, asynchronous): every monitor with a deadline gets
 //    its run started if none is open (workflowIdConflictPolicy USE_EXISTING: no history event in an
 //    open run), e.g. after switching from the embedded runner.
@@ -27,6 +33,8 @@ import { enqueueWakes, type DeadlineChange, type DeadlineRunner } from "./wake.j
 /** A deadline missed by this much is acted on by the reconciler. */
 export const RECONCILE_SLACK_MS = 2_000;
 const DRAIN_BATCH = 200;
+/** How long the reconciler's start of the deadline scan may take (the client retries UNAVAILABLE). */
+const ENSURE_TIMEOUT_MS = 10_000;
 const SEND_CONCURRENCY = 32;
 const SWEEP_LOCK = 0x76_69_67_01; // pg advisory lock id of the start-up sweep ("vig" 1)
 
@@ -45,9 +53,14 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
   private draining: Promise<void> | undefined;
   private again = false;
   private stopped = false;
+  /** stop() began: the last drain sends what the rate allows now and does not wait for more. */
+  private closing = false;
+  /** Rows sent in the current one-second window (TEMPORAL_WAKE_RATE). */
+  private window = { start: 0, sent: 0 };
   private periodic: Periodic[] = [];
   private sweeping: Promise<void> | undefined;
   private firstPass: Promise<void> | undefined;
+  private ensuring: Promise<void> | undefined;
 
   constructor(
     private readonly deps: Deps,
@@ -66,9 +79,11 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
 
   async stop(): Promise<void> {
     // The outbox keeps whatever is not sent; one last drain sends what this node just committed.
+    this.closing = true;
     await this.drain().catch(() => undefined);
     this.stopped = true;
     await Promise.all(this.periodic.map((p) => p.stop()));
+    await this.ensuring;
     await this.sweeping;
     await this.firstPass;
   }
@@ -89,7 +104,18 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
       try {
         do {
           this.again = false;
-          while (!this.stopped && (await this.drainOnce()) === DRAIN_BATCH);
+          for (;;) {
+            if (this.stopped) break;
+            const grant = this.take(DRAIN_BATCH);
+            if (!grant) {
+              if (this.closing) break;
+              await new Promise((r) => setTimeout(r, Math.max(1, this.window.start + 1_000 - Date.now())));
+              continue;
+            }
+            const got = await this.drainOnce(grant);
+            this.window.sent -= grant - got; // unused grant goes back
+            if (got < grant) break;
+          }
         } while (this.again && !this.stopped);
       } finally {
         this.draining = undefined;
@@ -98,7 +124,21 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
     return this.draining;
   }
 
-  private async drainOnce(): Promise<number> {
+  /**
+   * Up to n rows may be sent now: at most TEMPORAL_WAKE_RATE per second per node, so that a burst of
+   * monitor wakes (a mass outage, thousands of new monitors) cannot crowd out the deadline scan's
+   * own tasks on the Temporal server; the rest waits in the outbox (the monitors' workflows and their
+   * search attributes catch up; deadlines and incidents do not wait for them).
+   */
+  private take(n: number): number {
+    const now = Date.now();
+    if (now - this.window.start >= 1_000) this.window = { start: now, sent: 0 };
+    const grant = Math.max(0, Math.min(n, this.link.config.wakeRate - this.window.sent));
+    this.window.sent += grant;
+    return grant;
+  }
+
+  private async drainOnce(limit: number): Promise<number> {
     const now = this.deps.clock();
     const r = await this.deps.db.query<WakeRow>(
       `WITH picked AS (
@@ -107,7 +147,7 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
        FROM picked LEFT JOIN monitors m ON m.id = picked.monitor_id
        WHERE w.monitor_id = picked.monitor_id
        RETURNING w.monitor_id, w.kind, w.seq::text AS seq, m.project_id, m.slug, m.status`,
-      [now, DRAIN_BATCH, this.link.config.reconcileMs / 1000],
+      [now, limit, this.link.config.reconcileMs / 1000],
     );
     if (!r.rows.length) return 0;
     const sent: WakeRow[] = [];
@@ -120,6 +160,15 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
         failure = err; // the others are still sent; this one's lease brings it back
       }
     });
+    // A new or earlier deadline may come before the scan's next wake-up (a down monitor has none).
+    if (sent.some((w) => w.kind === "start" && w.status !== "down")) {
+      try {
+        await this.wakeScan();
+      } catch (err) {
+        failure = err;
+        sent.length = 0; // kept: the retry wakes the scan again
+      }
+    }
     if (sent.length) {
       await this.deps.db.query("DELETE FROM monitor_wakes w USING unnest($1::text[], $2::bigint[]) AS s(id, seq) WHERE w.monitor_id = s.id AND w.seq = s.seq", [
         sent.map((w) => w.monitor_id),
@@ -154,7 +203,7 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
       workflowId: monitorWorkflowId(w.monitor_id),
       taskQueue: queues.uptime,
       args: [input] as [MonitorWorkflowInput],
-      staticSummary: `Deadline timer of monitor '${w.slug}' (${w.monitor_id}) in project ${w.project_id}`,
+      staticSummary: `Watch of monitor '${w.slug}' (${w.monitor_id}) in project ${w.project_id}`,
       ...(attributes
         ? {
             typedSearchAttributes: [
@@ -168,12 +217,40 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
     };
   }
 
+  private async scanOptions() {
+    const queues = await this.link.queues();
+    const input: DeadlineScanInput = { gapMs: this.link.config.scanGapMs, idleMs: this.link.config.idleCheckMs };
+    return {
+      workflowId: queues.deadlines,
+      taskQueue: queues.deadlines,
+      args: [input] as [DeadlineScanInput],
+      staticSummary: "Deadline timer of every monitor of this deployment: takes overdue monitors down",
+    };
+  }
+
+  /** Cuts the deadline scan's sleep short (starting it if it is not running). */
+  private async wakeScan(): Promise<void> {
+    const client = await this.link.client();
+    await client.workflow.signalWithStart("deadlineScanWorkflow", { ...(await this.scanOptions()), signal: "wake", signalArgs: [] });
+  }
+
+  /** Starts the deadline scan unless it runs (no history event in a running scan). */
+  private async ensureScan(): Promise<void> {
+    const client = await this.link.client();
+    const options = { ...(await this.scanOptions()), workflowIdConflictPolicy: "USE_EXISTING" as const };
+    await client.withDeadline(Date.now() + ENSURE_TIMEOUT_MS, () => client.workflow.start("deadlineScanWorkflow", options));
+  }
+
   sweep(): Promise<void> {
     return this.reconcile();
   }
 
   /** Missed deadlines: check them here (CAS), then wake their workflows through the outbox. */
   async reconcile(): Promise<void> {
+    // In the background: a Temporal outage must not hold up the deadline check below.
+    this.ensuring ??= this.ensureScan()
+      .catch((err) => this.deps.log.warn({ err }, "temporal: could not start the deadline scan; retried by the next reconciler pass"))
+      .finally(() => (this.ensuring = undefined));
     const now = this.deps.clock();
     const r = await this.deps.db.query<{ id: string }>("SELECT id FROM monitors WHERE deadline_at < $1 LIMIT 1000", [new Date(now.getTime() - RECONCILE_SLACK_MS)]);
     if (!r.rows.length) return;

@@ -12,6 +12,8 @@
 //                       waiting: a running workflow's partial history, as a new worker replays it
 //   monitor-recovered   the same workflow after a recovery heartbeat (wake signal), sleeping again
 //   monitor-deleted     monitor deleted while its workflow slept: the workflow ended
+//   deadline-scan       the deadline scan (v3 on) of the above: scans, the take-down, wake signals,
+//                       sleeping until the next deadline
 //   webhook-retried     receiver answered 500 then 200: a durable backoff sleep, then success
 //   webhook-sleeping    receiver answered 503 Retry-After: 300: sleeping until the next attempt
 //   webhook-manual-retry the same delivery after a manual retry (retryNow signal) cut the sleep
@@ -50,7 +52,7 @@ async function main(): Promise<void> {
   const force = process.argv.includes("--force");
   if (!version || !/^\d+$/.test(version)) throw new Error("usage: npx tsx test/temporal/record-histories.ts <N> [--force]");
   const name = (flow: string) => path.join(outDir, `v${version}-${flow}.json`);
-  const flows = ["monitor-down", "monitor-recovered", "monitor-deleted", "webhook-retried", "webhook-sleeping", "webhook-manual-retry"];
+  const flows = ["monitor-down", "monitor-recovered", "monitor-deleted", "deadline-scan", "webhook-retried", "webhook-sleeping", "webhook-manual-retry"];
   if (!force && flows.some((f) => existsSync(name(f)))) throw new Error(`v${version}-*.json exist already in ${outDir} (--force overwrites)`);
   await mkdir(outDir, { recursive: true });
 
@@ -121,6 +123,9 @@ async function main(): Promise<void> {
     if ((await rest.del(`${mon}/${b}`, key)).status !== 204) throw new Error("delete monitor failed");
     await waitFor("monitor workflow completed", async () => (await status(`monitor-${b}`)) === "COMPLETED");
     await save(`monitor-${b}`, "monitor-deleted");
+    const scan = (await app.app.deps.temporal!.queues()).deadlines;
+    await quiet(scan);
+    await save(scan, "deadline-scan");
 
     // c. a failed attempt, a durable backoff sleep (WEBHOOK_BACKOFF_BASE_MS ± 20%), then success
     const hook = async (route: string, reply: (n: number) => { status: number; headers?: Record<string, string> }) => {

@@ -46,6 +46,7 @@ describe("replay of saved workflow histories", () => {
   it("there are saved histories of every workflow type", () => {
     assert.ok(files.some((f) => /monitor/.test(f)), "a monitor workflow history");
     assert.ok(files.some((f) => /webhook/.test(f)), "a webhook delivery workflow history");
+    assert.ok(files.some((f) => /deadline-scan/.test(f)), "a deadline scan workflow history");
   });
 
   it("every saved history replays against workflows/ without a determinism error", async () => {

@@ -3,11 +3,12 @@ import { after, before, it } from "node:test";
 import { GENEROUS_LIMITS, startTestApp, type TestApp } from "../helpers/app.js";
 import { project } from "../helpers/fixtures.js";
 import { startTemporal, type TemporalServer } from "../helpers/temporal.js";
-import { describeOrNone, monitorWorkflowId, ms, PRECISE_TIMERS, sleep, temporalClient, waitFor, workerRunning } from "./uptime-util.js";
+import { describeOrNone, ms, PRECISE_TIMERS, sleep, temporalClient, waitFor, workerRunning } from "./uptime-util.js";
 
-// Live end-to-end: a monitor workflow's continue-as-new chain misses no deadline. The server suggests
-// continue-as-new after 60 history events, so a steadily heartbeating 300 ms monitor (200 ms grace) chains runs
-// every few seconds; when the heartbeats stop, the current run detects the deadline exactly.
+// Live end-to-end: the deadline scan's continue-as-new chain misses no deadline. The server suggests
+// continue-as-new after 60 history events, so with a steadily heartbeating 300 ms monitor (200 ms
+// grace) the scan (woken for each next deadline) chains runs every few seconds; when the heartbeats
+// stop, the current run detects the deadline exactly.
 
 let srv: TemporalServer;
 let t: TestApp;
@@ -32,7 +33,7 @@ it("continue-as-new chains (suggested after 60 events) miss no deadline: started
       return r.body.data.monitor as { id: string; lastHeartbeatAt: string; status: string };
     };
     let m = await beat();
-    const wid = monitorWorkflowId(m.id);
+    const wid = (await t.app.deps.temporal!.queues()).deadlines; // the scan's workflow id
     const first = await waitFor(() => describeOrNone(tc.client, wid), 5_000, "the first run");
     const runs = new Set([first.runId]);
     // Heartbeats every 100 ms (their own loop), until the chain has at least three runs (two
