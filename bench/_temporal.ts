@@ -149,7 +149,7 @@ export function metricSum(text: string, name: string, match = ""): number {
 const num = (x: unknown) => (typeof x === "object" && x && "toNumber" in x ? (x as { toNumber(): number }).toNumber() : Number(x ?? 0));
 const longMs = (seconds: unknown, nanos: number | null | undefined) => num(seconds) * 1000 + (nanos ?? 0) / 1e6;
 
-/** The SDK's workflow-task figures of one task queue (suffix ".uptime" or ".webhooks") in a /metrics text. */
+/** The SDK's workflow-task figures of one task queue (suffix ".deadlines", ".uptime" or ".webhooks") in a /metrics text. */
 export function workflowTaskStats(text: string, queue: string): { tasks: number; execSeconds: number; waitSeconds: number; waits: number; cacheMisses: number } {
   const q = `${queue}"`;
   return {
@@ -200,55 +200,73 @@ export async function historyCounts(client: Client, workflowIds: string[], windo
   return { workflows, events };
 }
 
+/** Every run of a workflow id (a continue-as-new chain), newest first, from visibility. */
+async function runsOf(client: Client, workflowId: string): Promise<string[]> {
+  const runs: string[] = [];
+  for await (const w of client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.push(w.runId);
+  return runs;
+}
+
+/** History events by kind of every run of one workflow id, per time window [from, to) of eventTime. */
+export async function chainHistoryCounts(client: Client, workflowId: string, windows: [number, number][]): Promise<{ runs: number; events: Record<string, number>[] }> {
+  const events: Record<string, number>[] = windows.map(() => ({}));
+  const runs = await runsOf(client, workflowId);
+  for (const runId of runs) {
+    const h = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    for (const e of h.events ?? []) {
+      const t = e.eventTime ? longMs(e.eventTime.seconds, e.eventTime.nanos) : NaN;
+      const i = windows.findIndex(([from, to]) => t >= from && t < to);
+      if (i < 0) continue;
+      const kind = Object.keys(e).find((k) => k.endsWith("EventAttributes") && (e as Record<string, unknown>)[k])?.replace(/EventAttributes$/, "") ?? "unknown";
+      events[i][kind] = (events[i][kind] ?? 0) + 1;
+    }
+  }
+  return { runs: runs.length, events };
+}
+
 export interface DetectionParts {
-  /** The timer's due time (TimerStarted + its duration) minus the deadline: set by a check, late by its round trip. */
-  scheduled: number[];
-  /** TimerFired minus the timer's due time: the server's lateness. */
-  fired: number[];
-  /** The incident's created_at minus TimerFired: workflow task, local activity, database. */
+  /** The wake of the scan that took the monitor down (its timer fired, or a signal) minus the deadline (0 when it woke before). */
+  wait: number[];
+  /** The incident's created_at minus that wake: workflow task, local activity (the scan), database. */
   worker: number[];
-  /** Monitors taken down by no timer due at their deadline (the reconciler, or a check woken otherwise). */
+  /** Monitors taken down with no scan wake before their incident (the reconciler). */
   other: number;
 }
 
 /**
- * Where a Temporal detection delay goes, per monitor taken down (from its workflow history): the
- * timer that woke the detecting check (the last TimerFired before the incident).
+ * Where a Temporal detection delay goes, per monitor taken down, from the deadline scan's histories
+ * (every run of the chain): the last wake of the scan (TimerFired or WorkflowExecutionSignaled, or a
+ * run's start) before the incident was written.
  */
-export async function detectionParts(client: Client, downs: { id: string; deadline: number; created: number }[]): Promise<DetectionParts> {
-  const parts: DetectionParts = { scheduled: [], fired: [], worker: [], other: 0 };
-  const queue = [...downs];
-  const work = async () => {
-    for (let d = queue.shift(); d; d = queue.shift()) {
-      let events;
-      try {
-        events = (await client.workflow.getHandle(`monitor-${d.id}`).fetchHistory()).events ?? [];
-      } catch {
-        continue;
+export async function detectionParts(client: Client, scanWorkflowId: string, downs: { deadline: number; created: number }[]): Promise<DetectionParts> {
+  const parts: DetectionParts = { wait: [], worker: [], other: 0 };
+  const wakes: number[] = [];
+  for (const runId of await runsOf(client, scanWorkflowId)) {
+    const h = await client.workflow.getHandle(scanWorkflowId, runId).fetchHistory();
+    for (const e of h.events ?? []) {
+      if (e.timerFiredEventAttributes || e.workflowExecutionSignaledEventAttributes || e.workflowExecutionStartedEventAttributes) {
+        wakes.push(e.eventTime ? longMs(e.eventTime.seconds, e.eventTime.nanos) : NaN);
       }
-      const started = new Map<number, { at: number; due: number }>();
-      let last: { due: number; at: number } | undefined;
-      for (const e of events) {
-        const at = e.eventTime ? longMs(e.eventTime.seconds, e.eventTime.nanos) : NaN;
-        if (e.timerStartedEventAttributes) {
-          const t = e.timerStartedEventAttributes.startToFireTimeout;
-          started.set(num(e.eventId), { at, due: at + longMs(t?.seconds, t?.nanos) });
-        } else if (e.timerFiredEventAttributes && at <= d.created) {
-          const s = started.get(num(e.timerFiredEventAttributes.startedEventId));
-          if (s) last = { due: s.due, at };
-        }
-      }
-      // The check that took it down was woken by a timer due at (or after) its deadline, or by something else.
-      if (!last || last.due < d.deadline - 5) {
-        parts.other++;
-        continue;
-      }
-      parts.scheduled.push(last.due - d.deadline);
-      parts.fired.push(last.at - last.due);
-      parts.worker.push(d.created - last.at);
     }
-  };
-  await Promise.all(Array.from({ length: 8 }, work));
+  }
+  wakes.sort((a, b) => a - b);
+  for (const d of downs) {
+    // The last wake before the incident (binary search).
+    let lo = 0;
+    let hi = wakes.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (wakes[mid] <= d.created) lo = mid + 1;
+      else hi = mid;
+    }
+    const wake = wakes[lo - 1];
+    if (wake === undefined || d.created - wake > 60_000) {
+      parts.other++;
+      continue;
+    }
+    parts.wait.push(Math.max(0, wake - d.deadline));
+    parts.worker.push(d.created - wake);
+  }
   return parts;
 }
 
