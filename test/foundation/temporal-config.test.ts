@@ -20,6 +20,8 @@ describe("Temporal settings", () => {
     assert.equal(c.tls, undefined);
     assert.equal(c.uptimeConcurrency, 6);
     assert.equal(c.minDeadlineMs, 1000);
+    assert.equal(c.scanGapMs, 250);
+    assert.equal(c.wakeRate, 30);
     assert.equal(parseConfig(base).temporal, undefined);
   });
 
@@ -56,7 +58,8 @@ describe("task queues", () => {
     assert.equal(qa.webhooks, qa.uptime.replace(/\.uptime$/, ".webhooks"));
     assert.deepEqual(await taskQueues(cfg, a), qa);
     assert.notEqual((await taskQueues(cfg, b)).uptime, qa.uptime);
-    assert.deepEqual(await taskQueues({ ...cfg, taskQueue: "acme" }, a), { uptime: "acme.uptime", webhooks: "acme.webhooks" });
+    assert.equal(qa.deadlines, qa.uptime.replace(/\.uptime$/, ".deadlines"));
+    assert.deepEqual(await taskQueues({ ...cfg, taskQueue: "acme" }, a), { deadlines: "acme.deadlines", uptime: "acme.uptime", webhooks: "acme.webhooks" });
   });
 });
 
