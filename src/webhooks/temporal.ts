@@ -135,10 +135,14 @@ export function createWebhookActivities(deps: Pick<Deps, "db" | "clock" | "confi
       const now = clock();
       const delayMs = next.status === "retrying" ? next.delayMs : null;
       const r = await db.query(
+        // Ours while our claim holds. Also when the scheduler took the claim back after its lease (this
+        // record waited behind a backlog of workflow tasks, or the database was away) but nothing
+        // attempted since (in Temporal mode only this run attempts: attempt_count unchanged): the
+        // attempt did go out, so it is recorded instead of being sent a second time.
         `UPDATE webhook_deliveries SET status = $3, attempt_count = attempt_count + 1, attempts = attempts || jsonb_build_array($4::jsonb),
                 planned_at = $5, next_attempt_at = NULL, claim_token = NULL, updated_at = $6
-         WHERE id = $1 AND claim_token = $2`,
-        [deliveryId, sent.token, next.status, JSON.stringify(sent.record), delayMs === null ? null : new Date(now.getTime() + delayMs), now],
+         WHERE id = $1 AND (claim_token = $2 OR (attempt_count = $7 AND status IN ('pending', 'retrying')))`,
+        [deliveryId, sent.token, next.status, JSON.stringify(sent.record), delayMs === null ? null : new Date(now.getTime() + delayMs), now, sent.attempts - 1],
       );
       if (r.rowCount) {
         deps.telemetry.webhookDeliveries.inc({ outcome: next.status === "retrying" ? "failed" : next.status });
