@@ -122,7 +122,10 @@ it(`two worker nodes and one API node: ${N} monitors, ${OUTAGES} outages each â†
     const b = JSON.parse(r.raw);
     return `${b.type}:${b.data.incident.id}`;
   };
-  await waitFor(async () => new Set(receiver.at("/incidents").map(key)).size === 2 * N * OUTAGES, 40_000, "every delivery received", 200).catch(async (err) => {
+  // 1,200 deliveries, the started ones in bursts of 200 (the deadline scan takes an outage's monitors
+  // down together): Temporal mode drains ~30 deliveries/s on this machine (docs/benchmarks.md), so
+  // this waits for throughput, not for correctness â€” the exactly-once checks follow.
+  await waitFor(async () => new Set(receiver.at("/incidents").map(key)).size === 2 * N * OUTAGES, 120_000, "every delivery received", 200).catch(async (err) => {
     const del = await db.query("SELECT status, attempt_count, (next_attempt_at IS NULL) AS handed, count(*)::int AS n FROM webhook_deliveries WHERE project_id = $1 GROUP BY 1, 2, 3", [p.projectId]);
     throw new Error(`${err.message}: received ${new Set(receiver.at("/incidents").map(key)).size} distinct of ${2 * N * OUTAGES}; deliveries ${JSON.stringify(del.rows)}; outbox ${JSON.stringify((await db.query("SELECT count(*)::int AS n FROM webhook_outbox")).rows)}`);
   });
