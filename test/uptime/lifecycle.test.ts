@@ -44,7 +44,8 @@ describe("monitor lifecycle", () => {
     assert.equal(hb2.body.data.statusChanged, false);
     const deadline2 = Date.parse(hb2.body.data.monitor.lastHeartbeatAt) + 1000;
 
-    await waitFor(async () => (await status(m.id)) === "down", 5000, "monitor down");
+    // 15 s: in Temporal mode (pass 2) this first test also waits for the node's workers to start.
+    await waitFor(async () => (await status(m.id)) === "down", 15_000, "monitor down");
     const inc = (await t.rest.get(`${base()}/monitors/${m.id}/incidents`, { key: p.key })).body.data;
     assert.equal(inc.length, 1);
     assert.equal(inc[0].status, "open");
@@ -127,7 +128,7 @@ describe("monitor lifecycle", () => {
     assert.equal(resume.body.data.status, "unknown");
     const deadline = Math.max(Date.parse(resume.body.data.lastHeartbeatAt), Date.parse(resume.body.data.updatedAt)) + 400;
     assert.equal(resume.body.data.deadlineAt, new Date(deadline).toISOString());
-    await waitFor(async () => (await status(id)) === "down", 5000, "resumed monitor down");
+    await waitFor(async () => (await status(id)) === "down", 15_000, "resumed monitor down");
     const after = (await t.rest.get(`${base()}/monitors/${id}/incidents`, { key: p.key })).body.data;
     assert.equal(after.length, 2);
     assert.equal(after[0].startedAt, new Date(deadline).toISOString());
