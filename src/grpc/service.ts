@@ -1,4 +1,4 @@
-import { type Code, ConnectError, createConnectRouter, createContextKey, createContextValues, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
+import { type Code, createConnectRouter, createContextValues, type ConnectRouter } from "@connectrpc/connect";
 import { compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
@@ -8,7 +8,7 @@ import { ServerReflection as ReflectionV1 } from "../../gen/grpc/reflection/v1/r
 import { ServerReflection as ReflectionV1alpha } from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { watchStatus } from "../server/grpc-status.js";
 import type { HealthFeature } from "../server/health.js";
-import { protocolOf } from "../server/rpc.js";
+import { outcomeKey, protocolOf, richErrors } from "../server/rpc.js";
 import type { Deps } from "../shared/deps.js";
 import type { AnyRequest } from "../transcoding/body.js";
 import type { AnyResponse } from "../transcoding/rest.js";
@@ -33,17 +33,6 @@ export interface StandardServices {
   close(): void;
 }
 
-/** The code a call failed with, recorded by `outcome` (a Connect error's HTTP status alone is ambiguous). */
-const failedWith = createContextKey<{ code?: Code }>({});
-const outcome: Interceptor = (next) => async (req) => {
-  try {
-    return await next(req);
-  } catch (err) {
-    req.contextValues.get(failedWith).code = ConnectError.from(err).code;
-    throw err;
-  }
-};
-
 /** Requests are a service name or a symbol: small. */
 const READ_MAX_BYTES = 64 * 1024;
 
@@ -62,7 +51,7 @@ export function createStandardServices(deps: Deps, features: Feature[]): Standar
     router.service(ReflectionV1, reflectionV1(index));
     router.service(ReflectionV1alpha, reflectionV1alpha(index));
   };
-  const router = createConnectRouter({ readMaxBytes: READ_MAX_BYTES, acceptCompression: [compressionGzip], interceptors: [outcome] });
+  const router = createConnectRouter({ readMaxBytes: READ_MAX_BYTES, acceptCompression: [compressionGzip], interceptors: [richErrors] });
   routes(router);
   const handlers = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
 
@@ -77,7 +66,7 @@ export function createStandardServices(deps: Deps, features: Feature[]): Standar
         return;
       }
       const call: { code?: Code } = {};
-      handler(universalRequestFromNodeRequest(req as never, res as never, undefined, createContextValues().set(failedWith, call)))
+      handler(universalRequestFromNodeRequest(req as never, res as never, undefined, createContextValues().set(outcomeKey, call)))
         // The same status recording and trailer fixes as vigil.v1's calls (grpc_server_handled_total,
         // log level, grpc-message encoding, ErrorInfo on every failure).
         .then((uRes) => universalResponseToNodeResponse(watchStatus(uRes, protocolOf(req.headers["content-type"]), () => call.code, done), res as never))

@@ -44,9 +44,10 @@ export function protocolOf(contentType: string | undefined): Exclude<Protocol, "
 
 /**
  * Outermost: every error a handler (or the checks below) raises leaves as rpcError() made it, with
- * its google.rpc.Status details (ErrorInfo, BadRequest, RetryInfo); its code is kept for logs.
+ * its google.rpc.Status details (ErrorInfo, BadRequest, RetryInfo); its code is kept for logs (in
+ * `outcomeKey`, when the call set one). The standard services' router uses it too (src/grpc/).
  */
-const richErrors: Interceptor = (next) => async (req) => {
+export const richErrors: Interceptor = (next) => async (req) => {
   try {
     return await next(req);
   } catch (err) {
@@ -58,7 +59,7 @@ const richErrors: Interceptor = (next) => async (req) => {
 };
 
 /** The code of the error a call's handler raised, for the status watch (src/server/grpc-status.ts). */
-const outcomeKey = createContextKey<{ code?: Code } | undefined>(undefined);
+export const outcomeKey = createContextKey<{ code?: Code } | undefined>(undefined);
 
 const checkMessages: Interceptor = (next) => async (req) => {
   if (!req.stream) assertStorableMessage(req.method.input, req.message);
