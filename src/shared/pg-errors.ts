@@ -16,3 +16,6 @@ export const isDeadlock = (err: unknown): boolean => codeOf(err) === "40P01";
 
 /** query_canceled (57014): the statement timeout, or a cancel request. */
 export const isQueryCanceled = (err: unknown): boolean => codeOf(err) === "57014";
+
+/** undefined_table (42P01). */
+export const isUndefinedTable = (err: unknown): boolean => codeOf(err) === "42P01";

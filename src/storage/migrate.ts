@@ -1,6 +1,7 @@
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { isUndefinedTable } from "../shared/pg-errors.js";
 import type { Db } from "./db.js";
 
 // Versioned SQL migrations, applied in file-name order, each in its own transaction,
@@ -11,8 +12,12 @@ import type { Db } from "./db.js";
 const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), "migrations");
 const LOCK_KEY = 7_482_019_331;
 
+let buildMigrations: Promise<string[]> | undefined;
+/** The migrations of this build, in the order they apply (read once). */
+const migrationFiles = () => (buildMigrations ??= readdir(dir).then((fs) => fs.filter((f) => f.endsWith(".sql")).sort()));
+
 export async function migrate(db: Db): Promise<string[]> {
-  const files = (await readdir(dir)).filter((f) => f.endsWith(".sql")).sort();
+  const files = await migrationFiles();
   const c = await db.connect();
   const applied: string[] = [];
   try {
@@ -44,22 +49,19 @@ export async function migrate(db: Db): Promise<string[]> {
   return applied;
 }
 
-let known: Promise<string[]> | undefined;
-
 /**
  * The migrations of this build not recorded in the database (readiness: /health, grpc.health.v1).
  * One query; a missing schema_migrations table means none is applied. Other errors (the database
  * unreachable) are thrown.
  */
 export async function missingMigrations(db: Db): Promise<string[]> {
-  known ??= readdir(dir).then((fs) => fs.filter((f) => f.endsWith(".sql")).sort());
-  const files = await known;
+  const files = await migrationFiles();
   try {
     const { rows } = await db.query<{ version: string }>("SELECT version FROM schema_migrations WHERE version = ANY($1)", [files]);
     const done = new Set(rows.map((r) => r.version));
     return files.filter((f) => !done.has(f));
   } catch (err) {
-    if ((err as { code?: string }).code === "42P01") return files; // undefined_table
+    if (isUndefinedTable(err)) return files;
     throw err;
   }
 }
