@@ -140,19 +140,32 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
 
   private async drainOnce(limit: number): Promise<number> {
     const now = this.deps.clock();
-    const r = await this.deps.db.query<WakeRow>(
+    const claimed = await this.deps.db.query<Pick<WakeRow, "monitor_id" | "kind" | "seq">>(
       `WITH picked AS (
          SELECT monitor_id FROM monitor_wakes WHERE lease_until <= $1 ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED)
        UPDATE monitor_wakes w SET lease_until = $1::timestamptz + make_interval(secs => least($3::float8, 2 * 2 ^ least(w.attempts, 10))), attempts = w.attempts + 1
-       FROM picked LEFT JOIN monitors m ON m.id = picked.monitor_id
-       WHERE w.monitor_id = picked.monitor_id
-       RETURNING w.monitor_id, w.kind, w.seq::text AS seq, m.project_id, m.slug, m.status`,
+       FROM picked WHERE w.monitor_id = picked.monitor_id
+       RETURNING w.monitor_id, w.kind, w.seq::text AS seq`,
       [now, limit, this.link.config.reconcileMs / 1000],
     );
-    if (!r.rows.length) return 0;
+    if (!claimed.rows.length) return 0;
+    // The monitors are read by a second statement, never joined into the claim: when the claim
+    // waits for a row that a concurrent change replaces, it locks the new row version (kind, seq)
+    // but would read the monitor from its own, older snapshot, e.g. a 'signal' row of a monitor
+    // that just went down beside its status before ('up'): sent as a plain signal to a run never
+    // started, the down monitor would stay unwatched. This statement's snapshot holds the commit
+    // that wrote every claimed row, and with it the monitor as that change left it (or newer).
+    const m = await this.deps.db.query<{ id: string; project_id: string; slug: string; status: string }>("SELECT id, project_id, slug, status FROM monitors WHERE id = ANY($1)", [
+      claimed.rows.map((w) => w.monitor_id),
+    ]);
+    const monitors = new Map(m.rows.map((x) => [x.id, x]));
+    const rows = claimed.rows.map((w): WakeRow => {
+      const x = monitors.get(w.monitor_id);
+      return { ...w, project_id: x?.project_id ?? null, slug: x?.slug ?? null, status: x?.status ?? null };
+    });
     const sent: WakeRow[] = [];
     let failure: unknown;
-    await forEachLimited(r.rows, SEND_CONCURRENCY, async (w) => {
+    await forEachLimited(rows, SEND_CONCURRENCY, async (w) => {
       try {
         await this.send(w);
         sent.push(w);
@@ -176,7 +189,7 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
       ]);
     }
     if (failure) throw failure;
-    return r.rows.length;
+    return rows.length;
   }
 
   /** One outbox row: signal-with-start (the monitor has a deadline or is down) or a plain signal. */
