@@ -1,5 +1,4 @@
 import type { HandlerContext } from "@connectrpc/connect";
-import { z } from "zod";
 import { AuthService } from "../../gen/vigil/v1/auth_pb.js";
 import { clientInfoKey } from "../shared/context.js";
 import type { Deps } from "../shared/deps.js";
@@ -9,30 +8,13 @@ import { newId } from "../shared/ids.js";
 import { hashedKey } from "../shared/ratelimit.js";
 import { isUniqueViolation } from "../shared/pg-errors.js";
 import { validate } from "../shared/validate.js";
-import { tx } from "../storage/db.js";
+import { toAccount } from "./messages.js";
 import { DUMMY_HASH, hashPassword, verifyPassword } from "./passwords.js";
+import { loginSchema, signupSchema } from "./requests.js";
 import { clearedCookie, createSession, revokeToken, tokenFromCookieHeader } from "./sessions.js";
+import * as store from "./store.js";
 
-const email = z.string().trim().toLowerCase().email().max(320);
-const signupSchema = z.object({
-  email,
-  password: z.string().min(8, "must be at least 8 characters").max(1024),
-  name: z.string().trim().min(1).max(200).optional(),
-});
-const loginSchema = z.object({ email, password: z.string().min(1).max(1024) });
-
-interface AccountRow {
-  id: string;
-  email: string;
-  name: string | null;
-  created_at: Date;
-}
-
-const toAccount = (r: AccountRow) => ({ id: r.id, email: r.email, name: r.name ?? undefined, createdAt: r.created_at.toISOString() });
-
-const INSERT_ACCOUNT = "INSERT INTO accounts (id, email, name, password_hash, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id, email, name, created_at";
-/** Serializes first sign-ups under SIGNUP=closed (transaction-level advisory lock). */
-const SIGNUP_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('vigil:signup', 0))";
+// Accounts and sessions: handlers only (SQL in store.ts and sessions.ts, validation in requests.ts).
 
 /** The client address the per-address limits count under. */
 const addressOf = (ctx: HandlerContext) => ctx.values.get(clientInfoKey).ip || "unknown";
@@ -54,18 +36,16 @@ export function createAuthFeature(deps: Deps): Feature {
             const closed = deps.config.signup === "closed";
             const refuseClosed = () => forbidden("sign-up is closed on this server");
             // Cheap refusal first; the check that counts runs with the insert, under the lock.
-            if (closed && (await db.query("SELECT 1 FROM accounts LIMIT 1")).rowCount) throw refuseClosed();
-            const values = [newId("usr"), input.email, input.name ?? null, await hashPassword(input.password), clock()];
-            let row: AccountRow;
+            if (closed && (await store.anyAccount(db))) throw refuseClosed();
+            const account = { id: newId("usr"), email: input.email, name: input.name ?? null, passwordHash: await hashPassword(input.password), now: clock() };
+            let row: store.AccountRow;
             try {
-              if (!closed) row = (await db.query<AccountRow>(INSERT_ACCOUNT, values)).rows[0];
+              if (!closed) row = await store.insertAccount(db, account);
               else {
                 // Check and insert in one transaction under one lock: exactly one first sign-up wins.
-                row = await tx(db, async (c) => {
-                  await c.query(SIGNUP_LOCK);
-                  if ((await c.query("SELECT 1 FROM accounts LIMIT 1")).rowCount) throw refuseClosed();
-                  return (await c.query<AccountRow>(INSERT_ACCOUNT, values)).rows[0];
-                });
+                const first = await store.insertFirstAccount(db, account);
+                if (!first) throw refuseClosed();
+                row = first;
               }
             } catch (err) {
               if (isUniqueViolation(err)) throw conflict("an account with this email already exists", [{ field: "email", message: "already registered" }]);
@@ -85,8 +65,7 @@ export function createAuthFeature(deps: Deps): Feature {
             const verdicts = await Promise.all([limits.hit("loginAccount", account, 1, at), limits.hit("loginAddress", address, 1, at)]);
             const refused = verdicts.filter((v) => !v.allowed);
             if (refused.length) throw rateLimited(Math.max(...refused.map((v) => v.retryAfterSeconds)));
-            const r = await db.query<AccountRow & { password_hash: string }>("SELECT id, email, name, created_at, password_hash FROM accounts WHERE lower(email) = $1", [input.email]);
-            const row = r.rows[0];
+            const row = await store.accountByEmail(db, input.email);
             const ok = await verifyPassword(input.password, row?.password_hash ?? DUMMY_HASH);
             if (!row || !ok) throw new ApiError(401, "invalid_credentials", "email or password is incorrect");
             await Promise.all([limits.refund("loginAccount", account, at), limits.refund("loginAddress", address, at)]);
@@ -102,9 +81,9 @@ export function createAuthFeature(deps: Deps): Feature {
           },
           async me(_req, ctx) {
             const p = await deps.auth.session(ctx);
-            const r = await db.query<AccountRow>("SELECT id, email, name, created_at FROM accounts WHERE id = $1", [p.accountId]);
-            if (!r.rows[0]) throw unauthenticated();
-            return { data: toAccount(r.rows[0]) };
+            const row = await store.accountById(db, p.accountId);
+            if (!row) throw unauthenticated();
+            return { data: toAccount(row) };
           },
         },
       },

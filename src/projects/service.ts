@@ -1,27 +1,18 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { HandlerContext } from "@connectrpc/connect";
-import { z } from "zod";
 import { ProjectService } from "../../gen/vigil/v1/projects_pb.js";
 import type { Access } from "../auth/principal.js";
 import type { Deps } from "../shared/deps.js";
 import { ApiError, conflict, notFound } from "../shared/errors.js";
 import type { Feature } from "../shared/feature.js";
-import { retryDeadlock } from "../shared/gone.js";
 import { newId } from "../shared/ids.js";
 import { isUniqueViolation } from "../shared/pg-errors.js";
 import { validate } from "../shared/validate.js";
-import { tx } from "../storage/db.js";
-import { member, projectForMember, toKey, toMember, toProject, type KeyRow, type MemberRow, type ProjectRow } from "./store.js";
+import { toKey, toMember, toProject } from "./messages.js";
+import { addMemberSchema, createSchema, keySchema, roleSchema, updateSchema } from "./requests.js";
+import * as store from "./store.js";
 
-const PLATFORMS = ["node", "browser", "react", "next", "other"] as const;
-const ENVIRONMENTS = ["production", "development", "preview"] as const;
-const name = z.string().trim().min(1, "is required").max(200);
-
-const createSchema = z.object({ name, platform: z.enum(PLATFORMS) });
-const updateSchema = z.object({ name: name.optional() });
-const keySchema = z.object({ name, environment: z.enum(ENVIRONMENTS) });
-const addMemberSchema = z.object({ email: z.string().trim().toLowerCase().email(), role: z.enum(["admin", "member"]) });
-const roleSchema = z.object({ role: z.enum(["admin", "member"]) });
+// Projects, members and API keys: handlers only (SQL in store.ts, validation in requests.ts).
 
 /** `vk_` + 40 random base62 characters (about 238 bits). */
 function newSecret(): string {
@@ -52,80 +43,70 @@ export function createProjectsFeature(deps: Deps): Feature {
             await limits.take("writes", p.accountId);
             const input = validate(createSchema, { name: req.name, platform: req.platform });
             const now = clock();
-            const row = await tx(db, async (c) => {
-              const r = await c.query<ProjectRow>("INSERT INTO projects (id, name, platform, created_at, updated_at) VALUES ($1, $2, $3, $4, $4) RETURNING *", [newId("prj"), input.name, input.platform, now]);
-              await c.query("INSERT INTO project_members (project_id, account_id, role, created_at) VALUES ($1, $2, 'owner', $3)", [r.rows[0].id, p.accountId, now]);
-              return { ...r.rows[0], role: "owner" };
-            });
+            const row = await store.insertProject(db, { id: newId("prj"), name: input.name, platform: input.platform, ownerId: p.accountId, now });
             return { data: toProject(row) };
           },
           async listProjects(_req, ctx) {
             const p = await auth.session(ctx);
-            const r = await db.query<ProjectRow>("SELECT p.*, m.role FROM projects p JOIN project_members m ON m.project_id = p.id WHERE m.account_id = $1 ORDER BY p.created_at, p.id", [p.accountId]);
-            return { data: r.rows.map(toProject) };
+            return { data: (await store.projectsOfAccount(db, p.accountId)).map(toProject) };
           },
           async getProject(req, ctx) {
             const scope = await auth.project(ctx, req.projectId, "data");
             if (scope.principal.kind === "apiKey") {
-              const r = await db.query<ProjectRow>("SELECT * FROM projects WHERE id = $1", [scope.projectId]);
-              if (!r.rows[0]) throw notFound("project");
-              return { data: toProject(r.rows[0]) };
+              const row = await store.projectById(db, scope.projectId);
+              if (!row) throw notFound("project");
+              return { data: toProject(row) };
             }
-            const row = await projectForMember(db, scope.projectId, scope.principal.accountId);
+            const row = await store.projectForMember(db, scope.projectId, scope.principal.accountId);
             if (!row) throw notFound("project");
             return { data: toProject(row) };
           },
           async updateProject(req, ctx) {
             const scope = await write(ctx, req.projectId, "admin");
             const input = validate(updateSchema, { name: req.name });
-            if (input.name !== undefined) await db.query("UPDATE projects SET name = $2, updated_at = $3 WHERE id = $1", [scope.projectId, input.name, clock()]);
-            const row = await projectForMember(db, scope.projectId, (scope.principal as { accountId: string }).accountId);
+            if (input.name !== undefined) await store.renameProject(db, scope.projectId, input.name, clock());
+            const row = await store.projectForMember(db, scope.projectId, (scope.principal as { accountId: string }).accountId);
             if (!row) throw notFound("project");
             return { data: toProject(row) };
           },
           async deleteProject(req, ctx) {
             const scope = await write(ctx, req.projectId, "owner");
-            // The cascade may deadlock with a write in flight (a heartbeat locking its monitor): run it again.
-            await retryDeadlock(() => db.query("DELETE FROM projects WHERE id = $1", [scope.projectId]));
+            await store.deleteProject(db, scope.projectId);
             return {};
           },
 
           async listMembers(req, ctx) {
             const scope = await auth.project(ctx, req.projectId, "member");
-            const r = await db.query<MemberRow>(
-              "SELECT m.account_id, a.email, a.name, m.role, m.created_at FROM project_members m JOIN accounts a ON a.id = m.account_id WHERE m.project_id = $1 ORDER BY m.created_at, a.email",
-              [scope.projectId],
-            );
-            return { data: r.rows.map(toMember) };
+            return { data: (await store.listMembers(db, scope.projectId)).map(toMember) };
           },
           async addMember(req, ctx) {
             const scope = await write(ctx, req.projectId, "admin");
             const input = validate(addMemberSchema, { email: req.email, role: req.role });
-            const acct = await db.query<{ id: string }>("SELECT id FROM accounts WHERE lower(email) = $1", [input.email]);
-            if (!acct.rows[0]) throw new ApiError(404, "not_found", "no account with this email", [{ field: "email", message: "no such account" }]);
+            const accountId = await store.accountIdByEmail(db, input.email);
+            if (!accountId) throw new ApiError(404, "not_found", "no account with this email", [{ field: "email", message: "no such account" }]);
             try {
-              await db.query("INSERT INTO project_members (project_id, account_id, role, created_at) VALUES ($1, $2, $3, $4)", [scope.projectId, acct.rows[0].id, input.role, clock()]);
+              await store.insertMember(db, scope.projectId, accountId, input.role, clock());
             } catch (err) {
               if (isUniqueViolation(err)) throw conflict("this account is already a member of the project");
               throw err;
             }
-            return { data: toMember((await member(db, scope.projectId, acct.rows[0].id))!) };
+            return { data: toMember((await store.member(db, scope.projectId, accountId))!) };
           },
           async updateMember(req, ctx) {
             const scope = await write(ctx, req.projectId, "admin");
             const input = validate(roleSchema, { role: req.role });
-            const target = await member(db, scope.projectId, req.userId);
+            const target = await store.member(db, scope.projectId, req.userId);
             if (!target) throw notFound("member");
             if (target.role === "owner") throw new ApiError(403, "forbidden", "the owner cannot be demoted");
-            await db.query("UPDATE project_members SET role = $3 WHERE project_id = $1 AND account_id = $2", [scope.projectId, req.userId, input.role]);
+            await store.setMemberRole(db, scope.projectId, req.userId, input.role);
             return { data: toMember({ ...target, role: input.role }) };
           },
           async removeMember(req, ctx) {
             const scope = await write(ctx, req.projectId, "admin");
-            const target = await member(db, scope.projectId, req.userId);
+            const target = await store.member(db, scope.projectId, req.userId);
             if (!target) throw notFound("member");
             if (target.role === "owner") throw new ApiError(403, "forbidden", "the owner cannot be removed");
-            await db.query("DELETE FROM project_members WHERE project_id = $1 AND account_id = $2", [scope.projectId, req.userId]);
+            await store.removeMember(db, scope.projectId, req.userId);
             return {};
           },
 
@@ -134,24 +115,16 @@ export function createProjectsFeature(deps: Deps): Feature {
             const input = validate(keySchema, { name: req.name, environment: req.environment });
             const secret = newSecret();
             const hash = createHash("sha256").update(secret).digest("hex");
-            const r = await db.query<KeyRow>(
-              "INSERT INTO api_keys (id, project_id, name, environment, prefix, key_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id, name, environment, prefix, created_at, last_used_at",
-              [newId("key"), scope.projectId, input.name, input.environment, secret.slice(0, 7), hash, clock()],
-            );
-            return { data: { ...toKey(r.rows[0]), secret } };
+            const row = await store.insertApiKey(db, { id: newId("key"), projectId: scope.projectId, name: input.name, environment: input.environment, prefix: secret.slice(0, 7), hash, now: clock() });
+            return { data: { ...toKey(row), secret } };
           },
           async listApiKeys(req, ctx) {
             const scope = await auth.project(ctx, req.projectId, "admin");
-            const r = await db.query<KeyRow>(
-              "SELECT id, name, environment, prefix, created_at, last_used_at FROM api_keys WHERE project_id = $1 AND revoked_at IS NULL ORDER BY created_at, id",
-              [scope.projectId],
-            );
-            return { data: r.rows.map(toKey) };
+            return { data: (await store.listApiKeys(db, scope.projectId)).map(toKey) };
           },
           async revokeApiKey(req, ctx) {
             const scope = await write(ctx, req.projectId, "admin");
-            const r = await db.query("UPDATE api_keys SET revoked_at = $3 WHERE id = $1 AND project_id = $2 AND revoked_at IS NULL", [req.keyId, scope.projectId, clock()]);
-            if (!r.rowCount) throw notFound("API key");
+            if (!(await store.revokeApiKey(db, scope.projectId, req.keyId, clock()))) throw notFound("API key");
             return {};
           },
         },

@@ -1,6 +1,7 @@
-import type { Queryable } from "../storage/db.js";
+import { retryDeadlock } from "../shared/gone.js";
+import { tx, type Db, type Queryable } from "../storage/db.js";
 
-// SQL for projects, members and API keys. Rows are mapped to the API's shapes here.
+// SQL for projects, members and API keys (messages.ts maps the rows to the API's shapes).
 
 export interface ProjectRow {
   id: string;
@@ -11,15 +12,6 @@ export interface ProjectRow {
   role?: string | null;
 }
 
-export const toProject = (r: ProjectRow) => ({
-  id: r.id,
-  name: r.name,
-  platform: r.platform,
-  createdAt: r.created_at.toISOString(),
-  updatedAt: r.updated_at.toISOString(),
-  role: r.role ?? undefined,
-});
-
 export interface MemberRow {
   account_id: string;
   email: string;
@@ -27,8 +19,6 @@ export interface MemberRow {
   role: string;
   created_at: Date;
 }
-
-export const toMember = (r: MemberRow) => ({ userId: r.account_id, email: r.email, name: r.name ?? undefined, role: r.role, createdAt: r.created_at.toISOString() });
 
 export interface KeyRow {
   id: string;
@@ -39,14 +29,28 @@ export interface KeyRow {
   last_used_at: Date | null;
 }
 
-export const toKey = (r: KeyRow) => ({
-  id: r.id,
-  name: r.name,
-  environment: r.environment,
-  prefix: r.prefix,
-  createdAt: r.created_at.toISOString(),
-  lastUsedAt: r.last_used_at?.toISOString(),
-});
+const MEMBER_COLUMNS = "m.account_id, a.email, a.name, m.role, m.created_at FROM project_members m JOIN accounts a ON a.id = m.account_id";
+const KEY_COLUMNS = "id, name, environment, prefix, created_at, last_used_at";
+
+/** A new project and its owner, in one transaction. */
+export async function insertProject(db: Db, p: { id: string; name: string; platform: string; ownerId: string; now: Date }): Promise<ProjectRow> {
+  return tx(db, async (c) => {
+    const r = await c.query<ProjectRow>("INSERT INTO projects (id, name, platform, created_at, updated_at) VALUES ($1, $2, $3, $4, $4) RETURNING *", [p.id, p.name, p.platform, p.now]);
+    await c.query("INSERT INTO project_members (project_id, account_id, role, created_at) VALUES ($1, $2, 'owner', $3)", [r.rows[0].id, p.ownerId, p.now]);
+    return { ...r.rows[0], role: "owner" };
+  });
+}
+
+/** The projects an account is a member of, with its role. */
+export async function projectsOfAccount(q: Queryable, accountId: string): Promise<ProjectRow[]> {
+  const r = await q.query<ProjectRow>("SELECT p.*, m.role FROM projects p JOIN project_members m ON m.project_id = p.id WHERE m.account_id = $1 ORDER BY p.created_at, p.id", [accountId]);
+  return r.rows;
+}
+
+export async function projectById(q: Queryable, projectId: string): Promise<ProjectRow | undefined> {
+  const r = await q.query<ProjectRow>("SELECT * FROM projects WHERE id = $1", [projectId]);
+  return r.rows[0];
+}
 
 export async function projectForMember(q: Queryable, projectId: string, accountId: string): Promise<ProjectRow | undefined> {
   const r = await q.query<ProjectRow>(
@@ -56,10 +60,64 @@ export async function projectForMember(q: Queryable, projectId: string, accountI
   return r.rows[0];
 }
 
+export async function renameProject(q: Queryable, projectId: string, name: string, now: Date): Promise<void> {
+  await q.query("UPDATE projects SET name = $2, updated_at = $3 WHERE id = $1", [projectId, name, now]);
+}
+
+/** Deletes the project and, by cascade, everything in it. */
+export async function deleteProject(q: Queryable, projectId: string): Promise<void> {
+  // The cascade may deadlock with a write in flight (a heartbeat locking its monitor): run it again.
+  await retryDeadlock(() => q.query("DELETE FROM projects WHERE id = $1", [projectId]));
+}
+
+export async function listMembers(q: Queryable, projectId: string): Promise<MemberRow[]> {
+  const r = await q.query<MemberRow>(`SELECT ${MEMBER_COLUMNS} WHERE m.project_id = $1 ORDER BY m.created_at, a.email`, [projectId]);
+  return r.rows;
+}
+
 export async function member(q: Queryable, projectId: string, accountId: string): Promise<MemberRow | undefined> {
-  const r = await q.query<MemberRow>(
-    "SELECT m.account_id, a.email, a.name, m.role, m.created_at FROM project_members m JOIN accounts a ON a.id = m.account_id WHERE m.project_id = $1 AND m.account_id = $2",
-    [projectId, accountId],
+  const r = await q.query<MemberRow>(`SELECT ${MEMBER_COLUMNS} WHERE m.project_id = $1 AND m.account_id = $2`, [projectId, accountId]);
+  return r.rows[0];
+}
+
+/** The account with this (lower-cased) email, if any. */
+export async function accountIdByEmail(q: Queryable, email: string): Promise<string | undefined> {
+  const r = await q.query<{ id: string }>("SELECT id FROM accounts WHERE lower(email) = $1", [email]);
+  return r.rows[0]?.id;
+}
+
+/** Throws the unique violation when the account is already a member. */
+export async function insertMember(q: Queryable, projectId: string, accountId: string, role: string, now: Date): Promise<void> {
+  await q.query("INSERT INTO project_members (project_id, account_id, role, created_at) VALUES ($1, $2, $3, $4)", [projectId, accountId, role, now]);
+}
+
+export async function setMemberRole(q: Queryable, projectId: string, accountId: string, role: string): Promise<void> {
+  await q.query("UPDATE project_members SET role = $3 WHERE project_id = $1 AND account_id = $2", [projectId, accountId, role]);
+}
+
+export async function removeMember(q: Queryable, projectId: string, accountId: string): Promise<void> {
+  await q.query("DELETE FROM project_members WHERE project_id = $1 AND account_id = $2", [projectId, accountId]);
+}
+
+export async function insertApiKey(
+  q: Queryable,
+  k: { id: string; projectId: string; name: string; environment: string; prefix: string; hash: string; now: Date },
+): Promise<KeyRow> {
+  const r = await q.query<KeyRow>(
+    `INSERT INTO api_keys (id, project_id, name, environment, prefix, key_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${KEY_COLUMNS}`,
+    [k.id, k.projectId, k.name, k.environment, k.prefix, k.hash, k.now],
   );
   return r.rows[0];
+}
+
+/** The project's keys that are not revoked. */
+export async function listApiKeys(q: Queryable, projectId: string): Promise<KeyRow[]> {
+  const r = await q.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE project_id = $1 AND revoked_at IS NULL ORDER BY created_at, id`, [projectId]);
+  return r.rows;
+}
+
+/** False when there was no such unrevoked key in the project. */
+export async function revokeApiKey(q: Queryable, projectId: string, keyId: string, now: Date): Promise<boolean> {
+  const r = await q.query("UPDATE api_keys SET revoked_at = $3 WHERE id = $1 AND project_id = $2 AND revoked_at IS NULL", [keyId, projectId, now]);
+  return !!r.rowCount;
 }

@@ -1,0 +1,23 @@
+import type { KeyRow, MemberRow, ProjectRow } from "./store.js";
+
+// Rows of projects, members and API keys → the API's messages.
+
+export const toProject = (r: ProjectRow) => ({
+  id: r.id,
+  name: r.name,
+  platform: r.platform,
+  createdAt: r.created_at.toISOString(),
+  updatedAt: r.updated_at.toISOString(),
+  role: r.role ?? undefined,
+});
+
+export const toMember = (r: MemberRow) => ({ userId: r.account_id, email: r.email, name: r.name ?? undefined, role: r.role, createdAt: r.created_at.toISOString() });
+
+export const toKey = (r: KeyRow) => ({
+  id: r.id,
+  name: r.name,
+  environment: r.environment,
+  prefix: r.prefix,
+  createdAt: r.created_at.toISOString(),
+  lastUsedAt: r.last_used_at?.toISOString(),
+});
