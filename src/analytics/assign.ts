@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import { backgroundTx, type Db } from "../storage/db.js";
 import { slotColumn } from "./sql.js";
+import { WEEK_MS } from "../shared/time.js";
 
 // Slot assignment and backfill (see the protocol in registry.ts). Driven by the worker loop and by
 // the benchmark loader; both use these same functions. Background work: its statements are not
@@ -100,12 +101,11 @@ export async function backfillSlots(db: Db, projectId: string, now: Date, log?: 
   const range = await db.query<{ lo: Date | null; hi: Date | null }>("SELECT min(ts) AS lo, max(ts) AS hi FROM events WHERE project_id = $1", [projectId]);
   const { lo, hi } = range.rows[0];
   if (lo && hi) {
-    const WEEK = 7 * 86_400_000;
     const a = params.push(0), b = params.push(0);
     const sql = `UPDATE events SET ${sets.join(", ")} WHERE project_id = $1 AND ts >= $${a} AND ts < $${b} AND (${differs.join(" OR ")})`;
-    for (let t = lo.getTime(); t <= hi.getTime(); t += WEEK) {
+    for (let t = lo.getTime(); t <= hi.getTime(); t += WEEK_MS) {
       params[a - 1] = new Date(t);
-      params[b - 1] = new Date(Math.min(t + WEEK, hi.getTime() + 1));
+      params[b - 1] = new Date(Math.min(t + WEEK_MS, hi.getTime() + 1));
       await backgroundTx(db, (c) => c.query(sql, params));
     }
   }

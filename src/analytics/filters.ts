@@ -1,5 +1,6 @@
 import { badRequest } from "../shared/errors.js";
 import { fieldProblem, resolveField, type Field } from "./fields.js";
+import { TIMESTAMP_MESSAGE } from "../shared/time.js";
 import { parseInstant } from "./time.js";
 
 // The filter tree of the query model, parsed and validated into an AST (pure). A bare condition is
@@ -132,7 +133,7 @@ class Parser {
   }
 
   scalarProblem(v: unknown, isTime: boolean): string | null {
-    if (isTime) return typeof v === "string" && parseInstant(v) ? null : "must be an RFC 3339 timestamp with an offset";
+    if (isTime) return typeof v === "string" && parseInstant(v) ? null : TIMESTAMP_MESSAGE;
     if (typeof v === "string") return v.length > MAX_STRING_VALUE ? "is too long" : null;
     if (typeof v === "number") return Number.isFinite(v) ? null : "must be a finite number";
     if (typeof v === "boolean") return null;

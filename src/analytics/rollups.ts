@@ -3,6 +3,7 @@ import type { StoredEvent } from "../shared/hooks.js";
 import { backgroundTx, type Db, type Queryable } from "../storage/db.js";
 import type { Grain } from "./time.js";
 import type { DerivedProjection } from "../shared/derived.js";
+import { DAY_MS, HOUR_MS, MINUTE_MS } from "../shared/time.js";
 
 // Rollups: event counts per (project, grain, UTC bucket, type) for grains minute/hour/day,
 // maintained from stored events by the derived-records projector and rebuildable from events.
@@ -14,9 +15,6 @@ const GRAINS_SQL = "(VALUES (0::smallint, 'minute'), (1::smallint, 'hour'), (2::
 /** A rollup delta as stored in `ingest_deltas`: [grain, bucket ms, type, count]. */
 type RollupDelta = [number, number, string, number][];
 
-const MINUTE = 60_000;
-const HOUR = 3_600_000;
-const DAY = 86_400_000;
 
 type RollupAcc = Map<string, [number, number, string, number]>;
 
@@ -32,11 +30,11 @@ export function rollupDelta(events: StoredEvent[]): RollupDelta | null {
   if (events.length === 0) return null;
   // Minutes first (one key per event), then hours and days from the minute counts.
   const minutes: RollupAcc = new Map();
-  for (const e of events) addCount(minutes, 0, Math.floor(e.timestamp.getTime() / MINUTE) * MINUTE, e.type, 1);
+  for (const e of events) addCount(minutes, 0, Math.floor(e.timestamp.getTime() / MINUTE_MS) * MINUTE_MS, e.type, 1);
   const acc: RollupAcc = new Map(minutes);
   for (const [, bucket, type, count] of minutes.values()) {
-    addCount(acc, 1, Math.floor(bucket / HOUR) * HOUR, type, count);
-    addCount(acc, 2, Math.floor(bucket / DAY) * DAY, type, count);
+    addCount(acc, 1, Math.floor(bucket / HOUR_MS) * HOUR_MS, type, count);
+    addCount(acc, 2, Math.floor(bucket / DAY_MS) * DAY_MS, type, count);
   }
   return [...acc.values()];
 }
@@ -68,10 +66,9 @@ export const rollupProjection: DerivedProjection<RollupDelta> = {
  * data loaded outside the ingest path. Runs in one transaction per day so the table stays consistent.
  */
 export async function rebuildRollups(db: Db, projectId: string, from: Date, to: Date): Promise<void> {
-  const DAY = 86_400_000;
-  for (let d = Math.floor(from.getTime() / DAY) * DAY; d < to.getTime(); d += DAY) {
+  for (let d = Math.floor(from.getTime() / DAY_MS) * DAY_MS; d < to.getTime(); d += DAY_MS) {
     await backgroundTx(db, async (c) => {
-      const a = new Date(d), b = new Date(d + DAY);
+      const a = new Date(d), b = new Date(d + DAY_MS);
       await c.query("DELETE FROM analytics_rollups WHERE project_id = $1 AND bucket >= $2 AND bucket < $3", [projectId, a, b]);
       await c.query(
         `INSERT INTO analytics_rollups (project_id, grain, bucket, type, count)

@@ -1,5 +1,6 @@
 import { badRequest } from "../shared/errors.js";
 import { canonicalTimestamp, parseTimestampParts, TIMESTAMP_MESSAGE } from "../shared/time.js";
+import { DAY_MS, HOUR_MS, MINUTE_MS } from "../shared/time.js";
 
 // Time: the shared timestamp grammar (src/shared/time.ts), inclusive windows, UTC buckets and the
 // decomposition of a window into whole rollup buckets plus raw edges. All pure.
@@ -54,23 +55,19 @@ export function parseWindow(time: { start?: string; end?: string } | undefined, 
 export type Interval = "minute" | "hour" | "day" | "week" | "month";
 export const INTERVALS: Interval[] = ["minute", "hour", "day", "week", "month"];
 
-const MINUTE = 60_000;
-const HOUR = 3_600_000;
-const DAY = 86_400_000;
-
 /** Start of the UTC bucket containing `ms` (weeks start Monday 00:00 UTC, months on the 1st). */
 export function truncate(ms: number, unit: Interval): number {
   switch (unit) {
     case "minute":
-      return Math.floor(ms / MINUTE) * MINUTE;
+      return Math.floor(ms / MINUTE_MS) * MINUTE_MS;
     case "hour":
-      return Math.floor(ms / HOUR) * HOUR;
+      return Math.floor(ms / HOUR_MS) * HOUR_MS;
     case "day":
-      return Math.floor(ms / DAY) * DAY;
+      return Math.floor(ms / DAY_MS) * DAY_MS;
     case "week": {
-      const day = Math.floor(ms / DAY) * DAY;
+      const day = Math.floor(ms / DAY_MS) * DAY_MS;
       const dow = (new Date(day).getUTCDay() + 6) % 7; // Monday = 0
-      return day - dow * DAY;
+      return day - dow * DAY_MS;
     }
     case "month": {
       const d = new Date(ms);
@@ -83,13 +80,13 @@ export function truncate(ms: number, unit: Interval): number {
 export function nextBucket(ms: number, unit: Interval): number {
   switch (unit) {
     case "minute":
-      return ms + MINUTE;
+      return ms + MINUTE_MS;
     case "hour":
-      return ms + HOUR;
+      return ms + HOUR_MS;
     case "day":
-      return ms + DAY;
+      return ms + DAY_MS;
     case "week":
-      return ms + 7 * DAY;
+      return ms + 7 * DAY_MS;
     case "month": {
       const d = new Date(ms);
       return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
@@ -108,7 +105,7 @@ export function bucketStarts(w: Window, unit: Interval, max: number): number[] {
 }
 
 export type Grain = "minute" | "hour" | "day";
-const GRAIN_MS: Record<Grain, number> = { minute: MINUTE, hour: HOUR, day: DAY };
+const GRAIN_MS: Record<Grain, number> = { minute: MINUTE_MS, hour: HOUR_MS, day: DAY_MS };
 const GRAINS: Grain[] = ["day", "hour", "minute"];
 
 /** Half-open [from, to) ranges in ms. */

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { parse as parseCookie, serialize as serializeCookie } from "cookie";
 import signature from "cookie-signature";
 import type { Db } from "../storage/db.js";
+import { DAY_MS } from "../shared/time.js";
 
 // Server-side sessions: the cookie carries a random token signed with SESSION_SECRET; the
 // database keeps only its SHA-256, so logout (revoked_at) ends it on the server.
@@ -18,7 +19,7 @@ export interface SessionCookieOptions {
 
 export async function createSession(db: Db, accountId: string, now: Date, opts: SessionCookieOptions): Promise<string> {
   const token = randomBytes(32).toString("base64url");
-  const expires = new Date(now.getTime() + SESSION_DAYS * 86_400_000);
+  const expires = new Date(now.getTime() + SESSION_DAYS * DAY_MS);
   await db.query("INSERT INTO sessions (token_hash, account_id, created_at, expires_at) VALUES ($1, $2, $3, $4)", [sha256(token), accountId, now, expires]);
   return serializeCookie(SESSION_COOKIE, signature.sign(token, opts.secret), {
     httpOnly: true,

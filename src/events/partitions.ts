@@ -1,18 +1,18 @@
 import type { PoolClient } from "pg";
+import { DAY_MS, WEEK_MS } from "../shared/time.js";
 
 // Weekly partitions of `events` (see 1000_events.sql): events_pYYYYMMDD holds [Monday, next Monday)
 // in UTC. The ingest transaction creates a missing one; creators are serialized by a transaction
 // advisory lock so that two nodes (or two concurrent flushes) never race on the same name.
 
-const WEEK_MS = 7 * 86_400_000;
 const PARTITION_LOCK = 7_482_019_1001;
 
 /** Monday 00:00 UTC of the week holding `ms`. */
 export function weekStart(ms: number): number {
-  const day = Math.floor(ms / 86_400_000);
+  const day = Math.floor(ms / DAY_MS);
   // 1970-01-01 was a Thursday: (day + 3) % 7 is the days since Monday.
   const sinceMonday = (((day + 3) % 7) + 7) % 7;
-  return (day - sinceMonday) * 86_400_000;
+  return (day - sinceMonday) * DAY_MS;
 }
 
 export function partitionName(weekStartMs: number): string {

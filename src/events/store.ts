@@ -1,7 +1,8 @@
 import type { Queryable } from "../storage/db.js";
 import type { StoredEvent } from "../shared/hooks.js";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { HOUR_MS, hourOf, userHours, type UserHour } from "./user-hours.js";
+import { hourOf, userHours, type UserHour } from "./user-hours.js";
+import { HOUR_MS } from "../shared/time.js";
 
 // Reading events back: the keyset-paginated list and the lookup by id.
 

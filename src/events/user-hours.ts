@@ -2,14 +2,13 @@ import type { PoolClient } from "pg";
 import type { DerivedProjection } from "../shared/derived.js";
 import type { Queryable } from "../storage/db.js";
 import type { StoredEvent } from "../shared/hooks.js";
+import { HOUR_MS, MINUTE_MS } from "../shared/time.js";
 
 // The userId access path of the event list (migration 1005): `event_user_hours` holds one row per
 // (project, user, UTC hour) with events and a bitmap of the minutes that have them, maintained as
 // a derived record (shared/derived.ts) from the stored events. A listing by user settles its
 // project first, so every event acknowledged before the read is marked here.
 
-export const HOUR_MS = 3_600_000;
-const MINUTE_MS = 60_000;
 export const hourOf = (ms: number) => Math.floor(ms / HOUR_MS) * HOUR_MS;
 
 /** A delta: [userId, hour ms, bits of minutes 0-29, bits of minutes 30-59], once per (user, hour). Pure. */

@@ -1,6 +1,6 @@
 import type { NewEvent } from "../shared/ingest.js";
 import { jsonProblem, problemField } from "../shared/json.js";
-import { parseTimestampMs, TIMESTAMP_MESSAGE } from "../shared/time.js";
+import { DAY_MS, parseTimestampMs, TIMESTAMP_MESSAGE } from "../shared/time.js";
 
 // Validation of one incoming event (single route, batch item, or another feature's input).
 // Pure: takes the receive time, returns either the event or a {code, field, message} refusal.
@@ -12,7 +12,7 @@ export const MAX_TYPE_LENGTH = 200;
 export const MAX_ID_LENGTH = 256;
 /** Oldest and newest accepted timestamps: ids carry the time (UUIDv7), partitions are weekly. */
 export const MIN_TIMESTAMP_MS = Date.UTC(2000, 0, 1);
-export const MAX_FUTURE_MS = 24 * 3600_000;
+export const MAX_FUTURE_MS = DAY_MS;
 
 export interface EventRefusal {
   code: "validation_failed" | "reserved_type" | "event_too_large";

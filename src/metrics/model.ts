@@ -1,3 +1,5 @@
+import { DAY_MS, HOUR_MS, MINUTE_MS, WEEK_MS } from "../shared/time.js";
+
 // The metrics domain: types, and the pure decisions (operations, aggregation defaults, bucket
 // alignment, and how a time range splits into rollup levels and raw edges).
 
@@ -28,14 +30,10 @@ export function defaultAggregation(type: MetricType): Aggregation {
   return type === "counter" ? "sum" : "avg";
 }
 
-export const MINUTE = 60_000;
-export const HOUR = 60 * MINUTE;
-export const DAY = 24 * HOUR;
-export const WEEK = 7 * DAY;
 /** A Monday (1970-01-05T00:00:00Z): the origin every bucket is aligned to, so weeks start on Monday. */
-export const ORIGIN_MS = 4 * DAY;
+export const ORIGIN_MS = 4 * DAY_MS;
 
-export const INTERVALS = { "1m": MINUTE, "5m": 5 * MINUTE, "15m": 15 * MINUTE, "30m": 30 * MINUTE, "1h": HOUR, "6h": 6 * HOUR, "12h": 12 * HOUR, "1d": DAY, "1w": WEEK } as const;
+export const INTERVALS = { "1m": MINUTE_MS, "5m": 5 * MINUTE_MS, "15m": 15 * MINUTE_MS, "30m": 30 * MINUTE_MS, "1h": HOUR_MS, "6h": 6 * HOUR_MS, "12h": 12 * HOUR_MS, "1d": DAY_MS, "1w": WEEK_MS } as const;
 export type Interval = keyof typeof INTERVALS;
 
 /** Start of the UTC-aligned bucket of width `widthMs` that holds `ms` (weeks from Monday). */
@@ -49,9 +47,9 @@ function mod(a: number, b: number): number {
 
 /** Rollup levels as stored (metric_rollups.level) and their widths, finest first. */
 export const LEVELS = [
-  { level: 1, width: MINUTE },
-  { level: 2, width: HOUR },
-  { level: 3, width: DAY },
+  { level: 1, width: MINUTE_MS },
+  { level: 2, width: HOUR_MS },
+  { level: 3, width: DAY_MS },
 ] as const;
 
 /** A piece of a range: read from rollup `level`, or from raw points when level is 0. Half-open. */

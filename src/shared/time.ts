@@ -1,5 +1,12 @@
 import { z } from "zod";
 
+// Durations in milliseconds: the one definition (UTC days, no leap seconds).
+export const SECOND_MS = 1_000;
+export const MINUTE_MS = 60 * SECOND_MS;
+export const HOUR_MS = 60 * MINUTE_MS;
+export const DAY_MS = 24 * HOUR_MS;
+export const WEEK_MS = 7 * DAY_MS;
+
 // The one timestamp grammar of every input, on every route (decisions.md "Time values"):
 // RFC 3339 `date-time` with a required offset.
 //
@@ -29,7 +36,6 @@ export interface ParsedTime {
 
 export const TIMESTAMP_MESSAGE = "must be an RFC 3339 timestamp with an offset, such as 2024-05-06T10:00:00Z or 2024-05-06T12:00:00.5+02:00";
 
-const DAY_MS = 86_400_000;
 /** 0001-01-01T00:00:00Z and 10000-01-01T00:00:00Z. */
 const MIN_MS = -62_135_596_800_000;
 const END_MS = 253_402_300_800_000;

@@ -5,6 +5,7 @@ import { EmbeddedScheduler } from "./scheduler.js";
 import { uptimeService } from "./service.js";
 import { TemporalDeadlineRunner } from "./temporal-runner.js";
 import type { DeadlineRunner } from "./wake.js";
+import { DAY_MS, HOUR_MS } from "../shared/time.js";
 
 // The uptime feature: its service, the heartbeat writer, and the deadline runner — Temporal when
 // TEMPORAL_ADDRESS is set, else the embedded scheduler. Background work (timers, worker, pruning of
@@ -18,11 +19,11 @@ export interface UptimeFeature extends Feature {
 export function createUptimeFeature(deps: Deps): UptimeFeature {
   const runner: DeadlineRunner = deps.temporal ? new TemporalDeadlineRunner(deps, deps.temporal) : new EmbeddedScheduler(deps);
   const writer = new HeartbeatWriter(deps, (changes) => runner.changed(changes));
-  const rawRetentionMs = deps.config.uptime.rawRetentionDays * 86_400_000;
+  const rawRetentionMs = deps.config.uptime.rawRetentionDays * DAY_MS;
   let prune: NodeJS.Timeout | undefined;
 
   const pruneOnce = async () => {
-    const before = new Date(deps.clock().getTime() - rawRetentionMs - 3_600_000);
+    const before = new Date(deps.clock().getTime() - rawRetentionMs - HOUR_MS);
     // In slices, so that a large backlog never holds a long transaction.
     for (;;) {
       const r = await deps.db.query("DELETE FROM heartbeats WHERE ctid = ANY(ARRAY(SELECT ctid FROM heartbeats WHERE at < $1 LIMIT 5000))", [before]);
@@ -37,7 +38,7 @@ export function createUptimeFeature(deps: Deps): UptimeFeature {
     services: [uptimeService(deps, { writer, changed: (c) => runner.changed(c), rawRetentionMs })],
     async start() {
       await runner.start();
-      prune = setInterval(() => void pruneOnce().catch((err) => deps.log.warn({ err }, "pruning raw heartbeats failed")), 3_600_000);
+      prune = setInterval(() => void pruneOnce().catch((err) => deps.log.warn({ err }, "pruning raw heartbeats failed")), HOUR_MS);
       prune.unref();
     },
     async stop() {

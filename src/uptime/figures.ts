@@ -52,9 +52,6 @@ export interface Bucket {
   downtimeMs: number;
 }
 
-export const HOUR = 3_600_000;
-export const DAY = 86_400_000;
-
 /**
  * `count` buckets of `size` ms aligned to UTC, the last one holding `now` and ending at it.
  * status: down when it had downtime; unknown when it ends before the monitor existed or before its

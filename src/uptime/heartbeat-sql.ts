@@ -1,5 +1,6 @@
 import type { Queryable } from "../storage/db.js";
 import type { MonitorState } from "./model.js";
+import { HOUR_MS } from "../shared/time.js";
 
 // The one statement that writes a group of heartbeats: the monitors' new state, the raw heartbeats
 // and the hourly rollups. Two forms share it:
@@ -85,7 +86,7 @@ export async function writeHeartbeats(c: Queryable, cas: boolean, monitors: Moni
 function rollups(heartbeats: HeartbeatRow[]): Rollup[] {
   const acc = new Map<string, Rollup>();
   for (const h of heartbeats) {
-    const hour = new Date(Math.floor(h.at.getTime() / 3_600_000) * 3_600_000);
+    const hour = new Date(Math.floor(h.at.getTime() / HOUR_MS) * HOUR_MS);
     const k = `${h.monitorId}|${hour.getTime()}`;
     const a = acc.get(k) ?? { id: h.monitorId, hour, total: 0, ok: 0, failed: 0, n: 0, sum: 0, min: null, max: null };
     a.total++;

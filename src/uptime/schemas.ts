@@ -2,14 +2,14 @@ import { z } from "zod";
 import { isStorableText } from "../shared/text.js";
 import { badRequest } from "../shared/errors.js";
 import { jsonObjectSchema } from "../shared/json.js";
-import { timestampSchema } from "../shared/time.js";
 import { SLUG_RE } from "./model.js";
+import { DAY_MS, HOUR_MS, timestampSchema } from "../shared/time.js";
 
 // Input rules of the uptime routes (docs/uptime.md lists them).
 
 export const TYPES = ["heartbeat", "http", "worker", "bot", "cron", "custom"] as const;
 export const MIN_INTERVAL_MS = 100;
-export const MAX_MS = 365 * 24 * 3_600_000;
+export const MAX_MS = 365 * DAY_MS;
 const MAX_JSON_BYTES = 16 * 1024;
 
 // PostgreSQL text and jsonb refuse NUL and unpaired UTF-16 surrogates: refuse them here, as a 400.
@@ -65,16 +65,16 @@ export const limitSchema = (def: number, max: number) => z.number().int("must be
 export const heartbeatListSchema = z.object({ from: timestampSchema.optional(), to: timestampSchema.optional(), limit: limitSchema(100, 1000) });
 export const incidentListSchema = z.object({ limit: limitSchema(100, 1000) });
 
-export const WINDOWS = { "24h": { ms: 24 * 3_600_000, bucket: "hour" }, "7d": { ms: 7 * 86_400_000, bucket: "day" }, "30d": { ms: 30 * 86_400_000, bucket: "day" }, "90d": { ms: 90 * 86_400_000, bucket: "day" } } as const;
+export const WINDOWS = { "24h": { ms: DAY_MS, bucket: "hour" }, "7d": { ms: 7 * DAY_MS, bucket: "day" }, "30d": { ms: 30 * DAY_MS, bucket: "day" }, "90d": { ms: 90 * DAY_MS, bucket: "day" } } as const;
 export type WindowName = keyof typeof WINDOWS;
 export const historySchema = z.object({ window: z.enum(Object.keys(WINDOWS) as [WindowName, ...WindowName[]]).default("90d") });
 
-const MAX_PERIOD_MS = 366 * 86_400_000;
+const MAX_PERIOD_MS = 366 * DAY_MS;
 export const statsSchema = z.object({
   period: z
     .string()
     .regex(/^[1-9]\d{0,4}[dh]$/, "a number followed by d or h, such as 7d or 24h")
-    .transform((p) => Number(p.slice(0, -1)) * (p.endsWith("d") ? 86_400_000 : 3_600_000))
+    .transform((p) => Number(p.slice(0, -1)) * (p.endsWith("d") ? DAY_MS : HOUR_MS))
     .refine((ms) => ms <= MAX_PERIOD_MS, "at most 366 days")
     .optional(),
   from: timestampSchema.optional(),
@@ -86,7 +86,7 @@ export function statsWindow(input: z.infer<typeof statsSchema>, now: Date): { fr
   if (input.period !== undefined && (input.from || input.to)) throw badRequest("give either period or from/to, not both", [{ field: "period", message: "not with from/to" }]);
   if (input.period !== undefined) return { from: new Date(now.getTime() - input.period), to: now };
   const to = input.to ?? now;
-  const from = input.from ?? new Date(to.getTime() - 24 * 3_600_000);
+  const from = input.from ?? new Date(to.getTime() - DAY_MS);
   if (from.getTime() >= to.getTime()) throw badRequest("from must be before to", [{ field: "from", message: "must be before to" }]);
   if (to.getTime() - from.getTime() > MAX_PERIOD_MS) throw badRequest("the window is at most 366 days", [{ field: "from", message: "window too long" }]);
   return { from, to };

@@ -1,7 +1,8 @@
 import type { Db } from "../storage/db.js";
-import { DAY, HOUR, historyBuckets, windowFigures, type Span, type Timeline } from "./figures.js";
+import { historyBuckets, windowFigures, type Span, type Timeline } from "./figures.js";
 import type { WindowName } from "./schemas.js";
 import type { MonitorRow } from "./store.js";
+import { DAY_MS, HOUR_MS } from "../shared/time.js";
 
 // Reads for stats, history and the overview. Incidents and pauses give the time-based figures
 // (figures.ts); heartbeat counts and latency come from raw heartbeats inside the raw retention and
@@ -51,7 +52,7 @@ export interface HeartbeatFigures {
 
 /** Counts and latency: raw rows for [max(from, boundary), to], hourly rollups for the hours before the boundary. */
 export async function heartbeatFigures(db: Db, monitorId: string, from: Date, to: Date, now: Date, rawRetentionMs: number): Promise<HeartbeatFigures> {
-  const boundary = new Date(Math.floor((now.getTime() - rawRetentionMs) / HOUR) * HOUR);
+  const boundary = new Date(Math.floor((now.getTime() - rawRetentionMs) / HOUR_MS) * HOUR_MS);
   const rawFrom = from > boundary ? from : boundary;
   type Agg = { total: number; ok: number; failed: number; n: number; sum: number | null; min: number | null; max: number | null };
   const raw = await db.query<Agg>(
@@ -62,7 +63,7 @@ export async function heartbeatFigures(db: Db, monitorId: string, from: Date, to
   );
   const parts: Agg[] = [raw.rows[0]];
   if (from < boundary) {
-    const hourFrom = new Date(Math.floor(from.getTime() / HOUR) * HOUR);
+    const hourFrom = new Date(Math.floor(from.getTime() / HOUR_MS) * HOUR_MS);
     const upTo = to < boundary ? to : boundary;
     const roll = await db.query<Agg>(
       `SELECT coalesce(sum(total), 0) AS total, coalesce(sum(successful), 0) AS ok, coalesce(sum(failed), 0) AS failed,
@@ -92,10 +93,10 @@ export async function timeFigures(db: Db, m: MonitorRow, from: Date, to: Date, n
 }
 
 const WINDOW_BUCKETS: Record<WindowName, { size: number; count: number }> = {
-  "24h": { size: HOUR, count: 24 },
-  "7d": { size: DAY, count: 7 },
-  "30d": { size: DAY, count: 30 },
-  "90d": { size: DAY, count: 90 },
+  "24h": { size: HOUR_MS, count: 24 },
+  "7d": { size: DAY_MS, count: 7 },
+  "30d": { size: DAY_MS, count: 30 },
+  "90d": { size: DAY_MS, count: 90 },
 };
 
 export async function history(db: Db, m: MonitorRow, window: WindowName, now: Date) {
@@ -113,7 +114,7 @@ export async function history(db: Db, m: MonitorRow, window: WindowName, now: Da
 
 /** uptimePercentage over the last 24 hours for each monitor. */
 export async function uptime24h(db: Db, monitors: MonitorRow[], now: Date): Promise<Map<string, number>> {
-  const from = new Date(now.getTime() - DAY);
+  const from = new Date(now.getTime() - DAY_MS);
   const s = await spans(db, monitors.map((m) => m.id), from, now);
   return new Map(monitors.map((m) => [m.id, windowFigures(timelineOf(m, s), from.getTime(), now.getTime(), now.getTime()).uptimePercentage]));
 }

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { metricPoints, registryDeltas, rollupRows } from "../../src/metrics/hook.js";
-import { DAY, HOUR, INTERVALS, MINUTE, bucketStart, defaultAggregation, fromMoments, planSegments, type Interval } from "../../src/metrics/model.js";
+import { DAY_MS as DAY, HOUR_MS as HOUR, MINUTE_MS as MINUTE } from "../../src/shared/time.js";
+import { INTERVALS, bucketStart, defaultAggregation, fromMoments, planSegments, type Interval } from "../../src/metrics/model.js";
 import { checkMetric } from "../../src/metrics/validate.js";
 import type { StoredEvent } from "../../src/shared/hooks.js";
 

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { DAY, HOUR, historyBuckets, windowFigures, type Timeline } from "../../src/uptime/figures.js";
+import { DAY_MS as DAY, HOUR_MS as HOUR } from "../../src/shared/time.js";
+import { historyBuckets, windowFigures, type Timeline } from "../../src/uptime/figures.js";
 import { MinHeap } from "../../src/uptime/heap.js";
 import { applyHeartbeat, applyPause, applyResume, applySettings, deadlineOf, evaluateDeadline, needsWake, slugify, timeUp, type MonitorState } from "../../src/uptime/model.js";
 

@@ -3,14 +3,13 @@ import { tx, type Db } from "../../storage/db.js";
 import { activeSlots } from "../registry.js";
 import { slotColumn } from "../sql.js";
 import { encodeBlock, numberColumn, stringColumn, type Column } from "./format.js";
+import { HOUR_MS } from "../../shared/time.js";
 
 // Building column blocks from stored events (background work; also called by the benchmark).
 //
 // A block is built in one REPEATABLE READ snapshot that reads both the hour's rollup count and the
 // hour's events, and is stored only when they agree: the rollups then account for exactly the
 // block's events, so a later query that finds the same rollup count knows the block is complete.
-
-export const HOUR = 3_600_000;
 
 export interface BuildOptions {
   /** An hour is built once it ended at least this long ago (late events trigger a rebuild). */
@@ -44,7 +43,7 @@ function buildInSnapshot(db: Db, projectId: string, hour: number, now: Date): Pr
     const slots = await activeSlots(c, projectId);
     const keys: { key: string; kind: "n" | "s"; col: string }[] = [];
     for (const kind of ["s", "n"] as const) for (const [key, col] of slots[kind]) keys.push({ key, kind, col: slotColumn(col) });
-    const params: unknown[] = [projectId, new Date(hour), new Date(hour + HOUR)];
+    const params: unknown[] = [projectId, new Date(hour), new Date(hour + HOUR_MS)];
     // `other`: the key holds a non-null JSON value of the other type (its slot is NULL).
     const others = keys.map((k) => `(${k.col} IS NULL AND NULLIF(data -> $${params.push(k.key)}::text, 'null'::jsonb) IS NOT NULL)`);
     const sql = `SELECT (SELECT COALESCE(sum(count), 0)::int FROM analytics_rollups WHERE project_id = $1 AND grain = 1 AND bucket = $2) AS expected,
@@ -89,7 +88,7 @@ export async function pendingHours(db: Db, projectId: string, now: Date, opts: B
      WHERE b.hour IS NULL
         OR ((b.rows <> r.n OR NOT b.keys @> ARRAY(SELECT key FROM analytics_properties WHERE project_id = $1 AND state = 'active')) AND b.built_at < $3)
      ORDER BY r.bucket DESC LIMIT $4`,
-    [projectId, new Date(now.getTime() - opts.sealMs - HOUR), new Date(now.getTime() - opts.rebuildMs), limit],
+    [projectId, new Date(now.getTime() - opts.sealMs - HOUR_MS), new Date(now.getTime() - opts.rebuildMs), limit],
   );
   return r.rows.map((x) => x.bucket.getTime());
 }

@@ -5,10 +5,10 @@ import type { Node } from "../filters.js";
 import { rawScan } from "../plan.js";
 import { Params, type SlotMap } from "../sql.js";
 import { decompose, type Window } from "../time.js";
-import { HOUR } from "./build.js";
 import { blockColumnName, filterFieldList, filterMask, type Mask } from "./eval.js";
 import type { Block } from "./format.js";
 import type { BlockStore } from "./store.js";
+import { HOUR_MS } from "../../shared/time.js";
 
 // Splitting a window for the block path: its whole hours that have a usable block (with the
 // filter's row mask), and the ranges read with SQL (partial edge hours, hours without a usable
@@ -77,7 +77,7 @@ async function splitWindow(env: BlockEnv, projectId: string, w: Window, filter: 
     if (block && mask) blocks.push({ hour: s.hour, block, mask });
     else {
       if (s.usable) rawEvents += s.events;
-      raw.push({ from: s.hour, to: s.hour + HOUR });
+      raw.push({ from: s.hour, to: s.hour + HOUR_MS });
     }
   }
   if (rawEvents > MAX_RAW_EVENTS) return null;
