@@ -2,7 +2,7 @@ import type { HandlerContext } from "@connectrpc/connect";
 import { fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
 import { AnalyticsService } from "../../gen/vigil/v1/analytics_pb.js";
-import type { Deps } from "../shared/deps.js";
+import type { Deps } from "../platform/deps.js";
 import type { Feature } from "../shared/feature.js";
 import { withCancellable } from "../storage/db.js";
 import { startSlotWorker } from "./worker.js";

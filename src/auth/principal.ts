@@ -1,7 +1,8 @@
 import { createContextKey, type HandlerContext } from "@connectrpc/connect";
-import type { Deps } from "../shared/deps.js";
+import type { Clock } from "../shared/clock.js";
 import { ApiError, forbidden, notFound, unauthenticated } from "../shared/errors.js";
 import { clientInfoKey } from "../shared/context.js";
+import type { Db } from "../storage/db.js";
 import { KeyLookup } from "./key-lookup.js";
 import { accountForToken, sha256, tokenFromCookieHeader } from "./sessions.js";
 
@@ -41,11 +42,24 @@ export interface CredentialHeaders {
 const rank: Record<Role, number> = { member: 1, admin: 2, owner: 3 };
 const BEARER = /^Bearer\s+(\S+)$/i;
 
+/** What the Authenticator reads: the database (keys, sessions, memberships), the clock, the cookie secret. */
+export interface AuthenticatorDeps {
+  db: Db;
+  clock: Clock;
+  sessionSecret: string;
+}
+
 export class Authenticator {
   private lastUsedWrites = new Map<string, number>();
   private readonly keys: KeyLookup;
+  private readonly db: Db;
+  private readonly clock: Clock;
+  private readonly sessionSecret: string;
 
-  constructor(private readonly deps: Deps, private readonly sessionSecret: string) {
+  constructor(deps: AuthenticatorDeps) {
+    this.db = deps.db;
+    this.clock = deps.clock;
+    this.sessionSecret = deps.sessionSecret;
     this.keys = new KeyLookup(deps.db);
   }
 
@@ -65,7 +79,7 @@ export class Authenticator {
     const token = tokenFromCookieHeader(headers.get("cookie"), this.sessionSecret);
     if (token === false) throw unauthenticated("invalid session");
     if (token === undefined) throw unauthenticated("missing credentials: send an API key (Authorization: Bearer vk_...) or a session cookie");
-    const accountId = await accountForToken(this.deps.db, token, this.deps.clock());
+    const accountId = await accountForToken(this.db, token, this.clock());
     if (!accountId) throw unauthenticated("session expired or signed out");
     return { kind: "session", accountId, token };
   }
@@ -85,11 +99,11 @@ export class Authenticator {
 
   /** Records last use at most once a minute per key, off the request path. */
   private touch(keyId: string): void {
-    const now = this.deps.clock();
+    const now = this.clock();
     const last = this.lastUsedWrites.get(keyId) ?? 0;
     if (now.getTime() - last < 60_000) return;
     this.lastUsedWrites.set(keyId, now.getTime());
-    this.deps.db.query("UPDATE api_keys SET last_used_at = $2 WHERE id = $1", [keyId, now]).catch(() => undefined);
+    this.db.query("UPDATE api_keys SET last_used_at = $2 WHERE id = $1", [keyId, now]).catch(() => undefined);
   }
 
   /** Authorizes the caller for `projectIdParam` (may be `self` with an API key). */
@@ -107,7 +121,7 @@ export class Authenticator {
       return { projectId: principal.projectId, principal };
     }
     if (projectIdParam === "self") throw notFound("project");
-    const r = await this.deps.db.query<{ role: Role }>("SELECT role FROM project_members WHERE project_id = $1 AND account_id = $2", [projectIdParam, principal.accountId]);
+    const r = await this.db.query<{ role: Role }>("SELECT role FROM project_members WHERE project_id = $1 AND account_id = $2", [projectIdParam, principal.accountId]);
     const role = r.rows[0]?.role;
     if (!role) throw notFound("project");
     const needed: Role = access === "data" ? "member" : access;

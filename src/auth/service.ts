@@ -1,7 +1,7 @@
 import type { HandlerContext } from "@connectrpc/connect";
 import { AuthService } from "../../gen/vigil/v1/auth_pb.js";
 import { clientInfoKey } from "../shared/context.js";
-import type { Deps } from "../shared/deps.js";
+import type { Deps } from "../platform/deps.js";
 import { ApiError, conflict, forbidden, rateLimited, unauthenticated } from "../shared/errors.js";
 import type { Feature } from "../shared/feature.js";
 import { newId } from "../shared/ids.js";

@@ -1,4 +1,4 @@
-import type { Deps } from "../shared/deps.js";
+import type { Deps } from "../platform/deps.js";
 import { ApiError } from "../shared/errors.js";
 import type { StoredEvent } from "../shared/hooks.js";
 import type { Ingestor, NewEvent } from "../shared/ingest.js";

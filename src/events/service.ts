@@ -4,7 +4,7 @@ import type { HandlerContext } from "@connectrpc/connect";
 import { z } from "zod";
 import { EventService } from "../../gen/vigil/v1/events_pb.js";
 import { clientInfoKey, restJsonListKey } from "../shared/context.js";
-import type { Deps } from "../shared/deps.js";
+import type { Deps } from "../platform/deps.js";
 import { ApiError, badRequest, notFound, tooLarge } from "../shared/errors.js";
 import type { Feature } from "../shared/feature.js";
 import { unlessProjectGone } from "../shared/gone.js";

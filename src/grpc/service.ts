@@ -9,7 +9,7 @@ import { ServerReflection as ReflectionV1alpha } from "../../gen/grpc/reflection
 import { watchStatus } from "../server/grpc-status.js";
 import type { HealthFeature } from "../server/health.js";
 import { outcomeKey, protocolOf, richErrors } from "../server/rpc.js";
-import type { Deps } from "../shared/deps.js";
+import type { Deps } from "../platform/deps.js";
 import type { AnyRequest } from "../transcoding/body.js";
 import type { AnyResponse } from "../transcoding/rest.js";
 import type { Feature } from "../shared/feature.js";

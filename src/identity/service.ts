@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { IdentityService } from "../../gen/vigil/v1/identity_pb.js";
-import type { Deps } from "../shared/deps.js";
+import type { Deps } from "../platform/deps.js";
 import { notFound } from "../shared/errors.js";
 import type { Feature } from "../shared/feature.js";
 import { unlessProjectGone } from "../shared/gone.js";

@@ -1,7 +1,7 @@
 import { toJson } from "@bufbuild/protobuf";
 import { ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
 import { MetricsService } from "../../gen/vigil/v1/metrics_pb.js";
-import type { Deps } from "../shared/deps.js";
+import type { Deps } from "../platform/deps.js";
 import { badRequest, conflict, notFound, tooLarge } from "../shared/errors.js";
 import type { Feature } from "../shared/feature.js";
 import { unlessProjectGone } from "../shared/gone.js";

@@ -10,7 +10,7 @@ import { parseConfig } from "../config/index.js";
 import { createFeatures } from "../server/features.js";
 import { isPublic } from "../server/gate.js";
 import { clientInfoKey } from "../shared/context.js";
-import type { Deps } from "../shared/deps.js";
+import type { Deps } from "../platform/deps.js";
 import { ApiError } from "../shared/errors.js";
 import type { ServiceBinding } from "../shared/feature.js";
 import { Projector } from "../shared/derived.js";

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import type { HandlerContext } from "@connectrpc/connect";
 import { ProjectService } from "../../gen/vigil/v1/projects_pb.js";
 import type { Access } from "../auth/principal.js";
-import type { Deps } from "../shared/deps.js";
+import type { Deps } from "../platform/deps.js";
 import { ApiError, conflict, notFound } from "../shared/errors.js";
 import type { Feature } from "../shared/feature.js";
 import { newId } from "../shared/ids.js";

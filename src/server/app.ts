@@ -9,7 +9,7 @@ import { Authenticator, principalKey } from "../auth/principal.js";
 import type { Config } from "../config/index.js";
 import { systemClock, type Clock } from "../shared/clock.js";
 import { clientInfoKey, type ClientInfo } from "../shared/context.js";
-import type { Deps } from "../shared/deps.js";
+import type { Deps } from "../platform/deps.js";
 import { guardImpl, type Feature } from "../shared/feature.js";
 import { Hooks } from "../shared/hooks.js";
 import { Projector } from "../shared/derived.js";
@@ -86,22 +86,22 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
   // Every in-flight request links to this signal; thousands at once is normal, not a leak.
   setMaxListeners(0, shutdown.signal);
   const telemetry = new Telemetry();
+  const clock = opts.clock ?? systemClock;
   const deps: Deps = {
     config,
     db,
     log,
-    clock: opts.clock ?? systemClock,
+    clock,
     hooks: new Hooks(),
     derived: new Projector(db, log, telemetry, { delayMs: config.ingest.derivedDelayMs, pollMs: 1000 }),
     telemetry,
     pressure: new IngestPressure(),
-    limits: createRateLimiter(config, log, opts.clock ?? systemClock, telemetry),
-    auth: undefined as unknown as Authenticator,
+    limits: createRateLimiter(config, log, clock, telemetry),
+    auth: new Authenticator({ db, clock, sessionSecret: secret }),
     sessionSecret: secret,
     shutdownSignal: shutdown.signal,
     temporal: config.temporal ? createTemporalLink(config.temporal, db, log) : undefined,
   };
-  deps.auth = new Authenticator(deps, deps.sessionSecret);
   opened.push(() => deps.limits.close(), async () => deps.temporal?.close());
 
   const features = await createFeatures(deps);

@@ -4,7 +4,7 @@ import { createEventsFeature } from "../events/service.js";
 import { createIdentityFeature } from "../identity/service.js";
 import { createMetricsFeature } from "../metrics/service.js";
 import { createProjectsFeature } from "../projects/service.js";
-import type { Deps } from "../shared/deps.js";
+import type { Deps } from "../platform/deps.js";
 import type { Feature } from "../shared/feature.js";
 import { createWebhooksFeature } from "../webhooks/service.js";
 import { createTemporalFeature } from "../temporal/worker.js";

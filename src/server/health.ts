@@ -1,5 +1,5 @@
 import { HealthService } from "../../gen/vigil/v1/health_pb.js";
-import type { Deps } from "../shared/deps.js";
+import type { Deps } from "../platform/deps.js";
 import type { Feature } from "../shared/feature.js";
 import { ApiError } from "../shared/errors.js";
 import { missingMigrations } from "../storage/migrate.js";

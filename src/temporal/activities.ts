@@ -1,4 +1,4 @@
-import type { Deps } from "../shared/deps.js";
+import type { Deps } from "../platform/deps.js";
 import { createUptimeActivities } from "../uptime/activities.js";
 import { createWebhookActivities } from "../webhooks/temporal.js";
 

@@ -1,7 +1,7 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundleWithSourceMap } from "@temporalio/worker";
-import type { Deps } from "../shared/deps.js";
+import type { Deps } from "../platform/deps.js";
 import type { Feature } from "../shared/feature.js";
 import { createUptimeActivities } from "../uptime/activities.js";
 import { createWebhookActivities } from "../webhooks/temporal.js";

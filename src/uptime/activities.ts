@@ -1,4 +1,4 @@
-import type { Deps } from "../shared/deps.js";
+import type { Deps } from "../platform/deps.js";
 import { checkDeadlines } from "./detect.js";
 import type { MonitorStatus } from "./model.js";
 import { enqueueWakes } from "./wake.js";

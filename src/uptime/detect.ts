@@ -1,4 +1,4 @@
-import type { Deps } from "../shared/deps.js";
+import type { Deps } from "../platform/deps.js";
 import { tx } from "../storage/db.js";
 import { openIncidents } from "./incidents.js";
 import { evaluateDeadline, markDown } from "./model.js";

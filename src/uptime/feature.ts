@@ -1,4 +1,4 @@
-import type { Deps } from "../shared/deps.js";
+import type { Deps } from "../platform/deps.js";
 import type { Feature } from "../shared/feature.js";
 import { HeartbeatWriter } from "./heartbeats.js";
 import { EmbeddedScheduler } from "./scheduler.js";

@@ -1,5 +1,5 @@
 import type { PoolClient } from "pg";
-import type { Deps } from "../shared/deps.js";
+import type { Deps } from "../platform/deps.js";
 import { newId } from "../shared/ids.js";
 import { tx } from "../storage/db.js";
 import { lockMonitorCreation, monitorCapReached, monitorCounts } from "./cap.js";

@@ -1,5 +1,5 @@
 import type { PoolClient } from "pg";
-import type { Deps } from "../shared/deps.js";
+import type { Deps } from "../platform/deps.js";
 import { newId } from "../shared/ids.js";
 import { toIncident, toMonitor, type IncidentRow, type MonitorRow } from "./store.js";
 

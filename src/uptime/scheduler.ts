@@ -1,5 +1,5 @@
 import pg from "pg";
-import type { Deps } from "../shared/deps.js";
+import type { Deps } from "../platform/deps.js";
 import { checkDeadlines } from "./detect.js";
 import { MinHeap } from "./heap.js";
 import { parseWake, WAKE_CHANNEL, type DeadlineChange, type DeadlineRunner } from "./wake.js";

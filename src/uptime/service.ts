@@ -1,6 +1,6 @@
 import type { HandlerContext } from "@connectrpc/connect";
 import { UptimeService } from "../../gen/vigil/v1/uptime_pb.js";
-import type { Deps } from "../shared/deps.js";
+import type { Deps } from "../platform/deps.js";
 import { notFound } from "../shared/errors.js";
 import { unlessProjectGone } from "../shared/gone.js";
 import { validate } from "../shared/validate.js";

@@ -1,5 +1,5 @@
 import { WorkflowNotFoundError } from "@temporalio/client";
-import type { Deps } from "../shared/deps.js";
+import type { Deps } from "../platform/deps.js";
 import { forEachLimited } from "../shared/limited.js";
 import { startPeriodic, type Periodic } from "../shared/periodic.js";
 import type { TemporalLink } from "../temporal/link.js";

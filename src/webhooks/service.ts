@@ -1,6 +1,6 @@
 import type { HandlerContext } from "@connectrpc/connect";
 import { WebhookService } from "../../gen/vigil/v1/webhooks_pb.js";
-import type { Deps } from "../shared/deps.js";
+import type { Deps } from "../platform/deps.js";
 import { ApiError, badRequest, notFound } from "../shared/errors.js";
 import type { Feature } from "../shared/feature.js";
 import { newId } from "../shared/ids.js";

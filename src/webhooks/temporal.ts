@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Deps } from "../shared/deps.js";
+import type { Deps } from "../platform/deps.js";
 import type { TemporalLink } from "../temporal/link.js";
 import { VigilDeliveryStatus, VigilProjectId, VigilWebhookId } from "../temporal/search-attributes.js";
 import type { Queryable } from "../storage/db.js";

@@ -1,4 +1,4 @@
-import type { Deps } from "../shared/deps.js";
+import type { Deps } from "../platform/deps.js";
 import type { IncidentNotice, StoredEvent } from "../shared/hooks.js";
 import { newId } from "../shared/ids.js";
 import type { PoolClient } from "pg";

@@ -1,4 +1,4 @@
-import type { Deps } from "../../shared/deps.js";
+import type { Deps } from "../../platform/deps.js";
 import { startPeriodic, type Periodic } from "../../shared/periodic.js";
 import { buildPending, type BuildOptions } from "./build.js";
 

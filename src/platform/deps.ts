@@ -1,13 +1,13 @@
 import type { Logger } from "pino";
 import type { Config } from "../config/index.js";
 import type { Db } from "../storage/db.js";
-import type { Clock } from "./clock.js";
-import type { Hooks } from "./hooks.js";
-import type { Telemetry } from "./telemetry.js";
-import type { IngestPressure } from "./pressure.js";
+import type { Clock } from "../shared/clock.js";
+import type { Hooks } from "../shared/hooks.js";
+import type { Telemetry } from "../shared/telemetry.js";
+import type { IngestPressure } from "../shared/pressure.js";
 import type { Authenticator } from "../auth/principal.js";
-import type { Projector } from "./derived.js";
-import type { RateLimiter } from "./ratelimit.js";
+import type { Projector } from "../shared/derived.js";
+import type { RateLimiter } from "../shared/ratelimit.js";
 import type { TemporalLink } from "../temporal/link.js";
 
 /** What every feature is built from. Created once in server/app.ts. */
