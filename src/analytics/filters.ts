@@ -162,8 +162,10 @@ export function parseFilters(v: unknown, maxNodes = MAX_FILTER_NODES): Node | nu
   return n;
 }
 
-/** Every field a filter touches. */
-export function filterFields(n: Node | null): Field[] {
-  if (!n) return [];
-  return n.kind === "cond" ? [n.field] : n.children.flatMap(filterFields);
+/** Every field a filter touches, in order (plans and the blocks' carried-columns check). */
+export function filterFields(n: Node | null, out: Field[] = []): Field[] {
+  if (!n) return out;
+  if (n.kind === "cond") out.push(n.field);
+  else for (const c of n.children) filterFields(c, out);
+  return out;
 }

@@ -4,7 +4,8 @@ import { ApiError, forbidden, notFound, unauthenticated } from "../shared/errors
 import { clientInfoKey } from "../shared/context.js";
 import type { Db } from "../storage/db.js";
 import { KeyLookup } from "./key-lookup.js";
-import { accountForToken, sha256, tokenFromCookieHeader } from "./sessions.js";
+import { sha256Hex } from "../shared/ids.js";
+import { accountForToken, tokenFromCookieHeader } from "./sessions.js";
 
 // Who is calling, and what they may do in a project. The project always comes from the
 // credentials (an API key's own project, or a membership of the session's account).
@@ -91,7 +92,7 @@ export class Authenticator {
   }
 
   private async apiKey(secret: string): Promise<Principal> {
-    const row = await this.keys.find(sha256(secret));
+    const row = await this.keys.find(sha256Hex(secret));
     if (!row) throw unauthenticated("unknown or revoked API key");
     this.touch(row.id);
     return { kind: "apiKey", keyId: row.id, projectId: row.project_id, environment: row.environment };

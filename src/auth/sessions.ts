@@ -1,4 +1,5 @@
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
+import { sha256Hex as sha256 } from "../shared/ids.js";
 import { parse as parseCookie, serialize as serializeCookie } from "cookie";
 import signature from "cookie-signature";
 import type { Db } from "../storage/db.js";
@@ -10,7 +11,6 @@ import { DAY_MS } from "../shared/time.js";
 export const SESSION_COOKIE = "vigil_session";
 const SESSION_DAYS = 30;
 
-export const sha256 = (v: string) => createHash("sha256").update(v).digest("hex");
 
 export interface SessionCookieOptions {
   secret: string;

@@ -4,7 +4,8 @@ import type { Deps } from "../platform/deps.js";
 import { notFound } from "../shared/errors.js";
 import type { Feature } from "../shared/feature.js";
 import { unlessProjectGone } from "../shared/gone.js";
-import { isStorableText, jsonObjectSchema, TEXT_PROBLEM } from "../shared/json.js";
+import { jsonObjectSchema } from "../shared/json.js";
+import { textSchema } from "../shared/text.js";
 import { validate } from "../shared/validate.js";
 import { identityProjection } from "./hook.js";
 import { getUser, identify, listUsers, toUser } from "./store.js";
@@ -13,7 +14,7 @@ import { getUser, identify, listUsers, toUser } from "./store.js";
 // read by API key or member session.
 
 const identifySchema = z.object({
-  externalId: z.string().trim().min(1, "is required").max(256).refine(isStorableText, TEXT_PROBLEM),
+  externalId: textSchema({ min: 1, max: 256 }),
   // The shared JSON check: finite numbers, storable text, keys such as __proto__ kept as data.
   properties: jsonObjectSchema(1024 * 1024).default({}),
 });

@@ -1,12 +1,13 @@
 import { z } from "zod";
 import { MIN_TIMESTAMP_MS } from "../events/validate.js";
 import { badRequest, notFound } from "../shared/errors.js";
+import { isPlainText } from "../shared/text.js";
 import { parseTimestampMs, TIMESTAMP_MESSAGE } from "../shared/time.js";
 import { validate } from "../shared/validate.js";
 import { AGGREGATIONS, INTERVALS, defaultAggregation, type Aggregation, type Interval } from "./model.js";
 import type { Selection } from "./query.js";
 import type { MetricRow } from "./store.js";
-import { MAX_NAME_LENGTH, cleanText } from "./validate.js";
+import { MAX_NAME_LENGTH } from "./validate.js";
 
 // Read-request validation (query, timeseries, points, current) and what it resolves to.
 
@@ -20,7 +21,7 @@ const name = z
   .min(1, "name is required")
   .max(MAX_NAME_LENGTH)
   .refine((s) => !s.startsWith("$"), "metric names must not start with '$'")
-  .refine(cleanText, "must not contain control characters or invalid Unicode");
+  .refine(isPlainText, "must not contain control characters or invalid Unicode");
 
 const zoned = z.string().refine((s) => parseTimestampMs(s) !== undefined, TIMESTAMP_MESSAGE);
 const time = z

@@ -1,6 +1,7 @@
 import { MAX_FUTURE_MS, MIN_TIMESTAMP_MS } from "../events/validate.js";
 import { NUMBER_PROBLEM } from "../shared/json.js";
 import { setOwn } from "../shared/objects.js";
+import { isPlainText, isStorableText } from "../shared/text.js";
 import { parseTimestampMs, TIMESTAMP_MESSAGE } from "../shared/time.js";
 import { EVENT_TYPE, type InputType, type Operation, metricTypeOf, opOf, type MetricType } from "./model.js";
 
@@ -33,13 +34,6 @@ export interface Refusal {
 export type MetricCheck = { ok: true; metric: MetricInput } | { ok: false; error: Refusal };
 
 const INPUT_TYPES = Object.keys(EVENT_TYPE) as InputType[];
-// NUL cannot be stored by PostgreSQL (text or jsonb); other C0 controls have no place in a name.
-const CONTROL = /[\u0000-\u001f\u007f]/;
-// jsonb refuses an escaped lone surrogate; text would silently turn it into U+FFFD.
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
-/** Text PostgreSQL stores as given: no control characters, no lone UTF-16 surrogates. */
-export const cleanText = (s: string) => !CONTROL.test(s) && !LONE_SURROGATE.test(s);
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
@@ -60,7 +54,7 @@ export function checkName(v: unknown, field = "name"): string {
   if (name.trim() === "") fail(field, "name is required");
   if (name.startsWith("$")) fail(field, "metric names must not start with '$' (reserved for internal events)");
   if (name.length > MAX_NAME_LENGTH) fail(field, `name must be at most ${MAX_NAME_LENGTH} characters`);
-  if (!cleanText(name)) fail(field, "name must not contain control characters or invalid Unicode");
+  if (!isPlainText(name)) fail(field, "name must not contain control characters or invalid Unicode");
   return name;
 }
 
@@ -71,11 +65,11 @@ function checkTags(v: unknown): Record<string, string | number | boolean> {
   if (entries.length > MAX_TAGS) fail("tags", `at most ${MAX_TAGS} tags`);
   const out: Record<string, string | number | boolean> = {};
   for (const [k, x] of entries) {
-    if (k === "" || k.length > MAX_TAG_KEY_LENGTH || !cleanText(k)) fail("tags", `tag keys must be 1-${MAX_TAG_KEY_LENGTH} characters without control characters`);
+    if (k === "" || k.length > MAX_TAG_KEY_LENGTH || !isPlainText(k)) fail("tags", `tag keys must be 1-${MAX_TAG_KEY_LENGTH} characters without control characters`);
     const field = `tags.${k}`;
     if (typeof x === "string") {
       if (x.length > MAX_TAG_VALUE_LENGTH) fail(field, `tag values must be at most ${MAX_TAG_VALUE_LENGTH} characters`);
-      if (x.includes("\u0000") || LONE_SURROGATE.test(x)) fail(field, "tag values must not contain NUL characters or invalid Unicode");
+      if (!isStorableText(x)) fail(field, "tag values must not contain NUL characters or invalid Unicode");
     } else if (typeof x === "number") {
       if (!Number.isFinite(x)) fail(field, `tag values ${NUMBER_PROBLEM}`);
     } else if (typeof x !== "boolean") {
@@ -111,7 +105,7 @@ function check(raw: unknown, now: Date): MetricInput {
   let unit: string | null = null;
   if (r.unit !== undefined && r.unit !== null && r.unit !== "") {
     if (typeof r.unit !== "string") fail("unit", "unit must be a string");
-    if ((r.unit as string).length > MAX_UNIT_LENGTH || !cleanText(r.unit as string)) fail("unit", `unit must be at most ${MAX_UNIT_LENGTH} characters without control characters`);
+    if ((r.unit as string).length > MAX_UNIT_LENGTH || !isPlainText(r.unit as string)) fail("unit", `unit must be at most ${MAX_UNIT_LENGTH} characters without control characters`);
     unit = r.unit as string;
   }
   const timestamp = checkTimestamp(r.timestamp, now);

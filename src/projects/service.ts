@@ -1,11 +1,10 @@
-import { createHash, randomBytes } from "node:crypto";
 import type { HandlerContext } from "@connectrpc/connect";
 import { ProjectService } from "../../gen/vigil/v1/projects_pb.js";
 import type { Access } from "../auth/principal.js";
 import type { Deps } from "../platform/deps.js";
 import { ApiError, conflict, notFound } from "../shared/errors.js";
 import type { Feature } from "../shared/feature.js";
-import { newId } from "../shared/ids.js";
+import { newId, randomToken, sha256Hex } from "../shared/ids.js";
 import { isUniqueViolation } from "../shared/pg-errors.js";
 import { validate } from "../shared/validate.js";
 import { toKey, toMember, toProject } from "./messages.js";
@@ -15,12 +14,7 @@ import * as store from "./store.js";
 // Projects, members and API keys: handlers only (SQL in store.ts, validation in requests.ts).
 
 /** `vk_` + 40 random base62 characters (about 238 bits). */
-function newSecret(): string {
-  const alphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
-  let s = "";
-  while (s.length < 40) for (const b of randomBytes(48)) if (b < 248 && s.length < 40) s += alphabet[b % 62];
-  return `vk_${s}`;
-}
+const newSecret = (): string => `vk_${randomToken(40)}`;
 
 export function createProjectsFeature(deps: Deps): Feature {
   const { db, clock, auth, limits } = deps;
@@ -114,7 +108,7 @@ export function createProjectsFeature(deps: Deps): Feature {
             const scope = await write(ctx, req.projectId, "admin");
             const input = validate(keySchema, { name: req.name, environment: req.environment });
             const secret = newSecret();
-            const hash = createHash("sha256").update(secret).digest("hex");
+            const hash = sha256Hex(secret);
             const row = await store.insertApiKey(db, { id: newId("key"), projectId: scope.projectId, name: input.name, environment: input.environment, prefix: secret.slice(0, 7), hash, now: clock() });
             return { data: { ...toKey(row), secret } };
           },

@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 
 // Opaque ids: a short type prefix and 20 random base62 characters (url-safe). Random bytes are
 // drawn from the CSPRNG in 4 KiB blocks: one syscall per block instead of one per id.
@@ -27,3 +27,6 @@ export function randomToken(length: number): string {
 export function newId(prefix: string): string {
   return `${prefix}_${randomToken(20)}`;
 }
+
+/** Hex SHA-256 of a secret (API key, session token): what is stored and looked up, never the secret. */
+export const sha256Hex = (v: string): string => createHash("sha256").update(v).digest("hex");

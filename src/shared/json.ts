@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { isStorableText } from "./text.js";
+import { isStorableText, TEXT_PROBLEM } from "./text.js";
 
 // The one check of free-form JSON input (event data/context/tags, identify properties, monitor
 // metadata/tags, heartbeat metadata, metric tags, webhook test data): what PostgreSQL text and
@@ -8,10 +8,7 @@ import { isStorableText } from "./text.js";
 
 export const MAX_JSON_DEPTH = 64;
 
-/** NUL (refused by PostgreSQL text and jsonb) and unpaired UTF-16 surrogates (refused by jsonb): src/shared/text.ts. */
-export { isStorableText } from "./text.js";
-
-export const TEXT_PROBLEM = "contains a NUL character or invalid Unicode";
+// Strings and keys: the storable-text rule of src/shared/text.ts (NUL, unpaired UTF-16 surrogates).
 export const NUMBER_PROBLEM = "must be a finite number (1e400, Infinity and NaN are not JSON numbers)";
 
 export interface JsonProblem {

@@ -1,7 +1,16 @@
-// Text PostgreSQL can store as given. `text` and `jsonb` refuse NUL (U+0000) outright, and a lone
-// UTF-16 surrogate cannot be encoded as UTF-8 (it would be stored as U+FFFD, silently changed).
-// Every string that enters through any protocol passes this check at the edge (see
-// message-check.ts), so no such value ever reaches a statement, a group commit or a log line.
+import { z } from "zod";
+
+// Text PostgreSQL can store as given: the one check of every string input. `text` and `jsonb`
+// refuse NUL (U+0000) outright, and a lone UTF-16 surrogate cannot be encoded as UTF-8 (it would be
+// stored as U+FFFD, silently changed). Every string that enters through any protocol passes this
+// check at the edge (see message-check.ts), so no such value ever reaches a statement, a group
+// commit or a log line; free-form JSON goes through json.ts, which uses the same rule. Names (metric
+// names and units, tag keys) are also refused C0 and DEL control characters (`isPlainText`).
+
+/** The short form of the rule, for one field of many (JSON values, zod schemas). */
+export const TEXT_PROBLEM = "contains a NUL character or invalid Unicode";
+
+const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /** Why `s` cannot be stored as given, or undefined when it can. */
 export function textProblem(s: string): string | undefined {
@@ -12,3 +21,26 @@ export function textProblem(s: string): string | undefined {
 
 /** True when `s` can be stored as given (the same rule as textProblem). */
 export const isStorableText = (s: string): boolean => !s.includes("\0") && s.isWellFormed();
+
+/** Storable text without control characters (C0, DEL): what a name may hold. */
+export const isPlainText = (s: string): boolean => isStorableText(s) && !CONTROL.test(s);
+
+export interface TextRules {
+  /** Most characters (UTF-16 code units, as String.length counts). */
+  max: number;
+  /** Fewest characters after trimming; 1 answers "is required" for an empty string. */
+  min?: number;
+  /** Trim surrounding whitespace first (default true). */
+  trim?: boolean;
+  /** Refuse control characters too (isPlainText). */
+  plain?: boolean;
+}
+
+/** A zod string of storable text within the given lengths. */
+export function textSchema(r: TextRules) {
+  let s = z.string();
+  if (r.trim !== false) s = s.trim();
+  if (r.min !== undefined) s = s.min(r.min, r.min === 1 ? "is required" : `at least ${r.min} characters`);
+  s = s.max(r.max, `at most ${r.max} characters`);
+  return r.plain ? s.refine(isPlainText, "must not contain control characters or invalid Unicode") : s.refine(isStorableText, TEXT_PROBLEM);
+}

@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { isStorableText } from "../shared/text.js";
 import { badRequest } from "../shared/errors.js";
 import { jsonObjectSchema } from "../shared/json.js";
+import { textSchema } from "../shared/text.js";
 import { SLUG_RE } from "./model.js";
 import { DAY_MS, HOUR_MS, timestampSchema } from "../shared/time.js";
 
@@ -12,11 +12,8 @@ export const MIN_INTERVAL_MS = 100;
 export const MAX_MS = 365 * DAY_MS;
 const MAX_JSON_BYTES = 16 * 1024;
 
-// PostgreSQL text and jsonb refuse NUL and unpaired UTF-16 surrogates: refuse them here, as a 400.
-const cleanText = isStorableText;
-const TEXT_MSG = "must not contain NUL characters or unpaired surrogates";
-
-const name = z.string().trim().min(1, "is required").max(200, "at most 200 characters").refine(cleanText, TEXT_MSG);
+// Text: the shared storable-text rule and lengths (src/shared/text.ts), refused as a 400.
+const name = textSchema({ min: 1, max: 200 });
 const slug = z.string().trim().toLowerCase().regex(SLUG_RE, "lowercase letters, digits, '.', '_' or '-' (1-100, starting and ending with a letter or digit)");
 const interval = z.number().int("must be a whole number of milliseconds").min(MIN_INTERVAL_MS, `at least ${MIN_INTERVAL_MS}`).max(MAX_MS, `at most ${MAX_MS}`);
 const grace = z.number().int("must be a whole number of milliseconds").min(0, "must not be negative").max(MAX_MS, `at most ${MAX_MS}`);
@@ -54,8 +51,8 @@ export const heartbeatSchema = z.object({
 
 export const incidentPatchSchema = z
   .object({
-    title: z.string().trim().max(200, "at most 200 characters").refine(cleanText, TEXT_MSG).optional(),
-    description: z.string().trim().max(10_000, "at most 10000 characters").refine(cleanText, TEXT_MSG).optional(),
+    title: textSchema({ max: 200 }).optional(),
+    description: textSchema({ max: 10_000 }).optional(),
   })
   .refine((v) => v.title !== undefined || v.description !== undefined, { message: "give title or description (an empty string clears it)", path: ["title"] });
 

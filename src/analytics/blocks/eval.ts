@@ -121,10 +121,3 @@ export function filterMask(b: Block, n: Node | null): Mask | null {
   return acc;
 }
 
-/** Fields referenced by a filter, for the carried-columns check. */
-export function filterFieldList(n: Node | null, out: Field[] = []): Field[] {
-  if (!n) return out;
-  if (n.kind === "cond") out.push(n.field);
-  else for (const c of n.children) filterFieldList(c, out);
-  return out;
-}

@@ -1,11 +1,11 @@
 import type { Queryable } from "../../storage/db.js";
 import type { Ctx } from "../compile.js";
 import { topLevelDataKey, type Field } from "../fields.js";
-import type { Node } from "../filters.js";
+import { filterFields, type Node } from "../filters.js";
 import { rawScan } from "../plan.js";
 import { Params, type SlotMap } from "../sql.js";
 import { decompose, type Window } from "../time.js";
-import { blockColumnName, filterFieldList, filterMask, type Mask } from "./eval.js";
+import { blockColumnName, filterMask, type Mask } from "./eval.js";
 import type { Block } from "./format.js";
 import type { BlockStore } from "./store.js";
 import { HOUR_MS } from "../../shared/time.js";
@@ -43,7 +43,7 @@ export async function split(env: BlockEnv, projectId: string, w: Window, filter:
 }
 
 async function splitWindow(env: BlockEnv, projectId: string, w: Window, filter: Node | null, fields: Field[], usable: (b: Block) => boolean, extra: string[]): Promise<Part | null> {
-  const all = [...filterFieldList(filter), ...fields];
+  const all = [...filterFields(filter), ...fields];
   const keys = new Set<string>();
   const names = new Set<string>(extra);
   for (const f of all) {
