@@ -1,5 +1,5 @@
 import { rowToStored, toEventMessage as storedToMessage, type EventRow as StoredEventRow } from "../events/store.js";
-import { badRequest } from "../shared/errors.js";
+import { cursorFormat } from "../shared/cursor.js";
 import type { Queryable } from "../storage/db.js";
 import type { Node } from "./filters.js";
 import { rawScan } from "./plan.js";
@@ -7,30 +7,28 @@ import type { SlotMap } from "./sql.js";
 import type { Window } from "./time.js";
 
 // POST .../events/query: matching events newest first, keyset pages on (ts DESC, id DESC).
-// The cursor is opaque: base64url of "<ts in epoch microseconds>.<id>".
+// The cursor (the shared format, src/shared/cursor.ts; tag evq1): the last row's ts in epoch
+// microseconds and its id.
 
 /** An event row (the same columns as the event list reads) plus its timestamp in microseconds. */
 export interface EventRow extends StoredEventRow {
   us: string;
 }
 
-const CURSOR = /^(-?\d{1,17})\.([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+const US = /^-?\d{1,17}$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-export function encodeCursor(us: string, id: string): string {
-  return Buffer.from(`${us}.${id}`).toString("base64url");
-}
-
-export function decodeCursor(c: string): { us: string; id: string } {
-  const m = /^[A-Za-z0-9_-]{1,200}$/.test(c) ? CURSOR.exec(Buffer.from(c, "base64url").toString("utf8")) : null;
-  if (!m) throw badRequest("pagination.cursor is not a cursor this service issued", [{ field: "pagination.cursor", message: "invalid cursor" }]);
-  return { us: m[1], id: m[2] };
-}
+export const queryCursor = cursorFormat<{ us: string; id: string }>("evq1", {
+  parts: 2,
+  write: (p) => [p.us, p.id],
+  read: ([us, id]) => (US.test(us) && UUID.test(id) ? { us, id } : undefined),
+});
 
 export async function queryEvents(db: Queryable, projectId: string, w: Window | null, filter: Node | null, slots: SlotMap, limit: number, cursor: string | null): Promise<{ rows: EventRow[]; nextCursor: string | null }> {
   const s = rawScan(projectId, w, filter, slots);
   let where = s.where;
   if (cursor) {
-    const c = decodeCursor(cursor);
+    const c = queryCursor.read(cursor, "pagination.cursor");
     where += ` AND (e.ts, e.id) < (timestamptz 'epoch' + ${s.params.add(c.us)}::bigint * interval '1 microsecond', ${s.params.add(c.id)}::uuid)`;
   }
   const lim = s.params.add(limit + 1);
@@ -42,7 +40,7 @@ export async function queryEvents(db: Queryable, projectId: string, w: Window | 
   );
   const rows = r.rows.slice(0, limit);
   const more = r.rows.length > limit;
-  return { rows, nextCursor: more ? encodeCursor(rows[rows.length - 1].us, rows[rows.length - 1].id) : null };
+  return { rows, nextCursor: more ? queryCursor.encode(rows[rows.length - 1]) : null };
 }
 
 /** The same Event message as the event list answers. */

@@ -13,7 +13,7 @@ import { withCancellable } from "../storage/db.js";
 import { timestampSchema } from "../shared/time.js";
 import { validate } from "../shared/validate.js";
 import { mergeContext, serverContext } from "./context.js";
-import { decodeCursor, encodeCursor } from "./cursor.js";
+import { encodeCursor, eventCursor } from "./cursor.js";
 import { GroupCommitIngestor } from "./ingest.js";
 import { getEvent, listEvents, rowToStored, toEventMessage } from "./store.js";
 import { userHoursProjection } from "./user-hours.js";
@@ -125,8 +125,7 @@ export function createEventsFeature(deps: Deps): Feature & { ingestor: Ingestor 
             });
             let after: { ts: Date; id: string } | undefined;
             if (input.cursor !== undefined && input.cursor !== "") {
-              after = decodeCursor(input.cursor);
-              if (!after) throw badRequest("invalid cursor: pass the nextCursor of a previous page", [{ field: "cursor", message: "not a cursor of this list" }]);
+              after = eventCursor.read(input.cursor);
             }
             // The userId path reads event_user_hours, a derived record: apply what is pending first.
             if (input.userId !== undefined) await deps.derived.settle(scope.projectId);

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { MIN_TIMESTAMP_MS } from "../events/validate.js";
+import { cursorFormat } from "../shared/cursor.js";
 import { badRequest, notFound } from "../shared/errors.js";
 import { isPlainText } from "../shared/text.js";
 import { parseTimestampMs, TIMESTAMP_MESSAGE } from "../shared/time.js";
@@ -107,11 +108,14 @@ export function parse<T extends z.ZodType>(schema: T, req: Record<string, unknow
   return validate(schema, plain);
 }
 
-export const encodeCursor = (ts: string, id: string) => Buffer.from(`${ts}|${id}`).toString("base64url");
-
-export function decodeCursor(c: string): { ts: string; id: string } {
-  const [ts, id] = Buffer.from(c, "base64url").toString().split("|");
-  const ms = ts ? parseTimestampMs(ts) : undefined;
-  if (ms === undefined || !id || !/^[0-9a-f-]{36}$/i.test(id)) throw badRequest("invalid cursor", [{ field: "cursor", message: "not a cursor from this endpoint" }]);
-  return { ts: new Date(ms).toISOString(), id };
-}
+/** The points' cursor (the shared format, src/shared/cursor.ts; tag pts1): the last point's (timestamp, event id). */
+export const pointsCursor = cursorFormat<{ ts: string; id: string }>("pts1", {
+  parts: 2,
+  write: (p) => [p.ts, p.id],
+  read: ([ts, id]) => {
+    const ms = parseTimestampMs(ts);
+    return ms === undefined || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id) ? undefined : { ts: new Date(ms).toISOString(), id };
+  },
+});
+export const encodeCursor = (ts: string, id: string): string => pointsCursor.encode({ ts, id });
+export const decodeCursor = (c: string): { ts: string; id: string } => pointsCursor.read(c);

@@ -1,16 +1,16 @@
 import { z } from "zod";
-import { badRequest } from "../shared/errors.js";
+import { cursorFormat } from "../shared/cursor.js";
+import { parseTimestampMs } from "../shared/time.js";
 import { validate } from "../shared/validate.js";
 import type { Queryable } from "../storage/db.js";
 import type { MonitorRow } from "./store.js";
 
 // GET .../monitors: keyset pages, oldest monitor first (created_at, id), as the event list pages.
 // The cursor is the (created_at, id) of the last monitor on the page, created_at to the
-// microsecond as PostgreSQL holds it, wrapped so clients treat it as opaque.
+// microsecond as PostgreSQL holds it, in the shared cursor format (src/shared/cursor.ts; tag mon1).
 
 export const LIST_DEFAULT = 100;
 export const LIST_MAX = 1000;
-const PREFIX = "mon1:";
 const AT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const ID = /^mon_[0-9A-Za-z]{1,64}$/;
 
@@ -24,27 +24,15 @@ interface Position {
   id: string;
 }
 
-export function encodeMonitorCursor(p: Position): string {
-  return Buffer.from(`${PREFIX}${p.at}|${p.id}`).toString("base64url");
-}
-
-/** The position a cursor stands for, or undefined when it is not one of this list's. */
-export function decodeMonitorCursor(cursor: string): Position | undefined {
-  if (cursor.length > 200 || !/^[A-Za-z0-9_-]+$/.test(cursor)) return undefined;
-  const text = Buffer.from(cursor, "base64url").toString("utf8");
-  if (!text.startsWith(PREFIX)) return undefined;
-  const [at, id, ...rest] = text.slice(PREFIX.length).split("|");
-  if (rest.length || !at || !id || !AT.test(at) || !ID.test(id) || Number.isNaN(Date.parse(at))) return undefined;
-  return { at, id };
-}
+export const monitorCursor = cursorFormat<Position>("mon1", {
+  parts: 2,
+  write: (p) => [p.at, p.id],
+  read: ([at, id]) => (AT.test(at) && parseTimestampMs(at) !== undefined && ID.test(id) ? { at, id } : undefined),
+});
 
 export async function listMonitorsPage(db: Queryable, projectId: string, req: { limit?: number; cursor?: string }): Promise<{ rows: MonitorRow[]; nextCursor?: string; hasMore: boolean }> {
   const input = validate(listSchema, { limit: req.limit, cursor: req.cursor === "" ? undefined : req.cursor });
-  let after: Position | undefined;
-  if (input.cursor !== undefined) {
-    after = decodeMonitorCursor(input.cursor);
-    if (!after) throw badRequest("invalid cursor: pass the nextCursor of a previous page", [{ field: "cursor", message: "not a cursor of this list" }]);
-  }
+  const after = input.cursor !== undefined ? monitorCursor.read(input.cursor) : undefined;
   const r = await db.query<MonitorRow & { cursor_at: string }>(
     `SELECT m.*, to_char(m.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
        FROM monitors m
@@ -58,6 +46,6 @@ export async function listMonitorsPage(db: Queryable, projectId: string, req: { 
   return {
     rows: page.map(({ cursor_at: _c, ...m }) => m as MonitorRow),
     hasMore,
-    nextCursor: hasMore && last ? encodeMonitorCursor({ at: last.cursor_at, id: last.id }) : undefined,
+    nextCursor: hasMore && last ? monitorCursor.encode({ at: last.cursor_at, id: last.id }) : undefined,
   };
 }

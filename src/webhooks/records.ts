@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { cursorFormat } from "../shared/cursor.js";
 import { badRequest } from "../shared/errors.js";
 import { parseTimestamp } from "../shared/time.js";
 import { BlockedAddressError, pinTarget, systemResolver, UnresolvedHostError, urlHost } from "./address.js";
@@ -87,13 +88,14 @@ export function toDelivery(r: DeliveryRow) {
   };
 }
 
-export function encodeCursor(r: DeliveryRow): string {
-  return Buffer.from(`${r.created_at.toISOString()}|${r.id}`).toString("base64url");
-}
-
-export function decodeCursor(c: string): { createdAt: Date; id: string } {
-  const [ts, id] = Buffer.from(c, "base64url").toString("utf8").split("|");
-  const createdAt = parseTimestamp(ts ?? "");
-  if (!id || !createdAt) throw badRequest("invalid request: cursor: not a cursor from this list", [{ field: "cursor", message: "not a cursor from this list" }]);
-  return { createdAt, id };
-}
+/** The deliveries' cursor (the shared format, src/shared/cursor.ts; tag whd1): the last delivery's (created_at, id). */
+export const deliveryCursor = cursorFormat<{ createdAt: Date; id: string }, DeliveryRow>("whd1", {
+  parts: 2,
+  write: (r) => [r.created_at.toISOString(), r.id],
+  read: ([ts, id]) => {
+    const createdAt = parseTimestamp(ts);
+    return createdAt && /^whd_[0-9A-Za-z]{1,64}$/.test(id) ? { createdAt, id } : undefined;
+  },
+});
+export const encodeCursor = (r: DeliveryRow): string => deliveryCursor.encode(r);
+export const decodeCursor = (c: string): { createdAt: Date; id: string } => deliveryCursor.read(c);
