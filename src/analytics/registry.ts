@@ -1,5 +1,5 @@
 import type { PoolClient } from "pg";
-import type { EventsPreparingHook, SqlGuard, StoredEvent } from "../shared/hooks.js";
+import type { PreparingStep, SqlGuard, StoredEvent } from "../events/pipeline.js";
 import type { Db, Queryable } from "../storage/db.js";
 import type { SlotMap } from "./sql.js";
 
@@ -7,7 +7,7 @@ import type { SlotMap } from "./sql.js";
 //
 // Correctness protocol (answers identical with or without slots):
 // 1. A slot is assigned in state 'backfilling' and the project's registry version is bumped.
-// 2. The ingest hook checks the version inside its own transaction (one statement per batch) and
+// 2. The ingest pipeline's preparing step (`prepare`, wired in server/features.ts) checks the version inside its own transaction (one statement per batch) and
 //    reloads the registry when it changed, so every transaction that reads after step 1 fills the slot.
 // 3. The assigner waits until every transaction open at step 1 has ended, then backfills the slot
 //    on every stored event of the project, then marks it 'active'.
@@ -24,9 +24,10 @@ export class Registry {
 
   constructor(private readonly db: Db, private readonly ttlMs = 2000) {}
 
-  /** eventsPreparing hook: sets `slots` of each event from its project's registry. */
-  prepare: EventsPreparingHook = Object.assign(
-    async (client: PoolClient, events: StoredEvent[]): Promise<void> => {
+  /** The pipeline's preparing step: sets `slots` of each event from its project's registry. */
+  readonly prepare: PreparingStep = {
+    name: "analytics: typed property slots",
+    run: async (client: PoolClient, events: StoredEvent[]): Promise<void> => {
       if (events.length === 0) return;
       const projects = [...new Set(events.map((e) => e.projectId))];
       const r = await client.query<{ project_id: string; version: string }>(
@@ -52,27 +53,25 @@ export class Registry {
       }
       this.fill(events);
     },
-    {
-      /**
-       * The same from the cached registries, guarded by their versions: the statement inserts only
-       * if no project's version moved, so the protocol above holds as when the version is read in
-       * the transaction (a statement that began before a bump is waited for by the assigner).
-       */
-      cached: (events: StoredEvent[]): SqlGuard | undefined => {
-        const projects = [...new Set(events.map((e) => e.projectId))];
-        const versions: number[] = [];
-        for (const p of projects) {
-          const entry = this.entries.get(p);
-          if (!entry) return undefined;
-          versions.push(entry.version);
-        }
-        this.fill(events);
-        return (param) =>
-          `NOT EXISTS (SELECT 1 FROM unnest(${param(projects)}::text[], ${param(versions)}::int8[]) AS x(p, v)
+    /**
+     * The same from the cached registries, guarded by their versions: the statement inserts only
+     * if no project's version moved, so the protocol above holds as when the version is read in
+     * the transaction (a statement that began before a bump is waited for by the assigner).
+     */
+    cached: (events: StoredEvent[]): SqlGuard | undefined => {
+      const projects = [...new Set(events.map((e) => e.projectId))];
+      const versions: number[] = [];
+      for (const p of projects) {
+        const entry = this.entries.get(p);
+        if (!entry) return undefined;
+        versions.push(entry.version);
+      }
+      this.fill(events);
+      return (param) =>
+        `NOT EXISTS (SELECT 1 FROM unnest(${param(projects)}::text[], ${param(versions)}::int8[]) AS x(p, v)
              LEFT JOIN analytics_registry_versions r ON r.project_id = x.p WHERE coalesce(r.version, -1) <> x.v)`;
-      },
     },
-  );
+  };
 
   /** Sets `slots` of each event from its project's (loaded) registry entry. */
   private fill(events: StoredEvent[]): void {

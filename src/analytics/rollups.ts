@@ -1,8 +1,7 @@
 import type { PoolClient } from "pg";
-import type { StoredEvent } from "../shared/hooks.js";
+import type { Projection, StoredEvent } from "../events/pipeline.js";
 import { backgroundTx, type Db, type Queryable } from "../storage/db.js";
 import type { Grain } from "./time.js";
-import type { DerivedProjection } from "../shared/derived.js";
 import { DAY_MS, HOUR_MS, MINUTE_MS } from "../shared/time.js";
 
 // Rollups: event counts per (project, grain, UTC bucket, type) for grains minute/hour/day,
@@ -40,10 +39,10 @@ export function rollupDelta(events: StoredEvent[]): RollupDelta | null {
 }
 
 /**
- * Rollups as a derived projection (shared/derived.ts): deltas of many ingest groups merged into one
+ * Rollups as a derived projection (events/projector.ts): deltas of many ingest groups merged into one
  * upsert, rows in key order (no deadlocks between projectors).
  */
-export const rollupProjection: DerivedProjection<RollupDelta> = {
+export const rollupProjection: Projection<RollupDelta> = {
   name: "rollups",
   delta: rollupDelta,
   async apply(client: PoolClient, projectId: string, deltas: RollupDelta[]) {

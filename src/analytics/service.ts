@@ -2,6 +2,7 @@ import type { HandlerContext } from "@connectrpc/connect";
 import { fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
 import { AnalyticsService } from "../../gen/vigil/v1/analytics_pb.js";
+import type { DerivedRecords } from "../events/pipeline.js";
 import type { Deps } from "../platform/deps.js";
 import type { Feature } from "../shared/feature.js";
 import { withCancellable } from "../storage/db.js";
@@ -14,9 +15,8 @@ import { queryEvents, toEventMessage } from "./events.js";
 import { parseFilters } from "./filters.js";
 import { ProjectLimiter } from "./limit.js";
 import { aggregate, count, group, timeseries, unique, type QueryEnv } from "./queries.js";
-import { Registry } from "./registry.js";
+import type { Registry } from "./registry.js";
 import { parseAggregations, parseField, parseGroupBy, parseInterval, parseLimit } from "./requests.js";
-import { rollupProjection } from "./rollups.js";
 import { parseWindow } from "./time.js";
 import { valueToJson } from "./value.js";
 
@@ -24,11 +24,15 @@ import { valueToJson } from "./value.js";
 // Every query runs under its project's share of the pool (limit.ts) on one connection bound to the
 // request's signal: a client that goes away cancels its statement (storage/db.ts withCancellable).
 
-export function createAnalyticsFeature(deps: Deps): Feature {
+export interface AnalyticsWiring {
+  /** The property registry: its `prepare` is the ingest pipeline's preparing step (server/features.ts). */
+  registry: Registry;
+  /** The pipeline's projector: rollups are its derived records (rollups.ts). */
+  derived: DerivedRecords;
+}
+
+export function createAnalyticsFeature(deps: Pick<Deps, "db" | "auth" | "clock" | "config" | "log" | "telemetry">, { registry, derived }: AnalyticsWiring): Feature {
   const { db, auth, clock, config } = deps;
-  const registry = new Registry(db);
-  deps.hooks.eventsPreparing.push(registry.prepare);
-  deps.derived.projections.push(rollupProjection);
   const fast = config.analytics.fastPaths;
   const blocks = fast && config.analytics.blockCacheMb > 0 ? new BlockStore(config.analytics.blockCacheMb * 1024 * 1024) : null;
   const bounds = config.analyticsLimits;
@@ -41,7 +45,7 @@ export function createAnalyticsFeature(deps: Deps): Feature {
   function run<T>(ctx: HandlerContext, projectId: string, fn: (env: QueryEnv) => Promise<T>): Promise<T> {
     return limiter.run(projectId, ctx.signal, async () => {
       // Rollups are derived records: apply what was accepted before this query began.
-      await deps.derived.settle(projectId);
+      await derived.settle(projectId);
       const slots = fast ? await registry.slots(projectId, clock().getTime()) : NO_SLOTS;
       return withCancellable(db, ctx.signal, (c) => fn({ db: c, fast, slots, blocks: blocks ? { db: c, store: blocks, slots, record } : undefined }));
     });

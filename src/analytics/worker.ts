@@ -5,7 +5,7 @@ import { assignSlots, backfillSlots } from "./assign.js";
 // Background slot assignment: every ANALYTICS_SLOT_INTERVAL_MS, projects that received events
 // since the last pass get their most used data keys ranked, free slots assigned and backfilled.
 
-export function startSlotWorker(deps: Deps): Periodic {
+export function startSlotWorker(deps: Pick<Deps, "db" | "log" | "clock" | "config">): Periodic {
   const { db, log, clock, config } = deps;
   let since = new Date(0);
   return startPeriodic(log, "analytics slot pass", config.analytics.slotIntervalMs, async (stopped) => {

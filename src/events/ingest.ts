@@ -1,7 +1,9 @@
 import type { Deps } from "../platform/deps.js";
+import type { Pipeline } from "./pipeline.js";
+import type { Projector } from "./projector.js";
 import { ApiError } from "../shared/errors.js";
-import type { StoredEvent } from "../shared/hooks.js";
-import type { Ingestor, NewEvent } from "../shared/ingest.js";
+import type { StoredEvent } from "./pipeline.js";
+import type { Ingestor, NewEvent } from "./pipeline.js";
 import { tx } from "../storage/db.js";
 import { ensurePartitions, PartitionCache } from "./partitions.js";
 import { uuidv7 } from "./uuidv7.js";
@@ -42,7 +44,13 @@ export class GroupCommitIngestor implements Ingestor {
   private readonly sources = new SourceCache();
   private readonly maxInFlight: number;
 
-  constructor(private readonly deps: Deps) {
+  constructor(
+    private readonly deps: Pick<Deps, "config" | "db" | "log" | "clock" | "telemetry" | "pressure">,
+    /** Who runs inside the transaction (wired in server/features.ts; the contract is in pipeline.ts). */
+    private readonly pipeline: Pipeline,
+    /** Where the projections' deltas go; kicked after each commit. */
+    private readonly derived: Projector,
+  ) {
     this.maxInFlight = Math.max(1, Math.min(deps.config.ingest.maxInFlight, Math.floor(deps.config.pgPoolSize / 2)));
   }
 
@@ -149,9 +157,10 @@ export class GroupCommitIngestor implements Ingestor {
     return { stored, sources };
   }
 
-  /** One transaction: partitions, sources, preparing hooks, insert, committing hooks, derived-record deltas, COMMIT. */
+  /** One transaction: partitions, sources, preparing steps, insert with the projections' deltas, committing steps, COMMIT. */
   private async write(events: StoredEvent[], sourceKeys: (string | null)[]): Promise<void> {
-    const { db, hooks, clock } = this.deps;
+    const { db, clock } = this.deps;
+    const { pipeline } = this;
     const started = process.hrtime.bigint();
     const createdAt = clock();
     for (const e of events) e.createdAt = createdAt;
@@ -164,13 +173,13 @@ export class GroupCommitIngestor implements Ingestor {
     const newSources = await tx(db, async (client) => {
       await ensurePartitions(client, weeks);
       const resolved = await resolveSources(client, events, sourceKeys, this.sources, createdAt);
-      await hooks.runEventsPreparing(client, events);
-      const deltas = this.deps.derived.rowsFor(events);
+      await pipeline.runPreparing(client, events);
+      const deltas = this.derived.rowsFor(events);
       // Large groups through COPY (cheaper per row for PostgreSQL, one more round trip for the
       // deltas); small ones in one INSERT that carries the deltas too (fewest round trips).
       if (events.length >= COPY_MIN_ROWS) await copyEvents(client, events, createdAt, deltas);
       else await insertEvents(client, events, createdAt, deltas);
-      await hooks.runEventsCommitting(client, events);
+      await pipeline.runCommitting(client, events);
       return resolved;
     });
     // Only what a committed transaction created is remembered.
@@ -180,9 +189,10 @@ export class GroupCommitIngestor implements Ingestor {
   }
 
   /**
-   * A small group whose partitions and sources are known, and whose hooks can answer from their
-   * caches (Hooks.statementGuards), is written by ONE statement outside any transaction: the events,
-   * the derived-record deltas and the hooks' guards (for the analytics registry: no version moved).
+   * A small group whose partitions and sources are known, and whose pipeline steps can answer from
+   * their caches (Pipeline.statementGuards: the `cached`/`idle` contract in pipeline.ts), is written
+   * by ONE statement outside any transaction: the events, the derived-record deltas and the steps'
+   * guards (for the analytics registry: no version moved).
    * One statement is one atomic transaction, with one round trip instead of four (BEGIN, the registry
    * read, the insert, COMMIT). False when the group does not qualify or a guard failed (nothing was
    * written; the transaction path then reads what moved).
@@ -190,9 +200,9 @@ export class GroupCommitIngestor implements Ingestor {
   private async writeStatement(events: StoredEvent[], sourceKeys: (string | null)[], weeks: number[], createdAt: Date): Promise<boolean> {
     if (weeks.length > 0 || events.length >= COPY_MIN_ROWS) return false;
     if (!this.sources.resolveCached(events, sourceKeys)) return false;
-    const guards = this.deps.hooks.statementGuards(events);
+    const guards = this.pipeline.statementGuards(events);
     if (guards) {
-      const inserted = await insertEvents(this.deps.db, events, createdAt, this.deps.derived.rowsFor(events), guards);
+      const inserted = await insertEvents(this.deps.db, events, createdAt, this.derived.rowsFor(events), guards);
       if (inserted === events.length) return true;
       if (inserted !== 0) throw new Error(`ingest statement inserted ${inserted} of ${events.length} events`);
     }
@@ -202,7 +212,7 @@ export class GroupCommitIngestor implements Ingestor {
 
   private done(events: StoredEvent[], started: bigint, path: "statement" | "transaction"): void {
     const { telemetry } = this.deps;
-    this.deps.derived.kick();
+    this.derived.kick();
     telemetry.ingestCommits.inc({ path });
     telemetry.ingestCommitSize.observe(events.length);
     telemetry.ingestCommitDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);

@@ -8,7 +8,8 @@ import type { Deps } from "../platform/deps.js";
 import { ApiError, badRequest, notFound, tooLarge } from "../shared/errors.js";
 import type { Feature } from "../shared/feature.js";
 import { unlessProjectGone } from "../shared/gone.js";
-import type { Ingestor, NewEvent } from "../shared/ingest.js";
+import { Pipeline, type Ingestor, type NewEvent, type PipelineParts } from "./pipeline.js";
+import { Projector } from "./projector.js";
 import { withCancellable } from "../storage/db.js";
 import { timestampSchema } from "../shared/time.js";
 import { validate } from "../shared/validate.js";
@@ -16,7 +17,6 @@ import { mergeContext, serverContext } from "./context.js";
 import { encodeCursor, eventCursor } from "./cursor.js";
 import { GroupCommitIngestor } from "./ingest.js";
 import { getEvent, listEvents, rowToStored, toEventMessage } from "./store.js";
-import { userHoursProjection } from "./user-hours.js";
 import { uuidv7Time } from "./uuidv7.js";
 import { checkEvent, REPARSE_GROWTH, type EventRefusal } from "./validate.js";
 
@@ -39,16 +39,29 @@ function refusal(e: EventRefusal): ApiError {
   return new ApiError(400, e.code, e.message, [{ field: e.field, message: e.message }]);
 }
 
-export function createEventsFeature(deps: Deps): Feature & { ingestor: Ingestor } {
+export interface EventsFeature extends Feature {
+  /** Stores accepted events (group commit) through the pipeline; other features record events with it. */
+  ingestor: Ingestor;
+  /** The participants run inside the ingest transaction (the lists wired in server/features.ts). */
+  pipeline: Pipeline;
+  /** Applies the projections' deltas after acceptance; readers of derived records settle() first. */
+  derived: Projector;
+}
+
+/** `parts`: the ingest pipeline's participants, in order; their contract is in pipeline.ts. */
+export function createEventsFeature(deps: Pick<Deps, "config" | "db" | "log" | "clock" | "auth" | "limits" | "telemetry" | "pressure">, parts: PipelineParts): EventsFeature {
   const { db, clock, auth, limits } = deps;
-  const ingestor = new GroupCommitIngestor(deps);
-  deps.derived.projections.push(userHoursProjection);
+  const pipeline = new Pipeline(parts);
+  const derived = new Projector({ db, log: deps.log, telemetry: deps.telemetry, projections: parts.projections, delayMs: deps.config.ingest.derivedDelayMs, pollMs: 1000 });
+  const ingestor = new GroupCommitIngestor(deps, pipeline, derived);
 
   const contextOf = (ctx: HandlerContext, now: Date) => serverContext(ctx.requestHeader, ctx.values.get(clientInfoKey), now);
 
   return {
     name: "events",
     ingestor,
+    pipeline,
+    derived,
     services: [
       {
         desc: EventService,
@@ -128,7 +141,7 @@ export function createEventsFeature(deps: Deps): Feature & { ingestor: Ingestor 
               after = eventCursor.read(input.cursor);
             }
             // The userId path reads event_user_hours, a derived record: apply what is pending first.
-            if (input.userId !== undefined) await deps.derived.settle(scope.projectId);
+            if (input.userId !== undefined) await derived.settle(scope.projectId);
             // On its own connection bound to the request: a client that goes away cancels the read.
             const page = await withCancellable(db, ctx.signal, (c) => listEvents(c, {
               projectId: scope.projectId,
@@ -159,8 +172,14 @@ export function createEventsFeature(deps: Deps): Feature & { ingestor: Ingestor 
         },
       },
     ],
+    // Every node that ingests projects its own commits; every node also picks up leftovers.
+    startEveryRole() {
+      derived.start();
+    },
     async stop() {
       await ingestor.stop();
+      // After the last flush: its deltas are applied now, or by the next start.
+      await derived.stop();
     },
   };
 }

@@ -1,5 +1,5 @@
 import type { Queryable } from "../storage/db.js";
-import type { StoredEvent } from "../shared/hooks.js";
+import type { StoredEvent } from "./pipeline.js";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { hourOf, userHours, type UserHour } from "./user-hours.js";
 import { HOUR_MS } from "../shared/time.js";

@@ -1,12 +1,11 @@
 import type { PoolClient } from "pg";
-import type { DerivedProjection } from "../shared/derived.js";
 import type { Queryable } from "../storage/db.js";
-import type { StoredEvent } from "../shared/hooks.js";
+import type { Projection, StoredEvent } from "./pipeline.js";
 import { HOUR_MS, MINUTE_MS } from "../shared/time.js";
 
 // The userId access path of the event list (migration 1005): `event_user_hours` holds one row per
 // (project, user, UTC hour) with events and a bitmap of the minutes that have them, maintained as
-// a derived record (shared/derived.ts) from the stored events. A listing by user settles its
+// a derived record (a projection of the pipeline, pipeline.ts) from the stored events. A listing by user settles its
 // project first, so every event acknowledged before the read is marked here.
 
 export const hourOf = (ms: number) => Math.floor(ms / HOUR_MS) * HOUR_MS;
@@ -30,7 +29,7 @@ export function userHoursDelta(events: StoredEvent[]): UserHoursDelta | null {
   return byKey.size ? [...byKey.values()] : null;
 }
 
-export const userHoursProjection: DerivedProjection<UserHoursDelta> = {
+export const userHoursProjection: Projection<UserHoursDelta> = {
   name: "userHours",
   delta: userHoursDelta,
   async apply(client: PoolClient, projectId: string, deltas: UserHoursDelta[]) {

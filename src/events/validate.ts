@@ -1,4 +1,4 @@
-import type { NewEvent } from "../shared/ingest.js";
+import type { NewEvent } from "./pipeline.js";
 import { jsonProblem, problemField } from "../shared/json.js";
 import { DAY_MS, parseTimestampMs, TIMESTAMP_MESSAGE } from "../shared/time.js";
 

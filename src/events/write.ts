@@ -2,7 +2,7 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { PoolClient } from "pg";
 import { from as copyFrom } from "pg-copy-streams";
-import type { SqlGuard, StoredEvent } from "../shared/hooks.js";
+import type { SqlGuard, StoredEvent } from "./pipeline.js";
 import type { Queryable } from "../storage/db.js";
 import { newId } from "../shared/ids.js";
 
@@ -98,7 +98,7 @@ function insertSql(slots: string[], withDeltas: boolean, guard: string): string 
   const types = ["text", "timestamptz", "uuid", "text", "text", "text", "text", "jsonb", "jsonb", "jsonb"];
   const cols = [...base, ...slots];
   const colTypes = [...types, ...slots.map((s) => (s.startsWith("n") ? "float8" : "text"))];
-  // The derived-record deltas (shared/derived.ts) ride in the same statement: one round trip less.
+  // The derived-record deltas (projector.ts) ride in the same statement: one round trip less.
   // With a guard (see GroupCommitIngestor: one statement, no transaction), both inserts happen
   // only when it holds in the statement's snapshot.
   const when = guard ? " WHERE (SELECT ok FROM g)" : "";

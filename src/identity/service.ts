@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { IdentityService } from "../../gen/vigil/v1/identity_pb.js";
+import type { DerivedRecords } from "../events/pipeline.js";
 import type { Deps } from "../platform/deps.js";
 import { notFound } from "../shared/errors.js";
 import type { Feature } from "../shared/feature.js";
@@ -7,11 +8,10 @@ import { unlessProjectGone } from "../shared/gone.js";
 import { jsonObjectSchema } from "../shared/json.js";
 import { textSchema } from "../shared/text.js";
 import { validate } from "../shared/validate.js";
-import { identityProjection } from "./hook.js";
 import { getUser, identify, listUsers, toUser } from "./store.js";
 
-// Users of a project: maintained from events by the ingest hook, identified from the dashboard,
-// read by API key or member session.
+// Users of a project: maintained from events by the pipeline's identity projection
+// (projection.ts), identified from the dashboard, read by API key or member session.
 
 const identifySchema = z.object({
   externalId: textSchema({ min: 1, max: 256 }),
@@ -23,9 +23,9 @@ const listSchema = z.object({
   offset: z.number().int().min(0, "must not be negative").default(0),
 });
 
-export function createIdentityFeature(deps: Deps): Feature {
+/** `derived`: the projector of the ingest pipeline (users and groups are its derived records). */
+export function createIdentityFeature(deps: Pick<Deps, "db" | "clock" | "auth" | "limits">, derived: DerivedRecords): Feature {
   const { db, clock, auth, limits } = deps;
-  deps.derived.projections.push(identityProjection);
 
   return {
     name: "identity",
@@ -38,7 +38,7 @@ export function createIdentityFeature(deps: Deps): Feature {
             await limits.take("identify", scope.projectId);
             const input = validate(identifySchema, { externalId: req.externalId, properties: req.properties });
             // Settle first: properties merge last-wins, so events accepted before this call apply before it.
-            await deps.derived.settle(scope.projectId);
+            await derived.settle(scope.projectId);
             // A project deleted meanwhile answers as after the delete (404), not 500.
             const row = await unlessProjectGone(() => identify(db, scope.projectId, input.externalId, input.properties, clock()), () => auth.project(ctx, req.projectId, "member"));
             return { data: toUser(row, false) };
@@ -46,13 +46,13 @@ export function createIdentityFeature(deps: Deps): Feature {
           async listUsers(req, ctx) {
             const scope = await auth.project(ctx, req.projectId, "data");
             const input = validate(listSchema, { limit: req.limit, offset: req.offset });
-            await deps.derived.settle(scope.projectId);
+            await derived.settle(scope.projectId);
             const { rows, total } = await listUsers(db, scope.projectId, input.limit, input.offset);
             return { data: rows.map((r) => toUser(r, false)), meta: { total: BigInt(total), limit: input.limit, offset: input.offset } };
           },
           async getUser(req, ctx) {
             const scope = await auth.project(ctx, req.projectId, "data");
-            await deps.derived.settle(scope.projectId);
+            await derived.settle(scope.projectId);
             const row = req.userId.length <= 256 ? await getUser(db, scope.projectId, req.userId) : undefined;
             if (!row) throw notFound("user");
             return { data: toUser(row, true) };

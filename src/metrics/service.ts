@@ -5,8 +5,7 @@ import type { Deps } from "../platform/deps.js";
 import { badRequest, conflict, notFound, tooLarge } from "../shared/errors.js";
 import type { Feature } from "../shared/feature.js";
 import { unlessProjectGone } from "../shared/gone.js";
-import type { Ingestor, NewEvent } from "../shared/ingest.js";
-import { metricsCommittingHook } from "./hook.js";
+import type { Ingestor, NewEvent } from "../events/pipeline.js";
 import { EVENT_TYPE, INTERVALS, type MetricType } from "./model.js";
 import { aggregate, timeseries } from "./query.js";
 import * as rq from "./requests.js";
@@ -14,8 +13,9 @@ import { findMetric, listMetrics, readPoints, registerTypes } from "./store.js";
 import { BATCH_MAX, checkMetric, type MetricInput } from "./validate.js";
 
 // Metrics routes. Recording validates, settles the name's type in the registry (409 for the
-// other type), and hands `$measure`/`$increment`/`$decrement` events to the ingestor; the hook
-// registered here turns them into points and rollups in the same transaction.
+// other type), and hands `$measure`/`$increment`/`$decrement` events to the ingestor; the
+// pipeline's committing step `metricsCommitting` (committing.ts, wired in server/features.ts) turns
+// them into points and rollups in the same transaction.
 
 function toEvent(m: MetricInput): NewEvent {
   const data: Record<string, unknown> = { name: m.name, value: m.value };
@@ -36,9 +36,8 @@ function plain(v: Value | undefined): unknown {
 const typeConflict = (name: string, registered: MetricType, wanted: MetricType) =>
   `metric '${name}' is a ${registered}; it cannot be recorded as a ${wanted} (a name keeps its first type)`;
 
-export function createMetricsFeature(deps: Deps, ingestor: Ingestor): Feature {
+export function createMetricsFeature(deps: Pick<Deps, "db" | "auth" | "clock" | "limits">, ingestor: Ingestor): Feature {
   const { db, auth, clock, limits } = deps;
-  deps.hooks.eventsCommitting.push(metricsCommittingHook);
 
   async function metricOr404(projectId: string, name: string) {
     const m = await findMetric(db, projectId, name);

@@ -13,8 +13,6 @@ import { clientInfoKey } from "../shared/context.js";
 import type { Deps } from "../platform/deps.js";
 import { ApiError } from "../shared/errors.js";
 import type { ServiceBinding } from "../shared/feature.js";
-import { Projector } from "../shared/derived.js";
-import { Hooks } from "../shared/hooks.js";
 import { IngestPressure } from "../shared/pressure.js";
 import { Telemetry } from "../shared/telemetry.js";
 import { createPool } from "../storage/db.js";
@@ -85,15 +83,11 @@ export async function probeRpcs(): Promise<{ bindings: ServiceBinding[]; facts: 
   db.connect = noDb as never;
   const log = pino({ level: "silent" });
   const telemetry = new Telemetry();
-  const derived = new Projector(db, log, telemetry, { delayMs: 0, pollMs: 1000 });
-  derived.settle = noDb;
   const deps = {
     config,
     db,
     log,
     clock: () => new Date(),
-    hooks: new Hooks(),
-    derived,
     telemetry,
     pressure: new IngestPressure(),
     limits: { take: limit, hit: limit, refund: noDb, close: async () => undefined, rules: {} },

@@ -2,11 +2,9 @@ import type { Logger } from "pino";
 import type { Config } from "../config/index.js";
 import type { Db } from "../storage/db.js";
 import type { Clock } from "../shared/clock.js";
-import type { Hooks } from "../shared/hooks.js";
 import type { Telemetry } from "../shared/telemetry.js";
 import type { IngestPressure } from "../shared/pressure.js";
 import type { Authenticator } from "../auth/principal.js";
-import type { Projector } from "../shared/derived.js";
 import type { RateLimiter } from "../shared/ratelimit.js";
 import type { TemporalLink } from "../temporal/link.js";
 
@@ -16,9 +14,6 @@ export interface Deps {
   db: Db;
   log: Logger;
   clock: Clock;
-  hooks: Hooks;
-  /** Derived records (users, groups, rollups) projected from stored events; settle() before reading them. */
-  derived: Projector;
   /** Resolves credentials and project access for every handler. */
   auth: Authenticator;
   /** Signs session cookies (from SESSION_SECRET or DATA_DIR). */

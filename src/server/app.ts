@@ -11,8 +11,6 @@ import { systemClock, type Clock } from "../shared/clock.js";
 import { clientInfoKey, type ClientInfo } from "../shared/context.js";
 import type { Deps } from "../platform/deps.js";
 import { guardImpl, type Feature } from "../shared/feature.js";
-import { Hooks } from "../shared/hooks.js";
-import { Projector } from "../shared/derived.js";
 import { Telemetry } from "../shared/telemetry.js";
 import { IngestPressure } from "../shared/pressure.js";
 import { createRateLimiter } from "../shared/ratelimit.js";
@@ -92,8 +90,6 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
     db,
     log,
     clock,
-    hooks: new Hooks(),
-    derived: new Projector(db, log, telemetry, { delayMs: config.ingest.derivedDelayMs, pollMs: 1000 }),
     telemetry,
     pressure: new IngestPressure(),
     limits: createRateLimiter(config, log, clock, telemetry),
@@ -191,8 +187,7 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
     },
     async listen(port = config.port) {
       if (!started) {
-        // Every node that ingests projects its own commits; every node also picks up leftovers.
-        deps.derived.start();
+        for (const f of features) f.startEveryRole?.();
         if (workerRole) for (const f of features) await f.start?.();
         started = true;
       }
@@ -211,7 +206,6 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
       await Promise.all([listener?.close(), grpcListener?.close(), metricsListener?.close()]);
       shutdown.abort();
       for (const f of [...features].reverse()) await f.stop?.().catch((err) => log.error({ err, feature: f.name }, "feature stop failed"));
-      await deps.derived.stop();
       // After every feature: the uptime writer's last wakes and the webhook hand-overs use it.
       await deps.temporal?.close();
       await deps.limits.close();

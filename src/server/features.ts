@@ -1,31 +1,66 @@
+import { Registry } from "../analytics/registry.js";
+import { rollupProjection } from "../analytics/rollups.js";
 import { createAnalyticsFeature } from "../analytics/service.js";
 import { createAuthFeature } from "../auth/service.js";
 import { createEventsFeature } from "../events/service.js";
+import { userHoursProjection } from "../events/user-hours.js";
+import { identityProjection } from "../identity/projection.js";
 import { createIdentityFeature } from "../identity/service.js";
+import { metricsCommitting } from "../metrics/committing.js";
 import { createMetricsFeature } from "../metrics/service.js";
 import { createProjectsFeature } from "../projects/service.js";
 import type { Deps } from "../platform/deps.js";
 import type { Feature } from "../shared/feature.js";
 import { createWebhooksFeature } from "../webhooks/service.js";
+import { SubscriptionCache } from "../webhooks/subscriptions.js";
+import { createTriggers } from "../webhooks/triggers.js";
 import { createTemporalFeature } from "../temporal/worker.js";
 import { createUptimeFeature } from "../uptime/feature.js";
 import { createHealthFeature } from "./health.js";
 
-// Every feature of the service, in start order. A feature adds its line here.
+// Every feature of the service, and what runs between them. A feature adds its line here.
 export async function createFeatures(deps: Deps): Promise<Feature[]> {
-  const events = createEventsFeature(deps);
-  const worker = createTemporalFeature(deps, deps.temporal);
+  // Participants that features share, built before the features that run or read them.
+  const slots = new Registry(deps.db); // analytics: which data keys have a typed slot
+  const subscriptions = new SubscriptionCache(); // webhooks: which webhooks watch which event types
+  const webhookTriggers = createTriggers(deps, subscriptions);
+
+  // The ingest pipeline (contracts: src/events/pipeline.ts). For every group of accepted events:
+  // - `preparing` runs in order inside the ingest transaction BEFORE the insert (may set slots);
+  // - `committing` runs in order inside the same transaction AFTER the insert: what must commit
+  //   with the events or not at all. A throw fails the group; each caller is then retried alone;
+  // - `projections` are NOT run in the transaction: their deltas are stored with the events and
+  //   the projector (events.derived) applies them after the commit; readers settle() first.
+  // A small group is written by ONE guarded statement instead of a transaction only when every
+  // preparing step answers from its cache (`cached`) and every committing step is `idle` for it;
+  // a step without them always takes the transaction path.
+  const events = createEventsFeature(deps, {
+    preparing: [slots.prepare],
+    committing: [metricsCommitting, webhookTriggers.events],
+    projections: [userHoursProjection, identityProjection, rollupProjection],
+  });
+  const identity = createIdentityFeature(deps, events.derived);
+  const analytics = createAnalyticsFeature(deps, { registry: slots, derived: events.derived });
+  const metrics = createMetricsFeature(deps, events.ingestor);
+  const webhooks = createWebhooksFeature(deps, subscriptions);
+  // Incident transitions run these inside the transaction that opens or resolves the incident.
+  const uptime = createUptimeFeature(deps, [webhookTriggers.incidents]);
+  // The Temporal worker (only with TEMPORAL_ADDRESS) serves the activities of the features that
+  // own workflows (workflows/).
+  const worker = createTemporalFeature(deps, deps.temporal, { deadlines: uptime.activities, uptime: uptime.activities, webhooks: webhooks.activities });
+
+  // In start order (stopped in reverse).
   return [
     createHealthFeature(deps, () => worker.state()),
     createAuthFeature(deps),
     createProjectsFeature(deps),
     events,
-    createIdentityFeature(deps),
-    createAnalyticsFeature(deps),
-    createMetricsFeature(deps, events.ingestor),
-    createWebhooksFeature(deps),
-    createUptimeFeature(deps),
-    // Last: the Temporal worker (only with TEMPORAL_ADDRESS) starts once every feature is ready.
+    identity,
+    analytics,
+    metrics,
+    webhooks,
+    uptime,
+    // Last: the Temporal worker starts once every feature is ready.
     worker,
   ];
 }

@@ -25,6 +25,8 @@ export interface ServiceBinding {
 export interface Feature {
   name: string;
   services: ServiceBinding[];
+  /** Background work every node runs, whatever its ROLE (the projector of derived records); before `start`. */
+  startEveryRole?(): void;
   /** Background work (schedulers, delivery workers); runs where ROLE is `worker` or `all`. */
   start?(): Promise<void>;
   /** Stops background work and flushes what was accepted. */

@@ -1,10 +1,8 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundleWithSourceMap } from "@temporalio/worker";
-import type { Deps } from "../platform/deps.js";
+import type { Logger } from "pino";
 import type { Feature } from "../shared/feature.js";
-import { createUptimeActivities } from "../uptime/activities.js";
-import { createWebhookActivities } from "../webhooks/temporal.js";
 import { connectionOptions, type TemporalLink } from "./link.js";
 import { installTemporalRuntime } from "./runtime.js";
 
@@ -24,6 +22,16 @@ export const WORKFLOWS_PATH = path.resolve(path.dirname(fileURLToPath(import.met
 
 export type WorkerState = "off" | "connecting" | "running" | "unavailable" | "stopped";
 
+/**
+ * The activities each task queue's worker serves, given by the features that own the workflows
+ * (uptime: the deadline scan and monitors; webhooks: deliveries), wired in server/features.ts.
+ */
+export interface QueueActivities {
+  deadlines: object;
+  uptime: object;
+  webhooks: object;
+}
+
 export interface TemporalWorkerFeature extends Feature {
   state(): WorkerState;
 }
@@ -42,7 +50,7 @@ export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
   return bundle;
 }
 
-export function createTemporalFeature(deps: Deps, link: TemporalLink | undefined): TemporalWorkerFeature {
+export function createTemporalFeature(deps: { log: Logger }, link: TemporalLink | undefined, activities: QueueActivities): TemporalWorkerFeature {
   let state: WorkerState = "off";
   let stopping = false;
   let workers: Worker[] = [];
@@ -72,7 +80,7 @@ export function createTemporalFeature(deps: Deps, link: TemporalLink | undefined
           await Worker.create({
             ...common,
             taskQueue: queues.deadlines,
-            activities: createUptimeActivities(deps),
+            activities: activities.deadlines,
             maxConcurrentWorkflowTaskExecutions: 2,
             maxConcurrentLocalActivityExecutions: 2,
             maxConcurrentActivityTaskExecutions: 1,
@@ -83,7 +91,7 @@ export function createTemporalFeature(deps: Deps, link: TemporalLink | undefined
           await Worker.create({
             ...common,
             taskQueue: queues.uptime,
-            activities: createUptimeActivities(deps),
+            activities: activities.uptime,
             maxConcurrentLocalActivityExecutions: cfg.uptimeConcurrency,
             maxConcurrentActivityTaskExecutions: 16,
           }),
@@ -92,7 +100,7 @@ export function createTemporalFeature(deps: Deps, link: TemporalLink | undefined
           await Worker.create({
             ...common,
             taskQueue: queues.webhooks,
-            activities: createWebhookActivities(deps),
+            activities: activities.webhooks,
             maxConcurrentActivityTaskExecutions: cfg.webhookConcurrency,
             maxConcurrentLocalActivityExecutions: 32,
           }),

@@ -1,4 +1,4 @@
-import type { Deps } from "../platform/deps.js";
+import type { UptimeDeps } from "./deps.js";
 import { checkDeadlines } from "./detect.js";
 import type { MonitorStatus } from "./model.js";
 import { enqueueWakes } from "./wake.js";
@@ -35,7 +35,7 @@ export interface DeadlineCheckV1 {
   opened: boolean;
 }
 
-export function createUptimeActivities(deps: Deps) {
+export function createUptimeActivities(deps: UptimeDeps) {
   const check = async (monitorId: string) => {
     const now = deps.clock();
     const r = await checkDeadlines(deps, [monitorId], now);

@@ -1,4 +1,4 @@
-import type { Deps } from "../platform/deps.js";
+import type { UptimeDeps } from "./deps.js";
 import { tx } from "../storage/db.js";
 import { openIncidents } from "./incidents.js";
 import { evaluateDeadline, markDown } from "./model.js";
@@ -18,7 +18,7 @@ export interface CheckResult {
   found: Map<string, { status: MonitorRow["status"]; slug: string }>;
 }
 
-export async function checkDeadlines(deps: Deps, ids: string[], now: Date): Promise<CheckResult> {
+export async function checkDeadlines(deps: UptimeDeps, ids: string[], now: Date): Promise<CheckResult> {
   const next = new Map<string, number | null>();
   const opened: string[] = [];
   const found = new Map<string, { status: MonitorRow["status"]; slug: string }>();

@@ -1,6 +1,8 @@
-import type { Deps } from "../platform/deps.js";
+import type { UptimeDeps } from "./deps.js";
 import type { Feature } from "../shared/feature.js";
+import { createUptimeActivities, type UptimeActivities } from "./activities.js";
 import { HeartbeatWriter } from "./heartbeats.js";
+import type { IncidentListener } from "./incidents.js";
 import { EmbeddedScheduler } from "./scheduler.js";
 import { uptimeService } from "./service.js";
 import { TemporalDeadlineRunner } from "./temporal-runner.js";
@@ -14,9 +16,15 @@ import { DAY_MS, HOUR_MS } from "../shared/time.js";
 export interface UptimeFeature extends Feature {
   runner: DeadlineRunner;
   writer: HeartbeatWriter;
+  /** The listeners of incident transitions this feature was wired with (the same list). */
+  incidentListeners: IncidentListener[];
+  /** The activities the Temporal worker serves on the deadlines and uptime queues (server/features.ts). */
+  activities: UptimeActivities;
 }
 
-export function createUptimeFeature(deps: Deps): UptimeFeature {
+/** `incidentListeners`: run inside the transaction that opens or resolves an incident (server/features.ts). */
+export function createUptimeFeature(base: Omit<UptimeDeps, "incidentListeners">, incidentListeners: IncidentListener[]): UptimeFeature {
+  const deps: UptimeDeps = { ...base, incidentListeners };
   const runner: DeadlineRunner = deps.temporal ? new TemporalDeadlineRunner(deps, deps.temporal) : new EmbeddedScheduler(deps);
   const writer = new HeartbeatWriter(deps, (changes) => runner.changed(changes));
   const rawRetentionMs = deps.config.uptime.rawRetentionDays * DAY_MS;
@@ -35,6 +43,8 @@ export function createUptimeFeature(deps: Deps): UptimeFeature {
     name: "uptime",
     runner,
     writer,
+    incidentListeners,
+    activities: createUptimeActivities(deps),
     services: [uptimeService(deps, { writer, changed: (c) => runner.changed(c), rawRetentionMs })],
     async start() {
       await runner.start();

@@ -1,5 +1,5 @@
 import type { PoolClient } from "pg";
-import type { Deps } from "../platform/deps.js";
+import type { UptimeDeps } from "./deps.js";
 import { newId } from "../shared/ids.js";
 import { tx } from "../storage/db.js";
 import { lockMonitorCreation, monitorCapReached, monitorCounts } from "./cap.js";
@@ -59,7 +59,7 @@ export class HeartbeatWriter {
    */
   private known = new Map<string, MonitorRow>();
 
-  constructor(private readonly deps: Deps, private readonly onCommitted: (changes: DeadlineChange[]) => void) {}
+  constructor(private readonly deps: UptimeDeps, private readonly onCommitted: (changes: DeadlineChange[]) => void) {}
 
   submit(req: HeartbeatRequest): Promise<HeartbeatAnswer> {
     return new Promise((resolve, reject) => {

@@ -1,5 +1,5 @@
 import type { PoolClient } from "pg";
-import type { Deps } from "../platform/deps.js";
+import type { Telemetry } from "../shared/telemetry.js";
 import { newId } from "../shared/ids.js";
 import { toIncident, toMonitor, type IncidentRow, type MonitorRow } from "./store.js";
 
@@ -8,6 +8,25 @@ import { toIncident, toMonitor, type IncidentRow, type MonitorRow } from "./stor
 // transaction that inserts its incident_notifications row: at most once per incident and transition.
 
 export type NoticeKind = "started" | "recovered";
+
+/** An incident transition, handed to the listeners inside the transaction that made it. */
+export interface IncidentNotice {
+  type: "incident.started" | "incident.recovered";
+  projectId: string;
+  /** Unique per incident and transition: used to deliver at most once. */
+  dedupeKey: string;
+  payload: Record<string, unknown>;
+  at: Date;
+}
+
+/** Runs inside the transaction that opens or resolves an incident (wired in server/features.ts: webhooks). */
+export type IncidentListener = (client: PoolClient, notice: IncidentNotice) => Promise<void>;
+
+export interface IncidentDeps {
+  /** In order, for every notice this transaction fires. */
+  incidentListeners: readonly IncidentListener[];
+  telemetry: Pick<Telemetry, "incidents">;
+}
 
 export interface OpenItem {
   monitor: MonitorRow;
@@ -20,7 +39,7 @@ export interface ResolveItem {
 }
 
 /** Opens one incident per item (none when the monitor already has an open one). */
-export async function openIncidents(deps: Deps, c: PoolClient, items: OpenItem[], now: Date): Promise<IncidentRow[]> {
+export async function openIncidents(deps: IncidentDeps, c: PoolClient, items: OpenItem[], now: Date): Promise<IncidentRow[]> {
   if (!items.length) return [];
   const r = await c.query<IncidentRow>(
     `INSERT INTO incidents (id, monitor_id, project_id, started_at, created_at, updated_at)
@@ -37,7 +56,7 @@ export async function openIncidents(deps: Deps, c: PoolClient, items: OpenItem[]
 }
 
 /** Resolves each item's open incident at endedAt (never before it started). */
-export async function resolveIncidents(deps: Deps, c: PoolClient, items: ResolveItem[], now: Date, opts: { notify: boolean }): Promise<IncidentRow[]> {
+export async function resolveIncidents(deps: IncidentDeps, c: PoolClient, items: ResolveItem[], now: Date, opts: { notify: boolean }): Promise<IncidentRow[]> {
   if (!items.length) return [];
   const r = await c.query<IncidentRow>(
     `UPDATE incidents i
@@ -57,7 +76,7 @@ export async function resolveIncidents(deps: Deps, c: PoolClient, items: Resolve
   return r.rows;
 }
 
-async function notify(deps: Deps, c: PoolClient, kind: NoticeKind, list: { incident: IncidentRow; monitor: MonitorRow }[], now: Date): Promise<void> {
+async function notify(deps: IncidentDeps, c: PoolClient, kind: NoticeKind, list: { incident: IncidentRow; monitor: MonitorRow }[], now: Date): Promise<void> {
   if (!list.length) return;
   const ins = await c.query<{ incident_id: string }>(
     `INSERT INTO incident_notifications (incident_id, kind, created_at)
@@ -68,12 +87,13 @@ async function notify(deps: Deps, c: PoolClient, kind: NoticeKind, list: { incid
   const inserted = new Set(ins.rows.map((r) => r.incident_id));
   for (const { incident, monitor } of list) {
     if (!inserted.has(incident.id)) continue;
-    await deps.hooks.runIncident(c, {
+    const notice: IncidentNotice = {
       type: kind === "started" ? "incident.started" : "incident.recovered",
       projectId: monitor.project_id,
       dedupeKey: `${incident.id}:${kind}`,
       payload: { incident: toIncident(incident), monitor: toMonitor(monitor, now) },
       at: kind === "started" ? incident.started_at : (incident.ended_at ?? now),
-    });
+    };
+    for (const listener of deps.incidentListeners) await listener(c, notice);
   }
 }

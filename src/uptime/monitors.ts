@@ -1,5 +1,5 @@
 import type { PoolClient } from "pg";
-import type { Deps } from "../platform/deps.js";
+import type { UptimeDeps } from "./deps.js";
 import { conflict, notFound } from "../shared/errors.js";
 import { newId } from "../shared/ids.js";
 import { isUniqueViolation } from "../shared/pg-errors.js";
@@ -27,7 +27,7 @@ export type UpdateInput = Partial<CreateInput>;
 
 type Changed = (changes: DeadlineChange[]) => void;
 
-export async function createMonitor(deps: Deps, projectId: string, input: CreateInput): Promise<MonitorRow> {
+export async function createMonitor(deps: UptimeDeps, projectId: string, input: CreateInput): Promise<MonitorRow> {
   const now = deps.clock();
   const max = deps.config.uptime.maxMonitorsPerProject;
   return tx(deps.db, async (c) => {
@@ -61,7 +61,7 @@ async function insertMonitor(c: PoolClient, projectId: string, input: CreateInpu
   return r.rows[0];
 }
 
-async function change(deps: Deps, projectId: string, id: string, changed: Changed, fn: (c: PoolClient, row: MonitorRow, now: Date) => Promise<MonitorState | undefined>): Promise<MonitorRow> {
+async function change(deps: UptimeDeps, projectId: string, id: string, changed: Changed, fn: (c: PoolClient, row: MonitorRow, now: Date) => Promise<MonitorState | undefined>): Promise<MonitorRow> {
   const now = deps.clock();
   const { row, delta } = await tx(deps.db, async (c) => {
     const before = await monitorById(c, projectId, id, true);
@@ -81,7 +81,7 @@ async function change(deps: Deps, projectId: string, id: string, changed: Change
   return row;
 }
 
-export async function updateMonitor(deps: Deps, projectId: string, id: string, input: UpdateInput, changed: Changed): Promise<MonitorRow> {
+export async function updateMonitor(deps: UptimeDeps, projectId: string, id: string, input: UpdateInput, changed: Changed): Promise<MonitorRow> {
   try {
     return await change(deps, projectId, id, changed, async (c, row) => {
       const sets: string[] = [];
@@ -101,7 +101,7 @@ export async function updateMonitor(deps: Deps, projectId: string, id: string, i
 }
 
 /** Pausing resolves an open incident without a notification and records the pause period. */
-export function pauseMonitor(deps: Deps, projectId: string, id: string, changed: Changed): Promise<MonitorRow> {
+export function pauseMonitor(deps: UptimeDeps, projectId: string, id: string, changed: Changed): Promise<MonitorRow> {
   return change(deps, projectId, id, changed, async (c, row, now) => {
     if (row.status === "paused") return undefined;
     const { next, openIncidentAt, resolveIncidentAt } = applyPause(stateOf(row), now.getTime());
@@ -113,7 +113,7 @@ export function pauseMonitor(deps: Deps, projectId: string, id: string, changed:
 }
 
 /** Resuming gives `unknown`; the deadline counts from the later of the last heartbeat and now. */
-export function resumeMonitor(deps: Deps, projectId: string, id: string, changed: Changed): Promise<MonitorRow> {
+export function resumeMonitor(deps: UptimeDeps, projectId: string, id: string, changed: Changed): Promise<MonitorRow> {
   return change(deps, projectId, id, changed, async (c, row, now) => {
     if (row.status !== "paused") return undefined;
     await c.query("UPDATE monitor_pauses SET resumed_at = $2 WHERE monitor_id = $1 AND resumed_at IS NULL", [id, now]);
@@ -121,7 +121,7 @@ export function resumeMonitor(deps: Deps, projectId: string, id: string, changed
   });
 }
 
-export async function deleteMonitor(deps: Deps, projectId: string, id: string, changed: Changed): Promise<void> {
+export async function deleteMonitor(deps: UptimeDeps, projectId: string, id: string, changed: Changed): Promise<void> {
   const gone: DeadlineChange = { id, deadlineAt: null, wake: false, deleted: true };
   await tx(deps.db, async (c) => {
     const r = await c.query("DELETE FROM monitors WHERE id = $1 AND project_id = $2", [id, projectId]);

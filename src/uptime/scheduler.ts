@@ -1,5 +1,5 @@
 import pg from "pg";
-import type { Deps } from "../platform/deps.js";
+import type { UptimeDeps } from "./deps.js";
 import { checkDeadlines } from "./detect.js";
 import { MinHeap } from "./heap.js";
 import { parseWake, WAKE_CHANNEL, type DeadlineChange, type DeadlineRunner } from "./wake.js";
@@ -36,7 +36,7 @@ export class EmbeddedScheduler implements DeadlineRunner {
   private listener: pg.Client | undefined;
   private reconnect: NodeJS.Timeout | undefined;
 
-  constructor(private readonly deps: Deps, private readonly opts: SchedulerOptions = { horizonMs: 60_000, rescanMs: 30_000 }) {}
+  constructor(private readonly deps: UptimeDeps, private readonly opts: SchedulerOptions = { horizonMs: 60_000, rescanMs: 30_000 }) {}
 
   async start(): Promise<void> {
     this.running = true;

@@ -1,6 +1,6 @@
 import type { HandlerContext } from "@connectrpc/connect";
 import { UptimeService } from "../../gen/vigil/v1/uptime_pb.js";
-import type { Deps } from "../platform/deps.js";
+import type { UptimeDeps } from "./deps.js";
 import { notFound } from "../shared/errors.js";
 import { unlessProjectGone } from "../shared/gone.js";
 import { validate } from "../shared/validate.js";
@@ -25,7 +25,7 @@ export interface UptimeContext {
 // Proto `optional` fields and unset messages arrive as undefined; zod sees exactly what was sent.
 const present = <T extends object>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 
-export function uptimeService(deps: Deps, u: UptimeContext) {
+export function uptimeService(deps: UptimeDeps, u: UptimeContext) {
   const { db, auth, clock } = deps;
   const scope = (ctx: HandlerContext, projectId: string) => auth.project(ctx, projectId, "data");
   /** Monitor and incident changes count as management writes; heartbeats have their own limit. */

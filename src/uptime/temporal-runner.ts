@@ -1,5 +1,5 @@
 import { WorkflowNotFoundError } from "@temporalio/client";
-import type { Deps } from "../platform/deps.js";
+import type { UptimeDeps } from "./deps.js";
 import { forEachLimited } from "../shared/limited.js";
 import { startPeriodic, type Periodic } from "../shared/periodic.js";
 import type { TemporalLink } from "../temporal/link.js";
@@ -63,7 +63,7 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
   private ensuring: Promise<void> | undefined;
 
   constructor(
-    private readonly deps: Deps,
+    private readonly deps: UptimeDeps,
     private readonly link: TemporalLink,
   ) {}
 

@@ -14,18 +14,24 @@ import { checkTarget, createSchema, decodeCursor, encodeCursor, listSchema, toDe
 import { DeliveryScheduler } from "./scheduler.js";
 import { newWebhookSecret } from "./signature.js";
 import * as store from "./store.js";
-import { SubscriptionCache } from "./subscriptions.js";
-import { createTemporalDispatch, reconcileDeliveries, type TemporalDispatch } from "./temporal.js";
+import type { SubscriptionCache } from "./subscriptions.js";
+import { createTemporalDispatch, createWebhookActivities, reconcileDeliveries, type TemporalDispatch, type WebhookActivities, type WebhookActivitiesV1 } from "./temporal.js";
 import { startPeriodic, type Periodic } from "../shared/periodic.js";
-import { registerTriggers } from "./triggers.js";
 
 // Webhook management (owner or admin), the triggers that enqueue deliveries (events through the
 // outbox and its expander), and the runner that sends them: the embedded scheduler, or Temporal
 // when TEMPORAL_ADDRESS is set.
 
-const SUBSCRIPTION_TTL_MS = 5_000;
+export interface WebhooksFeature extends Feature {
+  /** The delivery activities the Temporal worker serves on the webhooks queue (server/features.ts). */
+  activities: WebhookActivities & WebhookActivitiesV1;
+}
 
-export function createWebhooksFeature(deps: Deps): Feature {
+/**
+ * `cache`: the subscriptions the triggers (triggers.ts, wired into the ingest pipeline and uptime's
+ * incidents in server/features.ts) read; this feature invalidates it when webhooks change.
+ */
+export function createWebhooksFeature(deps: Pick<Deps, "db" | "clock" | "auth" | "config" | "limits" | "log" | "telemetry" | "pressure" | "temporal">, cache: SubscriptionCache): WebhooksFeature {
   const { db, clock, auth, config, limits } = deps;
   /** Management writes count per project (RATE_LIMIT_WRITES_PER_MINUTE); test and retry send requests (RATE_LIMIT_WEBHOOK_SENDS_PER_MINUTE). */
   const admin = async (ctx: HandlerContext, projectId: string, limit: "writes" | "webhookSends") => {
@@ -33,8 +39,6 @@ export function createWebhooksFeature(deps: Deps): Feature {
     await limits.take(limit, scope.projectId);
     return scope;
   };
-  const cache = new SubscriptionCache(SUBSCRIPTION_TTL_MS);
-  registerTriggers(deps, cache);
 
   let temporal: TemporalDispatch | undefined;
   let reconciler: Periodic | undefined;
@@ -74,6 +78,7 @@ export function createWebhooksFeature(deps: Deps): Feature {
 
   return {
     name: "webhooks",
+    activities: createWebhookActivities(deps),
     services: [
       {
         desc: WebhookService,

@@ -15,12 +15,15 @@ interface Entry {
   subs: Subscription[];
 }
 
+/** How long a project's cached subscriptions are trusted without a change notice. */
+export const SUBSCRIPTION_TTL_MS = 5_000;
+
 export class SubscriptionCache {
   private readonly entries = new Map<string, Entry>();
   /** Bumped by every invalidation: a load that started before it does not store its result. */
   private generation = 0;
 
-  constructor(private readonly ttlMs: number, private readonly nowMs: () => number = Date.now) {}
+  constructor(private readonly ttlMs = SUBSCRIPTION_TTL_MS, private readonly nowMs: () => number = Date.now) {}
 
   invalidate(projectId?: string): void {
     this.generation++;

@@ -1,5 +1,6 @@
+import type { CommittingStep, StoredEvent } from "../events/pipeline.js";
 import type { Deps } from "../platform/deps.js";
-import type { IncidentNotice, StoredEvent } from "../shared/hooks.js";
+import type { IncidentListener, IncidentNotice } from "../uptime/incidents.js";
 import { newId } from "../shared/ids.js";
 import type { PoolClient } from "pg";
 import { insertOutbox, type OutboxRow } from "./outbox.js";
@@ -7,7 +8,8 @@ import { insertNoticeDeliveries } from "./store.js";
 import type { SubscriptionCache } from "./subscriptions.js";
 
 // Deliveries are enqueued inside the transaction that stores their cause, so they commit (or not)
-// with it. Events: from the subscription cache, nothing at all when no webhook watches the types,
+// with it: `events` is a committing step of the ingest pipeline, `incidents` a listener of uptime's
+// incident transitions (both wired in server/features.ts). Events: from the subscription cache, nothing at all when no webhook watches the types,
 // else ONE outbox row per watching webhook for the whole ingest batch (its matching events as
 // arrays), in one INSERT; the expander (expander.ts) turns it into deliveries after the commit.
 // Incidents: deliveries at once, once per (webhook, dedupe key), enforced by a unique index, so
@@ -28,34 +30,39 @@ export function outboxForEvents(events: StoredEvent[], subs: Map<string, { webho
   return [...rows.values()];
 }
 
-export function registerTriggers(deps: Deps, cache: SubscriptionCache): void {
-  const limit = () => deps.config.webhooks.maxAttempts;
+export interface WebhookTriggers {
+  /** The ingest pipeline's committing step: outbox rows for the events webhooks watch. */
+  events: CommittingStep;
+  /** Uptime's incident listener: a delivery per watching webhook, once per dedupe key. */
+  incidents: IncidentListener;
+}
 
-  deps.hooks.eventsCommitting.push(
-    Object.assign(
-      async (client: PoolClient, events: StoredEvent[]) => {
+/** `cache`: the webhooks feature's subscription cache (it invalidates it on changes). */
+export function createTriggers(deps: Pick<Deps, "config" | "clock">, cache: SubscriptionCache): WebhookTriggers {
+  const limit = () => deps.config.webhooks.maxAttempts;
+  return {
+    events: {
+      name: "webhooks: outbox rows for watched event types",
+      async run(client: PoolClient, events: StoredEvent[]) {
         if (events.length === 0) return;
         const subs = await cache.forProjects(client, events.map((e) => e.projectId));
         const rows = outboxForEvents(events, subs);
         if (rows.length) await insertOutbox(client, rows, deps.clock());
       },
-      {
-        // Idle when the cached subscriptions (the same ones the hook would use) want none of these events.
-        idle: (events: StoredEvent[]) => {
-          const subs = cache.cached(events.map((e) => e.projectId));
-          return subs !== undefined && outboxForEvents(events, subs).length === 0;
-        },
+      // Idle when the cached subscriptions (the same ones `run` would use) want none of these events.
+      idle(events: StoredEvent[]) {
+        const subs = cache.cached(events.map((e) => e.projectId));
+        return subs !== undefined && outboxForEvents(events, subs).length === 0;
       },
-    ),
-  );
-
-  deps.hooks.incident.push(async (client: PoolClient, notice: IncidentNotice) => {
-    await insertNoticeDeliveries(
-      client,
-      { projectId: notice.projectId, eventType: notice.type, eventId: notice.dedupeKey, dedupeKey: notice.dedupeKey, payload: notice.payload },
-      () => newId("whd"),
-      deps.clock(),
-      limit(),
-    );
-  });
+    },
+    async incidents(client: PoolClient, notice: IncidentNotice) {
+      await insertNoticeDeliveries(
+        client,
+        { projectId: notice.projectId, eventType: notice.type, eventId: notice.dedupeKey, dedupeKey: notice.dedupeKey, payload: notice.payload },
+        () => newId("whd"),
+        deps.clock(),
+        limit(),
+      );
+    },
+  };
 }

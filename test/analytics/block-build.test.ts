@@ -3,7 +3,7 @@ import { after, before, describe, it } from "node:test";
 import { assignSlots, backfillSlots } from "../../src/analytics/assign.js";
 import { buildBlock, buildPending, pendingHours } from "../../src/analytics/blocks/build.js";
 import { decodeBlock } from "../../src/analytics/blocks/format.js";
-import { startTestApp, type TestApp } from "../helpers/app.js";
+import { startTestApp, type TestApp, eventsOf } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
 import { ingest } from "../helpers/events.js";
 
@@ -33,7 +33,7 @@ before(async () => {
   await ingest(t.rest, p.key, events(900));
   await assignSlots(db(), p.projectId, new Date(), { sample: 10_000, minShare: 0.01 });
   await backfillSlots(db(), p.projectId, new Date());
-  await t.app.deps.derived.settle(p.projectId);
+  await eventsOf(t.app).derived.settle(p.projectId);
 });
 after(() => t.close());
 
@@ -67,11 +67,11 @@ describe("column block building", () => {
   });
 
   it("a block is refused while the hour's rollups lag its events, and built once they are applied", async () => {
-    await t.app.deps.derived.stop(); // deltas of new events stay pending until a reader settles
+    await eventsOf(t.app).derived.stop(); // deltas of new events stay pending until a reader settles
     await ingest(t.rest, p.key, events(30, 1));
     const hour = T0 + 2 * H;
     assert.equal(await buildBlock(db(), p.projectId, hour, new Date()), false);
-    await t.app.deps.derived.settle(p.projectId);
+    await eventsOf(t.app).derived.settle(p.projectId);
     assert.equal(await buildBlock(db(), p.projectId, hour, new Date()), true);
     const r = await db().query(
       "SELECT b.rows, (SELECT count(*)::int FROM events WHERE project_id = $1 AND ts >= $2 AND ts < $2::timestamptz + interval '1 hour') AS n FROM analytics_blocks b WHERE project_id = $1 AND hour = $2",

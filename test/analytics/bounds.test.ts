@@ -9,7 +9,7 @@ import { AnalyticsService } from "../../gen/vigil/v1/analytics_pb.js";
 import { valueToJson } from "../../src/analytics/value.js";
 import { ApiError } from "../../src/shared/errors.js";
 import { backgroundTx, queryCancellable } from "../../src/storage/db.js";
-import { startTestApp, type TestApp } from "../helpers/app.js";
+import { startTestApp, type TestApp, eventsOf } from "../helpers/app.js";
 import { lockRollups } from "../helpers/db.js";
 import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
 import { ingest } from "../helpers/events.js";
@@ -42,7 +42,7 @@ before(async () => {
   [p, other] = [await project(t.rest), await project(t.rest)];
   await ingest(t.rest, p.key, Array.from({ length: 20 }, (_, i) => ({ type: "view", timestamp: new Date(T0 + i * 60_000).toISOString(), data: { plan: i % 2 ? "pro" : "free" } })));
   await ingest(t.rest, other.key, [{ type: "view", timestamp: new Date(T0).toISOString() }]);
-  for (const f of [p, other]) await t.app.deps.derived.settle(f.projectId);
+  for (const f of [p, other]) await eventsOf(t.app).derived.settle(f.projectId);
   admin = new pg.Client({ connectionString: t.databaseUrl });
   await admin.connect();
 });
@@ -237,7 +237,7 @@ describe("the statement timeout", () => {
     s = await startTestApp({ ...QUIET, STATEMENT_TIMEOUT_MS: "600", ANALYTICS_QUEUE_TIMEOUT_MS: "300", ANALYTICS_MAX_FILTER_NODES: "10" });
     q = await project(s.rest);
     await ingest(s.rest, q.key, [{ type: "view", timestamp: new Date(T0).toISOString() }]);
-    await s.app.deps.derived.settle(q.projectId);
+    await eventsOf(s.app).derived.settle(q.projectId);
   });
   after(() => s.close());
 

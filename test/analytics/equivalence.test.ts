@@ -4,7 +4,7 @@ import pg from "pg";
 import { assignSlots, backfillSlots } from "../../src/analytics/assign.js";
 import { buildPending } from "../../src/analytics/blocks/build.js";
 import { createPool } from "../../src/storage/db.js";
-import { startTestApp, type TestApp } from "../helpers/app.js";
+import { startTestApp, type TestApp, eventsOf } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
 import { ingest } from "../helpers/events.js";
 
@@ -100,7 +100,7 @@ describe("fast paths answer exactly like the JSON path", () => {
     }
   });
   it("rollups equal raw counts", async () => {
-    await fast.app.deps.derived.settle(p.projectId); // rollups are derived records: apply what was accepted
+    await eventsOf(fast.app).derived.settle(p.projectId); // rollups are derived records: apply what was accepted
     const r = await pool.query("SELECT grain, sum(count)::int AS n FROM analytics_rollups WHERE project_id = $1 GROUP BY grain ORDER BY grain", [p.projectId]);
     assert.deepEqual(r.rows.map((x) => x.n), [1200, 1200, 1200]);
   });
@@ -174,7 +174,7 @@ describe("column blocks answer exactly like the JSON path", () => {
     await ingest(fast.rest, q.key, Array.from({ length: 1500 }, cleanEvent));
     await assignSlots(pool, q.projectId, new Date(), { sample: 10_000, minShare: 0.01 });
     await backfillSlots(pool, q.projectId, new Date());
-    await fast.app.deps.derived.settle(q.projectId);
+    await eventsOf(fast.app).derived.settle(q.projectId);
     const built = await buildBlocks(q.projectId);
     assert.ok(built.built >= 70, `blocks built: ${built.built}`);
   });

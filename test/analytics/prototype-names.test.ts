@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { assignSlots, backfillSlots } from "../../src/analytics/assign.js";
 import { buildPending } from "../../src/analytics/blocks/build.js";
-import { startTestApp, type TestApp } from "../helpers/app.js";
+import { startTestApp, type TestApp, eventsOf } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
 import { ingest } from "../helpers/events.js";
 
@@ -105,7 +105,7 @@ describe("prototype-member names as data keys", () => {
     const assigned = await assignSlots(db, p.projectId, new Date(), { sample: 10_000, minShare: 0.01 });
     assert.deepEqual([...assigned].sort(), [...KEYS].sort());
     await backfillSlots(db, p.projectId, new Date());
-    await t.app.deps.derived.settle(p.projectId);
+    await eventsOf(t.app).derived.settle(p.projectId);
     const built = await buildPending(db, p.projectId, () => new Date(), { sealMs: 0, rebuildMs: 0 });
     assert.equal(built.built, 2);
     await new Promise((r) => setTimeout(r, 2100)); // the planner's slot cache (2 s)

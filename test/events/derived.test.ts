@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { rollupDelta } from "../../src/analytics/rollups.js";
-import { mergePacked } from "../../src/identity/hook.js";
-import type { StoredEvent } from "../../src/shared/hooks.js";
-import { startTestApp, type TestApp } from "../helpers/app.js";
+import { mergePacked } from "../../src/identity/projection.js";
+import type { StoredEvent } from "../../src/events/pipeline.js";
+import { startTestApp, type TestApp, eventsOf } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
 
 // Derived records (users, groups, rollups) follow the stored events through `ingest_deltas`
-// (src/shared/derived.ts): written with the events, applied exactly once by a projector, and settled
+// (src/events/projector.ts): written with the events, applied exactly once by a projector, and settled
 // by every reader so an answer never misses an acknowledged event.
 
 let t: TestApp;
@@ -45,7 +45,7 @@ describe("derived records", () => {
   });
 
   it("with the projector stopped, a read settles the project itself: the user and the counts are exact", async () => {
-    await t.app.deps.derived.stop(); // no background projection from here on (kicks are ignored)
+    await eventsOf(t.app).derived.stop(); // no background projection from here on (kicks are ignored)
     await batch([
       { type: "visit", userId: "lazy-1", timestamp: "2024-05-01T10:00:00Z" },
       { type: "$identify", userId: "lazy-1", data: { plan: "pro" }, timestamp: "2024-05-01T10:01:00Z" },
@@ -70,7 +70,7 @@ describe("derived records", () => {
   });
 
   it("concurrent projectors and readers apply every delta exactly once", async () => {
-    const derived = t.app.deps.derived;
+    const derived = eventsOf(t.app).derived;
     const users = 7;
     const rounds = 30;
     const ingest = (async () => {
@@ -89,7 +89,7 @@ describe("derived records", () => {
   });
 
   it("drops the pending deltas of a deleted project instead of failing every later pass", async () => {
-    const derived = t.app.deps.derived;
+    const derived = eventsOf(t.app).derived;
     await derived.stop();
     try {
       const gone = await project(t.rest);

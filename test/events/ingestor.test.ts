@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import pg from "pg";
-import type { Ingestor, NewEvent } from "../../src/shared/ingest.js";
-import { startTestApp, type TestApp } from "../helpers/app.js";
+import type { Ingestor, NewEvent } from "../../src/events/pipeline.js";
+import { eventsOf, startTestApp, type TestApp } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
 
 // The group-commit Ingestor as other features use it (metrics hands it $measure events).
@@ -29,19 +29,20 @@ describe("group commit", () => {
   it("shares one transaction between concurrent callers, runs hooks around the insert, stores slots", async () => {
     const seen: { phase: string; tx: string; visible: number; n: number }[] = [];
     const mine = <E extends { type: string }>(events: E[]) => events.filter((e) => e.type.startsWith("gc-"));
-    t.app.deps.hooks.eventsPreparing.push(async (c, events) => {
+    const pipeline = eventsOf(t.app).pipeline;
+    pipeline.preparing.push({ name: "test", run: async (c, events) => {
       const m = mine(events);
       if (!m.length) return;
       const r = await c.query("SELECT txid_current()::text AS tx, (SELECT count(*) FROM events WHERE type LIKE 'gc-%')::int AS visible");
       seen.push({ phase: "preparing", tx: r.rows[0].tx, visible: r.rows[0].visible, n: m.length });
       for (const e of m) e.slots = { n1: 42.5, s2: "slot" };
-    });
-    t.app.deps.hooks.eventsCommitting.push(async (c, events) => {
+    } });
+    pipeline.committing.push({ name: "test", run: async (c, events) => {
       const m = mine(events);
       if (!m.length) return;
       const r = await c.query("SELECT txid_current()::text AS tx, (SELECT count(*) FROM events WHERE type LIKE 'gc-%')::int AS visible");
       seen.push({ phase: "committing", tx: r.rows[0].tx, visible: r.rows[0].visible, n: m.length });
-    });
+    } });
     const results = await Promise.all(Array.from({ length: 10 }, (_, i) => ingestor.accept(p.projectId, [ev(`gc-${i}`), ev(`gc-${i}`)])));
     assert.equal(results.flat().length, 20);
     const prep = seen.filter((s) => s.phase === "preparing");
@@ -58,9 +59,9 @@ describe("group commit", () => {
   });
 
   it("rejects only the caller whose events a hook refuses; the others are stored", async () => {
-    t.app.deps.hooks.eventsCommitting.push(async (_c, events) => {
+    eventsOf(t.app).pipeline.committing.push({ name: "test", run: async (_c, events) => {
       if (events.some((e) => e.type === "poison")) throw new Error("refused by hook");
-    });
+    } });
     const calls = [ingestor.accept(p.projectId, [ev("fine-1")]), ingestor.accept(p.projectId, [ev("fine-2"), ev("poison")]), ingestor.accept(p.projectId, [ev("fine-3")])];
     const out = await Promise.allSettled(calls);
     assert.deepEqual(out.map((o) => o.status), ["fulfilled", "rejected", "fulfilled"]);

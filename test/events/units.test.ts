@@ -7,8 +7,8 @@ import { MemoryCounterStore, RateLimiter, WINDOW_MS, type LimitRules, verdict } 
 import { likePattern } from "../../src/events/store.js";
 import { uuidv7, uuidv7Time } from "../../src/events/uuidv7.js";
 import { checkEvent, MAX_EVENT_BYTES, REPARSE_GROWTH } from "../../src/events/validate.js";
-import { aggregate } from "../../src/identity/hook.js";
-import type { StoredEvent } from "../../src/shared/hooks.js";
+import { aggregate } from "../../src/identity/projection.js";
+import type { StoredEvent } from "../../src/events/pipeline.js";
 import { jsonProblem } from "../../src/shared/json.js";
 
 describe("uuidv7", () => {

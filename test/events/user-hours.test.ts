@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
-import { startTestApp, type TestApp } from "../helpers/app.js";
+import { startTestApp, type TestApp, eventsOf } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
 import { ingest as ingestAll, pageAllEvents } from "../helpers/events.js";
 import { minuteRanges, userHoursDelta } from "../../src/events/user-hours.js";
-import type { StoredEvent } from "../../src/shared/hooks.js";
+import type { StoredEvent } from "../../src/events/pipeline.js";
 
 // The userId path of the event list reads event_user_hours (a derived record) and then each hour
 // through the primary key. Its pages must equal the unfiltered list restricted to the user.
@@ -77,7 +77,7 @@ describe("listing events by userId (event_user_hours)", () => {
 
   it("sees events acknowledged just before the read, with the projector stopped (the read settles)", async () => {
     const q = await project(t.rest);
-    await t.app.deps.derived.stop();
+    await eventsOf(t.app).derived.stop();
     try {
       const r = await t.rest.post("/v1/events/batch", { events: [{ type: "fresh", userId: "new-user" }, { type: "fresh", userId: "new-user", timestamp: "2024-01-01T00:00:00Z" }] }, { key: q.key });
       assert.equal(r.status, 202, r.text);
@@ -85,13 +85,13 @@ describe("listing events by userId (event_user_hours)", () => {
       assert.equal(list.status, 200, list.text);
       assert.equal(list.body.data.length, 2);
     } finally {
-      t.app.deps.derived.start();
+      eventsOf(t.app).derived.start();
     }
   });
 
   it("the migration's backfill of existing events yields the same rows as the projection", async () => {
     const db = t.app.deps.db;
-    await t.app.deps.derived.settle(p.projectId);
+    await eventsOf(t.app).derived.settle(p.projectId);
     const rows = async () => (await db.query("SELECT user_id, hour, minutes::text FROM event_user_hours WHERE project_id = $1 ORDER BY 1, 2", [p.projectId])).rows;
     const projected = await rows();
     assert.equal(projected.filter((r) => r.user_id === "walker").length, 300);

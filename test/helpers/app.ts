@@ -4,7 +4,9 @@ import path from "node:path";
 import pino, { type Logger } from "pino";
 import { parseConfig } from "../../src/config/index.js";
 import { buildApp, type App } from "../../src/server/app.js";
+import type { EventsFeature } from "../../src/events/service.js";
 import type { Clock } from "../../src/shared/clock.js";
+import type { UptimeFeature } from "../../src/uptime/feature.js";
 import { createTestDatabase } from "./db.js";
 import { RestClient } from "./rest.js";
 import { temporalPassEnv } from "./temporal.js";
@@ -18,6 +20,16 @@ export interface TestApp {
   /** http://127.0.0.1:<METRICS_PORT> (a random port unless the test sets one); undefined when off. */
   metricsUrl?: string;
   close(): Promise<void>;
+}
+
+/** The app's events feature: its ingestor, its ingest pipeline (tests may add steps) and its projector (`derived`). */
+export function eventsOf(app: App): EventsFeature {
+  return app.features.find((f) => f.name === "events") as EventsFeature;
+}
+
+/** The app's uptime feature (tests may add incident listeners). */
+export function uptimeOf(app: App): UptimeFeature {
+  return app.features.find((f) => f.name === "uptime") as UptimeFeature;
 }
 
 /** A real Vigil listening on 127.0.0.1:<random port>, on a fresh database. */

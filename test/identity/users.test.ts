@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import pg from "pg";
-import { startTestApp, type TestApp } from "../helpers/app.js";
+import { startTestApp, type TestApp, eventsOf } from "../helpers/app.js";
 import { errorBody, project, signup, type ProjectFixture } from "../helpers/fixtures.js";
 
 let t: TestApp;
@@ -72,7 +72,7 @@ describe("users from events", () => {
     const q = await project(t.rest);
     await batch(q, [{ type: "$group", groupId: "acme", data: { name: "Acme", size: 10 } }]);
     await batch(q, [{ type: "$group", groupId: "acme", data: { size: 12, plan: "team" } }, { type: "click", groupId: "acme" }]);
-    await t.app.deps.derived.settle(q.projectId); // groups are derived records (no read endpoint settles them)
+    await eventsOf(t.app).derived.settle(q.projectId); // groups are derived records (no read endpoint settles them)
     const db = new pg.Client({ connectionString: t.databaseUrl });
     await db.connect();
     try {

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { metricPoints, registryDeltas, rollupRows } from "../../src/metrics/hook.js";
+import { metricPoints, registryDeltas, rollupRows } from "../../src/metrics/committing.js";
 import { DAY_MS as DAY, HOUR_MS as HOUR, MINUTE_MS as MINUTE } from "../../src/shared/time.js";
 import { INTERVALS, bucketStart, defaultAggregation, fromMoments, planSegments, type Interval } from "../../src/metrics/model.js";
 import { checkMetric } from "../../src/metrics/validate.js";
-import type { StoredEvent } from "../../src/shared/hooks.js";
+import type { StoredEvent } from "../../src/events/pipeline.js";
 
 // Pure functions of the metrics domain, with hand-computed answers.
 

@@ -1,5 +1,5 @@
-import type { IncidentNotice } from "../../src/shared/hooks.js";
-import type { TestApp } from "../helpers/app.js";
+import type { IncidentNotice } from "../../src/uptime/incidents.js";
+import { uptimeOf, type TestApp } from "../helpers/app.js";
 
 // Helpers of the uptime tests: bounded polling and a recorder of the incident hook's notices.
 
@@ -14,10 +14,10 @@ export async function waitFor<T>(fn: () => Promise<T | undefined | false>, timeo
   }
 }
 
-/** Records every incident notice the app's hooks are asked to deliver (as the webhooks feature would). */
+/** Records every incident notice the app's listeners are handed (as the webhooks feature is). */
 export function recordNotices(t: TestApp): IncidentNotice[] {
   const seen: IncidentNotice[] = [];
-  t.app.deps.hooks.incident.push(async (_c, n) => {
+  uptimeOf(t.app).incidentListeners.push(async (_c, n) => {
     seen.push(n);
   });
   return seen;

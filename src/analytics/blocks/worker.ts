@@ -9,7 +9,7 @@ import { buildPending, type BuildOptions } from "./build.js";
 
 const PASS_BUDGET_MS = 5_000;
 
-export function startBlockWorker(deps: Deps): Periodic {
+export function startBlockWorker(deps: Pick<Deps, "db" | "log" | "clock" | "config">): Periodic {
   const { db, log, clock, config } = deps;
   const opts: BuildOptions = { sealMs: config.analytics.blockSealMs, rebuildMs: 60_000 };
   return startPeriodic(log, "analytics block pass", config.analytics.blockIntervalMs, async (stopped) => {

@@ -1,10 +1,10 @@
 import type { PoolClient } from "pg";
-import type { DerivedProjection } from "../shared/derived.js";
-import type { StoredEvent } from "../shared/hooks.js";
+import type { Projection, StoredEvent } from "../events/pipeline.js";
 import { newId } from "../shared/ids.js";
 import { assignJson } from "../shared/objects.js";
 
-// Identities driven from stored events, as a derived projection (shared/derived.ts): the ingest
+// Identities driven from stored events, as a projection of the ingest pipeline (events/pipeline.ts,
+// applied by events/projector.ts; wired in server/features.ts): the ingest
 // transaction stores each group's per-key aggregates with its events (so a crash can never leave an
 // accepted event without its user or group), and the projector merges many groups into one upsert
 // per user or group, written sorted by key so that concurrent transactions lock rows in one order.
@@ -103,7 +103,7 @@ export function mergePacked(projectId: string, lists: Packed[][]): IdentityAgg[]
   return [...byKey.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
 }
 
-export const identityProjection: DerivedProjection<IdentityDelta> = {
+export const identityProjection: Projection<IdentityDelta> = {
   name: "identity",
   delta(events) {
     const u = aggregate(events, (e) => e.userId, "$identify");

@@ -1,9 +1,10 @@
 import type { PoolClient } from "pg";
-import type { EventsCommittingHook, StoredEvent } from "../shared/hooks.js";
+import type { CommittingStep, StoredEvent } from "../events/pipeline.js";
 import { LEVELS, OP_CODE, OP_OF_EVENT, bucketStart, metricTypeOf, signed, type MetricType, type Operation } from "./model.js";
 
-// The eventsCommitting hook: inside the ingest transaction, right after the events are inserted,
-// the $measure/$increment/$decrement events among them become metric points, minute/hour/day
+// A committing step of the ingest pipeline (events/pipeline.ts; wired in server/features.ts):
+// inside the ingest transaction, right after the events are inserted, the
+// $measure/$increment/$decrement events among them become metric points, minute/hour/day
 // rollups, and the registry's running total and latest value. Committed with the events or not
 // at all: nothing lost, nothing twice (a point's key holds its event id).
 
@@ -177,9 +178,10 @@ export async function recordMetricEvents(client: PoolClient, events: StoredEvent
   return kept.length;
 }
 
-export const metricsCommittingHook: EventsCommittingHook = Object.assign(
-  async (client: PoolClient, events: StoredEvent[]) => {
+export const metricsCommitting: CommittingStep = {
+  name: "metrics: points and rollups of $measure/$increment/$decrement",
+  async run(client: PoolClient, events: StoredEvent[]) {
     await recordMetricEvents(client, events);
   },
-  { idle: (events: StoredEvent[]) => metricPoints(events).length === 0 },
-);
+  idle: (events: StoredEvent[]) => metricPoints(events).length === 0,
+};

@@ -1,11 +1,12 @@
 import type { PoolClient } from "pg";
 import { tx, type Db } from "../storage/db.js";
 import type { Logger } from "pino";
-import type { StoredEvent } from "./hooks.js";
-import type { Telemetry } from "./telemetry.js";
+import type { Telemetry } from "../shared/telemetry.js";
+import type { DerivedRecords, Projection, StoredEvent } from "./pipeline.js";
 
-// Derived records (users, groups, analytics rollups) are maintained from stored events AFTER
-// acceptance, so that concurrent ingest transactions never wait on each other's hot rows:
+// Derived records (the pipeline's `projections`, pipeline.ts: user hours, users and groups,
+// analytics rollups) are maintained from stored events AFTER acceptance, so that concurrent
+// ingest transactions never wait on each other's hot rows:
 // - the ingest transaction stores the events and, per project, ONE row of `ingest_deltas` holding
 //   each projection's aggregated delta of that group (delta(): pure);
 // - the Projector applies rows and deletes them in the same transaction (exactly once; a crash
@@ -14,15 +15,6 @@ import type { Telemetry } from "./telemetry.js";
 // - a reader of derived records first settles its project (settle()): it applies that project's
 //   pending rows itself, waiting for a projector that holds some, so an answer never misses an
 //   event that was acknowledged before the read began.
-
-export interface DerivedProjection<D = unknown> {
-  /** Key of this projection's delta in a row's JSON. */
-  name: string;
-  /** Pure: the JSON-serializable delta of one project's events, or null when they change nothing. */
-  delta(events: StoredEvent[]): D | null;
-  /** Applies a project's deltas, in commit order, inside the projector's transaction. */
-  apply(client: PoolClient, projectId: string, deltas: D[]): Promise<void>;
-}
 
 interface DeltaRow {
   id: string;
@@ -33,15 +25,35 @@ interface DeltaRow {
 
 const BATCH_ROWS = 200;
 
-export class Projector {
-  readonly projections: DerivedProjection[] = [];
+export interface ProjectorOptions {
+  db: Db;
+  log: Logger;
+  telemetry: Telemetry;
+  /** The projections, in the order they apply (wired in server/features.ts). */
+  projections: Projection[];
+  delayMs: number;
+  pollMs: number;
+}
+
+export class Projector implements DerivedRecords {
+  readonly projections: Projection[];
+  private readonly db: Db;
+  private readonly log: Logger;
+  private readonly telemetry: Telemetry;
+  private readonly opts: { delayMs: number; pollMs: number };
   private timer: NodeJS.Timeout | undefined;
   private poll: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private again = false;
   private stopped = false;
 
-  constructor(private readonly db: Db, private readonly log: Logger, private readonly telemetry: Telemetry, private readonly opts: { delayMs: number; pollMs: number }) {}
+  constructor(o: ProjectorOptions) {
+    this.db = o.db;
+    this.log = o.log;
+    this.telemetry = o.telemetry;
+    this.projections = o.projections;
+    this.opts = { delayMs: o.delayMs, pollMs: o.pollMs };
+  }
 
   /** The `ingest_deltas` rows for a group of stored events: [projectId, JSON] per project. */
   rowsFor(events: StoredEvent[]): [string, string][] {

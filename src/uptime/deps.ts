@@ -1,0 +1,11 @@
+import type { Deps } from "../platform/deps.js";
+import type { IncidentListener } from "./incidents.js";
+
+/**
+ * What the uptime feature's components are built from: the part of the process's Deps they use,
+ * and the listeners of incident transitions wired in server/features.ts (webhooks subscribe).
+ */
+export type UptimeDeps = Pick<Deps, "db" | "log" | "clock" | "config" | "auth" | "limits" | "telemetry" | "temporal"> & {
+  /** Run in order inside the transaction that opens or resolves an incident (incidents.ts). */
+  incidentListeners: readonly IncidentListener[];
+};
