@@ -1,8 +1,10 @@
+import { Coalescer } from "../shared/coalesce.js";
 import type { Db } from "../storage/db.js";
 
-// API-key lookups batched per event-loop turn: concurrent requests share one indexed query
-// (`key_hash = ANY($1)`). Every lookup still reads the database after its request arrived, so a
-// revoked key fails on the very next request on every node; no cache can serve a stale answer.
+// API-key lookups batched per event-loop turn (shared/coalesce.ts): concurrent requests share one
+// indexed query (`key_hash = ANY($1)`). Every lookup still reads the database after its request
+// arrived, so a revoked key fails on the very next request on every node; no cache can serve a
+// stale answer. Batches do not wait for each other (each turn's batch is its own query).
 
 export interface KeyRow {
   id: string;
@@ -10,43 +12,24 @@ export interface KeyRow {
   environment: string;
 }
 
-type Waiter = { resolve: (row: KeyRow | undefined) => void; reject: (err: unknown) => void };
-
 export class KeyLookup {
-  private pending = new Map<string, Waiter[]>();
-  private scheduled = false;
+  private readonly batches: Coalescer<string, KeyRow | undefined>;
 
-  constructor(private readonly db: Db) {}
-
-  find(hash: string): Promise<KeyRow | undefined> {
-    return new Promise((resolve, reject) => {
-      const list = this.pending.get(hash);
-      if (list) list.push({ resolve, reject });
-      else this.pending.set(hash, [{ resolve, reject }]);
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => void this.flush());
-      }
-    });
+  constructor(private readonly db: Db) {
+    this.batches = new Coalescer({ wait: "turn", concurrency: Infinity, flush: (hashes) => this.flush(hashes) });
   }
 
-  private async flush(): Promise<void> {
-    const batch = this.pending;
-    this.pending = new Map();
-    this.scheduled = false;
-    try {
-      const r = await this.db.query<KeyRow & { key_hash: string }>({
-        name: "auth_keys_lookup",
-        text: "SELECT key_hash, id, project_id, environment FROM api_keys WHERE key_hash = ANY($1::text[]) AND revoked_at IS NULL",
-        values: [[...batch.keys()]],
-      });
-      const byHash = new Map(r.rows.map((row) => [row.key_hash, row]));
-      for (const [hash, waiters] of batch) {
-        const row = byHash.get(hash);
-        for (const w of waiters) w.resolve(row);
-      }
-    } catch (err) {
-      for (const waiters of batch.values()) for (const w of waiters) w.reject(err);
-    }
+  find(hash: string): Promise<KeyRow | undefined> {
+    return this.batches.submit(hash);
+  }
+
+  private async flush(hashes: string[]): Promise<(KeyRow | undefined)[]> {
+    const r = await this.db.query<KeyRow & { key_hash: string }>({
+      name: "auth_keys_lookup",
+      text: "SELECT key_hash, id, project_id, environment FROM api_keys WHERE key_hash = ANY($1::text[]) AND revoked_at IS NULL",
+      values: [[...new Set(hashes)]],
+    });
+    const byHash = new Map(r.rows.map((row) => [row.key_hash, row]));
+    return hashes.map((h) => byHash.get(h));
   }
 }

@@ -1,5 +1,6 @@
 import type { PoolClient } from "pg";
 import type { UptimeDeps } from "./deps.js";
+import { Coalescer } from "../shared/coalesce.js";
 import { newId } from "../shared/ids.js";
 import { tx } from "../storage/db.js";
 import { lockMonitorCreation, monitorCapReached, monitorCounts } from "./cap.js";
@@ -18,6 +19,8 @@ import { notifyWake, type DeadlineChange } from "./wake.js";
 //   order, and writes monitors, raw heartbeats, hourly rollups and any incident changes.
 // Both decide with the same pure applyHeartbeat(); all heartbeats of one monitor in a group take the
 // same path, in arrival order. Steady heartbeats touch no timer and send no notification.
+// The queue is shared/coalesce.ts: a batch waits one event-loop turn for company (also one queued
+// behind a running transaction), up to MAX_BATCH heartbeats, up to MAX_INFLIGHT transactions at once.
 
 export const DEFAULT_INTERVAL_MS = 60_000;
 export const DEFAULT_GRACE_MS = 30_000;
@@ -50,9 +53,7 @@ interface Pending {
 const keyOf = (projectId: string, slug: string) => `${projectId}\u0000${slug}`;
 
 export class HeartbeatWriter {
-  private queue: Pending[] = [];
-  private inflight = 0;
-  private scheduled = false;
+  private readonly batches = new Coalescer<Pending>({ wait: "turn", waitEachBatch: true, maxBatch: MAX_BATCH, concurrency: MAX_INFLIGHT, flush: (batch) => this.flush(batch) });
   /**
    * (project, slug) -> the monitor row as this node last wrote or read it, with its version: the
    * fast path's starting state, and the locked path's primary key (verified after locking).
@@ -62,32 +63,13 @@ export class HeartbeatWriter {
   constructor(private readonly deps: UptimeDeps, private readonly onCommitted: (changes: DeadlineChange[]) => void) {}
 
   submit(req: HeartbeatRequest): Promise<HeartbeatAnswer> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ req, resolve, reject });
-      this.kick();
-    });
+    // flush() settles each heartbeat itself; a flush that throws rejects its whole batch.
+    return new Promise((resolve, reject) => void this.batches.submit({ req, resolve, reject }).catch(reject));
   }
 
   /** Resolves once everything submitted so far is committed. */
-  async drain(): Promise<void> {
-    while (this.inflight || this.scheduled || this.queue.length) await new Promise((r) => setTimeout(r, 5));
-  }
-
-  /** Everything queued goes in the next transaction; up to MAX_INFLIGHT transactions at once. */
-  private kick(): void {
-    if (this.scheduled || this.inflight >= MAX_INFLIGHT || !this.queue.length) return;
-    this.scheduled = true;
-    setImmediate(() => {
-      this.scheduled = false;
-      while (this.inflight < MAX_INFLIGHT && this.queue.length) {
-        const batch = this.queue.splice(0, MAX_BATCH);
-        this.inflight++;
-        void this.flush(batch).finally(() => {
-          this.inflight--;
-          this.kick();
-        });
-      }
-    });
+  drain(): Promise<void> {
+    return this.batches.idle();
   }
 
   private async flush(batch: Pending[]): Promise<void> {

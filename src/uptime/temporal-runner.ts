@@ -1,5 +1,6 @@
 import { WorkflowNotFoundError } from "@temporalio/client";
 import type { UptimeDeps } from "./deps.js";
+import { Coalescer } from "../shared/coalesce.js";
 import { forEachLimited } from "../shared/limited.js";
 import { startPeriodic, type Periodic } from "../shared/periodic.js";
 import type { TemporalLink } from "../temporal/link.js";
@@ -50,8 +51,8 @@ interface WakeRow {
 export const monitorWorkflowId = (monitorId: string) => `monitor-${monitorId}`;
 
 export class TemporalDeadlineRunner implements DeadlineRunner {
-  private draining: Promise<void> | undefined;
-  private again = false;
+  /** Drain passes (shared/coalesce.ts): one at a time, one more after it when asked meanwhile. */
+  private readonly passes = new Coalescer<void>({ flush: () => this.drainPass() });
   private stopped = false;
   /** stop() began: the last drain sends what the rate allows now and does not wait for more. */
   private closing = false;
@@ -96,32 +97,22 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
 
   /** Sends every due outbox row (coalesced: one pass at a time, another if asked meanwhile). */
   drain(): Promise<void> {
-    if (this.draining) {
-      this.again = true;
-      return this.draining;
-    }
-    this.draining = (async () => {
-      try {
-        do {
-          this.again = false;
-          for (;;) {
-            if (this.stopped) break;
-            const grant = this.take(DRAIN_BATCH);
-            if (!grant) {
-              if (this.closing) break;
-              await new Promise((r) => setTimeout(r, Math.max(1, this.window.start + 1_000 - Date.now())));
-              continue;
-            }
-            const got = await this.drainOnce(grant);
-            this.window.sent -= grant - got; // unused grant goes back
-            if (got < grant) break;
-          }
-        } while (this.again && !this.stopped);
-      } finally {
-        this.draining = undefined;
+    return this.passes.submit();
+  }
+
+  private async drainPass(): Promise<void> {
+    for (;;) {
+      if (this.stopped) break;
+      const grant = this.take(DRAIN_BATCH);
+      if (!grant) {
+        if (this.closing) break;
+        await new Promise((r) => setTimeout(r, Math.max(1, this.window.start + 1_000 - Date.now())));
+        continue;
       }
-    })();
-    return this.draining;
+      const got = await this.drainOnce(grant);
+      this.window.sent -= grant - got; // unused grant goes back
+      if (got < grant) break;
+    }
   }
 
   /**

@@ -1,12 +1,14 @@
 import type { Logger } from "pino";
 import type { Clock } from "../shared/clock.js";
+import { Coalescer } from "../shared/coalesce.js";
 import type { Db } from "../storage/db.js";
 import { expandOutbox } from "./outbox.js";
 
 // The outbox expander (worker nodes): turns the outbox rows written by ingest transactions into
 // webhook_deliveries rows, exactly once (outbox.ts), then wakes the senders (this node directly,
 // the others by the NOTIFY sent on commit). Woken by the ingest transactions' NOTIFY, at start-up
-// (rows left by a crash), after a LISTEN reconnection, and by a safety-net timer.
+// (rows left by a crash), after a LISTEN reconnection, and by a safety-net timer. Passes are
+// coalesced (shared/coalesce.ts): one at a time, one more after it when woken meanwhile.
 //
 // It yields to saturated ingestion on this node like the senders do (expanding is what made the
 // ingest transaction slow: a delivery row and its three index entries per event). While
@@ -33,8 +35,7 @@ export interface ExpanderOptions {
 }
 
 export class OutboxExpander {
-  private pumping?: Promise<void>;
-  private again = false;
+  private readonly passes = new Coalescer<void>({ flush: () => this.pump() });
   private stopped = true;
   private timer?: NodeJS.Timeout;
 
@@ -48,14 +49,7 @@ export class OutboxExpander {
   /** Outbox rows may be waiting: expand them (coalesced; safe to call often). */
   wake(): void {
     if (this.stopped) return;
-    if (this.pumping) {
-      this.again = true;
-      return;
-    }
-    this.pumping = this.pump().finally(() => {
-      this.pumping = undefined;
-      if (this.again && !this.stopped) this.wake();
-    });
+    void this.passes.submit();
   }
 
   private async pump(): Promise<void> {
@@ -65,20 +59,17 @@ export class OutboxExpander {
     const maxDeferMs = this.o.maxDeferMs ?? 2_000;
     clearTimeout(this.timer);
     try {
-      do {
-        this.again = false;
-        while (!this.stopped) {
-          const busy = this.o.yieldTo?.busy() ?? false;
-          const max = busy ? busyChunk : chunk;
-          const now = this.o.clock();
-          const r = await expandOutbox(this.o.db, max, now, this.o.attemptLimit(), busy ? new Date(now.getTime() - maxDeferMs) : now);
-          if (r.deliveries > 0) this.o.onExpanded();
-          if (r.rows === max) continue;
-          if (!busy) break; // drained (rows a peer holds are its to expand)
-          // Yielding: look again shortly for rows that have waited long enough, or for the end of the burst.
-          await new Promise((res) => setTimeout(res, pauseMs));
-        }
-      } while (this.again && !this.stopped);
+      while (!this.stopped) {
+        const busy = this.o.yieldTo?.busy() ?? false;
+        const max = busy ? busyChunk : chunk;
+        const now = this.o.clock();
+        const r = await expandOutbox(this.o.db, max, now, this.o.attemptLimit(), busy ? new Date(now.getTime() - maxDeferMs) : now);
+        if (r.deliveries > 0) this.o.onExpanded();
+        if (r.rows === max) continue;
+        if (!busy) break; // drained (rows a peer holds are its to expand)
+        // Yielding: look again shortly for rows that have waited long enough, or for the end of the burst.
+        await new Promise((res) => setTimeout(res, pauseMs));
+      }
       this.arm(this.o.safetyNetMs ?? 30_000);
     } catch (err) {
       this.o.log.error({ err }, "webhooks: outbox expansion failed; retrying in 1 s");
@@ -96,6 +87,6 @@ export class OutboxExpander {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    await this.pumping;
+    await this.passes.idle();
   }
 }

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { Config } from "../config/index.js";
 import type { Clock } from "../shared/clock.js";
+import { Coalescer } from "../shared/coalesce.js";
 import type { Telemetry } from "../shared/telemetry.js";
 import type { Db } from "../storage/db.js";
 import { envelope } from "./payload.js";
@@ -13,7 +14,9 @@ import { claimDue, finishMany, handOver, nextDueAt, type ClaimedDelivery, type F
 // FOR UPDATE SKIP LOCKED under an expiring lease (store.ts), so no two workers send the same
 // delivery at once and a crashed worker's deliveries fall due again. It wakes on NOTIFY (sent by
 // the transaction that inserted deliveries, on commit, to every node), on its own completions
-// while a backlog remains, and on a timer set for the earliest due retry. No polling loop.
+// while a backlog remains, and on a timer set for the earliest due retry. No polling loop. Passes
+// and outcome writes are coalesced (shared/coalesce.ts): one at a time, a wake or an outcome that
+// arrives meanwhile goes in the next one.
 
 export interface SchedulerOptions {
   db: Db;
@@ -36,14 +39,14 @@ export class DeliveryScheduler {
   private readonly concurrency: number;
   private readonly leaseMs: number;
   private readonly inflight = new Set<Promise<void>>();
-  private pumping = false;
-  private again = false;
+  /** Claim passes: one at a time, one more after it when woken meanwhile. */
+  private readonly passes = new Coalescer<void>({ flush: () => this.pump() });
+  /** Outcomes are written in batches: one UPDATE for all that finished while the last one ran. */
+  private readonly outcomes = new Coalescer<Finished>({ maxBatch: 1000, flush: (batch) => this.flush(batch) });
   private backlog = false;
   private stopped = true;
   private timer?: NodeJS.Timeout;
   private timerAt = Infinity;
-  private finished: Finished[] = [];
-  private flushing?: Promise<void>;
 
   constructor(private readonly o: SchedulerOptions) {
     this.concurrency = o.concurrency ?? 128;
@@ -59,45 +62,35 @@ export class DeliveryScheduler {
   /** Something may be due now: claim it (coalesced; safe to call often). */
   wake(): void {
     if (this.stopped) return;
-    if (this.pumping) {
-      this.again = true;
-      return;
-    }
-    void this.pump();
+    void this.passes.submit();
   }
 
   private async pump(): Promise<void> {
-    this.pumping = true;
     try {
-      do {
-        this.again = false;
-        while (!this.stopped) {
-          const limit = this.o.yieldTo?.busy() ? (this.o.busyConcurrency ?? 4) : this.concurrency;
-          const room = this.o.dispatch ? 500 : Math.min(100, limit - this.inflight.size);
-          if (room <= 0) {
-            this.backlog = true;
-            // Yielding with nothing in flight: no completion will wake us, so look again shortly.
-            if (this.inflight.size === 0) this.armAt(new Date(this.o.clock().getTime() + 50));
-            break;
-          }
-          const now = this.o.clock();
-          const token = randomUUID();
-          const rows = await claimDue(this.o.db, now, new Date(now.getTime() + this.leaseMs), token, room);
-          this.backlog = rows.length === room;
-          for (const r of rows) this.o.telemetry.schedulerLag.observe({ kind: "webhook" }, Math.max(0, now.getTime() - r.due_at.getTime()) / 1000);
-          if (this.o.dispatch) await this.handOver(rows, token);
-          else for (const r of rows) this.track(this.attempt(r));
-          if (!this.backlog) break;
+      while (!this.stopped) {
+        const limit = this.o.yieldTo?.busy() ? (this.o.busyConcurrency ?? 4) : this.concurrency;
+        const room = this.o.dispatch ? 500 : Math.min(100, limit - this.inflight.size);
+        if (room <= 0) {
+          this.backlog = true;
+          // Yielding with nothing in flight: no completion will wake us, so look again shortly.
+          if (this.inflight.size === 0) this.armAt(new Date(this.o.clock().getTime() + 50));
+          break;
         }
-      } while (this.again && !this.stopped);
-      if (!this.stopped && !this.backlog) await this.armFromDb();
+        const now = this.o.clock();
+        const token = randomUUID();
+        const rows = await claimDue(this.o.db, now, new Date(now.getTime() + this.leaseMs), token, room);
+        this.backlog = rows.length === room;
+        for (const r of rows) this.o.telemetry.schedulerLag.observe({ kind: "webhook" }, Math.max(0, now.getTime() - r.due_at.getTime()) / 1000);
+        if (this.o.dispatch) await this.handOver(rows, token);
+        else for (const r of rows) this.track(this.attempt(r));
+        if (!this.backlog) break;
+      }
+      // Another pass is queued (woken meanwhile): it arms the timer when it is done.
+      if (!this.stopped && !this.backlog && this.passes.queued === 0) await this.armFromDb();
     } catch (err) {
       this.o.log.error({ err }, "webhooks: scheduler pass failed; retrying in 1 s");
       this.armAt(new Date(this.o.clock().getTime() + 1_000));
-    } finally {
-      this.pumping = false;
     }
-    if (this.again && !this.stopped) this.wake();
   }
 
   private async handOver(rows: ClaimedDelivery[], token: string): Promise<void> {
@@ -132,26 +125,22 @@ export class DeliveryScheduler {
     }
   }
 
-  /** Outcomes are written in batches: one UPDATE for all that finished while the last one ran. */
   private record(f: Finished): void {
-    this.finished.push(f);
-    if (!this.flushing) this.flushing = this.flush().finally(() => (this.flushing = undefined));
+    void this.outcomes.submit(f);
   }
 
-  private async flush(): Promise<void> {
-    while (this.finished.length) {
-      const batch = this.finished.splice(0, 1000);
-      for (let i = 0; ; i++) {
-        try {
-          await finishMany(this.o.db, batch);
-          break;
-        } catch (err) {
-          if (i >= 3) {
-            this.o.log.error({ err, n: batch.length }, "webhooks: could not record outcomes; their leases will expire and they will be retried");
-            break;
-          }
-          await new Promise((r) => setTimeout(r, 200 * (i + 1)));
+  /** One batch of outcomes, retried a few times (never throws). */
+  private async flush(batch: Finished[]): Promise<void> {
+    for (let i = 0; ; i++) {
+      try {
+        await finishMany(this.o.db, batch);
+        return;
+      } catch (err) {
+        if (i >= 3) {
+          this.o.log.error({ err, n: batch.length }, "webhooks: could not record outcomes; their leases will expire and they will be retried");
+          return;
         }
+        await new Promise((r) => setTimeout(r, 200 * (i + 1)));
       }
     }
   }
@@ -182,7 +171,6 @@ export class DeliveryScheduler {
     clearTimeout(this.timer);
     this.timer = undefined;
     await Promise.allSettled([...this.inflight]);
-    await this.flushing;
-    if (this.finished.length) await this.flush();
+    await this.outcomes.stop();
   }
 }
