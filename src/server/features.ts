@@ -15,7 +15,7 @@ import { createWebhooksFeature } from "../webhooks/service.js";
 import { SubscriptionCache } from "../webhooks/subscriptions.js";
 import { createTriggers } from "../webhooks/triggers.js";
 import { createTemporalFeature } from "../temporal/worker.js";
-import { createUptimeFeature } from "../uptime/feature.js";
+import { createUptimeFeature } from "../uptime/service.js";
 import { createHealthFeature } from "./health.js";
 
 // Every feature of the service, and what runs between them. A feature adds its line here.

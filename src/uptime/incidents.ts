@@ -1,7 +1,8 @@
 import type { PoolClient } from "pg";
 import type { Telemetry } from "../shared/telemetry.js";
 import { newId } from "../shared/ids.js";
-import { toIncident, toMonitor, type IncidentRow, type MonitorRow } from "./store.js";
+import { toIncident, toMonitor } from "./messages.js";
+import type { IncidentRow, MonitorRow } from "./store.js";
 
 // Opening and resolving incidents inside the transaction that changed the monitor's state (after its
 // compare-and-set). A notification (incident.started / incident.recovered) is fired only by the

@@ -1,11 +1,53 @@
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import type { HistoryBucketSchema, IncidentSchema, MonitorSchema, MonitorStatsSchema } from "../../gen/vigil/v1/uptime_pb.js";
+import { timeUp } from "./model.js";
 import type { HeartbeatFigures } from "./stats.js";
-import { toIncident, toMonitor, type IncidentRow, type MonitorRow } from "./store.js";
+import { stateOf, type HeartbeatRow, type IncidentRow, type MonitorRow } from "./store.js";
 
 // Rows and figures as uptime response messages. Milliseconds and counts are int64 in the proto
-// (bigint in protobuf-es); the plain-number shapes of store.ts stay what webhook payloads carry.
-// REST still writes them as JSON numbers (src/transcoding/json.ts).
+// (bigint in protobuf-es); the plain-number shapes (toMonitor, toIncident) stay what webhook payloads
+// carry. REST still writes them as JSON numbers (src/transcoding/json.ts).
+
+const iso = (d: Date | null) => (d ? d.toISOString() : undefined);
+
+export function toMonitor(r: MonitorRow, now: Date) {
+  return {
+    id: r.id,
+    projectId: r.project_id,
+    name: r.name,
+    slug: r.slug,
+    type: r.type,
+    status: r.status,
+    expectedIntervalMs: r.expected_interval_ms,
+    gracePeriodMs: r.grace_period_ms,
+    timeUp: timeUp(stateOf(r), now.getTime()),
+    metadata: r.metadata,
+    tags: r.tags,
+    lastHeartbeatAt: iso(r.last_heartbeat_at),
+    deadlineAt: iso(r.deadline_at),
+    createdAt: r.created_at.toISOString(),
+    updatedAt: r.updated_at.toISOString(),
+  };
+}
+
+export function toIncident(r: IncidentRow) {
+  return {
+    id: r.id,
+    monitorId: r.monitor_id,
+    status: r.ended_at ? "resolved" : "open",
+    startedAt: r.started_at.toISOString(),
+    endedAt: iso(r.ended_at),
+    durationMs: r.duration_ms ?? undefined,
+    title: r.title ?? undefined,
+    description: r.description ?? undefined,
+    createdAt: r.created_at.toISOString(),
+    updatedAt: r.updated_at.toISOString(),
+  };
+}
+
+export function toHeartbeat(r: HeartbeatRow) {
+  return { id: r.id, at: r.at.toISOString(), metadata: r.metadata, status: r.status, latencyMs: r.latency_ms ?? undefined };
+}
 
 // Whole by construction (epoch-ms differences, bigint columns, counts); rounded so a stray fraction never fails the encoding.
 const big = (v: number) => BigInt(Math.round(v));

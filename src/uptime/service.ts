@@ -1,17 +1,69 @@
 import type { HandlerContext } from "@connectrpc/connect";
 import { UptimeService } from "../../gen/vigil/v1/uptime_pb.js";
 import type { UptimeDeps } from "./deps.js";
+import type { Feature } from "../shared/feature.js";
 import { notFound } from "../shared/errors.js";
 import { unlessProjectGone } from "../shared/gone.js";
+import { DAY_MS, HOUR_MS } from "../shared/time.js";
 import { validate } from "../shared/validate.js";
-import type { HeartbeatWriter } from "./heartbeats.js";
+import { createUptimeActivities, type UptimeActivities } from "./activities.js";
+import { HeartbeatWriter } from "./heartbeats.js";
+import type { IncidentListener } from "./incidents.js";
 import { listMonitorsPage } from "./monitor-list.js";
 import { createMonitor, deleteMonitor, pauseMonitor, resumeMonitor, updateMonitor } from "./monitors.js";
-import * as s from "./schemas.js";
+import * as s from "./requests.js";
 import { heartbeatFigures, history, timeFigures, uptime24h } from "./stats.js";
-import { bucketMessage, incidentMessage, monitorMessage, num, statsMessage } from "./messages.js";
-import { monitorById, toHeartbeat, type HeartbeatRow, type IncidentRow, type MonitorRow } from "./store.js";
-import type { DeadlineChange } from "./wake.js";
+import { bucketMessage, incidentMessage, monitorMessage, num, statsMessage, toHeartbeat } from "./messages.js";
+import * as store from "./store.js";
+import type { MonitorRow } from "./store.js";
+import { EmbeddedScheduler } from "./scheduler.js";
+import { TemporalDeadlineRunner } from "./temporal-runner.js";
+import type { DeadlineChange, DeadlineRunner } from "./wake.js";
+
+// The uptime feature: its service, the heartbeat writer, and the deadline runner — Temporal when
+// TEMPORAL_ADDRESS is set, else the embedded scheduler. Background work (timers, worker, pruning of
+// raw heartbeats past their retention) runs where ROLE is `all` or `worker`.
+
+export interface UptimeFeature extends Feature {
+  runner: DeadlineRunner;
+  writer: HeartbeatWriter;
+  /** The listeners of incident transitions this feature was wired with (the same list). */
+  incidentListeners: IncidentListener[];
+  /** The activities the Temporal worker serves on the deadlines and uptime queues (server/features.ts). */
+  activities: UptimeActivities;
+}
+
+/** `incidentListeners`: run inside the transaction that opens or resolves an incident (server/features.ts). */
+export function createUptimeFeature(base: Omit<UptimeDeps, "incidentListeners">, incidentListeners: IncidentListener[]): UptimeFeature {
+  const deps: UptimeDeps = { ...base, incidentListeners };
+  const runner: DeadlineRunner = deps.temporal ? new TemporalDeadlineRunner(deps, deps.temporal) : new EmbeddedScheduler(deps);
+  const writer = new HeartbeatWriter(deps, (changes) => runner.changed(changes));
+  const rawRetentionMs = deps.config.uptime.rawRetentionDays * DAY_MS;
+  let prune: NodeJS.Timeout | undefined;
+
+  const pruneOnce = async () => {
+    await store.pruneHeartbeats(deps.db, new Date(deps.clock().getTime() - rawRetentionMs - HOUR_MS));
+  };
+
+  return {
+    name: "uptime",
+    runner,
+    writer,
+    incidentListeners,
+    activities: createUptimeActivities(deps),
+    services: [uptimeService(deps, { writer, changed: (c) => runner.changed(c), rawRetentionMs })],
+    async start() {
+      await runner.start();
+      prune = setInterval(() => void pruneOnce().catch((err) => deps.log.warn({ err }, "pruning raw heartbeats failed")), HOUR_MS);
+      prune.unref();
+    },
+    async stop() {
+      clearInterval(prune);
+      await writer.drain();
+      await runner.stop();
+    },
+  };
+}
 
 // UptimeService handlers: authorize (project data: API key or member session), validate, call the
 // domain code, map rows to messages.
@@ -35,7 +87,7 @@ export function uptimeService(deps: UptimeDeps, u: UptimeContext) {
     return s;
   };
   const monitor = async (projectId: string, id: string): Promise<MonitorRow> => {
-    const m = await monitorById(db, projectId, id);
+    const m = await store.monitorById(db, projectId, id);
     if (!m) throw notFound("monitor");
     return m;
   };
@@ -61,11 +113,11 @@ export function uptimeService(deps: UptimeDeps, u: UptimeContext) {
       },
       async getMonitorsOverview(req: any, ctx: HandlerContext) {
         const { projectId } = await scope(ctx, req.projectId);
-        const r = await db.query<MonitorRow>("SELECT * FROM monitors WHERE project_id = $1 ORDER BY created_at, id", [projectId]);
+        const monitors = await store.monitorsOfProject(db, projectId);
         const now = clock();
-        const up = await uptime24h(db, r.rows, now);
+        const up = await uptime24h(db, monitors, now);
         return {
-          data: r.rows.map((m) => ({ id: m.id, name: m.name, slug: m.slug, type: m.type, status: m.status, lastHeartbeatAt: m.last_heartbeat_at?.toISOString(), uptimePercentage24h: up.get(m.id) ?? 100 })),
+          data: monitors.map((m) => ({ id: m.id, name: m.name, slug: m.slug, type: m.type, status: m.status, lastHeartbeatAt: m.last_heartbeat_at?.toISOString(), uptimePercentage24h: up.get(m.id) ?? 100 })),
         };
       },
       async getMonitor(req: any, ctx: HandlerContext) {
@@ -108,31 +160,20 @@ export function uptimeService(deps: UptimeDeps, u: UptimeContext) {
         const { projectId } = await scope(ctx, req.projectId);
         const q = validate(s.heartbeatListSchema, present({ from: req.from, to: req.to, limit: req.limit }));
         const m = await monitor(projectId, req.monitorId);
-        const r = await db.query<HeartbeatRow>(
-          `SELECT id, at, status, latency_ms, metadata FROM heartbeats WHERE monitor_id = $1 AND ($2::timestamptz IS NULL OR at >= $2) AND ($3::timestamptz IS NULL OR at <= $3)
-            ORDER BY at DESC, id DESC LIMIT $4`,
-          [m.id, q.from ?? null, q.to ?? null, q.limit],
-        );
-        return { data: r.rows.map(toHeartbeat) };
+        return { data: (await store.listHeartbeats(db, m.id, q)).map(toHeartbeat) };
       },
       async listIncidents(req: any, ctx: HandlerContext) {
         const { projectId } = await scope(ctx, req.projectId);
         const q = validate(s.incidentListSchema, present({ limit: req.limit }));
         const m = await monitor(projectId, req.monitorId);
-        const r = await db.query<IncidentRow>("SELECT * FROM incidents WHERE monitor_id = $1 ORDER BY started_at DESC, id DESC LIMIT $2", [m.id, q.limit]);
-        return { data: r.rows.map(incidentMessage) };
+        return { data: (await store.listIncidents(db, m.id, q.limit)).map(incidentMessage) };
       },
       async updateIncident(req: any, ctx: HandlerContext) {
         const { projectId } = await limited(ctx, req.projectId, "writes");
         const input = validate(s.incidentPatchSchema, present({ title: req.title, description: req.description }));
-        const r = await db.query<IncidentRow>(
-          `UPDATE incidents SET title = CASE WHEN $3::boolean THEN NULLIF($4, '') ELSE title END,
-                  description = CASE WHEN $5::boolean THEN NULLIF($6, '') ELSE description END, updated_at = $7
-            WHERE id = $1 AND project_id = $2 RETURNING *`,
-          [req.incidentId, projectId, input.title !== undefined, input.title ?? null, input.description !== undefined, input.description ?? null, clock()],
-        );
-        if (!r.rows[0]) throw notFound("incident");
-        return { data: incidentMessage(r.rows[0]) };
+        const row = await store.patchIncident(db, projectId, req.incidentId, input, clock());
+        if (!row) throw notFound("incident");
+        return { data: incidentMessage(row) };
       },
       async getMonitorStats(req: any, ctx: HandlerContext) {
         const { projectId } = await scope(ctx, req.projectId);

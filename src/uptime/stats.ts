@@ -1,6 +1,6 @@
 import type { Db } from "../storage/db.js";
 import { historyBuckets, windowFigures, type Span, type Timeline } from "./figures.js";
-import type { WindowName } from "./schemas.js";
+import type { WindowName } from "./requests.js";
 import type { MonitorRow } from "./store.js";
 import { DAY_MS, HOUR_MS } from "../shared/time.js";
 

@@ -1,7 +1,9 @@
 import type { Queryable } from "../storage/db.js";
-import { timeUp, type MonitorState, type MonitorStatus } from "./model.js";
+import type { MonitorState, MonitorStatus } from "./model.js";
 
-// Rows of the uptime tables and their API shapes.
+// Rows of the uptime tables and the SQL of the service's reads and small writes (messages.ts maps
+// rows to the API's shapes; monitors.ts, heartbeat-sql.ts, incidents.ts and detect.ts hold the SQL of
+// the state changes, each next to the decision it applies).
 
 export interface MonitorRow {
   id: string;
@@ -47,7 +49,6 @@ export interface HeartbeatRow {
 }
 
 const ms = (d: Date | null) => (d ? d.getTime() : null);
-const iso = (d: Date | null) => (d ? d.toISOString() : undefined);
 
 export function stateOf(r: MonitorRow): MonitorState {
   return {
@@ -96,46 +97,46 @@ export async function casState(c: Queryable, r: MonitorRow, next: MonitorState, 
   return res.rows[0];
 }
 
-export function toMonitor(r: MonitorRow, now: Date) {
-  return {
-    id: r.id,
-    projectId: r.project_id,
-    name: r.name,
-    slug: r.slug,
-    type: r.type,
-    status: r.status,
-    expectedIntervalMs: r.expected_interval_ms,
-    gracePeriodMs: r.grace_period_ms,
-    timeUp: timeUp(stateOf(r), now.getTime()),
-    metadata: r.metadata,
-    tags: r.tags,
-    lastHeartbeatAt: iso(r.last_heartbeat_at),
-    deadlineAt: iso(r.deadline_at),
-    createdAt: r.created_at.toISOString(),
-    updatedAt: r.updated_at.toISOString(),
-  };
-}
-
-export function toIncident(r: IncidentRow) {
-  return {
-    id: r.id,
-    monitorId: r.monitor_id,
-    status: r.ended_at ? "resolved" : "open",
-    startedAt: r.started_at.toISOString(),
-    endedAt: iso(r.ended_at),
-    durationMs: r.duration_ms ?? undefined,
-    title: r.title ?? undefined,
-    description: r.description ?? undefined,
-    createdAt: r.created_at.toISOString(),
-    updatedAt: r.updated_at.toISOString(),
-  };
-}
-
-export function toHeartbeat(r: HeartbeatRow) {
-  return { id: r.id, at: r.at.toISOString(), metadata: r.metadata, status: r.status, latencyMs: r.latency_ms ?? undefined };
-}
-
 export async function monitorById(c: Queryable, projectId: string, id: string, lock = false): Promise<MonitorRow | undefined> {
   const r = await c.query<MonitorRow>(`SELECT * FROM monitors WHERE id = $1 AND project_id = $2${lock ? " FOR UPDATE" : ""}`, [id, projectId]);
   return r.rows[0];
+}
+
+/** Every monitor of the project, oldest first (the overview). */
+export async function monitorsOfProject(q: Queryable, projectId: string): Promise<MonitorRow[]> {
+  return (await q.query<MonitorRow>("SELECT * FROM monitors WHERE project_id = $1 ORDER BY created_at, id", [projectId])).rows;
+}
+
+/** Raw heartbeats of a monitor, newest first, within optional bounds. */
+export async function listHeartbeats(q: Queryable, monitorId: string, w: { from?: Date; to?: Date; limit: number }): Promise<HeartbeatRow[]> {
+  const r = await q.query<HeartbeatRow>(
+    `SELECT id, at, status, latency_ms, metadata FROM heartbeats WHERE monitor_id = $1 AND ($2::timestamptz IS NULL OR at >= $2) AND ($3::timestamptz IS NULL OR at <= $3)
+      ORDER BY at DESC, id DESC LIMIT $4`,
+    [monitorId, w.from ?? null, w.to ?? null, w.limit],
+  );
+  return r.rows;
+}
+
+/** A monitor's incidents, newest first. */
+export async function listIncidents(q: Queryable, monitorId: string, limit: number): Promise<IncidentRow[]> {
+  return (await q.query<IncidentRow>("SELECT * FROM incidents WHERE monitor_id = $1 ORDER BY started_at DESC, id DESC LIMIT $2", [monitorId, limit])).rows;
+}
+
+/** Sets the given title and description (an empty string clears it); undefined when no such incident in the project. */
+export async function patchIncident(q: Queryable, projectId: string, id: string, patch: { title?: string; description?: string }, now: Date): Promise<IncidentRow | undefined> {
+  const r = await q.query<IncidentRow>(
+    `UPDATE incidents SET title = CASE WHEN $3::boolean THEN NULLIF($4, '') ELSE title END,
+            description = CASE WHEN $5::boolean THEN NULLIF($6, '') ELSE description END, updated_at = $7
+      WHERE id = $1 AND project_id = $2 RETURNING *`,
+    [id, projectId, patch.title !== undefined, patch.title ?? null, patch.description !== undefined, patch.description ?? null, now],
+  );
+  return r.rows[0];
+}
+
+/** Deletes raw heartbeats older than `before`, in slices, so that a large backlog never holds a long transaction. */
+export async function pruneHeartbeats(q: Queryable, before: Date): Promise<void> {
+  for (;;) {
+    const r = await q.query("DELETE FROM heartbeats WHERE ctid = ANY(ARRAY(SELECT ctid FROM heartbeats WHERE at < $1 LIMIT 5000))", [before]);
+    if ((r.rowCount ?? 0) < 5000) break;
+  }
 }

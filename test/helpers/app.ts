@@ -6,7 +6,7 @@ import { parseConfig } from "../../src/config/index.js";
 import { buildApp, type App } from "../../src/server/app.js";
 import type { EventsFeature } from "../../src/events/service.js";
 import type { Clock } from "../../src/shared/clock.js";
-import type { UptimeFeature } from "../../src/uptime/feature.js";
+import type { UptimeFeature } from "../../src/uptime/service.js";
 import { createTestDatabase } from "./db.js";
 import { RestClient } from "./rest.js";
 import { temporalPassEnv } from "./temporal.js";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import type { UptimeFeature } from "../../src/uptime/feature.js";
+import type { UptimeFeature } from "../../src/uptime/service.js";
 import { startTestApp, type TestApp } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
 import { waitFor } from "./util.js";
