@@ -2,12 +2,12 @@ import http from "node:http";
 import https from "node:https";
 import net from "node:net";
 import { BlockedAddressError, pinTarget, systemResolver, UnresolvedHostError, urlHost, type Resolver, type ResolvedAddress } from "./address.js";
-import { discordMessage } from "./discord.js";
 import type { Envelope } from "./payload.js";
 import type { AttemptOutcome } from "./retry.js";
-import { signatureHeader } from "./signature.js";
+import { targetOf, type WebhookType } from "./targets/index.js";
 
-// One delivery attempt over HTTP, the same path for every webhook type. Never follows redirects,
+// One delivery attempt over HTTP, the same path for every webhook type (what differs per type —
+// body, headers, the receiver's retry-after — is its target, targets/). Never follows redirects,
 // reads at most BODY_CAP bytes of the answer, and is bounded by the timeout end to end (resolve,
 // connect, answer, body): the socket is destroyed when it fires, so a slow receiver cannot hold a
 // worker longer.
@@ -22,7 +22,7 @@ export const BODY_CAP = 16 * 1024;
 export const RECORDED_BODY_CHARS = 1024;
 
 export interface Target {
-  type: "http" | "discord";
+  type: WebhookType;
   url: string;
   secret: string | null;
 }
@@ -58,27 +58,7 @@ const httpsAgent = new https.Agent(AGENT_OPTIONS);
 
 const refuseLookup: net.LookupFunction = (_host, _opts, cb) => cb(new BlockedAddressError(), "", 4);
 
-/** Discord's JSON `retry_after` (seconds) or a Retry-After header (seconds or HTTP date), in ms. */
-export function retryAfterMs(status: number, headers: http.IncomingHttpHeaders, body: string, now: Date): number | undefined {
-  if (status !== 429 && status !== 503) return undefined;
-  try {
-    const j = JSON.parse(body) as { retry_after?: unknown };
-    if (typeof j?.retry_after === "number" && j.retry_after >= 0) return Math.ceil(j.retry_after * 1000);
-  } catch {
-    // not JSON
-  }
-  const h = headers["retry-after"];
-  if (typeof h === "string" && h.trim() !== "") {
-    if (/^\d+(\.\d+)?$/.test(h.trim())) return Math.ceil(Number(h) * 1000);
-    const at = Date.parse(h);
-    if (!Number.isNaN(at)) return Math.max(0, at - now.getTime());
-  }
-  return undefined;
-}
-
-export function requestBody(target: Target, env: Envelope): string {
-  return JSON.stringify(target.type === "discord" ? discordMessage(env) : env);
-}
+export { retryAfterMs } from "./targets/retry-after.js";
 
 /** Connect-phase failures after which the next checked address of the name is tried. */
 const UNREACHABLE = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL", "EAFNOSUPPORT"]);
@@ -86,6 +66,7 @@ const UNREACHABLE = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "EAD
 export async function sendAttempt(target: Target, env: Envelope, eventId: string, opts: SendOptions): Promise<SendResult> {
   const started = performance.now();
   const at = opts.now.toISOString();
+  const kind = targetOf(target.type);
   const fail = (error: string, statusCode: number | null = null, responseBody: string | null = null): SendResult => ({
     record: { at, statusCode, durationMs: Math.round(performance.now() - started), error, responseBody },
     outcome: { ok: false },
@@ -120,18 +101,14 @@ export async function sendAttempt(target: Target, env: Envelope, eventId: string
     } catch (err) {
       return fail(err instanceof BlockedAddressError || err instanceof UnresolvedHostError ? err.message : "host could not be resolved");
     }
-    const body = requestBody(target, env);
+    const body = kind.body(env);
     const headers: Record<string, string> = {
       host: url.host,
       "content-type": "application/json",
       "user-agent": USER_AGENT,
       "content-length": String(Buffer.byteLength(body)),
+      ...kind.headers({ env, eventId, body, secret: target.secret, now: opts.now }),
     };
-    if (target.type === "http") {
-      headers["x-vigil-event-id"] = eventId;
-      headers["x-vigil-delivery-id"] = env.id;
-      if (target.secret) headers["x-vigil-signature"] = signatureHeader(target.secret, body, Math.floor(opts.now.getTime() / 1000));
-    }
     let last = fail(timeoutMessage);
     for (const a of addrs) {
       if (timedOut) break;
@@ -183,7 +160,7 @@ export async function sendAttempt(target: Target, env: Envelope, eventId: string
           if (!ok) error = status >= 300 && status < 400 ? `redirect (${status}${res.headers.location ? ` to ${res.headers.location}` : ""}) not followed` : `HTTP ${status}`;
           finish({
             record: { at, statusCode: status, durationMs, error, responseBody: recorded },
-            outcome: { ok, retryAfterMs: ok ? undefined : retryAfterMs(status, res.headers, text, opts.now) },
+            outcome: { ok, retryAfterMs: ok ? undefined : kind.retryAfterMs(status, res.headers, text, opts.now) },
           });
           if (truncated) res.destroy();
         };

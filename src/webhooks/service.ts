@@ -10,11 +10,13 @@ import { tx } from "../storage/db.js";
 import { OutboxExpander } from "./expander.js";
 import { PgListener } from "./listener.js";
 import { OUTBOX_PAYLOAD } from "./outbox.js";
-import { checkTarget, createSchema, decodeCursor, encodeCursor, listSchema, toDelivery, toWebhook, updateSchema } from "./records.js";
+import { toDelivery, toWebhook } from "./messages.js";
+import { checkTarget, createSchema, decodeCursor, encodeCursor, listSchema, updateSchema } from "./requests.js";
 import { DeliveryScheduler } from "./scheduler.js";
 import { newWebhookSecret } from "./signature.js";
 import * as store from "./store.js";
 import type { SubscriptionCache } from "./subscriptions.js";
+import { targetOf } from "./targets/index.js";
 import { createTemporalDispatch, createWebhookActivities, reconcileDeliveries, type TemporalDispatch, type WebhookActivities, type WebhookActivitiesV1 } from "./temporal.js";
 import { startPeriodic, type Periodic } from "../shared/periodic.js";
 
@@ -87,14 +89,10 @@ export function createWebhooksFeature(deps: Pick<Deps, "db" | "clock" | "auth" |
             const scope = await admin(ctx, req.projectId, "writes");
             const input = validate(createSchema, { name: req.name, type: req.type, url: req.url, events: req.events, enabled: req.enabled });
             await checkTarget(input.type, input.url, config.webhooks.allowPrivate);
-            const secret = input.type === "http" ? newWebhookSecret() : null;
-            const now = clock();
-            const r = await db.query<store.WebhookRow>(
-              "INSERT INTO webhooks (id, project_id, name, type, url, events, secret, enabled, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING *",
-              [newId("wh"), scope.projectId, input.name ?? new URL(input.url).hostname, input.type, input.url, input.events, secret, input.enabled, now],
-            );
+            const secret = targetOf(input.type).signed ? newWebhookSecret() : null;
+            const row = await store.insertWebhook(db, { ...input, id: newId("wh"), projectId: scope.projectId, name: input.name ?? new URL(input.url).hostname, secret, now: clock() });
             await changed(scope.projectId);
-            return { data: { ...toWebhook(r.rows[0]), secret: secret ?? undefined } };
+            return { data: { ...toWebhook(row), secret: secret ?? undefined } };
           },
           async listWebhooks(req, ctx) {
             const scope = await auth.project(ctx, req.projectId, "admin");
@@ -108,28 +106,22 @@ export function createWebhooksFeature(deps: Pick<Deps, "db" | "clock" | "auth" |
             const scope = await admin(ctx, req.projectId, "writes");
             const input = validate(updateSchema, { name: req.name, url: req.url, events: req.events.length ? req.events : undefined, enabled: req.enabled, rotateSecret: req.rotateSecret });
             const w = await webhookOf(scope.projectId, req.webhookId);
-            if (input.rotateSecret && w.type !== "http") throw badRequest("invalid request: rotateSecret: discord webhooks have no secret", [{ field: "rotateSecret", message: "discord webhooks have no secret" }]);
+            if (input.rotateSecret && !targetOf(w.type).signed) throw badRequest(`invalid request: rotateSecret: ${w.type} webhooks have no secret`, [{ field: "rotateSecret", message: `${w.type} webhooks have no secret` }]);
             if (input.url !== undefined) await checkTarget(w.type, input.url, config.webhooks.allowPrivate);
             const secret = input.rotateSecret ? newWebhookSecret() : null;
             const now = clock();
             const row = await tx(db, async (c) => {
-              const r = await c.query<store.WebhookRow>(
-                `UPDATE webhooks SET name = coalesce($3, name), url = coalesce($4, url), events = coalesce($5, events), enabled = coalesce($6, enabled),
-                        secret = coalesce($7, secret), updated_at = $8
-                 WHERE project_id = $1 AND id = $2 RETURNING *`,
-                [scope.projectId, w.id, input.name ?? null, input.url ?? null, input.events ?? null, input.enabled ?? null, secret, now],
-              );
-              if (!r.rows[0]) throw notFound("webhook");
+              const updated = await store.updateWebhook(c, scope.projectId, w.id, { ...input, secret }, now);
+              if (!updated) throw notFound("webhook");
               if (input.enabled !== undefined && input.enabled !== w.enabled) await store.setDeliveriesPaused(c, w.id, !input.enabled, now);
-              return r.rows[0];
+              return updated;
             });
             await changed(scope.projectId);
             return { data: { ...toWebhook(row), secret: secret ?? undefined } };
           },
           async deleteWebhook(req, ctx) {
             const scope = await admin(ctx, req.projectId, "writes");
-            const r = await db.query("DELETE FROM webhooks WHERE project_id = $1 AND id = $2", [scope.projectId, req.webhookId]);
-            if (!r.rowCount) throw notFound("webhook");
+            if (!(await store.deleteWebhook(db, scope.projectId, req.webhookId))) throw notFound("webhook");
             await changed(scope.projectId);
             return {};
           },

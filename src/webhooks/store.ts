@@ -2,8 +2,9 @@ import type pg from "pg";
 import type { Queryable } from "../storage/db.js";
 import type { AttemptRecord } from "./sender.js";
 import type { DeliveryStatus } from "./retry.js";
+import type { WebhookType } from "./targets/index.js";
 
-// SQL of the webhooks feature. Always parameterized; rows are mapped to messages in service.ts.
+// SQL of the webhooks feature. Always parameterized; rows are mapped to messages in messages.ts.
 
 export const DUE_CHANNEL = "vigil_webhook_due";
 export const CHANGED_CHANNEL = "vigil_webhooks_changed";
@@ -12,7 +13,7 @@ export interface WebhookRow {
   id: string;
   project_id: string;
   name: string;
-  type: "http" | "discord";
+  type: WebhookType;
   url: string;
   events: string[];
   secret: string | null;
@@ -67,6 +68,39 @@ export async function getWebhook(q: Queryable, projectId: string, id: string): P
 
 export async function listWebhooks(q: Queryable, projectId: string): Promise<WebhookRow[]> {
   return (await q.query<WebhookRow>("SELECT * FROM webhooks WHERE project_id = $1 ORDER BY created_at, id", [projectId])).rows;
+}
+
+export async function insertWebhook(
+  q: Queryable,
+  w: { id: string; projectId: string; name: string; type: WebhookType; url: string; events: string[]; secret: string | null; enabled: boolean; now: Date },
+): Promise<WebhookRow> {
+  const r = await q.query<WebhookRow>(
+    "INSERT INTO webhooks (id, project_id, name, type, url, events, secret, enabled, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING *",
+    [w.id, w.projectId, w.name, w.type, w.url, w.events, w.secret, w.enabled, w.now],
+  );
+  return r.rows[0];
+}
+
+/** Sets the given fields (undefined keeps one); undefined when no such webhook in the project. */
+export async function updateWebhook(
+  q: Queryable,
+  projectId: string,
+  id: string,
+  p: { name?: string; url?: string; events?: string[]; enabled?: boolean; secret: string | null },
+  now: Date,
+): Promise<WebhookRow | undefined> {
+  const r = await q.query<WebhookRow>(
+    `UPDATE webhooks SET name = coalesce($3, name), url = coalesce($4, url), events = coalesce($5, events), enabled = coalesce($6, enabled),
+            secret = coalesce($7, secret), updated_at = $8
+     WHERE project_id = $1 AND id = $2 RETURNING *`,
+    [projectId, id, p.name ?? null, p.url ?? null, p.events ?? null, p.enabled ?? null, p.secret, now],
+  );
+  return r.rows[0];
+}
+
+/** False when there was no such webhook in the project. Its deliveries go with it (cascade). */
+export async function deleteWebhook(q: Queryable, projectId: string, id: string): Promise<boolean> {
+  return !!(await q.query("DELETE FROM webhooks WHERE project_id = $1 AND id = $2", [projectId, id])).rowCount;
 }
 
 /** Tells every node (this one included) that a project's subscriptions changed. */
@@ -182,7 +216,7 @@ export interface ClaimedDelivery {
   attempt_limit: number;
   due_at: Date;
   claim_token: string;
-  type: "http" | "discord";
+  type: WebhookType;
   url: string;
   secret: string | null;
 }

@@ -7,6 +7,7 @@ import { envelope } from "./payload.js";
 import { nextAttempt, type AttemptOutcome, type DeliveryStatus } from "./retry.js";
 import { sendAttempt, type AttemptRecord } from "./sender.js";
 import { PAYLOAD_SQL, type ClaimedDelivery } from "./store.js";
+import type { WebhookType } from "./targets/index.js";
 
 // The Temporal runner (TEMPORAL_ADDRESS set): one workflow per delivery, id `webhook-<delivery id>`,
 // on the `<base>.webhooks` task queue (workflows/webhooks.ts). Deliveries are inserted by the
@@ -80,7 +81,7 @@ interface Claimed {
   created_at: Date;
   attempt_count: number;
   attempt_limit: number;
-  type: "http" | "discord";
+  type: WebhookType;
   url: string;
   secret: string | null;
 }

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { addressRange, isPublicAddress } from "../../src/webhooks/address.js";
-import { DISCORD_LIMITS, discordMessage, embedChars, fitDiscordLimits, truncate } from "../../src/webhooks/discord.js";
+import { DISCORD_LIMITS, discordMessage, embedChars, fitDiscordLimits, truncate } from "../../src/webhooks/targets/discord.js";
 import { backoffMs, nextAttempt } from "../../src/webhooks/retry.js";
 import { retryAfterMs } from "../../src/webhooks/sender.js";
 import { computeSignature, newWebhookSecret, signatureHeader, verifyWebhookSignature } from "../../src/webhooks/signature.js";

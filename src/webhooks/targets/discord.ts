@@ -1,5 +1,10 @@
-import type { Envelope } from "./payload.js";
+import type { Envelope } from "../payload.js";
+import { retryAfterMs } from "./retry-after.js";
+import type { WebhookTarget } from "./target.js";
 
+// `discord`: channel-webhook messages (decisions.md: Webhooks: `{content, embeds}`, within Discord's
+// limits, honouring its 429 `retry_after`), unsigned, to any public host.
+//
 // Discord channel-webhook messages, kept within Discord's documented limits: content 2000;
 // 10 embeds; 6000 characters over all embeds' title, description, field names and values, footer
 // text and author name; title 256, description 4096, 25 fields, field name 256, value 1024,
@@ -132,3 +137,13 @@ export function discordMessage(env: Envelope): DiscordMessage {
   const content = isIncident ? `**${env.type}** · ${embed.title}` : `**${env.type}** in project \`${env.projectId}\``;
   return fitDiscordLimits({ content, username: "Vigil", embeds: [embed] });
 }
+
+export const discordTarget: WebhookTarget = {
+  signed: false,
+  checkUrl() {
+    // "discord webhooks take any URL (the host is not checked)": any public host, as for http.
+  },
+  body: (env) => JSON.stringify(discordMessage(env)),
+  headers: () => ({}),
+  retryAfterMs,
+};

@@ -3,9 +3,10 @@ import { cursorFormat } from "../shared/cursor.js";
 import { badRequest } from "../shared/errors.js";
 import { parseTimestamp } from "../shared/time.js";
 import { BlockedAddressError, pinTarget, systemResolver, UnresolvedHostError, urlHost } from "./address.js";
-import type { DeliveryRow, WebhookRow } from "./store.js";
+import type { DeliveryRow } from "./store.js";
+import { targetOf, WEBHOOK_TYPES, type WebhookType } from "./targets/index.js";
 
-// Input schemas, the target check, and rows → API records.
+// Input schemas, the target check, and the deliveries list's cursor (rows → API records: messages.ts).
 
 export const MAX_EVENT_TYPES = 20;
 
@@ -31,7 +32,7 @@ const name = z.string().trim().min(1, "must not be empty").max(200);
 
 export const createSchema = z.object({
   name: name.optional(),
-  type: z.enum(["http", "discord"]).default("http"),
+  type: z.enum(WEBHOOK_TYPES).default("http"),
   url,
   events: eventsSchema,
   enabled: z.boolean().default(true),
@@ -54,38 +55,20 @@ export const listSchema = z.object({
 /**
  * Every webhook type's target must resolve only to public addresses (unless WEBHOOK_ALLOW_PRIVATE):
  * for discord "the host is not checked" means any public host, not any address. The message never
- * says what the name resolved to. The sender checks again before every connection.
+ * says what the name resolved to. The sender checks again before every connection. Then the rules
+ * of the type's own target (targets/).
  */
-export async function checkTarget(_type: "http" | "discord", target: string, allowPrivate: boolean): Promise<void> {
-  if (allowPrivate) return;
-  try {
-    await pinTarget(urlHost(new URL(target)), { allowPrivate, resolve: systemResolver });
-  } catch (err) {
-    const message = err instanceof BlockedAddressError || err instanceof UnresolvedHostError ? err.message : "host could not be resolved";
-    throw badRequest(`invalid request: url: ${message}`, [{ field: "url", message }]);
+export async function checkTarget(type: WebhookType, target: string, allowPrivate: boolean): Promise<void> {
+  const url = new URL(target);
+  if (!allowPrivate) {
+    try {
+      await pinTarget(urlHost(url), { allowPrivate, resolve: systemResolver });
+    } catch (err) {
+      const message = err instanceof BlockedAddressError || err instanceof UnresolvedHostError ? err.message : "host could not be resolved";
+      throw badRequest(`invalid request: url: ${message}`, [{ field: "url", message }]);
+    }
   }
-}
-
-export function toWebhook(r: WebhookRow) {
-  return { id: r.id, name: r.name, type: r.type, url: r.url, events: r.events, enabled: r.enabled, createdAt: r.created_at.toISOString(), updatedAt: r.updated_at.toISOString() };
-}
-
-export function toDelivery(r: DeliveryRow) {
-  return {
-    id: r.id,
-    eventId: r.event_id,
-    eventType: r.event_type,
-    status: r.status,
-    attempts: r.attempts.map((a) => ({
-      at: a.at,
-      statusCode: a.statusCode ?? undefined,
-      durationMs: a.durationMs,
-      error: a.error ?? undefined,
-      responseBody: a.responseBody ?? undefined,
-    })),
-    nextAttemptAt: r.next_attempt_at?.toISOString(),
-    createdAt: r.created_at.toISOString(),
-  };
+  targetOf(type).checkUrl(url);
 }
 
 /** The deliveries' cursor (the shared format, src/shared/cursor.ts; tag whd1): the last delivery's (created_at, id). */
