@@ -1,6 +1,7 @@
 import type { Field } from "./fields.js";
 import { topLevelDataKey } from "./fields.js";
 import type { Condition, Node, Scalar } from "./filters.js";
+import { assertNever } from "../shared/never.js";
 import { slotColumn, type Params, type SlotMap } from "./sql.js";
 
 // Filter AST -> parameterized SQL boolean expression (pure). Columns come from a fixed whitelist,
@@ -111,19 +112,20 @@ function compareSql(ctx: Ctx, f: Field, op: keyof typeof CMP, v: Scalar): string
   return `analytics_try_timestamptz(${textSql(ctx, f)}) ${o} ${p.add(v)}::timestamptz`;
 }
 
+/** Every operator's SQL (filters.ts lists them); a missing one is a compile error (assertNever). */
 function conditionSql(ctx: Ctx, c: Condition): string {
   const f = c.field;
   const p = ctx.params;
   const not = (x: string) => `NOT COALESCE(${x}, FALSE)`;
   switch (c.op) {
     case "equals":
-      return equalsSql(ctx, f, c.value as Scalar);
+      return equalsSql(ctx, f, c.value);
     case "not_equals":
-      return not(equalsSql(ctx, f, c.value as Scalar));
+      return not(equalsSql(ctx, f, c.value));
     case "in":
-      return inSql(ctx, f, c.value as Scalar[]);
+      return inSql(ctx, f, c.value);
     case "not_in":
-      return not(inSql(ctx, f, c.value as Scalar[]));
+      return not(inSql(ctx, f, c.value));
     case "contains":
       return `strpos(${textSql(ctx, f)}, ${p.add(c.value)}::text) > 0`;
     case "not_contains":
@@ -139,8 +141,13 @@ function conditionSql(ctx: Ctx, c: Condition): string {
       const e = f.kind === "column" ? `${columnSql(ctx, f)} IS NOT NULL` : `${jsonSql(ctx, f)} IS NOT NULL`;
       return c.op === "exists" ? e : `NOT (${e})`;
     }
+    case "gt":
+    case "gte":
+    case "lt":
+    case "lte":
+      return compareSql(ctx, f, c.op, c.value);
     default:
-      return compareSql(ctx, f, c.op, c.value as Scalar);
+      return assertNever(c, "operator");
   }
 }
 

@@ -1,4 +1,5 @@
 import { badRequest } from "../shared/errors.js";
+import { assertNever } from "../shared/never.js";
 import { fieldProblem, resolveField, type Field } from "./fields.js";
 import { TIMESTAMP_MESSAGE } from "../shared/time.js";
 import { parseInstant } from "./time.js";
@@ -15,24 +16,54 @@ export const MAX_STRING_VALUE = 10_000;
 /** Default of ANALYTICS_MAX_FILTER_NODES. */
 export const MAX_FILTER_NODES = 300;
 
-export const OPERATORS = [
-  "equals", "not_equals", "contains", "not_contains", "starts_with", "ends_with", "in", "not_in",
-  "gt", "gte", "lt", "lte", "exists", "not_exists",
-] as const;
-export type Operator = (typeof OPERATORS)[number];
+/**
+ * What an operator's `value` is: `scalar` a string, number or boolean (compared by its JSON type);
+ * `text` a string; `list` a non-empty array of scalars; `order` a number or a timestamp; `none` no
+ * value. The parser checks a value by its operator's shape.
+ */
+export type ValueShape = "scalar" | "text" | "list" | "order" | "none";
+
+/**
+ * The filter operators (the spec's list, in its order) and the shape of each one's value: the one
+ * list of them. A new operator is a line here; tsc then names every switch that must say what it
+ * means: compile.ts (SQL) and blocks/eval.ts (column blocks), each ending in assertNever.
+ * docs/architecture.md: "Add an analytics operator".
+ */
+export const OPERATORS = {
+  equals: "scalar",
+  not_equals: "scalar",
+  contains: "text",
+  not_contains: "text",
+  starts_with: "text",
+  ends_with: "text",
+  in: "list",
+  not_in: "list",
+  gt: "order",
+  gte: "order",
+  lt: "order",
+  lte: "order",
+  exists: "none",
+  not_exists: "none",
+} as const satisfies Record<string, ValueShape>;
+export type Operator = keyof typeof OPERATORS;
+export const OPERATOR_NAMES = Object.keys(OPERATORS) as Operator[];
+/** The operators whose value has shape S. */
+export type OperatorOf<S extends ValueShape> = { [K in Operator]: (typeof OPERATORS)[K] extends S ? K : never }[Operator];
 
 export type Scalar = string | number | boolean;
 
 /** A validated time value as canonical UTC text: PostgreSQL never reads the client's own text. */
 const timeText = (v: unknown): string => parseInstant(v)!.text;
 
-export interface Condition {
-  kind: "cond";
-  field: Field;
-  op: Operator;
-  /** equals/not_equals/contains/.../gt..lte: one scalar; in/not_in: a non-empty array; exists: none. */
-  value?: Scalar | Scalar[];
-}
+/** A condition; its value's type follows from its operator's shape (a switch on `op` narrows it). */
+export type Condition = { kind: "cond"; field: Field } & (
+  | { op: OperatorOf<"scalar">; value: Scalar }
+  | { op: OperatorOf<"text">; value: string }
+  | { op: OperatorOf<"list">; value: Scalar[] }
+  /** A number, or a timestamp as canonical UTC text. */
+  | { op: OperatorOf<"order">; value: number | string }
+  | { op: OperatorOf<"none">; value?: undefined }
+);
 export interface Group {
   kind: "and" | "or";
   children: Node[];
@@ -87,48 +118,45 @@ class Parser {
     const fp = fieldProblem(o.field);
     if (fp) return this.fail(`${path}.field`, fp);
     const field = resolveField(o.field);
-    if (typeof o.operator !== "string" || !(OPERATORS as readonly string[]).includes(o.operator)) {
-      return this.fail(`${path}.operator`, `must be one of ${OPERATORS.join(", ")}`);
+    if (typeof o.operator !== "string" || !Object.hasOwn(OPERATORS, o.operator)) {
+      return this.fail(`${path}.operator`, `must be one of ${OPERATOR_NAMES.join(", ")}`);
     }
     const op = o.operator as Operator;
     const value = o.value;
     const vpath = `${path}.value`;
     const isTime = field.kind === "column" && field.valueType === "time";
-    switch (op) {
-      case "exists":
-      case "not_exists":
+    // The casts pair `op` with the value its shape was checked for (the switch is on the shape).
+    const shape = OPERATORS[op];
+    switch (shape) {
+      case "none":
         if (value !== undefined && value !== null) return this.fail(vpath, `${op} takes no value`);
-        return { kind: "cond", field, op };
-      case "in":
-      case "not_in": {
+        return { kind: "cond", field, op } as Condition;
+      case "list": {
         if (!Array.isArray(value) || value.length === 0) return this.fail(vpath, `${op} takes a non-empty array`);
         if (value.length > MAX_IN_VALUES) return this.fail(vpath, `at most ${MAX_IN_VALUES} values`);
         for (const [i, e] of value.entries()) {
           const p = this.scalarProblem(e, isTime);
           if (p) return this.fail(`${vpath}[${i}]`, p);
         }
-        return { kind: "cond", field, op, value: isTime ? value.map(timeText) : (value as Scalar[]) };
+        return { kind: "cond", field, op, value: isTime ? value.map(timeText) : (value as Scalar[]) } as Condition;
       }
-      case "equals":
-      case "not_equals": {
+      case "scalar": {
         const p = this.scalarProblem(value, isTime);
         if (p) return this.fail(vpath, p);
-        return { kind: "cond", field, op, value: isTime ? timeText(value) : (value as Scalar) };
+        return { kind: "cond", field, op, value: isTime ? timeText(value) : (value as Scalar) } as Condition;
       }
-      case "contains":
-      case "not_contains":
-      case "starts_with":
-      case "ends_with":
+      case "text":
         if (isTime) return this.fail(`${path}.operator`, `${op} does not apply to ${field.name}; use gt/gte/lt/lte`);
         if (typeof value !== "string") return this.fail(vpath, `${op} takes a string`);
         if (value.length > MAX_STRING_VALUE) return this.fail(vpath, "is too long");
-        return { kind: "cond", field, op, value };
-      default: {
-        // gt, gte, lt, lte: numbers numerically, ISO timestamps as times.
-        if (typeof value === "number" && Number.isFinite(value) && !isTime) return { kind: "cond", field, op, value };
-        if (typeof value === "string" && parseInstant(value)) return { kind: "cond", field, op, value: timeText(value) };
+        return { kind: "cond", field, op, value } as Condition;
+      case "order":
+        // Numbers numerically, ISO timestamps as times.
+        if (typeof value === "number" && Number.isFinite(value) && !isTime) return { kind: "cond", field, op, value } as Condition;
+        if (typeof value === "string" && parseInstant(value)) return { kind: "cond", field, op, value: timeText(value) } as Condition;
         return this.fail(vpath, isTime ? `${op} on ${field.name} takes an RFC 3339 timestamp with an offset` : `${op} takes a number or an RFC 3339 timestamp with an offset`);
-      }
+      default:
+        return assertNever(shape, "value shape");
     }
   }
 

@@ -1,6 +1,7 @@
 import type { Field } from "../fields.js";
 import { topLevelDataKey } from "../fields.js";
 import type { Condition, Node, Scalar } from "../filters.js";
+import { assertNever } from "../../shared/never.js";
 import type { Block, Column } from "./format.js";
 
 // Filters over a column block (pure), with exactly the semantics of compile.ts: a condition is
@@ -67,22 +68,23 @@ function condition(b: Block, c: Condition): Mask | null {
     const numbers = new Set(vs.filter((v): v is number => typeof v === "number"));
     return columnMask(col, rows, { s: (v) => strings.has(v), n: (v) => numbers.has(v) });
   };
+  // Every operator (filters.ts lists them); a missing one is a compile error (assertNever).
   switch (c.op) {
     case "equals":
-      return equalsIn([c.value as Scalar]);
+      return equalsIn([c.value]);
     case "not_equals":
-      return not(equalsIn([c.value as Scalar]));
+      return not(equalsIn([c.value]));
     case "in":
-      return equalsIn(c.value as Scalar[]);
+      return equalsIn(c.value);
     case "not_in":
-      return not(equalsIn(c.value as Scalar[]));
+      return not(equalsIn(c.value));
     case "contains":
     case "not_contains":
     case "starts_with":
     case "ends_with": {
       // Text of a JSON string only: numbers never match; strings held by `other` rows might.
       if (col.kind === "n") return col.other > 0 ? null : c.op === "not_contains" ? fill(rows, 1) : fill(rows, 0);
-      const v = c.value as string;
+      const v = c.value;
       const test = c.op === "starts_with" ? (s: string) => s.startsWith(v) : c.op === "ends_with" ? (s: string) => s.endsWith(v) : (s: string) => s.includes(v);
       const m = columnMask(col, rows, { s: test });
       return c.op === "not_contains" ? not(m) : m;
@@ -93,15 +95,20 @@ function condition(b: Block, c: Condition): Mask | null {
       const m = columnMask(col, rows, { s: () => true, n: () => true });
       return c.op === "exists" ? m : not(m);
     }
-    default: {
-      // gt/gte/lt/lte: numbers compare numbers; a string value compares times (not in blocks).
-      const v = c.value as Scalar;
+    case "gt":
+    case "gte":
+    case "lt":
+    case "lte": {
+      // Numbers compare numbers; a string value compares times (not in blocks).
+      const v = c.value;
       if (typeof v !== "number") return null;
       if (isColumn(c.field)) return fill(rows, 0);
       if (col.kind === "s") return col.other > 0 ? null : fill(rows, 0);
       const cmp = c.op === "gt" ? (x: number) => x > v : c.op === "gte" ? (x: number) => x >= v : c.op === "lt" ? (x: number) => x < v : (x: number) => x <= v;
       return columnMask(col, rows, { n: cmp });
     }
+    default:
+      return assertNever(c, "operator");
   }
 }
 
