@@ -6,7 +6,7 @@ import { eventCursor } from "../../src/events/cursor.js";
 import { uuidv7 } from "../../src/events/uuidv7.js";
 import { pointsCursor } from "../../src/metrics/requests.js";
 import { monitorCursor } from "../../src/uptime/monitor-list.js";
-import { deliveryCursor } from "../../src/webhooks/records.js";
+import { deliveryCursor } from "../../src/webhooks/requests.js";
 import { cursorFormat, MAX_CURSOR_LENGTH } from "../../src/shared/cursor.js";
 import { ApiError } from "../../src/shared/errors.js";
 import { isPlainText, isStorableText, textProblem, textSchema } from "../../src/shared/text.js";
