@@ -1,6 +1,7 @@
 import type { Deps } from "../platform/deps.js";
 import type { Pipeline } from "./pipeline.js";
 import type { Projector } from "./projector.js";
+import { Coalescer } from "../shared/coalesce.js";
 import { ApiError } from "../shared/errors.js";
 import type { StoredEvent } from "./pipeline.js";
 import type { Ingestor, NewEvent } from "./pipeline.js";
@@ -17,12 +18,12 @@ export const COPY_MIN_ROWS = 200;
 // resolves only after COMMIT, so a 202 built on it is durable. A caller's events are never split
 // across transactions. When a shared flush fails, each caller is retried alone, so one caller's
 // bad input (a hook refusing it) cannot fail the others; a caller that still fails is rejected.
+// The queue is shared/coalesce.ts: batches of whole callers up to INGEST_MAX_BATCH rows, up to
+// maxInFlight transactions at once; callers queued behind them go as soon as one ends.
 
 interface Pending {
   projectId: string;
   events: NewEvent[];
-  resolve: (stored: StoredEvent[]) => void;
-  reject: (err: unknown) => void;
 }
 
 /** Forgets what a write attempt set on the events: a retry must not keep a source id or slots from an attempt that wrote nothing. */
@@ -34,12 +35,8 @@ function clearAttempt(events: StoredEvent[]): void {
 }
 
 export class GroupCommitIngestor implements Ingestor {
-  private queue: Pending[] = [];
-  private queuedRows = 0;
-  private timer: NodeJS.Timeout | undefined;
-  private inFlight = 0;
+  private readonly batches: Coalescer<Pending, StoredEvent[]>;
   private stopped = false;
-  private idleWaiters: (() => void)[] = [];
   private readonly partitions = new PartitionCache();
   private readonly sources = new SourceCache();
   private readonly maxInFlight: number;
@@ -52,85 +49,50 @@ export class GroupCommitIngestor implements Ingestor {
     private readonly derived: Projector,
   ) {
     this.maxInFlight = Math.max(1, Math.min(deps.config.ingest.maxInFlight, Math.floor(deps.config.pgPoolSize / 2)));
+    this.batches = new Coalescer<Pending, StoredEvent[]>({
+      flush: (group) => this.flush(group),
+      maxBatch: deps.config.ingest.maxBatch,
+      weight: (p) => p.events.length,
+      concurrency: this.maxInFlight,
+      wait: deps.config.ingest.flushMs,
+      // Events waiting while every writer is busy: ingestion is the bottleneck, so background
+      // senders on this node yield CPU and connections to it for a moment (see IngestPressure).
+      onSaturated: () => deps.pressure.mark(),
+      onDepth: (rows) => deps.telemetry.ingestQueueDepth.set(rows),
+    });
   }
 
   accept(projectId: string, events: NewEvent[]): Promise<StoredEvent[]> {
     if (events.length === 0) return Promise.resolve([]);
     if (this.stopped) return Promise.reject(new ApiError(503, "unavailable", "the service is shutting down"));
-    return new Promise<StoredEvent[]>((resolve, reject) => {
-      this.queue.push({ projectId, events, resolve, reject });
-      this.queuedRows += events.length;
-      this.deps.telemetry.ingestQueueDepth.set(this.queuedRows);
-      // Events arriving while every writer is busy: ingestion is saturated (see IngestPressure).
-      if (this.inFlight >= this.maxInFlight) this.deps.pressure.mark();
-      if (this.queuedRows >= this.deps.config.ingest.maxBatch) this.kick();
-      else if (!this.timer) this.timer = setTimeout(() => this.onTimer(), this.deps.config.ingest.flushMs);
-    });
+    return this.batches.submit({ projectId, events });
   }
 
   /** Stops accepting, flushes what is queued and waits for every flush in flight. */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.kick();
-    if (this.queue.length === 0 && this.inFlight === 0) return;
-    await new Promise<void>((r) => this.idleWaiters.push(r));
+    await this.batches.stop();
   }
 
-  private onTimer(): void {
-    this.timer = undefined;
-    this.kick();
-  }
-
-  private kick(): void {
-    if (this.timer && (this.stopped || this.queuedRows >= this.deps.config.ingest.maxBatch)) {
-      clearTimeout(this.timer);
-      this.timer = undefined;
-    }
-    // Events waiting while the writer is busy: ingestion is the bottleneck, so background senders
-    // on this node yield CPU and connections to it for a moment (see IngestPressure).
-    if (this.queue.length > 0 && this.inFlight >= this.maxInFlight) this.deps.pressure.mark();
-    while (this.queue.length > 0 && this.inFlight < this.maxInFlight) {
-      const group = this.take();
-      this.inFlight++;
-      void this.flush(group).finally(() => {
-        this.inFlight--;
-        if (this.queue.length > 0) this.kick();
-        else if (this.inFlight === 0) for (const w of this.idleWaiters.splice(0)) w();
-      });
-    }
-  }
-
-  /** Up to maxBatch rows of whole callers (always at least one caller). */
-  private take(): Pending[] {
-    const max = this.deps.config.ingest.maxBatch;
-    let rows = 0;
-    let n = 0;
-    while (n < this.queue.length && (n === 0 || rows + this.queue[n].events.length <= max)) rows += this.queue[n++].events.length;
-    const group = this.queue.splice(0, n);
-    this.queuedRows -= rows;
-    this.deps.telemetry.ingestQueueDepth.set(this.queuedRows);
-    return group;
-  }
-
-  private async flush(group: Pending[]): Promise<void> {
+  /** One group commit: each caller's stored events, or its error (a throw rejects the only caller). */
+  private async flush(group: Pending[]): Promise<(StoredEvent[] | Error)[]> {
     const prepared = group.map((p) => this.prepare(p));
     try {
       await this.write(prepared.flatMap((x) => x.stored), prepared.flatMap((x) => x.sources));
-      for (let i = 0; i < group.length; i++) group[i].resolve(prepared[i].stored);
+      return prepared.map((x) => x.stored);
     } catch (err) {
-      if (group.length === 1) {
-        group[0].reject(err);
-        return;
-      }
+      if (group.length === 1) throw err;
       this.deps.log.warn({ err, callers: group.length }, "group commit failed; retrying each caller alone");
+      const out: (StoredEvent[] | Error)[] = [];
       for (let i = 0; i < group.length; i++) {
         try {
           await this.write(prepared[i].stored, prepared[i].sources);
-          group[i].resolve(prepared[i].stored);
+          out.push(prepared[i].stored);
         } catch (e) {
-          group[i].reject(e);
+          out.push(e instanceof Error ? e : new Error(String(e)));
         }
       }
+      return out;
     }
   }
 

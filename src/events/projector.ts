@@ -1,6 +1,7 @@
 import type { PoolClient } from "pg";
 import { tx, type Db } from "../storage/db.js";
 import type { Logger } from "pino";
+import { Coalescer } from "../shared/coalesce.js";
 import type { Telemetry } from "../shared/telemetry.js";
 import type { DerivedRecords, Projection, StoredEvent } from "./pipeline.js";
 
@@ -41,10 +42,9 @@ export class Projector implements DerivedRecords {
   private readonly log: Logger;
   private readonly telemetry: Telemetry;
   private readonly opts: { delayMs: number; pollMs: number };
-  private timer: NodeJS.Timeout | undefined;
   private poll: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private again = false;
+  /** Background passes (shared/coalesce.ts): one at a time, each `delayMs` after the kick or the pass before. */
+  private readonly passes: Coalescer<void>;
   private stopped = false;
 
   constructor(o: ProjectorOptions) {
@@ -53,6 +53,11 @@ export class Projector implements DerivedRecords {
     this.telemetry = o.telemetry;
     this.projections = o.projections;
     this.opts = { delayMs: o.delayMs, pollMs: o.pollMs };
+    this.passes = new Coalescer<void>({
+      wait: o.delayMs,
+      waitEachBatch: true,
+      flush: () => this.drain().catch((err) => this.log.warn({ err }, "derived records: projection failed; retrying on the next kick")),
+    });
   }
 
   /** The `ingest_deltas` rows for a group of stored events: [projectId, JSON] per project. */
@@ -90,31 +95,13 @@ export class Projector implements DerivedRecords {
   /** Rows were committed: drain soon (coalesced). */
   kick(): void {
     if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    if (this.timer) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.running = this.drain()
-        .catch((err) => this.log.warn({ err }, "derived records: projection failed; retrying on the next kick"))
-        .finally(() => {
-          this.running = undefined;
-          if (this.again) {
-            this.again = false;
-            this.kick();
-          }
-        });
-    }, this.opts.delayMs);
+    void this.passes.submit();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.poll);
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.running;
+    await this.passes.stop(); // a pass waiting for its delay runs now
     await this.drain().catch((err) => this.log.warn({ err }, "derived records: final projection failed; the next start applies them"));
   }
 

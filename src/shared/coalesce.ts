@@ -10,8 +10,9 @@
 //   `waitEachBatch`: then every batch waits `wait` after the flush before it;
 // * a flush answers one result per item (an Error rejects that item alone) or nothing (every item
 //   resolves with undefined); a flush that throws rejects every item of its batch, and no other;
-// * stop() flushes everything queued at once and resolves when nothing is queued or running;
-//   idle() waits for the same without hurrying the wait.
+// * stop() flushes everything queued at once (no more waiting until then) and resolves when nothing
+//   is queued or running; idle() waits for the same without hurrying. Refusing new items after a
+//   stop is the caller's decision (ingest answers 503; a wake-up after stop is simply ignored).
 // The caller's promise settles only when its batch's flush finished, so "durable when resolved"
 // holds whenever the flush commits before it returns.
 
@@ -80,8 +81,9 @@ export class Coalescer<T, R = void> {
     return new Promise<void>((r) => this.idleWaiters.push(r));
   }
 
-  /** Flushes everything queued now (no more waiting) and resolves when idle. Later items go at once too. */
+  /** Flushes everything queued now (no more waiting) and resolves when idle. */
   stop(): Promise<void> {
+    if (this.queue.length === 0 && this.running === 0) return Promise.resolve();
     this.hurry = true;
     this.cancelWait();
     this.pump();
@@ -166,6 +168,7 @@ export class Coalescer<T, R = void> {
       if (this.hurry || this.full || !this.o.waitEachBatch || this.o.wait === undefined) this.pump();
       else if (!this.timer && !this.immediate) this.armWait();
     } else if (this.running === 0) {
+      this.hurry = false;
       for (const w of this.idleWaiters.splice(0)) w();
     }
   }

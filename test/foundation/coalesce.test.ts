@@ -125,8 +125,11 @@ describe("Coalescer", () => {
     assert.deepEqual(r.batches, [[1, 2]]);
     await Promise.all(items);
     assert.ok(idle);
-    await c.submit(3); // after stop(), no waiting either
+    const third = c.submit(3); // after stop(), the wait applies again
+    await sleep(20);
+    assert.deepEqual(r.batches, [[1, 2]]);
+    await c.stop();
+    await third;
     assert.deepEqual(r.batches, [[1, 2], [3]]);
-    await c.idle();
   });
 });
