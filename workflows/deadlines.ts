@@ -1,5 +1,5 @@
 import { condition, continueAsNew, proxyLocalActivities, setCurrentDetails, setHandler, sleep, workflowInfo } from "@temporalio/workflow";
-import type { UptimeActivities } from "../src/uptime/activities.js";
+import type { DeadlineScanInput, UptimeActivities } from "../src/uptime/activities.js";
 import { wakeSignal } from "./signals.js";
 
 // The deadline timer of every monitor of a deployment: ONE workflow (id `<base>.deadlines`, on its
@@ -16,13 +16,6 @@ import { wakeSignal } from "./signals.js";
 //   change) cuts a sleep short, never below gapMs since the last scan.
 // - Nothing to wait for: re-scan every idleMs.
 // Deterministic: only @temporalio/workflow and type imports; times are durations from the activity.
-
-export interface DeadlineScanInput {
-  /** The least time between two scans (ms): TEMPORAL_SCAN_GAP_MS. */
-  gapMs: number;
-  /** Re-scan at least this often when no deadline is pending (ms). */
-  idleMs: number;
-}
 
 const { scanDeadlines } = proxyLocalActivities<UptimeActivities>({
   startToCloseTimeout: "30 seconds",

@@ -1,6 +1,6 @@
 import { condition, continueAsNew, patched, proxyLocalActivities, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from "@temporalio/workflow";
 import { VigilMonitorSlug, VigilMonitorStatus } from "../src/temporal/search-attributes.js";
-import type { UptimeActivities } from "../src/uptime/activities.js";
+import type { MonitorWorkflowInput, UptimeActivities } from "../src/uptime/activities.js";
 import { wakeSignal } from "./signals.js";
 import { monitorLoopV1 } from "./uptime-v1.js";
 
@@ -23,14 +23,6 @@ import { monitorLoopV1 } from "./uptime-v1.js";
 // started before `deadline-v3` keep sleeping until their deadline; every later change to this loop
 // goes behind a new patched() id, and CI replays the saved histories.
 // Deterministic: only @temporalio/workflow, @temporalio/common and pure or type imports.
-
-export interface MonitorWorkflowInput {
-  monitorId: string;
-  /** Re-read an idle (down) monitor at least this often (ms). Absent in v1 inputs. */
-  idleCheckMs?: number;
-  /** The namespace has Vigil's search attributes: keep VigilMonitorStatus/Slug current. */
-  attributes?: boolean;
-}
 
 const { checkMonitor } = proxyLocalActivities<UptimeActivities>({
   startToCloseTimeout: "10 seconds",

@@ -7,7 +7,7 @@ import { rawScan, rollupEligible } from "./plan.js";
 import { GRAIN_CODE } from "./rollups.js";
 import { NO_SLOTS, Params, type SlotMap } from "./sql.js";
 import { bucketStarts, decompose, type Grain, type Interval, type Window } from "./time.js";
-import { blockAggregate, blockBucketCounts, blockCount, blockGroupCounts, orderGroups, type BlockEnv } from "./blocks/engine.js";
+import type { BlockQueries } from "./column-blocks.js";
 
 // The analytics queries. `fast` enables rollups and slots; with it off every answer comes from the
 // raw JSON, which is what the property test compares against.
@@ -16,8 +16,8 @@ export interface QueryEnv {
   db: Queryable;
   fast: boolean;
   slots: SlotMap;
-  /** Column blocks (with `fast`): whole hours answered in this process, see blocks/engine.ts. */
-  blocks?: BlockEnv;
+  /** Column blocks (with `fast`): whole hours answered in this process, see column-blocks.ts. */
+  blocks?: BlockQueries;
 }
 
 const slotsOf = (env: QueryEnv): SlotMap => (env.fast ? env.slots : NO_SLOTS);
@@ -52,7 +52,7 @@ export async function count(env: QueryEnv, projectId: string, w: Window, filter:
     return r.rows.reduce((a, x) => a + Number(x.c), 0);
   }
   if (env.fast && env.blocks) {
-    const n = await blockCount(env.blocks, projectId, w, filter);
+    const n = await env.blocks.count(projectId, w, filter);
     if (n !== null) return n;
   }
   const s = rawScan(projectId, w, filter, slotsOf(env));
@@ -69,7 +69,7 @@ export async function timeseries(env: QueryEnv, projectId: string, w: Window, fi
   if (env.fast && rollupEligible(filter)) {
     const { sql, params } = rollupUnion(projectId, w, filter, INTERVAL_GRAIN[interval], interval);
     rows = (await env.db.query<{ b: Date; c: number }>(sql, params.values)).rows;
-  } else if (env.fast && env.blocks && (counted = await blockBucketCounts(env.blocks, projectId, w, filter, interval))) {
+  } else if (env.fast && env.blocks && (counted = await env.blocks.bucketCounts(projectId, w, filter, interval))) {
     rows = [...counted].map(([b, c]) => ({ b: new Date(b), c }));
   } else {
     const s = rawScan(projectId, w, filter, slotsOf(env));
@@ -90,7 +90,7 @@ export interface Aggregation {
 
 export async function aggregate(env: QueryEnv, projectId: string, w: Window, filter: Node | null, aggs: Aggregation[]): Promise<{ name: string; value: number | null }[]> {
   if (env.fast && env.blocks) {
-    const values = await blockAggregate(env.blocks, projectId, w, filter, aggs);
+    const values = await env.blocks.aggregate(projectId, w, filter, aggs);
     if (values) return aggs.map((a, i) => ({ name: a.name, value: values[i] }));
   }
   const s = rawScan(projectId, w, filter, slotsOf(env));
@@ -128,8 +128,8 @@ function keySql(ctx: Parameters<typeof jsonValueSql>[0], f: Field): string {
 
 export async function unique(env: QueryEnv, projectId: string, w: Window, filter: Node | null, field: Field, limit: number): Promise<{ value: unknown; count: number }[]> {
   if (env.fast && env.blocks) {
-    const counts = await blockGroupCounts(env.blocks, projectId, w, filter, [field], keySql);
-    if (counts) return (await orderGroups(env.db, counts, 1, limit, true)).map((g) => ({ value: g.keys[0], count: g.count }));
+    const counts = await env.blocks.groupCounts(projectId, w, filter, [field], keySql);
+    if (counts) return (await env.blocks.orderGroups(counts, 1, limit, true)).map((g) => ({ value: g.keys[0], count: g.count }));
   }
   const s = rawScan(projectId, w, filter, slotsOf(env));
   const counted = env.fast ? coveredGroups(s, [field]) : null;
@@ -187,9 +187,9 @@ const SLOT_PASS_COLUMNS = new Set(["project_id", "ts", "type", "user_id"]);
 
 export async function group(env: QueryEnv, projectId: string, w: Window, filter: Node | null, fields: Field[], limit: number): Promise<Record<string, unknown>[]> {
   if (env.fast && env.blocks) {
-    const counts = await blockGroupCounts(env.blocks, projectId, w, filter, fields, keySql);
+    const counts = await env.blocks.groupCounts(projectId, w, filter, fields, keySql);
     if (counts) {
-      return (await orderGroups(env.db, counts, fields.length, limit, false)).map((g) => groupObject(fields, g.keys, g.count));
+      return (await env.blocks.orderGroups(counts, fields.length, limit, false)).map((g) => groupObject(fields, g.keys, g.count));
     }
   }
   const s = rawScan(projectId, w, filter, slotsOf(env));

@@ -7,9 +7,8 @@ import type { Deps } from "../platform/deps.js";
 import type { Feature } from "../shared/feature.js";
 import { withCancellable } from "../storage/db.js";
 import { startSlotWorker } from "./worker.js";
-import { BlockStore } from "./blocks/store.js";
-import { startBlockWorker } from "./blocks/worker.js";
 import type { Periodic } from "../shared/periodic.js";
+import type { ColumnBlocks } from "./column-blocks.js";
 import { NO_SLOTS } from "./sql.js";
 import { queryEvents, toEventMessage } from "./events.js";
 import { parseFilters } from "./filters.js";
@@ -29,12 +28,13 @@ export interface AnalyticsWiring {
   registry: Registry;
   /** The pipeline's projector: rollups are its derived records (rollups.ts). */
   derived: DerivedRecords;
+  /** Column blocks (blocks/create.ts), or null when off: whole hours answered in this process. */
+  blocks: ColumnBlocks | null;
 }
 
-export function createAnalyticsFeature(deps: Pick<Deps, "db" | "auth" | "clock" | "config" | "log" | "telemetry">, { registry, derived }: AnalyticsWiring): Feature {
+export function createAnalyticsFeature(deps: Pick<Deps, "db" | "auth" | "clock" | "config" | "log" | "telemetry">, { registry, derived, blocks }: AnalyticsWiring): Feature {
   const { db, auth, clock, config } = deps;
   const fast = config.analytics.fastPaths;
-  const blocks = fast && config.analytics.blockCacheMb > 0 ? new BlockStore(config.analytics.blockCacheMb * 1024 * 1024) : null;
   const bounds = config.analyticsLimits;
   const limiter = new ProjectLimiter(bounds.maxConcurrentPerProject, bounds.queueTimeoutMs);
 
@@ -47,7 +47,7 @@ export function createAnalyticsFeature(deps: Pick<Deps, "db" | "auth" | "clock" 
       // Rollups are derived records: apply what was accepted before this query began.
       await derived.settle(projectId);
       const slots = fast ? await registry.slots(projectId, clock().getTime()) : NO_SLOTS;
-      return withCancellable(db, ctx.signal, (c) => fn({ db: c, fast, slots, blocks: blocks ? { db: c, store: blocks, slots, record } : undefined }));
+      return withCancellable(db, ctx.signal, (c) => fn({ db: c, fast, slots, blocks: blocks?.queries(c, slots, record) }));
     });
   }
 
@@ -112,7 +112,7 @@ export function createAnalyticsFeature(deps: Pick<Deps, "db" | "auth" | "clock" 
     ],
     async start() {
       if (config.analytics.slotIntervalMs > 0) worker = startSlotWorker(deps);
-      if (blocks && config.analytics.blockIntervalMs > 0) blockWorker = startBlockWorker(deps);
+      blockWorker = blocks?.startBuilder();
     },
     async stop() {
       await worker?.stop();

@@ -1,13 +1,16 @@
 import type { HandlerContext } from "@connectrpc/connect";
 import { AuthService } from "../../gen/vigil/v1/auth_pb.js";
 import { clientInfoKey } from "../shared/context.js";
-import type { Deps } from "../platform/deps.js";
+import type { Config } from "../config/index.js";
+import type { Clock } from "../shared/clock.js";
 import { ApiError, conflict, forbidden, rateLimited, unauthenticated } from "../shared/errors.js";
 import type { Feature } from "../shared/feature.js";
 import { newId } from "../shared/ids.js";
-import { hashedKey } from "../shared/ratelimit.js";
+import { hashedKey, type RateLimiter } from "../shared/ratelimit.js";
 import { isUniqueViolation } from "../shared/pg-errors.js";
 import { validate } from "../shared/validate.js";
+import type { Db } from "../storage/db.js";
+import type { Authenticator } from "./principal.js";
 import { toAccount } from "./messages.js";
 import { DUMMY_HASH, hashPassword, verifyPassword } from "./passwords.js";
 import { loginSchema, signupSchema } from "./requests.js";
@@ -19,7 +22,20 @@ import * as store from "./store.js";
 /** The client address the per-address limits count under. */
 const addressOf = (ctx: HandlerContext) => ctx.values.get(clientInfoKey).ip || "unknown";
 
-export function createAuthFeature(deps: Deps): Feature {
+/**
+ * What the auth feature uses (a part of platform/deps.ts's Deps, named here: platform/ builds on the
+ * Authenticator of this folder, so this folder does not import platform/).
+ */
+export interface AuthFeatureDeps {
+  db: Db;
+  clock: Clock;
+  limits: RateLimiter;
+  auth: Authenticator;
+  config: Pick<Config, "signup">;
+  sessionSecret: string;
+}
+
+export function createAuthFeature(deps: AuthFeatureDeps): Feature {
   const { db, clock, limits } = deps;
   const secure = (ctx: HandlerContext) => (ctx.requestHeader.get("x-forwarded-proto") ?? new URL(ctx.url).protocol.replace(":", "")) === "https";
   const cookieOpts = (ctx: HandlerContext) => ({ secret: deps.sessionSecret, secure: secure(ctx) });

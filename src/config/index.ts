@@ -92,7 +92,7 @@ export const envSchema = z.object({
   ANALYTICS_MAX_FILTER_NODES: intFrom(300, 1),
   ANALYTICS_MAX_CONCURRENT_PER_PROJECT: z.coerce.number().int().min(1).optional(),
   ANALYTICS_QUEUE_TIMEOUT_MS: intFrom(10_000, 0),
-  // Standard gRPC services (src/grpc/; docs/operations.md): server reflection on or off, and how
+  // Standard gRPC services (src/server/grpc-services.ts; docs/operations.md): server reflection on or off, and how
   // often health Watch streams re-read readiness.
   GRPC_REFLECTION: z.enum(["on", "off"]).default("on"),
   GRPC_HEALTH_POLL_MS: intFrom(1_000, 50),

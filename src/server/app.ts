@@ -25,7 +25,7 @@ import { isDocsPath, serveDocs } from "./docs.js";
 import { createGate } from "./gate.js";
 import { createRpcHandler, protocolOf } from "./rpc.js";
 import { grpcCodeName, rpcLogLevel } from "./grpc-status.js";
-import { createStandardServices } from "../grpc/service.js";
+import { createStandardServices } from "./grpc-services.js";
 import { listen, type Listener } from "./listen.js";
 import { listenMetrics, type MetricsListener } from "./metrics.js";
 import { sessionSecret } from "./secrets.js";
@@ -113,7 +113,7 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
   };
   const rpc = createRpcHandler({ bindings, maxBodyBytes: config.maxBodyBytes, admit, log, shutdownSignal: shutdown.signal });
   const rest = createRestHandler({ bindings, admit, maxBodyBytes: config.maxBodyBytes, log, shutdownSignal: shutdown.signal });
-  // grpc.health.v1 and grpc.reflection (src/grpc/service.ts): no credentials, no REST route.
+  // grpc.health.v1 and grpc.reflection (grpc-services.ts): no credentials, no REST route.
   const standard = createStandardServices(deps, features);
 
   // One ClientInfo per request, shared by the REST path and the Connect context values.

@@ -1,3 +1,4 @@
+import { createColumnBlocks } from "../analytics/blocks/create.js";
 import { Registry } from "../analytics/registry.js";
 import { rollupProjection } from "../analytics/rollups.js";
 import { createAnalyticsFeature } from "../analytics/service.js";
@@ -40,7 +41,7 @@ export async function createFeatures(deps: Deps): Promise<Feature[]> {
     projections: [userHoursProjection, identityProjection, rollupProjection],
   });
   const identity = createIdentityFeature(deps, events.derived);
-  const analytics = createAnalyticsFeature(deps, { registry: slots, derived: events.derived });
+  const analytics = createAnalyticsFeature(deps, { registry: slots, derived: events.derived, blocks: createColumnBlocks(deps) });
   const metrics = createMetricsFeature(deps, events.ingestor);
   const webhooks = createWebhooksFeature(deps, subscriptions);
   // Incident transitions run these inside the transaction that opens or resolves the incident.

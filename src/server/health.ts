@@ -5,7 +5,7 @@ import { ApiError } from "../shared/errors.js";
 import { missingMigrations } from "../storage/migrate.js";
 import type { WorkerState } from "../temporal/worker.js";
 
-/** What this node can do now: the one source of GET /health and grpc.health.v1 (src/grpc/health.ts). */
+/** What this node can do now: the one source of GET /health and grpc.health.v1 (grpc-health.ts). */
 export interface Readiness {
   /** Null when the node serves its API; else why not (database unreachable, schema not migrated). */
   unavailable: string | null;

@@ -45,7 +45,7 @@ export function protocolOf(contentType: string | undefined): Exclude<Protocol, "
 /**
  * Outermost: every error a handler (or the checks below) raises leaves as rpcError() made it, with
  * its google.rpc.Status details (ErrorInfo, BadRequest, RetryInfo); its code is kept for logs (in
- * `outcomeKey`, when the call set one). The standard services' router uses it too (src/grpc/).
+ * `outcomeKey`, when the call set one). The standard services' router uses it too (grpc-services.ts).
  */
 export const richErrors: Interceptor = (next) => async (req) => {
   try {

@@ -85,3 +85,21 @@ export function createUptimeActivities(deps: UptimeDeps) {
 }
 
 export type UptimeActivities = ReturnType<typeof createUptimeActivities>;
+
+// The workflows' inputs (workflows/deadlines.ts, workflows/uptime.ts), declared here beside the
+// activities they call, so that the runner that starts them imports nothing from workflows/.
+
+export interface DeadlineScanInput {
+  /** The least time between two scans (ms): TEMPORAL_SCAN_GAP_MS. */
+  gapMs: number;
+  /** Re-scan at least this often when no deadline is pending (ms). */
+  idleMs: number;
+}
+
+export interface MonitorWorkflowInput {
+  monitorId: string;
+  /** Re-read an idle (down) monitor at least this often (ms). Absent in v1 inputs. */
+  idleCheckMs?: number;
+  /** The namespace has Vigil's search attributes: keep VigilMonitorStatus/Slug current. */
+  attributes?: boolean;
+}

@@ -5,8 +5,7 @@ import { forEachLimited } from "../shared/limited.js";
 import { startPeriodic, type Periodic } from "../shared/periodic.js";
 import type { TemporalLink } from "../temporal/link.js";
 import { VigilMonitorId, VigilMonitorSlug, VigilMonitorStatus, VigilProjectId } from "../temporal/search-attributes.js";
-import type { DeadlineScanInput } from "../../workflows/deadlines.js";
-import type { MonitorWorkflowInput } from "../../workflows/uptime.js";
+import type { DeadlineScanInput, MonitorWorkflowInput } from "./activities.js";
 import { checkDeadlines } from "./detect.js";
 import { enqueueWakes, type DeadlineChange, type DeadlineRunner } from "./wake.js";
 

@@ -2,6 +2,7 @@ import type { Queryable } from "../../storage/db.js";
 import { jsonValueSql, numberSql, type Ctx } from "../compile.js";
 import { topLevelDataKey, type Field } from "../fields.js";
 import type { Node } from "../filters.js";
+import type { BlockAggregation, BlockQueries } from "../column-blocks.js";
 import { Params } from "../sql.js";
 import { truncate, type Interval, type Window } from "../time.js";
 import { blockColumnName, type Mask } from "./eval.js";
@@ -16,6 +17,17 @@ import { rawSource, split, type BlockEnv } from "./split.js";
 // caller then runs its plain SQL.
 
 export type { BlockEnv } from "./split.js";
+
+/** The engine bound to one request's connection, slots and block cache (column-blocks.ts's contract). */
+export function blockQueries(env: BlockEnv): BlockQueries {
+  return {
+    count: (projectId, w, filter) => blockCount(env, projectId, w, filter),
+    bucketCounts: (projectId, w, filter, interval) => blockBucketCounts(env, projectId, w, filter, interval),
+    aggregate: (projectId, w, filter, aggs) => blockAggregate(env, projectId, w, filter, aggs),
+    groupCounts: (projectId, w, filter, fields, keySql) => blockGroupCounts(env, projectId, w, filter, fields, keySql),
+    orderGroups: (counts, width, limit, dropNull) => orderGroups(env.db, counts, width, limit, dropNull),
+  };
+}
 export { percentileCont } from "./percentile.js";
 
 const colOf = (b: Block, f: Field): Column => b.columns.get(blockColumnName(f)!)!;
@@ -79,10 +91,7 @@ function idColumn(c: Column): { ids: ArrayLike<number>; keys: (string | null)[] 
   return { ids, keys };
 }
 
-export interface BlockAggregation {
-  operation: string;
-  field: Field | null;
-}
+export type { BlockAggregation } from "../column-blocks.js";
 
 const NUMERIC = new Set(["sum", "avg", "min", "max"]);
 const isNumeric = (op: string) => NUMERIC.has(op) || /^p\d+$/.test(op);

@@ -2,7 +2,7 @@ import { create, type DescFile, type MessageInitShape } from "@bufbuild/protobuf
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import * as v1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import * as v1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
-import type { DescriptorIndex } from "./descriptors.js";
+import type { DescriptorIndex } from "./grpc-descriptors.js";
 
 // gRPC server reflection (grpc/reflection/v1/reflection.proto and its v1alpha twin, the same
 // messages under another package): what grpcurl, `buf curl` without --schema and Postman ask for.

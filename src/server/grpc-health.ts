@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import { Health, HealthCheckResponse_ServingStatus as Status } from "../../gen/grpc/health/v1/health_pb.js";
-import type { Readiness } from "../server/health.js";
+import type { Readiness } from "./health.js";
 
 // grpc.health.v1.Health (grpc/health/v1/health.proto; gRPC's health-checking protocol), from the
-// same readiness as GET /health (src/server/health.ts), no credentials:
+// same readiness as GET /health (health.ts), no credentials:
 //
 // - "" (the whole node; what Kubernetes' gRPC probes ask) and every served service: SERVING while
 //   the database answers and every migration of this build is applied; NOT_SERVING otherwise and

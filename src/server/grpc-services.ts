@@ -6,22 +6,22 @@ import { file_google_rpc_status } from "../../gen/google/rpc/status_pb.js";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import { ServerReflection as ReflectionV1 } from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import { ServerReflection as ReflectionV1alpha } from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
-import { watchStatus } from "../server/grpc-status.js";
-import type { HealthFeature } from "../server/health.js";
-import { outcomeKey, protocolOf, richErrors } from "../server/rpc.js";
+import { watchStatus } from "./grpc-status.js";
+import type { HealthFeature } from "./health.js";
+import { outcomeKey, protocolOf, richErrors } from "./rpc.js";
 import type { Deps } from "../platform/deps.js";
 import type { AnyRequest } from "../transcoding/body.js";
 import type { AnyResponse } from "../transcoding/rest.js";
 import type { Feature } from "../shared/feature.js";
-import { createDescriptorIndex } from "./descriptors.js";
-import { grpcHealth } from "./health.js";
-import { reflectionV1, reflectionV1alpha } from "./reflection.js";
+import { createDescriptorIndex } from "./grpc-descriptors.js";
+import { grpcHealth } from "./grpc-health.js";
+import { reflectionV1, reflectionV1alpha } from "./grpc-reflection.js";
 
 // The standard gRPC services every gRPC tool expects: grpc.health.v1.Health and (GRPC_REFLECTION=on,
 // the default) grpc.reflection.v1/v1alpha.ServerReflection, on the API port(s) beside vigil.v1.
 // They are not features: they carry no google.api.http rule (no REST route), take no credentials
 // (health is for probes; reflection exposes only the schema, which is public: docs/security.md),
-// and stream (Health/Watch, bidirectional reflection), which the vigil.v1 adapter (src/server/rpc.ts,
+// and stream (Health/Watch, bidirectional reflection), which the vigil.v1 adapter (rpc.ts,
 // unary only) does not do. Served over gRPC (h2c), gRPC-web and Connect by connect-es's router.
 
 export interface StandardServices {
