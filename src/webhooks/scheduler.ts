@@ -5,7 +5,7 @@ import type { Clock } from "../shared/clock.js";
 import { Coalescer } from "../shared/coalesce.js";
 import type { Telemetry } from "../shared/telemetry.js";
 import type { Db } from "../storage/db.js";
-import { envelope } from "./payload.js";
+import { envelope } from "./targets/envelope.js";
 import { nextAttempt } from "./retry.js";
 import { sendAttempt } from "./sender.js";
 import { claimDue, finishMany, handOver, nextDueAt, type ClaimedDelivery, type Finished } from "./store.js";

@@ -2,7 +2,7 @@ import http from "node:http";
 import https from "node:https";
 import net from "node:net";
 import { BlockedAddressError, pinTarget, systemResolver, UnresolvedHostError, urlHost, type Resolver, type ResolvedAddress } from "./address.js";
-import type { Envelope } from "./payload.js";
+import type { Envelope } from "./targets/envelope.js";
 import type { AttemptOutcome } from "./retry.js";
 import { targetOf, type WebhookType } from "./targets/index.js";
 

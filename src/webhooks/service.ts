@@ -13,7 +13,7 @@ import { OUTBOX_PAYLOAD } from "./outbox.js";
 import { toDelivery, toWebhook } from "./messages.js";
 import { checkTarget, createSchema, decodeCursor, encodeCursor, listSchema, updateSchema } from "./requests.js";
 import { DeliveryScheduler } from "./scheduler.js";
-import { newWebhookSecret } from "./signature.js";
+import { newWebhookSecret } from "./targets/signature.js";
 import * as store from "./store.js";
 import type { SubscriptionCache } from "./subscriptions.js";
 import { targetOf } from "./targets/index.js";

@@ -3,7 +3,7 @@ import type { Deps } from "../platform/deps.js";
 import type { TemporalLink } from "../temporal/link.js";
 import { VigilDeliveryStatus, VigilProjectId, VigilWebhookId } from "../temporal/search-attributes.js";
 import type { Queryable } from "../storage/db.js";
-import { envelope } from "./payload.js";
+import { envelope } from "./targets/envelope.js";
 import { nextAttempt, type AttemptOutcome, type DeliveryStatus } from "./retry.js";
 import { sendAttempt, type AttemptRecord } from "./sender.js";
 import { PAYLOAD_SQL, type ClaimedDelivery } from "./store.js";

@@ -1,4 +1,4 @@
-import type { Envelope } from "../payload.js";
+import type { Envelope } from "./envelope.js";
 import { retryAfterMs } from "./retry-after.js";
 import type { WebhookTarget } from "./target.js";
 

@@ -1,4 +1,4 @@
-import { signatureHeader } from "../signature.js";
+import { signatureHeader } from "./signature.js";
 import { retryAfterMs } from "./retry-after.js";
 import type { WebhookTarget } from "./target.js";
 

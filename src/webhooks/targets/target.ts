@@ -1,4 +1,4 @@
-import type { Envelope } from "../payload.js";
+import type { Envelope } from "./envelope.js";
 
 // What differs between webhook types. The table of types is targets/index.ts; the sender
 // (sender.ts: connection, address checks, timeout, body cap, recording), the routes (service.ts)
