@@ -1,3 +1,4 @@
+import type { JsonObject } from "@bufbuild/protobuf";
 import { badRequest } from "../shared/errors.js";
 import type { Queryable } from "../storage/db.js";
 import { columnSql, filterSql as filterSqlFor, jsonValueSql, numberSql, slotFor } from "./compile.js";
@@ -185,7 +186,7 @@ function coveredGroups(s: ReturnType<typeof rawScan>, fields: Field[]): string |
 /** Plain event columns a slot pass may group on. */
 const SLOT_PASS_COLUMNS = new Set(["project_id", "ts", "type", "user_id"]);
 
-export async function group(env: QueryEnv, projectId: string, w: Window, filter: Node | null, fields: Field[], limit: number): Promise<Record<string, unknown>[]> {
+export async function group(env: QueryEnv, projectId: string, w: Window, filter: Node | null, fields: Field[], limit: number): Promise<JsonObject[]> {
   if (env.fast && env.blocks) {
     const counts = await env.blocks.groupCounts(projectId, w, filter, fields, keySql);
     if (counts) {
@@ -208,9 +209,10 @@ export async function group(env: QueryEnv, projectId: string, w: Window, filter:
  * A group as the API returns it: keyed by the field names as given, then `count`. Keys are defined,
  * not assigned: `o["__proto__"] = v` would set the prototype instead of a key.
  */
-function groupObject(fields: Field[], keys: unknown[], count: unknown): Record<string, unknown> {
-  const o: Record<string, unknown> = {};
+function groupObject(fields: Field[], keys: unknown[], count: unknown): JsonObject {
+  const o: JsonObject = {};
   const put = (k: string, v: unknown) => Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
+  // A key as PostgreSQL returns it: text, a number, a boolean, null or parsed jsonb (JSON values).
   fields.forEach((f, i) => put(f.name, keys[i] ?? null));
   put("count", count);
   return o;

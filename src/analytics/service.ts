@@ -4,7 +4,7 @@ import { ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
 import { AnalyticsService } from "../../gen/vigil/v1/analytics_pb.js";
 import type { DerivedRecords } from "../events/pipeline.js";
 import type { Deps } from "../platform/deps.js";
-import type { Feature } from "../shared/feature.js";
+import { bind, type Feature } from "../shared/feature.js";
 import { withCancellable } from "../storage/db.js";
 import { startSlotWorker } from "./worker.js";
 import type { Periodic } from "../shared/periodic.js";
@@ -56,9 +56,7 @@ export function createAnalyticsFeature(deps: Pick<Deps, "db" | "auth" | "clock" 
   return {
     name: "analytics",
     services: [
-      {
-        desc: AnalyticsService,
-        impl: {
+      bind(AnalyticsService, {
           async queryEvents(req, ctx) {
             const scope = await auth.project(ctx, req.projectId, "data");
             const filter = filtersOf(req.filters);
@@ -107,8 +105,7 @@ export function createAnalyticsFeature(deps: Pick<Deps, "db" | "auth" | "clock" 
             const groups = await run(ctx, scope.projectId, (e) => group(e, scope.projectId, w, filter, fields, lim));
             return { data: { groups } };
           },
-        },
-      },
+      }),
     ],
     async start() {
       if (config.analytics.slotIntervalMs > 0) worker = startSlotWorker(deps);

@@ -4,7 +4,7 @@ import { clientInfoKey } from "../shared/context.js";
 import type { Config } from "../config/index.js";
 import type { Clock } from "../shared/clock.js";
 import { ApiError, conflict, forbidden, rateLimited, unauthenticated } from "../shared/errors.js";
-import type { Feature } from "../shared/feature.js";
+import { bind, type Feature } from "../shared/feature.js";
 import { newId } from "../shared/ids.js";
 import { hashedKey, type RateLimiter } from "../shared/ratelimit.js";
 import { isUniqueViolation } from "../shared/pg-errors.js";
@@ -43,9 +43,7 @@ export function createAuthFeature(deps: AuthFeatureDeps): Feature {
   return {
     name: "auth",
     services: [
-      {
-        desc: AuthService,
-        impl: {
+      bind(AuthService, {
           async signup(req, ctx) {
             const input = validate(signupSchema, { email: req.email, password: req.password, name: req.name });
             await limits.take("signups", addressOf(ctx));
@@ -101,8 +99,7 @@ export function createAuthFeature(deps: AuthFeatureDeps): Feature {
             if (!row) throw unauthenticated();
             return { data: toAccount(row) };
           },
-        },
-      },
+      }),
     ],
   };
 }

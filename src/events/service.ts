@@ -1,12 +1,12 @@
-import { toJson } from "@bufbuild/protobuf";
+import { toJson, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext } from "@connectrpc/connect";
 import { z } from "zod";
 import { EventService } from "../../gen/vigil/v1/events_pb.js";
-import { clientInfoKey, restJsonListKey } from "../shared/context.js";
+import { clientInfoKey } from "../shared/context.js";
 import type { Deps } from "../platform/deps.js";
 import { ApiError, badRequest, notFound, tooLarge } from "../shared/errors.js";
-import type { Feature } from "../shared/feature.js";
+import { bind, jsonListItems, type Feature } from "../shared/feature.js";
 import { unlessProjectGone } from "../shared/gone.js";
 import { Pipeline, type Ingestor, type NewEvent, type PipelineParts } from "./pipeline.js";
 import { Projector } from "./projector.js";
@@ -63,10 +63,7 @@ export function createEventsFeature(deps: Pick<Deps, "config" | "db" | "log" | "
     pipeline,
     derived,
     services: [
-      {
-        desc: EventService,
-        restJsonList: { ingestEventBatch: "events" },
-        impl: {
+      bind(EventService, {
           async ingestEvent(req, ctx) {
             const scope = await auth.ingestKey(ctx);
             await limits.take("events", scope.projectId);
@@ -83,10 +80,10 @@ export function createEventsFeature(deps: Pick<Deps, "config" | "db" | "log" | "
           async ingestEventBatch(req, ctx) {
             const scope = await auth.ingestKey(ctx);
             // Over REST the items arrive as the parsed JSON itself; over gRPC as Value messages.
-            const json = ctx.values.get(restJsonListKey);
-            const items: unknown[] = json?.items ?? req.events;
+            const list = jsonListItems(ctx, req.events);
+            const items = list.items;
             // No item of a parsed body can serialize to more than REPARSE_GROWTH times the body.
-            const sizeBound = json ? json.bodyBytes * REPARSE_GROWTH : undefined;
+            const sizeBound = list.json ? list.bodyBytes * REPARSE_GROWTH : undefined;
             if (items.length > MAX_BATCH_EVENTS) throw tooLarge(`a batch holds at most ${MAX_BATCH_EVENTS} events; this one has ${items.length}`);
             if (items.length === 0) throw badRequest("events is required: an array of 1 to 1000 events", [{ field: "events", message: "is required" }]);
             await limits.take("batches", scope.projectId);
@@ -95,10 +92,11 @@ export function createEventsFeature(deps: Pick<Deps, "config" | "db" | "log" | "
             const valid: NewEvent[] = [];
             const errors: { index: number; code: string; message: string }[] = [];
             for (let i = 0; i < items.length; i++) {
-              let raw: unknown = items[i];
-              if (!json) {
+              let raw: JsonValue;
+              if (list.json) raw = list.items[i];
+              else {
                 try {
-                  raw = toJson(ValueSchema, items[i] as never);
+                  raw = toJson(ValueSchema, list.items[i]);
                 } catch {
                   errors.push({ index: i, code: "validation_failed", message: "event is not valid JSON" });
                   continue;
@@ -169,8 +167,7 @@ export function createEventsFeature(deps: Pick<Deps, "config" | "db" | "log" | "
             if (!row) throw notFound("event");
             return { data: toEventMessage(rowToStored(row)) };
           },
-        },
-      },
+      }, { restJsonList: { ingestEventBatch: "events" } }),
     ],
     // Every node that ingests projects its own commits; every node also picks up leftovers.
     startEveryRole() {

@@ -3,7 +3,7 @@ import { IdentityService } from "../../gen/vigil/v1/identity_pb.js";
 import type { DerivedRecords } from "../events/pipeline.js";
 import type { Deps } from "../platform/deps.js";
 import { notFound } from "../shared/errors.js";
-import type { Feature } from "../shared/feature.js";
+import { bind, type Feature } from "../shared/feature.js";
 import { unlessProjectGone } from "../shared/gone.js";
 import { jsonObjectSchema } from "../shared/json.js";
 import { textSchema } from "../shared/text.js";
@@ -30,9 +30,7 @@ export function createIdentityFeature(deps: Pick<Deps, "db" | "clock" | "auth" |
   return {
     name: "identity",
     services: [
-      {
-        desc: IdentityService,
-        impl: {
+      bind(IdentityService, {
           async identify(req, ctx) {
             const scope = await auth.project(ctx, req.projectId, "member");
             await limits.take("identify", scope.projectId);
@@ -57,8 +55,7 @@ export function createIdentityFeature(deps: Pick<Deps, "db" | "clock" | "auth" |
             if (!row) throw notFound("user");
             return { data: toUser(row, true) };
           },
-        },
-      },
+      }),
     ],
   };
 }

@@ -3,7 +3,7 @@ import { ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
 import { MetricsService } from "../../gen/vigil/v1/metrics_pb.js";
 import type { Deps } from "../platform/deps.js";
 import { badRequest, conflict, notFound, tooLarge } from "../shared/errors.js";
-import type { Feature } from "../shared/feature.js";
+import { bind, type Feature } from "../shared/feature.js";
 import { unlessProjectGone } from "../shared/gone.js";
 import type { Ingestor, NewEvent } from "../events/pipeline.js";
 import { EVENT_TYPE, INTERVALS, type MetricType } from "./model.js";
@@ -48,9 +48,7 @@ export function createMetricsFeature(deps: Pick<Deps, "db" | "auth" | "clock" | 
   return {
     name: "metrics",
     services: [
-      {
-        desc: MetricsService,
-        impl: {
+      bind(MetricsService, {
           async recordMetric(req, ctx) {
             const scope = await auth.project(ctx, req.projectId, "data");
             await limits.take("metrics", scope.projectId);
@@ -158,8 +156,7 @@ export function createMetricsFeature(deps: Pick<Deps, "db" | "auth" | "clock" | 
             const scope = await auth.project(ctx, req.projectId, "data");
             return { data: await listMetrics(db, scope.projectId) };
           },
-        },
-      },
+      }),
     ],
   };
 }

@@ -1,3 +1,4 @@
+import type { JsonObject } from "@bufbuild/protobuf";
 import type { Queryable } from "../storage/db.js";
 import { ProjectGoneError } from "../shared/gone.js";
 import { OP_NAME, type MetricType } from "./model.js";
@@ -49,7 +50,7 @@ export interface StoredPoint {
   timestamp: string;
   value: number;
   operation: string;
-  tags: Record<string, unknown>;
+  tags: JsonObject;
   eventId: string;
 }
 
@@ -64,7 +65,7 @@ export async function readPoints(
     params.push(q.after.ts, q.after.id);
     cursor = " AND (ts, event_id) > ($6::timestamptz, $7::uuid)";
   }
-  const r = await db.query<{ ts: Date; event_id: string; v: number; op: number; tags: Record<string, unknown> }>(
+  const r = await db.query<{ ts: Date; event_id: string; v: number; op: number; tags: JsonObject }>(
     `SELECT ts, event_id, v, op, tags FROM metric_points WHERE metric_id = $1 AND op = ANY($2::int2[]) AND ts >= $3 AND ts < $4${cursor} ORDER BY ts, event_id LIMIT $5`,
     params,
   );

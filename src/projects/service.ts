@@ -3,7 +3,7 @@ import { ProjectService } from "../../gen/vigil/v1/projects_pb.js";
 import type { Access } from "../auth/principal.js";
 import type { Deps } from "../platform/deps.js";
 import { ApiError, conflict, notFound } from "../shared/errors.js";
-import type { Feature } from "../shared/feature.js";
+import { bind, type Feature } from "../shared/feature.js";
 import { newId, randomToken, sha256Hex } from "../shared/ids.js";
 import { isUniqueViolation } from "../shared/pg-errors.js";
 import { validate } from "../shared/validate.js";
@@ -28,9 +28,7 @@ export function createProjectsFeature(deps: Deps): Feature {
   return {
     name: "projects",
     services: [
-      {
-        desc: ProjectService,
-        impl: {
+      bind(ProjectService, {
           async createProject(req, ctx) {
             const p = await auth.session(ctx);
             // No project yet: project creation counts per account.
@@ -121,8 +119,7 @@ export function createProjectsFeature(deps: Deps): Feature {
             if (!(await store.revokeApiKey(db, scope.projectId, req.keyId, clock()))) throw notFound("API key");
             return {};
           },
-        },
-      },
+      }),
     ],
   };
 }

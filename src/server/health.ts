@@ -1,6 +1,6 @@
 import { HealthService } from "../../gen/vigil/v1/health_pb.js";
 import type { Deps } from "../platform/deps.js";
-import type { Feature } from "../shared/feature.js";
+import { bind, type Feature } from "../shared/feature.js";
 import { ApiError } from "../shared/errors.js";
 import { missingMigrations } from "../storage/migrate.js";
 import type { WorkerState } from "../temporal/worker.js";
@@ -40,16 +40,13 @@ export function createHealthFeature(deps: Deps, temporalWorker: () => WorkerStat
     name: "health",
     readiness,
     services: [
-      {
-        desc: HealthService,
-        impl: {
+      bind(HealthService, {
           async check() {
             const r = await readiness();
             if (r.unavailable) throw new ApiError(503, "unavailable", r.unavailable);
             return { status: r.status, temporalWorker: r.temporalWorker };
           },
-        },
-      },
+      }),
     ],
   };
 }

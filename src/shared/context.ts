@@ -1,3 +1,4 @@
+import type { JsonValue } from "@bufbuild/protobuf";
 import { createContextKey } from "@connectrpc/connect";
 
 /** Facts about the caller's connection that are not headers. */
@@ -19,4 +20,4 @@ export const clientInfoKey = createContextKey<ClientInfo>({ ip: "", requestId: "
  * JSON array exactly as parsed from the body. Over gRPC and Connect it is unset and the field holds
  * Value messages. Proto3 JSON maps a Value to the JSON value itself, so both carry the same data.
  */
-export const restJsonListKey = createContextKey<{ items: unknown[]; bodyBytes: number } | undefined>(undefined);
+export const restJsonListKey = createContextKey<{ items: JsonValue[]; bodyBytes: number } | undefined>(undefined);

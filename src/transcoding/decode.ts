@@ -1,4 +1,4 @@
-import type { DescField, DescMessage, JsonValue } from "@bufbuild/protobuf";
+import type { DescField, DescMessage, JsonValue, Message } from "@bufbuild/protobuf";
 import { ScalarType, fromJson } from "@bufbuild/protobuf";
 import { badRequest } from "../shared/errors.js";
 import type { Route } from "./routes.js";
@@ -32,8 +32,8 @@ function describeDecodeError(schema: DescMessage, err: unknown): never {
 
 /** The decoded message, and the JSON array of the route's pass-through field when the body had one. */
 export interface Decoded {
-  message: unknown;
-  jsonList?: unknown[];
+  message: Message;
+  jsonList?: JsonValue[];
 }
 
 /**
@@ -80,11 +80,11 @@ export function decodeRequest(route: Route, params: Record<string, string>, quer
       throw badRequest(`invalid value for field '${f.jsonName}'`, [{ field: f.jsonName, message: "must be a JSON object" }]);
     }
   }
-  let list: unknown[] | undefined;
+  let list: JsonValue[] | undefined;
   if (jsonList !== undefined) {
     const key = json[jsonList.jsonName] !== undefined ? jsonList.jsonName : jsonList.name;
     if (Array.isArray(json[key])) {
-      list = json[key] as unknown[];
+      list = json[key];
       delete json[key];
     }
   }

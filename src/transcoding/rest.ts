@@ -8,7 +8,7 @@ import { ApiError, badRequest, toRestError } from "../shared/errors.js";
 import { restJsonListKey, type ClientInfo } from "../shared/context.js";
 import { assertStorableMessage } from "../shared/message-check.js";
 import { textProblem } from "../shared/text.js";
-import type { ServiceBinding } from "../shared/feature.js";
+import type { Handler, ServiceBinding } from "../shared/feature.js";
 import { readBody, parseJsonBody, type AnyRequest } from "./body.js";
 import { restContext } from "./context.js";
 import { decodeRequest } from "./decode.js";
@@ -59,12 +59,12 @@ function checkText(name: string, value: string): void {
 
 export function createRestHandler(opts: RestOptions) {
   const routes: Route[] = routesFor(opts.bindings.map((b) => b.desc));
-  const impls = new Map<string, ServiceBinding["impl"][string]>();
+  const impls = new Map<string, Handler>();
   const jsonLists = new Map<string, DescField>();
   for (const b of opts.bindings) {
     for (const [name, fn] of Object.entries(b.impl)) impls.set(`${b.desc.typeName}/${name}`, fn);
     for (const [name, field] of Object.entries(b.restJsonList ?? {})) {
-      const f = b.desc.methods.find((m) => m.localName === name)?.input.fields.find((x) => x.name === field);
+      const f = b.desc.methods.find((m) => m.localName === name)?.input.fields.find((x) => x.localName === field);
       if (!f || f.fieldKind !== "list" || f.listKind !== "message" || f.message.typeName !== "google.protobuf.Value") {
         throw new Error(`restJsonList: ${b.desc.typeName}/${name}.${field} is not a repeated google.protobuf.Value field`);
       }
@@ -116,7 +116,7 @@ export function createRestHandler(opts: RestOptions) {
         response: res,
       });
       const result = await fn(input.message, ctx);
-      const output = create(route.method.output, (result ?? {}) as never);
+      const output = create(route.method.output, result);
       const status = route.successStatus;
       send(res, status, status === 204 ? undefined : messageToRestJson(route.method.output, output as unknown as Record<string, unknown>), ctx.touchedResponseHeader);
     } catch (err) {

@@ -1,7 +1,7 @@
 import type { HandlerContext } from "@connectrpc/connect";
 import { UptimeService } from "../../gen/vigil/v1/uptime_pb.js";
 import type { UptimeDeps } from "./deps.js";
-import type { Feature } from "../shared/feature.js";
+import { bind, type Feature, type ServiceBinding } from "../shared/feature.js";
 import { notFound } from "../shared/errors.js";
 import { unlessProjectGone } from "../shared/gone.js";
 import { DAY_MS, HOUR_MS } from "../shared/time.js";
@@ -77,7 +77,7 @@ export interface UptimeContext {
 // Proto `optional` fields and unset messages arrive as undefined; zod sees exactly what was sent.
 const present = <T extends object>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 
-export function uptimeService(deps: UptimeDeps, u: UptimeContext) {
+export function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBinding {
   const { db, auth, clock } = deps;
   const scope = (ctx: HandlerContext, projectId: string) => auth.project(ctx, projectId, "data");
   /** Monitor and incident changes count as management writes; heartbeats have their own limit. */
@@ -95,23 +95,21 @@ export function uptimeService(deps: UptimeDeps, u: UptimeContext) {
   // Temporal mode: the least interval + grace (TEMPORAL_MIN_DEADLINE_MS); the embedded runner has none.
   const minDeadlineMs = deps.config.temporal?.minDeadlineMs ?? 0;
 
-  return {
-    desc: UptimeService,
-    impl: {
-      async createMonitor(req: any, ctx: HandlerContext) {
+  return bind(UptimeService, {
+      async createMonitor(req, ctx) {
         const { projectId } = await limited(ctx, req.projectId, "writes");
         const input = validate(s.createSchema, present({ name: req.name, slug: req.slug, type: req.type, expectedIntervalMs: num(req.expectedIntervalMs), gracePeriodMs: num(req.gracePeriodMs), metadata: req.metadata, tags: req.tags }));
         s.assertDeadlineFloor(input, minDeadlineMs);
         const row = await unlessProjectGone(() => createMonitor(deps, projectId, input), () => scope(ctx, req.projectId));
         return { data: monitorMessage(row, clock()) };
       },
-      async listMonitors(req: any, ctx: HandlerContext) {
+      async listMonitors(req, ctx) {
         const { projectId } = await scope(ctx, req.projectId);
         const page = await listMonitorsPage(db, projectId, { limit: req.limit, cursor: req.cursor });
         const now = clock();
         return { data: page.rows.map((m) => monitorMessage(m, now)), pagination: { nextCursor: page.nextCursor, hasMore: page.hasMore } };
       },
-      async getMonitorsOverview(req: any, ctx: HandlerContext) {
+      async getMonitorsOverview(req, ctx) {
         const { projectId } = await scope(ctx, req.projectId);
         const monitors = await store.monitorsOfProject(db, projectId);
         const now = clock();
@@ -120,34 +118,34 @@ export function uptimeService(deps: UptimeDeps, u: UptimeContext) {
           data: monitors.map((m) => ({ id: m.id, name: m.name, slug: m.slug, type: m.type, status: m.status, lastHeartbeatAt: m.last_heartbeat_at?.toISOString(), uptimePercentage24h: up.get(m.id) ?? 100 })),
         };
       },
-      async getMonitor(req: any, ctx: HandlerContext) {
+      async getMonitor(req, ctx) {
         const { projectId } = await scope(ctx, req.projectId);
         return { data: monitorMessage(await monitor(projectId, req.monitorId), clock()) };
       },
-      async getMonitorStatus(req: any, ctx: HandlerContext) {
+      async getMonitorStatus(req, ctx) {
         const { projectId } = await scope(ctx, req.projectId);
         return { data: { status: (await monitor(projectId, req.monitorId)).status } };
       },
-      async updateMonitor(req: any, ctx: HandlerContext) {
+      async updateMonitor(req, ctx) {
         const { projectId } = await limited(ctx, req.projectId, "writes");
         const input = validate(s.updateSchema, present({ name: req.name, slug: req.slug, type: req.type, expectedIntervalMs: num(req.expectedIntervalMs), gracePeriodMs: num(req.gracePeriodMs), metadata: req.metadata, tags: req.tags }));
         s.assertDeadlineFloor(input, minDeadlineMs);
         return { data: monitorMessage(await updateMonitor(deps, projectId, req.monitorId, input, u.changed), clock()) };
       },
-      async deleteMonitor(req: any, ctx: HandlerContext) {
+      async deleteMonitor(req, ctx) {
         const { projectId } = await limited(ctx, req.projectId, "writes");
         await deleteMonitor(deps, projectId, req.monitorId, u.changed);
         return {};
       },
-      async pauseMonitor(req: any, ctx: HandlerContext) {
+      async pauseMonitor(req, ctx) {
         const { projectId } = await limited(ctx, req.projectId, "writes");
         return { data: monitorMessage(await pauseMonitor(deps, projectId, req.monitorId, u.changed), clock()) };
       },
-      async resumeMonitor(req: any, ctx: HandlerContext) {
+      async resumeMonitor(req, ctx) {
         const { projectId } = await limited(ctx, req.projectId, "writes");
         return { data: monitorMessage(await resumeMonitor(deps, projectId, req.monitorId, u.changed), clock()) };
       },
-      async sendHeartbeat(req: any, ctx: HandlerContext) {
+      async sendHeartbeat(req, ctx) {
         const { projectId } = await limited(ctx, req.projectId, "heartbeats");
         const input = validate(s.heartbeatSchema, present({ slug: req.monitorSlug, status: req.status, latencyMs: req.latencyMs, metadata: req.metadata, expectedIntervalMs: num(req.expectedIntervalMs), gracePeriodMs: num(req.gracePeriodMs) }));
         s.assertDeadlineFloor(input, minDeadlineMs);
@@ -156,26 +154,26 @@ export function uptimeService(deps: UptimeDeps, u: UptimeContext) {
         const a = await unlessProjectGone(() => u.writer.submit({ projectId, at, ...input, slug: input.slug }), () => scope(ctx, req.projectId));
         return { data: { accepted: true, monitor: monitorMessage(a.monitor, at), statusChanged: a.statusChanged } };
       },
-      async listHeartbeats(req: any, ctx: HandlerContext) {
+      async listHeartbeats(req, ctx) {
         const { projectId } = await scope(ctx, req.projectId);
         const q = validate(s.heartbeatListSchema, present({ from: req.from, to: req.to, limit: req.limit }));
         const m = await monitor(projectId, req.monitorId);
         return { data: (await store.listHeartbeats(db, m.id, q)).map(toHeartbeat) };
       },
-      async listIncidents(req: any, ctx: HandlerContext) {
+      async listIncidents(req, ctx) {
         const { projectId } = await scope(ctx, req.projectId);
         const q = validate(s.incidentListSchema, present({ limit: req.limit }));
         const m = await monitor(projectId, req.monitorId);
         return { data: (await store.listIncidents(db, m.id, q.limit)).map(incidentMessage) };
       },
-      async updateIncident(req: any, ctx: HandlerContext) {
+      async updateIncident(req, ctx) {
         const { projectId } = await limited(ctx, req.projectId, "writes");
         const input = validate(s.incidentPatchSchema, present({ title: req.title, description: req.description }));
         const row = await store.patchIncident(db, projectId, req.incidentId, input, clock());
         if (!row) throw notFound("incident");
         return { data: incidentMessage(row) };
       },
-      async getMonitorStats(req: any, ctx: HandlerContext) {
+      async getMonitorStats(req, ctx) {
         const { projectId } = await scope(ctx, req.projectId);
         const q = validate(s.statsSchema, present({ period: req.period, from: req.from, to: req.to }));
         const now = clock();
@@ -184,12 +182,11 @@ export function uptimeService(deps: UptimeDeps, u: UptimeContext) {
         const [t, h] = await Promise.all([timeFigures(db, m, from, to, now), heartbeatFigures(db, m.id, from, to, now, u.rawRetentionMs)]);
         return { data: statsMessage(t, h, m, from, to) };
       },
-      async getMonitorHistory(req: any, ctx: HandlerContext) {
+      async getMonitorHistory(req, ctx) {
         const { projectId } = await scope(ctx, req.projectId);
         const q = validate(s.historySchema, present({ window: req.window }));
         const m = await monitor(projectId, req.monitorId);
         return { data: { window: q.window, buckets: (await history(db, m, q.window, clock())).map(bucketMessage) } };
       },
-    },
-  };
+  });
 }

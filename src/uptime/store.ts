@@ -1,3 +1,4 @@
+import type { JsonObject } from "@bufbuild/protobuf";
 import type { Queryable } from "../storage/db.js";
 import type { MonitorState, MonitorStatus } from "./model.js";
 
@@ -14,7 +15,7 @@ export interface MonitorRow {
   status: MonitorStatus;
   expected_interval_ms: number;
   grace_period_ms: number;
-  metadata: Record<string, unknown>;
+  metadata: JsonObject;
   tags: Record<string, unknown>;
   last_heartbeat_at: Date | null;
   first_heartbeat_at: Date | null;
@@ -45,7 +46,7 @@ export interface HeartbeatRow {
   at: Date;
   status: string;
   latency_ms: number | null;
-  metadata: Record<string, unknown>;
+  metadata: JsonObject;
 }
 
 const ms = (d: Date | null) => (d ? d.getTime() : null);

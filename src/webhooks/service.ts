@@ -2,7 +2,7 @@ import type { HandlerContext } from "@connectrpc/connect";
 import { WebhookService } from "../../gen/vigil/v1/webhooks_pb.js";
 import type { Deps } from "../platform/deps.js";
 import { ApiError, badRequest, notFound } from "../shared/errors.js";
-import type { Feature } from "../shared/feature.js";
+import { bind, type Feature } from "../shared/feature.js";
 import { newId } from "../shared/ids.js";
 import { jsonProblem, problemField } from "../shared/json.js";
 import { validate } from "../shared/validate.js";
@@ -82,9 +82,7 @@ export function createWebhooksFeature(deps: Pick<Deps, "db" | "clock" | "auth" |
     name: "webhooks",
     activities: createWebhookActivities(deps),
     services: [
-      {
-        desc: WebhookService,
-        impl: {
+      bind(WebhookService, {
           async createWebhook(req, ctx) {
             const scope = await admin(ctx, req.projectId, "writes");
             const input = validate(createSchema, { name: req.name, type: req.type, url: req.url, events: req.events, enabled: req.enabled });
@@ -146,7 +144,7 @@ export function createWebhooksFeature(deps: Pick<Deps, "db" | "clock" | "auth" |
           async testWebhook(req, ctx) {
             const scope = await admin(ctx, req.projectId, "webhookSends");
             const w = await webhookOf(scope.projectId, req.webhookId);
-            const data = (req.data as Record<string, unknown> | undefined) ?? { message: "This is a test delivery from Vigil.", webhookId: w.id };
+            const data = req.data ?? { message: "This is a test delivery from Vigil.", webhookId: w.id };
             const problem = jsonProblem(data);
             if (problem) throw badRequest(`invalid request: ${problemField("data", problem)} ${problem.message}`, [{ field: problemField("data", problem), message: problem.message }]);
             const id = newId("whd");
@@ -154,8 +152,7 @@ export function createWebhooksFeature(deps: Pick<Deps, "db" | "clock" | "auth" |
             scheduler?.wake();
             return { data: toDelivery((await store.getDelivery(db, w.id, id))!) };
           },
-        },
-      },
+      }),
     ],
     async start() {
       if (deps.temporal) {
