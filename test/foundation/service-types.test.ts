@@ -143,6 +143,15 @@ function handWritten(services: Service[]): { service: Service; snippet: Snippet 
       },
     },
     {
+      // grpc.health.v1.Health/Watch streams: neither the RPC adapter nor the transcoder serves that.
+      service: { name: "Health", module: path.join(ROOT, "gen/grpc/health/v1/health_pb.js"), desc: events.desc },
+      snippet: {
+        mistake: "a service with a streaming method",
+        code: `export const b = bind(Health, { async check() { return {}; }, async list() { return {}; }, async *watch() {} });\n`,
+        expect: { message: /is not assignable to parameter of type 'UnaryService'/, at: "Health" },
+      },
+    },
+    {
       service: projects,
       snippet: {
         mistake: "a binding built by hand instead of by bind()",
