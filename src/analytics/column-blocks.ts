@@ -1,4 +1,5 @@
 import type { Periodic } from "../shared/periodic.js";
+import type { Operation } from "./aggregations.js";
 import type { Queryable } from "../storage/db.js";
 import type { Ctx } from "./compile.js";
 import type { Field } from "./fields.js";
@@ -13,7 +14,7 @@ import type { Interval, Window } from "./time.js";
 // blocks where the features are wired (server/features.ts), so this folder never imports blocks/.
 
 export interface BlockAggregation {
-  operation: string;
+  operation: Operation;
   field: Field | null;
 }
 

@@ -1,6 +1,8 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { badRequest } from "../shared/errors.js";
+import { assertNever } from "../shared/never.js";
 import type { Queryable } from "../storage/db.js";
+import { operationName, type Operation } from "./aggregations.js";
 import { columnSql, filterSql as filterSqlFor, jsonValueSql, numberSql, slotFor } from "./compile.js";
 import type { Field } from "./fields.js";
 import type { Node } from "./filters.js";
@@ -82,7 +84,6 @@ export async function timeseries(env: QueryEnv, projectId: string, w: Window, fi
   return starts.map((b) => ({ time: new Date(b).toISOString(), count: counts.get(b) ?? 0 }));
 }
 
-export type Operation = "count" | "count_unique" | "sum" | "avg" | "min" | "max" | `p${number}`;
 export interface Aggregation {
   name: string;
   field: Field | null;
@@ -100,18 +101,37 @@ export async function aggregate(env: QueryEnv, projectId: string, w: Window, fil
   const cols = aggs.map((a, i) => {
     const f = a.field;
     let expr: string;
-    if (env.fast && a.operation === "count_unique" && (!f || (f.kind === "column" && f.column === "user_id"))) {
+    const op = a.operation;
+    if (env.fast && op.kind === "count_unique" && (!f || (f.kind === "column" && f.column === "user_id"))) {
       // Distinct users through a hashed DISTINCT (count(DISTINCT) sorts, and spills to disk).
       return `(SELECT count(*) FROM (SELECT DISTINCT e.user_id FROM events e WHERE ${s.where} AND e.user_id IS NOT NULL) u)::float8 AS a${i}`;
     }
-    if (a.operation === "count") expr = f ? `count(${f.kind === "column" ? columnSql(ctx, f) : jsonValueSql(ctx, f)})` : "count(*)";
-    else if (a.operation === "count_unique") expr = f ? `count(DISTINCT ${f.kind === "column" ? columnSql(ctx, f) : jsonValueSql(ctx, f)})` : "count(DISTINCT e.user_id)";
-    else {
+    // Every operation (aggregations.ts lists them); a missing one is a compile error (assertNever).
+    const numeric = () => {
       const n = f ? numberSql(ctx, f) : null;
-      if (!n) throw badRequest(`aggregations[${i}].field: ${a.operation} needs a data, context or tags field`, [{ field: `aggregations[${i}].field`, message: "needs a numeric data, context or tags field" }]);
-      if (a.operation === "sum") expr = `COALESCE(sum(${n}), 0)`;
-      else if (a.operation === "avg" || a.operation === "min" || a.operation === "max") expr = `${a.operation}(${n})`;
-      else expr = `percentile_cont(${Number(a.operation.slice(1)) / 100}::float8) WITHIN GROUP (ORDER BY ${n})`;
+      if (!n) throw badRequest(`aggregations[${i}].field: ${operationName(op)} needs a data, context or tags field`, [{ field: `aggregations[${i}].field`, message: "needs a numeric data, context or tags field" }]);
+      return n;
+    };
+    switch (op.kind) {
+      case "count":
+        expr = f ? `count(${f.kind === "column" ? columnSql(ctx, f) : jsonValueSql(ctx, f)})` : "count(*)";
+        break;
+      case "count_unique":
+        expr = f ? `count(DISTINCT ${f.kind === "column" ? columnSql(ctx, f) : jsonValueSql(ctx, f)})` : "count(DISTINCT e.user_id)";
+        break;
+      case "sum":
+        expr = `COALESCE(sum(${numeric()}), 0)`;
+        break;
+      case "avg":
+      case "min":
+      case "max":
+        expr = `${op.kind}(${numeric()})`;
+        break;
+      case "percentile":
+        expr = `percentile_cont(${op.fraction}::float8) WITHIN GROUP (ORDER BY ${numeric()})`;
+        break;
+      default:
+        return assertNever(op, "aggregation");
     }
     scanned.push(`a${i}`);
     return `(${expr})::float8 AS a${i}`;

@@ -2,12 +2,12 @@ import { z } from "zod";
 import { badRequest } from "../shared/errors.js";
 import { validate } from "../shared/validate.js";
 import { fieldProblem, resolveField, type Field } from "./fields.js";
-import type { Aggregation, Operation } from "./queries.js";
+import { OPERATION_NAMES, isNumeric, parseOperation, type Operation } from "./aggregations.js";
+import type { Aggregation } from "./queries.js";
 import { INTERVALS, type Interval } from "./time.js";
 
 // Validation of the request parts proto cannot express (ranges, enums, cross-field rules).
 
-const OPERATION = /^(count|count_unique|sum|avg|min|max|p([1-9]|[1-9][0-9]))$/;
 const limit = (def: number, max: number) =>
   z.number().int("must be an integer").min(1, "must be at least 1").max(max, `must be at most ${max}`).default(def);
 const bigintToNumber = (v: unknown) => (typeof v === "bigint" ? Number(v) : v);
@@ -30,9 +30,11 @@ const aggSchema = z
     z.object({
       name: z.string().trim().min(1, "is required").max(100),
       field: fieldName.optional(),
-      operation: z.string().regex(OPERATION, "must be count, count_unique, sum, avg, min, max or p1..p99"),
+      operation: z.string().refine((v) => parseOperation(v) !== undefined, `must be ${OPERATION_NAMES}`),
     }).superRefine((a, ctx) => {
-      if (a.operation !== "count" && a.operation !== "count_unique" && !a.field) ctx.addIssue({ code: "custom", path: ["field"], message: `is required for ${a.operation}` });
+      // Counts need no field; numeric operations (and a name that is none) do.
+      const op = parseOperation(a.operation);
+      if ((!op || isNumeric(op)) && !a.field) ctx.addIssue({ code: "custom", path: ["field"], message: `is required for ${a.operation}` });
     }),
   )
   .min(1, "needs at least one aggregation")
@@ -47,7 +49,7 @@ const aggSchema = z
 
 export function parseAggregations(v: { name: string; field?: string; operation: string }[]): Aggregation[] {
   const list = validate(z.object({ aggregations: aggSchema }), { aggregations: v.map((a) => ({ name: a.name, field: a.field || undefined, operation: a.operation })) }).aggregations;
-  return list.map((a, i) => ({ name: a.name, operation: a.operation as Operation, field: a.field ? resolveField(a.field, `aggregations[${i}].field`) : null }));
+  return list.map((a, i) => ({ name: a.name, operation: parseOperation(a.operation) as Operation, field: a.field ? resolveField(a.field, `aggregations[${i}].field`) : null }));
 }
 
 export function parseField(v: string, where: string): Field {

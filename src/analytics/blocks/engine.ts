@@ -1,4 +1,6 @@
+import { assertNever } from "../../shared/never.js";
 import type { Queryable } from "../../storage/db.js";
+import { isNumeric } from "../aggregations.js";
 import { jsonValueSql, numberSql, type Ctx } from "../compile.js";
 import { topLevelDataKey, type Field } from "../fields.js";
 import type { Node } from "../filters.js";
@@ -93,9 +95,6 @@ function idColumn(c: Column): { ids: ArrayLike<number>; keys: (string | null)[] 
 
 export type { BlockAggregation } from "../column-blocks.js";
 
-const NUMERIC = new Set(["sum", "avg", "min", "max"]);
-const isNumeric = (op: string) => NUMERIC.has(op) || /^p\d+$/.test(op);
-
 /** Aggregations over blocks + SQL edges; null when any of them cannot use blocks. */
 export async function blockAggregate(env: BlockEnv, projectId: string, w: Window, filter: Node | null, aggs: BlockAggregation[]): Promise<(number | null)[] | null> {
   const fields = aggs.map((a) => a.field).filter((f): f is Field => f !== null);
@@ -137,23 +136,12 @@ export async function blockAggregate(env: BlockEnv, projectId: string, w: Window
     numbers.set(key, values);
     return values;
   };
+  // Every operation (aggregations.ts lists them); a missing one is a compile error (assertNever).
   return aggs.map((a, ai) => {
     const f = a.field;
+    const op = a.operation;
     const rawVals = () => raw.map((r) => r[ai + 1]);
-    if (a.operation === "count" && !f) {
-      let n = raw.length;
-      for (const { mask } of part.blocks) n += selected(mask);
-      return n;
-    }
-    if (a.operation === "count") {
-      let n = rawVals().filter((v) => v !== null).length;
-      for (const { block, mask } of part.blocks) {
-        const c = colOf(block, f!);
-        for (let i = 0; i < mask.length; i++) if (mask[i] && present(c, i)) n++;
-      }
-      return n;
-    }
-    if (a.operation === "count_unique") {
+    const countUnique = (): number => {
       // Distinct keys: a string as itself, any other JSON value as NUL + its JSON text (PostgreSQL
       // text and jsonb strings never contain NUL, so the two cannot collide).
       const seen = new Set<string>();
@@ -169,17 +157,40 @@ export async function blockAggregate(env: BlockEnv, projectId: string, w: Window
         } else for (let i = 0; i < mask.length; i++) if (mask[i] && c.values[i] === c.values[i]) seen.add(distinctKey(c.values[i]));
       }
       return seen.size;
+    };
+    switch (op.kind) {
+      case "count": {
+        if (!f) {
+          let n = raw.length;
+          for (const { mask } of part.blocks) n += selected(mask);
+          return n;
+        }
+        let n = rawVals().filter((v) => v !== null).length;
+        for (const { block, mask } of part.blocks) {
+          const c = colOf(block, f);
+          for (let i = 0; i < mask.length; i++) if (mask[i] && present(c, i)) n++;
+        }
+        return n;
+      }
+      case "count_unique":
+        return countUnique();
+      case "sum":
+        return numbersOf(f!, ai).reduce((s, v) => s + v, 0);
+      case "avg":
+      case "min":
+      case "max":
+      case "percentile": {
+        const values = numbersOf(f!, ai);
+        if (values.length === 0) return null;
+        // Selection reorders its input: a copy keeps the shared numbers in gathering order.
+        if (op.kind === "percentile") return percentileCont(values.slice(), op.fraction);
+        if (op.kind === "avg") return values.reduce((s, v) => s + v, 0) / values.length;
+        if (op.kind === "min") return values.reduce((m, v) => (v < m ? v : m), Infinity);
+        return values.reduce((m, v) => (v > m ? v : m), -Infinity);
+      }
+      default:
+        return assertNever(op, "aggregation");
     }
-    // Numeric: every number of the filtered rows.
-    const values = numbersOf(f!, ai);
-    const size = values.length;
-    if (a.operation === "sum") return values.reduce((s, v) => s + v, 0);
-    if (size === 0) return null;
-    if (a.operation === "avg") return values.reduce((s, v) => s + v, 0) / size;
-    if (a.operation === "min") return values.reduce((m, v) => (v < m ? v : m), Infinity);
-    if (a.operation === "max") return values.reduce((m, v) => (v > m ? v : m), -Infinity);
-    // Selection reorders its input: a copy keeps the shared numbers in gathering order.
-    return percentileCont(values.slice(), Number(a.operation.slice(1)) / 100);
   });
 }
 
