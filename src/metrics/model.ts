@@ -1,3 +1,5 @@
+import { assertNever } from "../shared/never.js";
+
 import { DAY_MS, HOUR_MS, MINUTE_MS, WEEK_MS } from "../shared/time.js";
 
 // The metrics domain: types, and the pure decisions (operations, aggregation defaults, bucket
@@ -21,9 +23,35 @@ export const opOf = (t: InputType): Operation => (t === "measurement" ? "measure
 /** Signed value as stored: decrements are negative so that a plain sum is the net change. */
 export const signed = (op: Operation, value: number): number => (op === "decrement" ? -value : value);
 
-export const AGGREGATIONS = ["avg", "min", "max", "sum", "count", "p50", "p75", "p90", "p95", "p99"] as const;
-export type Aggregation = (typeof AGGREGATIONS)[number];
-export const PERCENTILES: Partial<Record<Aggregation, number>> = { p50: 0.5, p75: 0.75, p90: 0.9, p95: 0.95, p99: 0.99 };
+/**
+ * The metric aggregations (docs/metrics.md), the one table of them: a `moment` one is answered from
+ * count, sum, min and max, which rollups keep (fromMoments below; a new one is a compile error there
+ * until it is computed); a `percentile` one reads raw points (exact percentile_cont at `fraction`).
+ * docs/architecture.md: "Add a metric aggregation".
+ */
+export const AGGREGATIONS = {
+  avg: { kind: "moment" },
+  min: { kind: "moment" },
+  max: { kind: "moment" },
+  sum: { kind: "moment" },
+  count: { kind: "moment" },
+  p25: { kind: "percentile", fraction: 0.25 },
+  p50: { kind: "percentile", fraction: 0.5 },
+  p75: { kind: "percentile", fraction: 0.75 },
+  p90: { kind: "percentile", fraction: 0.9 },
+  p95: { kind: "percentile", fraction: 0.95 },
+  p99: { kind: "percentile", fraction: 0.99 },
+} as const satisfies Record<string, { kind: "moment" } | { kind: "percentile"; fraction: number }>;
+export type Aggregation = keyof typeof AGGREGATIONS;
+/** Every aggregation's name, for zod's enum. */
+export const AGGREGATION_NAMES = Object.keys(AGGREGATIONS) as [Aggregation, ...Aggregation[]];
+export type MomentAggregation = { [K in Aggregation]: (typeof AGGREGATIONS)[K]["kind"] extends "moment" ? K : never }[Aggregation];
+
+/** The fraction of a percentile aggregation; undefined for a moment one. */
+export function percentileOf(agg: Aggregation): number | undefined {
+  const a = AGGREGATIONS[agg];
+  return a.kind === "percentile" ? a.fraction : undefined;
+}
 
 /** avg for measurements; sum (the net change over the range) for counters. */
 export function defaultAggregation(type: MetricType): Aggregation {
@@ -98,7 +126,7 @@ export interface Moments {
  * The answer of a non-percentile aggregation from signed moments. `negate` is set when the query
  * narrows a counter to its decrements: their values are reported as recorded (non-negative).
  */
-export function fromMoments(agg: Aggregation, m: Moments, negate: boolean): number | null {
+export function fromMoments(agg: MomentAggregation, m: Moments, negate: boolean): number | null {
   const s = negate ? -1 : 1;
   switch (agg) {
     case "count":
@@ -112,6 +140,6 @@ export function fromMoments(agg: Aggregation, m: Moments, negate: boolean): numb
     case "max":
       return m.n === 0 ? null : negate ? -(m.min as number) : m.max;
     default:
-      throw new Error(`not a moment aggregation: ${agg}`);
+      return assertNever(agg, "moment aggregation");
   }
 }

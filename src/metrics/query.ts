@@ -1,5 +1,5 @@
 import type { Queryable } from "../storage/db.js";
-import { ORIGIN_MS, PERCENTILES, fromMoments, planSegments, type Aggregation, type Moments, type Segment } from "./model.js";
+import { ORIGIN_MS, fromMoments, percentileOf, planSegments, type Aggregation, type MomentAggregation, type Moments, type Segment } from "./model.js";
 
 // Aggregates over a metric's range. Moment aggregations (count, sum, avg, min, max) read the
 // coarsest rollups that fit (days, hours, minutes) and raw points only at the partial-minute
@@ -51,7 +51,7 @@ const moments = (r: MomentRow): Moments => ({ n: Number(r.n ?? 0), sum: r.s ?? 0
 
 /** One aggregate over the selection. */
 export async function aggregate(db: Queryable, sel: Selection, agg: Aggregation): Promise<AggregateResult> {
-  const p = PERCENTILES[agg];
+  const p = percentileOf(agg);
   if (p !== undefined) {
     const r = await db.query<{ n: number; value: number | null }>(
       "SELECT count(*) AS n, percentile_cont($3::float8) WITHIN GROUP (ORDER BY v * $4::float8) AS value FROM metric_points WHERE metric_id = $1 AND op = ANY($2::int2[]) AND ts >= $5 AND ts < $6",
@@ -59,13 +59,14 @@ export async function aggregate(db: Queryable, sel: Selection, agg: Aggregation)
     );
     return { value: r.rows[0].n === 0 ? null : r.rows[0].value, count: Number(r.rows[0].n) };
   }
+  const moment = agg as MomentAggregation;
   const segments = planSegments(sel.from, sel.to);
-  if (segments.length === 0) return { value: fromMoments(agg, { n: 0, sum: 0, min: null, max: null }, sel.negate), count: 0 };
+  if (segments.length === 0) return { value: fromMoments(moment, { n: 0, sum: 0, min: null, max: null }, sel.negate), count: 0 };
   const params: unknown[] = [sel.metricId, sel.ops];
   const union = segmentSql(segments, params, false);
   const r = await db.query<MomentRow>(`SELECT sum(n) AS n, sum(s) AS s, min(mn) AS mn, max(mx) AS mx FROM (\n${union}\n) parts`, params);
   const m = moments(r.rows[0]);
-  return { value: fromMoments(agg, m, sel.negate), count: m.n };
+  return { value: fromMoments(moment, m, sel.negate), count: m.n };
 }
 
 export interface Bucket {
@@ -77,7 +78,7 @@ export interface Bucket {
 /** Aggregates per bucket of `widthMs` (aligned to UTC, weeks from Monday); empty buckets are absent. */
 export async function timeseries(db: Queryable, sel: Selection, agg: Aggregation, widthMs: number): Promise<Bucket[]> {
   const interval = `${widthMs / 1000} seconds`;
-  const p = PERCENTILES[agg];
+  const p = percentileOf(agg);
   if (p !== undefined) {
     const r = await db.query<{ b: Date; n: number; value: number | null }>(
       `SELECT date_bin($3::interval, ts, '${iso(ORIGIN_MS)}'::timestamptz) AS b, count(*) AS n, percentile_cont($4::float8) WITHIN GROUP (ORDER BY v * $5::float8) AS value
@@ -86,6 +87,7 @@ export async function timeseries(db: Queryable, sel: Selection, agg: Aggregation
     );
     return r.rows.map((x) => ({ timestamp: x.b.toISOString(), value: x.value, count: Number(x.n) }));
   }
+  const moment = agg as MomentAggregation;
   const segments = planSegments(sel.from, sel.to, widthMs);
   if (segments.length === 0) return [];
   const params: unknown[] = [sel.metricId, sel.ops, interval];
@@ -94,5 +96,5 @@ export async function timeseries(db: Queryable, sel: Selection, agg: Aggregation
     `SELECT b, sum(n) AS n, sum(s) AS s, min(mn) AS mn, max(mx) AS mx FROM (\n${union}\n) parts GROUP BY b HAVING sum(n) > 0 ORDER BY b`,
     params,
   );
-  return r.rows.map((x) => ({ timestamp: x.b.toISOString(), value: fromMoments(agg, moments(x), sel.negate), count: Number(x.n) }));
+  return r.rows.map((x) => ({ timestamp: x.b.toISOString(), value: fromMoments(moment, moments(x), sel.negate), count: Number(x.n) }));
 }

@@ -5,7 +5,7 @@ import { badRequest, notFound } from "../shared/errors.js";
 import { isPlainText } from "../shared/text.js";
 import { parseTimestampMs, TIMESTAMP_MESSAGE } from "../shared/time.js";
 import { validate } from "../shared/validate.js";
-import { AGGREGATIONS, INTERVALS, defaultAggregation, type Aggregation, type Interval } from "./model.js";
+import { AGGREGATION_NAMES, INTERVALS, defaultAggregation, type Aggregation, type Interval } from "./model.js";
 import type { Selection } from "./query.js";
 import type { MetricRow } from "./store.js";
 import { MAX_NAME_LENGTH } from "./validate.js";
@@ -37,7 +37,7 @@ const time = z
 
 const common = {
   name,
-  aggregation: z.enum(AGGREGATIONS).optional(),
+  aggregation: z.enum(AGGREGATION_NAMES).optional(),
   type: z.enum(["measurement", "counter"]).optional(),
   operation: z.enum(["increment", "decrement"]).optional(),
   time,

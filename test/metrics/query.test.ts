@@ -68,7 +68,7 @@ describe("metrics/query", () => {
     assert.equal(d.count, 6);
     close(d.value, 250 / 6);
   });
-  const expected: Record<string, number> = { avg: 250 / 6, min: 10, max: 100, sum: 250, count: 6, p50: 35, p75: 47.5, p90: 75, p95: 87.5, p99: 97.5 };
+  const expected: Record<string, number> = { avg: 250 / 6, min: 10, max: 100, sum: 250, count: 6, p25: 22.5, p50: 35, p75: 47.5, p90: 75, p95: 87.5, p99: 97.5 };
   for (const [aggregation, value] of Object.entries(expected)) {
     it(`measurement ${aggregation} = ${value}`, async () => {
       const d = await query({ name: "latency", aggregation, time: WEEK });
@@ -169,6 +169,7 @@ describe("metrics/timeseries", () => {
   });
   it("percentiles and other aggregations per bucket", async () => {
     assert.deepEqual(pairs(await series({ name: "latency", interval: "1d", aggregation: "p50", time: WEEK })), [["2024-03-04T00:00:00", 25, 4], ["2024-03-05T00:00:00", 50, 1], ["2024-03-11T00:00:00", 100, 1]]);
+    assert.deepEqual(pairs(await series({ name: "latency", interval: "1d", aggregation: "p25", time: WEEK })), [["2024-03-04T00:00:00", 17.5, 4], ["2024-03-05T00:00:00", 50, 1], ["2024-03-11T00:00:00", 100, 1]]);
     assert.deepEqual(pairs(await series({ name: "latency", interval: "1d", aggregation: "max", time: WEEK })), [["2024-03-04T00:00:00", 40, 4], ["2024-03-05T00:00:00", 50, 1], ["2024-03-11T00:00:00", 100, 1]]);
   });
   it("a range that starts inside a bucket counts only what is in the range", async () => {
