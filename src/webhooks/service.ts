@@ -132,6 +132,13 @@ export function createWebhooksFeature(deps: Pick<Deps, "db" | "clock" | "auth" |
             const page = rows.slice(0, input.limit);
             return { data: page.map(toDelivery), pagination: { hasMore, nextCursor: hasMore ? encodeCursor(page[page.length - 1]) : undefined } };
           },
+          async getDelivery(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "admin");
+            const w = await webhookOf(scope.projectId, req.webhookId);
+            const row = await store.getDelivery(db, w.id, req.deliveryId);
+            if (!row) throw notFound("delivery");
+            return { data: toDelivery(row) };
+          },
           async retryDelivery(req, ctx) {
             const scope = await admin(ctx, req.projectId, "webhookSends");
             const w = await webhookOf(scope.projectId, req.webhookId);

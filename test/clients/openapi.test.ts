@@ -237,6 +237,7 @@ describe("every operation against the document", () => {
       return r.body.data.find((d: Json) => d.id === test.data.id && d.attempts.length > 0 && d.status !== "pending" && d.status !== "in_progress");
     }, "the test delivery's first attempt");
     await ok("ListDeliveries", { params: { webhookId }, query: { limit: "10" } });
+    await ok("GetDelivery", { params: { webhookId, deliveryId: test.data.id } });
     await ok("RetryDelivery", { params: { webhookId, deliveryId: test.data.id } });
     await ok("DeleteWebhook", { params: { webhookId } });
   });

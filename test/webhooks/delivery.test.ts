@@ -138,6 +138,24 @@ describe("http deliveries", () => {
     assert.equal(rx.at("/down").length, MAX_ATTEMPTS + 1);
   });
 
+  it("reads one delivery by id, as the list shows it; another webhook's or an unknown id is 404", async () => {
+    const w = await hook("/one", ["one.event"], (_r, n) => (n === 1 ? { status: 500, body: "try again" } : { status: 204 }));
+    const other = await hook("/one-other", ["one.other"]);
+    await track("one.event", { n: 1 });
+    const listed = await waitFor(async () => {
+      const x = (await deliveries(w.id)).data[0];
+      return x?.status === "succeeded" ? x : undefined;
+    }, "the delivery, retried once");
+    const one = await t.rest.get(`/v1/projects/${p.projectId}/webhooks/${w.id}/deliveries/${listed.id}`, owner());
+    assert.equal(one.status, 200, one.text);
+    assert.deepEqual(one.body.data, listed);
+    assert.deepEqual(one.body.data.attempts.map((a: { statusCode: number }) => a.statusCode), [500, 204]);
+    const elsewhere = await t.rest.get(`/v1/projects/${p.projectId}/webhooks/${other.id}/deliveries/${listed.id}`, owner());
+    assert.equal(elsewhere.status, 404);
+    assert.equal(errorBody(elsewhere).code, "not_found");
+    assert.equal((await t.rest.get(`/v1/projects/${p.projectId}/webhooks/${w.id}/deliveries/whd_unknown`, owner())).status, 404);
+  });
+
   it("a slow receiver times out (recorded as an error, retried); a redirect is not followed", async () => {
     const slow = await hook("/slow", ["slow"], (_r, n) => (n === 1 ? { status: 200, delayMs: 2000 } : { status: 200 }));
     const redir = await hook("/redirect", ["redir"], () => ({ status: 302, headers: { location: `${rx.url}/elsewhere` } }));

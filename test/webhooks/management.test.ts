@@ -133,6 +133,7 @@ describe("webhook management", () => {
       ["PATCH", `${base()}/${id}`, { name: "x" }],
       ["DELETE", `${base()}/${id}`],
       ["GET", `${base()}/${id}/deliveries`],
+      ["GET", `${base()}/${id}/deliveries/whd_x`],
       ["POST", `${base()}/${id}/test`, {}],
       ["POST", `${base()}/${id}/deliveries/whd_x/retry`, {}],
     ];
