@@ -3,9 +3,10 @@ import { after, before, describe, it } from "node:test";
 import { assignSlots, backfillSlots } from "../../src/analytics/assign.js";
 import { buildBlock, buildPending, pendingHours } from "../../src/analytics/blocks/build.js";
 import { decodeBlock } from "../../src/analytics/blocks/format.js";
-import { startTestApp, type TestApp, eventsOf } from "../helpers/app.js";
-import { project, type ProjectFixture } from "../helpers/fixtures.js";
+import { startTestApp, eventsOf } from "../helpers/app.js";
+import { project } from "../helpers/fixtures.js";
 import { ingest } from "../helpers/events.js";
+import { useProject } from "../helpers/use.js";
 
 // Building column blocks on a real database: a block holds exactly its hour's events (compared
 // column by column with SQL), concurrent builders (several nodes) leave one consistent block per
@@ -13,8 +14,6 @@ import { ingest } from "../helpers/events.js";
 
 const H = 3_600_000;
 const T0 = Date.UTC(2024, 4, 6, 8); // an hour boundary
-let t: TestApp;
-let p: ProjectFixture;
 const db = () => t.app.deps.db;
 const opts = { sealMs: 0, rebuildMs: 0 };
 
@@ -27,15 +26,12 @@ function events(n: number, offset = 0) {
   }));
 }
 
-before(async () => {
-  t = await startTestApp({ RATE_LIMIT_EVENTS_PER_MINUTE: "100000", ANALYTICS_SLOT_INTERVAL_MS: "0", ANALYTICS_BLOCK_INTERVAL_MS: "0" });
-  p = await project(t.rest);
+const { t, p } = useProject({ RATE_LIMIT_EVENTS_PER_MINUTE: "100000", ANALYTICS_SLOT_INTERVAL_MS: "0", ANALYTICS_BLOCK_INTERVAL_MS: "0" }, {}, async () => {
   await ingest(t.rest, p.key, events(900));
   await assignSlots(db(), p.projectId, new Date(), { sample: 10_000, minShare: 0.01 });
   await backfillSlots(db(), p.projectId, new Date());
   await eventsOf(t.app).derived.settle(p.projectId);
 });
-after(() => t.close());
 
 describe("column block building", () => {
   it("concurrent builders leave one block per hour, each holding exactly the hour's events", async () => {

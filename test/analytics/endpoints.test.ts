@@ -1,21 +1,16 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { startTestApp, type TestApp } from "../helpers/app.js";
-import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
+import { errorBody } from "../helpers/fixtures.js";
 import { ingest } from "../helpers/events.js";
 import { ALL, EVENTS } from "./dataset.js";
+import { useProject } from "../helpers/use.js";
 
 // Timeseries buckets (UTC edges, zeros), exact percentiles, unique/group ordering and the event
 // query's keyset pages, over the fixed data set (answers known by hand).
 
-let t: TestApp;
-let p: ProjectFixture;
-before(async () => {
-  t = await startTestApp({ RATE_LIMIT_EVENTS_PER_MINUTE: "100000", ANALYTICS_SLOT_INTERVAL_MS: "0" });
-  p = await project(t.rest);
+const { t, p } = useProject({ RATE_LIMIT_EVENTS_PER_MINUTE: "100000", ANALYTICS_SLOT_INTERVAL_MS: "0" }, {}, async () => {
   await ingest(t.rest, p.key, EVENTS);
 });
-after(() => t.close());
 
 const post = (route: string, body: unknown) => t.rest.post(`/v1/projects/${p.projectId}/${route}`, body, { key: p.key });
 async function series(interval: string, start: string, end: string, filters?: unknown) {

@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { assignSlots, backfillSlots } from "../../src/analytics/assign.js";
 import { buildPending } from "../../src/analytics/blocks/build.js";
-import { startTestApp, type TestApp, eventsOf } from "../helpers/app.js";
-import { project, type ProjectFixture } from "../helpers/fixtures.js";
+import { eventsOf } from "../helpers/app.js";
 import { ingest } from "../helpers/events.js";
+import { useProject } from "../helpers/use.js";
 
 // Data keys named like JavaScript prototype members are data keys like any other: filtered,
 // grouped and unique-counted by their bare names over REST, with the same answers on the JSON
@@ -31,18 +31,13 @@ function dataText(i: number): string {
 }
 const own = (e: (typeof EVENTS)[number], k: string) => (Object.hasOwn(e.data, k) ? Object.getOwnPropertyDescriptor(e.data, k)!.value : undefined);
 
-let t: TestApp;
-let p: ProjectFixture;
 const post = (route: string, body: unknown) => t.rest.post(`/v1/projects/${p.projectId}/${route}`, body, { key: p.key });
 const blockQueries = async () => (await t.app.deps.telemetry.analyticsBlockQueries.get()).values.find((v) => v.labels.outcome === "blocks")?.value ?? 0;
 
-before(async () => {
-  t = await startTestApp({ RATE_LIMIT_EVENTS_PER_MINUTE: "100000", ANALYTICS_SLOT_INTERVAL_MS: "0", ANALYTICS_BLOCK_INTERVAL_MS: "0" });
-  p = await project(t.rest);
+const { t, p } = useProject({ RATE_LIMIT_EVENTS_PER_MINUTE: "100000", ANALYTICS_SLOT_INTERVAL_MS: "0", ANALYTICS_BLOCK_INTERVAL_MS: "0" }, {}, async () => {
   assert.ok(Object.hasOwn(EVENTS[0].data, "__proto__"));
   await ingest(t.rest, p.key, EVENTS);
 });
-after(() => t.close());
 
 /** Every answer checked against the events as sent. */
 async function checkAll(label: string): Promise<void> {

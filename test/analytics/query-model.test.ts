@@ -5,23 +5,18 @@ import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { AnalyticsService } from "../../gen/vigil/v1/analytics_pb.js";
-import { startTestApp, type TestApp } from "../helpers/app.js";
-import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
+import { errorBody, project } from "../helpers/fixtures.js";
 import { ingest } from "../helpers/events.js";
 import { ALL, EVENTS } from "./dataset.js";
+import { useProject } from "../helpers/use.js";
 
 // Every operator and alias, nesting, the typed comparison rules and hostile input, over the real
 // port against the fixed data set of dataset.ts (answers known by hand).
 
-let t: TestApp;
-let p: ProjectFixture;
 const ENV = { RATE_LIMIT_EVENTS_PER_MINUTE: "100000", RATE_LIMIT_BATCHES_PER_MINUTE: "10000", ANALYTICS_SLOT_INTERVAL_MS: "0" };
-before(async () => {
-  t = await startTestApp(ENV);
-  p = await project(t.rest);
+const { t, p } = useProject(ENV, {}, async () => {
   await ingest(t.rest, p.key, EVENTS);
 });
-after(() => t.close());
 
 const post = (route: string, body: unknown, key = p.key, projectId = p.projectId) => t.rest.post(`/v1/projects/${projectId}/${route}`, body, { key });
 async function count(filters: unknown, time: unknown = ALL): Promise<number> {

@@ -2,17 +2,13 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import pg from "pg";
 import { waitForOpenTransactions } from "../../src/analytics/assign.js";
-import { startTestApp, type TestApp } from "../helpers/app.js";
+import { useApp } from "../helpers/use.js";
 
 // The slot protocol's wait (registry.ts step 3): a backfill starts only once every client
 // transaction that was open when the slot was assigned has ended; transactions begun later are not
 // waited for (they see the new registry version and fill the slot themselves).
 
-let t: TestApp;
-before(async () => {
-  t = await startTestApp({ ANALYTICS_SLOT_INTERVAL_MS: "0", ANALYTICS_BLOCK_INTERVAL_MS: "0" });
-});
-after(() => t.close());
+const { t } = useApp({ ANALYTICS_SLOT_INTERVAL_MS: "0", ANALYTICS_BLOCK_INTERVAL_MS: "0" });
 
 describe("waiting for open transactions", () => {
   it("waits for a client transaction open at the call, and not for one begun after it", async () => {

@@ -11,23 +11,19 @@ import { BadRequestSchema, ErrorInfoSchema, RetryInfoSchema } from "../../gen/go
 import { EventService } from "../../gen/vigil/v1/events_pb.js";
 import { IdentityService } from "../../gen/vigil/v1/identity_pb.js";
 import { UptimeService } from "../../gen/vigil/v1/uptime_pb.js";
-import { GENEROUS_LIMITS, startTestApp, type TestApp } from "../helpers/app.js";
-import { project, type ProjectFixture } from "../helpers/fixtures.js";
+import { GENEROUS_LIMITS } from "../helpers/app.js";
+import { project } from "../helpers/fixtures.js";
+import { useProject } from "../helpers/use.js";
 
-let t: TestApp;
-let p: ProjectFixture;
 let transports: [string, Transport][];
 
-before(async () => {
-  t = await startTestApp({ ...GENEROUS_LIMITS, RATE_LIMIT_IDENTIFY_PER_MINUTE: "2", MAX_BODY_BYTES: "65536" });
-  p = await project(t.rest);
+const { t, p } = useProject({ ...GENEROUS_LIMITS, RATE_LIMIT_IDENTIFY_PER_MINUTE: "2", MAX_BODY_BYTES: "65536" }, {}, async () => {
   transports = [
     ["Connect", createConnectTransport({ baseUrl: t.url, httpVersion: "1.1" })],
     ["gRPC", createGrpcTransport({ baseUrl: t.url })],
     ["gRPC-web", createGrpcWebTransport({ baseUrl: t.url, httpVersion: "1.1" })],
   ];
 });
-after(() => t.close());
 
 async function failure(p: Promise<unknown>): Promise<ConnectError> {
   try {

@@ -14,20 +14,14 @@ import * as protoLoader from "@grpc/proto-loader";
 import { GrpcReflection } from "grpc-js-reflection-client";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ServerReflection, type ServerReflectionRequestSchema, type ServerReflectionResponse } from "../../gen/grpc/reflection/v1/reflection_pb.js";
-import { startTestApp, type TestApp } from "../helpers/app.js";
-import { project, type ProjectFixture } from "../helpers/fixtures.js";
+import { startTestApp } from "../helpers/app.js";
+import { useProject } from "../helpers/use.js";
 
 const BUF = path.resolve(import.meta.dirname, "../../node_modules/.bin/buf");
 const run = promisify(execFile);
 
-let t: TestApp;
-let p: ProjectFixture;
 
-before(async () => {
-  t = await startTestApp();
-  p = await project(t.rest);
-});
-after(() => t.close());
+const { t, p } = useProject();
 
 /** `buf curl` over gRPC with h2c and no schema: everything it knows comes from reflection. */
 async function bufCurl(reflect: "grpc-v1" | "grpc-v1alpha", args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {

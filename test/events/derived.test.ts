@@ -3,20 +3,15 @@ import { after, before, describe, it } from "node:test";
 import { rollupDelta } from "../../src/analytics/rollups.js";
 import { mergePacked } from "../../src/identity/projection.js";
 import type { StoredEvent } from "../../src/events/pipeline.js";
-import { startTestApp, type TestApp, eventsOf } from "../helpers/app.js";
-import { project, type ProjectFixture } from "../helpers/fixtures.js";
+import { eventsOf } from "../helpers/app.js";
+import { project } from "../helpers/fixtures.js";
+import { useProject } from "../helpers/use.js";
 
 // Derived records (users, groups, rollups) follow the stored events through `ingest_deltas`
 // (src/events/projector.ts): written with the events, applied exactly once by a projector, and settled
 // by every reader so an answer never misses an acknowledged event.
 
-let t: TestApp;
-let p: ProjectFixture;
-before(async () => {
-  t = await startTestApp({ RATE_LIMIT_EVENTS_PER_MINUTE: "100000", RATE_LIMIT_BATCHES_PER_MINUTE: "100000" });
-  p = await project(t.rest);
-});
-after(() => t.close());
+const { t, p } = useProject({ RATE_LIMIT_EVENTS_PER_MINUTE: "100000", RATE_LIMIT_BATCHES_PER_MINUTE: "100000" });
 
 const db = () => t.app.deps.db;
 const pending = async (projectId: string) => (await db().query("SELECT count(*)::int AS n FROM ingest_deltas WHERE project_id = $1", [projectId])).rows[0].n as number;

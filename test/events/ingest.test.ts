@@ -1,15 +1,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { startTestApp, type TestApp } from "../helpers/app.js";
-import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
+import { errorBody, project } from "../helpers/fixtures.js";
+import { useProject } from "../helpers/use.js";
 
-let t: TestApp;
-let p: ProjectFixture;
-before(async () => {
-  t = await startTestApp();
-  p = await project(t.rest);
-});
-after(() => t.close());
+const { t, p } = useProject();
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 

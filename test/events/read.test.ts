@@ -1,16 +1,10 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { startTestApp, type TestApp } from "../helpers/app.js";
 import { errorBody, project, signup, type ProjectFixture } from "../helpers/fixtures.js";
 import { pageAllEvents } from "../helpers/events.js";
+import { useProject } from "../helpers/use.js";
 
-let t: TestApp;
-let p: ProjectFixture;
-before(async () => {
-  t = await startTestApp();
-  p = await project(t.rest);
-});
-after(() => t.close());
+const { t, p } = useProject();
 
 async function ingest(fx: ProjectFixture, events: object[]): Promise<string[]> {
   const r = await t.rest.post("/v1/events/batch", { events }, { key: fx.key });

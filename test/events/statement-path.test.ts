@@ -1,19 +1,12 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { assignSlots } from "../../src/analytics/assign.js";
-import { startTestApp, type TestApp } from "../helpers/app.js";
-import { project, type ProjectFixture } from "../helpers/fixtures.js";
+import { useProject } from "../helpers/use.js";
 
 // Small groups whose hooks can answer from their caches are written by one guarded statement
 // (GroupCommitIngestor.writeStatement); everything else by the transaction. Both must store the same.
 
-let t: TestApp;
-let p: ProjectFixture;
-before(async () => {
-  t = await startTestApp({ WEBHOOK_ALLOW_PRIVATE: "true" });
-  p = await project(t.rest);
-});
-after(() => t.close());
+const { t, p } = useProject({ WEBHOOK_ALLOW_PRIVATE: "true" });
 
 async function commits(): Promise<{ statement: number; transaction: number }> {
   const values = (await t.app.deps.telemetry.ingestCommits.get()).values;

@@ -1,22 +1,17 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
-import { startTestApp, type TestApp, eventsOf } from "../helpers/app.js";
-import { project, type ProjectFixture } from "../helpers/fixtures.js";
+import { eventsOf } from "../helpers/app.js";
+import { project } from "../helpers/fixtures.js";
 import { ingest as ingestAll, pageAllEvents } from "../helpers/events.js";
 import { minuteRanges, userHoursDelta } from "../../src/events/user-hours.js";
 import type { StoredEvent } from "../../src/events/pipeline.js";
+import { useProject } from "../helpers/use.js";
 
 // The userId path of the event list reads event_user_hours (a derived record) and then each hour
 // through the primary key. Its pages must equal the unfiltered list restricted to the user.
 
-let t: TestApp;
-let p: ProjectFixture;
-before(async () => {
-  t = await startTestApp();
-  p = await project(t.rest);
-});
-after(() => t.close());
+const { t, p } = useProject();
 
 const ingest = (events: object[]) => ingestAll(t.rest, p.key, events);
 

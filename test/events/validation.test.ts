@@ -5,16 +5,10 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { fromJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { EventService } from "../../gen/vigil/v1/events_pb.js";
-import { startTestApp, type TestApp } from "../helpers/app.js";
-import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
+import { errorBody, project } from "../helpers/fixtures.js";
+import { useProject } from "../helpers/use.js";
 
-let t: TestApp;
-let p: ProjectFixture;
-before(async () => {
-  t = await startTestApp();
-  p = await project(t.rest);
-});
-after(() => t.close());
+const { t, p } = useProject();
 
 describe("single event validation", () => {
   const cases: [string, unknown, string][] = [

@@ -1,19 +1,12 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { COPY_MIN_ROWS } from "../../src/events/ingest.js";
-import { startTestApp, type TestApp } from "../helpers/app.js";
-import { project, type ProjectFixture } from "../helpers/fixtures.js";
+import { useProject } from "../helpers/use.js";
 
 // Both write paths of a group commit store exactly what was sent: small groups through one INSERT
 // (json_to_recordset), large ones through COPY text format (its own escaping of \ tab CR LF and \N).
 
-let t: TestApp;
-let p: ProjectFixture;
-before(async () => {
-  t = await startTestApp({ RATE_LIMIT_EVENTS_PER_MINUTE: "100000", RATE_LIMIT_BATCHES_PER_MINUTE: "100000" });
-  p = await project(t.rest);
-});
-after(() => t.close());
+const { t, p } = useProject({ RATE_LIMIT_EVENTS_PER_MINUTE: "100000", RATE_LIMIT_BATCHES_PER_MINUTE: "100000" });
 
 const HOSTILE = ["back\\slash", "tab\there", "new\nline", "cr\rlf", "\\N", "\\.", "quote\"s 'n'", "semi;colon -- DROP TABLE events", "émoji 🚀 中文", "\\\\t", "tail\\"];
 

@@ -1,16 +1,10 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import pg from "pg";
-import { startTestApp, type TestApp } from "../helpers/app.js";
-import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
+import { errorBody, project } from "../helpers/fixtures.js";
+import { useProject } from "../helpers/use.js";
 
-let t: TestApp;
-let p: ProjectFixture;
-before(async () => {
-  t = await startTestApp();
-  p = await project(t.rest);
-});
-after(() => t.close());
+const { t, p } = useProject();
 
 describe("API keys", () => {
   it("shows the secret once, lists only the 7-character prefix", async () => {

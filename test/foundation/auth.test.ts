@@ -1,14 +1,11 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { startTestApp, type TestApp } from "../helpers/app.js";
+import { startTestApp } from "../helpers/app.js";
 import { errorBody, signup } from "../helpers/fixtures.js";
 import { sessionCookie } from "../helpers/rest.js";
+import { useApp } from "../helpers/use.js";
 
-let t: TestApp;
-before(async () => {
-  t = await startTestApp();
-});
-after(() => t.close());
+const { t } = useApp();
 
 describe("signup", () => {
   it("creates an account, signs it in with a signed HttpOnly SameSite=Lax cookie", async () => {

@@ -8,25 +8,20 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import pg from "pg";
 import { EventService } from "../../gen/vigil/v1/events_pb.js";
 import { UptimeService } from "../../gen/vigil/v1/uptime_pb.js";
-import { startTestApp, type TestApp } from "../helpers/app.js";
-import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
+import { errorBody } from "../helpers/fixtures.js";
+import { useProject } from "../helpers/use.js";
 
-let t: TestApp;
-let p: ProjectFixture;
 let webhookId: string;
 let monitorId: string;
 const base = () => `/v1/projects/${p.projectId}`;
 
-before(async () => {
-  t = await startTestApp({ WEBHOOK_ALLOW_PRIVATE: "true" });
-  p = await project(t.rest);
+const { t, p } = useProject({ WEBHOOK_ALLOW_PRIVATE: "true" }, {}, async () => {
   const w = await t.rest.post(`${base()}/webhooks`, { name: "sink", type: "http", url: "http://127.0.0.1:9/sink", events: ["event.created"] }, { cookie: p.owner.cookie });
   assert.equal(w.status, 201, w.text);
   webhookId = w.body.data.id;
   const m = await t.rest.post(`${base()}/monitors`, { name: "m", slug: "json-values" }, { key: p.key });
   monitorId = m.body.data.id;
 });
-after(() => t.close());
 
 /** A raw JSON body (1e400 cannot be written by JSON.stringify). */
 const raw = (method: string, path: string, body: string, auth: "key" | "cookie" = "key") =>

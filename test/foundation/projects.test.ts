@@ -1,15 +1,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { startTestApp, type TestApp } from "../helpers/app.js";
-import { errorBody, project, signup, type ProjectFixture } from "../helpers/fixtures.js";
+import { errorBody, project, signup } from "../helpers/fixtures.js";
+import { useProject } from "../helpers/use.js";
 
-let t: TestApp;
-let p: ProjectFixture;
-before(async () => {
-  t = await startTestApp();
-  p = await project(t.rest);
-});
-after(() => t.close());
+const { t, p } = useProject();
 
 describe("projects", () => {
   it("creates with the caller as owner and the record of decisions.md", async () => {

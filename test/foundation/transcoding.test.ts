@@ -3,16 +3,11 @@ import { after, before, describe, it } from "node:test";
 import { createClient, ConnectError, Code } from "@connectrpc/connect";
 import { createGrpcTransport, createConnectTransport } from "@connectrpc/connect-node";
 import { ProjectService } from "../../gen/vigil/v1/projects_pb.js";
-import { startTestApp, type TestApp } from "../helpers/app.js";
-import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
+import { startTestApp } from "../helpers/app.js";
+import { errorBody } from "../helpers/fixtures.js";
+import { useProject } from "../helpers/use.js";
 
-let t: TestApp;
-let p: ProjectFixture;
-before(async () => {
-  t = await startTestApp({ MAX_BODY_BYTES: "4096" });
-  p = await project(t.rest);
-});
-after(() => t.close());
+const { t, p } = useProject({ MAX_BODY_BYTES: "4096" });
 
 describe("REST edge cases", () => {
   it("answers unknown routes with a JSON 404", async () => {

@@ -1,16 +1,11 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import pg from "pg";
-import { startTestApp, type TestApp, eventsOf } from "../helpers/app.js";
+import { eventsOf } from "../helpers/app.js";
 import { errorBody, project, signup, type ProjectFixture } from "../helpers/fixtures.js";
+import { useProject } from "../helpers/use.js";
 
-let t: TestApp;
-let p: ProjectFixture;
-before(async () => {
-  t = await startTestApp();
-  p = await project(t.rest);
-});
-after(() => t.close());
+const { t, p } = useProject();
 
 async function batch(fx: ProjectFixture, events: object[]) {
   const r = await t.rest.post("/v1/events/batch", { events }, { key: fx.key });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { startTestApp, type TestApp } from "../helpers/app.js";
-import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
+import { errorBody } from "../helpers/fixtures.js";
+import { useProject } from "../helpers/use.js";
 
 // query, timeseries, points, current and the list over the real port, with hand-computed answers.
 //
@@ -13,13 +13,9 @@ import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js"
 //   03-04 10:00:00 +5 | 10:00:30 +3 | 10:02:00 -2 | 12:00:00 +10 | 03-05 08:00:00 -4   net 12
 
 const NOW = new Date("2024-03-20T12:00:00.000Z");
-let t: TestApp;
-let p: ProjectFixture;
 const WEEK = { start: "2024-03-04T00:00:00Z", end: "2024-03-11T00:00:00Z" }; // inclusive end: 03-11 00:00 counts
 
-before(async () => {
-  t = await startTestApp({}, { clock: () => NOW });
-  p = await project(t.rest);
+const { t, p } = useProject({}, { clock: () => NOW }, async () => {
   const m = (type: string, name: string, value: number, timestamp: string, tags?: object) => ({ type, name, value, timestamp, tags, unit: name === "latency" ? "ms" : undefined });
   const r = await t.rest.post(
     `/v1/projects/${p.projectId}/metrics/batch`,
@@ -48,7 +44,6 @@ before(async () => {
   const late = await t.rest.post(`/v1/projects/${p.projectId}/metrics`, { type: "measurement", name: "latency", value: 7, timestamp: "2024-03-01T12:00:00Z" }, { key: p.key });
   assert.equal(late.status, 201);
 });
-after(() => t.close());
 
 const post = (route: string, body: unknown) => t.rest.post(`/v1/projects/${p.projectId}/metrics/${route}`, body, { key: p.key });
 const query = async (body: object) => {

@@ -5,20 +5,14 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { fromJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { MetricsService } from "../../gen/vigil/v1/metrics_pb.js";
-import { startTestApp, type TestApp } from "../helpers/app.js";
-import { errorBody, project, signup, type ProjectFixture } from "../helpers/fixtures.js";
+import { errorBody, project, signup } from "../helpers/fixtures.js";
+import { useProject } from "../helpers/use.js";
 
 // Recording: POST .../metrics and .../metrics/batch over the real port, the 409 type rule,
 // validation with the decisions.md error body, tenant isolation and credentials, gRPC.
 
 const NOW = new Date("2024-03-20T12:00:00.000Z");
-let t: TestApp;
-let p: ProjectFixture;
-before(async () => {
-  t = await startTestApp({}, { clock: () => NOW });
-  p = await project(t.rest);
-});
-after(() => t.close());
+const { t, p } = useProject({}, { clock: () => NOW });
 
 const path = (id = p.projectId) => `/v1/projects/${id}/metrics`;
 const record = (body: unknown, key = p.key) => t.rest.post(path(), body, { key });

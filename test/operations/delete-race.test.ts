@@ -4,14 +4,11 @@
 // against the delete is not a server error.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { GENEROUS_LIMITS, startTestApp, type TestApp } from "../helpers/app.js";
+import { GENEROUS_LIMITS } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
+import { useApp } from "../helpers/use.js";
 
-let t: TestApp;
-before(async () => {
-  t = await startTestApp({ PG_POOL_SIZE: "8", ...GENEROUS_LIMITS });
-});
-after(() => t.close());
+const { t } = useApp({ PG_POOL_SIZE: "8", ...GENEROUS_LIMITS });
 
 type Write = (p: ProjectFixture, n: number) => Promise<{ status: number; text: string }>;
 

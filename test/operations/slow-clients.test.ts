@@ -8,8 +8,8 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { EventService } from "../../gen/vigil/v1/events_pb.js";
 import { HealthService } from "../../gen/vigil/v1/health_pb.js";
-import { startTestApp, type TestApp } from "../helpers/app.js";
-import { project, type ProjectFixture } from "../helpers/fixtures.js";
+import { startTestApp } from "../helpers/app.js";
+import { useProject } from "../helpers/use.js";
 
 const SNIFF = 600;
 const HEADERS = 600;
@@ -18,20 +18,13 @@ const KEEPALIVE = 600; // Node closes an idle keep-alive socket 1 s after the ad
 const H2_IDLE = 800;
 const SLACK = 1500; // timers fire on a check interval, and the machine is shared
 
-let t: TestApp;
-let p: ProjectFixture;
-before(async () => {
-  t = await startTestApp({
+const { t, p } = useProject({
     HTTP_SNIFF_TIMEOUT_MS: String(SNIFF),
     HTTP_HEADERS_TIMEOUT_MS: String(HEADERS),
     HTTP_REQUEST_TIMEOUT_MS: String(REQUEST),
     HTTP_KEEPALIVE_TIMEOUT_MS: String(KEEPALIVE),
     HTTP2_IDLE_TIMEOUT_MS: String(H2_IDLE),
   });
-  p = await project(t.rest);
-});
-after(() => t.close());
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Raw {

@@ -7,12 +7,12 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { ScalarType, type DescField } from "@bufbuild/protobuf";
 import { routesFor, type Route } from "../../src/transcoding/routes.js";
-import { GENEROUS_LIMITS, startTestApp, type TestApp } from "../helpers/app.js";
+import { GENEROUS_LIMITS } from "../helpers/app.js";
 import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
 import type { Res } from "../helpers/rest.js";
 import { assertNoLeak } from "./leaks.js";
+import { useApp } from "../helpers/use.js";
 
-let t: TestApp;
 let a: ProjectFixture;
 let routes: Route[];
 const seen: Res[] = [];
@@ -20,12 +20,10 @@ const seen: Res[] = [];
 const PROTO_NAMES = ["__proto__", "constructor", "toString", "hasOwnProperty", "valueOf", "prototype"];
 const INF = "__INFINITY__";
 
-before(async () => {
-  t = await startTestApp(GENEROUS_LIMITS);
+const { t } = useApp(GENEROUS_LIMITS, {}, async () => {
   a = await project(t.rest);
   routes = routesFor(t.app.features.flatMap((f) => f.services.map((s) => s.desc)));
 });
-after(() => t.close());
 
 const label = (r: Route) => `${r.verb} ${r.template}`;
 const hasBody = (r: Route) => r.verb === "POST" || r.verb === "PATCH" || r.verb === "PUT";

@@ -8,11 +8,11 @@ import { create, ScalarType, type DescMethod, type DescService } from "@bufbuild
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { isPublic } from "../../src/server/gate.js";
-import { GENEROUS_LIMITS, startTestApp, type TestApp } from "../helpers/app.js";
+import { GENEROUS_LIMITS } from "../helpers/app.js";
 import { tenants, type Account, type ProjectFixture } from "../helpers/fixtures.js";
 import { assertNoLeak } from "./leaks.js";
+import { useApp } from "../helpers/use.js";
 
-let t: TestApp;
 let a: ProjectFixture;
 let b: ProjectFixture;
 let stranger: Account;
@@ -20,8 +20,7 @@ let revokedKey: string;
 let services: DescService[];
 let transports: [string, Transport][];
 
-before(async () => {
-  t = await startTestApp(GENEROUS_LIMITS);
+const { t } = useApp(GENEROUS_LIMITS, {}, async () => {
   ({ a, b, stranger, revokedKey } = await tenants(t.rest));
   services = t.app.features.flatMap((f) => f.services.map((s) => s.desc));
   transports = [
@@ -29,7 +28,6 @@ before(async () => {
     ["Connect", createConnectTransport({ baseUrl: t.url, httpVersion: "1.1" })],
   ];
 });
-after(() => t.close());
 
 const methods = () => services.flatMap((s) => s.methods.map((m) => [s, m] as const));
 const hasProject = (m: DescMethod) => m.input.fields.some((f) => f.name === "project_id");

@@ -3,13 +3,12 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { routesFor, type Route } from "../../src/transcoding/routes.js";
-import { startTestApp, type TestApp } from "../helpers/app.js";
 import { errorBody, tenants, type Account, type ProjectFixture } from "../helpers/fixtures.js";
 import type { Res } from "../helpers/rest.js";
+import { useApp } from "../helpers/use.js";
 
 const PUBLIC = new Set(["GET /health", "POST /v1/auth/signup", "POST /v1/auth/login"]);
 
-let t: TestApp;
 let a: ProjectFixture;
 let b: ProjectFixture;
 let stranger: Account;
@@ -34,12 +33,10 @@ async function call(route: Route, path: string, opts: { key?: string; cookie?: s
   return r;
 }
 
-before(async () => {
-  t = await startTestApp();
+const { t } = useApp({}, {}, async () => {
   ({ a, b, stranger, revokedKey } = await tenants(t.rest));
   routes = routesFor(t.app.features.flatMap((f) => f.services.map((s) => s.desc)));
 });
-after(() => t.close());
 
 const label = (r: Route) => `${r.verb} ${r.template}`;
 

@@ -10,17 +10,11 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { IngestEventRequestSchema } from "../../gen/vigil/v1/events_pb.js";
 import { ProjectService } from "../../gen/vigil/v1/projects_pb.js";
-import { startTestApp, type TestApp } from "../helpers/app.js";
-import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
+import { errorBody } from "../helpers/fixtures.js";
+import { useProject } from "../helpers/use.js";
 
-let t: TestApp;
-let p: ProjectFixture;
 
-before(async () => {
-  t = await startTestApp({ MAX_BODY_BYTES: String(64 * 1024) });
-  p = await project(t.rest);
-});
-after(() => t.close());
+const { t, p } = useProject({ MAX_BODY_BYTES: String(64 * 1024) });
 
 /** Sends only the headers of a request that declares a large body, and returns the status it gets. */
 function headersOnly(path: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {

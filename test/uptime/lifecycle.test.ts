@@ -1,20 +1,14 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { startTestApp, type TestApp } from "../helpers/app.js";
-import { project, type ProjectFixture } from "../helpers/fixtures.js";
 import { recordNotices, sleep, waitFor } from "./util.js";
+import { useProject } from "../helpers/use.js";
 
 // The monitor lifecycle over the real port with real timers (intervals under a second).
 
-let t: TestApp;
-let p: ProjectFixture;
 let notices: ReturnType<typeof recordNotices>;
-before(async () => {
-  t = await startTestApp();
-  p = await project(t.rest);
+const { t, p } = useProject({}, {}, async () => {
   notices = recordNotices(t);
 });
-after(() => t.close());
 
 const base = () => `/v1/projects/${p.projectId}`;
 const status = async (id: string) => (await t.rest.get(`${base()}/monitors/${id}/status`, { key: p.key })).body.data.status;

@@ -1,9 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { UptimeFeature } from "../../src/uptime/service.js";
-import { startTestApp, type TestApp } from "../helpers/app.js";
-import { project, type ProjectFixture } from "../helpers/fixtures.js";
 import { waitFor } from "./util.js";
+import { useProject } from "../helpers/use.js";
 
 // Stats and history on a constructed timeline, with an injected clock, checked by hand:
 //   T0      monitor created (interval 1 h, grace 0)
@@ -22,14 +21,10 @@ const H = 3_600_000;
 const M = 60_000;
 const T0 = Date.parse("2024-03-10T00:00:00.000Z");
 let now = T0;
-let t: TestApp;
-let p: ProjectFixture;
 let id: string;
 const at = (ms: number) => new Date(T0 + ms).toISOString();
 
-before(async () => {
-  t = await startTestApp({ UPTIME_RAW_RETENTION_DAYS: "1" }, { clock: () => new Date(now) });
-  p = await project(t.rest);
+const { t, p } = useProject({ UPTIME_RAW_RETENTION_DAYS: "1" }, { clock: () => new Date(now) }, async () => {
   const path = `/v1/projects/${p.projectId}`;
   const hb = (body: object) => t.rest.post(`${path}/heartbeats/timeline`, body, { key: p.key });
   id = (await t.rest.post(`${path}/monitors`, { name: "Timeline", expectedIntervalMs: H, gracePeriodMs: 0 }, { key: p.key })).body.data.id;
@@ -53,7 +48,6 @@ before(async () => {
   await hb({ status: "down" });
   now = T0 + 495 * M;
 });
-after(() => t.close());
 
 const get = (q: string) => t.rest.get(`/v1/projects/${p.projectId}/monitors/${id}/${q}`, { key: p.key });
 

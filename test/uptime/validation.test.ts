@@ -3,19 +3,15 @@ import { after, before, describe, it } from "node:test";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { UptimeService } from "../../gen/vigil/v1/uptime_pb.js";
-import { startTestApp, type TestApp } from "../helpers/app.js";
 import { errorBody, project, signup, type ProjectFixture } from "../helpers/fixtures.js";
+import { useProject } from "../helpers/use.js";
 
 // Every refusal of the uptime routes is a clean 4xx with the decisions.md error body.
 
-let t: TestApp;
-let p: ProjectFixture;
 let other: ProjectFixture;
 let monitorId: string;
 let incidentId: string;
-before(async () => {
-  t = await startTestApp();
-  p = await project(t.rest);
+const { t, p } = useProject({}, {}, async () => {
   other = await project(t.rest);
   const m = await t.rest.post(`/v1/projects/${p.projectId}/monitors`, { name: "Main", slug: "main" }, { key: p.key });
   monitorId = m.body.data.id;
@@ -23,7 +19,6 @@ before(async () => {
   assert.equal(down.status, 200, down.text);
   incidentId = (await t.rest.get(`/v1/projects/${p.projectId}/monitors/${monitorId}/incidents`, { key: p.key })).body.data[0].id;
 });
-after(() => t.close());
 
 const base = () => `/v1/projects/${p.projectId}`;
 async function refused(method: string, path: string, body: unknown, status: number, field?: string) {

@@ -1,25 +1,21 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { startTestApp, type TestApp } from "../helpers/app.js";
-import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
+import { errorBody } from "../helpers/fixtures.js";
 import { verifyWebhookSignature } from "../../src/webhooks/signature.js";
 import { Receiver, waitFor } from "./receiver.js";
+import { useProject } from "../helpers/use.js";
 
 // http deliveries end to end: real events ingested over REST, a real local receiver, real timers.
 // WEBHOOK_ALLOW_PRIVATE=true (the receiver is on 127.0.0.1), short backoff and timeout.
 
 const MAX_ATTEMPTS = 3;
-let t: TestApp;
-let p: ProjectFixture;
 let rx: Receiver;
 
-before(async () => {
-  t = await startTestApp({ WEBHOOK_ALLOW_PRIVATE: "true", WEBHOOK_BACKOFF_BASE_MS: "50", WEBHOOK_MAX_ATTEMPTS: String(MAX_ATTEMPTS), WEBHOOK_TIMEOUT_MS: "400" });
-  p = await project(t.rest);
+const { t, p } = useProject({ WEBHOOK_ALLOW_PRIVATE: "true", WEBHOOK_BACKOFF_BASE_MS: "50", WEBHOOK_MAX_ATTEMPTS: String(MAX_ATTEMPTS), WEBHOOK_TIMEOUT_MS: "400" }, {}, async () => {
   rx = await Receiver.start();
 });
+
 after(async () => {
-  await t.close();
   await rx.close();
 });
 

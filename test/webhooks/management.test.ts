@@ -3,25 +3,21 @@ import { after, before, describe, it } from "node:test";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { WebhookService } from "../../gen/vigil/v1/webhooks_pb.js";
-import { startTestApp, type TestApp } from "../helpers/app.js";
-import { errorBody, project, signup, type ProjectFixture } from "../helpers/fixtures.js";
+import { errorBody, project, signup } from "../helpers/fixtures.js";
 import { Receiver, waitFor } from "./receiver.js";
+import { useProject } from "../helpers/use.js";
 
 // Management routes, with WEBHOOK_ALLOW_PRIVATE off (the production default): private targets are
 // refused at creation and at connection time.
 
-let t: TestApp;
-let p: ProjectFixture;
 let rx: Receiver;
 const PUBLIC = "http://93.184.215.14/hook"; // an IP literal: no DNS needed, never contacted here
 
-before(async () => {
-  t = await startTestApp({ WEBHOOK_ALLOW_PRIVATE: "false", WEBHOOK_BACKOFF_BASE_MS: "60000" });
-  p = await project(t.rest);
+const { t, p } = useProject({ WEBHOOK_ALLOW_PRIVATE: "false", WEBHOOK_BACKOFF_BASE_MS: "60000" }, {}, async () => {
   rx = await Receiver.start();
 });
+
 after(async () => {
-  await t.close();
   await rx.close();
 });
 

@@ -3,11 +3,11 @@ import http from "node:http";
 import net from "node:net";
 import { after, before, describe, it } from "node:test";
 import pg from "pg";
-import { startTestApp, type TestApp } from "../helpers/app.js";
-import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
+import { errorBody } from "../helpers/fixtures.js";
 import { BlockedAddressError, isPublicAddress, type ResolvedAddress } from "../../src/webhooks/address.js";
 import { AGENT_OPTIONS, sendAttempt, type Target } from "../../src/webhooks/sender.js";
 import { Receiver, waitFor } from "./receiver.js";
+import { useProject } from "../helpers/use.js";
 
 // The webhook address rule (issue #13, point 1) for every type, with WEBHOOK_ALLOW_PRIVATE off:
 // refused at creation and update (400 on `url`), and before every connection (nothing reaches the
@@ -18,17 +18,13 @@ const TYPES = ["http", "discord"] as const;
 const PUBLIC = "http://93.184.215.14/hook"; // an IP literal: no DNS needed, never contacted here
 const REFUSED = new BlockedAddressError().message;
 
-let t: TestApp;
-let p: ProjectFixture;
 let rx: Receiver;
 
-before(async () => {
-  t = await startTestApp({ WEBHOOK_ALLOW_PRIVATE: "false", WEBHOOK_BACKOFF_BASE_MS: "60000", WEBHOOK_TIMEOUT_MS: "2000" });
-  p = await project(t.rest);
+const { t, p } = useProject({ WEBHOOK_ALLOW_PRIVATE: "false", WEBHOOK_BACKOFF_BASE_MS: "60000", WEBHOOK_TIMEOUT_MS: "2000" }, {}, async () => {
   rx = await Receiver.start();
 });
+
 after(async () => {
-  await t.close();
   await rx.close();
 });
 

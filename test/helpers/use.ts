@@ -1,0 +1,60 @@
+import { after, before } from "node:test";
+import type { Clock } from "../../src/shared/clock.js";
+import { startTestApp, type TestApp } from "./app.js";
+import { project, type ProjectFixture } from "./fixtures.js";
+
+// The header of most test files, once: a real Vigil for the file (startTestApp in before(), closed
+// in after()) and, with useProject, an owner with a project and an API key on it. Call it at the top
+// level of the file, before the file's own hooks (they run after it, in the order they are written):
+//
+//   const { t, p } = useProject({ WEBHOOK_ALLOW_PRIVATE: "true" });
+//
+// `t` and `p` stand for the app and the fixture made in before(): they can be used in any hook or
+// test (not at the top level of the file, where nothing is started yet). More set-up for the whole
+// file goes in `setup`, which runs in the same before() hook once they exist: Node 20 runs a file's
+// top-level before() hooks at the same time, so a second one could not count on them.
+
+type AppOptions = Parameters<typeof startTestApp>[1];
+
+/** An object that reads through to the value `get` returns once the before() hook has set it. */
+function later<T extends object>(get: () => T | undefined, what: string): T {
+  const target = (): T => {
+    const v = get();
+    if (v === undefined) throw new Error(`${what} is used before the file's before() hook made it`);
+    return v;
+  };
+  return new Proxy({} as T, {
+    get(_, key) {
+      const v = target();
+      const x = Reflect.get(v, key, v);
+      return typeof x === "function" ? x.bind(v) : x;
+    },
+    has: (_, key) => Reflect.has(target(), key),
+    ownKeys: () => Reflect.ownKeys(target()),
+    getOwnPropertyDescriptor: (_, key) => {
+      const d = Reflect.getOwnPropertyDescriptor(target(), key);
+      return d && { ...d, configurable: true };
+    },
+  });
+}
+
+/** A Vigil for this file: started before its tests, closed after them. */
+export function useApp(env: Record<string, string> = {}, opts: AppOptions & { clock?: Clock } = {}, setup?: () => Promise<void> | void): { t: TestApp } {
+  let app: TestApp | undefined;
+  before(async () => {
+    app = await startTestApp(env, opts);
+    await setup?.();
+  });
+  after(() => app?.close());
+  return { t: later(() => app, "the test app") };
+}
+
+/** useApp plus an owner, a project and a production API key (fixtures.ts `project`). */
+export function useProject(env: Record<string, string> = {}, opts: AppOptions & { clock?: Clock } = {}, setup?: () => Promise<void> | void): { t: TestApp; p: ProjectFixture } {
+  let fixture: ProjectFixture | undefined;
+  const { t } = useApp(env, opts, async () => {
+    fixture = await project(t.rest);
+    await setup?.();
+  });
+  return { t, p: later(() => fixture, "the project fixture") };
+}
