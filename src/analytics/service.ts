@@ -9,6 +9,7 @@ import { withCancellable } from "../storage/db.js";
 import { startSlotWorker } from "./worker.js";
 import type { Periodic } from "../shared/periodic.js";
 import type { ColumnBlocks } from "./column-blocks.js";
+import { AnalyticsMetrics } from "./metrics.js";
 import { NO_SLOTS } from "./sql.js";
 import { queryEvents, toEventMessage } from "./events.js";
 import { parseFilters } from "./filters.js";
@@ -38,7 +39,8 @@ export function createAnalyticsFeature(deps: Pick<Deps, "db" | "auth" | "clock" 
   const bounds = config.analyticsLimits;
   const limiter = new ProjectLimiter(bounds.maxConcurrentPerProject, bounds.queueTimeoutMs);
 
-  const record = (used: boolean) => deps.telemetry.analyticsBlockQueries.inc({ outcome: used ? "blocks" : "declined" });
+  const metrics = new AnalyticsMetrics(deps.telemetry.registry);
+  const record = (used: boolean) => metrics.blockQueries.inc({ outcome: used ? "blocks" : "declined" });
   const filtersOf = (v: Value | undefined) => parseFilters(valueToJson(v, "filters"), bounds.maxFilterNodes);
 
   /** Runs fn under the project's share of the pool, on one connection bound to the request's signal. */

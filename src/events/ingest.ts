@@ -1,4 +1,5 @@
 import type { Deps } from "../platform/deps.js";
+import type { IngestMetrics } from "./metrics.js";
 import type { Pipeline } from "./pipeline.js";
 import type { Projector } from "./projector.js";
 import { Coalescer } from "../shared/coalesce.js";
@@ -42,11 +43,12 @@ export class GroupCommitIngestor implements Ingestor {
   private readonly maxInFlight: number;
 
   constructor(
-    private readonly deps: Pick<Deps, "config" | "db" | "log" | "clock" | "telemetry" | "pressure">,
+    private readonly deps: Pick<Deps, "config" | "db" | "log" | "clock" | "pressure">,
     /** Who runs inside the transaction (wired in server/features.ts; the contract is in pipeline.ts). */
     private readonly pipeline: Pipeline,
     /** Where the projections' deltas go; kicked after each commit. */
     private readonly derived: Projector,
+    private readonly metrics: IngestMetrics,
   ) {
     this.maxInFlight = Math.max(1, Math.min(deps.config.ingest.maxInFlight, Math.floor(deps.config.pgPoolSize / 2)));
     this.batches = new Coalescer<Pending, StoredEvent[]>({
@@ -58,7 +60,7 @@ export class GroupCommitIngestor implements Ingestor {
       // Events waiting while every writer is busy: ingestion is the bottleneck, so background
       // senders on this node yield CPU and connections to it for a moment (see IngestPressure).
       onSaturated: () => deps.pressure.mark(),
-      onDepth: (rows) => deps.telemetry.ingestQueueDepth.set(rows),
+      onDepth: (rows) => metrics.queueDepth.set(rows),
     });
   }
 
@@ -173,11 +175,11 @@ export class GroupCommitIngestor implements Ingestor {
   }
 
   private done(events: StoredEvent[], started: bigint, path: "statement" | "transaction"): void {
-    const { telemetry } = this.deps;
+    const { metrics } = this;
     this.derived.kick();
-    telemetry.ingestCommits.inc({ path });
-    telemetry.ingestCommitSize.observe(events.length);
-    telemetry.ingestCommitDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
-    telemetry.eventsAccepted.inc(events.length);
+    metrics.commits.inc({ path });
+    metrics.commitSize.observe(events.length);
+    metrics.commitDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
+    metrics.accepted.inc(events.length);
   }
 }

@@ -9,6 +9,7 @@ import { ApiError, badRequest, notFound, tooLarge } from "../shared/errors.js";
 import { bind, jsonListItems, type Feature } from "../shared/feature.js";
 import { unlessProjectGone } from "../shared/gone.js";
 import { Pipeline, type Ingestor, type NewEvent, type PipelineParts } from "./pipeline.js";
+import { IngestMetrics } from "./metrics.js";
 import { Projector } from "./projector.js";
 import { withCancellable } from "../storage/db.js";
 import { timestampSchema } from "../shared/time.js";
@@ -53,7 +54,8 @@ export function createEventsFeature(deps: Pick<Deps, "config" | "db" | "log" | "
   const { db, clock, auth, limits } = deps;
   const pipeline = new Pipeline(parts);
   const derived = new Projector({ db, log: deps.log, telemetry: deps.telemetry, projections: parts.projections, delayMs: deps.config.ingest.derivedDelayMs, pollMs: 1000 });
-  const ingestor = new GroupCommitIngestor(deps, pipeline, derived);
+  const metrics = new IngestMetrics(deps.telemetry.registry);
+  const ingestor = new GroupCommitIngestor(deps, pipeline, derived, metrics);
 
   const contextOf = (ctx: HandlerContext, now: Date) => serverContext(ctx.requestHeader, ctx.values.get(clientInfoKey), now);
 

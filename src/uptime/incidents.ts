@@ -1,5 +1,5 @@
 import type { PoolClient } from "pg";
-import type { Telemetry } from "../shared/telemetry.js";
+import type { UptimeMetrics } from "./metrics.js";
 import { newId } from "../shared/ids.js";
 import { toIncident, toMonitor } from "./messages.js";
 import type { IncidentRow, MonitorRow } from "./store.js";
@@ -26,7 +26,7 @@ export type IncidentListener = (client: PoolClient, notice: IncidentNotice) => P
 export interface IncidentDeps {
   /** In order, for every notice this transaction fires. */
   incidentListeners: readonly IncidentListener[];
-  telemetry: Pick<Telemetry, "incidents">;
+  metrics: Pick<UptimeMetrics, "incidents">;
 }
 
 export interface OpenItem {
@@ -52,7 +52,7 @@ export async function openIncidents(deps: IncidentDeps, c: PoolClient, items: Op
   );
   const byMonitor = new Map(items.map((i) => [i.monitor.id, i.monitor]));
   await notify(deps, c, "started", r.rows.map((inc) => ({ incident: inc, monitor: byMonitor.get(inc.monitor_id)! })), now);
-  deps.telemetry.incidents.inc({ transition: "opened" }, r.rowCount ?? 0);
+  deps.metrics.incidents.inc({ transition: "opened" }, r.rowCount ?? 0);
   return r.rows;
 }
 
@@ -73,7 +73,7 @@ export async function resolveIncidents(deps: IncidentDeps, c: PoolClient, items:
     const byMonitor = new Map(items.map((i) => [i.monitor.id, i.monitor]));
     await notify(deps, c, "recovered", r.rows.map((inc) => ({ incident: inc, monitor: byMonitor.get(inc.monitor_id)! })), now);
   }
-  deps.telemetry.incidents.inc({ transition: "resolved" }, r.rowCount ?? 0);
+  deps.metrics.incidents.inc({ transition: "resolved" }, r.rowCount ?? 0);
   return r.rows;
 }
 

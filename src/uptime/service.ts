@@ -9,6 +9,7 @@ import { validate } from "../shared/validate.js";
 import { createUptimeActivities, type UptimeActivities } from "./activities.js";
 import { HeartbeatWriter } from "./heartbeats.js";
 import type { IncidentListener } from "./incidents.js";
+import { UptimeMetrics } from "./metrics.js";
 import { listMonitorsPage } from "./monitor-list.js";
 import { createMonitor, deleteMonitor, pauseMonitor, resumeMonitor, updateMonitor } from "./monitors.js";
 import * as s from "./requests.js";
@@ -34,8 +35,8 @@ export interface UptimeFeature extends Feature {
 }
 
 /** `incidentListeners`: run inside the transaction that opens or resolves an incident (server/features.ts). */
-export function createUptimeFeature(base: Omit<UptimeDeps, "incidentListeners">, incidentListeners: IncidentListener[]): UptimeFeature {
-  const deps: UptimeDeps = { ...base, incidentListeners };
+export function createUptimeFeature(base: Omit<UptimeDeps, "incidentListeners" | "metrics">, incidentListeners: IncidentListener[]): UptimeFeature {
+  const deps: UptimeDeps = { ...base, incidentListeners, metrics: new UptimeMetrics(base.telemetry.registry) };
   const runner: DeadlineRunner = deps.temporal ? new TemporalDeadlineRunner(deps, deps.temporal) : new EmbeddedScheduler(deps);
   const writer = new HeartbeatWriter(deps, (changes) => runner.changed(changes));
   const rawRetentionMs = deps.config.uptime.rawRetentionDays * DAY_MS;

@@ -4,6 +4,7 @@ import type { Config } from "../config/index.js";
 import type { Clock } from "../shared/clock.js";
 import { Coalescer } from "../shared/coalesce.js";
 import type { Telemetry } from "../shared/telemetry.js";
+import type { WebhookMetrics } from "./metrics.js";
 import type { Db } from "../storage/db.js";
 import { envelope } from "./targets/envelope.js";
 import { nextAttempt } from "./retry.js";
@@ -22,7 +23,9 @@ export interface SchedulerOptions {
   db: Db;
   clock: Clock;
   log: Logger;
-  telemetry: Telemetry;
+  /** Scheduler lag (shared by the runners of every feature). */
+  telemetry: Pick<Telemetry, "schedulerLag">;
+  metrics: WebhookMetrics;
   webhooks: Config["webhooks"];
   /** Sends in flight at once on this node. */
   concurrency?: number;
@@ -109,12 +112,12 @@ export class DeliveryScheduler {
   }
 
   private async attempt(r: ClaimedDelivery): Promise<void> {
-    const { webhooks, clock, telemetry } = this.o;
+    const { webhooks, clock, metrics } = this.o;
     try {
       const env = envelope({ id: r.id, eventType: r.event_type, createdAt: r.created_at, projectId: r.project_id, payload: r.payload });
       const res = await sendAttempt({ type: r.type, url: r.url, secret: r.secret }, env, r.event_id, { timeoutMs: webhooks.timeoutMs, allowPrivate: webhooks.allowPrivate, now: clock() });
       const next = nextAttempt(res.outcome, r.attempt_count + 1, r.attempt_limit, { baseMs: webhooks.backoffBaseMs }, Math.random());
-      telemetry.webhookDeliveries.inc({ outcome: next.status === "retrying" ? "failed" : next.status });
+      metrics.attempts.inc({ outcome: next.status === "retrying" ? "failed" : next.status });
       const now = clock();
       const nextAt = next.status === "retrying" ? new Date(now.getTime() + next.delayMs) : null;
       this.record({ id: r.id, token: r.claim_token, status: next.status, attempt: res.record, nextAt, now });

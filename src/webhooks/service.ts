@@ -12,6 +12,7 @@ import { PgListener } from "./listener.js";
 import { OUTBOX_PAYLOAD } from "./outbox.js";
 import { toDelivery, toWebhook } from "./messages.js";
 import { checkTarget, createSchema, decodeCursor, encodeCursor, listSchema, updateSchema } from "./requests.js";
+import { WebhookMetrics } from "./metrics.js";
 import { DeliveryScheduler } from "./scheduler.js";
 import { newWebhookSecret } from "./targets/signature.js";
 import * as store from "./store.js";
@@ -35,6 +36,7 @@ export interface WebhooksFeature extends Feature {
  */
 export function createWebhooksFeature(deps: Pick<Deps, "db" | "clock" | "auth" | "config" | "limits" | "log" | "telemetry" | "pressure" | "temporal">, cache: SubscriptionCache): WebhooksFeature {
   const { db, clock, auth, config, limits } = deps;
+  const metrics = new WebhookMetrics(deps.telemetry.registry);
   /** Management writes count per project (RATE_LIMIT_WRITES_PER_MINUTE); test and retry send requests (RATE_LIMIT_WEBHOOK_SENDS_PER_MINUTE). */
   const admin = async (ctx: HandlerContext, projectId: string, limit: "writes" | "webhookSends") => {
     const scope = await auth.project(ctx, projectId, "admin");
@@ -80,7 +82,7 @@ export function createWebhooksFeature(deps: Pick<Deps, "db" | "clock" | "auth" |
 
   return {
     name: "webhooks",
-    activities: createWebhookActivities(deps),
+    activities: createWebhookActivities(deps, metrics),
     services: [
       bind(WebhookService, {
           async createWebhook(req, ctx) {
@@ -168,7 +170,7 @@ export function createWebhooksFeature(deps: Pick<Deps, "db" | "clock" | "auth" |
           if ((await reconcileDeliveries(db, clock())) > 0) scheduler?.wake();
         });
       }
-      scheduler = new DeliveryScheduler({ db, clock, log: deps.log, telemetry: deps.telemetry, webhooks: config.webhooks, dispatch: temporal?.dispatch, yieldTo: deps.pressure });
+      scheduler = new DeliveryScheduler({ db, clock, log: deps.log, telemetry: deps.telemetry, metrics, webhooks: config.webhooks, dispatch: temporal?.dispatch, yieldTo: deps.pressure });
       scheduler.start();
       expander = new OutboxExpander({ db, clock, log: deps.log, attemptLimit: () => config.webhooks.maxAttempts, onExpanded: () => scheduler?.wake(), yieldTo: deps.pressure });
       // Also expands what a crashed process left in the outbox.

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Deps } from "../platform/deps.js";
+import type { WebhookMetrics } from "./metrics.js";
 import type { TemporalLink } from "../temporal/link.js";
 import { VigilDeliveryStatus, VigilProjectId, VigilWebhookId } from "../temporal/search-attributes.js";
 import type { Queryable } from "../storage/db.js";
@@ -107,7 +108,7 @@ async function claimForAttempt(q: Queryable, id: string, token: string, leaseUnt
 }
 
 /** Activities, bound to the service's deps. Registered on the webhooks worker. */
-export function createWebhookActivities(deps: Pick<Deps, "db" | "clock" | "config" | "telemetry">): WebhookActivities & WebhookActivitiesV1 {
+export function createWebhookActivities(deps: Pick<Deps, "db" | "clock" | "config">, metrics: WebhookMetrics): WebhookActivities & WebhookActivitiesV1 {
   const { db, clock, config } = deps;
   const send = (d: Pick<Claimed, "type" | "url" | "secret" | "event_id" | "event_type" | "created_at" | "project_id" | "payload">, id: string) =>
     sendAttempt(
@@ -146,7 +147,7 @@ export function createWebhookActivities(deps: Pick<Deps, "db" | "clock" | "confi
         [deliveryId, sent.token, next.status, JSON.stringify(sent.record), delayMs === null ? null : new Date(now.getTime() + delayMs), now, sent.attempts - 1],
       );
       if (r.rowCount) {
-        deps.telemetry.webhookDeliveries.inc({ outcome: next.status === "retrying" ? "failed" : next.status });
+        metrics.attempts.inc({ outcome: next.status === "retrying" ? "failed" : next.status });
         return { status: next.status, delayMs };
       }
       // Recorded already (this local activity ran again after a crash), or the claim was taken over:

@@ -3,7 +3,7 @@ import { after, before, describe, it } from "node:test";
 import { assignSlots, backfillSlots } from "../../src/analytics/assign.js";
 import { buildBlock, buildPending, pendingHours } from "../../src/analytics/blocks/build.js";
 import { decodeBlock } from "../../src/analytics/blocks/format.js";
-import { startTestApp, eventsOf } from "../helpers/app.js";
+import { startTestApp, eventsOf, metricOf } from "../helpers/app.js";
 import { project } from "../helpers/fixtures.js";
 import { ingest } from "../helpers/events.js";
 import { useProject } from "../helpers/use.js";
@@ -89,7 +89,7 @@ describe("the block worker", () => {
         await new Promise((r) => setTimeout(r, 100));
       }
       assert.equal(n, 5);
-      const used = async () => (await w.app.deps.telemetry.analyticsBlockQueries.get()).values.find((v) => v.labels.outcome === "blocks")?.value ?? 0;
+      const used = async () => (await metricOf(w.app, "vigil_analytics_block_queries_total").get()).values.find((v) => v.labels.outcome === "blocks")?.value ?? 0;
       const before = await used();
       const r = await w.rest.post(`/v1/projects/${q.projectId}/analytics/group`, { time: { start: new Date(T0).toISOString(), end: new Date(T0 + 5 * H).toISOString() }, groupBy: ["userId"] }, { key: q.key });
       assert.equal(r.status, 200, r.text);

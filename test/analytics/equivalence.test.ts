@@ -5,7 +5,7 @@ import { assignSlots, backfillSlots } from "../../src/analytics/assign.js";
 import { buildPending } from "../../src/analytics/blocks/build.js";
 import { OPERATOR_NAMES, OPERATORS, type ValueShape } from "../../src/analytics/filters.js";
 import { createPool } from "../../src/storage/db.js";
-import { startTestApp, type TestApp, eventsOf } from "../helpers/app.js";
+import { startTestApp, type TestApp, eventsOf, metricOf } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
 import { ingest } from "../helpers/events.js";
 
@@ -89,7 +89,7 @@ function close(a: unknown, b: unknown): unknown {
 }
 
 const blockQueries = async (outcome: "blocks" | "declined") =>
-  (await fast.app.deps.telemetry.analyticsBlockQueries.get()).values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
+  (await metricOf(fast.app, "vigil_analytics_block_queries_total").get()).values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
 const buildBlocks = (projectId: string) => buildPending(pool, projectId, () => new Date(), { sealMs: 0, rebuildMs: 0 });
 
 describe("fast paths answer exactly like the JSON path", () => {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { assignSlots, backfillSlots } from "../../src/analytics/assign.js";
 import { buildPending } from "../../src/analytics/blocks/build.js";
-import { eventsOf } from "../helpers/app.js";
+import { eventsOf, metricOf } from "../helpers/app.js";
 import { ingest } from "../helpers/events.js";
 import { useProject } from "../helpers/use.js";
 
@@ -32,7 +32,7 @@ function dataText(i: number): string {
 const own = (e: (typeof EVENTS)[number], k: string) => (Object.hasOwn(e.data, k) ? Object.getOwnPropertyDescriptor(e.data, k)!.value : undefined);
 
 const post = (route: string, body: unknown) => t.rest.post(`/v1/projects/${p.projectId}/${route}`, body, { key: p.key });
-const blockQueries = async () => (await t.app.deps.telemetry.analyticsBlockQueries.get()).values.find((v) => v.labels.outcome === "blocks")?.value ?? 0;
+const blockQueries = async () => (await metricOf(t.app, "vigil_analytics_block_queries_total").get()).values.find((v) => v.labels.outcome === "blocks")?.value ?? 0;
 
 const { t, p } = useProject({ RATE_LIMIT_EVENTS_PER_MINUTE: "100000", ANALYTICS_SLOT_INTERVAL_MS: "0", ANALYTICS_BLOCK_INTERVAL_MS: "0" }, {}, async () => {
   assert.ok(Object.hasOwn(EVENTS[0].data, "__proto__"));

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { assignSlots } from "../../src/analytics/assign.js";
+import { metricOf } from "../helpers/app.js";
 import { useProject } from "../helpers/use.js";
 
 // Small groups whose hooks can answer from their caches are written by one guarded statement
@@ -9,7 +10,7 @@ import { useProject } from "../helpers/use.js";
 const { t, p } = useProject({ WEBHOOK_ALLOW_PRIVATE: "true" });
 
 async function commits(): Promise<{ statement: number; transaction: number }> {
-  const values = (await t.app.deps.telemetry.ingestCommits.get()).values;
+  const values = (await metricOf(t.app, "vigil_ingest_commits_total").get()).values;
   const n = (path: string) => values.find((v) => v.labels.path === path)?.value ?? 0;
   return { statement: n("statement"), transaction: n("transaction") };
 }

@@ -32,6 +32,13 @@ export function uptimeOf(app: App): UptimeFeature {
   return app.features.find((f) => f.name === "uptime") as UptimeFeature;
 }
 
+/** A metric of the app's /metrics registry by its exposed name (each feature registers its own). */
+export function metricOf(app: App, name: string) {
+  const m = app.deps.telemetry.registry.getSingleMetric(name);
+  if (!m) throw new Error(`no metric ${name} on the registry`);
+  return m;
+}
+
 /** A real Vigil listening on 127.0.0.1:<random port>, on a fresh database. */
 export async function startTestApp(env: Record<string, string> = {}, opts: { clock?: Clock; databaseUrl?: string; log?: Logger } = {}): Promise<TestApp> {
   const databaseUrl = opts.databaseUrl ?? (await createTestDatabase());

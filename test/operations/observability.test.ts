@@ -56,6 +56,13 @@ describe("logs and metrics", () => {
       "vigil_scheduler_lag_seconds",
       "vigil_webhook_attempts_total",
       "vigil_process_resident_memory_bytes",
+      // Registered by the features that record them (each feature owns its metrics): same names.
+      "vigil_ingest_commits_total",
+      "vigil_events_accepted_total",
+      "vigil_incident_transitions_total",
+      "vigil_analytics_block_queries_total",
+      "vigil_rate_limited_total",
+      "grpc_server_handled_total",
     ]) {
       assert.ok(text.includes(name), `missing ${name}`);
     }
