@@ -16,7 +16,7 @@ import * as store from "./store.js";
 /** `vk_` + 40 random base62 characters (about 238 bits). */
 const newSecret = (): string => `vk_${randomToken(40)}`;
 
-export function createProjectsFeature(deps: Deps): Feature {
+export function createProjectsFeature(deps: Pick<Deps, "db" | "clock" | "auth" | "limits">): Feature {
   const { db, clock, auth, limits } = deps;
   /** Management writes count per project (RATE_LIMIT_WRITES_PER_MINUTE). */
   const write = async (ctx: HandlerContext, projectId: string, access: Access) => {

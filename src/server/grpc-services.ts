@@ -36,7 +36,7 @@ export interface StandardServices {
 /** Requests are a service name or a symbol: small. */
 const READ_MAX_BYTES = 64 * 1024;
 
-export function createStandardServices(deps: Deps, features: Feature[]): StandardServices {
+export function createStandardServices(deps: Pick<Deps, "config" | "log">, features: Feature[]): StandardServices {
   const health = features.find((f): f is HealthFeature => f.name === "health" && "readiness" in f);
   if (!health) throw new Error("grpc.health.v1 needs the health feature");
   const served = features.flatMap((f) => f.services.map((s) => s.desc));

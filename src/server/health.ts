@@ -23,7 +23,7 @@ export interface HealthFeature extends Feature {
  * credentials. `temporalWorker` reports this node's Temporal workers; while they cannot run the
  * status is "degraded" (still 200: the API serves).
  */
-export function createHealthFeature(deps: Deps, temporalWorker: () => WorkerState): HealthFeature {
+export function createHealthFeature(deps: Pick<Deps, "db">, temporalWorker: () => WorkerState): HealthFeature {
   async function readiness(): Promise<Readiness> {
     const worker = temporalWorker();
     const status = worker === "unavailable" || worker === "connecting" ? "degraded" : "ok";
