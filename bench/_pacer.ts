@@ -56,7 +56,13 @@ export class Pacer {
   add(n: number, spreadMs: number): void {
     const t = performance.now();
     for (let j = 0; j < n; j++) {
-      const i = this.monitors.push({ slug: `${this.prefix}${this.monitors.length}`, due: t + (j * spreadMs) / Math.max(1, n), stopped: false, acked: 0 }) - 1;
+      const i =
+        this.monitors.push({
+          slug: `${this.prefix}${this.monitors.length}`,
+          due: t + (j * spreadMs) / Math.max(1, n),
+          stopped: false,
+          acked: 0,
+        }) - 1;
       this.schedule(i);
     }
   }
@@ -147,7 +153,13 @@ export class Pacer {
     const m = this.monitors[i];
     this.inflight++;
     this.late.push(Math.max(0, performance.now() - due));
-    post(this.agent, this.port, `/v1/projects/${this.projectId}/heartbeats/${m.slug}`, m.acked ? "{}" : this.createBody, this.key)
+    post(
+      this.agent,
+      this.port,
+      `/v1/projects/${this.projectId}/heartbeats/${m.slug}`,
+      m.acked ? "{}" : this.createBody,
+      this.key,
+    )
       .then(
         (r) => {
           if (r.status === 200) {

@@ -21,10 +21,27 @@ export async function writeBenchSection(title: string, body: string): Promise<vo
 }
 
 /** POST with a bearer key over a keep-alive agent; resolves with the status and body text. */
-export function post(agent: http.Agent, port: number, pathname: string, body: string, key: string): Promise<{ status: number; text: string }> {
+export function post(
+  agent: http.Agent,
+  port: number,
+  pathname: string,
+  body: string,
+  key: string,
+): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: "127.0.0.1", port, path: pathname, method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), authorization: `Bearer ${key}` } },
+      {
+        host: "127.0.0.1",
+        port,
+        path: pathname,
+        method: "POST",
+        agent,
+        headers: {
+          "content-type": "application/json",
+          "content-length": Buffer.byteLength(body),
+          authorization: `Bearer ${key}`,
+        },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c) => chunks.push(c));
@@ -94,9 +111,25 @@ function statCpuSeconds(stat: string): number {
 /** Signs up, creates a project and an API key over REST; the key's secret and the project id. */
 export async function setupProject(port: number): Promise<{ key: string; projectId: string }> {
   const base = `http://127.0.0.1:${port}`;
-  const s = await fetch(`${base}/v1/auth/signup`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: `bench-${Date.now()}@example.com`, password: "bench password 1" }) });
+  const s = await fetch(`${base}/v1/auth/signup`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ email: `bench-${Date.now()}@example.com`, password: "bench password 1" }),
+  });
   const cookie = (s.headers.getSetCookie()[0] ?? "").split(";")[0];
-  const p = await (await fetch(`${base}/v1/projects`, { method: "POST", headers: { "content-type": "application/json", cookie }, body: JSON.stringify({ name: "bench", platform: "node" }) })).json();
-  const k = await (await fetch(`${base}/v1/projects/${p.data.id}/api-keys`, { method: "POST", headers: { "content-type": "application/json", cookie }, body: JSON.stringify({ name: "bench", environment: "production" }) })).json();
+  const p = await (
+    await fetch(`${base}/v1/projects`, {
+      method: "POST",
+      headers: { "content-type": "application/json", cookie },
+      body: JSON.stringify({ name: "bench", platform: "node" }),
+    })
+  ).json();
+  const k = await (
+    await fetch(`${base}/v1/projects/${p.data.id}/api-keys`, {
+      method: "POST",
+      headers: { "content-type": "application/json", cookie },
+      body: JSON.stringify({ name: "bench", environment: "production" }),
+    })
+  ).json();
   return { key: k.data.secret, projectId: p.data.id };
 }

@@ -88,13 +88,28 @@ export interface BenchVigil {
  * Starts Vigil as `npm start` runs it, on `databaseUrl`, and waits until /health answers and, when
  * `env.TEMPORAL_ADDRESS` is set, until its Temporal workers run.
  */
-export async function startVigil(databaseUrl: string, dataDir: string, env: Record<string, string>): Promise<BenchVigil> {
+export async function startVigil(
+  databaseUrl: string,
+  dataDir: string,
+  env: Record<string, string>,
+): Promise<BenchVigil> {
   const port = await freePort();
   const metricsPort = await freePort();
   const child = spawn(process.execPath, vigilArgs(), {
     cwd: root,
     stdio: ["ignore", "ignore", "inherit"],
-    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), METRICS_PORT: String(metricsPort), HOST: "127.0.0.1", DATA_DIR: dataDir, LOG_LEVEL: "warn", REDIS_URL: "", TEMPORAL_ADDRESS: "", ...env },
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      METRICS_PORT: String(metricsPort),
+      HOST: "127.0.0.1",
+      DATA_DIR: dataDir,
+      LOG_LEVEL: "warn",
+      REDIS_URL: "",
+      TEMPORAL_ADDRESS: "",
+      ...env,
+    },
   });
   const temporal = Boolean(env.TEMPORAL_ADDRESS);
   let ready = false;
@@ -146,11 +161,15 @@ export function metricSum(text: string, name: string, match = ""): number {
 }
 
 /** A protobuf int64 (a Long or a number) as a number. */
-const num = (x: unknown) => (typeof x === "object" && x && "toNumber" in x ? (x as { toNumber(): number }).toNumber() : Number(x ?? 0));
+const num = (x: unknown) =>
+  typeof x === "object" && x && "toNumber" in x ? (x as { toNumber(): number }).toNumber() : Number(x ?? 0);
 const longMs = (seconds: unknown, nanos: number | null | undefined) => num(seconds) * 1000 + (nanos ?? 0) / 1e6;
 
 /** The SDK's workflow-task figures of one task queue (suffix ".deadlines", ".uptime" or ".webhooks") in a /metrics text. */
-export function workflowTaskStats(text: string, queue: string): { tasks: number; execSeconds: number; waitSeconds: number; waits: number; cacheMisses: number } {
+export function workflowTaskStats(
+  text: string,
+  queue: string,
+): { tasks: number; execSeconds: number; waitSeconds: number; waits: number; cacheMisses: number } {
   const q = `${queue}"`;
   return {
     tasks: metricSum(text, "temporal_workflow_task_execution_latency_count", q),
@@ -173,7 +192,9 @@ export function workflowTaskDelta(a: ReturnType<typeof workflowTaskStats>, b: Re
   };
 }
 
-type HistoryEvent = NonNullable<Awaited<ReturnType<ReturnType<Client["workflow"]["getHandle"]>["fetchHistory"]>>["events"]>[number];
+type HistoryEvent = NonNullable<
+  Awaited<ReturnType<ReturnType<Client["workflow"]["getHandle"]>["fetchHistory"]>>["events"]
+>[number];
 
 /** Adds each event to its window's count by kind ("workflowTaskCompleted", ...), by its eventTime. */
 function countEvents(list: HistoryEvent[], windows: [number, number][], events: Record<string, number>[]): void {
@@ -181,13 +202,20 @@ function countEvents(list: HistoryEvent[], windows: [number, number][], events: 
     const t = e.eventTime ? longMs(e.eventTime.seconds, e.eventTime.nanos) : NaN;
     const i = windows.findIndex(([from, to]) => t >= from && t < to);
     if (i < 0) continue;
-    const kind = Object.keys(e).find((k) => k.endsWith("EventAttributes") && (e as Record<string, unknown>)[k])?.replace(/EventAttributes$/, "") ?? "unknown";
+    const kind =
+      Object.keys(e)
+        .find((k) => k.endsWith("EventAttributes") && (e as Record<string, unknown>)[k])
+        ?.replace(/EventAttributes$/, "") ?? "unknown";
     events[i][kind] = (events[i][kind] ?? 0) + 1;
   }
 }
 
 /** History events by kind (e.g. "workflowTaskCompleted"), summed over workflows, per time window [from, to) of eventTime. */
-export async function historyCounts(client: Client, workflowIds: string[], windows: [number, number][]): Promise<{ workflows: number; events: Record<string, number>[] }> {
+export async function historyCounts(
+  client: Client,
+  workflowIds: string[],
+  windows: [number, number][],
+): Promise<{ workflows: number; events: Record<string, number>[] }> {
   const events: Record<string, number>[] = windows.map(() => ({}));
   let workflows = 0;
   const queue = [...workflowIds];
@@ -215,7 +243,11 @@ async function runsOf(client: Client, workflowId: string): Promise<string[]> {
 }
 
 /** History events by kind of every run of one workflow id, per time window [from, to) of eventTime. */
-export async function chainHistoryCounts(client: Client, workflowId: string, windows: [number, number][]): Promise<{ runs: number; events: Record<string, number>[] }> {
+export async function chainHistoryCounts(
+  client: Client,
+  workflowId: string,
+  windows: [number, number][],
+): Promise<{ runs: number; events: Record<string, number>[] }> {
   const events: Record<string, number>[] = windows.map(() => ({}));
   const runs = await runsOf(client, workflowId);
   for (const runId of runs) {
@@ -239,13 +271,21 @@ export interface DetectionParts {
  * (every run of the chain): the last wake of the scan (TimerFired or WorkflowExecutionSignaled, or a
  * run's start) before the incident was written.
  */
-export async function detectionParts(client: Client, scanWorkflowId: string, downs: { deadline: number; created: number }[]): Promise<DetectionParts> {
+export async function detectionParts(
+  client: Client,
+  scanWorkflowId: string,
+  downs: { deadline: number; created: number }[],
+): Promise<DetectionParts> {
   const parts: DetectionParts = { wait: [], worker: [], other: 0 };
   const wakes: number[] = [];
   for (const runId of await runsOf(client, scanWorkflowId)) {
     const h = await client.workflow.getHandle(scanWorkflowId, runId).fetchHistory();
     for (const e of h.events ?? []) {
-      if (e.timerFiredEventAttributes || e.workflowExecutionSignaledEventAttributes || e.workflowExecutionStartedEventAttributes) {
+      if (
+        e.timerFiredEventAttributes ||
+        e.workflowExecutionSignaledEventAttributes ||
+        e.workflowExecutionStartedEventAttributes
+      ) {
         wakes.push(e.eventTime ? longMs(e.eventTime.seconds, e.eventTime.nanos) : NaN);
       }
     }

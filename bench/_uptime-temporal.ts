@@ -17,7 +17,22 @@ import type { Client } from "@temporalio/client";
 import pg from "pg";
 import { Pacer } from "./_pacer.js";
 import { postgresCpuSeconds, setupProject } from "./_shared.js";
-import { chainHistoryCounts, createDatabase, detectionParts, fmt, historyCounts, pct, workflowTaskDelta, workflowTaskStats, type DetectionParts, sleep, startBenchTemporal, startVigil, type BenchTemporal, type BenchVigil } from "./_temporal.js";
+import {
+  chainHistoryCounts,
+  createDatabase,
+  detectionParts,
+  fmt,
+  historyCounts,
+  pct,
+  workflowTaskDelta,
+  workflowTaskStats,
+  type DetectionParts,
+  sleep,
+  startBenchTemporal,
+  startVigil,
+  type BenchTemporal,
+  type BenchVigil,
+} from "./_temporal.js";
 
 export interface TemporalUptimeOptions {
   /** URL of the bench's embedded PostgreSQL (a database per Vigil process is created there). */
@@ -52,7 +67,10 @@ function settings(quick: boolean): Settings {
     intervalMs: Number(process.env.BENCH_TEMPORAL_INTERVAL_MS ?? (quick ? 10_000 : 60_000)),
     graceMs: Number(process.env.BENCH_TEMPORAL_GRACE_MS ?? (quick ? 5_000 : 30_000)),
     sizes: [1_000, 10_000].map(n),
-    ramp: (process.env.BENCH_RAMP ?? "250,500,1000,2000,5000,10000").split(",").map((x) => n(Number(x))).filter((x, i, a) => a.indexOf(x) === i),
+    ramp: (process.env.BENCH_RAMP ?? "250,500,1000,2000,5000,10000")
+      .split(",")
+      .map((x) => n(Number(x)))
+      .filter((x, i, a) => a.indexOf(x) === i),
     rampIntervalMs: Number(process.env.BENCH_RAMP_INTERVAL_MS ?? 5_000),
     rampGraceMs: Number(process.env.BENCH_RAMP_GRACE_MS ?? 2_000),
     loadMonitors: Math.max(50, Math.round(500 * scale)),
@@ -97,13 +115,25 @@ interface Phase {
 
 async function startPhase(rig: Rig, intervalMs: number, graceMs: number, prefix: string): Promise<Phase> {
   const { key, projectId } = await setupProject(rig.vigil.port);
-  const pacer = new Pacer(rig.vigil.port, key, projectId, intervalMs, JSON.stringify({ expectedIntervalMs: intervalMs, gracePeriodMs: graceMs }), prefix);
+  const pacer = new Pacer(
+    rig.vigil.port,
+    key,
+    projectId,
+    intervalMs,
+    JSON.stringify({ expectedIntervalMs: intervalMs, gracePeriodMs: graceMs }),
+    prefix,
+  );
   return { rig, pacer, projectId, key };
 }
 
 /** CPU seconds of the Vigil process, the dev server and every PostgreSQL process, now. */
 function cpuNow(rig: Rig) {
-  return { vigil: rig.vigil.cpu(), temporal: rig.temporal?.cpu() ?? NaN, pg: postgresCpuSeconds(), at: performance.now() };
+  return {
+    vigil: rig.vigil.cpu(),
+    temporal: rig.temporal?.cpu() ?? NaN,
+    pg: postgresCpuSeconds(),
+    at: performance.now(),
+  };
 }
 function cores(a: ReturnType<typeof cpuNow>, b: ReturnType<typeof cpuNow>) {
   const s = (b.at - a.at) / 1000;
@@ -176,7 +206,13 @@ async function scanId(client: Client): Promise<string> {
  * Brings the phase to `watched` beating monitors (new ones created over spreadMs), waits settleMs,
  * stops the 10% due first and measures how long after its deadline each is taken down.
  */
-async function detectionStage(ph: Phase, watched: number, spreadMs: number, settleMs: number, deadlineMs: number): Promise<StageResult> {
+async function detectionStage(
+  ph: Phase,
+  watched: number,
+  spreadMs: number,
+  settleMs: number,
+  deadlineMs: number,
+): Promise<StageResult> {
   const { pacer, rig } = ph;
   const since = new Date();
   pacer.add(Math.max(0, watched - pacer.beating()), spreadMs);
@@ -190,25 +226,47 @@ async function detectionStage(ph: Phase, watched: number, spreadMs: number, sett
   pacer.resetStats();
   const k = Math.max(1, Math.round(watched * STOP_FRACTION));
   const slugs = pacer.stopNextDue(k);
-  const ids = (await rig.db.query<{ id: string }>("SELECT id FROM monitors WHERE project_id = $1 AND slug = ANY($2::text[])", [ph.projectId, slugs])).rows.map((r) => r.id);
+  const ids = (
+    await rig.db.query<{ id: string }>("SELECT id FROM monitors WHERE project_id = $1 AND slug = ANY($2::text[])", [
+      ph.projectId,
+      slugs,
+    ])
+  ).rows.map((r) => r.id);
   const cap = Date.now() + deadlineMs + 20_000;
   while (Date.now() < cap) {
-    const down = (await rig.db.query<{ n: number }>("SELECT count(*)::int AS n FROM monitors WHERE id = ANY($1::text[]) AND status = 'down'", [ids])).rows[0].n;
+    const down = (
+      await rig.db.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM monitors WHERE id = ANY($1::text[]) AND status = 'down'",
+        [ids],
+      )
+    ).rows[0].n;
     if (down >= ids.length) break;
     await sleep(200);
   }
   const c1 = cpuNow(rig);
   const m1 = await rig.vigil.metrics();
   const incidents = (
-    await rig.db.query<{ monitor_id: string; started_at: Date; created_at: Date }>("SELECT monitor_id, started_at, created_at FROM incidents WHERE monitor_id = ANY($1::text[]) AND created_at >= $2", [ids, since])
+    await rig.db.query<{ monitor_id: string; started_at: Date; created_at: Date }>(
+      "SELECT monitor_id, started_at, created_at FROM incidents WHERE monitor_id = ANY($1::text[]) AND created_at >= $2",
+      [ids, since],
+    )
   ).rows;
   const delays = incidents.map((r) => r.created_at.getTime() - r.started_at.getTime());
   const parts = rig.temporal
-    ? await detectionParts(rig.temporal.client, await scanId(rig.temporal.client), incidents.map((r) => ({ deadline: r.started_at.getTime(), created: r.created_at.getTime() })))
+    ? await detectionParts(
+        rig.temporal.client,
+        await scanId(rig.temporal.client),
+        incidents.map((r) => ({ deadline: r.started_at.getTime(), created: r.created_at.getTime() })),
+      )
     : undefined;
   // Beating monitors taken down: while the new monitors were created and absorbed, and in the steady state.
   const flapsSince = async (from: Date) =>
-    (await rig.db.query<{ n: number }>("SELECT count(*)::int AS n FROM incidents WHERE project_id = $1 AND created_at >= $2 AND NOT (monitor_id = ANY($3::text[]))", [ph.projectId, from, ids])).rows[0].n;
+    (
+      await rig.db.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM incidents WHERE project_id = $1 AND created_at >= $2 AND NOT (monitor_id = ANY($3::text[]))",
+        [ph.projectId, from, ids],
+      )
+    ).rows[0].n;
   const flaps = await flapsSince(steadySince);
   const creationFlaps = (await flapsSince(since)) - flaps;
   const seconds = (c1.at - c0.at) / 1000;
@@ -235,7 +293,9 @@ async function detectionStage(ph: Phase, watched: number, spreadMs: number, sett
     scanWaitMs: scan.waitMs,
     parts,
   };
-  console.log(`${rig.runner} ${watched} monitors: detected ${delays.length}/${ids.length}, p50 ${fmt(pct(delays, 0.5))} ms, p99 ${fmt(pct(delays, 0.99))} ms, flaps ${creationFlaps} while creating / ${flaps} steady, ${fmt(r.heartbeatsPerSecond)} heartbeats/s, late p99 ${fmt(r.lateP99)} ms, ${fmt(r.workflowTasksPerSecond)} monitor workflow tasks/s (mean execution ${fmt(r.wftExecMs)} ms, schedule-to-start ${fmt(r.wftWaitMs)} ms), ${fmt(r.scanTasksPerSecond)} scan tasks/s (${fmt(r.scanExecMs)} / ${fmt(r.scanWaitMs)} ms) ${r.errors}`);
+  console.log(
+    `${rig.runner} ${watched} monitors: detected ${delays.length}/${ids.length}, p50 ${fmt(pct(delays, 0.5))} ms, p99 ${fmt(pct(delays, 0.99))} ms, flaps ${creationFlaps} while creating / ${flaps} steady, ${fmt(r.heartbeatsPerSecond)} heartbeats/s, late p99 ${fmt(r.lateP99)} ms, ${fmt(r.workflowTasksPerSecond)} monitor workflow tasks/s (mean execution ${fmt(r.wftExecMs)} ms, schedule-to-start ${fmt(r.wftWaitMs)} ms), ${fmt(r.scanTasksPerSecond)} scan tasks/s (${fmt(r.scanExecMs)} / ${fmt(r.scanWaitMs)} ms) ${r.errors}`,
+  );
   return r;
 }
 
@@ -263,7 +323,17 @@ interface LoadResult {
   downs: number;
 }
 
-const KINDS = ["workflowTaskScheduled", "workflowTaskStarted", "workflowTaskCompleted", "markerRecorded", "timerStarted", "timerFired", "workflowExecutionSignaled", "upsertWorkflowSearchAttributes", "activityTaskScheduled"];
+const KINDS = [
+  "workflowTaskScheduled",
+  "workflowTaskStarted",
+  "workflowTaskCompleted",
+  "markerRecorded",
+  "timerStarted",
+  "timerFired",
+  "workflowExecutionSignaled",
+  "upsertWorkflowSearchAttributes",
+  "activityTaskScheduled",
+];
 
 /** Temporal load with steady heartbeats at the interval, then at twice that rate, then per monitor going down. */
 async function loadPhase(rig: Rig, s: Settings): Promise<LoadResult> {
@@ -276,7 +346,11 @@ async function loadPhase(rig: Rig, s: Settings): Promise<LoadResult> {
   pacer.add(s.loadMonitors, h);
   await sleep(h + deadlineMs + 1_000); // created; every workflow past its first wake
   await absorbed(rig); // and every new monitor's workflow started and checked: the steady state
-  const ids = (await rig.db.query<{ id: string; slug: string }>("SELECT id, slug FROM monitors WHERE project_id = $1", [ph.projectId])).rows;
+  const ids = (
+    await rig.db.query<{ id: string; slug: string }>("SELECT id, slug FROM monitors WHERE project_id = $1", [
+      ph.projectId,
+    ])
+  ).rows;
   const windows: { from: number; to: number; period: number; rate: number; tasks: number }[] = [];
   for (const period of [h, h / 2]) {
     if (period !== h) {
@@ -289,7 +363,13 @@ async function loadPhase(rig: Rig, s: Settings): Promise<LoadResult> {
     await sleep(windowMs);
     const to = Date.now();
     const m1 = await rig.vigil.metrics();
-    windows.push({ from, to, period, rate: pacer.rate(), tasks: uptimeTasks(m1).tasks - uptimeTasks(m0).tasks + scanTasks(m1).tasks - scanTasks(m0).tasks });
+    windows.push({
+      from,
+      to,
+      period,
+      rate: pacer.rate(),
+      tasks: uptimeTasks(m1).tasks - uptimeTasks(m0).tasks + scanTasks(m1).tasks - scanTasks(m0).tasks,
+    });
     console.log(`load window: heartbeats every ${period} ms, ${fmt(pacer.rate())} heartbeats/s`);
   }
   // A state change: the 10% due first stop beating and go down.
@@ -297,7 +377,12 @@ async function loadPhase(rig: Rig, s: Settings): Promise<LoadResult> {
   const stopAt = Date.now();
   const downIds = ids.filter((r) => slugs.has(r.slug)).map((r) => r.id);
   for (let i = 0; i < (deadlineMs + 10_000) / 200; i++) {
-    const n = (await rig.db.query<{ n: number }>("SELECT count(*)::int AS n FROM monitors WHERE id = ANY($1::text[]) AND status = 'down'", [downIds])).rows[0].n;
+    const n = (
+      await rig.db.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM monitors WHERE id = ANY($1::text[]) AND status = 'down'",
+        [downIds],
+      )
+    ).rows[0].n;
     if (n >= downIds.length) break;
     await sleep(200);
   }
@@ -307,9 +392,25 @@ async function loadPhase(rig: Rig, s: Settings): Promise<LoadResult> {
   await pacer.close();
   const wf = (list: string[]) => list.slice(0, SAMPLE_MAX).map((id) => `monitor-${id}`);
   const steadyIds = ids.map((r) => r.id);
-  const result: LoadResult = { monitors: s.loadMonitors, deadlineMs, windowMs, windows: [], perDown: {}, perDownTotal: 0, downs: downIds.length };
-  const counts = await historyCounts(client, wf(steadyIds), windows.map((w) => [w.from, w.to]));
-  const scanCounts = await chainHistoryCounts(client, await scanId(client), windows.map((w) => [w.from, w.to]));
+  const result: LoadResult = {
+    monitors: s.loadMonitors,
+    deadlineMs,
+    windowMs,
+    windows: [],
+    perDown: {},
+    perDownTotal: 0,
+    downs: downIds.length,
+  };
+  const counts = await historyCounts(
+    client,
+    wf(steadyIds),
+    windows.map((w) => [w.from, w.to]),
+  );
+  const scanCounts = await chainHistoryCounts(
+    client,
+    await scanId(client),
+    windows.map((w) => [w.from, w.to]),
+  );
   for (const [i, w] of windows.entries()) {
     const hc = { workflows: counts.workflows, events: counts.events[i] };
     const periods = hc.workflows * ((w.to - w.from) / deadlineMs);
@@ -332,7 +433,12 @@ async function loadPhase(rig: Rig, s: Settings): Promise<LoadResult> {
   for (const [k, v] of Object.entries(hd.events)) result.perDown[k] = v / Math.max(1, hd.workflows);
   result.perDownTotal = Object.values(hd.events).reduce((a, b) => a + b, 0) / Math.max(1, hd.workflows);
   // End the phase's workflows (a pause ends the watch) so that what follows runs without them.
-  const agentless = async (id: string) => fetch(`http://127.0.0.1:${rig.vigil.port}/v1/projects/${ph.projectId}/monitors/${id}/pause`, { method: "POST", headers: { authorization: `Bearer ${ph.key}`, "content-type": "application/json" }, body: "{}" });
+  const agentless = async (id: string) =>
+    fetch(`http://127.0.0.1:${rig.vigil.port}/v1/projects/${ph.projectId}/monitors/${id}/pause`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ph.key}`, "content-type": "application/json" },
+      body: "{}",
+    });
   const queue = [...steadyIds];
   let pauseFailures = 0;
   await Promise.all(
@@ -358,7 +464,12 @@ async function ramp(rig: Rig, s: Settings): Promise<RampStep[]> {
   try {
     for (const n of s.ramp) {
       const r = await detectionStage(ph, n, h, deadlineMs, deadlineMs);
-      const passed = r.delays.length === r.stopped && pct(r.delays, 0.99) < 1_000 && r.flaps === 0 && r.creationFlaps === 0 && Number.isFinite(r.absorbMs);
+      const passed =
+        r.delays.length === r.stopped &&
+        pct(r.delays, 0.99) < 1_000 &&
+        r.flaps === 0 &&
+        r.creationFlaps === 0 &&
+        Number.isFinite(r.absorbMs);
       steps.push({ ...r, passed });
       if (!passed) break;
     }
@@ -383,7 +494,9 @@ export async function temporalUptime(o: TemporalUptimeOptions): Promise<string> 
   const stages: StageResult[][] = [];
   let steps: RampStep[];
   try {
-    console.log(`temporal uptime: scale ${s.scale}, interval ${s.intervalMs} ms, grace ${s.graceMs} ms, sizes ${s.sizes.join("/")}, ramp ${s.ramp.join("/")}`);
+    console.log(
+      `temporal uptime: scale ${s.scale}, interval ${s.intervalMs} ms, grace ${s.graceMs} ms, sizes ${s.sizes.join("/")}, ramp ${s.ramp.join("/")}`,
+    );
     t1 = await startBenchTemporal();
     [emb, tem] = await Promise.all([startRig(o, "bench_embedded"), startRig(o, "bench_temporal", t1)]);
 
@@ -391,7 +504,10 @@ export async function temporalUptime(o: TemporalUptimeOptions): Promise<string> 
     load = await loadPhase(tem, s);
 
     // 1. Detection at each size, both runners.
-    const phases = await Promise.all([startPhase(emb, s.intervalMs, s.graceMs, "m-"), startPhase(tem, s.intervalMs, s.graceMs, "m-")]);
+    const phases = await Promise.all([
+      startPhase(emb, s.intervalMs, s.graceMs, "m-"),
+      startPhase(tem, s.intervalMs, s.graceMs, "m-"),
+    ]);
     for (const n of s.sizes) {
       const run = (ph: Phase) => detectionStage(ph, n, s.intervalMs, 0, deadlineMs);
       stages.push(o.sequential ? [await run(phases[0]), await run(phases[1])] : await Promise.all(phases.map(run)));
@@ -416,16 +532,27 @@ export async function temporalUptime(o: TemporalUptimeOptions): Promise<string> 
 
 // ---------------------------------------------------------------------------------------------
 
-function section(o: TemporalUptimeOptions, s: Settings, load: LoadResult, stages: StageResult[][], steps: RampStep[], seconds: number): string {
+function section(
+  o: TemporalUptimeOptions,
+  s: Settings,
+  load: LoadResult,
+  stages: StageResult[][],
+  steps: RampStep[],
+  seconds: number,
+): string {
   const deadlineMs = s.intervalMs + s.graceMs;
   const fullScale = s.scale === 1 && s.intervalMs === 60_000 && s.graceMs === 30_000;
   const p = (d: number[], q: number) => fmt(pct(d, q));
-  const wft = (r: StageResult) => `scan ${fmt(r.scanTasksPerSecond)} (${fmt(r.scanExecMs)} / ${fmt(r.scanWaitMs)}); monitors ${fmt(r.workflowTasksPerSecond)} (${fmt(r.wftExecMs)} / ${fmt(r.wftWaitMs)})`;
+  const wft = (r: StageResult) =>
+    `scan ${fmt(r.scanTasksPerSecond)} (${fmt(r.scanExecMs)} / ${fmt(r.scanWaitMs)}); monitors ${fmt(r.workflowTasksPerSecond)} (${fmt(r.wftExecMs)} / ${fmt(r.wftWaitMs)})`;
   const pp = (d: number[]) => (d.length ? `${p(d, 0.5)} / ${p(d, 0.99)}` : "–");
   const stageLine = (r: StageResult) =>
     `| ${fmt(r.watched)} | ${r.runner} | ${r.runner === "Temporal" ? (Number.isFinite(r.absorbMs) ? (r.absorbMs / 1000).toFixed(0) : `not in ${ABSORB_MAX_MS / 1000}`) : "–"} | ${fmt(r.delays.length)}/${fmt(r.stopped)} | ${p(r.delays, 0.5)} | **${p(r.delays, 0.99)}** | ${fmt(Math.max(...r.delays))} | ${r.creationFlaps} / ${r.flaps} | ${fmt(r.heartbeatsPerSecond)} | ${fmt(r.lateP99)} | ${r.cores.vigil.toFixed(2)} | ${Number.isFinite(r.cores.temporal) ? r.cores.temporal.toFixed(2) : "–"} | ${r.cores.pg.toFixed(2)} | ${r.runner === "Temporal" ? wft(r) : "–"} |`;
   const ratio = (a: number, b: number) => (b > 0 ? `${(a / b).toFixed(1)}x` : "–");
-  const ratios = stages.map(([e, t]) => `at ${fmt(e.watched)} monitors p50 **${ratio(pct(t.delays, 0.5), pct(e.delays, 0.5))}**, p99 **${ratio(pct(t.delays, 0.99), pct(e.delays, 0.99))}**`);
+  const ratios = stages.map(
+    ([e, t]) =>
+      `at ${fmt(e.watched)} monitors p50 **${ratio(pct(t.delays, 0.5), pct(e.delays, 0.5))}**, p99 **${ratio(pct(t.delays, 0.99), pct(e.delays, 0.99))}**`,
+  );
   const last = stages[stages.length - 1]?.[1];
   const kinds = KINDS.filter((k) => load.windows.some((w) => w.perPeriod[k]) || load.perDown[k]);
   const lw = load.windows;
@@ -433,7 +560,9 @@ function section(o: TemporalUptimeOptions, s: Settings, load: LoadResult, stages
   const passed = steps.filter((x) => x.passed);
   const failed = steps.find((x) => !x.passed);
   const errors = [...stages.flat(), ...steps].map((r) => r.errors).filter(Boolean);
-  const cacheMisses = [...stages.flat(), ...steps].filter((r) => r.runner === "Temporal").reduce((a, r) => a + r.stickyCacheMisses, 0);
+  const cacheMisses = [...stages.flat(), ...steps]
+    .filter((r) => r.runner === "Temporal")
+    .reduce((a, r) => a + r.stickyCacheMisses, 0);
   return [
     `Command: \`npm run bench uptime\` (bench/uptime.ts with bench/_uptime-temporal.ts), run ${new Date().toISOString().slice(0, 16)}Z in ${Math.round(seconds)} s${fullScale ? "" : ` — **reduced run** (BENCH_SCALE=${s.scale}, interval ${s.intervalMs} ms, grace ${s.graceMs} ms): not the figures of record`}.`,
     "",
@@ -450,16 +579,22 @@ function section(o: TemporalUptimeOptions, s: Settings, load: LoadResult, stages
     "",
     `Each stage grows the monitors to the size shown (new ones spread over one interval); in Temporal mode it then waits until every new monitor's`,
     "workflow is started and has checked its monitor (the wake outbox empty, the monitor workflows' queue quiet: the column says how long after",
-    "the last creation), so what follows is the steady state; then it stops the " + Math.round(STOP_FRACTION * 100) + "% whose next heartbeat is due first while the",
+    "the last creation), so what follows is the steady state; then it stops the " +
+      Math.round(STOP_FRACTION * 100) +
+      "% whose next heartbeat is due first while the",
     `others keep beating (CPU, rates and tasks are measured from there); delay = incident \`created_at\` minus \`startedAt\` (the deadline, ${fmt(deadlineMs)} ms after the last heartbeat).`,
-    o.sequential ? "The two runners ran one after the other." : "Both runners ran at the same time, so both see the same machine state (each also carries the other's load; `--sequential` runs them one after the other).",
+    o.sequential
+      ? "The two runners ran one after the other."
+      : "Both runners ran at the same time, so both see the same machine state (each also carries the other's load; `--sequential` runs them one after the other).",
     "",
     "| Monitors | Runner | New monitors' workflows started in (s) | Detected | p50 ms | p99 ms | max ms | Beating monitors taken down (while creating / steady) | Heartbeats/s | Heartbeat send lateness p99 ms | Vigil CPU | Dev server CPU | PostgreSQL CPU | Workflow tasks/s (mean execution / schedule-to-start ms) |",
     "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ...stages.flat().map(stageLine),
     "",
     `Ratios Temporal / embedded: ${ratios.join("; ")}.`,
-    last ? `Target: detection p99 < 1 s at ${fmt(last.watched)} monitors with the ${fullScale ? "default" : "reduced"} interval and grace, Temporal runner: ${pct(last.delays, 0.99) < 1_000 && last.delays.length === last.stopped ? "met" : "**not met**"}.` : "",
+    last
+      ? `Target: detection p99 < 1 s at ${fmt(last.watched)} monitors with the ${fullScale ? "default" : "reduced"} interval and grace, Temporal runner: ${pct(last.delays, 0.99) < 1_000 && last.delays.length === last.stopped ? "met" : "**not met**"}.`
+      : "",
     "",
     "Where the Temporal runner's delay goes (p50 / p99 ms, from the deadline scan's histories, every run of its chain): the scan that",
     "took the monitor down woke *wait* after the deadline (its timer fired or a wake signal arrived; scans are at least",
@@ -467,7 +602,12 @@ function section(o: TemporalUptimeOptions, s: Settings, load: LoadResult, stages
     "",
     "| Stage | Scan wake after the deadline | Wake to incident | Taken down with no scan wake before (the reconciler) |",
     "|---|---|---|---|",
-    ...[...stages.flat(), ...steps].filter((r) => r.parts).map((r) => `| ${fmt(r.watched)} monitors${steps.includes(r as RampStep) ? " (ramp)" : ""} | ${pp(r.parts!.wait)} | ${pp(r.parts!.worker)} | ${r.parts!.other} |`),
+    ...[...stages.flat(), ...steps]
+      .filter((r) => r.parts)
+      .map(
+        (r) =>
+          `| ${fmt(r.watched)} monitors${steps.includes(r as RampStep) ? " (ramp)" : ""} | ${pp(r.parts!.wait)} | ${pp(r.parts!.worker)} | ${r.parts!.other} |`,
+      ),
     "",
     "",
     `### Temporal load per monitor: history events per deadline period`,
@@ -479,7 +619,10 @@ function section(o: TemporalUptimeOptions, s: Settings, load: LoadResult, stages
     "",
     `| Heartbeats | Heartbeats/s | Monitor workflows: ${kinds.join(" | ")} | Deadline scan: share | Deadline scan: events/s | All events | Workflow tasks (SDK) |`,
     `|---|---|${kinds.map(() => "---|").join("")}---|---|---|---|`,
-    ...lw.map((w) => `| every ${fmt(w.heartbeatPeriodMs)} ms | ${fmt(w.heartbeatsPerSecond)} | ${kinds.map((k) => (w.perPeriod[k] ?? 0).toFixed(2)).join(" | ")} | ${w.scanShare.toFixed(2)} | ${w.scanPerSecond.toFixed(1)} | **${w.total.toFixed(2)}** | ${w.workflowTasksPerMonitorPeriod.toFixed(2)} |`),
+    ...lw.map(
+      (w) =>
+        `| every ${fmt(w.heartbeatPeriodMs)} ms | ${fmt(w.heartbeatsPerSecond)} | ${kinds.map((k) => (w.perPeriod[k] ?? 0).toFixed(2)).join(" | ")} | ${w.scanShare.toFixed(2)} | ${w.scanPerSecond.toFixed(1)} | **${w.total.toFixed(2)}** | ${w.workflowTasksPerMonitorPeriod.toFixed(2)} |`,
+    ),
     `| one monitor going down (from its stop to detection + 1 s; ${load.downs} monitors) | – | ${kinds.map((k) => (load.perDown[k] ?? 0).toFixed(2)).join(" | ")} | – | – | **${load.perDownTotal.toFixed(2)}** | – |`,
     "",
     `Doubling the heartbeat rate: events per monitor per deadline period **${Number.isFinite(loadRatio) ? `${loadRatio.toFixed(2)}x` : "–"}** (target: load independent of the heartbeat rate, < 1.2x: ${loadRatio < 1.2 ? "met" : "**not met**"}).`,
@@ -505,7 +648,9 @@ function section(o: TemporalUptimeOptions, s: Settings, load: LoadResult, stages
     passed.length
       ? `Highest steady count with detection p99 < 1 s: **${fmt(passed[passed.length - 1].watched)} monitors** at a ${fmt(s.rampIntervalMs)} ms interval${failed ? `; the next step, ${fmt(failed.watched)}, failed` : "; no step failed (the ramp ended)"}.`
       : `No step passed: the dev server did not carry ${fmt(steps[0]?.watched ?? 0)} monitors with detection p99 < 1 s at this interval.`,
-    cacheMisses ? `Sticky cache misses of the worker (workflows replayed from history, SDK metric) over all Temporal stages: ${fmt(cacheMisses)}.` : "",
+    cacheMisses
+      ? `Sticky cache misses of the worker (workflows replayed from history, SDK metric) over all Temporal stages: ${fmt(cacheMisses)}.`
+      : "",
     errors.length ? `Heartbeat failures: ${errors.join("; ")}.` : "",
     "",
   ].join("\n");

@@ -27,7 +27,9 @@ const EVENTS = Number(process.env.BENCH_ANALYTICS_EVENTS ?? 10_000_000);
 const DAYS = Number(process.env.BENCH_ANALYTICS_DAYS ?? 90);
 const RUNS = Number(process.env.BENCH_ANALYTICS_RUNS ?? 7);
 const CHUNK = 500_000;
-const HOUR = 3_600_000, DAY = 24 * HOUR, WEEK = 7 * DAY;
+const HOUR = 3_600_000,
+  DAY = 24 * HOUR,
+  WEEK = 7 * DAY;
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -72,7 +74,10 @@ const GEN = `
  * BENCH_ANALYTICS_EXPLAIN=1: for each case, captures the SQL the service sends (the app runs in this
  * process) and prints EXPLAIN (ANALYZE, BUFFERS) of the slowest statement.
  */
-async function explainCases(db: import("../src/storage/db.js").Db, cases: { label: string; ours: () => Promise<unknown> }[]): Promise<void> {
+async function explainCases(
+  db: import("../src/storage/db.js").Db,
+  cases: { label: string; ours: () => Promise<unknown> }[],
+): Promise<void> {
   const original = db.query.bind(db);
   for (const k of cases) {
     const seen: { text: string; values: unknown[]; ms: number }[] = [];
@@ -89,7 +94,9 @@ async function explainCases(db: import("../src/storage/db.js").Db, cases: { labe
     const slow = seen.sort((a, b) => b.ms - a.ms)[0];
     if (!slow) continue;
     const plan = await original(`EXPLAIN (ANALYZE, BUFFERS) ${slow.text}`, slow.values);
-    console.log(`\n=== ${k.label} (${slow.ms.toFixed(1)} ms)\n${slow.text}\n${plan.rows.map((r: Record<string, string>) => r["QUERY PLAN"]).join("\n")}`);
+    console.log(
+      `\n=== ${k.label} (${slow.ms.toFixed(1)} ms)\n${slow.text}\n${plan.rows.map((r: Record<string, string>) => r["QUERY PLAN"]).join("\n")}`,
+    );
   }
 }
 
@@ -122,7 +129,9 @@ async function load(db: import("../src/storage/db.js").Db, rest: RestClient): Pr
   for (let w = weekStart(start); w <= now; w += WEEK) weeks.push(w);
   await ensurePartitions(c, weeks);
   c.release();
-  await db.query(`CREATE TABLE bench_baseline (id uuid PRIMARY KEY, project_id text NOT NULL, type text NOT NULL, "timestamp" timestamptz NOT NULL, user_id text, data jsonb NOT NULL, context jsonb NOT NULL, tags jsonb NOT NULL)`);
+  await db.query(
+    `CREATE TABLE bench_baseline (id uuid PRIMARY KEY, project_id text NOT NULL, type text NOT NULL, "timestamp" timestamptz NOT NULL, user_id text, data jsonb NOT NULL, context jsonb NOT NULL, tags jsonb NOT NULL)`,
+  );
   console.log(`loading ${EVENTS.toLocaleString("en-US")} events over ${DAYS} days...`);
   let t0 = performance.now();
   const gen = (a: number, b: number) => [pid, new Date(start), DAYS * DAY, a, b];
@@ -131,13 +140,23 @@ async function load(db: import("../src/storage/db.js").Db, rest: RestClient): Pr
   // the same expressions the backfill uses (what the ingest hook does for new events), so the
   // service's backfill below only rewrites the sample instead of every row.
   const SAMPLE = Math.min(EVENTS, 20_000);
-  await db.query(`INSERT INTO events (project_id, ts, id, type, user_id, data, context, tags) SELECT * FROM (${GEN}) x`, gen(1, SAMPLE));
+  await db.query(
+    `INSERT INTO events (project_id, ts, id, type, user_id, data, context, tags) SELECT * FROM (${GEN}) x`,
+    gen(1, SAMPLE),
+  );
   const assigned = await assignSlots(db, pid, new Date(), { sample: 20_000, minShare: 0.01 });
-  const props = (await db.query<{ key: string; kind: "n" | "s"; slot: number }>("SELECT key, kind, slot FROM analytics_properties WHERE project_id = $1", [pid])).rows;
+  const props = (
+    await db.query<{ key: string; kind: "n" | "s"; slot: number }>(
+      "SELECT key, kind, slot FROM analytics_properties WHERE project_id = $1",
+      [pid],
+    )
+  ).rows;
   const slotCols = props.map((x) => `${x.kind}${x.slot}`);
   const slotExprs = props.map((x) => {
     const k = `'${x.key.replace(/'/g, "''")}'`;
-    return x.kind === "n" ? `CASE WHEN jsonb_typeof(data -> ${k}) = 'number' THEN (data ->> ${k})::float8 END` : `CASE WHEN jsonb_typeof(data -> ${k}) = 'string' THEN data ->> ${k} END`;
+    return x.kind === "n"
+      ? `CASE WHEN jsonb_typeof(data -> ${k}) = 'number' THEN (data ->> ${k})::float8 END`
+      : `CASE WHEN jsonb_typeof(data -> ${k}) = 'string' THEN data ->> ${k} END`;
   });
   for (let a = SAMPLE + 1; a <= EVENTS; a += CHUNK) {
     const b = Math.min(EVENTS, a + CHUNK - 1);
@@ -150,8 +169,11 @@ async function load(db: import("../src/storage/db.js").Db, rest: RestClient): Pr
   }
   // The baseline holds the very same rows, copied per weekly partition (no second generation).
   for (const w of weeks) {
-    await db.query(`INSERT INTO bench_baseline (project_id, "timestamp", id, type, user_id, data, context, tags)
-      SELECT project_id, ts, id, type, user_id, data, context, tags FROM events WHERE project_id = $1 AND ts >= $2 AND ts < $3`, [pid, new Date(w), new Date(w + WEEK)]);
+    await db.query(
+      `INSERT INTO bench_baseline (project_id, "timestamp", id, type, user_id, data, context, tags)
+      SELECT project_id, ts, id, type, user_id, data, context, tags FROM events WHERE project_id = $1 AND ts >= $2 AND ts < $3`,
+      [pid, new Date(w), new Date(w + WEEK)],
+    );
   }
   await db.query(`CREATE INDEX ON bench_baseline (project_id, "timestamp")`);
   await db.query(`CREATE INDEX ON bench_baseline (project_id, type, "timestamp")`);
@@ -159,7 +181,9 @@ async function load(db: import("../src/storage/db.js").Db, rest: RestClient): Pr
   t0 = performance.now();
   await rebuildRollups(db, pid, new Date(start - DAY), new Date(now + DAY));
   await backfillSlots(db, pid, new Date());
-  const pending = (await db.query("SELECT key FROM analytics_properties WHERE project_id = $1 AND state <> 'active'", [pid])).rows;
+  const pending = (
+    await db.query("SELECT key FROM analytics_properties WHERE project_id = $1 AND state <> 'active'", [pid])
+  ).rows;
   if (pending.length) throw new Error(`slots not active after the backfill: ${pending.map((r) => r.key).join(", ")}`);
   const backfillS = (performance.now() - t0) / 1000;
   // Index-only scans need the visibility map set; after a bulk load that is VACUUM's job (in
@@ -175,10 +199,22 @@ async function main() {
   const dataDir = KEEP_DIR ? path.resolve(KEEP_DIR) : await mkdtemp(path.join(os.tmpdir(), "vigil-bench-analytics-"));
   if (KEEP_DIR) await mkdir(dataDir, { recursive: true });
   const markerFile = path.join(dataDir, "bench-analytics.json");
-  const previous: Loaded | null = KEEP_DIR && existsSync(markerFile) ? JSON.parse(await readFile(markerFile, "utf8")) : null;
-  if (previous && previous.events !== EVENTS) throw new Error(`${dataDir} holds ${previous.events} events, not ${EVENTS}: remove it or use another directory`);
+  const previous: Loaded | null =
+    KEEP_DIR && existsSync(markerFile) ? JSON.parse(await readFile(markerFile, "utf8")) : null;
+  if (previous && previous.events !== EVENTS)
+    throw new Error(`${dataDir} holds ${previous.events} events, not ${EVENTS}: remove it or use another directory`);
   // The loader's bulk statements (copies, index builds, VACUUM) run on this pool: no statement timeout.
-  const config = parseConfig({ PORT: "0", HOST: "127.0.0.1", DATA_DIR: dataDir, SESSION_SECRET: "bench-session-secret-0123456789abcdef", LOG_LEVEL: "warn", PG_POOL_SIZE: "4", ANALYTICS_SLOT_INTERVAL_MS: "0", ANALYTICS_BLOCK_INTERVAL_MS: "0", STATEMENT_TIMEOUT_MS: "0" });
+  const config = parseConfig({
+    PORT: "0",
+    HOST: "127.0.0.1",
+    DATA_DIR: dataDir,
+    SESSION_SECRET: "bench-session-secret-0123456789abcdef",
+    LOG_LEVEL: "warn",
+    PG_POOL_SIZE: "4",
+    ANALYTICS_SLOT_INTERVAL_MS: "0",
+    ANALYTICS_BLOCK_INTERVAL_MS: "0",
+    STATEMENT_TIMEOUT_MS: "0",
+  });
   const app = await buildApp(config, { log: pino({ level: "warn" }) });
   const port = await app.listen(0);
   const rest = new RestClient(`http://127.0.0.1:${port}`);
@@ -193,8 +229,15 @@ async function main() {
     let t0 = performance.now();
     const blocks = await buildPending(db, pid, () => new Date(), { sealMs: 0, rebuildMs: 0 });
     const blocksS = (performance.now() - t0) / 1000;
-    const blockStats = (await db.query<{ n: number; mb: number }>("SELECT (SELECT count(*)::int FROM analytics_blocks WHERE project_id = $1) AS n, (SELECT sum(pg_column_size(body)) / 1e6 FROM analytics_block_columns WHERE project_id = $1)::float8 AS mb", [pid])).rows[0];
-    console.log(`blocks: ${blocks.built} built in ${blocksS.toFixed(0)} s; ${blockStats.n} blocks, ${blockStats.mb.toFixed(0)} MB stored`);
+    const blockStats = (
+      await db.query<{ n: number; mb: number }>(
+        "SELECT (SELECT count(*)::int FROM analytics_blocks WHERE project_id = $1) AS n, (SELECT sum(pg_column_size(body)) / 1e6 FROM analytics_block_columns WHERE project_id = $1)::float8 AS mb",
+        [pid],
+      )
+    ).rows[0];
+    console.log(
+      `blocks: ${blocks.built} built in ${blocksS.toFixed(0)} s; ${blockStats.n} blocks, ${blockStats.mb.toFixed(0)} MB stored`,
+    );
 
     const iso = (ms: number) => new Date(ms).toISOString();
     const d30 = { start: iso(now - 30 * DAY), end: iso(now) };
@@ -206,7 +249,10 @@ async function main() {
     };
     // The baseline runs on its own connection with PostgreSQL's default settings (Vigil's pool sets
     // random_page_cost=1.1), as a typical service would.
-    const baseDb = new pg.Pool({ connectionString: (db as unknown as { options: { connectionString: string } }).options.connectionString, max: 1 });
+    const baseDb = new pg.Pool({
+      connectionString: (db as unknown as { options: { connectionString: string } }).options.connectionString,
+      max: 1,
+    });
     baseDb.on("error", () => undefined);
     const base = (sql: string, params: unknown[]) => baseDb.query(sql, params);
     const W30 = [pid, new Date(now - 30 * DAY), new Date(now)];
@@ -214,46 +260,112 @@ async function main() {
     // Each case also checks that Vigil's answer equals the baseline's (same rows, same question).
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
     type Check = (ours: any, base: pg.QueryResult<any>) => string | null;
-    const eq = (a: unknown, b: unknown) => (JSON.stringify(a) === JSON.stringify(b) ? null : `Vigil ${JSON.stringify(a).slice(0, 300)} != baseline ${JSON.stringify(b).slice(0, 300)}`);
-    const cases: { label: string; target: number; ours: () => Promise<unknown>; baseline: () => Promise<pg.QueryResult>; check: Check }[] = [
+    const eq = (a: unknown, b: unknown) =>
+      JSON.stringify(a) === JSON.stringify(b)
+        ? null
+        : `Vigil ${JSON.stringify(a).slice(0, 300)} != baseline ${JSON.stringify(b).slice(0, 300)}`;
+    const cases: {
+      label: string;
+      target: number;
+      ours: () => Promise<unknown>;
+      baseline: () => Promise<pg.QueryResult>;
+      check: Check;
+    }[] = [
       {
-        label: "count of one type, 30 days", target: 30,
-        ours: () => post("analytics/count", { time: d30, filters: { field: "event", operator: "equals", value: "view" } }),
-        baseline: () => base(`SELECT count(*) FROM bench_baseline WHERE project_id = $1 AND type = 'view' AND "timestamp" >= $2 AND "timestamp" <= $3`, W30),
+        label: "count of one type, 30 days",
+        target: 30,
+        ours: () =>
+          post("analytics/count", { time: d30, filters: { field: "event", operator: "equals", value: "view" } }),
+        baseline: () =>
+          base(
+            `SELECT count(*) FROM bench_baseline WHERE project_id = $1 AND type = 'view' AND "timestamp" >= $2 AND "timestamp" <= $3`,
+            W30,
+          ),
         check: (o, b) => eq(o.data.count, Number(b.rows[0].count)),
       },
       {
-        label: "hourly timeseries, 7 days", target: 30,
+        label: "hourly timeseries, 7 days",
+        target: 30,
         ours: () => post("analytics/timeseries", { time: d7, interval: "hour" }),
-        baseline: () => base(`SELECT date_trunc('hour', "timestamp", 'UTC') b, count(*) FROM bench_baseline WHERE project_id = $1 AND "timestamp" >= $2 AND "timestamp" <= $3 GROUP BY 1`, W7),
+        baseline: () =>
+          base(
+            `SELECT date_trunc('hour', "timestamp", 'UTC') b, count(*) FROM bench_baseline WHERE project_id = $1 AND "timestamp" >= $2 AND "timestamp" <= $3 GROUP BY 1`,
+            W7,
+          ),
         check: (o, b) =>
           eq(
-            o.data.buckets.filter((x: { count: number }) => x.count > 0).map((x: { time: string; count: number }) => [x.time, x.count]),
+            o.data.buckets
+              .filter((x: { count: number }) => x.count > 0)
+              .map((x: { time: string; count: number }) => [x.time, x.count]),
             b.rows.map((r) => [r.b.toISOString(), Number(r.count)]).sort((x, y) => (x[0] < y[0] ? -1 : 1)),
           ),
       },
       {
-        label: "group by plan, country (7 days)", target: 400,
+        label: "group by plan, country (7 days)",
+        target: 400,
         ours: () => post("analytics/group", { time: d7, groupBy: ["plan", "country"] }),
-        baseline: () => base(`SELECT data->'plan' AS plan, data->'country' AS country, count(*) c FROM bench_baseline WHERE project_id = $1 AND "timestamp" >= $2 AND "timestamp" <= $3 GROUP BY 1, 2 ORDER BY c DESC LIMIT 100`, W7),
-        check: (o, b) => eq(o.data.groups.map((g: { plan: string; country: string; count: number }) => `${g.plan}|${g.country}|${g.count}`).sort(), b.rows.map((r) => `${r.plan}|${r.country}|${Number(r.c)}`).sort()),
+        baseline: () =>
+          base(
+            `SELECT data->'plan' AS plan, data->'country' AS country, count(*) c FROM bench_baseline WHERE project_id = $1 AND "timestamp" >= $2 AND "timestamp" <= $3 GROUP BY 1, 2 ORDER BY c DESC LIMIT 100`,
+            W7,
+          ),
+        check: (o, b) =>
+          eq(
+            o.data.groups
+              .map((g: { plan: string; country: string; count: number }) => `${g.plan}|${g.country}|${g.count}`)
+              .sort(),
+            b.rows.map((r) => `${r.plan}|${r.country}|${Number(r.c)}`).sort(),
+          ),
       },
       {
-        label: "count_unique userId (7 days)", target: 400,
-        ours: () => post("analytics/aggregate", { time: d7, aggregations: [{ name: "users", operation: "count_unique", field: "userId" }] }),
-        baseline: () => base(`SELECT count(DISTINCT user_id) FROM bench_baseline WHERE project_id = $1 AND "timestamp" >= $2 AND "timestamp" <= $3`, W7),
+        label: "count_unique userId (7 days)",
+        target: 400,
+        ours: () =>
+          post("analytics/aggregate", {
+            time: d7,
+            aggregations: [{ name: "users", operation: "count_unique", field: "userId" }],
+          }),
+        baseline: () =>
+          base(
+            `SELECT count(DISTINCT user_id) FROM bench_baseline WHERE project_id = $1 AND "timestamp" >= $2 AND "timestamp" <= $3`,
+            W7,
+          ),
         check: (o, b) => eq(o.data.results[0].value, Number(b.rows[0].count)),
       },
       {
-        label: "p95 of amount where plan = pro (7 days)", target: 400,
-        ours: () => post("analytics/aggregate", { time: d7, filters: { field: "plan", operator: "equals", value: "pro" }, aggregations: [{ name: "p95", operation: "p95", field: "amount" }] }),
-        baseline: () => base(`SELECT percentile_cont(0.95) WITHIN GROUP (ORDER BY (data->>'amount')::float8) AS p FROM bench_baseline WHERE project_id = $1 AND "timestamp" >= $2 AND "timestamp" <= $3 AND data->>'plan' = 'pro' AND jsonb_typeof(data->'amount') = 'number'`, W7),
+        label: "p95 of amount where plan = pro (7 days)",
+        target: 400,
+        ours: () =>
+          post("analytics/aggregate", {
+            time: d7,
+            filters: { field: "plan", operator: "equals", value: "pro" },
+            aggregations: [{ name: "p95", operation: "p95", field: "amount" }],
+          }),
+        baseline: () =>
+          base(
+            `SELECT percentile_cont(0.95) WITHIN GROUP (ORDER BY (data->>'amount')::float8) AS p FROM bench_baseline WHERE project_id = $1 AND "timestamp" >= $2 AND "timestamp" <= $3 AND data->>'plan' = 'pro' AND jsonb_typeof(data->'amount') = 'number'`,
+            W7,
+          ),
         check: (o, b) => eq(o.data.results[0].value, b.rows[0].p),
       },
       {
-        label: "or filter on data paths, count (7 days)", target: 400,
-        ours: () => post("analytics/count", { time: d7, filters: { or: [{ field: "plan", operator: "equals", value: "team" }, { field: "data.country", operator: "in", value: ["de", "fr"] }] } }),
-        baseline: () => base(`SELECT count(*) FROM bench_baseline WHERE project_id = $1 AND "timestamp" >= $2 AND "timestamp" <= $3 AND (data->>'plan' = 'team' OR data->>'country' IN ('de', 'fr'))`, W7),
+        label: "or filter on data paths, count (7 days)",
+        target: 400,
+        ours: () =>
+          post("analytics/count", {
+            time: d7,
+            filters: {
+              or: [
+                { field: "plan", operator: "equals", value: "team" },
+                { field: "data.country", operator: "in", value: ["de", "fr"] },
+              ],
+            },
+          }),
+        baseline: () =>
+          base(
+            `SELECT count(*) FROM bench_baseline WHERE project_id = $1 AND "timestamp" >= $2 AND "timestamp" <= $3 AND (data->>'plan' = 'team' OR data->>'country' IN ('de', 'fr'))`,
+            W7,
+          ),
         check: (o, b) => eq(o.data.count, Number(b.rows[0].count)),
       },
     ];
@@ -266,29 +378,51 @@ async function main() {
       const mismatch = k.check(await k.ours(), await k.baseline());
       if (mismatch) throw new Error(`${k.label}: answers differ: ${mismatch}`);
       rows.push({ label: k.label, target: k.target, ours: o.median, first: o.first, base: b });
-      console.log(`${k.label}: ours ${o.median.toFixed(1)} ms (first ${o.first.toFixed(1)} ms), baseline ${b.toFixed(1)} ms, ${(b / o.median).toFixed(1)}x`);
+      console.log(
+        `${k.label}: ours ${o.median.toFixed(1)} ms (first ${o.first.toFixed(1)} ms), baseline ${b.toFixed(1)} ms, ${(b / o.median).toFixed(1)}x`,
+      );
     }
     await baseDb.end();
     const full = EVENTS >= 10_000_000;
     const lines = [
       `Run ${new Date().toISOString().slice(0, 10)}: \`${full ? "" : `BENCH_ANALYTICS_EVENTS=${EVENTS} `}npm run bench analytics\` with ${EVENTS.toLocaleString("en-US")} events for one project over ${DAYS} days`,
-      full ? "(the full size of the issue)." : `(**smaller than the issue's 10,000,000**: the full load did not fit the time available; run without the variable for the full size).`,
+      full
+        ? "(the full size of the issue)."
+        : `(**smaller than the issue's 10,000,000**: the full load did not fit the time available; run without the variable for the full size).`,
       `Bulk-loaded with SQL into the weekly partitions in ${loadS.toFixed(0)} s (slots assigned by \`assignSlots\` on a first 20k sample, the rest loaded with slots filled, the baseline table copied from the same rows);`,
       `rollups and the sample's slots built by the service's backfill (\`rebuildRollups\`, \`backfillSlots\`; slots: ${assigned.join(", ")}) in ${backfillS.toFixed(0)} s, then VACUUM ANALYZE.`,
       `Column blocks of every ended hour built by the service's builder (\`buildPending\`, what the background worker runs): ${blockStats.n} blocks, ${blockStats.mb.toFixed(0)} MB stored${blocks.built ? `, built in ${blocksS.toFixed(0)} s` : " (built by an earlier run on the same BENCH_ANALYTICS_DIR)"}.`,
       `Medians of ${RUNS} runs after a first run; the first run (the service's block cache empty: blocks read from PostgreSQL and decoded) is shown apart.`,
       "Every answer of Vigil was checked equal to the baseline's (counts, buckets, groups, distinct users, the p95 value); the bench fails otherwise.",
-      "\"Vigil\" is end to end over REST on 127.0.0.1 (auth, validation, planning, JSON); the baseline is the bare SQL on a plain table",
+      '"Vigil" is end to end over REST on 127.0.0.1 (auth, validation, planning, JSON); the baseline is the bare SQL on a plain table',
       "with a jsonb column and indexes on (project, timestamp) and (project, type, timestamp), without HTTP, on its own connection",
       "with PostgreSQL's default planner settings (Vigil's connections set random_page_cost=1.1).",
       `Machine: ${os.cpus().length} cores, shared with other work during the run (1-minute load average ${loadAvg.toFixed(1)} when the queries started).`,
       "",
       "| Query | Target | Vigil (REST) median | Vigil first run | Baseline median | Baseline / Vigil |",
       "|---|---|---|---|---|---|",
-      ...rows.map((r) => `| ${r.label} | < ${r.target} ms | ${r.ours.toFixed(1)} ms | ${r.first.toFixed(1)} ms | ${r.base.toFixed(1)} ms | ${(r.base / r.ours).toFixed(1)}x |`),
+      ...rows.map(
+        (r) =>
+          `| ${r.label} | < ${r.target} ms | ${r.ours.toFixed(1)} ms | ${r.first.toFixed(1)} ms | ${r.base.toFixed(1)} ms | ${(r.base / r.ours).toFixed(1)}x |`,
+      ),
       "",
-      `Time targets: ${rows.every((r) => r.ours < r.target) ? "all met" : "missed by " + rows.filter((r) => r.ours >= r.target).map((r) => r.label).join("; ")}. ` +
-        `10x over baseline: ${rows.every((r) => r.base / r.ours >= 10) ? "all" : rows.filter((r) => r.base / r.ours < 10).map((r) => r.label).join("; ") + " not reached"}.`,
+      `Time targets: ${
+        rows.every((r) => r.ours < r.target)
+          ? "all met"
+          : "missed by " +
+            rows
+              .filter((r) => r.ours >= r.target)
+              .map((r) => r.label)
+              .join("; ")
+      }. ` +
+        `10x over baseline: ${
+          rows.every((r) => r.base / r.ours >= 10)
+            ? "all"
+            : rows
+                .filter((r) => r.base / r.ours < 10)
+                .map((r) => r.label)
+                .join("; ") + " not reached"
+        }.`,
     ];
     await writeBenchSection("Analytics (`npm run bench analytics`)", lines.join("\n"));
     console.log("\n" + lines.join("\n"));
@@ -297,7 +431,6 @@ async function main() {
     if (!KEEP_DIR) await rm(dataDir, { recursive: true, force: true }).catch(() => undefined);
   }
 }
-
 
 main().then(
   () => process.exit(0),

@@ -12,7 +12,16 @@ import path from "node:path";
 import pg from "pg";
 import pino from "pino";
 import { startEmbeddedPostgres } from "../src/storage/embedded.js";
-import { freePort, post, postgresCpuSeconds, processCpuSeconds, setupProject, vigilArgs, waitHealthy, writeBenchSection } from "./_shared.js";
+import {
+  freePort,
+  post,
+  postgresCpuSeconds,
+  processCpuSeconds,
+  setupProject,
+  vigilArgs,
+  waitHealthy,
+  writeBenchSection,
+} from "./_shared.js";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const QUICK = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1";
@@ -34,15 +43,18 @@ const WARM_BATCHES = QUICK ? 10 : 40;
 async function naiveServer(port: number, url: string): Promise<void> {
   const pool = new pg.Pool({ connectionString: url, max: 10 });
   const insert = (e: any) =>
-    pool.query("INSERT INTO events (project_id, ts, id, type, user_id, data, context, tags) VALUES ($1, $2, gen_random_uuid(), $3, $4, $5, $6, $7)", [
-      "naive",
-      e.timestamp ?? new Date().toISOString(),
-      e.type,
-      e.userId ?? null,
-      JSON.stringify(e.data ?? {}),
-      JSON.stringify(e.context ?? {}),
-      JSON.stringify(e.tags ?? {}),
-    ]);
+    pool.query(
+      "INSERT INTO events (project_id, ts, id, type, user_id, data, context, tags) VALUES ($1, $2, gen_random_uuid(), $3, $4, $5, $6, $7)",
+      [
+        "naive",
+        e.timestamp ?? new Date().toISOString(),
+        e.type,
+        e.userId ?? null,
+        JSON.stringify(e.data ?? {}),
+        JSON.stringify(e.context ?? {}),
+        JSON.stringify(e.tags ?? {}),
+      ],
+    );
   http
     .createServer((req, res) => {
       const chunks: Buffer[] = [];
@@ -65,11 +77,16 @@ async function naiveServer(port: number, url: string): Promise<void> {
 // Load generation
 // ---------------------------------------------------------------------------------------------
 
-
 let seq = 0;
 function event(): object {
   seq++;
-  return { type: ["page_view", "click", "signup", "purchase"][seq % 4], userId: `user-${seq % 500}`, data: { path: `/p/${seq % 100}`, amount: seq % 97, plan: seq % 3 ? "free" : "pro" }, context: { locale: "en-GB" }, tags: { env: "bench" } };
+  return {
+    type: ["page_view", "click", "signup", "purchase"][seq % 4],
+    userId: `user-${seq % 500}`,
+    data: { path: `/p/${seq % 100}`, amount: seq % 97, plan: seq % 3 ? "free" : "pro" },
+    context: { locale: "en-GB" },
+    tags: { env: "bench" },
+  };
 }
 
 interface PhaseResult {
@@ -84,9 +101,19 @@ interface PhaseResult {
   pgCores: number;
 }
 
-async function phase(port: number, key: string, pathname: string, requests: number, perRequest: number, concurrency: number, pid: number | undefined): Promise<PhaseResult> {
+async function phase(
+  port: number,
+  key: string,
+  pathname: string,
+  requests: number,
+  perRequest: number,
+  concurrency: number,
+  pid: number | undefined,
+): Promise<PhaseResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
-  const bodies = Array.from({ length: Math.min(requests, 200) }, () => JSON.stringify(perRequest === 1 ? event() : { events: Array.from({ length: perRequest }, event) }));
+  const bodies = Array.from({ length: Math.min(requests, 200) }, () =>
+    JSON.stringify(perRequest === 1 ? event() : { events: Array.from({ length: perRequest }, event) }),
+  );
   const latencies: number[] = [];
   let next = 0;
   let done = 0;
@@ -123,10 +150,17 @@ async function phase(port: number, key: string, pathname: string, requests: numb
   agent.destroy();
   latencies.sort((a, b) => a - b);
   const events = done * perRequest;
-  return { events, seconds, perSecond: events / seconds, p50ms: latencies[Math.floor(latencies.length * 0.5)], p99ms: latencies[Math.floor(latencies.length * 0.99)], peakRssMb: peakRss, cpuCores, pgCores };
+  return {
+    events,
+    seconds,
+    perSecond: events / seconds,
+    p50ms: latencies[Math.floor(latencies.length * 0.5)],
+    p99ms: latencies[Math.floor(latencies.length * 0.99)],
+    peakRssMb: peakRss,
+    cpuCores,
+    pgCores,
+  };
 }
-
-
 
 const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
 const line = (name: string, r: PhaseResult) =>
@@ -144,7 +178,19 @@ async function main(): Promise<void> {
     const vigil = spawn(process.execPath, [...profile, ...vigilArgs()], {
       cwd: root,
       stdio: ["ignore", "ignore", "inherit"],
-      env: { ...process.env, DATABASE_URL: pgHandle.url, PORT: String(vigilPort), METRICS_PORT: String(metricsPort), HOST: "127.0.0.1", DATA_DIR: path.join(tmp, "vigil"), LOG_LEVEL: "warn", RATE_LIMIT_EVENTS_PER_MINUTE: "100000000", RATE_LIMIT_BATCHES_PER_MINUTE: "100000000", REDIS_URL: "", TEMPORAL_ADDRESS: "" },
+      env: {
+        ...process.env,
+        DATABASE_URL: pgHandle.url,
+        PORT: String(vigilPort),
+        METRICS_PORT: String(metricsPort),
+        HOST: "127.0.0.1",
+        DATA_DIR: path.join(tmp, "vigil"),
+        LOG_LEVEL: "warn",
+        RATE_LIMIT_EVENTS_PER_MINUTE: "100000000",
+        RATE_LIMIT_BATCHES_PER_MINUTE: "100000000",
+        REDIS_URL: "",
+        TEMPORAL_ADDRESS: "",
+      },
     });
     children.push(vigil);
     await waitHealthy(vigilPort, vigil);
@@ -156,23 +202,47 @@ async function main(): Promise<void> {
     console.log(`synchronous_commit=${syncCommit}; warming up`);
     await phase(vigilPort, key, "/v1/events", WARM_SINGLE, 1, SINGLE_CONCURRENCY, undefined);
     await phase(vigilPort, key, "/v1/events/batch", WARM_BATCHES, BATCH_SIZE, BATCH_CONCURRENCY, undefined);
-    const before = (await db.query("SELECT count(*)::int AS n FROM events WHERE project_id = $1", [projectId])).rows[0].n;
+    const before = (await db.query("SELECT count(*)::int AS n FROM events WHERE project_id = $1", [projectId])).rows[0]
+      .n;
 
     const vSingle = await phase(vigilPort, key, "/v1/events", SINGLE_COUNT, 1, SINGLE_CONCURRENCY, vigil.pid);
     console.log("vigil single", vSingle);
-    const vBatch = await phase(vigilPort, key, "/v1/events/batch", BATCH_COUNT, BATCH_SIZE, BATCH_CONCURRENCY, vigil.pid);
+    const vBatch = await phase(
+      vigilPort,
+      key,
+      "/v1/events/batch",
+      BATCH_COUNT,
+      BATCH_SIZE,
+      BATCH_CONCURRENCY,
+      vigil.pid,
+    );
     console.log("vigil batch", vBatch);
     if (process.env.BENCH_PROFILE) {
       const m = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-      console.log(m.split("\n").filter((l) => /vigil_ingest_commit_(events|duration_seconds)_(sum|count)|vigil_http_request_duration_seconds_(sum|count)/.test(l)).join("\n"));
+      console.log(
+        m
+          .split("\n")
+          .filter((l) =>
+            /vigil_ingest_commit_(events|duration_seconds)_(sum|count)|vigil_http_request_duration_seconds_(sum|count)/.test(
+              l,
+            ),
+          )
+          .join("\n"),
+      );
     }
-    const stored = (await db.query("SELECT count(*)::int AS n FROM events WHERE project_id = $1", [projectId])).rows[0].n - before;
-    if (stored !== vSingle.events + vBatch.events) throw new Error(`durability check failed: ${stored} stored, ${vSingle.events + vBatch.events} answered 202`);
+    const stored =
+      (await db.query("SELECT count(*)::int AS n FROM events WHERE project_id = $1", [projectId])).rows[0].n - before;
+    if (stored !== vSingle.events + vBatch.events)
+      throw new Error(`durability check failed: ${stored} stored, ${vSingle.events + vBatch.events} answered 202`);
     vigil.kill("SIGTERM");
     await new Promise((r) => vigil.once("exit", r));
 
     const naivePort = await freePort();
-    const naive = spawn(process.execPath, ["--import", "tsx", path.join(root, "bench/events.ts"), "--naive-server", String(naivePort), pgHandle.url], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
+    const naive = spawn(
+      process.execPath,
+      ["--import", "tsx", path.join(root, "bench/events.ts"), "--naive-server", String(naivePort), pgHandle.url],
+      { cwd: root, stdio: ["ignore", "ignore", "inherit"] },
+    );
     children.push(naive);
     for (let i = 0; i < 300; i++) {
       try {
@@ -186,7 +256,15 @@ async function main(): Promise<void> {
     await phase(naivePort, "x", "/v1/events/batch", WARM_BATCHES, BATCH_SIZE, BATCH_CONCURRENCY, undefined);
     const nSingle = await phase(naivePort, "x", "/v1/events", SINGLE_COUNT, 1, SINGLE_CONCURRENCY, naive.pid);
     console.log("naive single", nSingle);
-    const nBatch = await phase(naivePort, "x", "/v1/events/batch", BATCH_COUNT, BATCH_SIZE, BATCH_CONCURRENCY, naive.pid);
+    const nBatch = await phase(
+      naivePort,
+      "x",
+      "/v1/events/batch",
+      BATCH_COUNT,
+      BATCH_SIZE,
+      BATCH_CONCURRENCY,
+      naive.pid,
+    );
     console.log("naive batch", nBatch);
     await db.end();
 

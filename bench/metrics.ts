@@ -22,7 +22,8 @@ const POINTS = Number(process.env.BENCH_METRICS_POINTS ?? 5_000_000);
 const NAMES = Number(process.env.BENCH_METRICS_NAMES ?? 50);
 const DAYS = Number(process.env.BENCH_METRICS_DAYS ?? 35);
 const RUNS = Number(process.env.BENCH_METRICS_RUNS ?? 25);
-const HOUR = 3600_000, DAY = 24 * HOUR;
+const HOUR = 3600_000,
+  DAY = 24 * HOUR;
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const log = (...a: unknown[]) => console.log(...a);
@@ -48,7 +49,15 @@ async function timeIt(runs: number, fn: (i: number) => Promise<unknown>): Promis
 async function main() {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "vigil-bench-metrics-"));
   // The loader's bulk statements (copies, index builds, VACUUM) run on this pool: no statement timeout.
-  const config = parseConfig({ PORT: "0", HOST: "127.0.0.1", DATA_DIR: dataDir, SESSION_SECRET: "bench-session-secret-0123456789abcdef", LOG_LEVEL: "warn", PG_POOL_SIZE: "4", STATEMENT_TIMEOUT_MS: "0" });
+  const config = parseConfig({
+    PORT: "0",
+    HOST: "127.0.0.1",
+    DATA_DIR: dataDir,
+    SESSION_SECRET: "bench-session-secret-0123456789abcdef",
+    LOG_LEVEL: "warn",
+    PG_POOL_SIZE: "4",
+    STATEMENT_TIMEOUT_MS: "0",
+  });
   const app = await buildApp(config, { log: pino({ level: "warn" }) });
   const port = await app.listen(0);
   const rest = new RestClient(`http://127.0.0.1:${port}`);
@@ -109,48 +118,93 @@ async function main() {
       if (r.status !== 200) throw new Error(`${route}: ${r.status} ${r.text}`);
       return r.body.data;
     };
-    const sel = (name: string, ops: number[], r: { from: number; to: number }) => ({ metricId: idOf.get(name)!, ops, negate: false, ...r });
+    const sel = (name: string, ops: number[], r: { from: number; to: number }) => ({
+      metricId: idOf.get(name)!,
+      ops,
+      negate: false,
+      ...r,
+    });
 
-    type Row = { label: string; target: number; rest: { median: number; p95: number }; direct: { median: number; p95: number }; raw: { median: number; p95: number } };
+    type Row = {
+      label: string;
+      target: number;
+      rest: { median: number; p95: number };
+      direct: { median: number; p95: number };
+      raw: { median: number; p95: number };
+    };
     const rows: Row[] = [];
-    const bench = async (label: string, target: number, viaRest: (i: number) => Promise<unknown>, direct: (i: number) => Promise<unknown>, raw: (i: number) => Promise<unknown>) => {
-      const r = { label, target, rest: await timeIt(RUNS, viaRest), direct: await timeIt(RUNS, direct), raw: await timeIt(RUNS, raw) };
+    const bench = async (
+      label: string,
+      target: number,
+      viaRest: (i: number) => Promise<unknown>,
+      direct: (i: number) => Promise<unknown>,
+      raw: (i: number) => Promise<unknown>,
+    ) => {
+      const r = {
+        label,
+        target,
+        rest: await timeIt(RUNS, viaRest),
+        direct: await timeIt(RUNS, direct),
+        raw: await timeIt(RUNS, raw),
+      };
       rows.push(r);
-      log(`${label}: REST median ${r.rest.median.toFixed(1)} ms (p95 ${r.rest.p95.toFixed(1)}), direct ${r.direct.median.toFixed(2)} ms, raw baseline ${r.raw.median.toFixed(1)} ms -> ${(r.raw.median / r.direct.median).toFixed(1)}x`);
+      log(
+        `${label}: REST median ${r.rest.median.toFixed(1)} ms (p95 ${r.rest.p95.toFixed(1)}), direct ${r.direct.median.toFixed(2)} ms, raw baseline ${r.raw.median.toFixed(1)} ms -> ${(r.raw.median / r.direct.median).toFixed(1)}x`,
+      );
     };
 
     // Sanity: the rollup path and the raw path agree.
     const a = await post("query", { name: measure(0), aggregation: "avg", time: day30 });
-    const b = await db.query("SELECT avg(v) AS v, count(*) AS n FROM metric_points WHERE metric_id = $1 AND ts >= $2 AND ts < $3", [idOf.get(measure(0)), new Date(range30.from), new Date(range30.to)]);
-    if (a.count !== b.rows[0].n || Math.abs(a.value - b.rows[0].v) > 1e-6 * Math.abs(b.rows[0].v)) throw new Error(`rollup avg ${a.value}/${a.count} != raw ${b.rows[0].v}/${b.rows[0].n}`);
+    const b = await db.query(
+      "SELECT avg(v) AS v, count(*) AS n FROM metric_points WHERE metric_id = $1 AND ts >= $2 AND ts < $3",
+      [idOf.get(measure(0)), new Date(range30.from), new Date(range30.to)],
+    );
+    if (a.count !== b.rows[0].n || Math.abs(a.value - b.rows[0].v) > 1e-6 * Math.abs(b.rows[0].v))
+      throw new Error(`rollup avg ${a.value}/${a.count} != raw ${b.rows[0].v}/${b.rows[0].n}`);
 
     await bench(
       "current (counter)",
       50,
       (i) => post("current", { name: counter(i) }),
-      (i) => db.query("SELECT total, last_ts FROM metrics WHERE project_id = $1 AND name = $2", [p.projectId, counter(i)]),
+      (i) =>
+        db.query("SELECT total, last_ts FROM metrics WHERE project_id = $1 AND name = $2", [p.projectId, counter(i)]),
       (i) => db.query("SELECT sum(v), max(ts) FROM metric_points WHERE metric_id = $1", [idOf.get(counter(i))]),
     );
     await bench(
       "current (measurement)",
       50,
       (i) => post("current", { name: measure(i) }),
-      (i) => db.query("SELECT last_value, last_ts FROM metrics WHERE project_id = $1 AND name = $2", [p.projectId, measure(i)]),
-      (i) => db.query("SELECT v, ts FROM metric_points WHERE metric_id = $1 ORDER BY ts DESC LIMIT 1", [idOf.get(measure(i))]),
+      (i) =>
+        db.query("SELECT last_value, last_ts FROM metrics WHERE project_id = $1 AND name = $2", [
+          p.projectId,
+          measure(i),
+        ]),
+      (i) =>
+        db.query("SELECT v, ts FROM metric_points WHERE metric_id = $1 ORDER BY ts DESC LIMIT 1", [
+          idOf.get(measure(i)),
+        ]),
     );
     await bench(
       "30-day avg (measurement)",
       50,
       (i) => post("query", { name: measure(i), aggregation: "avg", time: day30 }),
       (i) => aggregate(db, sel(measure(i), [0], range30), "avg"),
-      (i) => db.query("SELECT avg(v), count(*) FROM metric_points WHERE metric_id = $1 AND op = ANY($2::int2[]) AND ts >= $3 AND ts < $4", [idOf.get(measure(i)), [0], new Date(range30.from), new Date(range30.to)]),
+      (i) =>
+        db.query(
+          "SELECT avg(v), count(*) FROM metric_points WHERE metric_id = $1 AND op = ANY($2::int2[]) AND ts >= $3 AND ts < $4",
+          [idOf.get(measure(i)), [0], new Date(range30.from), new Date(range30.to)],
+        ),
     );
     await bench(
       "30-day net change (counter sum)",
       50,
       (i) => post("query", { name: counter(i), time: day30 }),
       (i) => aggregate(db, sel(counter(i), [1, 2], range30), "sum"),
-      (i) => db.query("SELECT sum(v), count(*) FROM metric_points WHERE metric_id = $1 AND op = ANY($2::int2[]) AND ts >= $3 AND ts < $4", [idOf.get(counter(i)), [1, 2], new Date(range30.from), new Date(range30.to)]),
+      (i) =>
+        db.query(
+          "SELECT sum(v), count(*) FROM metric_points WHERE metric_id = $1 AND op = ANY($2::int2[]) AND ts >= $3 AND ts < $4",
+          [idOf.get(counter(i)), [1, 2], new Date(range30.from), new Date(range30.to)],
+        ),
     );
     await bench(
       "7-day hourly timeseries (avg)",
@@ -158,16 +212,21 @@ async function main() {
       (i) => post("timeseries", { name: measure(i), interval: "1h", aggregation: "avg", time: day7 }),
       (i) => timeseries(db, sel(measure(i), [0], range7), "avg", HOUR),
       (i) =>
-        db.query("SELECT date_bin('1 hour', ts, '1970-01-05T00:00:00Z') AS b, avg(v), count(*) FROM metric_points WHERE metric_id = $1 AND op = ANY($2::int2[]) AND ts >= $3 AND ts < $4 GROUP BY 1 ORDER BY 1", [
-          idOf.get(measure(i)), [0], new Date(range7.from), new Date(range7.to),
-        ]),
+        db.query(
+          "SELECT date_bin('1 hour', ts, '1970-01-05T00:00:00Z') AS b, avg(v), count(*) FROM metric_points WHERE metric_id = $1 AND op = ANY($2::int2[]) AND ts >= $3 AND ts < $4 GROUP BY 1 ORDER BY 1",
+          [idOf.get(measure(i)), [0], new Date(range7.from), new Date(range7.to)],
+        ),
     );
     await bench(
       "30-day p95 (exact, raw points)",
       500,
       (i) => post("query", { name: measure(i), aggregation: "p95", time: day30 }),
       (i) => aggregate(db, sel(measure(i), [0], range30), "p95"),
-      (i) => db.query("SELECT percentile_cont(0.95) WITHIN GROUP (ORDER BY v) FROM metric_points WHERE metric_id = $1 AND ts >= $2 AND ts < $3", [idOf.get(measure(i)), new Date(range30.from), new Date(range30.to)]),
+      (i) =>
+        db.query(
+          "SELECT percentile_cont(0.95) WITHIN GROUP (ORDER BY v) FROM metric_points WHERE metric_id = $1 AND ts >= $2 AND ts < $3",
+          [idOf.get(measure(i)), new Date(range30.from), new Date(range30.to)],
+        ),
     );
 
     const perName = Math.round(POINTS / NAMES);
@@ -177,15 +236,25 @@ async function main() {
       `in ${loadS.toFixed(0)} s; rollups and totals built by the service's backfill (\`rebuildDerived\`) in ${backfillS.toFixed(0)} s;`,
       `${Number(sizes.rows[0].rollups).toLocaleString("en-US")} rollup rows (${sizes.rows[0].roll_size}) beside ${sizes.rows[0].pts_size} of points. ${RUNS} timed runs per query after 3 warm-ups, rotating over the names.`,
       "",
-      "\"REST\" is end to end over HTTP on 127.0.0.1 (auth, validation, JSON); \"direct\" is the same query code without HTTP;",
-      "\"raw baseline\" answers the same question from `metric_points` alone (sum/avg/percentile over the range, or the",
+      '"REST" is end to end over HTTP on 127.0.0.1 (auth, validation, JSON); "direct" is the same query code without HTTP;',
+      '"raw baseline" answers the same question from `metric_points` alone (sum/avg/percentile over the range, or the',
       "latest row), also without HTTP. The ratio compares direct with raw baseline (medians).",
       "",
       "| Query | Target | REST median | REST p95 | Direct median | Raw baseline median | Baseline / direct |",
       "|---|---|---|---|---|---|---|",
-      ...rows.map((r) => `| ${r.label} | < ${r.target} ms | ${r.rest.median.toFixed(1)} ms | ${r.rest.p95.toFixed(1)} ms | ${r.direct.median.toFixed(2)} ms | ${r.raw.median.toFixed(1)} ms | ${(r.raw.median / r.direct.median).toFixed(1)}x |`),
+      ...rows.map(
+        (r) =>
+          `| ${r.label} | < ${r.target} ms | ${r.rest.median.toFixed(1)} ms | ${r.rest.p95.toFixed(1)} ms | ${r.direct.median.toFixed(2)} ms | ${r.raw.median.toFixed(1)} ms | ${(r.raw.median / r.direct.median).toFixed(1)}x |`,
+      ),
       "",
-      `Targets met (REST p95 under target): ${rows.every((r) => r.rest.p95 < r.target) ? "yes, all" : rows.filter((r) => r.rest.p95 >= r.target).map((r) => r.label).join(", ") + " missed"}.`,
+      `Targets met (REST p95 under target): ${
+        rows.every((r) => r.rest.p95 < r.target)
+          ? "yes, all"
+          : rows
+              .filter((r) => r.rest.p95 >= r.target)
+              .map((r) => r.label)
+              .join(", ") + " missed"
+      }.`,
       "Percentiles are exact, so they read raw points by design (index-only range scan over `(metric_id, ts) INCLUDE (v, op)`);",
       "their baseline is the same scan, hence a ratio near 1.",
     ];
@@ -196,7 +265,6 @@ async function main() {
     await rm(dataDir, { recursive: true, force: true }).catch(() => undefined);
   }
 }
-
 
 main().then(
   () => process.exit(0),

@@ -20,7 +20,9 @@ for (const s of suites) {
     continue;
   }
   console.log(`\n=== bench: ${s} ===`);
-  const r = spawnSync(process.execPath, ["--import", "tsx", "--expose-gc", path.join(dir, `${s}.ts`), ...flags], { stdio: "inherit" });
+  const r = spawnSync(process.execPath, ["--import", "tsx", "--expose-gc", path.join(dir, `${s}.ts`), ...flags], {
+    stdio: "inherit",
+  });
   if (r.status !== 0) failed++;
 }
 process.exit(failed ? 1 : 0);

@@ -22,7 +22,16 @@ import pg from "pg";
 import pino from "pino";
 import { startEmbeddedPostgres } from "../src/storage/embedded.js";
 import { temporalUptime } from "./_uptime-temporal.js";
-import { freePort, post, postgresCpuSeconds, processCpuSeconds, setupProject, vigilArgs, waitHealthy, writeBenchSection } from "./_shared.js";
+import {
+  freePort,
+  post,
+  postgresCpuSeconds,
+  processCpuSeconds,
+  setupProject,
+  vigilArgs,
+  waitHealthy,
+  writeBenchSection,
+} from "./_shared.js";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const QUICK = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1";
@@ -51,11 +60,21 @@ async function naiveServer(port: number, url: string, projectId: string): Promis
     const c = await pool.connect();
     try {
       await c.query("BEGIN");
-      const m = await c.query("SELECT id, expected_interval_ms, grace_period_ms FROM monitors WHERE project_id = $1 AND slug = $2 FOR UPDATE", [projectId, slug]);
+      const m = await c.query(
+        "SELECT id, expected_interval_ms, grace_period_ms FROM monitors WHERE project_id = $1 AND slug = $2 FOR UPDATE",
+        [projectId, slug],
+      );
       const row = m.rows[0];
       const now = new Date();
-      await c.query("UPDATE monitors SET status = 'up', last_heartbeat_at = $2, deadline_at = $3, updated_at = $2 WHERE id = $1", [row.id, now, new Date(now.getTime() + Number(row.expected_interval_ms) + Number(row.grace_period_ms))]);
-      await c.query("INSERT INTO heartbeats (id, monitor_id, at, status, metadata) VALUES ($1, $2, $3, 'up', '{}')", [`hb_naive_${Math.random().toString(36).slice(2)}`, row.id, now]);
+      await c.query(
+        "UPDATE monitors SET status = 'up', last_heartbeat_at = $2, deadline_at = $3, updated_at = $2 WHERE id = $1",
+        [row.id, now, new Date(now.getTime() + Number(row.expected_interval_ms) + Number(row.grace_period_ms))],
+      );
+      await c.query("INSERT INTO heartbeats (id, monitor_id, at, status, metadata) VALUES ($1, $2, $3, 'up', '{}')", [
+        `hb_naive_${Math.random().toString(36).slice(2)}`,
+        row.id,
+        now,
+      ]);
       await c.query("COMMIT");
     } catch (err) {
       await c.query("ROLLBACK").catch(() => undefined);
@@ -81,7 +100,6 @@ async function naiveServer(port: number, url: string, projectId: string): Promis
 // Load generation and process sampling
 // ---------------------------------------------------------------------------------------------
 
-
 /** Resident memory of a process (MB), from /proc. */
 function rssMb(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
@@ -102,7 +120,16 @@ interface LoadResult {
 }
 
 /** Heartbeats round-robin over monitors [from, MONITORS) until `until()` says stop or capMs passes. */
-async function load(port: number, key: string, projectId: string, from: number, capMs: number, pid: number, until: () => boolean = () => false, body = "{}"): Promise<LoadResult> {
+async function load(
+  port: number,
+  key: string,
+  projectId: string,
+  from: number,
+  capMs: number,
+  pid: number,
+  until: () => boolean = () => false,
+  body = "{}",
+): Promise<LoadResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
   const latencies: number[] = [];
   let next = from;
@@ -134,10 +161,18 @@ async function load(port: number, key: string, projectId: string, from: number, 
   const gen = process.cpuUsage(gen0);
   agent.destroy();
   latencies.sort((a, b) => a - b);
-  return { genCores: (gen.user + gen.system) / 1e6 / seconds, requests: done, seconds, perSecond: done / seconds, p50ms: latencies[Math.floor(latencies.length * 0.5)] ?? 0, p99ms: latencies[Math.floor(latencies.length * 0.99)] ?? 0, cpuCores: cpu / seconds, pgCores: pgCpu / seconds, peakRssMb: Math.max(peak, rssMb(pid)) };
+  return {
+    genCores: (gen.user + gen.system) / 1e6 / seconds,
+    requests: done,
+    seconds,
+    perSecond: done / seconds,
+    p50ms: latencies[Math.floor(latencies.length * 0.5)] ?? 0,
+    p99ms: latencies[Math.floor(latencies.length * 0.99)] ?? 0,
+    cpuCores: cpu / seconds,
+    pgCores: pgCpu / seconds,
+    peakRssMb: Math.max(peak, rssMb(pid)),
+  };
 }
-
-
 
 function pct(xs: number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -147,7 +182,8 @@ function pct(xs: number[], q: number): number {
 const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
 const loadLine = (name: string, r: LoadResult) =>
   `| ${name} | ${fmt(r.requests)} | ${r.seconds.toFixed(1)} | **${fmt(r.perSecond)}** | ${r.p50ms.toFixed(1)} | ${r.p99ms.toFixed(1)} | ${r.cpuCores.toFixed(2)} | ${r.pgCores.toFixed(2)} | ${((1e6 * (r.cpuCores + r.pgCores)) / r.perSecond).toFixed(0)} | ${Math.round(r.peakRssMb)} | ${r.genCores.toFixed(2)} |`;
-const delayLine = (name: string, d: number[]) => `| ${name} | ${fmt(d.length)} | ${fmt(pct(d, 0.5))} | **${fmt(pct(d, 0.99))}** | ${fmt(Math.max(...d))} |`;
+const delayLine = (name: string, d: number[]) =>
+  `| ${name} | ${fmt(d.length)} | ${fmt(pct(d, 0.5))} | **${fmt(pct(d, 0.99))}** | ${fmt(Math.max(...d))} |`;
 
 // ---------------------------------------------------------------------------------------------
 /** Vigil (embedded runner) against the naive baseline: the "Uptime" section. */
@@ -158,7 +194,20 @@ async function embeddedAndBaseline(pgUrl: string, db: pg.Client, tmp: string, ch
   const vigil = spawn(process.execPath, [...profile, ...vigilArgs()], {
     cwd: root,
     stdio: ["ignore", "ignore", "inherit"],
-    env: { ...process.env, DATABASE_URL: pgUrl, PORT: String(vigilPort), METRICS_PORT: String(metricsPort), HOST: "127.0.0.1", DATA_DIR: path.join(tmp, "vigil"), LOG_LEVEL: "warn", REDIS_URL: "", TEMPORAL_ADDRESS: "", PG_POOL_SIZE: POOL, MAX_MONITORS_PER_PROJECT: String(MONITORS), RATE_LIMIT_HEARTBEATS_PER_MINUTE: "100000000" },
+    env: {
+      ...process.env,
+      DATABASE_URL: pgUrl,
+      PORT: String(vigilPort),
+      METRICS_PORT: String(metricsPort),
+      HOST: "127.0.0.1",
+      DATA_DIR: path.join(tmp, "vigil"),
+      LOG_LEVEL: "warn",
+      REDIS_URL: "",
+      TEMPORAL_ADDRESS: "",
+      PG_POOL_SIZE: POOL,
+      MAX_MONITORS_PER_PROJECT: String(MONITORS),
+      RATE_LIMIT_HEARTBEATS_PER_MINUTE: "100000000",
+    },
   });
   children.push(vigil);
   await waitHealthy(vigilPort, vigil);
@@ -183,17 +232,28 @@ async function embeddedAndBaseline(pgUrl: string, db: pg.Client, tmp: string, ch
   const incidents0 = (await db.query("SELECT count(*)::int AS n FROM incidents")).rows[0].n;
 
   // 1. Steady heartbeats for every monitor.
-  const xacts = async () => Number((await db.query("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")).rows[0].xact_commit);
+  const xacts = async () =>
+    Number(
+      (await db.query("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")).rows[0]
+        .xact_commit,
+    );
   const x0 = await xacts();
   const steady = await load(vigilPort, key, projectId, 0, STEADY_MS, vigil.pid!);
   console.log("vigil steady", steady, "transactions per heartbeat", ((await xacts()) - x0) / steady.requests);
   const flaps = (await db.query("SELECT count(*)::int AS n FROM incidents")).rows[0].n - incidents0;
 
   // 2. Stop STOPPED monitors; keep beating the others until every stopped one is down.
-  const stoppedIds = (await db.query<{ id: string }>("SELECT id FROM monitors WHERE project_id = $1 AND slug = ANY($2::text[])", [projectId, Array.from({ length: STOPPED }, (_, i) => `m-${i}`)])).rows.map((r) => r.id);
+  const stoppedIds = (
+    await db.query<{ id: string }>("SELECT id FROM monitors WHERE project_id = $1 AND slug = ANY($2::text[])", [
+      projectId,
+      Array.from({ length: STOPPED }, (_, i) => `m-${i}`),
+    ])
+  ).rows.map((r) => r.id);
   let allDown = false;
   const poll = setInterval(async () => {
-    const r = await db.query("SELECT count(*)::int AS n FROM monitors WHERE id = ANY($1::text[]) AND status = 'down'", [stoppedIds]);
+    const r = await db.query("SELECT count(*)::int AS n FROM monitors WHERE id = ANY($1::text[]) AND status = 'down'", [
+      stoppedIds,
+    ]);
     allDown = r.rows[0].n === STOPPED;
   }, 250);
   const during = await load(vigilPort, key, projectId, STOPPED, DETECT_CAP_MS, vigil.pid!, () => allDown);
@@ -203,20 +263,37 @@ async function embeddedAndBaseline(pgUrl: string, db: pg.Client, tmp: string, ch
     [stoppedIds],
   );
   const vigilDelays = det.rows.map((r) => Number(r.d));
-  const lateFlaps = (await db.query("SELECT count(*)::int AS n FROM incidents WHERE NOT (monitor_id = ANY($1::text[]))", [stoppedIds])).rows[0].n - incidents0;
+  const lateFlaps =
+    (await db.query("SELECT count(*)::int AS n FROM incidents WHERE NOT (monitor_id = ANY($1::text[]))", [stoppedIds]))
+      .rows[0].n - incidents0;
   const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-  console.log("vigil detection", { n: vigilDelays.length, p50: pct(vigilDelays, 0.5), p99: pct(vigilDelays, 0.99), max: Math.max(...vigilDelays) });
+  console.log("vigil detection", {
+    n: vigilDelays.length,
+    p50: pct(vigilDelays, 0.5),
+    p99: pct(vigilDelays, 0.99),
+    max: Math.max(...vigilDelays),
+  });
   vigil.kill("SIGTERM");
   await new Promise((r) => vigil.once("exit", r));
 
   // 3. Baseline: per-heartbeat transactions, and a 1 s polling detector, on the same monitors.
-  await db.query("UPDATE monitors SET status = 'up', deadline_at = now() + interval '10 seconds' WHERE project_id = $1", [projectId]);
+  await db.query(
+    "UPDATE monitors SET status = 'up', deadline_at = now() + interval '10 seconds' WHERE project_id = $1",
+    [projectId],
+  );
   const naivePort = await freePort();
-  const naive = spawn(process.execPath, ["--import", "tsx", path.join(root, "bench/uptime.ts"), "--naive-server", String(naivePort), pgUrl, projectId], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
+  const naive = spawn(
+    process.execPath,
+    ["--import", "tsx", path.join(root, "bench/uptime.ts"), "--naive-server", String(naivePort), pgUrl, projectId],
+    { cwd: root, stdio: ["ignore", "ignore", "inherit"] },
+  );
   children.push(naive);
   for (let i = 0; i < 300; i++) {
     try {
-      if ((await post(new http.Agent(), naivePort, `/v1/projects/${projectId}/heartbeats/m-0`, "{}", "x")).status === 200) break;
+      if (
+        (await post(new http.Agent(), naivePort, `/v1/projects/${projectId}/heartbeats/m-0`, "{}", "x")).status === 200
+      )
+        break;
     } catch {
       /* starting */
     }
@@ -243,13 +320,30 @@ async function embeddedAndBaseline(pgUrl: string, db: pg.Client, tmp: string, ch
       await new Promise((res) => setTimeout(res, Math.max(0, 1000 - (Date.now() - t0))));
     }
   })();
-  const naiveDuring = await load(naivePort, "x", projectId, STOPPED, DETECT_CAP_MS, naive.pid!, () => pollDelays.length >= STOPPED);
+  const naiveDuring = await load(
+    naivePort,
+    "x",
+    projectId,
+    STOPPED,
+    DETECT_CAP_MS,
+    naive.pid!,
+    () => pollDelays.length >= STOPPED,
+  );
   polling = false;
   await poller2;
   await pollDb.end();
-  console.log("poll detection", { n: pollDelays.length, p50: pct(pollDelays, 0.5), p99: pct(pollDelays, 0.99), max: Math.max(...pollDelays) });
+  console.log("poll detection", {
+    n: pollDelays.length,
+    p50: pct(pollDelays, 0.5),
+    p99: pct(pollDelays, 0.99),
+    max: Math.max(...pollDelays),
+  });
 
-  const lag = metrics.split("\n").filter((l) => l.startsWith("vigil_scheduler_lag_seconds_") && l.includes("monitor_deadline") && /_(sum|count)/.test(l));
+  const lag = metrics
+    .split("\n")
+    .filter(
+      (l) => l.startsWith("vigil_scheduler_lag_seconds_") && l.includes("monitor_deadline") && /_(sum|count)/.test(l),
+    );
   const section = [
     `Command: \`npm run bench uptime${QUICK ? " -- --quick" : ""}\` (bench/uptime.ts), run ${new Date().toISOString().slice(0, 16)}Z${QUICK ? " — QUICK run (smaller counts)" : ""}.`,
     "",
@@ -279,7 +373,9 @@ async function embeddedAndBaseline(pgUrl: string, db: pg.Client, tmp: string, ch
     `Ratios: heartbeats/s Vigil / baseline **${(steady.perSecond / naiveSteady.perSecond).toFixed(1)}x**; detection p99 baseline / Vigil **${(pct(pollDelays, 0.99) / pct(vigilDelays, 0.99)).toFixed(1)}x**, p50 **${(pct(pollDelays, 0.5) / pct(vigilDelays, 0.5)).toFixed(1)}x**.`,
     `Targets: >= 5,000 heartbeats/s (${steady.perSecond >= 5_000 ? "met" : "not met"}), p99 detection < 1 s (${pct(vigilDelays, 0.99) < 1000 ? "met" : "not met"}).`,
     `Monitors that went down while still beating (the service falling behind): ${flaps} during the steady phase, ${lateFlaps} in all.`,
-    lag.length === 2 ? `Server histogram \`vigil_scheduler_lag_seconds{kind="monitor_deadline"}\`: mean ${((1000 * Number(lag[0].split(" ").pop())) / Number(lag[1].split(" ").pop())).toFixed(0)} ms over ${lag[1].split(" ").pop()} monitors taken down.` : "",
+    lag.length === 2
+      ? `Server histogram \`vigil_scheduler_lag_seconds{kind="monitor_deadline"}\`: mean ${((1000 * Number(lag[0].split(" ").pop())) / Number(lag[1].split(" ").pop())).toFixed(0)} ms over ${lag[1].split(" ").pop()} monitors taken down.`
+      : "",
     "",
   ].join("\n");
   console.log("\n" + section);
@@ -295,7 +391,13 @@ async function main(): Promise<void> {
   try {
     if (EMBEDDED) await embeddedAndBaseline(pgHandle.url, db, tmp, children);
     if (TEMPORAL) {
-      const section = await temporalUptime({ pgUrl: pgHandle.url, tmp, quick: QUICK, sequential: process.argv.includes("--sequential"), pool: POOL });
+      const section = await temporalUptime({
+        pgUrl: pgHandle.url,
+        tmp,
+        quick: QUICK,
+        sequential: process.argv.includes("--sequential"),
+        pool: POOL,
+      });
       console.log("\n" + section);
       await writeBenchSection("Temporal mode: uptime", section);
     }

@@ -36,7 +36,16 @@ async function main(): Promise<void> {
     vigil = spawn(process.execPath, vigilArgs(), {
       cwd: root,
       stdio: ["ignore", "ignore", "inherit"],
-      env: { ...process.env, DATABASE_URL: pgh.url, PORT: String(port), HOST: "127.0.0.1", DATA_DIR: path.join(tmp, "vigil"), LOG_LEVEL: "warn", REDIS_URL: "", TEMPORAL_ADDRESS: "" },
+      env: {
+        ...process.env,
+        DATABASE_URL: pgh.url,
+        PORT: String(port),
+        HOST: "127.0.0.1",
+        DATA_DIR: path.join(tmp, "vigil"),
+        LOG_LEVEL: "warn",
+        REDIS_URL: "",
+        TEMPORAL_ADDRESS: "",
+      },
     });
     await waitHealthy(port, vigil);
     const { key, projectId } = await setupProject(port);
@@ -69,7 +78,10 @@ async function main(): Promise<void> {
       const ids: string[] = [];
       for (let p = 0; p < 2; p++) {
         const t0 = performance.now();
-        const r = await fetch(`http://127.0.0.1:${port}/v1/projects/self/events?limit=50&userId=${user}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, { headers: { authorization: `Bearer ${key}` } });
+        const r = await fetch(
+          `http://127.0.0.1:${port}/v1/projects/self/events?limit=50&userId=${user}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+          { headers: { authorization: `Bearer ${key}` } },
+        );
         const body = await r.json();
         times.push(performance.now() - t0);
         if (r.status !== 200) throw new Error(`listing failed: ${r.status} ${JSON.stringify(body)}`);
@@ -81,7 +93,10 @@ async function main(): Promise<void> {
     }
     async function baselinePage(user: string): Promise<{ ms: number; ids: string[] }> {
       const t0 = performance.now();
-      const r = await db.query(`SELECT ${COLUMNS} FROM events WHERE project_id = $1 AND user_id = $2 ORDER BY ts DESC, id DESC LIMIT 51`, [projectId, user]);
+      const r = await db.query(
+        `SELECT ${COLUMNS} FROM events WHERE project_id = $1 AND user_id = $2 ORDER BY ts DESC, id DESC LIMIT 51`,
+        [projectId, user],
+      );
       return { ms: performance.now() - t0, ids: r.rows.map((x) => x.id) };
     }
 
@@ -99,7 +114,9 @@ async function main(): Promise<void> {
       vigilRuns.set(u, acc);
     }
     const t0 = performance.now();
-    await db.query("CREATE INDEX bench_old_user_idx ON events (project_id, user_id, ts DESC) WHERE user_id IS NOT NULL");
+    await db.query(
+      "CREATE INDEX bench_old_user_idx ON events (project_id, user_id, ts DESC) WHERE user_id IS NOT NULL",
+    );
     const indexSeconds = (performance.now() - t0) / 1000;
     const rowsOut: string[] = [];
     for (const u of users) {
@@ -113,16 +130,23 @@ async function main(): Promise<void> {
       }
       const v = vigilRuns.get(u)!;
       // Same answer: the first 50 ids of Vigil's pages equal the baseline's first 50.
-      if (JSON.stringify(v.ids.slice(0, 50)) !== JSON.stringify(ids.slice(0, 50))) throw new Error(`different answers for ${u}`);
-      const count = (await db.query("SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND user_id = $2", [projectId, u])).rows[0].n;
-      rowsOut.push(`| ${u} | ${count.toLocaleString("en-US")} | ${median(v.first).toFixed(1)} | ${v.next.length ? median(v.next).toFixed(1) : "-"} | ${median(times).toFixed(1)} | ${(median(v.first) / median(times)).toFixed(1)}x |`);
+      if (JSON.stringify(v.ids.slice(0, 50)) !== JSON.stringify(ids.slice(0, 50)))
+        throw new Error(`different answers for ${u}`);
+      const count = (
+        await db.query("SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND user_id = $2", [projectId, u])
+      ).rows[0].n;
+      rowsOut.push(
+        `| ${u} | ${count.toLocaleString("en-US")} | ${median(v.first).toFixed(1)} | ${v.next.length ? median(v.next).toFixed(1) : "-"} | ${median(times).toFixed(1)} | ${(median(v.first) / median(times)).toFixed(1)}x |`,
+      );
     }
     const section = [
       `Command: \`npm run bench users${QUICK ? " -- --quick" : ""}\` (bench/users.ts), run ${new Date().toISOString().slice(0, 16)}Z.`,
       "",
       `${EVENTS.toLocaleString("en-US")} events over ${DAYS} days in one project (${Math.round(EVENTS / (DAYS * 24)).toLocaleString("en-US")} per hour), ${USERS.toLocaleString("en-US")} sparse users`,
       `and one heavy user with 2% of the events; ${hourRows.toLocaleString("en-US")} rows in event_user_hours. Vigil: \`GET .../events?userId=&limit=50\``,
-      "over HTTP (auth, settle, JSON), first page and the next page, medians of " + RUNS + " runs. Baseline: the same first",
+      "over HTTP (auth, settle, JSON), first page and the next page, medians of " +
+        RUNS +
+        " runs. Baseline: the same first",
       "page through the former per-event index `(project_id, user_id, ts DESC)` as plain SQL on the same",
       `database (no HTTP; built for this comparison in ${indexSeconds.toFixed(1)} s). Both answers are checked equal.`,
       "",

@@ -19,7 +19,15 @@ import path from "node:path";
 import pino from "pino";
 import { startEmbeddedPostgres } from "../src/storage/embedded.js";
 import { freePort, postgresCpuSeconds, vigilArgs, writeBenchSection } from "./_shared.js";
-import { createDatabase, startBenchTemporal, startVigil, workflowTaskDelta, workflowTaskStats, type BenchTemporal, type BenchVigil } from "./_temporal.js";
+import {
+  createDatabase,
+  startBenchTemporal,
+  startVigil,
+  workflowTaskDelta,
+  workflowTaskStats,
+  type BenchTemporal,
+  type BenchVigil,
+} from "./_temporal.js";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const QUICK = process.argv.includes("--quick");
@@ -37,19 +45,34 @@ const SCALE = Number(process.env.BENCH_SCALE ?? (QUICK ? 0.2 : 1));
 const COMPARE_EVENTS = Math.max(100, Math.round(2_000 * SCALE));
 const COMPARE_CAP_MS = 180_000;
 
-
 const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
-function request(port: number, method: string, p: string, body: unknown, headers: Record<string, string>): Promise<{ status: number; body: any; headers: http.IncomingHttpHeaders }> {
+function request(
+  port: number,
+  method: string,
+  p: string,
+  body: unknown,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: any; headers: http.IncomingHttpHeaders }> {
   return new Promise((resolve, reject) => {
     const data = body === undefined ? undefined : JSON.stringify(body);
-    const req = http.request({ host: "127.0.0.1", port, method, path: p, agent, headers: { ...headers, ...(data ? { "content-type": "application/json" } : {}) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c) => chunks.push(c));
-      res.on("end", () => {
-        const text = Buffer.concat(chunks).toString("utf8");
-        resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined, headers: res.headers });
-      });
-    });
+    const req = http.request(
+      {
+        host: "127.0.0.1",
+        port,
+        method,
+        path: p,
+        agent,
+        headers: { ...headers, ...(data ? { "content-type": "application/json" } : {}) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c) => chunks.push(c));
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString("utf8");
+          resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined, headers: res.headers });
+        });
+      },
+    );
     req.on("error", reject);
     req.end(data);
   });
@@ -59,7 +82,15 @@ const accepted = new Map<string, number>(); // event id -> time its 202 arrived
 const firstArrival = new Map<string, number>(); // event id -> first attempt at the receiver
 let arrivals = 0;
 
-async function ingest(port: number, key: string, type: string, total: number, batch: number, concurrency: number, paceMs = 0): Promise<number> {
+async function ingest(
+  port: number,
+  key: string,
+  type: string,
+  total: number,
+  batch: number,
+  concurrency: number,
+  paceMs = 0,
+): Promise<number> {
   const started = performance.now();
   let sent = 0;
   const worker = async () => {
@@ -67,7 +98,19 @@ async function ingest(port: number, key: string, type: string, total: number, ba
       const n = Math.min(batch, total - sent);
       sent += n;
       const t0 = performance.now();
-      const r = await request(port, "POST", "/v1/events/batch", { events: Array.from({ length: n }, (_, i) => ({ type, userId: `u${i % 50}`, data: { i, plan: "pro", amount: 12.5 } })) }, { authorization: `Bearer ${key}` });
+      const r = await request(
+        port,
+        "POST",
+        "/v1/events/batch",
+        {
+          events: Array.from({ length: n }, (_, i) => ({
+            type,
+            userId: `u${i % 50}`,
+            data: { i, plan: "pro", amount: 12.5 },
+          })),
+        },
+        { authorization: `Bearer ${key}` },
+      );
       if (r.status !== 202) throw new Error(`ingest ${r.status}: ${JSON.stringify(r.body)}`);
       const now = performance.now();
       for (const e of r.body.data.events) accepted.set(e.id, now);
@@ -92,20 +135,63 @@ async function waitUntil(fn: () => boolean, ms: number): Promise<boolean> {
 }
 
 /** One Vigil process (embedded runner): ingestion with and without a webhook, drain, first attempt. The "Webhooks" section. */
-async function embeddedSection(databaseUrl: string, tmp: string, children: ChildProcess[], rxPort: number): Promise<void> {
+async function embeddedSection(
+  databaseUrl: string,
+  tmp: string,
+  children: ChildProcess[],
+  rxPort: number,
+): Promise<void> {
   const port = await freePort();
   const vigil = spawn(process.execPath, vigilArgs(), {
     cwd: root,
     stdio: ["ignore", "ignore", "inherit"],
-    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), DATA_DIR: path.join(tmp, "vigil"), LOG_LEVEL: "warn", RATE_LIMIT_EVENTS_PER_MINUTE: "100000000", RATE_LIMIT_BATCHES_PER_MINUTE: "100000000", WEBHOOK_ALLOW_PRIVATE: "true", REDIS_URL: "", TEMPORAL_ADDRESS: "" },
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      DATA_DIR: path.join(tmp, "vigil"),
+      LOG_LEVEL: "warn",
+      RATE_LIMIT_EVENTS_PER_MINUTE: "100000000",
+      RATE_LIMIT_BATCHES_PER_MINUTE: "100000000",
+      WEBHOOK_ALLOW_PRIVATE: "true",
+      REDIS_URL: "",
+      TEMPORAL_ADDRESS: "",
+    },
   });
   children.push(vigil);
-  if (!(await (async () => { for (let i = 0; i < 600; i++) { try { if ((await request(port, "GET", "/health", undefined, {})).status === 200) return true; } catch { /* starting */ } await new Promise((r) => setTimeout(r, 100)); } return false; })())) throw new Error("vigil did not start");
-  const su = await request(port, "POST", "/v1/auth/signup", { email: `bench-${Date.now()}@example.com`, password: "correct horse battery" }, {});
+  if (
+    !(await (async () => {
+      for (let i = 0; i < 600; i++) {
+        try {
+          if ((await request(port, "GET", "/health", undefined, {})).status === 200) return true;
+        } catch {
+          /* starting */
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      return false;
+    })())
+  )
+    throw new Error("vigil did not start");
+  const su = await request(
+    port,
+    "POST",
+    "/v1/auth/signup",
+    { email: `bench-${Date.now()}@example.com`, password: "correct horse battery" },
+    {},
+  );
   const cookie = String(su.headers["set-cookie"]?.[0]).split(";")[0];
   const prj = await request(port, "POST", "/v1/projects", { name: "bench", platform: "node" }, { cookie });
   const projectId = prj.body.data.id;
-  const key = (await request(port, "POST", `/v1/projects/${projectId}/api-keys`, { name: "b", environment: "production" }, { cookie })).body.data.secret;
+  const key = (
+    await request(
+      port,
+      "POST",
+      `/v1/projects/${projectId}/api-keys`,
+      { name: "b", environment: "production" },
+      { cookie },
+    )
+  ).body.data.secret;
 
   // warm-up (JIT, partitions, pools)
   await ingest(port, key, "warmup", 2_000, BATCH, CONCURRENCY);
@@ -115,7 +201,13 @@ async function embeddedSection(databaseUrl: string, tmp: string, children: Child
   console.log(`A baseline ingestion: ${baseline.toFixed(0)} events/s`);
 
   // B. a webhook watches every event: ingestion throughput and delivery drain rate
-  const wh = await request(port, "POST", `/v1/projects/${projectId}/webhooks`, { url: `http://127.0.0.1:${rxPort}/hook`, events: ["order.paid", "signup"] }, { cookie });
+  const wh = await request(
+    port,
+    "POST",
+    `/v1/projects/${projectId}/webhooks`,
+    { url: `http://127.0.0.1:${rxPort}/hook`, events: ["order.paid", "signup"] },
+    { cookie },
+  );
   if (wh.status !== 201) throw new Error(`webhook: ${wh.status}`);
   const before = arrivals;
   const bStart = performance.now();
@@ -125,7 +217,9 @@ async function embeddedSection(databaseUrl: string, tmp: string, children: Child
   const bEnd = performance.now();
   const delivered = arrivals - before;
   const deliveriesPerSecond = delivered / ((bEnd - bStart) / 1000);
-  console.log(`B deliveries: ${delivered}/${EVENTS} in ${((bEnd - bStart) / 1000).toFixed(2)} s = ${deliveriesPerSecond.toFixed(0)} deliveries/s${drained ? "" : " (cap reached)"}`);
+  console.log(
+    `B deliveries: ${delivered}/${EVENTS} in ${((bEnd - bStart) / 1000).toFixed(2)} s = ${deliveriesPerSecond.toFixed(0)} deliveries/s${drained ? "" : " (cap reached)"}`,
+  );
 
   // C. paced ingestion: acceptance -> first attempt delay
   accepted.clear();
@@ -133,10 +227,15 @@ async function embeddedSection(databaseUrl: string, tmp: string, children: Child
   const perTick = 50;
   await ingest(port, key, "signup", PACED_RATE * PACED_SECONDS, perTick, 1, (perTick / PACED_RATE) * 1000);
   await waitUntil(() => [...accepted.keys()].every((id) => firstArrival.has(id)), 30_000);
-  const delays = [...accepted].filter(([id]) => firstArrival.has(id)).map(([id, t]) => Math.max(0, firstArrival.get(id)! - t)).sort((x, y) => x - y);
+  const delays = [...accepted]
+    .filter(([id]) => firstArrival.has(id))
+    .map(([id, t]) => Math.max(0, firstArrival.get(id)! - t))
+    .sort((x, y) => x - y);
   const p50 = pct(delays, 0.5);
   const p99 = pct(delays, 0.99);
-  console.log(`C first-attempt delay over ${delays.length} events at ${PACED_RATE}/s: p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms`);
+  console.log(
+    `C first-attempt delay over ${delays.length} events at ${PACED_RATE}/s: p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms`,
+  );
 
   const ratio = withHooks / baseline;
   const section = [
@@ -158,11 +257,32 @@ async function embeddedSection(databaseUrl: string, tmp: string, children: Child
 
 /** Signs up, creates a project, an API key and a webhook watching every event type the bench sends. */
 async function account(port: number, rxPort: number): Promise<{ key: string; projectId: string }> {
-  const su = await request(port, "POST", "/v1/auth/signup", { email: `bench-${Date.now()}-${port}@example.com`, password: "correct horse battery" }, {});
+  const su = await request(
+    port,
+    "POST",
+    "/v1/auth/signup",
+    { email: `bench-${Date.now()}-${port}@example.com`, password: "correct horse battery" },
+    {},
+  );
   const cookie = String(su.headers["set-cookie"]?.[0]).split(";")[0];
-  const projectId = (await request(port, "POST", "/v1/projects", { name: "bench", platform: "node" }, { cookie })).body.data.id;
-  const key = (await request(port, "POST", `/v1/projects/${projectId}/api-keys`, { name: "b", environment: "production" }, { cookie })).body.data.secret;
-  const wh = await request(port, "POST", `/v1/projects/${projectId}/webhooks`, { url: `http://127.0.0.1:${rxPort}/hook`, events: ["order.paid", "signup"] }, { cookie });
+  const projectId = (await request(port, "POST", "/v1/projects", { name: "bench", platform: "node" }, { cookie })).body
+    .data.id;
+  const key = (
+    await request(
+      port,
+      "POST",
+      `/v1/projects/${projectId}/api-keys`,
+      { name: "b", environment: "production" },
+      { cookie },
+    )
+  ).body.data.secret;
+  const wh = await request(
+    port,
+    "POST",
+    `/v1/projects/${projectId}/webhooks`,
+    { url: `http://127.0.0.1:${rxPort}/hook`, events: ["order.paid", "signup"] },
+    { cookie },
+  );
   if (wh.status !== 201) throw new Error(`webhook: ${wh.status}`);
   return { key, projectId };
 }
@@ -193,13 +313,29 @@ async function drain(r: Runner, n: number, temporal: BenchTemporal): Promise<Dra
   const drained = await waitUntil(() => arrivals - before >= n, COMPARE_CAP_MS);
   const seconds = (performance.now() - t0) / 1000;
   const delivered = arrivals - before;
-  const cores = { vigil: (r.vigil.cpu() - c0.v) / seconds, temporal: (temporal.cpu() - c0.t) / seconds, pg: (postgresCpuSeconds() - c0.pg) / seconds };
+  const cores = {
+    vigil: (r.vigil.cpu() - c0.v) / seconds,
+    temporal: (temporal.cpu() - c0.t) / seconds,
+    pg: (postgresCpuSeconds() - c0.pg) / seconds,
+  };
   const wft = workflowTaskDelta(m0, workflowTaskStats(await r.vigil.metrics(), ".webhooks"));
   // Whatever is left must not run into the next measure.
   if (!drained) await waitUntil(() => arrivals - before >= n, COMPARE_CAP_MS);
-  console.log(`${r.name}: ${delivered}/${n} deliveries in ${seconds.toFixed(1)} s = ${(delivered / seconds).toFixed(0)}/s${drained ? "" : " (cap reached)"}`);
-  if (r.name === "Temporal") console.log(`  workflow tasks ${wft.tasks}, mean execution ${wft.execMs.toFixed(0)} ms, mean schedule-to-start ${wft.waitMs.toFixed(0)} ms`);
-  return { delivered, seconds, perSecond: delivered / seconds, drained, cores: r.name === "Temporal" ? cores : { ...cores, temporal: NaN }, wft: r.name === "Temporal" ? wft : undefined };
+  console.log(
+    `${r.name}: ${delivered}/${n} deliveries in ${seconds.toFixed(1)} s = ${(delivered / seconds).toFixed(0)}/s${drained ? "" : " (cap reached)"}`,
+  );
+  if (r.name === "Temporal")
+    console.log(
+      `  workflow tasks ${wft.tasks}, mean execution ${wft.execMs.toFixed(0)} ms, mean schedule-to-start ${wft.waitMs.toFixed(0)} ms`,
+    );
+  return {
+    delivered,
+    seconds,
+    perSecond: delivered / seconds,
+    drained,
+    cores: r.name === "Temporal" ? cores : { ...cores, temporal: NaN },
+    wft: r.name === "Temporal" ? wft : undefined,
+  };
 }
 
 /** Paced ingestion at `rate` events/s for PACED_SECONDS: acceptance (202) -> first attempt delays, sorted. */
@@ -210,8 +346,13 @@ async function firstAttempts(r: Runner, rate: number): Promise<{ delays: number[
   const sent = Math.round(rate * PACED_SECONDS);
   await ingest(r.vigil.port, r.key, "signup", sent, perTick, 1, (perTick / rate) * 1000);
   await waitUntil(() => [...accepted.keys()].every((id) => firstArrival.has(id)), 60_000);
-  const delays = [...accepted].filter(([id]) => firstArrival.has(id)).map(([id, t]) => Math.max(0, firstArrival.get(id)! - t)).sort((x, y) => x - y);
-  console.log(`${r.name}: first attempt over ${delays.length}/${sent} events at ${rate}/s: p50 ${pct(delays, 0.5).toFixed(1)} ms, p99 ${pct(delays, 0.99).toFixed(1)} ms`);
+  const delays = [...accepted]
+    .filter(([id]) => firstArrival.has(id))
+    .map(([id, t]) => Math.max(0, firstArrival.get(id)! - t))
+    .sort((x, y) => x - y);
+  console.log(
+    `${r.name}: first attempt over ${delays.length}/${sent} events at ${rate}/s: p50 ${pct(delays, 0.5).toFixed(1)} ms, p99 ${pct(delays, 0.99).toFixed(1)} ms`,
+  );
   return { delays, sent };
 }
 
@@ -224,10 +365,17 @@ async function temporalSection(pgUrl: string, tmp: string, rxPort: number): Prom
   const temporal = await startBenchTemporal();
   const runners: Runner[] = [];
   try {
-    const env = { RATE_LIMIT_EVENTS_PER_MINUTE: "100000000", RATE_LIMIT_BATCHES_PER_MINUTE: "100000000", RATE_LIMIT_WRITES_PER_MINUTE: "100000000", WEBHOOK_ALLOW_PRIVATE: "true" };
+    const env = {
+      RATE_LIMIT_EVENTS_PER_MINUTE: "100000000",
+      RATE_LIMIT_BATCHES_PER_MINUTE: "100000000",
+      RATE_LIMIT_WRITES_PER_MINUTE: "100000000",
+      WEBHOOK_ALLOW_PRIVATE: "true",
+    };
     const [emb, tem] = await Promise.all([
       createDatabase(pgUrl, "bench_wh_embedded").then((u) => startVigil(u, path.join(tmp, "emb"), env)),
-      createDatabase(pgUrl, "bench_wh_temporal").then((u) => startVigil(u, path.join(tmp, "tem"), { ...env, TEMPORAL_ADDRESS: temporal.server.address })),
+      createDatabase(pgUrl, "bench_wh_temporal").then((u) =>
+        startVigil(u, path.join(tmp, "tem"), { ...env, TEMPORAL_ADDRESS: temporal.server.address }),
+      ),
     ]);
     runners.push({ name: "embedded", vigil: emb, key: "" }, { name: "Temporal", vigil: tem, key: "" });
     for (const r of runners) {
@@ -240,12 +388,16 @@ async function temporalSection(pgUrl: string, tmp: string, rxPort: number): Prom
     const drains: Drain[] = [];
     for (const r of runners) drains.push(await drain(r, COMPARE_EVENTS, temporal));
     // Paced well under the slower runner's capacity (half its drain rate), the same rate for both.
-    const rate = Math.max(10, Math.min(PACED_RATE, Math.floor(Math.min(...drains.map((d) => d.perSecond)) / 2 / 10) * 10));
+    const rate = Math.max(
+      10,
+      Math.min(PACED_RATE, Math.floor(Math.min(...drains.map((d) => d.perSecond)) / 2 / 10) * 10),
+    );
     const firsts: { delays: number[]; sent: number }[] = [];
     for (const r of runners) firsts.push(await firstAttempts(r, rate));
     const [de, dt] = drains;
     const [fe, ft] = firsts;
-    const cpu = (d: Drain) => `Vigil ${d.cores.vigil.toFixed(2)}${Number.isFinite(d.cores.temporal) ? `, dev server ${d.cores.temporal.toFixed(2)}` : ""}, PostgreSQL ${d.cores.pg.toFixed(2)}`;
+    const cpu = (d: Drain) =>
+      `Vigil ${d.cores.vigil.toFixed(2)}${Number.isFinite(d.cores.temporal) ? `, dev server ${d.cores.temporal.toFixed(2)}` : ""}, PostgreSQL ${d.cores.pg.toFixed(2)}`;
     const line = (name: string, d: Drain, f: { delays: number[]; sent: number }) =>
       `| ${name} | ${d.delivered}/${COMPARE_EVENTS} in ${d.seconds.toFixed(1)} s: **${d.perSecond.toFixed(0)} deliveries/s**${d.drained ? "" : " (cap reached)"} | ${cpu(d)} | ${f.delays.length}/${f.sent}: p50 ${pct(f.delays, 0.5).toFixed(1)} ms, p99 **${pct(f.delays, 0.99).toFixed(1)} ms** |`;
     const full = SCALE === 1;

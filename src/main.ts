@@ -40,8 +40,15 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   process.off("uncaughtException", crashed);
-  log.info({ host: config.host, port, role: config.role, database: config.databaseUrl ? "external" : "embedded" }, `Vigil listening on http://${config.host}:${port}`);
-  if (config.metrics) log.info({ host: config.metrics.host, port: app.metricsPort }, `metrics on http://${config.metrics.host}:${app.metricsPort}/metrics`);
+  log.info(
+    { host: config.host, port, role: config.role, database: config.databaseUrl ? "external" : "embedded" },
+    `Vigil listening on http://${config.host}:${port}`,
+  );
+  if (config.metrics)
+    log.info(
+      { host: config.metrics.host, port: app.metricsPort },
+      `metrics on http://${config.metrics.host}:${app.metricsPort}/metrics`,
+    );
   else log.info("metrics not served (METRICS_PORT=off)");
 
   let stopping = false;
@@ -66,8 +73,14 @@ async function main(): Promise<void> {
 function startupError(err: unknown, config: Config): string {
   const e = err as NodeJS.ErrnoException & { port?: number; address?: string };
   if ((e?.code === "EADDRINUSE" || e?.code === "EACCES" || e?.code === "EADDRNOTAVAIL") && typeof e.port === "number") {
-    const setting = e.port === config.metrics?.port ? "METRICS_PORT" : e.port === config.grpcPort ? "GRPC_PORT" : "PORT";
-    const why = e.code === "EADDRINUSE" ? "is already in use" : e.code === "EACCES" ? "may not be bound by this user" : "is not an address of this machine";
+    const setting =
+      e.port === config.metrics?.port ? "METRICS_PORT" : e.port === config.grpcPort ? "GRPC_PORT" : "PORT";
+    const why =
+      e.code === "EADDRINUSE"
+        ? "is already in use"
+        : e.code === "EACCES"
+          ? "may not be bound by this user"
+          : "is not an address of this machine";
     return `${e.address ?? ""}:${e.port} ${why} (${e.code}); set ${setting}${e.code === "EADDRNOTAVAIL" ? " or HOST" : ""} to another port, or stop what listens there`;
   }
   const message = err instanceof Error ? err.message : String(err);

@@ -89,7 +89,9 @@ export const HOW_TO_GET_REDIS =
 async function redisServer(env: NodeJS.ProcessEnv, say: (l: string) => void): Promise<string> {
   if (env.REDIS_SERVER) {
     if (await runs(env.REDIS_SERVER, env)) return env.REDIS_SERVER;
-    throw new PreflightError(`npm test: REDIS_SERVER=${env.REDIS_SERVER} does not run (\`${env.REDIS_SERVER} --version\` failed); ${HOW_TO_GET_REDIS}`);
+    throw new PreflightError(
+      `npm test: REDIS_SERVER=${env.REDIS_SERVER} does not run (\`${env.REDIS_SERVER} --version\` failed); ${HOW_TO_GET_REDIS}`,
+    );
   }
   const found = onPath("redis-server", env);
   if (found && (await runs(found, env))) return found;
@@ -100,14 +102,33 @@ async function redisServer(env: NodeJS.ProcessEnv, say: (l: string) => void): Pr
 }
 
 /** Installs a package with the machine's package manager; says what it tried (for the error line). */
-async function install(what: string, pkg: { apt: string; brew: string }, env: NodeJS.ProcessEnv, say: (l: string) => void): Promise<string> {
-  if (env.VIGIL_TEST_NO_INSTALL === "1" || env.VIGIL_TEST_NO_INSTALL === "true") return "installing is turned off (VIGIL_TEST_NO_INSTALL)";
+async function install(
+  what: string,
+  pkg: { apt: string; brew: string },
+  env: NodeJS.ProcessEnv,
+  say: (l: string) => void,
+): Promise<string> {
+  if (env.VIGIL_TEST_NO_INSTALL === "1" || env.VIGIL_TEST_NO_INSTALL === "true")
+    return "installing is turned off (VIGIL_TEST_NO_INSTALL)";
   const aptGet = onPath("apt-get", env);
   if (aptGet) {
     const isRoot = process.getuid?.() === 0;
     const sudo = isRoot ? undefined : onPath("sudo", env);
-    if (!isRoot && !(sudo && (await run(sudo, ["-n", "true"], { env }).then(() => true, () => false)))) return "apt-get needs root (run as root, or with password-less sudo)";
-    const cmd = (args: string[]) => (isRoot ? run(aptGet, args, { env: aptEnv(env), timeout: 600_000 }) : run(sudo!, ["-n", aptGet, ...args], { env: aptEnv(env), timeout: 600_000 }));
+    if (
+      !isRoot &&
+      !(
+        sudo &&
+        (await run(sudo, ["-n", "true"], { env }).then(
+          () => true,
+          () => false,
+        ))
+      )
+    )
+      return "apt-get needs root (run as root, or with password-less sudo)";
+    const cmd = (args: string[]) =>
+      isRoot
+        ? run(aptGet, args, { env: aptEnv(env), timeout: 600_000 })
+        : run(sudo!, ["-n", aptGet, ...args], { env: aptEnv(env), timeout: 600_000 });
     say(`npm test: ${what} is missing: installing ${pkg.apt} with apt-get`);
     try {
       await cmd(["update", "-qq"]);
@@ -135,7 +156,13 @@ const aptEnv = (env: NodeJS.ProcessEnv) => ({ ...env, DEBIAN_FRONTEND: "noninter
 function firstLine(err: unknown): string {
   const e = err as { stderr?: string; message?: string };
   const text = (e.stderr || e.message || String(err)).trim();
-  return text.split("\n").find((l) => l.trim())?.trim().slice(0, 200) ?? "unknown error";
+  return (
+    text
+      .split("\n")
+      .find((l) => l.trim())
+      ?.trim()
+      .slice(0, 200) ?? "unknown error"
+  );
 }
 
 /** The embedded PostgreSQL server for this platform, run once; undefined when it works, else the line to print. */
@@ -145,7 +172,13 @@ async function embeddedPostgres(): Promise<string | undefined> {
   try {
     const req = createRequire(path.join(root, "package.json"));
     // The package exports dist/index.js; the binaries are in native/bin beside it.
-    bin = path.join(path.dirname(req.resolve(pkg)), "..", "native", "bin", process.platform === "win32" ? "postgres.exe" : "postgres");
+    bin = path.join(
+      path.dirname(req.resolve(pkg)),
+      "..",
+      "native",
+      "bin",
+      process.platform === "win32" ? "postgres.exe" : "postgres",
+    );
   } catch {
     return `npm test: PostgreSQL is missing: the embedded server's package ${pkg} is not installed; run npm ci (optional dependencies included), or set DATABASE_URL to a PostgreSQL 13+ server`;
   }

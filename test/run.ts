@@ -88,7 +88,11 @@ async function runAll(cli: string, temporal: TemporalServer): Promise<number> {
   const admin = new pg.Client({ connectionString: adminUrl });
   // A test that terminates backends (a database outage) may end this connection too (57P01): say so,
   // without crashing the runner and hiding the failing file's own report.
-  admin.on("error", (err) => console.error(`test runner: its admin connection to PostgreSQL ended (${err.message}); the files' own results follow`));
+  admin.on("error", (err) =>
+    console.error(
+      `test runner: its admin connection to PostgreSQL ended (${err.message}); the files' own results follow`,
+    ),
+  );
   await admin.connect();
   await admin.query(`DROP DATABASE IF EXISTS ${template}`);
   await admin.query(`CREATE DATABASE ${template}`);
@@ -112,13 +116,26 @@ async function runAll(cli: string, temporal: TemporalServer): Promise<number> {
     console.log(`\n=== ${title}: ${list.length} file(s) ===\n`);
     const started = Date.now();
     return new Promise<number>((resolve) => {
-      const child = spawn(process.execPath, ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, ...flags, ...list], {
-        stdio: "inherit",
-        cwd: root,
-        env: { ...process.env, VIGIL_TEST_ADMIN_URL: adminUrl, VIGIL_TEST_TEMPLATE: template, VIGIL_TEST_TEMPORAL_ADDRESS: temporal.address, TEMPORAL_CLI: cli, ...extraEnv },
-      });
+      const child = spawn(
+        process.execPath,
+        ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, ...flags, ...list],
+        {
+          stdio: "inherit",
+          cwd: root,
+          env: {
+            ...process.env,
+            VIGIL_TEST_ADMIN_URL: adminUrl,
+            VIGIL_TEST_TEMPLATE: template,
+            VIGIL_TEST_TEMPORAL_ADDRESS: temporal.address,
+            TEMPORAL_CLI: cli,
+            ...extraEnv,
+          },
+        },
+      );
       child.on("exit", (c) => {
-        console.log(`\n=== ${title}: ${c === 0 ? "passed" : "FAILED"} in ${Math.round((Date.now() - started) / 1000)} s ===`);
+        console.log(
+          `\n=== ${title}: ${c === 0 ? "passed" : "FAILED"} in ${Math.round((Date.now() - started) / 1000)} s ===`,
+        );
         resolve(c ?? 1);
       });
     });
@@ -128,24 +145,41 @@ async function runAll(cli: string, temporal: TemporalServer): Promise<number> {
   // time, after the rest (which run two at a time).
   const live = files.filter((f) => rel(f).startsWith("test/temporal/"));
   const rest = files.filter((f) => !live.includes(f));
-  if (!temporalOnly && rest.length) results.push(["pass 1 (embedded runner)", await runPass("pass 1 (embedded runner)", rest, {})]);
-  if (!temporalOnly && live.length) results.push(["pass 1b (live Temporal suites)", await runPass("pass 1b (live Temporal suites, one file at a time)", live, {}, 1)]);
+  if (!temporalOnly && rest.length)
+    results.push(["pass 1 (embedded runner)", await runPass("pass 1 (embedded runner)", rest, {})]);
+  if (!temporalOnly && live.length)
+    results.push([
+      "pass 1b (live Temporal suites)",
+      await runPass("pass 1b (live Temporal suites, one file at a time)", live, {}, 1),
+    ]);
   if (temporalPass) {
     await dropTestDatabases(admin).catch(() => undefined); // room for pass 2; best effort
-    results.push(["pass 2 (Temporal runner)", await runPass("pass 2 (Temporal runner, TEMPORAL_ADDRESS set)", temporalFiles, { VIGIL_TEST_TEMPORAL: "1" })]);
+    results.push([
+      "pass 2 (Temporal runner)",
+      await runPass("pass 2 (Temporal runner, TEMPORAL_ADDRESS set)", temporalFiles, { VIGIL_TEST_TEMPORAL: "1" }),
+    ]);
   }
-  if (results.length > 1) for (const [title, c] of results) console.log(`npm test: ${title} ${c === 0 ? "passed" : "FAILED"}`);
+  if (results.length > 1)
+    for (const [title, c] of results) console.log(`npm test: ${title} ${c === 0 ? "passed" : "FAILED"}`);
   const code = results.find(([, c]) => c !== 0)?.[1] ?? 0;
   await cleanup(admin, template, stop, tmp);
   return code;
 }
 
 async function dropTestDatabases(admin: pg.Client): Promise<void> {
-  const dbs = await admin.query<{ datname: string }>("SELECT datname FROM pg_database WHERE datname LIKE $1", ["vigil\\_t\\_%"]); // not the template vigil_tpl_*
-  for (const { datname } of dbs.rows) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`).catch(() => undefined);
+  const dbs = await admin.query<{ datname: string }>("SELECT datname FROM pg_database WHERE datname LIKE $1", [
+    "vigil\\_t\\_%",
+  ]); // not the template vigil_tpl_*
+  for (const { datname } of dbs.rows)
+    await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`).catch(() => undefined);
 }
 
-async function cleanup(admin: pg.Client, template: string, stop: (() => Promise<void>) | undefined, tmp: string | undefined): Promise<void> {
+async function cleanup(
+  admin: pg.Client,
+  template: string,
+  stop: (() => Promise<void>) | undefined,
+  tmp: string | undefined,
+): Promise<void> {
   // Best effort: the admin connection may have been ended by a test (the embedded cluster stops below anyway).
   await dropTestDatabases(admin).catch(() => undefined);
   await admin.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`).catch(() => undefined);

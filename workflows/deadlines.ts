@@ -1,4 +1,12 @@
-import { condition, continueAsNew, proxyLocalActivities, setCurrentDetails, setHandler, sleep, workflowInfo } from "@temporalio/workflow";
+import {
+  condition,
+  continueAsNew,
+  proxyLocalActivities,
+  setCurrentDetails,
+  setHandler,
+  sleep,
+  workflowInfo,
+} from "@temporalio/workflow";
 import type { DeadlineScanInput, UptimeActivities } from "../src/uptime/activities.js";
 import { wakeSignal } from "./signals.js";
 
@@ -37,7 +45,11 @@ export async function deadlineScanWorkflow(input: DeadlineScanInput): Promise<vo
     const r = await scanDeadlines();
     if (r.more) continue; // a full batch was taken down: the rest at once
     const waitMs = r.sleepMs === null ? input.idleMs : r.sleepMs;
-    setCurrentDetails(r.sleepMs === null ? "no deadline pending" : `next deadline in ${Math.round(waitMs)} ms; ${r.opened} monitor(s) taken down by the last scan`);
+    setCurrentDetails(
+      r.sleepMs === null
+        ? "no deadline pending"
+        : `next deadline in ${Math.round(waitMs)} ms; ${r.opened} monitor(s) taken down by the last scan`,
+    );
     const gapLeft = () => input.gapMs - (Date.now() - began);
     if (!woken) await condition(() => woken, Math.max(1, waitMs, gapLeft()));
     if (gapLeft() > 0) await sleep(gapLeft());

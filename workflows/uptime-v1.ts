@@ -32,7 +32,8 @@ export async function monitorLoopV1(input: { monitorId: string }): Promise<void>
     const r = await checkMonitorDeadline(input.monitorId);
     if (!r.exists) return;
     if (woken) continue;
-    if (r.nextCheckAt === null) await condition(() => woken); // down, paused or unknown: wait for a signal
+    if (r.nextCheckAt === null)
+      await condition(() => woken); // down, paused or unknown: wait for a signal
     else await condition(() => woken, Math.max(MIN_SLEEP_MS, r.nextCheckAt - Date.now()));
   }
   await continueAsNew(input);

@@ -1,4 +1,13 @@
-import { condition, continueAsNew, patched, proxyLocalActivities, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo } from "@temporalio/workflow";
+import {
+  condition,
+  continueAsNew,
+  patched,
+  proxyLocalActivities,
+  setCurrentDetails,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from "@temporalio/workflow";
 import { VigilMonitorSlug, VigilMonitorStatus } from "../src/temporal/search-attributes.js";
 import type { MonitorWorkflowInput, UptimeActivities } from "../src/uptime/activities.js";
 import { wakeSignal } from "./signals.js";
@@ -64,7 +73,11 @@ export async function monitorDeadlineWorkflow(input: MonitorWorkflowInput): Prom
       continue;
     }
     const sleepMs = r.sleepMs === null ? idleMs : Math.max(MIN_SLEEP_MS, r.sleepMs);
-    setCurrentDetails(r.sleepMs === null ? `monitor ${r.status}: waiting for a heartbeat` : `monitor ${r.status}: next deadline in ${Math.round(sleepMs / 1000)} s`);
+    setCurrentDetails(
+      r.sleepMs === null
+        ? `monitor ${r.status}: waiting for a heartbeat`
+        : `monitor ${r.status}: next deadline in ${Math.round(sleepMs / 1000)} s`,
+    );
     await condition(() => woken, sleepMs);
   }
   await continueAsNew<typeof monitorDeadlineWorkflow>(input);

@@ -1,4 +1,11 @@
-import { condition, patched, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes } from "@temporalio/workflow";
+import {
+  condition,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  upsertSearchAttributes,
+} from "@temporalio/workflow";
 import { VigilDeliveryStatus } from "../src/temporal/search-attributes.js";
 import type { DeliveryWorkflowInput, WebhookActivities } from "../src/webhooks/temporal.js";
 import { retryNowSignal } from "./signals.js";

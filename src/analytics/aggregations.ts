@@ -52,4 +52,6 @@ export function operationName(op: Operation): string {
 export const isNumeric = (op: Operation): boolean => AGGREGATIONS[op.kind].numeric;
 
 /** For messages: "count, count_unique, sum, avg, min, max or p1..p99". */
-export const OPERATION_NAMES = `${Object.keys(AGGREGATIONS).filter((k) => k !== "percentile").join(", ")} or p1..p99`;
+export const OPERATION_NAMES = `${Object.keys(AGGREGATIONS)
+  .filter((k) => k !== "percentile")
+  .join(", ")} or p1..p99`;

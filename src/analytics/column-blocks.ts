@@ -21,11 +21,32 @@ export interface BlockAggregation {
 /** Block queries bound to one request's connection and slots. */
 export interface BlockQueries {
   count(projectId: string, w: Window, filter: Node | null): Promise<number | null>;
-  bucketCounts(projectId: string, w: Window, filter: Node | null, interval: Interval): Promise<Map<number, number> | null>;
-  aggregate(projectId: string, w: Window, filter: Node | null, aggs: BlockAggregation[]): Promise<(number | null)[] | null>;
-  groupCounts(projectId: string, w: Window, filter: Node | null, fields: Field[], keySql: (ctx: Ctx, f: Field) => string): Promise<Map<string, number> | null>;
+  bucketCounts(
+    projectId: string,
+    w: Window,
+    filter: Node | null,
+    interval: Interval,
+  ): Promise<Map<number, number> | null>;
+  aggregate(
+    projectId: string,
+    w: Window,
+    filter: Node | null,
+    aggs: BlockAggregation[],
+  ): Promise<(number | null)[] | null>;
+  groupCounts(
+    projectId: string,
+    w: Window,
+    filter: Node | null,
+    fields: Field[],
+    keySql: (ctx: Ctx, f: Field) => string,
+  ): Promise<Map<string, number> | null>;
   /** The top `limit` groups of counted keys (JSON texts of `width` values), ordered as the SQL path orders them. */
-  orderGroups(counts: Map<string, number>, width: number, limit: number, dropNull: boolean): Promise<{ keys: unknown[]; count: number }[]>;
+  orderGroups(
+    counts: Map<string, number>,
+    width: number,
+    limit: number,
+    dropNull: boolean,
+  ): Promise<{ keys: unknown[]; count: number }[]>;
 }
 
 /** The column blocks of the process: a cache of decoded blocks and the builder's background pass. */

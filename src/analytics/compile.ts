@@ -54,7 +54,8 @@ export function numberSql(ctx: Ctx, f: Field): string | null {
 
 /** The field's value as jsonb (for grouping/distinct); slots are read first when present. */
 export function jsonValueSql(ctx: Ctx, f: Field): string {
-  if (f.kind === "column") return f.valueType === "time" ? `to_jsonb(${columnSql(ctx, f)})` : `to_jsonb(${columnSql(ctx, f)})`;
+  if (f.kind === "column")
+    return f.valueType === "time" ? `to_jsonb(${columnSql(ctx, f)})` : `to_jsonb(${columnSql(ctx, f)})`;
   const j = jsonSql(ctx, f);
   const n = slotFor(ctx, f, "n");
   const s = slotFor(ctx, f, "s");

@@ -24,7 +24,15 @@ export const queryCursor = cursorFormat<{ us: string; id: string }>("evq1", {
   read: ([us, id]) => (US.test(us) && UUID.test(id) ? { us, id } : undefined),
 });
 
-export async function queryEvents(db: Queryable, projectId: string, w: Window | null, filter: Node | null, slots: SlotMap, limit: number, cursor: string | null): Promise<{ rows: EventRow[]; nextCursor: string | null }> {
+export async function queryEvents(
+  db: Queryable,
+  projectId: string,
+  w: Window | null,
+  filter: Node | null,
+  slots: SlotMap,
+  limit: number,
+  cursor: string | null,
+): Promise<{ rows: EventRow[]; nextCursor: string | null }> {
   const s = rawScan(projectId, w, filter, slots);
   let where = s.where;
   if (cursor) {

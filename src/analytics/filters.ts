@@ -48,7 +48,9 @@ export const OPERATORS = {
 export type Operator = keyof typeof OPERATORS;
 export const OPERATOR_NAMES = Object.keys(OPERATORS) as Operator[];
 /** The operators whose value has shape S. */
-export type OperatorOf<S extends ValueShape> = { [K in Operator]: (typeof OPERATORS)[K] extends S ? K : never }[Operator];
+export type OperatorOf<S extends ValueShape> = {
+  [K in Operator]: (typeof OPERATORS)[K] extends S ? K : never;
+}[Operator];
 
 export type Scalar = string | number | boolean;
 
@@ -90,7 +92,8 @@ class Parser {
   node(v: unknown, path: string, depth: number): Node | null {
     if (++this.nodes > this.maxNodes) throw new TooManyNodes();
     if (Array.isArray(v)) return this.group("and", v, path, depth + 1);
-    if (v === null || typeof v !== "object") return this.fail(path, "must be a condition {field, operator, value} or a group {and: [...]} / {or: [...]}");
+    if (v === null || typeof v !== "object")
+      return this.fail(path, "must be a condition {field, operator, value} or a group {and: [...]} / {or: [...]}");
     const o = v as Record<string, unknown>;
     const keys = Object.keys(o);
     if (keys.length === 1 && (keys[0] === "and" || keys[0] === "or")) {
@@ -152,9 +155,16 @@ class Parser {
         return { kind: "cond", field, op, value } as Condition;
       case "order":
         // Numbers numerically, ISO timestamps as times.
-        if (typeof value === "number" && Number.isFinite(value) && !isTime) return { kind: "cond", field, op, value } as Condition;
-        if (typeof value === "string" && parseInstant(value)) return { kind: "cond", field, op, value: timeText(value) } as Condition;
-        return this.fail(vpath, isTime ? `${op} on ${field.name} takes an RFC 3339 timestamp with an offset` : `${op} takes a number or an RFC 3339 timestamp with an offset`);
+        if (typeof value === "number" && Number.isFinite(value) && !isTime)
+          return { kind: "cond", field, op, value } as Condition;
+        if (typeof value === "string" && parseInstant(value))
+          return { kind: "cond", field, op, value: timeText(value) } as Condition;
+        return this.fail(
+          vpath,
+          isTime
+            ? `${op} on ${field.name} takes an RFC 3339 timestamp with an offset`
+            : `${op} takes a number or an RFC 3339 timestamp with an offset`,
+        );
       default:
         return assertNever(shape, "value shape");
     }

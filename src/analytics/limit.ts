@@ -20,7 +20,11 @@ interface Slot {
 export class ProjectLimiter {
   private readonly projects = new Map<string, Slot>();
 
-  constructor(private readonly max: number, private readonly waitMs: number, private readonly maxQueued = MAX_QUEUED) {}
+  constructor(
+    private readonly max: number,
+    private readonly waitMs: number,
+    private readonly maxQueued = MAX_QUEUED,
+  ) {}
 
   /** Runs fn holding one of the project's slots. */
   async run<T>(projectId: string, signal: AbortSignal | undefined, fn: () => Promise<T>): Promise<T> {
@@ -45,7 +49,8 @@ export class ProjectLimiter {
       slot.active++;
       return Promise.resolve();
     }
-    if (slot.waiting.length >= this.maxQueued || this.waitMs === 0) return Promise.reject(rateLimited(RETRY_AFTER_SECONDS));
+    if (slot.waiting.length >= this.maxQueued || this.waitMs === 0)
+      return Promise.reject(rateLimited(RETRY_AFTER_SECONDS));
     const s = slot;
     return new Promise<void>((resolve, reject) => {
       const leave = (err: unknown) => {

@@ -6,6 +6,11 @@ export class AnalyticsMetrics {
   readonly blockQueries: Counter<"outcome">;
 
   constructor(registry: Registry) {
-    this.blockQueries = new Counter({ name: "vigil_analytics_block_queries_total", help: "Analytics queries that could use column blocks, by whether they did (blocks) or ran plain SQL (declined)", labelNames: ["outcome"] as const, registers: [registry] });
+    this.blockQueries = new Counter({
+      name: "vigil_analytics_block_queries_total",
+      help: "Analytics queries that could use column blocks, by whether they did (blocks) or ran plain SQL (declined)",
+      labelNames: ["outcome"] as const,
+      registers: [registry],
+    });
   }
 }

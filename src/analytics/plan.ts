@@ -18,10 +18,17 @@ export interface Scan {
   where: string;
 }
 
-export function rawScan(projectId: string, w: Window | null, filter: Node | null, slots: SlotMap, params = new Params()): Scan {
+export function rawScan(
+  projectId: string,
+  w: Window | null,
+  filter: Node | null,
+  slots: SlotMap,
+  params = new Params(),
+): Scan {
   const ctx: Ctx = { params, alias: "e", slots };
   const parts = [`e.project_id = ${params.add(projectId)}::text`];
-  if (w) parts.push(`e.ts >= ${params.add(w.start.text)}::timestamptz`, `e.ts <= ${params.add(w.end.text)}::timestamptz`);
+  if (w)
+    parts.push(`e.ts >= ${params.add(w.start.text)}::timestamptz`, `e.ts <= ${params.add(w.end.text)}::timestamptz`);
   parts.push(filterSql(ctx, filter));
   return { params, ctx, where: parts.join(" AND ") };
 }

@@ -27,7 +27,13 @@ const slotsOf = (env: QueryEnv): SlotMap => (env.fast ? env.slots : NO_SLOTS);
 export const MAX_BUCKETS = 10_000;
 
 /** SQL summing rollups over whole buckets plus raw rows over the edges, grouped by `bucketExpr`. */
-function rollupUnion(projectId: string, w: Window, filter: Node | null, maxGrain: Grain, interval: Interval | null): { sql: string; params: Params } {
+function rollupUnion(
+  projectId: string,
+  w: Window,
+  filter: Node | null,
+  maxGrain: Grain,
+  interval: Interval | null,
+): { sql: string; params: Params } {
   const params = new Params();
   let pid: string | undefined;
   const unit = interval ? params.add(interval) : null;
@@ -38,11 +44,15 @@ function rollupUnion(projectId: string, w: Window, filter: Node | null, maxGrain
     if (piece.grain === "raw") {
       const scan = rawScan(projectId, w, filter, NO_SLOTS, params);
       const b = unit ? `date_trunc(${unit}::text, e.ts, 'UTC')` : "NULL::timestamptz";
-      parts.push(`SELECT ${b} AS b, count(*)::bigint AS c FROM events e WHERE ${scan.where} AND e.ts >= ${from} AND e.ts < ${to} GROUP BY 1`);
+      parts.push(
+        `SELECT ${b} AS b, count(*)::bigint AS c FROM events e WHERE ${scan.where} AND e.ts >= ${from} AND e.ts < ${to} GROUP BY 1`,
+      );
     } else {
       const f = filterSqlFor({ params, alias: "r", slots: NO_SLOTS }, filter);
       const b = unit ? `date_trunc(${unit}::text, r.bucket, 'UTC')` : "NULL::timestamptz";
-      parts.push(`SELECT ${b} AS b, sum(r.count)::bigint AS c FROM analytics_rollups r WHERE r.project_id = ${(pid ??= params.add(projectId))} AND r.grain = ${GRAIN_CODE[piece.grain]} AND r.bucket >= ${from} AND r.bucket < ${to} AND ${f} GROUP BY 1`);
+      parts.push(
+        `SELECT ${b} AS b, sum(r.count)::bigint AS c FROM analytics_rollups r WHERE r.project_id = ${(pid ??= params.add(projectId))} AND r.grain = ${GRAIN_CODE[piece.grain]} AND r.bucket >= ${from} AND r.bucket < ${to} AND ${f} GROUP BY 1`,
+      );
     }
   }
   return { sql: `SELECT b, sum(c)::float8 AS c FROM (${parts.join(" UNION ALL ")}) x GROUP BY b`, params };
@@ -59,13 +69,28 @@ export async function count(env: QueryEnv, projectId: string, w: Window, filter:
     if (n !== null) return n;
   }
   const s = rawScan(projectId, w, filter, slotsOf(env));
-  const r = await env.db.query<{ c: number }>(`SELECT count(*)::float8 AS c FROM events e WHERE ${s.where}`, s.params.values);
+  const r = await env.db.query<{ c: number }>(
+    `SELECT count(*)::float8 AS c FROM events e WHERE ${s.where}`,
+    s.params.values,
+  );
   return r.rows[0].c;
 }
 
-const INTERVAL_GRAIN: Record<Interval, Grain> = { minute: "minute", hour: "hour", day: "day", week: "day", month: "day" };
+const INTERVAL_GRAIN: Record<Interval, Grain> = {
+  minute: "minute",
+  hour: "hour",
+  day: "day",
+  week: "day",
+  month: "day",
+};
 
-export async function timeseries(env: QueryEnv, projectId: string, w: Window, filter: Node | null, interval: Interval): Promise<{ time: string; count: number }[]> {
+export async function timeseries(
+  env: QueryEnv,
+  projectId: string,
+  w: Window,
+  filter: Node | null,
+  interval: Interval,
+): Promise<{ time: string; count: number }[]> {
   const starts = bucketStarts(w, interval, MAX_BUCKETS);
   let rows: { b: Date; c: number }[];
   let counted: Map<number, number> | null;
@@ -77,7 +102,12 @@ export async function timeseries(env: QueryEnv, projectId: string, w: Window, fi
   } else {
     const s = rawScan(projectId, w, filter, slotsOf(env));
     const unit = s.params.add(interval);
-    rows = (await env.db.query<{ b: Date; c: number }>(`SELECT date_trunc(${unit}::text, e.ts, 'UTC') AS b, count(*)::float8 AS c FROM events e WHERE ${s.where} GROUP BY 1`, s.params.values)).rows;
+    rows = (
+      await env.db.query<{ b: Date; c: number }>(
+        `SELECT date_trunc(${unit}::text, e.ts, 'UTC') AS b, count(*)::float8 AS c FROM events e WHERE ${s.where} GROUP BY 1`,
+        s.params.values,
+      )
+    ).rows;
   }
   const counts = new Map<number, number>();
   for (const r of rows) counts.set(r.b.getTime(), (counts.get(r.b.getTime()) ?? 0) + Number(r.c));
@@ -90,7 +120,13 @@ export interface Aggregation {
   operation: Operation;
 }
 
-export async function aggregate(env: QueryEnv, projectId: string, w: Window, filter: Node | null, aggs: Aggregation[]): Promise<{ name: string; value: number | null }[]> {
+export async function aggregate(
+  env: QueryEnv,
+  projectId: string,
+  w: Window,
+  filter: Node | null,
+  aggs: Aggregation[],
+): Promise<{ name: string; value: number | null }[]> {
   if (env.fast && env.blocks) {
     const values = await env.blocks.aggregate(projectId, w, filter, aggs);
     if (values) return aggs.map((a, i) => ({ name: a.name, value: values[i] }));
@@ -109,7 +145,10 @@ export async function aggregate(env: QueryEnv, projectId: string, w: Window, fil
     // Every operation (aggregations.ts lists them); a missing one is a compile error (assertNever).
     const numeric = () => {
       const n = f ? numberSql(ctx, f) : null;
-      if (!n) throw badRequest(`aggregations[${i}].field: ${operationName(op)} needs a data, context or tags field`, [{ field: `aggregations[${i}].field`, message: "needs a numeric data, context or tags field" }]);
+      if (!n)
+        throw badRequest(`aggregations[${i}].field: ${operationName(op)} needs a data, context or tags field`, [
+          { field: `aggregations[${i}].field`, message: "needs a numeric data, context or tags field" },
+        ]);
       return n;
     };
     switch (op.kind) {
@@ -117,7 +156,9 @@ export async function aggregate(env: QueryEnv, projectId: string, w: Window, fil
         expr = f ? `count(${f.kind === "column" ? columnSql(ctx, f) : jsonValueSql(ctx, f)})` : "count(*)";
         break;
       case "count_unique":
-        expr = f ? `count(DISTINCT ${f.kind === "column" ? columnSql(ctx, f) : jsonValueSql(ctx, f)})` : "count(DISTINCT e.user_id)";
+        expr = f
+          ? `count(DISTINCT ${f.kind === "column" ? columnSql(ctx, f) : jsonValueSql(ctx, f)})`
+          : "count(DISTINCT e.user_id)";
         break;
       case "sum":
         expr = `COALESCE(sum(${numeric()}), 0)`;
@@ -143,18 +184,28 @@ export async function aggregate(env: QueryEnv, projectId: string, w: Window, fil
 
 /** A group/unique key as jsonb; time columns as ISO strings like everywhere else. */
 function keySql(ctx: Parameters<typeof jsonValueSql>[0], f: Field): string {
-  if (f.kind === "column" && f.valueType === "time") return `to_jsonb(to_char(${columnSql(ctx, f)} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`;
+  if (f.kind === "column" && f.valueType === "time")
+    return `to_jsonb(to_char(${columnSql(ctx, f)} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`;
   return jsonValueSql(ctx, f);
 }
 
-export async function unique(env: QueryEnv, projectId: string, w: Window, filter: Node | null, field: Field, limit: number): Promise<{ value: unknown; count: number }[]> {
+export async function unique(
+  env: QueryEnv,
+  projectId: string,
+  w: Window,
+  filter: Node | null,
+  field: Field,
+  limit: number,
+): Promise<{ value: unknown; count: number }[]> {
   if (env.fast && env.blocks) {
     const counts = await env.blocks.groupCounts(projectId, w, filter, [field], keySql);
-    if (counts) return (await env.blocks.orderGroups(counts, 1, limit, true)).map((g) => ({ value: g.keys[0], count: g.count }));
+    if (counts)
+      return (await env.blocks.orderGroups(counts, 1, limit, true)).map((g) => ({ value: g.keys[0], count: g.count }));
   }
   const s = rawScan(projectId, w, filter, slotsOf(env));
   const counted = env.fast ? coveredGroups(s, [field]) : null;
-  const src = counted ?? `SELECT ${keySql(s.ctx, field)} AS g0, count(*) AS c FROM events e WHERE ${s.where} GROUP BY 1`;
+  const src =
+    counted ?? `SELECT ${keySql(s.ctx, field)} AS g0, count(*) AS c FROM events e WHERE ${s.where} GROUP BY 1`;
   const lim = s.params.add(limit);
   const r = await env.db.query<{ v: unknown; c: number }>(
     `SELECT g0 AS v, sum(c)::float8 AS c FROM (${src}) x WHERE g0 IS NOT NULL GROUP BY g0 ORDER BY c DESC, v ASC LIMIT ${lim}`,
@@ -175,9 +226,15 @@ export async function unique(env: QueryEnv, projectId: string, w: Window, filter
  */
 function coveredGroups(s: ReturnType<typeof rawScan>, fields: Field[]): string | null {
   // Decide first: generating key SQL binds parameters, which must all be used.
-  const covered = (f: Field) => (f.kind === "column" ? SLOT_PASS_COLUMNS.has(f.column) : (slotFor(s.ctx, f, "n") ?? slotFor(s.ctx, f, "s")) !== null);
+  const covered = (f: Field) =>
+    f.kind === "column" ? SLOT_PASS_COLUMNS.has(f.column) : (slotFor(s.ctx, f, "n") ?? slotFor(s.ctx, f, "s")) !== null;
   if (!fields.every(covered) || fields.every((f) => f.kind === "column")) return null;
-  const a: string[] = [], by: string[] = [], out: string[] = [], heap: string[] = [], nulls: string[] = [], set: string[] = [];
+  const a: string[] = [],
+    by: string[] = [],
+    out: string[] = [],
+    heap: string[] = [],
+    nulls: string[] = [],
+    set: string[] = [];
   for (const [i, f] of fields.entries()) {
     if (f.kind === "column") {
       if (!SLOT_PASS_COLUMNS.has(f.column)) return null;
@@ -206,23 +263,40 @@ function coveredGroups(s: ReturnType<typeof rawScan>, fields: Field[]): string |
 /** Plain event columns a slot pass may group on. */
 const SLOT_PASS_COLUMNS = new Set(["project_id", "ts", "type", "user_id"]);
 
-export async function group(env: QueryEnv, projectId: string, w: Window, filter: Node | null, fields: Field[], limit: number): Promise<JsonObject[]> {
+export async function group(
+  env: QueryEnv,
+  projectId: string,
+  w: Window,
+  filter: Node | null,
+  fields: Field[],
+  limit: number,
+): Promise<JsonObject[]> {
   if (env.fast && env.blocks) {
     const counts = await env.blocks.groupCounts(projectId, w, filter, fields, keySql);
     if (counts) {
-      return (await env.blocks.orderGroups(counts, fields.length, limit, false)).map((g) => groupObject(fields, g.keys, g.count));
+      return (await env.blocks.orderGroups(counts, fields.length, limit, false)).map((g) =>
+        groupObject(fields, g.keys, g.count),
+      );
     }
   }
   const s = rawScan(projectId, w, filter, slotsOf(env));
   const by = fields.map((_, i) => `g${i}`);
   const counted = env.fast ? coveredGroups(s, fields) : null;
-  const src = counted ?? `SELECT ${fields.map((f, i) => `${keySql(s.ctx, f)} AS g${i}`).join(", ")}, count(*) AS c FROM events e WHERE ${s.where} GROUP BY ${by.join(", ")}`;
+  const src =
+    counted ??
+    `SELECT ${fields.map((f, i) => `${keySql(s.ctx, f)} AS g${i}`).join(", ")}, count(*) AS c FROM events e WHERE ${s.where} GROUP BY ${by.join(", ")}`;
   const lim = s.params.add(limit);
   const r = await env.db.query<Record<string, unknown>>(
     `SELECT ${by.join(", ")}, sum(c)::float8 AS c FROM (${src}) x GROUP BY ${by.join(", ")} ORDER BY c DESC, ${by.map((b) => `${b} ASC NULLS LAST`).join(", ")} LIMIT ${lim}`,
     s.params.values,
   );
-  return r.rows.map((row) => groupObject(fields, fields.map((_, i) => row[`g${i}`]), row.c));
+  return r.rows.map((row) =>
+    groupObject(
+      fields,
+      fields.map((_, i) => row[`g${i}`]),
+      row.c,
+    ),
+  );
 }
 
 /**
@@ -231,7 +305,8 @@ export async function group(env: QueryEnv, projectId: string, w: Window, filter:
  */
 function groupObject(fields: Field[], keys: unknown[], count: unknown): JsonObject {
   const o: JsonObject = {};
-  const put = (k: string, v: unknown) => Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
+  const put = (k: string, v: unknown) =>
+    Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
   // A key as PostgreSQL returns it: text, a number, a boolean, null or parsed jsonb (JSON values).
   fields.forEach((f, i) => put(f.name, keys[i] ?? null));
   put("count", count);

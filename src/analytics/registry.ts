@@ -22,7 +22,10 @@ export class Registry {
   private entries = new Map<string, Entry>();
   private active = new Map<string, { at: number; slots: SlotMap }>();
 
-  constructor(private readonly db: Db, private readonly ttlMs = 2000) {}
+  constructor(
+    private readonly db: Db,
+    private readonly ttlMs = 2000,
+  ) {}
 
   /** The pipeline's preparing step: sets `slots` of each event from its project's registry. */
   readonly prepare: PreparingStep = {
@@ -47,7 +50,9 @@ export class Registry {
           [stale],
         );
         for (const p of stale) {
-          const list = props.rows.filter((x) => x.project_id === p).map((x) => ({ key: x.key, kind: x.kind, column: `${x.kind}${x.slot}` }));
+          const list = props.rows
+            .filter((x) => x.project_id === p)
+            .map((x) => ({ key: x.key, kind: x.kind, column: `${x.kind}${x.slot}` }));
           this.entries.set(p, { version: versions.get(p)!, props: list });
         }
       }

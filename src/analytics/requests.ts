@@ -13,7 +13,12 @@ const limit = (def: number, max: number) =>
 const bigintToNumber = (v: unknown) => (typeof v === "bigint" ? Number(v) : v);
 
 export function parseInterval(v: unknown): Interval {
-  return validate(z.object({ interval: z.enum(INTERVALS as [Interval, ...Interval[]], { message: `must be one of ${INTERVALS.join(", ")}` }) }), { interval: v || undefined }).interval;
+  return validate(
+    z.object({
+      interval: z.enum(INTERVALS as [Interval, ...Interval[]], { message: `must be one of ${INTERVALS.join(", ")}` }),
+    }),
+    { interval: v || undefined },
+  ).interval;
 }
 
 export function parseLimit(v: unknown, def: number, max: number, name = "limit"): number {
@@ -27,15 +32,18 @@ const fieldName = z.string().superRefine((v, ctx) => {
 
 const aggSchema = z
   .array(
-    z.object({
-      name: z.string().trim().min(1, "is required").max(100),
-      field: fieldName.optional(),
-      operation: z.string().refine((v) => parseOperation(v) !== undefined, `must be ${OPERATION_NAMES}`),
-    }).superRefine((a, ctx) => {
-      // Counts need no field; numeric operations (and a name that is none) do.
-      const op = parseOperation(a.operation);
-      if ((!op || isNumeric(op)) && !a.field) ctx.addIssue({ code: "custom", path: ["field"], message: `is required for ${a.operation}` });
-    }),
+    z
+      .object({
+        name: z.string().trim().min(1, "is required").max(100),
+        field: fieldName.optional(),
+        operation: z.string().refine((v) => parseOperation(v) !== undefined, `must be ${OPERATION_NAMES}`),
+      })
+      .superRefine((a, ctx) => {
+        // Counts need no field; numeric operations (and a name that is none) do.
+        const op = parseOperation(a.operation);
+        if ((!op || isNumeric(op)) && !a.field)
+          ctx.addIssue({ code: "custom", path: ["field"], message: `is required for ${a.operation}` });
+      }),
   )
   .min(1, "needs at least one aggregation")
   .max(50, "at most 50 aggregations")
@@ -48,8 +56,14 @@ const aggSchema = z
   });
 
 export function parseAggregations(v: { name: string; field?: string; operation: string }[]): Aggregation[] {
-  const list = validate(z.object({ aggregations: aggSchema }), { aggregations: v.map((a) => ({ name: a.name, field: a.field || undefined, operation: a.operation })) }).aggregations;
-  return list.map((a, i) => ({ name: a.name, operation: parseOperation(a.operation) as Operation, field: a.field ? resolveField(a.field, `aggregations[${i}].field`) : null }));
+  const list = validate(z.object({ aggregations: aggSchema }), {
+    aggregations: v.map((a) => ({ name: a.name, field: a.field || undefined, operation: a.operation })),
+  }).aggregations;
+  return list.map((a, i) => ({
+    name: a.name,
+    operation: parseOperation(a.operation) as Operation,
+    field: a.field ? resolveField(a.field, `aggregations[${i}].field`) : null,
+  }));
 }
 
 export function parseField(v: string, where: string): Field {
@@ -57,9 +71,15 @@ export function parseField(v: string, where: string): Field {
 }
 
 export function parseGroupBy(v: string[]): Field[] {
-  if (v.length === 0) throw badRequest("groupBy: needs at least one field", [{ field: "groupBy", message: "needs at least one field" }]);
-  if (v.length > 10) throw badRequest("groupBy: at most 10 fields", [{ field: "groupBy", message: "at most 10 fields" }]);
-  if (new Set(v).size !== v.length) throw badRequest("groupBy: fields must be unique", [{ field: "groupBy", message: "fields must be unique" }]);
-  if (v.includes("count")) throw badRequest("groupBy: 'count' names the result count; use data.count", [{ field: "groupBy", message: "'count' is reserved in results; use data.count" }]);
+  if (v.length === 0)
+    throw badRequest("groupBy: needs at least one field", [{ field: "groupBy", message: "needs at least one field" }]);
+  if (v.length > 10)
+    throw badRequest("groupBy: at most 10 fields", [{ field: "groupBy", message: "at most 10 fields" }]);
+  if (new Set(v).size !== v.length)
+    throw badRequest("groupBy: fields must be unique", [{ field: "groupBy", message: "fields must be unique" }]);
+  if (v.includes("count"))
+    throw badRequest("groupBy: 'count' names the result count; use data.count", [
+      { field: "groupBy", message: "'count' is reserved in results; use data.count" },
+    ]);
   return v.map((f, i) => resolveField(f, `groupBy[${i}]`));
 }

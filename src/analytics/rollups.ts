@@ -14,7 +14,6 @@ const GRAINS_SQL = "(VALUES (0::smallint, 'minute'), (1::smallint, 'hour'), (2::
 /** A rollup delta as stored in `ingest_deltas`: [grain, bucket ms, type, count]. */
 type RollupDelta = [number, number, string, number][];
 
-
 type RollupAcc = Map<string, [number, number, string, number]>;
 
 function addCount(acc: RollupAcc, grain: number, bucket: number, type: string, count: number): void {
@@ -48,14 +47,22 @@ export const rollupProjection: Projection<RollupDelta> = {
   async apply(client: PoolClient, projectId: string, deltas: RollupDelta[]) {
     const acc: RollupAcc = new Map();
     for (const d of deltas) for (const [grain, bucket, type, count] of d) addCount(acc, grain, bucket, type, count);
-    const rows = [...acc.values()].sort((a, b) => a[0] - b[0] || a[1] - b[1] || (a[2] < b[2] ? -1 : a[2] > b[2] ? 1 : 0));
+    const rows = [...acc.values()].sort(
+      (a, b) => a[0] - b[0] || a[1] - b[1] || (a[2] < b[2] ? -1 : a[2] > b[2] ? 1 : 0),
+    );
     if (!rows.length) return;
     await client.query({
       name: "analytics_rollups_apply",
       text: `INSERT INTO analytics_rollups (project_id, grain, bucket, type, count)
              SELECT $1, g, b, t, c FROM unnest($2::smallint[], $3::timestamptz[], $4::text[], $5::bigint[]) AS x(g, b, t, c)
              ON CONFLICT (project_id, grain, bucket, type) DO UPDATE SET count = analytics_rollups.count + EXCLUDED.count`,
-      values: [projectId, rows.map((r) => r[0]), rows.map((r) => new Date(r[1])), rows.map((r) => r[2]), rows.map((r) => r[3])],
+      values: [
+        projectId,
+        rows.map((r) => r[0]),
+        rows.map((r) => new Date(r[1])),
+        rows.map((r) => r[2]),
+        rows.map((r) => r[3]),
+      ],
     });
   },
 };
@@ -67,8 +74,13 @@ export const rollupProjection: Projection<RollupDelta> = {
 export async function rebuildRollups(db: Db, projectId: string, from: Date, to: Date): Promise<void> {
   for (let d = Math.floor(from.getTime() / DAY_MS) * DAY_MS; d < to.getTime(); d += DAY_MS) {
     await backgroundTx(db, async (c) => {
-      const a = new Date(d), b = new Date(d + DAY_MS);
-      await c.query("DELETE FROM analytics_rollups WHERE project_id = $1 AND bucket >= $2 AND bucket < $3", [projectId, a, b]);
+      const a = new Date(d),
+        b = new Date(d + DAY_MS);
+      await c.query("DELETE FROM analytics_rollups WHERE project_id = $1 AND bucket >= $2 AND bucket < $3", [
+        projectId,
+        a,
+        b,
+      ]);
       await c.query(
         `INSERT INTO analytics_rollups (project_id, grain, bucket, type, count)
          SELECT $1, g.grain, date_trunc(g.unit, e.ts, 'UTC'), e.type, count(*)
@@ -83,6 +95,9 @@ export async function rebuildRollups(db: Db, projectId: string, from: Date, to: 
 
 /** Deletes nothing else: exported for tests that compare rollups with raw counts. */
 export async function rollupTotal(db: Queryable, projectId: string, grain: Grain): Promise<number> {
-  const r = await db.query<{ n: number }>("SELECT COALESCE(sum(count), 0)::float8 AS n FROM analytics_rollups WHERE project_id = $1 AND grain = $2", [projectId, GRAIN_CODE[grain]]);
+  const r = await db.query<{ n: number }>(
+    "SELECT COALESCE(sum(count), 0)::float8 AS n FROM analytics_rollups WHERE project_id = $1 AND grain = $2",
+    [projectId, GRAIN_CODE[grain]],
+  );
   return r.rows[0].n;
 }

@@ -33,7 +33,10 @@ export interface AnalyticsWiring {
   blocks: ColumnBlocks | null;
 }
 
-export function createAnalyticsFeature(deps: Pick<Deps, "db" | "auth" | "clock" | "config" | "log" | "telemetry">, { registry, derived, blocks }: AnalyticsWiring): Feature {
+export function createAnalyticsFeature(
+  deps: Pick<Deps, "db" | "auth" | "clock" | "config" | "log" | "telemetry">,
+  { registry, derived, blocks }: AnalyticsWiring,
+): Feature {
   const { db, auth, clock, config } = deps;
   const fast = config.analytics.fastPaths;
   const bounds = config.analyticsLimits;
@@ -49,7 +52,9 @@ export function createAnalyticsFeature(deps: Pick<Deps, "db" | "auth" | "clock" 
       // Rollups are derived records: apply what was accepted before this query began.
       await derived.settle(projectId);
       const slots = fast ? await registry.slots(projectId, clock().getTime()) : NO_SLOTS;
-      return withCancellable(db, ctx.signal, (c) => fn({ db: c, fast, slots, blocks: blocks?.queries(c, slots, record) }));
+      return withCancellable(db, ctx.signal, (c) =>
+        fn({ db: c, fast, slots, blocks: blocks?.queries(c, slots, record) }),
+      );
     });
   }
 
@@ -59,54 +64,68 @@ export function createAnalyticsFeature(deps: Pick<Deps, "db" | "auth" | "clock" 
     name: "analytics",
     services: [
       bind(AnalyticsService, {
-          async queryEvents(req, ctx) {
-            const scope = await auth.project(ctx, req.projectId, "data");
-            const filter = filtersOf(req.filters);
-            const w = parseWindow(req.time, false);
-            const lim = parseLimit(req.pagination?.limit, 50, 100, "pagination.limit");
-            const page = await run(ctx, scope.projectId, (e) => queryEvents(e.db, scope.projectId, w, filter, e.slots, lim, req.pagination?.cursor || null));
-            return { data: page.rows.map(toEventMessage), pagination: { nextCursor: page.nextCursor ?? undefined, hasMore: page.nextCursor !== null } };
-          },
-          async count(req, ctx) {
-            const scope = await auth.project(ctx, req.projectId, "data");
-            const filter = filtersOf(req.filters);
-            const w = parseWindow(req.time, true)!;
-            return { data: { count: BigInt(await run(ctx, scope.projectId, (e) => count(e, scope.projectId, w, filter))) } };
-          },
-          async timeseries(req, ctx) {
-            const scope = await auth.project(ctx, req.projectId, "data");
-            const filter = filtersOf(req.filters);
-            const w = parseWindow(req.time, true)!;
-            const interval = parseInterval(req.interval);
-            const buckets = await run(ctx, scope.projectId, (e) => timeseries(e, scope.projectId, w, filter, interval));
-            return { data: { buckets: buckets.map((b) => ({ time: b.time, count: BigInt(b.count) })) } };
-          },
-          async aggregate(req, ctx) {
-            const scope = await auth.project(ctx, req.projectId, "data");
-            const filter = filtersOf(req.filters);
-            const w = parseWindow(req.time, true)!;
-            const aggs = parseAggregations(req.aggregations);
-            const results = await run(ctx, scope.projectId, (e) => aggregate(e, scope.projectId, w, filter, aggs));
-            return { data: { results: results.map((r) => ({ name: r.name, value: r.value ?? undefined })) } };
-          },
-          async unique(req, ctx) {
-            const scope = await auth.project(ctx, req.projectId, "data");
-            const filter = filtersOf(req.filters);
-            const w = parseWindow(req.time, true)!;
-            const field = parseField(req.field, "field");
-            const lim = parseLimit(req.limit, 100, 1000);
-            const values = await run(ctx, scope.projectId, (e) => unique(e, scope.projectId, w, filter, field, lim));
-            return { data: { values: values.map((v) => ({ value: fromJson(ValueSchema, v.value as JsonValue), count: BigInt(v.count) })) } };
-          },
-          async group(req, ctx) {
-            const scope = await auth.project(ctx, req.projectId, "data");
-            const filter = filtersOf(req.filters);
-            const w = parseWindow(req.time, true)!;
-            const fields = parseGroupBy(req.groupBy);
-            const lim = parseLimit(req.limit, 100, 1000);
-            const groups = await run(ctx, scope.projectId, (e) => group(e, scope.projectId, w, filter, fields, lim));
-            return { data: { groups } };
-          },
+        async queryEvents(req, ctx) {
+          const scope = await auth.project(ctx, req.projectId, "data");
+          const filter = filtersOf(req.filters);
+          const w = parseWindow(req.time, false);
+          const lim = parseLimit(req.pagination?.limit, 50, 100, "pagination.limit");
+          const page = await run(ctx, scope.projectId, (e) =>
+            queryEvents(e.db, scope.projectId, w, filter, e.slots, lim, req.pagination?.cursor || null),
+          );
+          return {
+            data: page.rows.map(toEventMessage),
+            pagination: { nextCursor: page.nextCursor ?? undefined, hasMore: page.nextCursor !== null },
+          };
+        },
+        async count(req, ctx) {
+          const scope = await auth.project(ctx, req.projectId, "data");
+          const filter = filtersOf(req.filters);
+          const w = parseWindow(req.time, true)!;
+          return {
+            data: { count: BigInt(await run(ctx, scope.projectId, (e) => count(e, scope.projectId, w, filter))) },
+          };
+        },
+        async timeseries(req, ctx) {
+          const scope = await auth.project(ctx, req.projectId, "data");
+          const filter = filtersOf(req.filters);
+          const w = parseWindow(req.time, true)!;
+          const interval = parseInterval(req.interval);
+          const buckets = await run(ctx, scope.projectId, (e) => timeseries(e, scope.projectId, w, filter, interval));
+          return { data: { buckets: buckets.map((b) => ({ time: b.time, count: BigInt(b.count) })) } };
+        },
+        async aggregate(req, ctx) {
+          const scope = await auth.project(ctx, req.projectId, "data");
+          const filter = filtersOf(req.filters);
+          const w = parseWindow(req.time, true)!;
+          const aggs = parseAggregations(req.aggregations);
+          const results = await run(ctx, scope.projectId, (e) => aggregate(e, scope.projectId, w, filter, aggs));
+          return { data: { results: results.map((r) => ({ name: r.name, value: r.value ?? undefined })) } };
+        },
+        async unique(req, ctx) {
+          const scope = await auth.project(ctx, req.projectId, "data");
+          const filter = filtersOf(req.filters);
+          const w = parseWindow(req.time, true)!;
+          const field = parseField(req.field, "field");
+          const lim = parseLimit(req.limit, 100, 1000);
+          const values = await run(ctx, scope.projectId, (e) => unique(e, scope.projectId, w, filter, field, lim));
+          return {
+            data: {
+              values: values.map((v) => ({
+                value: fromJson(ValueSchema, v.value as JsonValue),
+                count: BigInt(v.count),
+              })),
+            },
+          };
+        },
+        async group(req, ctx) {
+          const scope = await auth.project(ctx, req.projectId, "data");
+          const filter = filtersOf(req.filters);
+          const w = parseWindow(req.time, true)!;
+          const fields = parseGroupBy(req.groupBy);
+          const lim = parseLimit(req.limit, 100, 1000);
+          const groups = await run(ctx, scope.projectId, (e) => group(e, scope.projectId, w, filter, fields, lim));
+          return { data: { groups } };
+        },
       }),
     ],
     async start() {

@@ -43,7 +43,8 @@ export function parseWindow(time: { start?: string; end?: string } | undefined, 
   const pe = instantProblem(time.end);
   if (ps) details.push({ field: "time.start", message: ps });
   if (pe) details.push({ field: "time.end", message: pe });
-  if (details.length) throw badRequest(`invalid time: ${details.map((d) => `${d.field} ${d.message}`).join("; ")}`, details);
+  if (details.length)
+    throw badRequest(`invalid time: ${details.map((d) => `${d.field} ${d.message}`).join("; ")}`, details);
   const start = parseInstant(time.start)!;
   const end = parseInstant(time.end)!;
   if (start.ms > end.ms || (start.ms === end.ms && start.subMsNanos > end.subMsNanos)) {
@@ -99,7 +100,10 @@ export function bucketStarts(w: Window, unit: Interval, max: number): number[] {
   const out: number[] = [];
   for (let b = truncate(w.start.ms, unit); b <= w.end.ms; b = nextBucket(b, unit)) {
     out.push(b);
-    if (out.length > max) throw badRequest(`the window has more than ${max} ${unit} buckets; use a larger interval`, [{ field: "interval", message: `more than ${max} buckets` }]);
+    if (out.length > max)
+      throw badRequest(`the window has more than ${max} ${unit} buckets; use a larger interval`, [
+        { field: "interval", message: `more than ${max} buckets` },
+      ]);
   }
   return out;
 }

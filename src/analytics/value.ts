@@ -17,7 +17,8 @@ function convert(v: Value, path: string): JsonValue {
   const k = v.kind;
   switch (k.case) {
     case "numberValue":
-      if (!Number.isFinite(k.value)) throw badRequest(`${path}: must be a finite number`, [{ field: path, message: "must be a finite number" }]);
+      if (!Number.isFinite(k.value))
+        throw badRequest(`${path}: must be a finite number`, [{ field: path, message: "must be a finite number" }]);
       return k.value;
     case "stringValue":
     case "boolValue":
@@ -27,7 +28,12 @@ function convert(v: Value, path: string): JsonValue {
     case "structValue": {
       const o: { [key: string]: JsonValue } = {};
       for (const [key, x] of Object.entries(k.value.fields)) {
-        Object.defineProperty(o, key, { value: convert(x, `${path}.${key}`), enumerable: true, writable: true, configurable: true });
+        Object.defineProperty(o, key, {
+          value: convert(x, `${path}.${key}`),
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
       }
       return o;
     }

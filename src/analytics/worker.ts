@@ -10,7 +10,10 @@ export function startSlotWorker(deps: Pick<Deps, "db" | "log" | "clock" | "confi
   let since = new Date(0);
   return startPeriodic(log, "analytics slot pass", config.analytics.slotIntervalMs, async (stopped) => {
     const now = clock();
-    const r = await db.query<{ project_id: string }>("SELECT DISTINCT project_id FROM analytics_rollups WHERE grain = 2 AND bucket >= date_trunc('day', $1::timestamptz, 'UTC')", [since]);
+    const r = await db.query<{ project_id: string }>(
+      "SELECT DISTINCT project_id FROM analytics_rollups WHERE grain = 2 AND bucket >= date_trunc('day', $1::timestamptz, 'UTC')",
+      [since],
+    );
     since = new Date(now.getTime() - config.analytics.slotIntervalMs);
     for (const { project_id } of r.rows) {
       if (stopped()) return;

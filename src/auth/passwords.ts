@@ -3,7 +3,9 @@ import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } 
 // scrypt (N=2^15, r=8, p=1): slow and salted. Stored as `scrypt$N$r$p$salt$hash` (base64url).
 
 const scrypt = (pw: string, salt: Buffer, len: number, opts: ScryptOptions) =>
-  new Promise<Buffer>((resolve, reject) => scryptCb(pw, salt, len, opts, (err, key) => (err ? reject(err) : resolve(key))));
+  new Promise<Buffer>((resolve, reject) =>
+    scryptCb(pw, salt, len, opts, (err, key) => (err ? reject(err) : resolve(key))),
+  );
 
 const N = 1 << 15;
 const R = 8;
@@ -21,7 +23,12 @@ export async function verifyPassword(password: string, stored: string): Promise<
   const [alg, n, r, p, salt, hash] = stored.split("$");
   if (alg !== "scrypt" || !salt || !hash) return false;
   const expected = Buffer.from(hash, "base64url");
-  const key = await scrypt(password, Buffer.from(salt, "base64url"), expected.length, { N: Number(n), r: Number(r), p: Number(p), maxmem });
+  const key = await scrypt(password, Buffer.from(salt, "base64url"), expected.length, {
+    N: Number(n),
+    r: Number(r),
+    p: Number(p),
+    maxmem,
+  });
   return timingSafeEqual(key, expected);
 }
 

@@ -74,12 +74,14 @@ export class Authenticator {
     const auth = headers.get("authorization");
     if (auth !== null) {
       const m = BEARER.exec(auth.trim());
-      if (!m || !m[1].startsWith("vk_")) throw unauthenticated("malformed Authorization header: expected 'Bearer vk_...'");
+      if (!m || !m[1].startsWith("vk_"))
+        throw unauthenticated("malformed Authorization header: expected 'Bearer vk_...'");
       return this.apiKey(m[1]);
     }
     const token = tokenFromCookieHeader(headers.get("cookie"), this.sessionSecret);
     if (token === false) throw unauthenticated("invalid session");
-    if (token === undefined) throw unauthenticated("missing credentials: send an API key (Authorization: Bearer vk_...) or a session cookie");
+    if (token === undefined)
+      throw unauthenticated("missing credentials: send an API key (Authorization: Bearer vk_...) or a session cookie");
     const accountId = await accountForToken(this.db, token, this.clock());
     if (!accountId) throw unauthenticated("session expired or signed out");
     return { kind: "session", accountId, token };
@@ -122,11 +124,15 @@ export class Authenticator {
       return { projectId: principal.projectId, principal };
     }
     if (projectIdParam === "self") throw notFound("project");
-    const r = await this.db.query<{ role: Role }>("SELECT role FROM project_members WHERE project_id = $1 AND account_id = $2", [projectIdParam, principal.accountId]);
+    const r = await this.db.query<{ role: Role }>(
+      "SELECT role FROM project_members WHERE project_id = $1 AND account_id = $2",
+      [projectIdParam, principal.accountId],
+    );
     const role = r.rows[0]?.role;
     if (!role) throw notFound("project");
     const needed: Role = access === "data" ? "member" : access;
-    if (rank[role] < rank[needed]) throw new ApiError(403, "forbidden", `this action needs the ${needed} role in the project`);
+    if (rank[role] < rank[needed])
+      throw new ApiError(403, "forbidden", `this action needs the ${needed} role in the project`);
     return { projectId: projectIdParam, principal, role };
   }
 

@@ -11,7 +11,6 @@ import { DAY_MS } from "../shared/time.js";
 export const SESSION_COOKIE = "vigil_session";
 const SESSION_DAYS = 30;
 
-
 export interface SessionCookieOptions {
   secret: string;
   secure: boolean;
@@ -20,7 +19,12 @@ export interface SessionCookieOptions {
 export async function createSession(db: Db, accountId: string, now: Date, opts: SessionCookieOptions): Promise<string> {
   const token = randomBytes(32).toString("base64url");
   const expires = new Date(now.getTime() + SESSION_DAYS * DAY_MS);
-  await db.query("INSERT INTO sessions (token_hash, account_id, created_at, expires_at) VALUES ($1, $2, $3, $4)", [sha256(token), accountId, now, expires]);
+  await db.query("INSERT INTO sessions (token_hash, account_id, created_at, expires_at) VALUES ($1, $2, $3, $4)", [
+    sha256(token),
+    accountId,
+    now,
+    expires,
+  ]);
   return serializeCookie(SESSION_COOKIE, signature.sign(token, opts.secret), {
     httpOnly: true,
     sameSite: "lax",
@@ -31,7 +35,13 @@ export async function createSession(db: Db, accountId: string, now: Date, opts: 
 }
 
 export function clearedCookie(secure: boolean): string {
-  return serializeCookie(SESSION_COOKIE, "", { httpOnly: true, sameSite: "lax", secure, path: "/", expires: new Date(0) });
+  return serializeCookie(SESSION_COOKIE, "", {
+    httpOnly: true,
+    sameSite: "lax",
+    secure,
+    path: "/",
+    expires: new Date(0),
+  });
 }
 
 /** The verified token in the request's cookie, or undefined (absent, or signature wrong). */
@@ -52,5 +62,8 @@ export async function accountForToken(db: Db, token: string, now: Date): Promise
 }
 
 export async function revokeToken(db: Db, token: string, now: Date): Promise<void> {
-  await db.query("UPDATE sessions SET revoked_at = $2 WHERE token_hash = $1 AND revoked_at IS NULL", [sha256(token), now]);
+  await db.query("UPDATE sessions SET revoked_at = $2 WHERE token_hash = $1 AND revoked_at IS NULL", [
+    sha256(token),
+    now,
+  ]);
 }

@@ -17,7 +17,8 @@ export interface NewAccount {
   now: Date;
 }
 
-const INSERT_ACCOUNT = "INSERT INTO accounts (id, email, name, password_hash, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id, email, name, created_at";
+const INSERT_ACCOUNT =
+  "INSERT INTO accounts (id, email, name, password_hash, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id, email, name, created_at";
 /** Serializes first sign-ups under SIGNUP=closed (transaction-level advisory lock). */
 const SIGNUP_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('vigil:signup', 0))";
 
@@ -46,8 +47,14 @@ export async function insertFirstAccount(db: Db, a: NewAccount): Promise<Account
 }
 
 /** The account with this (lower-cased) email and its password hash, for login. */
-export async function accountByEmail(q: Queryable, email: string): Promise<(AccountRow & { password_hash: string }) | undefined> {
-  const r = await q.query<AccountRow & { password_hash: string }>("SELECT id, email, name, created_at, password_hash FROM accounts WHERE lower(email) = $1", [email]);
+export async function accountByEmail(
+  q: Queryable,
+  email: string,
+): Promise<(AccountRow & { password_hash: string }) | undefined> {
+  const r = await q.query<AccountRow & { password_hash: string }>(
+    "SELECT id, email, name, created_at, password_hash FROM accounts WHERE lower(email) = $1",
+    [email],
+  );
   return r.rows[0];
 }
 

@@ -20,14 +20,24 @@ export const envSchema = z.object({
   GRPC_PORT: z.coerce.number().int().min(0).optional(),
   DATA_DIR: z.string().default("./data"),
   // Empty (compose's `${SESSION_SECRET:-}`) means unset: generated once in DATA_DIR.
-  SESSION_SECRET: z.string().optional().transform((v) => (v ? v : undefined)).pipe(z.string().min(16).optional()),
+  SESSION_SECRET: z
+    .string()
+    .optional()
+    .transform((v) => (v ? v : undefined))
+    .pipe(z.string().min(16).optional()),
   DATABASE_URL: optionalUrl.optional(),
   REDIS_URL: optionalUrl.optional(),
-  TEMPORAL_ADDRESS: z.string().optional().transform((v) => (v ? v : undefined)),
+  TEMPORAL_ADDRESS: z
+    .string()
+    .optional()
+    .transform((v) => (v ? v : undefined)),
   TEMPORAL_NAMESPACE: z.string().default("default"),
   // Temporal mode (src/temporal/; docs/temporal.md). The task queue defaults to one derived from the
   // database's identity, so two deployments on one cluster never run each other's work.
-  TEMPORAL_TASK_QUEUE: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/).optional(),
+  TEMPORAL_TASK_QUEUE: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,100}$/)
+    .optional(),
   TEMPORAL_TLS: bool.default(false),
   TEMPORAL_TLS_CERT_FILE: z.string().optional(),
   TEMPORAL_TLS_KEY_FILE: z.string().optional(),
@@ -132,7 +142,14 @@ export interface Config {
   /** Raw heartbeats are kept this long; older windows read hourly rollups. */
   uptime: { rawRetentionDays: number; maxMonitorsPerProject: number };
   /** Rollups and typed slots on (default) or off; slot assignment pass interval (0: no worker). */
-  analytics: { fastPaths: boolean; slotIntervalMs: number; slotSample: number; blockIntervalMs: number; blockSealMs: number; blockCacheMb: number };
+  analytics: {
+    fastPaths: boolean;
+    slotIntervalMs: number;
+    slotSample: number;
+    blockIntervalMs: number;
+    blockSealMs: number;
+    blockCacheMb: number;
+  };
   /** Slow-client limits of the API port(s); 0 turns one off. */
   connections: ConnectionLimits;
   /** Where GET /metrics is served; undefined: nowhere (METRICS_PORT=off). Never on the API port. */
@@ -214,7 +231,12 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
           taskQueue: e.TEMPORAL_TASK_QUEUE,
           tls:
             e.TEMPORAL_TLS || e.TEMPORAL_API_KEY || e.TEMPORAL_TLS_CERT_FILE
-              ? { certFile: e.TEMPORAL_TLS_CERT_FILE, keyFile: e.TEMPORAL_TLS_KEY_FILE, caFile: e.TEMPORAL_TLS_CA_FILE, serverName: e.TEMPORAL_TLS_SERVER_NAME }
+              ? {
+                  certFile: e.TEMPORAL_TLS_CERT_FILE,
+                  keyFile: e.TEMPORAL_TLS_KEY_FILE,
+                  caFile: e.TEMPORAL_TLS_CA_FILE,
+                  serverName: e.TEMPORAL_TLS_SERVER_NAME,
+                }
               : undefined,
           apiKey: e.TEMPORAL_API_KEY,
           reconcileMs: e.TEMPORAL_RECONCILE_MS,
@@ -241,9 +263,18 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       writesPerMinute: e.RATE_LIMIT_WRITES_PER_MINUTE,
       signupsPerMinute: e.RATE_LIMIT_SIGNUPS_PER_MINUTE,
     },
-    login: { maxFailuresPerAccount: e.LOGIN_MAX_FAILURES_PER_ACCOUNT, maxFailuresPerAddress: e.LOGIN_MAX_FAILURES_PER_ADDRESS, windowSeconds: e.LOGIN_WINDOW_SECONDS },
+    login: {
+      maxFailuresPerAccount: e.LOGIN_MAX_FAILURES_PER_ACCOUNT,
+      maxFailuresPerAddress: e.LOGIN_MAX_FAILURES_PER_ADDRESS,
+      windowSeconds: e.LOGIN_WINDOW_SECONDS,
+    },
     maxBodyBytes: e.MAX_BODY_BYTES,
-    ingest: { flushMs: e.INGEST_FLUSH_MS, maxBatch: e.INGEST_MAX_BATCH, maxInFlight: e.INGEST_MAX_IN_FLIGHT, derivedDelayMs: e.DERIVED_DELAY_MS },
+    ingest: {
+      flushMs: e.INGEST_FLUSH_MS,
+      maxBatch: e.INGEST_MAX_BATCH,
+      maxInFlight: e.INGEST_MAX_IN_FLIGHT,
+      derivedDelayMs: e.DERIVED_DELAY_MS,
+    },
     webhooks: {
       backoffBaseMs: e.WEBHOOK_BACKOFF_BASE_MS,
       maxAttempts: e.WEBHOOK_MAX_ATTEMPTS,

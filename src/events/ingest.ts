@@ -80,7 +80,10 @@ export class GroupCommitIngestor implements Ingestor {
   private async flush(group: Pending[]): Promise<(StoredEvent[] | Error)[]> {
     const prepared = group.map((p) => this.prepare(p));
     try {
-      await this.write(prepared.flatMap((x) => x.stored), prepared.flatMap((x) => x.sources));
+      await this.write(
+        prepared.flatMap((x) => x.stored),
+        prepared.flatMap((x) => x.sources),
+      );
       return prepared.map((x) => x.stored);
     } catch (err) {
       if (group.length === 1) throw err;
@@ -161,7 +164,12 @@ export class GroupCommitIngestor implements Ingestor {
    * read, the insert, COMMIT). False when the group does not qualify or a guard failed (nothing was
    * written; the transaction path then reads what moved).
    */
-  private async writeStatement(events: StoredEvent[], sourceKeys: (string | null)[], weeks: number[], createdAt: Date): Promise<boolean> {
+  private async writeStatement(
+    events: StoredEvent[],
+    sourceKeys: (string | null)[],
+    weeks: number[],
+    createdAt: Date,
+  ): Promise<boolean> {
     if (weeks.length > 0 || events.length >= COPY_MIN_ROWS) return false;
     if (!this.sources.resolveCached(events, sourceKeys)) return false;
     const guards = this.pipeline.statementGuards(events);

@@ -44,7 +44,10 @@ export class PartitionCache {
 export async function ensurePartitions(client: PoolClient, weeks: number[]): Promise<void> {
   if (weeks.length === 0) return;
   const names = weeks.map(partitionName);
-  const present = await client.query<{ name: string }>("SELECT relname AS name FROM pg_class WHERE relname = ANY($1::text[]) AND relkind = 'r'", [names]);
+  const present = await client.query<{ name: string }>(
+    "SELECT relname AS name FROM pg_class WHERE relname = ANY($1::text[]) AND relkind = 'r'",
+    [names],
+  );
   const have = new Set(present.rows.map((r) => r.name));
   const todo = weeks.filter((_, i) => !have.has(names[i]));
   if (todo.length === 0) return;
@@ -54,6 +57,8 @@ export async function ensurePartitions(client: PoolClient, weeks: number[]): Pro
     const from = new Date(w).toISOString();
     const to = new Date(w + WEEK_MS).toISOString();
     // Identifiers cannot be parameters; `name` is built from digits only, the bounds are ISO dates.
-    await client.query(`CREATE TABLE IF NOT EXISTS ${name} PARTITION OF events FOR VALUES FROM ('${from}') TO ('${to}')`);
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS ${name} PARTITION OF events FOR VALUES FROM ('${from}') TO ('${to}')`,
+    );
   }
 }

@@ -56,7 +56,10 @@ export class Projector implements DerivedRecords {
     this.passes = new Coalescer<void>({
       wait: o.delayMs,
       waitEachBatch: true,
-      flush: () => this.drain().catch((err) => this.log.warn({ err }, "derived records: projection failed; retrying on the next kick")),
+      flush: () =>
+        this.drain().catch((err) =>
+          this.log.warn({ err }, "derived records: projection failed; retrying on the next kick"),
+        ),
     });
   }
 
@@ -102,13 +105,18 @@ export class Projector implements DerivedRecords {
     this.stopped = true;
     clearInterval(this.poll);
     await this.passes.stop(); // a pass waiting for its delay runs now
-    await this.drain().catch((err) => this.log.warn({ err }, "derived records: final projection failed; the next start applies them"));
+    await this.drain().catch((err) =>
+      this.log.warn({ err }, "derived records: final projection failed; the next start applies them"),
+    );
   }
 
   /** Applies every row no other projector holds, a batch per transaction. */
   async drain(): Promise<void> {
     for (;;) {
-      const n = await this.inTx("SELECT id, project_id, deltas, created_at FROM ingest_deltas ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED", [BATCH_ROWS]);
+      const n = await this.inTx(
+        "SELECT id, project_id, deltas, created_at FROM ingest_deltas ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
+        [BATCH_ROWS],
+      );
       if (n < BATCH_ROWS) return;
     }
   }
@@ -116,9 +124,16 @@ export class Projector implements DerivedRecords {
   /** Applies the project's pending rows (waiting for any projector holding some) before a read. */
   async settle(projectId: string): Promise<void> {
     if (!this.projections.length) return;
-    const pending = await this.db.query({ name: "derived_pending", text: "SELECT 1 FROM ingest_deltas WHERE project_id = $1 LIMIT 1", values: [projectId] });
+    const pending = await this.db.query({
+      name: "derived_pending",
+      text: "SELECT 1 FROM ingest_deltas WHERE project_id = $1 LIMIT 1",
+      values: [projectId],
+    });
     if (!pending.rowCount) return;
-    await this.inTx("SELECT id, project_id, deltas, created_at FROM ingest_deltas WHERE project_id = $1 ORDER BY id FOR UPDATE", [projectId]);
+    await this.inTx(
+      "SELECT id, project_id, deltas, created_at FROM ingest_deltas WHERE project_id = $1 ORDER BY id FOR UPDATE",
+      [projectId],
+    );
   }
 
   /** Locks rows with `select`, applies them per project in id order, deletes them, commits. */
@@ -130,7 +145,14 @@ export class Projector implements DerivedRecords {
         // groups' foreign key, and with it this whole pass, again on every later one. KEY SHARE
         // holds off a deletion of the live ones until this transaction ends.
         const ids = [...new Set(rows.map((r) => r.project_id))].sort();
-        const live = new Set((await c.query<{ id: string }>("SELECT id FROM projects WHERE id = ANY($1::text[]) ORDER BY id FOR KEY SHARE", [ids])).rows.map((r) => r.id));
+        const live = new Set(
+          (
+            await c.query<{ id: string }>(
+              "SELECT id FROM projects WHERE id = ANY($1::text[]) ORDER BY id FOR KEY SHARE",
+              [ids],
+            )
+          ).rows.map((r) => r.id),
+        );
         const byProject = new Map<string, DeltaRow[]>();
         for (const r of rows) {
           if (!live.has(r.project_id)) continue;
@@ -146,7 +168,10 @@ export class Projector implements DerivedRecords {
         }
         await c.query("DELETE FROM ingest_deltas WHERE id = ANY($1::bigint[])", [rows.map((r) => r.id)]);
         // Lag of derived records behind acceptance (the oldest row applied; wall clock of the database).
-        this.telemetry.schedulerLag.observe({ kind: "derived_records" }, Math.max(0, Date.now() - rows[0].created_at.getTime()) / 1000);
+        this.telemetry.schedulerLag.observe(
+          { kind: "derived_records" },
+          Math.max(0, Date.now() - rows[0].created_at.getTime()) / 1000,
+        );
       }
       return rows.length;
     });

@@ -34,7 +34,10 @@ const listSchema = z
     startDate: timestampSchema.optional(),
     endDate: timestampSchema.optional(),
   })
-  .refine((v) => !v.startDate || !v.endDate || v.startDate <= v.endDate, { message: "startDate must not be after endDate", path: ["startDate"] });
+  .refine((v) => !v.startDate || !v.endDate || v.startDate <= v.endDate, {
+    message: "startDate must not be after endDate",
+    path: ["startDate"],
+  });
 
 function refusal(e: EventRefusal): ApiError {
   return new ApiError(400, e.code, e.message, [{ field: e.field, message: e.message }]);
@@ -50,14 +53,25 @@ export interface EventsFeature extends Feature {
 }
 
 /** `parts`: the ingest pipeline's participants, in order; their contract is in pipeline.ts. */
-export function createEventsFeature(deps: Pick<Deps, "config" | "db" | "log" | "clock" | "auth" | "limits" | "telemetry" | "pressure">, parts: PipelineParts): EventsFeature {
+export function createEventsFeature(
+  deps: Pick<Deps, "config" | "db" | "log" | "clock" | "auth" | "limits" | "telemetry" | "pressure">,
+  parts: PipelineParts,
+): EventsFeature {
   const { db, clock, auth, limits } = deps;
   const pipeline = new Pipeline(parts);
-  const derived = new Projector({ db, log: deps.log, telemetry: deps.telemetry, projections: parts.projections, delayMs: deps.config.ingest.derivedDelayMs, pollMs: 1000 });
+  const derived = new Projector({
+    db,
+    log: deps.log,
+    telemetry: deps.telemetry,
+    projections: parts.projections,
+    delayMs: deps.config.ingest.derivedDelayMs,
+    pollMs: 1000,
+  });
   const metrics = new IngestMetrics(deps.telemetry.registry);
   const ingestor = new GroupCommitIngestor(deps, pipeline, derived, metrics);
 
-  const contextOf = (ctx: HandlerContext, now: Date) => serverContext(ctx.requestHeader, ctx.values.get(clientInfoKey), now);
+  const contextOf = (ctx: HandlerContext, now: Date) =>
+    serverContext(ctx.requestHeader, ctx.values.get(clientInfoKey), now);
 
   return {
     name: "events",
@@ -65,17 +79,31 @@ export function createEventsFeature(deps: Pick<Deps, "config" | "db" | "log" | "
     pipeline,
     derived,
     services: [
-      bind(EventService, {
+      bind(
+        EventService,
+        {
           async ingestEvent(req, ctx) {
             const scope = await auth.ingestKey(ctx);
             await limits.take("events", scope.projectId);
             const now = clock();
-            const raw = { type: req.type, userId: req.userId, groupId: req.groupId, source: req.source, data: req.data, context: req.context, tags: req.tags, timestamp: req.timestamp };
+            const raw = {
+              type: req.type,
+              userId: req.userId,
+              groupId: req.groupId,
+              source: req.source,
+              data: req.data,
+              context: req.context,
+              tags: req.tags,
+              timestamp: req.timestamp,
+            };
             const check = checkEvent(raw, now);
             if (!check.ok) throw refusal(check.error);
             check.event.context = mergeContext(check.event.context, contextOf(ctx, now));
             // A project deleted meanwhile (a new source's insert fails its key): answered as after the delete.
-            const [stored] = await unlessProjectGone(() => ingestor.accept(scope.projectId, [check.event]), () => auth.ingestKey(ctx));
+            const [stored] = await unlessProjectGone(
+              () => ingestor.accept(scope.projectId, [check.event]),
+              () => auth.ingestKey(ctx),
+            );
             return { data: toEventMessage(stored) };
           },
 
@@ -86,8 +114,12 @@ export function createEventsFeature(deps: Pick<Deps, "config" | "db" | "log" | "
             const items = list.items;
             // No item of a parsed body can serialize to more than REPARSE_GROWTH times the body.
             const sizeBound = list.json ? list.bodyBytes * REPARSE_GROWTH : undefined;
-            if (items.length > MAX_BATCH_EVENTS) throw tooLarge(`a batch holds at most ${MAX_BATCH_EVENTS} events; this one has ${items.length}`);
-            if (items.length === 0) throw badRequest("events is required: an array of 1 to 1000 events", [{ field: "events", message: "is required" }]);
+            if (items.length > MAX_BATCH_EVENTS)
+              throw tooLarge(`a batch holds at most ${MAX_BATCH_EVENTS} events; this one has ${items.length}`);
+            if (items.length === 0)
+              throw badRequest("events is required: an array of 1 to 1000 events", [
+                { field: "events", message: "is required" },
+              ]);
             await limits.take("batches", scope.projectId);
             const now = clock();
             const server = contextOf(ctx, now);
@@ -106,13 +138,20 @@ export function createEventsFeature(deps: Pick<Deps, "config" | "db" | "log" | "
               }
               const check = checkEvent(raw, now, sizeBound);
               if (!check.ok) {
-                errors.push({ index: i, code: check.error.code, message: `${check.error.field}: ${check.error.message}` });
+                errors.push({
+                  index: i,
+                  code: check.error.code,
+                  message: `${check.error.field}: ${check.error.message}`,
+                });
                 continue;
               }
               check.event.context = mergeContext(check.event.context, server);
               valid.push(check.event);
             }
-            const stored = await unlessProjectGone(() => ingestor.accept(scope.projectId, valid), () => auth.ingestKey(ctx));
+            const stored = await unlessProjectGone(
+              () => ingestor.accept(scope.projectId, valid),
+              () => auth.ingestKey(ctx),
+            );
             return {
               data: {
                 events: stored.map((e) => ({ id: e.id, type: e.type })),
@@ -143,21 +182,26 @@ export function createEventsFeature(deps: Pick<Deps, "config" | "db" | "log" | "
             // The userId path reads event_user_hours, a derived record: apply what is pending first.
             if (input.userId !== undefined) await derived.settle(scope.projectId);
             // On its own connection bound to the request: a client that goes away cancels the read.
-            const page = await withCancellable(db, ctx.signal, (c) => listEvents(c, {
-              projectId: scope.projectId,
-              limit: input.limit,
-              after,
-              type: input.type,
-              userId: input.userId,
-              sourceKey: input.source,
-              search: input.search,
-              start: input.startDate,
-              end: input.endDate,
-            }));
+            const page = await withCancellable(db, ctx.signal, (c) =>
+              listEvents(c, {
+                projectId: scope.projectId,
+                limit: input.limit,
+                after,
+                type: input.type,
+                userId: input.userId,
+                sourceKey: input.source,
+                search: input.search,
+                start: input.startDate,
+                end: input.endDate,
+              }),
+            );
             const last = page.rows[page.rows.length - 1];
             return {
               data: page.rows.map((r) => toEventMessage(rowToStored(r))),
-              pagination: { nextCursor: page.hasMore && last ? encodeCursor(last.id) : undefined, hasMore: page.hasMore },
+              pagination: {
+                nextCursor: page.hasMore && last ? encodeCursor(last.id) : undefined,
+                hasMore: page.hasMore,
+              },
             };
           },
 
@@ -169,7 +213,9 @@ export function createEventsFeature(deps: Pick<Deps, "config" | "db" | "log" | "
             if (!row) throw notFound("event");
             return { data: toEventMessage(rowToStored(row)) };
           },
-      }, { restJsonList: { ingestEventBatch: "events" } }),
+        },
+        { restJsonList: { ingestEventBatch: "events" } },
+      ),
     ],
     // Every node that ingests projects its own commits; every node also picks up leftovers.
     startEveryRole() {

@@ -49,11 +49,16 @@ export async function listEvents(db: Queryable, f: ListFilter): Promise<{ rows: 
   };
   if (f.type !== undefined) add((p) => `type = ${p}`, f.type);
   if (f.userId !== undefined) add((p) => `user_id = ${p}`, f.userId);
-  if (f.sourceKey !== undefined) add((p) => `source_id = (SELECT id FROM sources WHERE project_id = $1 AND key = ${p})`, f.sourceKey);
+  if (f.sourceKey !== undefined)
+    add((p) => `source_id = (SELECT id FROM sources WHERE project_id = $1 AND key = ${p})`, f.sourceKey);
   if (f.start !== undefined) add((p) => `ts >= ${p}`, f.start.toISOString());
   if (f.end !== undefined) add((p) => `ts <= ${p}`, f.end.toISOString());
   if (f.search !== undefined) {
-    add((p) => `(type ILIKE ${p} ESCAPE '\\' OR user_id ILIKE ${p} ESCAPE '\\' OR data::text ILIKE ${p} ESCAPE '\\' OR context::text ILIKE ${p} ESCAPE '\\')`, likePattern(f.search));
+    add(
+      (p) =>
+        `(type ILIKE ${p} ESCAPE '\\' OR user_id ILIKE ${p} ESCAPE '\\' OR data::text ILIKE ${p} ESCAPE '\\' OR context::text ILIKE ${p} ESCAPE '\\')`,
+      likePattern(f.search),
+    );
   }
   if (f.after !== undefined) {
     params.push(f.after.ts.toISOString(), f.after.id);
@@ -61,16 +66,24 @@ export async function listEvents(db: Queryable, f: ListFilter): Promise<{ rows: 
     // Same rows either way. A row comparison is one index condition on (ts, id); in the user path,
     // next to each range's own bounds on ts, btree would start every range's scan at the cursor and
     // walk down to the range. A plain bound on ts lets it start at the tighter of the two.
-    where.push(f.userId === undefined ? `(ts, id) < (${ts}, ${id})` : `ts <= ${ts} AND NOT (ts = ${ts} AND id >= ${id})`);
+    where.push(
+      f.userId === undefined ? `(ts, id) < (${ts}, ${id})` : `ts <= ${ts} AND NOT (ts = ${ts} AND id >= ${id})`,
+    );
   }
   const need = f.limit + 1;
-  const rows = f.userId === undefined ? await page(db, where, params, need) : await userPage(db, { ...f, userId: f.userId }, where, params, need);
+  const rows =
+    f.userId === undefined
+      ? await page(db, where, params, need)
+      : await userPage(db, { ...f, userId: f.userId }, where, params, need);
   const hasMore = rows.length > f.limit;
   return { rows: hasMore ? rows.slice(0, f.limit) : rows, hasMore };
 }
 
 async function page(db: Queryable, where: string[], params: unknown[], need: number): Promise<EventRow[]> {
-  const r = await db.query<EventRow>(`SELECT ${COLUMNS} FROM events WHERE ${where.join(" AND ")} ORDER BY ts DESC, id DESC LIMIT $${params.length + 1}`, [...params, need]);
+  const r = await db.query<EventRow>(
+    `SELECT ${COLUMNS} FROM events WHERE ${where.join(" AND ")} ORDER BY ts DESC, id DESC LIMIT $${params.length + 1}`,
+    [...params, need],
+  );
   return r.rows;
 }
 
@@ -84,7 +97,13 @@ const HOURS_PER_READ = 256;
  * the rows out. The ranges are disjoint, so rows stay in (ts, id) order across rounds. The caller
  * has settled the project's derived records.
  */
-async function userPage(db: Queryable, f: ListFilter & { userId: string }, where: string[], params: unknown[], need: number): Promise<EventRow[]> {
+async function userPage(
+  db: Queryable,
+  f: ListFilter & { userId: string },
+  where: string[],
+  params: unknown[],
+  need: number,
+): Promise<EventRow[]> {
   const rows: EventRow[] = [];
   const bounds = [f.after?.ts.getTime(), f.end?.getTime()].filter((x): x is number => x !== undefined);
   let upTo = bounds.length ? hourOf(Math.min(...bounds)) : undefined;
@@ -116,7 +135,12 @@ async function userPage(db: Queryable, f: ListFilter & { userId: string }, where
          WHERE ${where.join(" AND ")} AND ts >= r.lo AND ts < r.hi
          ORDER BY ts DESC, id DESC LIMIT $${n + 3}
        ) e ORDER BY ts DESC, id DESC LIMIT $${n + 3}`,
-      [...params, ranges.map((x) => new Date(x[0]).toISOString()), ranges.map((x) => new Date(x[1]).toISOString()), need - rows.length],
+      [
+        ...params,
+        ranges.map((x) => new Date(x[0]).toISOString()),
+        ranges.map((x) => new Date(x[1]).toISOString()),
+        need - rows.length,
+      ],
     );
     rows.push(...r.rows);
     factor *= 4; // filters or a cursor inside the first hour left rows out: read wider next time
@@ -126,7 +150,11 @@ async function userPage(db: Queryable, f: ListFilter & { userId: string }, where
 
 /** The event with this id in the project (the id's time prefix selects the partition). */
 export async function getEvent(db: Queryable, projectId: string, id: string, ts: Date): Promise<EventRow | undefined> {
-  const r = await db.query<EventRow>(`SELECT ${COLUMNS} FROM events WHERE project_id = $1 AND ts = $2 AND id = $3`, [projectId, ts.toISOString(), id]);
+  const r = await db.query<EventRow>(`SELECT ${COLUMNS} FROM events WHERE project_id = $1 AND ts = $2 AND id = $3`, [
+    projectId,
+    ts.toISOString(),
+    id,
+  ]);
   return r.rows[0];
 }
 

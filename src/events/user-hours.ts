@@ -68,12 +68,25 @@ export interface UserHour {
 }
 
 /** The user's hours with events, newest first, at most `limit`, with `from` <= hour <= `upTo` (ms) when given. */
-export async function userHours(db: Queryable, projectId: string, userId: string, upTo: number | undefined, from: number | undefined, limit: number): Promise<UserHour[]> {
+export async function userHours(
+  db: Queryable,
+  projectId: string,
+  userId: string,
+  upTo: number | undefined,
+  from: number | undefined,
+  limit: number,
+): Promise<UserHour[]> {
   const r = await db.query<{ hour: Date; minutes: string }>(
     `SELECT hour, minutes::text FROM event_user_hours
      WHERE project_id = $1 AND user_id = $2 AND ($3::timestamptz IS NULL OR hour <= $3) AND ($4::timestamptz IS NULL OR hour >= $4)
      ORDER BY hour DESC LIMIT $5`,
-    [projectId, userId, upTo === undefined ? null : new Date(upTo).toISOString(), from === undefined ? null : new Date(from).toISOString(), limit],
+    [
+      projectId,
+      userId,
+      upTo === undefined ? null : new Date(upTo).toISOString(),
+      from === undefined ? null : new Date(from).toISOString(),
+      limit,
+    ],
   );
   return r.rows.map((row) => {
     const ranges = minuteRanges(row.hour.getTime(), BigInt(row.minutes));

@@ -26,7 +26,10 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-const refuse = (field: string, message: string, code: EventRefusal["code"] = "validation_failed"): EventCheck => ({ ok: false, error: { code, field, message } });
+const refuse = (field: string, message: string, code: EventRefusal["code"] = "validation_failed"): EventCheck => ({
+  ok: false,
+  error: { code, field, message },
+});
 
 class Refused {
   constructor(readonly check: EventCheck) {}
@@ -36,7 +39,8 @@ function optionalId(raw: Record<string, unknown>, field: string): string | null 
   const v = raw[field];
   if (v === undefined || v === null || v === "") return null;
   if (typeof v !== "string") throw new Refused(refuse(field, `${field} must be a string`));
-  if (v.length > MAX_ID_LENGTH) throw new Refused(refuse(field, `${field} must be at most ${MAX_ID_LENGTH} characters`));
+  if (v.length > MAX_ID_LENGTH)
+    throw new Refused(refuse(field, `${field} must be at most ${MAX_ID_LENGTH} characters`));
   return v;
 }
 
@@ -69,7 +73,8 @@ export function checkEvent(raw: unknown, now: Date, sizeBound?: number): EventCh
     return refuse(field, `${field} ${problem.message}`);
   }
   const bytes = sizeBound !== undefined && sizeBound <= MAX_EVENT_BYTES ? 0 : Buffer.byteLength(JSON.stringify(raw));
-  if (bytes > MAX_EVENT_BYTES) return refuse("(event)", `event is ${bytes} bytes serialized; the limit is ${MAX_EVENT_BYTES}`, "event_too_large");
+  if (bytes > MAX_EVENT_BYTES)
+    return refuse("(event)", `event is ${bytes} bytes serialized; the limit is ${MAX_EVENT_BYTES}`, "event_too_large");
 
   const type = raw.type;
   if (type === undefined || type === null || type === "") return refuse("type", "type is required");
@@ -77,7 +82,11 @@ export function checkEvent(raw: unknown, now: Date, sizeBound?: number): EventCh
   if (type.trim() === "") return refuse("type", "type is required");
   if (type.length > MAX_TYPE_LENGTH) return refuse("type", `type must be at most ${MAX_TYPE_LENGTH} characters`);
   if (type.startsWith("$") && !CLIENT_RESERVED_TYPES.has(type)) {
-    return refuse("type", `event type '${type}' is reserved: types starting with '$' are refused except ${[...CLIENT_RESERVED_TYPES].join(", ")}`, "reserved_type");
+    return refuse(
+      "type",
+      `event type '${type}' is reserved: types starting with '$' are refused except ${[...CLIENT_RESERVED_TYPES].join(", ")}`,
+      "reserved_type",
+    );
   }
 
   let userId: string | null, groupId: string | null, source: string | null;
@@ -104,7 +113,8 @@ export function checkEvent(raw: unknown, now: Date, sizeBound?: number): EventCh
     const ms = parseTimestampMs(ts);
     if (ms === undefined) return refuse("timestamp", `timestamp ${TIMESTAMP_MESSAGE}`);
     if (ms < MIN_TIMESTAMP_MS) return refuse("timestamp", "timestamp must not be before 2000-01-01T00:00:00Z");
-    if (ms > now.getTime() + MAX_FUTURE_MS) return refuse("timestamp", "timestamp must not be more than 24 hours in the future");
+    if (ms > now.getTime() + MAX_FUTURE_MS)
+      return refuse("timestamp", "timestamp must not be more than 24 hours in the future");
     timestamp = new Date(ms);
   }
 

@@ -8,7 +8,24 @@ import { newId } from "../shared/ids.js";
 
 // The statements of one ingest transaction: source resolution and the multi-row insert.
 
-const SLOT_NAMES = ["n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8"] as const;
+const SLOT_NAMES = [
+  "n1",
+  "n2",
+  "n3",
+  "n4",
+  "n5",
+  "n6",
+  "n7",
+  "n8",
+  "s1",
+  "s2",
+  "s3",
+  "s4",
+  "s5",
+  "s6",
+  "s7",
+  "s8",
+] as const;
 const SLOT_SET = new Set<string>(SLOT_NAMES);
 
 /** source key -> id per project; entries are added only after the creating transaction committed. */
@@ -42,7 +59,13 @@ export class SourceCache {
  * Sets `sourceId` on every event that named a source, creating the sources first seen.
  * Returns the newly resolved (cache-missed) entries, to remember once committed.
  */
-export async function resolveSources(client: PoolClient, events: StoredEvent[], sourceKeys: (string | null)[], cache: SourceCache, now: Date): Promise<Map<string, string>> {
+export async function resolveSources(
+  client: PoolClient,
+  events: StoredEvent[],
+  sourceKeys: (string | null)[],
+  cache: SourceCache,
+  now: Date,
+): Promise<Map<string, string>> {
   const missing = new Map<string, { projectId: string; key: string }>();
   for (let i = 0; i < events.length; i++) {
     const key = sourceKeys[i];
@@ -54,7 +77,9 @@ export async function resolveSources(client: PoolClient, events: StoredEvent[], 
   const resolved = new Map<string, string>();
   if (missing.size === 0) return resolved;
   // Sorted, so that concurrent transactions creating the same sources lock them in one order.
-  const wanted = [...missing.values()].sort((a, b) => (a.projectId + "\u0000" + a.key < b.projectId + "\u0000" + b.key ? -1 : 1));
+  const wanted = [...missing.values()].sort((a, b) =>
+    a.projectId + "\u0000" + a.key < b.projectId + "\u0000" + b.key ? -1 : 1,
+  );
   const projects = wanted.map((w) => w.projectId);
   const keys = wanted.map((w) => w.key);
   await client.query(
@@ -70,7 +95,8 @@ export async function resolveSources(client: PoolClient, events: StoredEvent[], 
   for (const row of r.rows) resolved.set(SourceCache.key(row.project_id, row.key), row.id);
   for (let i = 0; i < events.length; i++) {
     const key = sourceKeys[i];
-    if (key !== null && events[i].sourceId === null) events[i].sourceId = resolved.get(SourceCache.key(events[i].projectId, key)) ?? null;
+    if (key !== null && events[i].sourceId === null)
+      events[i].sourceId = resolved.get(SourceCache.key(events[i].projectId, key)) ?? null;
   }
   return resolved;
 }
@@ -104,7 +130,11 @@ function insertSql(slots: string[], withDeltas: boolean, guard: string): string 
   const when = guard ? " WHERE (SELECT ok FROM g)" : "";
   const ctes = [
     ...(guard ? [`g AS (SELECT ${guard} AS ok)`] : []),
-    ...(withDeltas ? [`d AS (INSERT INTO ingest_deltas (project_id, deltas) SELECT p, d FROM unnest($3::text[], $4::json[]) AS u(p, d)${when})`] : []),
+    ...(withDeltas
+      ? [
+          `d AS (INSERT INTO ingest_deltas (project_id, deltas) SELECT p, d FROM unnest($3::text[], $4::json[]) AS u(p, d)${when})`,
+        ]
+      : []),
   ];
   // Row i of the recordset is the JSON array element i; keys are the column names.
   sql = `${ctes.length ? `WITH ${ctes.join(",\n")}\n` : ""}INSERT INTO events (${cols.join(", ")}, created_at)
@@ -120,7 +150,13 @@ FROM json_to_recordset($2::json) AS r(${cols.map((c, i) => `${c} ${colTypes[i]}`
  * document (serialized natively, parsed once by PostgreSQL): cheaper than array literals, whose
  * every JSON element would need escaping.
  */
-export async function insertEvents(client: Queryable, events: StoredEvent[], createdAt: Date, deltas: [string, string][] = [], guards: SqlGuard[] = []): Promise<number> {
+export async function insertEvents(
+  client: Queryable,
+  events: StoredEvent[],
+  createdAt: Date,
+  deltas: [string, string][] = [],
+  guards: SqlGuard[] = [],
+): Promise<number> {
   const slots = usedSlots(events);
   const rows = new Array(events.length);
   for (let i = 0; i < events.length; i++) {
@@ -141,7 +177,11 @@ export async function insertEvents(client: Queryable, events: StoredEvent[], cre
     rows[i] = row;
   }
   const values: unknown[] = [createdAt.toISOString(), JSON.stringify(rows)];
-  if (deltas.length) values.push(deltas.map((d) => d[0]), deltas.map((d) => d[1]));
+  if (deltas.length)
+    values.push(
+      deltas.map((d) => d[0]),
+      deltas.map((d) => d[1]),
+    );
   const guard = guards.map((g) => `(${g((v) => `$${values.push(v)}`)})`).join(" AND ");
   const r = await client.query(insertSql(slots, deltas.length > 0, guard), values);
   return r.rowCount ?? 0;
@@ -151,7 +191,8 @@ export async function insertEvents(client: Queryable, events: StoredEvent[], cre
 const COPY_SPECIAL = /[\\\n\r\t]/g;
 const copyEscape = (ch: string) => (ch === "\\" ? "\\\\" : ch === "\n" ? "\\n" : ch === "\r" ? "\\r" : "\\t");
 const HAS_SPECIAL = /[\\\n\r\t]/;
-const copyText = (v: string | null) => (v === null ? "\\N" : HAS_SPECIAL.test(v) ? v.replace(COPY_SPECIAL, copyEscape) : v);
+const copyText = (v: string | null) =>
+  v === null ? "\\N" : HAS_SPECIAL.test(v) ? v.replace(COPY_SPECIAL, copyEscape) : v;
 /** JSON.stringify never emits raw control characters: only its backslashes need doubling. */
 const copyJson = (v: unknown) => {
   const s = JSON.stringify(v);
@@ -163,13 +204,34 @@ const copyJson = (v: unknown) => {
  * each row once and inserts them in multi-row batches, which costs it noticeably less per row than
  * INSERT ... SELECT FROM json_to_recordset for large groups. The deltas go in their own statement.
  */
-export async function copyEvents(client: PoolClient, events: StoredEvent[], createdAt: Date, deltas: [string, string][] = []): Promise<void> {
+export async function copyEvents(
+  client: PoolClient,
+  events: StoredEvent[],
+  createdAt: Date,
+  deltas: [string, string][] = [],
+): Promise<void> {
   const slots = usedSlots(events);
-  const cols = ["project_id", "ts", "id", "type", "user_id", "group_id", "source_id", "data", "context", "tags", "created_at", ...slots];
+  const cols = [
+    "project_id",
+    "ts",
+    "id",
+    "type",
+    "user_id",
+    "group_id",
+    "source_id",
+    "data",
+    "context",
+    "tags",
+    "created_at",
+    ...slots,
+  ];
   const created = createdAt.toISOString();
   const lines = new Array<string>(events.length);
   // Events of a group mostly share their project and often their timestamp: format each once.
-  let project = "", projectText = "", ms = NaN, tsText = "";
+  let project = "",
+    projectText = "",
+    ms = NaN,
+    tsText = "";
   for (let i = 0; i < events.length; i++) {
     const e = events[i];
     if (e.projectId !== project) {

@@ -21,7 +21,11 @@ export interface IdentityAgg {
 }
 
 /** Aggregates events per (project, key); `merging` says which event type carries properties. Pure. */
-export function aggregate(events: StoredEvent[], keyOf: (e: StoredEvent) => string | null, merging: string): IdentityAgg[] {
+export function aggregate(
+  events: StoredEvent[],
+  keyOf: (e: StoredEvent) => string | null,
+  merging: string,
+): IdentityAgg[] {
   const byKey = new Map<string, IdentityAgg>();
   for (const e of events) {
     const key = keyOf(e);
@@ -43,7 +47,17 @@ export function aggregate(events: StoredEvent[], keyOf: (e: StoredEvent) => stri
 
 // Rows travel as one JSON document (see events/write.ts): one parse in PostgreSQL, no escaping.
 const rowsJson = (rows: IdentityAgg[], withId: boolean) =>
-  JSON.stringify(rows.map((r) => ({ p: r.projectId, k: r.key, i: withId ? newId("usr") : null, pr: r.properties, c: r.count, f: new Date(r.first).toISOString(), l: new Date(r.last).toISOString() })));
+  JSON.stringify(
+    rows.map((r) => ({
+      p: r.projectId,
+      k: r.key,
+      i: withId ? newId("usr") : null,
+      pr: r.properties,
+      c: r.count,
+      f: new Date(r.first).toISOString(),
+      l: new Date(r.last).toISOString(),
+    })),
+  );
 
 async function upsertUsers(client: PoolClient, rows: IdentityAgg[]): Promise<void> {
   if (rows.length === 0) return;
@@ -115,7 +129,19 @@ export const identityProjection: Projection<IdentityDelta> = {
     return d;
   },
   async apply(client, projectId, deltas) {
-    await upsertUsers(client, mergePacked(projectId, deltas.map((d) => d.u ?? [])));
-    await upsertGroups(client, mergePacked(projectId, deltas.map((d) => d.g ?? [])));
+    await upsertUsers(
+      client,
+      mergePacked(
+        projectId,
+        deltas.map((d) => d.u ?? []),
+      ),
+    );
+    await upsertGroups(
+      client,
+      mergePacked(
+        projectId,
+        deltas.map((d) => d.g ?? []),
+      ),
+    );
   },
 };

@@ -24,37 +24,46 @@ const listSchema = z.object({
 });
 
 /** `derived`: the projector of the ingest pipeline (users and groups are its derived records). */
-export function createIdentityFeature(deps: Pick<Deps, "db" | "clock" | "auth" | "limits">, derived: DerivedRecords): Feature {
+export function createIdentityFeature(
+  deps: Pick<Deps, "db" | "clock" | "auth" | "limits">,
+  derived: DerivedRecords,
+): Feature {
   const { db, clock, auth, limits } = deps;
 
   return {
     name: "identity",
     services: [
       bind(IdentityService, {
-          async identify(req, ctx) {
-            const scope = await auth.project(ctx, req.projectId, "member");
-            await limits.take("identify", scope.projectId);
-            const input = validate(identifySchema, { externalId: req.externalId, properties: req.properties });
-            // Settle first: properties merge last-wins, so events accepted before this call apply before it.
-            await derived.settle(scope.projectId);
-            // A project deleted meanwhile answers as after the delete (404), not 500.
-            const row = await unlessProjectGone(() => identify(db, scope.projectId, input.externalId, input.properties, clock()), () => auth.project(ctx, req.projectId, "member"));
-            return { data: toUser(row, false) };
-          },
-          async listUsers(req, ctx) {
-            const scope = await auth.project(ctx, req.projectId, "data");
-            const input = validate(listSchema, { limit: req.limit, offset: req.offset });
-            await derived.settle(scope.projectId);
-            const { rows, total } = await listUsers(db, scope.projectId, input.limit, input.offset);
-            return { data: rows.map((r) => toUser(r, false)), meta: { total: BigInt(total), limit: input.limit, offset: input.offset } };
-          },
-          async getUser(req, ctx) {
-            const scope = await auth.project(ctx, req.projectId, "data");
-            await derived.settle(scope.projectId);
-            const row = req.userId.length <= 256 ? await getUser(db, scope.projectId, req.userId) : undefined;
-            if (!row) throw notFound("user");
-            return { data: toUser(row, true) };
-          },
+        async identify(req, ctx) {
+          const scope = await auth.project(ctx, req.projectId, "member");
+          await limits.take("identify", scope.projectId);
+          const input = validate(identifySchema, { externalId: req.externalId, properties: req.properties });
+          // Settle first: properties merge last-wins, so events accepted before this call apply before it.
+          await derived.settle(scope.projectId);
+          // A project deleted meanwhile answers as after the delete (404), not 500.
+          const row = await unlessProjectGone(
+            () => identify(db, scope.projectId, input.externalId, input.properties, clock()),
+            () => auth.project(ctx, req.projectId, "member"),
+          );
+          return { data: toUser(row, false) };
+        },
+        async listUsers(req, ctx) {
+          const scope = await auth.project(ctx, req.projectId, "data");
+          const input = validate(listSchema, { limit: req.limit, offset: req.offset });
+          await derived.settle(scope.projectId);
+          const { rows, total } = await listUsers(db, scope.projectId, input.limit, input.offset);
+          return {
+            data: rows.map((r) => toUser(r, false)),
+            meta: { total: BigInt(total), limit: input.limit, offset: input.offset },
+          };
+        },
+        async getUser(req, ctx) {
+          const scope = await auth.project(ctx, req.projectId, "data");
+          await derived.settle(scope.projectId);
+          const row = req.userId.length <= 256 ? await getUser(db, scope.projectId, req.userId) : undefined;
+          if (!row) throw notFound("user");
+          return { data: toUser(row, true) };
+        },
       }),
     ],
   };

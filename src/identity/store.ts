@@ -15,7 +15,13 @@ export interface UserRow {
 const COLUMNS = "id, project_id, external_id, properties, event_count, first_seen_at, last_seen_at";
 
 /** Creates the user or merges `properties` onto it and moves lastSeenAt forward to `now`. */
-export async function identify(db: Queryable, projectId: string, externalId: string, properties: Record<string, unknown>, now: Date): Promise<UserRow> {
+export async function identify(
+  db: Queryable,
+  projectId: string,
+  externalId: string,
+  properties: Record<string, unknown>,
+  now: Date,
+): Promise<UserRow> {
   const r = await db.query<UserRow>(
     `INSERT INTO users (project_id, external_id, id, properties, first_seen_at, last_seen_at)
      VALUES ($1, $2, $3, $4::jsonb, $5, $5)
@@ -28,9 +34,17 @@ export async function identify(db: Queryable, projectId: string, externalId: str
   return r.rows[0];
 }
 
-export async function listUsers(db: Queryable, projectId: string, limit: number, offset: number): Promise<{ rows: UserRow[]; total: number }> {
+export async function listUsers(
+  db: Queryable,
+  projectId: string,
+  limit: number,
+  offset: number,
+): Promise<{ rows: UserRow[]; total: number }> {
   const [rows, total] = await Promise.all([
-    db.query<UserRow>(`SELECT ${COLUMNS} FROM users WHERE project_id = $1 ORDER BY last_seen_at DESC, id DESC LIMIT $2 OFFSET $3`, [projectId, limit, offset]),
+    db.query<UserRow>(
+      `SELECT ${COLUMNS} FROM users WHERE project_id = $1 ORDER BY last_seen_at DESC, id DESC LIMIT $2 OFFSET $3`,
+      [projectId, limit, offset],
+    ),
     db.query<{ n: number }>("SELECT count(*) AS n FROM users WHERE project_id = $1", [projectId]),
   ]);
   return { rows: rows.rows, total: total.rows[0].n };

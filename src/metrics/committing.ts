@@ -1,6 +1,15 @@
 import type { PoolClient } from "pg";
 import type { CommittingStep, StoredEvent } from "../events/pipeline.js";
-import { LEVELS, OP_CODE, OP_OF_EVENT, bucketStart, metricTypeOf, signed, type MetricType, type Operation } from "./model.js";
+import {
+  LEVELS,
+  OP_CODE,
+  OP_OF_EVENT,
+  bucketStart,
+  metricTypeOf,
+  signed,
+  type MetricType,
+  type Operation,
+} from "./model.js";
 
 // A committing step of the ingest pipeline (events/pipeline.ts; wired in server/features.ts):
 // inside the ingest transaction, right after the events are inserted, the
@@ -63,7 +72,15 @@ export function registryDeltas(points: PointRow[]): RegistryDelta[] {
     let d = byKey.get(key);
     if (!d) {
       // The first point decides the type it registers with; a mismatching later one is skipped below.
-      d = { projectId: p.projectId, name: p.name, type: metricTypeOf(p.op), unit: null, total: 0, lastValue: null, lastTs: -Infinity };
+      d = {
+        projectId: p.projectId,
+        name: p.name,
+        type: metricTypeOf(p.op),
+        unit: null,
+        total: 0,
+        lastValue: null,
+        lastTs: -Infinity,
+      };
       byKey.set(key, d);
     }
     if (d.type !== metricTypeOf(p.op)) continue;
@@ -74,7 +91,9 @@ export function registryDeltas(points: PointRow[]): RegistryDelta[] {
       if (d.type === "measurement") d.lastValue = p.v;
     }
   }
-  return [...byKey.values()].sort((a, b) => (a.projectId < b.projectId ? -1 : a.projectId > b.projectId ? 1 : a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return [...byKey.values()].sort((a, b) =>
+    a.projectId < b.projectId ? -1 : a.projectId > b.projectId ? 1 : a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+  );
 }
 
 export interface RollupRow {
@@ -106,7 +125,10 @@ export function rollupRows(points: { metricId: string; op: Operation; v: number;
       }
     }
   }
-  return [...rows.values()].sort((a, b) => Number(BigInt(a.metricId) - BigInt(b.metricId)) || a.level - b.level || a.bucket - b.bucket || a.op - b.op);
+  return [...rows.values()].sort(
+    (a, b) =>
+      Number(BigInt(a.metricId) - BigInt(b.metricId)) || a.level - b.level || a.bucket - b.bucket || a.op - b.op,
+  );
 }
 
 const UPSERT_REGISTRY = `

@@ -14,10 +14,19 @@ export const OP_CODE: Record<Operation, number> = { measure: 0, increment: 1, de
 export const OP_NAME: Operation[] = ["measure", "increment", "decrement"];
 
 /** The internal event type of each input type, and back. */
-export const EVENT_TYPE: Record<InputType, string> = { measurement: "$measure", increment: "$increment", decrement: "$decrement" };
-export const OP_OF_EVENT: Record<string, Operation | undefined> = { $measure: "measure", $increment: "increment", $decrement: "decrement" };
+export const EVENT_TYPE: Record<InputType, string> = {
+  measurement: "$measure",
+  increment: "$increment",
+  decrement: "$decrement",
+};
+export const OP_OF_EVENT: Record<string, Operation | undefined> = {
+  $measure: "measure",
+  $increment: "increment",
+  $decrement: "decrement",
+};
 
-export const metricTypeOf = (t: InputType | Operation): MetricType => (t === "measurement" || t === "measure" ? "measurement" : "counter");
+export const metricTypeOf = (t: InputType | Operation): MetricType =>
+  t === "measurement" || t === "measure" ? "measurement" : "counter";
 export const opOf = (t: InputType): Operation => (t === "measurement" ? "measure" : t);
 
 /** Signed value as stored: decrements are negative so that a plain sum is the net change. */
@@ -45,7 +54,9 @@ export const AGGREGATIONS = {
 export type Aggregation = keyof typeof AGGREGATIONS;
 /** Every aggregation's name, for zod's enum. */
 export const AGGREGATION_NAMES = Object.keys(AGGREGATIONS) as [Aggregation, ...Aggregation[]];
-export type MomentAggregation = { [K in Aggregation]: (typeof AGGREGATIONS)[K]["kind"] extends "moment" ? K : never }[Aggregation];
+export type MomentAggregation = {
+  [K in Aggregation]: (typeof AGGREGATIONS)[K]["kind"] extends "moment" ? K : never;
+}[Aggregation];
 
 /** The fraction of a percentile aggregation; undefined for a moment one. */
 export function percentileOf(agg: Aggregation): number | undefined {
@@ -61,7 +72,17 @@ export function defaultAggregation(type: MetricType): Aggregation {
 /** A Monday (1970-01-05T00:00:00Z): the origin every bucket is aligned to, so weeks start on Monday. */
 export const ORIGIN_MS = 4 * DAY_MS;
 
-export const INTERVALS = { "1m": MINUTE_MS, "5m": 5 * MINUTE_MS, "15m": 15 * MINUTE_MS, "30m": 30 * MINUTE_MS, "1h": HOUR_MS, "6h": 6 * HOUR_MS, "12h": 12 * HOUR_MS, "1d": DAY_MS, "1w": WEEK_MS } as const;
+export const INTERVALS = {
+  "1m": MINUTE_MS,
+  "5m": 5 * MINUTE_MS,
+  "15m": 15 * MINUTE_MS,
+  "30m": 30 * MINUTE_MS,
+  "1h": HOUR_MS,
+  "6h": 6 * HOUR_MS,
+  "12h": 12 * HOUR_MS,
+  "1d": DAY_MS,
+  "1w": WEEK_MS,
+} as const;
 export type Interval = keyof typeof INTERVALS;
 
 /** Start of the UTC-aligned bucket of width `widthMs` that holds `ms` (weeks from Monday). */

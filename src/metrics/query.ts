@@ -1,5 +1,14 @@
 import type { Queryable } from "../storage/db.js";
-import { ORIGIN_MS, fromMoments, percentileOf, planSegments, type Aggregation, type MomentAggregation, type Moments, type Segment } from "./model.js";
+import {
+  ORIGIN_MS,
+  fromMoments,
+  percentileOf,
+  planSegments,
+  type Aggregation,
+  type MomentAggregation,
+  type Moments,
+  type Segment,
+} from "./model.js";
 
 // Aggregates over a metric's range. Moment aggregations (count, sum, avg, min, max) read the
 // coarsest rollups that fit (days, hours, minutes) and raw points only at the partial-minute
@@ -23,11 +32,13 @@ const iso = (ms: number) => new Date(ms).toISOString();
  * `bucketed`, $3 the bucket interval (each row then carries its bucket as column b).
  */
 function segmentSql(segments: Segment[], params: unknown[], bucketed: boolean): string {
-  const bin = (col: string) => (bucketed ? `date_bin($3::interval, ${col}, '${iso(ORIGIN_MS)}'::timestamptz) AS b, ` : "");
+  const bin = (col: string) =>
+    bucketed ? `date_bin($3::interval, ${col}, '${iso(ORIGIN_MS)}'::timestamptz) AS b, ` : "";
   const parts: string[] = [];
   for (const s of segments) {
     params.push(iso(s.from), iso(s.to));
-    const a = `$${params.length - 1}`, z = `$${params.length}`;
+    const a = `$${params.length - 1}`,
+      z = `$${params.length}`;
     if (s.level === 0) {
       parts.push(
         bucketed
@@ -35,7 +46,9 @@ function segmentSql(segments: Segment[], params: unknown[], bucketed: boolean): 
           : `SELECT count(*) AS n, sum(v) AS s, min(v) AS mn, max(v) AS mx FROM metric_points WHERE metric_id = $1 AND op = ANY($2::int2[]) AND ts >= ${a} AND ts < ${z}`,
       );
     } else {
-      parts.push(`SELECT ${bin("bucket")}n, sum AS s, min AS mn, max AS mx FROM metric_rollups WHERE metric_id = $1 AND level = ${s.level} AND op = ANY($2::int2[]) AND bucket >= ${a} AND bucket < ${z}`);
+      parts.push(
+        `SELECT ${bin("bucket")}n, sum AS s, min AS mn, max AS mx FROM metric_rollups WHERE metric_id = $1 AND level = ${s.level} AND op = ANY($2::int2[]) AND bucket >= ${a} AND bucket < ${z}`,
+      );
     }
   }
   return parts.join("\nUNION ALL\n");
@@ -61,10 +74,14 @@ export async function aggregate(db: Queryable, sel: Selection, agg: Aggregation)
   }
   const moment = agg as MomentAggregation;
   const segments = planSegments(sel.from, sel.to);
-  if (segments.length === 0) return { value: fromMoments(moment, { n: 0, sum: 0, min: null, max: null }, sel.negate), count: 0 };
+  if (segments.length === 0)
+    return { value: fromMoments(moment, { n: 0, sum: 0, min: null, max: null }, sel.negate), count: 0 };
   const params: unknown[] = [sel.metricId, sel.ops];
   const union = segmentSql(segments, params, false);
-  const r = await db.query<MomentRow>(`SELECT sum(n) AS n, sum(s) AS s, min(mn) AS mn, max(mx) AS mx FROM (\n${union}\n) parts`, params);
+  const r = await db.query<MomentRow>(
+    `SELECT sum(n) AS n, sum(s) AS s, min(mn) AS mn, max(mx) AS mx FROM (\n${union}\n) parts`,
+    params,
+  );
   const m = moments(r.rows[0]);
   return { value: fromMoments(moment, m, sel.negate), count: m.n };
 }
@@ -96,5 +113,9 @@ export async function timeseries(db: Queryable, sel: Selection, agg: Aggregation
     `SELECT b, sum(n) AS n, sum(s) AS s, min(mn) AS mn, max(mx) AS mx FROM (\n${union}\n) parts GROUP BY b HAVING sum(n) > 0 ORDER BY b`,
     params,
   );
-  return r.rows.map((x) => ({ timestamp: x.b.toISOString(), value: fromMoments(moment, moments(x), sel.negate), count: Number(x.n) }));
+  return r.rows.map((x) => ({
+    timestamp: x.b.toISOString(),
+    value: fromMoments(moment, moments(x), sel.negate),
+    count: Number(x.n),
+  }));
 }

@@ -25,15 +25,14 @@ const name = z
   .refine(isPlainText, "must not contain control characters or invalid Unicode");
 
 const zoned = z.string().refine((s) => parseTimestampMs(s) !== undefined, TIMESTAMP_MESSAGE);
-const time = z
-  .object({ start: zoned, end: zoned }, { error: "time {start, end} is required" })
-  .refine(
-    (t) => {
-      const a = parseTimestampMs(t.start), b = parseTimestampMs(t.end);
-      return a === undefined || b === undefined || a <= b;
-    },
-    { message: "start must not be after end", path: ["start"] },
-  );
+const time = z.object({ start: zoned, end: zoned }, { error: "time {start, end} is required" }).refine(
+  (t) => {
+    const a = parseTimestampMs(t.start),
+      b = parseTimestampMs(t.end);
+    return a === undefined || b === undefined || a <= b;
+  },
+  { message: "start must not be after end", path: ["start"] },
+);
 
 const common = {
   name,
@@ -44,7 +43,10 @@ const common = {
 };
 
 export const querySchema = z.object(common);
-export const timeseriesSchema = z.object({ ...common, interval: z.enum(Object.keys(INTERVALS) as [Interval, ...Interval[]]) });
+export const timeseriesSchema = z.object({
+  ...common,
+  interval: z.enum(Object.keys(INTERVALS) as [Interval, ...Interval[]]),
+});
 export const pointsSchema = z.object({
   name,
   type: common.type,
@@ -77,14 +79,23 @@ export function missingMetric(name: string) {
 }
 
 /** Checks the optional type/operation narrowing against the metric; answers the stored ops to read. */
-export function selection(m: MetricRow, req: { type?: string; operation?: string }, range: { from: number; to: number }): Selection {
+export function selection(
+  m: MetricRow,
+  req: { type?: string; operation?: string },
+  range: { from: number; to: number },
+): Selection {
   if (req.type !== undefined && req.type !== m.type) {
-    throw badRequest(`metric '${m.name}' is a ${m.type}, not a ${req.type}`, [{ field: "type", message: `the metric is a ${m.type}` }]);
+    throw badRequest(`metric '${m.name}' is a ${m.type}, not a ${req.type}`, [
+      { field: "type", message: `the metric is a ${m.type}` },
+    ]);
   }
   if (req.operation !== undefined && m.type !== "counter") {
-    throw badRequest("operation narrows counters only", [{ field: "operation", message: `metric '${m.name}' is a measurement` }]);
+    throw badRequest("operation narrows counters only", [
+      { field: "operation", message: `metric '${m.name}' is a measurement` },
+    ]);
   }
-  const ops = m.type === "measurement" ? [0] : req.operation === "increment" ? [1] : req.operation === "decrement" ? [2] : [1, 2];
+  const ops =
+    m.type === "measurement" ? [0] : req.operation === "increment" ? [1] : req.operation === "decrement" ? [2] : [1, 2];
   return { metricId: m.id, ops, negate: req.operation === "decrement", ...range };
 }
 
@@ -94,7 +105,10 @@ export function aggregationFor(m: MetricRow, requested: Aggregation | undefined)
 
 export function checkBuckets(range: { from: number; to: number }, interval: Interval): void {
   const n = Math.ceil((range.to - range.from) / INTERVALS[interval]);
-  if (n > MAX_BUCKETS) throw badRequest(`the range spans ${n} buckets of ${interval}; at most ${MAX_BUCKETS}`, [{ field: "interval", message: "too many buckets for this range" }]);
+  if (n > MAX_BUCKETS)
+    throw badRequest(`the range spans ${n} buckets of ${interval}; at most ${MAX_BUCKETS}`, [
+      { field: "interval", message: "too many buckets for this range" },
+    ]);
 }
 
 /** Validates with zod after mapping proto3 empty strings to absent. */
@@ -102,7 +116,10 @@ export function parse<T extends z.ZodType>(schema: T, req: Record<string, unknow
   const plain: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(req)) {
     if (k === "$typeName" || k === "projectId") continue;
-    plain[k] = k === "time" && v !== undefined ? { start: opt((v as { start: string }).start), end: opt((v as { end: string }).end) } : opt(v);
+    plain[k] =
+      k === "time" && v !== undefined
+        ? { start: opt((v as { start: string }).start), end: opt((v as { end: string }).end) }
+        : opt(v);
   }
   if (plain.name === undefined) plain.name = "";
   return validate(schema, plain);
@@ -114,7 +131,9 @@ export const pointsCursor = cursorFormat<{ ts: string; id: string }>("pts1", {
   write: (p) => [p.ts, p.id],
   read: ([ts, id]) => {
     const ms = parseTimestampMs(ts);
-    return ms === undefined || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id) ? undefined : { ts: new Date(ms).toISOString(), id };
+    return ms === undefined || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)
+      ? undefined
+      : { ts: new Date(ms).toISOString(), id };
   },
 });
 export const encodeCursor = (ts: string, id: string): string => pointsCursor.encode({ ts, id });

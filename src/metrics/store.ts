@@ -29,20 +29,30 @@ export async function findMetric(db: Queryable, projectId: string, name: string)
  * The unique (project_id, name) key settles races: a concurrent first writer of the other type
  * makes this INSERT wait for it and then see its row.
  */
-export async function registerTypes(db: Queryable, projectId: string, wanted: Map<string, MetricType>): Promise<Map<string, MetricType>> {
+export async function registerTypes(
+  db: Queryable,
+  projectId: string,
+  wanted: Map<string, MetricType>,
+): Promise<Map<string, MetricType>> {
   const names = [...wanted.keys()].sort();
   await db.query(
     "INSERT INTO metrics (project_id, name, type) SELECT $1, n, t FROM unnest($2::text[], $3::text[]) AS x(n, t) ORDER BY n ON CONFLICT (project_id, name) DO NOTHING",
     [projectId, names, names.map((n) => wanted.get(n))],
   );
-  const r = await db.query<{ name: string; type: MetricType }>("SELECT name, type FROM metrics WHERE project_id = $1 AND name = ANY($2::text[])", [projectId, names]);
+  const r = await db.query<{ name: string; type: MetricType }>(
+    "SELECT name, type FROM metrics WHERE project_id = $1 AND name = ANY($2::text[])",
+    [projectId, names],
+  );
   // A name inserted (or found) above and gone now was deleted with its project in between.
   if (r.rows.length < names.length) throw new ProjectGoneError();
   return new Map(r.rows.map((x) => [x.name, x.type]));
 }
 
 export async function listMetrics(db: Queryable, projectId: string): Promise<{ name: string; type: MetricType }[]> {
-  const r = await db.query<{ name: string; type: MetricType }>("SELECT name, type FROM metrics WHERE project_id = $1 AND last_ts IS NOT NULL ORDER BY name", [projectId]);
+  const r = await db.query<{ name: string; type: MetricType }>(
+    "SELECT name, type FROM metrics WHERE project_id = $1 AND last_ts IS NOT NULL ORDER BY name",
+    [projectId],
+  );
   return r.rows;
 }
 
@@ -59,7 +69,13 @@ export async function readPoints(
   db: Queryable,
   q: { metricId: string; ops: number[]; from: number; to: number; limit: number; after?: { ts: string; id: string } },
 ): Promise<StoredPoint[]> {
-  const params: unknown[] = [q.metricId, q.ops, new Date(q.from).toISOString(), new Date(q.to).toISOString(), q.limit + 1];
+  const params: unknown[] = [
+    q.metricId,
+    q.ops,
+    new Date(q.from).toISOString(),
+    new Date(q.to).toISOString(),
+    q.limit + 1,
+  ];
   let cursor = "";
   if (q.after) {
     params.push(q.after.ts, q.after.id);

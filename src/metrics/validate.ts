@@ -65,7 +65,8 @@ function checkTags(v: unknown): Record<string, string | number | boolean> {
   if (entries.length > MAX_TAGS) fail("tags", `at most ${MAX_TAGS} tags`);
   const out: Record<string, string | number | boolean> = {};
   for (const [k, x] of entries) {
-    if (k === "" || k.length > MAX_TAG_KEY_LENGTH || !isPlainText(k)) fail("tags", `tag keys must be 1-${MAX_TAG_KEY_LENGTH} characters without control characters`);
+    if (k === "" || k.length > MAX_TAG_KEY_LENGTH || !isPlainText(k))
+      fail("tags", `tag keys must be 1-${MAX_TAG_KEY_LENGTH} characters without control characters`);
     const field = `tags.${k}`;
     if (typeof x === "string") {
       if (x.length > MAX_TAG_VALUE_LENGTH) fail(field, `tag values must be at most ${MAX_TAG_VALUE_LENGTH} characters`);
@@ -86,7 +87,8 @@ function checkTimestamp(v: unknown, now: Date): Date {
   const ms = parseTimestampMs(v as string);
   if (ms === undefined) fail("timestamp", `timestamp ${TIMESTAMP_MESSAGE}`);
   if ((ms as number) < MIN_TIMESTAMP_MS) fail("timestamp", "timestamp must not be before 2000-01-01T00:00:00Z");
-  if ((ms as number) > now.getTime() + MAX_FUTURE_MS) fail("timestamp", "timestamp must not be more than 24 hours in the future");
+  if ((ms as number) > now.getTime() + MAX_FUTURE_MS)
+    fail("timestamp", "timestamp must not be more than 24 hours in the future");
   return new Date(ms as number);
 }
 
@@ -95,23 +97,38 @@ function check(raw: unknown, now: Date): MetricInput {
   const r = raw as Record<string, unknown>;
   const t = r.type;
   if (t === undefined || t === null || t === "") fail("type", `type is required: one of ${INPUT_TYPES.join(", ")}`);
-  if (typeof t !== "string" || !INPUT_TYPES.includes(t as InputType)) fail("type", `type must be one of ${INPUT_TYPES.join(", ")}`);
+  if (typeof t !== "string" || !INPUT_TYPES.includes(t as InputType))
+    fail("type", `type must be one of ${INPUT_TYPES.join(", ")}`);
   const type = t as InputType;
   const name = checkName(r.name);
   const value = r.value;
   if (value === undefined || value === null) fail("value", "value is required");
   if (typeof value !== "number" || !Number.isFinite(value)) fail("value", "value must be a finite JSON number");
-  if (type !== "measurement" && (value as number) < 0) fail("value", `a counter change must be non-negative (use type '${type === "increment" ? "decrement" : "increment"}' for the other direction)`);
+  if (type !== "measurement" && (value as number) < 0)
+    fail(
+      "value",
+      `a counter change must be non-negative (use type '${type === "increment" ? "decrement" : "increment"}' for the other direction)`,
+    );
   let unit: string | null = null;
   if (r.unit !== undefined && r.unit !== null && r.unit !== "") {
     if (typeof r.unit !== "string") fail("unit", "unit must be a string");
-    if ((r.unit as string).length > MAX_UNIT_LENGTH || !isPlainText(r.unit as string)) fail("unit", `unit must be at most ${MAX_UNIT_LENGTH} characters without control characters`);
+    if ((r.unit as string).length > MAX_UNIT_LENGTH || !isPlainText(r.unit as string))
+      fail("unit", `unit must be at most ${MAX_UNIT_LENGTH} characters without control characters`);
     unit = r.unit as string;
   }
   const timestamp = checkTimestamp(r.timestamp, now);
   const tags = checkTags(r.tags);
   // -0 would read back as a decrement of 0 from a signed column; store +0.
-  return { type, metricType: metricTypeOf(type), op: opOf(type), name, value: (value as number) === 0 ? 0 : (value as number), unit, timestamp, tags };
+  return {
+    type,
+    metricType: metricTypeOf(type),
+    op: opOf(type),
+    name,
+    value: (value as number) === 0 ? 0 : (value as number),
+    unit,
+    timestamp,
+    tags,
+  };
 }
 
 /** Checks one metric in the single-metric shape. */

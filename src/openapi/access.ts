@@ -53,7 +53,12 @@ class Stop extends Error {}
 /** Runs every handler of the served features and returns the facts per `Service/Method` (full names). */
 export async function probeRpcs(): Promise<{ bindings: ServiceBinding[]; facts: Map<string, RpcFacts> }> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "vigil-openapi-"));
-  const config = parseConfig({ DATA_DIR: dataDir, SESSION_SECRET: "openapi-probe-secret-0123456789", LOG_LEVEL: "silent", METRICS_PORT: "off" });
+  const config = parseConfig({
+    DATA_DIR: dataDir,
+    SESSION_SECRET: "openapi-probe-secret-0123456789",
+    LOG_LEVEL: "silent",
+    METRICS_PORT: "off",
+  });
   let phase: "auth" | "limits" = "auth";
   let seenAuth: CallerKind | undefined;
   let seenLimit: string | undefined;
@@ -68,7 +73,10 @@ export async function probeRpcs(): Promise<{ bindings: ServiceBinding[]; facts: 
     fromHeaders: async () => apiKey,
     session: async () => (pass("session"), session),
     ingestKey: async () => (pass("apiKey"), { projectId: "prj_probe", principal: apiKey }),
-    project: async (_ctx: unknown, _id: string, access: Access) => (pass(access), { projectId: "prj_probe", principal: access === "data" ? apiKey : session, role: "owner" }),
+    project: async (_ctx: unknown, _id: string, access: Access) => (
+      pass(access),
+      { projectId: "prj_probe", principal: access === "data" ? apiKey : session, role: "owner" }
+    ),
   };
   const limit = (name: string) => {
     seenLimit ??= name;
@@ -146,7 +154,14 @@ function probeInputs(method: DescMethod): Message[] {
     const m = create(method.input) as unknown as Record<string, unknown>;
     for (const f of method.input.fields) {
       if (f.oneof) continue;
-      if (f.fieldKind === "list") m[f.localName] = [f.listKind === "message" ? create(f.message) : f.listKind === "scalar" && f.scalar === ScalarType.STRING ? PLAUSIBLE : 0];
+      if (f.fieldKind === "list")
+        m[f.localName] = [
+          f.listKind === "message"
+            ? create(f.message)
+            : f.listKind === "scalar" && f.scalar === ScalarType.STRING
+              ? PLAUSIBLE
+              : 0,
+        ];
       else if (strings && f.fieldKind === "scalar" && f.scalar === ScalarType.STRING) m[f.localName] = PLAUSIBLE;
     }
     return m as unknown as Message;
@@ -163,6 +178,8 @@ function probeContext(b: ServiceBinding, method: DescMethod, principal: Principa
     requestMethod: "POST",
     url: "http://vigil.local/probe",
     headers: { authorization: "Bearer vk_probe" },
-    values: createContextValues().set(clientInfoKey, { ip: "127.0.0.1", requestId: "probe" }).set(principalKey, principal),
+    values: createContextValues()
+      .set(clientInfoKey, { ip: "127.0.0.1", requestId: "probe" })
+      .set(principalKey, principal),
   });
 }

@@ -15,7 +15,12 @@ function text(desc: Exclude<AnyDesc, { kind: "file" }>): string | undefined {
   // Proto comments wrap at ~100 columns: join wrapped lines, keep blank lines as paragraphs.
   return c
     .split(/\n\s*\n/)
-    .map((p) => p.split("\n").map((l) => l.trim()).join(" "))
+    .map((p) =>
+      p
+        .split("\n")
+        .map((l) => l.trim())
+        .join(" "),
+    )
     .join("\n\n");
 }
 

@@ -58,14 +58,17 @@ function security(caller: CallerKind): Record<string, string[]>[] {
 }
 
 const ERRORS: Record<string, string> = {
-  "400": "Malformed JSON, a value of the wrong type, or failed validation (`details` names the fields: `[{field, message}]`).",
+  "400":
+    "Malformed JSON, a value of the wrong type, or failed validation (`details` names the fields: `[{field, message}]`).",
   "401": "Missing, malformed, unknown or revoked credentials.",
-  "403": "Valid credentials without the right to this route (wrong kind of credentials, too low a role), or a cookie-authenticated write from another origin.",
+  "403":
+    "Valid credentials without the right to this route (wrong kind of credentials, too low a role), or a cookie-authenticated write from another origin.",
   "404": "No such resource, or a project the caller cannot see.",
   "413": "The body (or a batch) is over its limit.",
   "415": "The body is not JSON (`Content-Type: application/json` is required, also for an empty body).",
   "429": "Rate limited; `Retry-After` says when to try again (`details.retryAfterSeconds` too).",
-  default: "Any other error, in the same body, decided by the operation itself: e.g. 401 `invalid_credentials` (login), 403 (sign-up closed), 409 `conflict`, 503 `query_timeout` or `unavailable`, 500 `internal`.",
+  default:
+    "Any other error, in the same body, decided by the operation itself: e.g. 401 `invalid_credentials` (login), 403 (sign-up closed), 409 `conflict`, 503 `query_timeout` or `unavailable`, 500 `internal`.",
 };
 
 const isWrite = (verb: string) => verb !== "GET" && verb !== "HEAD" && verb !== "OPTIONS" && verb !== "DELETE";
@@ -104,13 +107,25 @@ function operation(route: Route, facts: RpcFacts, ctx: SchemaContext): Schema {
   const parameters: Schema[] = [...pathFields].map((name) => {
     const f = field(name);
     const description = ctx.describe(`${method.input.typeName}.${f.name}`);
-    return { name: f.jsonName, in: "path", required: true, schema: { type: "string", minLength: 1 }, ...(description ? { description } : {}) };
+    return {
+      name: f.jsonName,
+      in: "path",
+      required: true,
+      schema: { type: "string", minLength: 1 },
+      ...(description ? { description } : {}),
+    };
   });
   let requestBody: Schema | undefined;
   if (route.body === "*") {
-    requestBody = { required: false, content: { "application/json": { schema: messageSchema(method.input, "input", ctx, pathFields) } } };
+    requestBody = {
+      required: false,
+      content: { "application/json": { schema: messageSchema(method.input, "input", ctx, pathFields) } },
+    };
   } else if (route.body) {
-    requestBody = { required: false, content: { "application/json": { schema: fieldSchema(field(route.body), "input", ctx) } } };
+    requestBody = {
+      required: false,
+      content: { "application/json": { schema: fieldSchema(field(route.body), "input", ctx) } },
+    };
     parameters.push(...queryParameters(method, new Set([...pathFields, route.body]), ctx));
   } else {
     parameters.push(...queryParameters(method, pathFields, ctx));
@@ -119,7 +134,9 @@ function operation(route: Route, facts: RpcFacts, ctx: SchemaContext): Schema {
   const lines = [
     ctx.describe(`${service.typeName}.${method.name}`),
     `**Auth:** ${CALLER_TEXT[facts.caller]}`,
-    facts.rateLimits.length ? `**Rate limit:** counts against \`${facts.rateLimits.join("`, `")}\` (429 with \`Retry-After\` when over it).` : undefined,
+    facts.rateLimits.length
+      ? `**Rate limit:** counts against \`${facts.rateLimits.join("`, `")}\` (429 with \`Retry-After\` when over it).`
+      : undefined,
     `**gRPC:** \`${rpc}\``,
   ];
   const success = String(route.successStatus);
@@ -127,7 +144,10 @@ function operation(route: Route, facts: RpcFacts, ctx: SchemaContext): Schema {
     [success]:
       route.successStatus === 204
         ? { description: "Done; no body." }
-        : { description: "Success.", content: { "application/json": { schema: messageRef(method.output, "output", ctx) } } },
+        : {
+            description: "Success.",
+            content: { "application/json": { schema: messageRef(method.output, "output", ctx) } },
+          },
   };
   for (const s of errorStatuses(route, facts)) responses[s] = { $ref: `#/components/responses/Error${s}` };
   responses.default = { $ref: "#/components/responses/ErrorDefault" };
@@ -166,8 +186,12 @@ export function buildDocument(input: DocumentInput): Schema {
     operationIds.add(op.operationId as string);
     (paths[p] ??= {})[route.verb.toLowerCase()] = op;
   }
-  const tags = input.bindings.filter((b) => b.desc.methods.some((m) => routes.some((r) => r.method === m)))
-    .map((b) => ({ name: tagOf(b.desc.name), ...(input.describe(b.desc.typeName) ? { description: input.describe(b.desc.typeName) } : {}) }));
+  const tags = input.bindings
+    .filter((b) => b.desc.methods.some((m) => routes.some((r) => r.method === m)))
+    .map((b) => ({
+      name: tagOf(b.desc.name),
+      ...(input.describe(b.desc.typeName) ? { description: input.describe(b.desc.typeName) } : {}),
+    }));
   const errorSchema: Schema = {
     type: "object",
     required: ["error"],
@@ -178,9 +202,16 @@ export function buildDocument(input: DocumentInput): Schema {
         required: ["code", "message"],
         additionalProperties: false,
         properties: {
-          code: { type: "string", pattern: ERROR_CODE_PATTERN, description: "snake_case, stable: validation_failed, invalid_json, unauthenticated, forbidden, not_found, conflict, payload_too_large, unsupported_media_type, rate_limited, ..." },
+          code: {
+            type: "string",
+            pattern: ERROR_CODE_PATTERN,
+            description:
+              "snake_case, stable: validation_failed, invalid_json, unauthenticated, forbidden, not_found, conflict, payload_too_large, unsupported_media_type, rate_limited, ...",
+          },
           message: { type: "string", description: "Human-readable; may change." },
-          details: { description: "Optional. Validation errors: `[{field, message}]`; rate limits: `{retryAfterSeconds}`." },
+          details: {
+            description: "Optional. Validation errors: `[{field, message}]`; rate limits: `{retryAfterSeconds}`.",
+          },
         },
       },
     },
@@ -188,8 +219,14 @@ export function buildDocument(input: DocumentInput): Schema {
   const responses: Record<string, Schema> = {};
   for (const [status, description] of Object.entries(ERRORS)) {
     const name = status === "default" ? "ErrorDefault" : `Error${status}`;
-    responses[name] = { description, content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
-    if (status === "429") responses[name].headers = { "Retry-After": { description: "Seconds to wait.", schema: { type: "integer", minimum: 1 } } };
+    responses[name] = {
+      description,
+      content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
+    };
+    if (status === "429")
+      responses[name].headers = {
+        "Retry-After": { description: "Seconds to wait.", schema: { type: "integer", minimum: 1 } },
+      };
   }
   return {
     openapi: "3.1.0",
@@ -201,8 +238,18 @@ export function buildDocument(input: DocumentInput): Schema {
       schemas: { Error: errorSchema, ...sortKeys(schemas) },
       responses,
       securitySchemes: {
-        apiKey: { type: "http", scheme: "bearer", bearerFormat: "vk_...", description: "A project API key: `Authorization: Bearer vk_...` (created under a project's API keys)." },
-        session: { type: "apiKey", in: "cookie", name: "vigil_session", description: "The signed session cookie set by sign-up and login (`HttpOnly`, `SameSite=Lax`)." },
+        apiKey: {
+          type: "http",
+          scheme: "bearer",
+          bearerFormat: "vk_...",
+          description: "A project API key: `Authorization: Bearer vk_...` (created under a project's API keys).",
+        },
+        session: {
+          type: "apiKey",
+          in: "cookie",
+          name: "vigil_session",
+          description: "The signed session cookie set by sign-up and login (`HttpOnly`, `SameSite=Lax`).",
+        },
       },
     },
   };

@@ -79,7 +79,14 @@ export function messageRef(msg: DescMessage, mode: Mode, ctx: SchemaContext): Sc
   return { $ref: `#/components/schemas/${name}` };
 }
 
-function elementSchema(field: DescField, kind: "scalar" | "enum" | "message", mode: Mode, ctx: SchemaContext, scalar?: ScalarType, msg?: DescMessage): Schema {
+function elementSchema(
+  field: DescField,
+  kind: "scalar" | "enum" | "message",
+  mode: Mode,
+  ctx: SchemaContext,
+  scalar?: ScalarType,
+  msg?: DescMessage,
+): Schema {
   if (kind === "scalar") return scalarSchema(scalar ?? ScalarType.STRING);
   // Enums are avoided in Vigil's protos (architecture.md); the writer emits their number.
   if (kind === "enum") return { type: "integer", description: `enum ${field.enum?.typeName ?? ""}` };
@@ -104,10 +111,30 @@ export function fieldSchema(field: DescField, mode: Mode, ctx: SchemaContext): S
       s = nullable(messageRef(field.message, mode, ctx));
       break;
     case "list":
-      s = { type: "array", items: elementSchema(field, field.listKind, mode, ctx, field.listKind === "scalar" ? field.scalar : undefined, field.listKind === "message" ? field.message : undefined) };
+      s = {
+        type: "array",
+        items: elementSchema(
+          field,
+          field.listKind,
+          mode,
+          ctx,
+          field.listKind === "scalar" ? field.scalar : undefined,
+          field.listKind === "message" ? field.message : undefined,
+        ),
+      };
       break;
     case "map":
-      s = { type: "object", additionalProperties: elementSchema(field, field.mapKind, mode, ctx, field.mapKind === "scalar" ? field.scalar : undefined, field.mapKind === "message" ? field.message : undefined) };
+      s = {
+        type: "object",
+        additionalProperties: elementSchema(
+          field,
+          field.mapKind,
+          mode,
+          ctx,
+          field.mapKind === "scalar" ? field.scalar : undefined,
+          field.mapKind === "message" ? field.message : undefined,
+        ),
+      };
       break;
   }
   const description = ctx.describe(`${field.parent.typeName}.${field.name}`);
@@ -119,7 +146,12 @@ export function fieldSchema(field: DescField, mode: Mode, ctx: SchemaContext): S
  * A message's object schema. Output: every field is required (the writer emits all of them) and
  * nothing else appears. Input: `omit` leaves out fields taken from the path.
  */
-export function messageSchema(msg: DescMessage, mode: Mode, ctx: SchemaContext, omit: ReadonlySet<string> = new Set()): Schema {
+export function messageSchema(
+  msg: DescMessage,
+  mode: Mode,
+  ctx: SchemaContext,
+  omit: ReadonlySet<string> = new Set(),
+): Schema {
   const properties: Record<string, Schema> = {};
   for (const f of msg.fields) {
     if (omit.has(f.name)) continue;

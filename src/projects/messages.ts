@@ -11,7 +11,13 @@ export const toProject = (r: ProjectRow) => ({
   role: r.role ?? undefined,
 });
 
-export const toMember = (r: MemberRow) => ({ userId: r.account_id, email: r.email, name: r.name ?? undefined, role: r.role, createdAt: r.created_at.toISOString() });
+export const toMember = (r: MemberRow) => ({
+  userId: r.account_id,
+  email: r.email,
+  name: r.name ?? undefined,
+  role: r.role,
+  createdAt: r.created_at.toISOString(),
+});
 
 export const toKey = (r: KeyRow) => ({
   id: r.id,

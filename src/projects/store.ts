@@ -29,21 +29,34 @@ export interface KeyRow {
   last_used_at: Date | null;
 }
 
-const MEMBER_COLUMNS = "m.account_id, a.email, a.name, m.role, m.created_at FROM project_members m JOIN accounts a ON a.id = m.account_id";
+const MEMBER_COLUMNS =
+  "m.account_id, a.email, a.name, m.role, m.created_at FROM project_members m JOIN accounts a ON a.id = m.account_id";
 const KEY_COLUMNS = "id, name, environment, prefix, created_at, last_used_at";
 
 /** A new project and its owner, in one transaction. */
-export async function insertProject(db: Db, p: { id: string; name: string; platform: string; ownerId: string; now: Date }): Promise<ProjectRow> {
+export async function insertProject(
+  db: Db,
+  p: { id: string; name: string; platform: string; ownerId: string; now: Date },
+): Promise<ProjectRow> {
   return tx(db, async (c) => {
-    const r = await c.query<ProjectRow>("INSERT INTO projects (id, name, platform, created_at, updated_at) VALUES ($1, $2, $3, $4, $4) RETURNING *", [p.id, p.name, p.platform, p.now]);
-    await c.query("INSERT INTO project_members (project_id, account_id, role, created_at) VALUES ($1, $2, 'owner', $3)", [r.rows[0].id, p.ownerId, p.now]);
+    const r = await c.query<ProjectRow>(
+      "INSERT INTO projects (id, name, platform, created_at, updated_at) VALUES ($1, $2, $3, $4, $4) RETURNING *",
+      [p.id, p.name, p.platform, p.now],
+    );
+    await c.query(
+      "INSERT INTO project_members (project_id, account_id, role, created_at) VALUES ($1, $2, 'owner', $3)",
+      [r.rows[0].id, p.ownerId, p.now],
+    );
     return { ...r.rows[0], role: "owner" };
   });
 }
 
 /** The projects an account is a member of, with its role. */
 export async function projectsOfAccount(q: Queryable, accountId: string): Promise<ProjectRow[]> {
-  const r = await q.query<ProjectRow>("SELECT p.*, m.role FROM projects p JOIN project_members m ON m.project_id = p.id WHERE m.account_id = $1 ORDER BY p.created_at, p.id", [accountId]);
+  const r = await q.query<ProjectRow>(
+    "SELECT p.*, m.role FROM projects p JOIN project_members m ON m.project_id = p.id WHERE m.account_id = $1 ORDER BY p.created_at, p.id",
+    [accountId],
+  );
   return r.rows;
 }
 
@@ -52,7 +65,11 @@ export async function projectById(q: Queryable, projectId: string): Promise<Proj
   return r.rows[0];
 }
 
-export async function projectForMember(q: Queryable, projectId: string, accountId: string): Promise<ProjectRow | undefined> {
+export async function projectForMember(
+  q: Queryable,
+  projectId: string,
+  accountId: string,
+): Promise<ProjectRow | undefined> {
   const r = await q.query<ProjectRow>(
     "SELECT p.*, m.role FROM projects p JOIN project_members m ON m.project_id = p.id AND m.account_id = $2 WHERE p.id = $1",
     [projectId, accountId],
@@ -71,12 +88,18 @@ export async function deleteProject(q: Queryable, projectId: string): Promise<vo
 }
 
 export async function listMembers(q: Queryable, projectId: string): Promise<MemberRow[]> {
-  const r = await q.query<MemberRow>(`SELECT ${MEMBER_COLUMNS} WHERE m.project_id = $1 ORDER BY m.created_at, a.email`, [projectId]);
+  const r = await q.query<MemberRow>(
+    `SELECT ${MEMBER_COLUMNS} WHERE m.project_id = $1 ORDER BY m.created_at, a.email`,
+    [projectId],
+  );
   return r.rows;
 }
 
 export async function member(q: Queryable, projectId: string, accountId: string): Promise<MemberRow | undefined> {
-  const r = await q.query<MemberRow>(`SELECT ${MEMBER_COLUMNS} WHERE m.project_id = $1 AND m.account_id = $2`, [projectId, accountId]);
+  const r = await q.query<MemberRow>(`SELECT ${MEMBER_COLUMNS} WHERE m.project_id = $1 AND m.account_id = $2`, [
+    projectId,
+    accountId,
+  ]);
   return r.rows[0];
 }
 
@@ -87,12 +110,27 @@ export async function accountIdByEmail(q: Queryable, email: string): Promise<str
 }
 
 /** Throws the unique violation when the account is already a member. */
-export async function insertMember(q: Queryable, projectId: string, accountId: string, role: string, now: Date): Promise<void> {
-  await q.query("INSERT INTO project_members (project_id, account_id, role, created_at) VALUES ($1, $2, $3, $4)", [projectId, accountId, role, now]);
+export async function insertMember(
+  q: Queryable,
+  projectId: string,
+  accountId: string,
+  role: string,
+  now: Date,
+): Promise<void> {
+  await q.query("INSERT INTO project_members (project_id, account_id, role, created_at) VALUES ($1, $2, $3, $4)", [
+    projectId,
+    accountId,
+    role,
+    now,
+  ]);
 }
 
 export async function setMemberRole(q: Queryable, projectId: string, accountId: string, role: string): Promise<void> {
-  await q.query("UPDATE project_members SET role = $3 WHERE project_id = $1 AND account_id = $2", [projectId, accountId, role]);
+  await q.query("UPDATE project_members SET role = $3 WHERE project_id = $1 AND account_id = $2", [
+    projectId,
+    accountId,
+    role,
+  ]);
 }
 
 export async function removeMember(q: Queryable, projectId: string, accountId: string): Promise<void> {
@@ -112,12 +150,18 @@ export async function insertApiKey(
 
 /** The project's keys that are not revoked. */
 export async function listApiKeys(q: Queryable, projectId: string): Promise<KeyRow[]> {
-  const r = await q.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE project_id = $1 AND revoked_at IS NULL ORDER BY created_at, id`, [projectId]);
+  const r = await q.query<KeyRow>(
+    `SELECT ${KEY_COLUMNS} FROM api_keys WHERE project_id = $1 AND revoked_at IS NULL ORDER BY created_at, id`,
+    [projectId],
+  );
   return r.rows;
 }
 
 /** False when there was no such unrevoked key in the project. */
 export async function revokeApiKey(q: Queryable, projectId: string, keyId: string, now: Date): Promise<boolean> {
-  const r = await q.query("UPDATE api_keys SET revoked_at = $3 WHERE id = $1 AND project_id = $2 AND revoked_at IS NULL", [keyId, projectId, now]);
+  const r = await q.query(
+    "UPDATE api_keys SET revoked_at = $3 WHERE id = $1 AND project_id = $2 AND revoked_at IS NULL",
+    [keyId, projectId, now],
+  );
   return !!r.rowCount;
 }

@@ -98,7 +98,10 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
     shutdownSignal: shutdown.signal,
     temporal: config.temporal ? createTemporalLink(config.temporal, db, log) : undefined,
   };
-  opened.push(() => deps.limits.close(), async () => deps.temporal?.close());
+  opened.push(
+    () => deps.limits.close(),
+    async () => deps.temporal?.close(),
+  );
 
   const features = await createFeatures(deps);
   const bindings = features.flatMap((f) => f.services.map((b) => guardImpl(b, log)));
@@ -106,13 +109,32 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
   // Every request passes the gate (cross-site checks, credentials) before its body is read, over
   // every protocol; the caller it resolved travels in the context values.
   const gate = createGate(deps.auth);
-  const admit = async (method: DescMethod, verb: string, req: IncomingMessage | Http2ServerRequest, client: ClientInfo): Promise<ContextValues> => {
-    const protocol = CONNECT_PATH.test((req.url ?? "").split("?", 1)[0]) ? protocolOf(req.headers["content-type"]) : "rest";
+  const admit = async (
+    method: DescMethod,
+    verb: string,
+    req: IncomingMessage | Http2ServerRequest,
+    client: ClientInfo,
+  ): Promise<ContextValues> => {
+    const protocol = CONNECT_PATH.test((req.url ?? "").split("?", 1)[0])
+      ? protocolOf(req.headers["content-type"])
+      : "rest";
     const principal = await gate({ method, verb, headers: req.headers, protocol });
     return createContextValues().set(clientInfoKey, client).set(principalKey, principal);
   };
-  const rpc = createRpcHandler({ bindings, maxBodyBytes: config.maxBodyBytes, admit, log, shutdownSignal: shutdown.signal });
-  const rest = createRestHandler({ bindings, admit, maxBodyBytes: config.maxBodyBytes, log, shutdownSignal: shutdown.signal });
+  const rpc = createRpcHandler({
+    bindings,
+    maxBodyBytes: config.maxBodyBytes,
+    admit,
+    log,
+    shutdownSignal: shutdown.signal,
+  });
+  const rest = createRestHandler({
+    bindings,
+    admit,
+    maxBodyBytes: config.maxBodyBytes,
+    log,
+    shutdownSignal: shutdown.signal,
+  });
   // grpc.health.v1 and grpc.reflection (grpc-services.ts): no credentials, no REST route.
   const standard = createStandardServices(deps, features);
 
@@ -122,20 +144,30 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
     let c = clients.get(req);
     if (!c) {
       const rid = req.headers["x-request-id"];
-      c = { ip: req.socket?.remoteAddress ?? "", requestId: typeof rid === "string" && /^[\w.:-]{1,128}$/.test(rid) ? rid : randomUUID() };
+      c = {
+        ip: req.socket?.remoteAddress ?? "",
+        requestId: typeof rid === "string" && /^[\w.:-]{1,128}$/.test(rid) ? rid : randomUUID(),
+      };
       clients.set(req, c);
     }
     return c;
   }
 
-  const procedures = new Set([...bindings.flatMap((b) => b.desc.methods.map((m) => `/${b.desc.typeName}/${m.name}`)), ...standard.paths]);
+  const procedures = new Set([
+    ...bindings.flatMap((b) => b.desc.methods.map((m) => `/${b.desc.typeName}/${m.name}`)),
+    ...standard.paths,
+  ]);
   const logRequests = log.isLevelEnabled("info");
   const handler: App["handler"] = (req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     const started = process.hrtime.bigint();
     const client = clientOf(req);
     const isConnect = CONNECT_PATH.test(path) || standard.paths.has(path);
-    const protocol = isConnect ? String(req.headers["content-type"] ?? "").startsWith("application/grpc") ? "grpc" : "connect" : "rest";
+    const protocol = isConnect
+      ? String(req.headers["content-type"] ?? "").startsWith("application/grpc")
+        ? "grpc"
+        : "connect"
+      : "rest";
     // Only real procedures become metric labels: arbitrary paths must not grow the series.
     if (isConnect && procedures.has(path)) client.route = path;
     res.setHeader("x-request-id", client.requestId);
@@ -146,9 +178,24 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
       // An RPC's outcome is its gRPC status (HTTP 200 over gRPC even when it failed): counted and
       // logged by it, at its level (src/server/grpc-status.ts).
       const grpcCode = client.rpcCode === undefined ? undefined : grpcCodeName(client.rpcCode);
-      if (grpcCode !== undefined && client.route) telemetry.recordRpc(protocolOf(req.headers["content-type"]), client.route, grpcCode);
+      if (grpcCode !== undefined && client.route)
+        telemetry.recordRpc(protocolOf(req.headers["content-type"]), client.route, grpcCode);
       const level = client.rpcCode === undefined ? "info" : rpcLogLevel(client.rpcCode);
-      if (logRequests || (level !== "info" && log.isLevelEnabled(level))) log[level]({ requestId: client.requestId, projectId: client.projectId, protocol, method: req.method, route, path, status: res.statusCode, grpcCode, ms: Math.round(seconds * 1e5) / 100 }, "request");
+      if (logRequests || (level !== "info" && log.isLevelEnabled(level)))
+        log[level](
+          {
+            requestId: client.requestId,
+            projectId: client.projectId,
+            protocol,
+            method: req.method,
+            route,
+            path,
+            status: res.statusCode,
+            grpcCode,
+            ms: Math.round(seconds * 1e5) / 100,
+          },
+          "request",
+        );
     });
     if (isConnect) {
       if (standard.paths.has(path)) standard.handle(req, res, (code) => (client.rpcCode = code));
@@ -160,7 +207,14 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
     if (config.role === "worker" && path !== "/health") {
       req.resume();
       res.writeHead(404, { "content-type": "application/json" });
-      res.end(JSON.stringify({ error: { code: "not_found", message: "this node runs ROLE=worker: it serves /health only (metrics: METRICS_PORT)" } }));
+      res.end(
+        JSON.stringify({
+          error: {
+            code: "not_found",
+            message: "this node runs ROLE=worker: it serves /health only (metrics: METRICS_PORT)",
+          },
+        }),
+      );
       return;
     }
     // The API reference (src/server/docs.ts): /openapi.json, /docs and its assets.
@@ -191,12 +245,20 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
         if (workerRole) for (const f of features) await f.start?.();
         started = true;
       }
-      if (config.metrics && !metricsListener) metricsListener = await listenMetrics(telemetry.registry, config.metrics.host, config.metrics.port, config.connections, sdkMetrics);
+      if (config.metrics && !metricsListener)
+        metricsListener = await listenMetrics(
+          telemetry.registry,
+          config.metrics.host,
+          config.metrics.port,
+          config.connections,
+          sdkMetrics,
+        );
       // The connection cap counts both API ports together.
       const connections = { open: 0 };
       listener = await listen(handler, config.host, port, config.connections, connections);
       // Optionally a second port too (GRPC_PORT), e.g. for a load balancer that routes gRPC apart.
-      if (config.grpcPort !== undefined && config.grpcPort !== port) grpcListener = await listen(handler, config.host, config.grpcPort, config.connections, connections);
+      if (config.grpcPort !== undefined && config.grpcPort !== port)
+        grpcListener = await listen(handler, config.host, config.grpcPort, config.connections, connections);
       return listener.port;
     },
     async close() {
@@ -205,7 +267,8 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
       standard.close(); // health answers NOT_SERVING, Watch streams end (they would hold the listeners)
       await Promise.all([listener?.close(), grpcListener?.close(), metricsListener?.close()]);
       shutdown.abort();
-      for (const f of [...features].reverse()) await f.stop?.().catch((err) => log.error({ err, feature: f.name }, "feature stop failed"));
+      for (const f of [...features].reverse())
+        await f.stop?.().catch((err) => log.error({ err, feature: f.name }, "feature stop failed"));
       // After every feature: the uptime writer's last wakes and the webhook hand-overs use it.
       await deps.temporal?.close();
       await deps.limits.close();

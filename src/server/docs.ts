@@ -92,7 +92,12 @@ export function serveDocs(req: Req, res: Res, pathname: string): void {
   const verb = req.method ?? "GET";
   const asset = ASSETS[pathname === "/docs/" ? "/docs" : pathname];
   if (verb !== "GET" && verb !== "HEAD") {
-    send(res, 404, "application/json", Buffer.from(JSON.stringify({ error: { code: "not_found", message: `${pathname} does not accept ${verb}` } })));
+    send(
+      res,
+      404,
+      "application/json",
+      Buffer.from(JSON.stringify({ error: { code: "not_found", message: `${pathname} does not accept ${verb}` } })),
+    );
     return;
   }
   let body: Buffer;
@@ -100,7 +105,14 @@ export function serveDocs(req: Req, res: Res, pathname: string): void {
     body = asset.body();
   } catch {
     // gen/openapi.json missing (npm run generate not run) or swagger-ui-dist not installed.
-    send(res, 404, "application/json", Buffer.from(JSON.stringify({ error: { code: "not_found", message: `${pathname} is not available on this installation` } })));
+    send(
+      res,
+      404,
+      "application/json",
+      Buffer.from(
+        JSON.stringify({ error: { code: "not_found", message: `${pathname} is not available on this installation` } }),
+      ),
+    );
     return;
   }
   res.setHeader("x-content-type-options", "nosniff");

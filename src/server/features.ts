@@ -41,14 +41,22 @@ export async function createFeatures(deps: Deps): Promise<Feature[]> {
     projections: [userHoursProjection, identityProjection, rollupProjection],
   });
   const identity = createIdentityFeature(deps, events.derived);
-  const analytics = createAnalyticsFeature(deps, { registry: slots, derived: events.derived, blocks: createColumnBlocks(deps) });
+  const analytics = createAnalyticsFeature(deps, {
+    registry: slots,
+    derived: events.derived,
+    blocks: createColumnBlocks(deps),
+  });
   const metrics = createMetricsFeature(deps, events.ingestor);
   const webhooks = createWebhooksFeature(deps, subscriptions);
   // Incident transitions run these inside the transaction that opens or resolves the incident.
   const uptime = createUptimeFeature(deps, [webhookTriggers.incidents]);
   // The Temporal worker (only with TEMPORAL_ADDRESS) serves the activities of the features that
   // own workflows (workflows/).
-  const worker = createTemporalFeature(deps, deps.temporal, { deadlines: uptime.activities, uptime: uptime.activities, webhooks: webhooks.activities });
+  const worker = createTemporalFeature(deps, deps.temporal, {
+    deadlines: uptime.activities,
+    uptime: uptime.activities,
+    webhooks: webhooks.activities,
+  });
 
   // In start order (stopped in reverse).
   return [

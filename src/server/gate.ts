@@ -50,7 +50,9 @@ export function isCrossSite(h: IncomingHttpHeaders): boolean {
   } catch {
     return true; // "null" (sandboxed frames, file:) and garbage
   }
-  const own = [header(h, "host"), header(h, ":authority"), header(h, "x-forwarded-host")].filter((x): x is string => !!x).map((x) => x.split(",")[0].trim().toLowerCase());
+  const own = [header(h, "host"), header(h, ":authority"), header(h, "x-forwarded-host")]
+    .filter((x): x is string => !!x)
+    .map((x) => x.split(",")[0].trim().toLowerCase());
   return !own.includes(host);
 }
 
@@ -58,16 +60,24 @@ const publicMethods = new WeakMap<DescMethod, boolean>();
 
 export function isPublic(method: DescMethod): boolean {
   let p = publicMethods.get(method);
-  if (p === undefined) publicMethods.set(method, (p = hasOption(method, no_credentials) && getOption(method, no_credentials)));
+  if (p === undefined)
+    publicMethods.set(method, (p = hasOption(method, no_credentials) && getOption(method, no_credentials)));
   return p;
 }
 
 export function createGate(auth: { fromHeaders(h: CredentialHeaders): Promise<Principal> }): Gate {
   return async ({ method, verb, headers, protocol }) => {
     if (!SAFE.has(verb) && headers.authorization === undefined && protocol !== "grpc") {
-      if (isCrossSite(headers)) throw forbidden("cross-site request refused: send it from the dashboard's origin, or authenticate with an API key");
+      if (isCrossSite(headers))
+        throw forbidden(
+          "cross-site request refused: send it from the dashboard's origin, or authenticate with an API key",
+        );
       if (protocol === "rest" && verb !== "DELETE" && !isJsonContentType(header(headers, "content-type"))) {
-        throw new ApiError(415, "unsupported_media_type", "request body must be JSON (Content-Type: application/json), also when it is empty");
+        throw new ApiError(
+          415,
+          "unsupported_media_type",
+          "request body must be JSON (Content-Type: application/json), also when it is empty",
+        );
       }
     }
     if (isPublic(method)) return undefined;

@@ -19,7 +19,10 @@ type Request = v1.ServerReflectionRequest | v1alpha.ServerReflectionRequest;
 /** A response's oneof as plain values: the same for v1 and v1alpha (same fields, same numbers). */
 type Answer = NonNullable<MessageInitShape<typeof v1.ServerReflectionResponseSchema>["messageResponse"]>;
 
-const notFound = (message: string): Answer => ({ case: "errorResponse", value: { errorCode: Code.NotFound, errorMessage: message } });
+const notFound = (message: string): Answer => ({
+  case: "errorResponse",
+  value: { errorCode: Code.NotFound, errorMessage: message },
+});
 
 function answer(index: DescriptorIndex, req: Request, sent: Set<DescFile>): Answer {
   const files = (file: DescFile): Answer => {
@@ -59,7 +62,11 @@ function answer(index: DescriptorIndex, req: Request, sent: Set<DescFile>): Answ
   }
 }
 
-async function* stream<Res>(index: DescriptorIndex, requests: AsyncIterable<Request>, respond: (req: Request, a: Answer) => Res): AsyncGenerator<Res> {
+async function* stream<Res>(
+  index: DescriptorIndex,
+  requests: AsyncIterable<Request>,
+  respond: (req: Request, a: Answer) => Res,
+): AsyncGenerator<Res> {
   const sent = new Set<DescFile>();
   for await (const req of requests) yield respond(req, answer(index, req, sent));
 }
@@ -67,7 +74,13 @@ async function* stream<Res>(index: DescriptorIndex, requests: AsyncIterable<Requ
 export function reflectionV1(index: DescriptorIndex): ServiceImpl<typeof v1.ServerReflection> {
   return {
     serverReflectionInfo: (requests) =>
-      stream(index, requests, (req, a) => create(v1.ServerReflectionResponseSchema, { validHost: req.host, originalRequest: req as v1.ServerReflectionRequest, messageResponse: a })),
+      stream(index, requests, (req, a) =>
+        create(v1.ServerReflectionResponseSchema, {
+          validHost: req.host,
+          originalRequest: req as v1.ServerReflectionRequest,
+          messageResponse: a,
+        }),
+      ),
   };
 }
 

@@ -1,5 +1,9 @@
 import { type Code, createConnectRouter, createContextValues, type ConnectRouter } from "@connectrpc/connect";
-import { compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
+import {
+  compressionGzip,
+  universalRequestFromNodeRequest,
+  universalResponseToNodeResponse,
+} from "@connectrpc/connect-node";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
 import { file_google_rpc_status } from "../../gen/google/rpc/status_pb.js";
@@ -44,14 +48,29 @@ export function createStandardServices(deps: Pick<Deps, "config" | "log">, featu
   const closing = new AbortController();
 
   const routes = (router: ConnectRouter) => {
-    router.service(Health, grpcHealth({ readiness: () => health.readiness(), services: [...served, ...standard].map((s) => s.typeName), pollMs: deps.config.grpc.healthPollMs, closing: closing.signal }));
+    router.service(
+      Health,
+      grpcHealth({
+        readiness: () => health.readiness(),
+        services: [...served, ...standard].map((s) => s.typeName),
+        pollMs: deps.config.grpc.healthPollMs,
+        closing: closing.signal,
+      }),
+    );
     if (!deps.config.grpc.reflection) return;
     // The error details too, so that grpcurl and buf curl can show an error's ErrorInfo, BadRequest...
-    const index = createDescriptorIndex([...served, ...standard], [file_google_rpc_status, file_google_rpc_error_details]);
+    const index = createDescriptorIndex(
+      [...served, ...standard],
+      [file_google_rpc_status, file_google_rpc_error_details],
+    );
     router.service(ReflectionV1, reflectionV1(index));
     router.service(ReflectionV1alpha, reflectionV1alpha(index));
   };
-  const router = createConnectRouter({ readMaxBytes: READ_MAX_BYTES, acceptCompression: [compressionGzip], interceptors: [richErrors] });
+  const router = createConnectRouter({
+    readMaxBytes: READ_MAX_BYTES,
+    acceptCompression: [compressionGzip],
+    interceptors: [richErrors],
+  });
   routes(router);
   const handlers = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
 
@@ -66,10 +85,22 @@ export function createStandardServices(deps: Pick<Deps, "config" | "log">, featu
         return;
       }
       const call: { code?: Code } = {};
-      handler(universalRequestFromNodeRequest(req as never, res as never, undefined, createContextValues().set(outcomeKey, call)))
+      handler(
+        universalRequestFromNodeRequest(
+          req as never,
+          res as never,
+          undefined,
+          createContextValues().set(outcomeKey, call),
+        ),
+      )
         // The same status recording and trailer fixes as vigil.v1's calls (grpc_server_handled_total,
         // log level, grpc-message encoding, ErrorInfo on every failure).
-        .then((uRes) => universalResponseToNodeResponse(watchStatus(uRes, protocolOf(req.headers["content-type"]), () => call.code, done), res as never))
+        .then((uRes) =>
+          universalResponseToNodeResponse(
+            watchStatus(uRes, protocolOf(req.headers["content-type"]), () => call.code, done),
+            res as never,
+          ),
+        )
         .catch((err) => deps.log.debug({ err, rpc: handler.requestPath }, "standard gRPC call ended early"));
     },
     close() {

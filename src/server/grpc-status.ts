@@ -26,7 +26,10 @@ export function encodeGrpcMessage(message: string): string {
   if (unencoded.test(message)) return message;
   let out = "";
   for (const b of Buffer.from(message, "utf8")) {
-    out += b >= 0x20 && b <= 0x7e && b !== 0x25 ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, "0")}`;
+    out +=
+      b >= 0x20 && b <= 0x7e && b !== 0x25
+        ? String.fromCharCode(b)
+        : `%${b.toString(16).toUpperCase().padStart(2, "0")}`;
   }
   return out;
 }
@@ -72,7 +75,12 @@ function grpcWebStatus(chunk: Uint8Array): number | undefined {
  * Connect errors are unary JSON with an HTTP status; `errorCode` is the code of the error our
  * interceptor saw, when it saw one.
  */
-export function watchStatus(uRes: UniversalServerResponse, protocol: Exclude<Protocol, "rest">, errorCode: () => Code | undefined, done: (code: number) => void): UniversalServerResponse {
+export function watchStatus(
+  uRes: UniversalServerResponse,
+  protocol: Exclude<Protocol, "rest">,
+  errorCode: () => Code | undefined,
+  done: (code: number) => void,
+): UniversalServerResponse {
   if (protocol === "connect") {
     done(uRes.status === 200 ? 0 : (errorCode() ?? codeFromHttpStatus(uRes.status)));
     return uRes;
@@ -81,7 +89,12 @@ export function watchStatus(uRes: UniversalServerResponse, protocol: Exclude<Pro
   const finish = (fromBody: number | undefined) => {
     const fromTrailer = uRes.trailer ? fixGrpcTrailer(uRes.trailer) : undefined;
     const fromHeader = fixGrpcTrailer(uRes.header ?? new Headers());
-    done(fromTrailer ?? fromBody ?? fromHeader ?? (uRes.status === 200 ? (errorCode() ?? 0) : codeFromHttpStatus(uRes.status)));
+    done(
+      fromTrailer ??
+        fromBody ??
+        fromHeader ??
+        (uRes.status === 200 ? (errorCode() ?? 0) : codeFromHttpStatus(uRes.status)),
+    );
   };
   if (!body || !(Symbol.asyncIterator in body)) {
     finish(undefined);

@@ -30,7 +30,8 @@ export function createHealthFeature(deps: Pick<Deps, "db">, temporalWorker: () =
     let unavailable: string | null = null;
     try {
       const missing = await missingMigrations(deps.db);
-      if (missing.length > 0) unavailable = `database schema not migrated (${missing.length} migration(s) missing, e.g. ${missing[0]})`;
+      if (missing.length > 0)
+        unavailable = `database schema not migrated (${missing.length} migration(s) missing, e.g. ${missing[0]})`;
     } catch {
       unavailable = "database unavailable";
     }
@@ -41,11 +42,11 @@ export function createHealthFeature(deps: Pick<Deps, "db">, temporalWorker: () =
     readiness,
     services: [
       bind(HealthService, {
-          async check() {
-            const r = await readiness();
-            if (r.unavailable) throw new ApiError(503, "unavailable", r.unavailable);
-            return { status: r.status, temporalWorker: r.temporalWorker };
-          },
+        async check() {
+          const r = await readiness();
+          if (r.unavailable) throw new ApiError(503, "unavailable", r.unavailable);
+          return { status: r.status, temporalWorker: r.temporalWorker };
+        },
       }),
     ],
   };

@@ -13,7 +13,10 @@ import type { ConnectionLimits } from "../config/index.js";
 // request timeout. Connections beyond the cap (counted over every port that shares `count`) are
 // closed as they arrive.
 
-type Handler = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse) => void;
+type Handler = (
+  req: http.IncomingMessage | http2.Http2ServerRequest,
+  res: http.ServerResponse | http2.Http2ServerResponse,
+) => void;
 
 export interface Listener {
   port: number;
@@ -28,7 +31,13 @@ export interface ConnectionCount {
 const PREFACE = Buffer.from("PRI * HTTP/2.0");
 const { NGHTTP2_CANCEL, NGHTTP2_STREAM_STATE_HALF_CLOSED_REMOTE, NGHTTP2_STREAM_STATE_CLOSED } = http2.constants;
 
-export async function listen(handler: Handler, host: string, port: number, limits: ConnectionLimits, count: ConnectionCount = { open: 0 }): Promise<Listener> {
+export async function listen(
+  handler: Handler,
+  host: string,
+  port: number,
+  limits: ConnectionLimits,
+  count: ConnectionCount = { open: 0 },
+): Promise<Listener> {
   const h1 = http.createServer(
     {
       keepAliveTimeout: limits.keepAliveTimeoutMs,
@@ -56,7 +65,8 @@ export async function listen(handler: Handler, host: string, port: number, limit
     count.open++;
     sockets.add(socket);
     socket.on("error", () => socket.destroy());
-    const sniffTimer = limits.sniffTimeoutMs > 0 ? setTimeout(() => socket.destroy(), limits.sniffTimeoutMs) : undefined;
+    const sniffTimer =
+      limits.sniffTimeoutMs > 0 ? setTimeout(() => socket.destroy(), limits.sniffTimeoutMs) : undefined;
     socket.on("close", () => {
       count.open--;
       sockets.delete(socket);

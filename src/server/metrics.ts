@@ -12,9 +12,19 @@ export interface MetricsListener {
 }
 
 /** `extra`: more Prometheus text appended to the registry's (the Temporal SDK's metrics). */
-export async function listenMetrics(registry: Registry, host: string, port: number, limits: ConnectionLimits, extra?: () => Promise<string>): Promise<MetricsListener> {
+export async function listenMetrics(
+  registry: Registry,
+  host: string,
+  port: number,
+  limits: ConnectionLimits,
+  extra?: () => Promise<string>,
+): Promise<MetricsListener> {
   const server = http.createServer(
-    { headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs, keepAliveTimeout: limits.keepAliveTimeoutMs },
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+    },
     (req, res) => {
       req.resume();
       const path = (req.url ?? "/").split("?")[0];
@@ -38,7 +48,13 @@ export async function listenMetrics(registry: Registry, host: string, port: numb
   );
   if (limits.maxConnections > 0) server.maxConnections = limits.maxConnections;
   await new Promise<void>((resolve, reject) => {
-    server.once("error", (err: Error) => reject(new Error(`cannot serve metrics on ${host}:${port} (METRICS_PORT, METRICS_HOST; "off" turns it off): ${err.message}`)));
+    server.once("error", (err: Error) =>
+      reject(
+        new Error(
+          `cannot serve metrics on ${host}:${port} (METRICS_PORT, METRICS_HOST; "off" turns it off): ${err.message}`,
+        ),
+      ),
+    );
     server.listen(port, host, () => {
       server.removeAllListeners("error");
       resolve();

@@ -1,8 +1,20 @@
 import { isUtf8 } from "node:buffer";
 import { fromBinary, type DescMethod } from "@bufbuild/protobuf";
-import { Code, ConnectError, createConnectRouter, createContextKey, type ContextValues, type Interceptor } from "@connectrpc/connect";
+import {
+  Code,
+  ConnectError,
+  createConnectRouter,
+  createContextKey,
+  type ContextValues,
+  type Interceptor,
+} from "@connectrpc/connect";
 import { errorToJson } from "@connectrpc/connect/protocol-connect";
-import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
+import {
+  compressionBrotli,
+  compressionGzip,
+  universalRequestFromNodeRequest,
+  universalResponseToNodeResponse,
+} from "@connectrpc/connect-node";
 import type { Compression, UniversalHandler } from "@connectrpc/connect/protocol";
 import type { Logger } from "pino";
 import { ApiError, rpcError, tooLarge } from "../shared/errors.js";
@@ -75,7 +87,8 @@ async function decompress(name: string | undefined, bytes: Uint8Array, max: numb
   try {
     return await c.decompress(bytes, max);
   } catch (err) {
-    if (err instanceof ConnectError && err.code === Code.ResourceExhausted) throw tooLarge(`request message exceeds ${max} bytes once decompressed`);
+    if (err instanceof ConnectError && err.code === Code.ResourceExhausted)
+      throw tooLarge(`request message exceeds ${max} bytes once decompressed`);
     throw invalid("cannot decompress");
   }
 }
@@ -89,7 +102,13 @@ function parses(method: DescMethod, bytes: Uint8Array): void {
 }
 
 /** Checks the body's message(s) the way connect-es will read them, before it does. */
-async function checkBody(method: DescMethod, protocol: Exclude<Protocol, "rest">, req: AnyRequest, body: Buffer, max: number): Promise<void> {
+async function checkBody(
+  method: DescMethod,
+  protocol: Exclude<Protocol, "rest">,
+  req: AnyRequest,
+  body: Buffer,
+  max: number,
+): Promise<void> {
   const type = String(req.headers["content-type"] ?? "").toLowerCase();
   const json = /[+/]json\b/.test(type);
   if (protocol === "connect") {
@@ -138,7 +157,15 @@ export function createRpcHandler(opts: RpcOptions) {
   const paths = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
 
   /** Answers `err` in the request's protocol: Connect with our HTTP status, gRPC through connect-es. */
-  async function refuse(req: AnyRequest, res: AnyResponse, handler: UniversalHandler, protocol: Exclude<Protocol, "rest">, values: ContextValues | undefined, err: unknown, client: ClientInfo): Promise<void> {
+  async function refuse(
+    req: AnyRequest,
+    res: AnyResponse,
+    handler: UniversalHandler,
+    protocol: Exclude<Protocol, "rest">,
+    values: ContextValues | undefined,
+    err: unknown,
+    client: ClientInfo,
+  ): Promise<void> {
     const e = rpcError(err);
     if (protocol === "connect") {
       client.rpcCode = e.code;
@@ -149,8 +176,19 @@ export function createRpcHandler(opts: RpcOptions) {
       res.end(body);
       return;
     }
-    const uReq = { ...universalRequestFromNodeRequest(req as never, res as never, undefined, values), body: failing(e) };
-    await universalResponseToNodeResponse(watchStatus(await handler(uReq), protocol, () => e.code, (code) => (client.rpcCode = code)), res as never);
+    const uReq = {
+      ...universalRequestFromNodeRequest(req as never, res as never, undefined, values),
+      body: failing(e),
+    };
+    await universalResponseToNodeResponse(
+      watchStatus(
+        await handler(uReq),
+        protocol,
+        () => e.code,
+        (code) => (client.rpcCode = code),
+      ),
+      res as never,
+    );
   }
 
   return async function handleRpc(req: AnyRequest, res: AnyResponse, client: ClientInfo): Promise<void> {
@@ -177,7 +215,15 @@ export function createRpcHandler(opts: RpcOptions) {
       }
       const uReq = universalRequestFromNodeRequest(req as never, res as never, undefined, values);
       const uRes = await handler(body ? { ...uReq, body: once(body) } : uReq);
-      await universalResponseToNodeResponse(watchStatus(uRes, protocol, () => outcome.code, (code) => (client.rpcCode = code)), res as never);
+      await universalResponseToNodeResponse(
+        watchStatus(
+          uRes,
+          protocol,
+          () => outcome.code,
+          (code) => (client.rpcCode = code),
+        ),
+        res as never,
+      );
     } catch (err) {
       if (!bodyRead) {
         req.resume();
@@ -187,7 +233,9 @@ export function createRpcHandler(opts: RpcOptions) {
         if (!res.writableEnded) res.end();
         return;
       }
-      await refuse(req, res, handler, protocol, values, err, client).catch((e2) => opts.log.debug({ err: e2 }, "could not answer a refused RPC"));
+      await refuse(req, res, handler, protocol, values, err, client).catch((e2) =>
+        opts.log.debug({ err: e2 }, "could not answer a refused RPC"),
+      );
     }
   };
 }

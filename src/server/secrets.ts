@@ -20,12 +20,18 @@ export async function sessionSecret(configured: string | undefined, dataDir: str
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       // EEXIST: another node won. Without hard links (some volume drivers): create it exclusively.
-      if (code !== "EEXIST") await writeFile(file, await readFile(tmp), { mode: 0o600, flag: "wx" }).catch((e) => (e.code === "EEXIST" ? undefined : Promise.reject(e)));
+      if (code !== "EEXIST")
+        await writeFile(file, await readFile(tmp), { mode: 0o600, flag: "wx" }).catch((e) =>
+          e.code === "EEXIST" ? undefined : Promise.reject(e),
+        );
     } finally {
       await rm(tmp, { force: true });
     }
   }
   const secret = (await readFile(file, "utf8")).trim();
-  if (secret.length < 16) throw new Error(`${file} holds no usable session secret (under 16 characters): delete it to generate a new one, or set SESSION_SECRET`);
+  if (secret.length < 16)
+    throw new Error(
+      `${file} holds no usable session secret (under 16 characters): delete it to generate a new one, or set SESSION_SECRET`,
+    );
   return secret;
 }

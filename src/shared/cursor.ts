@@ -36,7 +36,9 @@ export interface CursorParts<P, W = P> {
 
 /** The 400 for a cursor that is not one of the list's. */
 export function invalidCursor(field = "cursor"): ApiError {
-  return badRequest("invalid cursor: pass the nextCursor of a previous page", [{ field, message: "not a cursor of this list" }]);
+  return badRequest("invalid cursor: pass the nextCursor of a previous page", [
+    { field, message: "not a cursor of this list" },
+  ]);
 }
 
 /** The cursor format of one list, tagged `tag` (letters and digits: the list and its version). */
@@ -54,7 +56,8 @@ export function cursorFormat<P, W = P>(tag: string, f: CursorParts<P, W>): Curso
   return {
     encode(position) {
       const parts = f.write(position);
-      if (parts.length !== f.parts || parts.some((p) => p === "" || p.includes("|"))) throw new Error(`cursor ${tag}: bad parts ${JSON.stringify(parts)}`);
+      if (parts.length !== f.parts || parts.some((p) => p === "" || p.includes("|")))
+        throw new Error(`cursor ${tag}: bad parts ${JSON.stringify(parts)}`);
       return Buffer.from(prefix + parts.join("|"), "utf8").toString("base64url");
     },
     decode,

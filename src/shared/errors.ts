@@ -55,20 +55,32 @@ export class ApiError extends ConnectError {
   }
 }
 
-export const badRequest = (message: string, details?: unknown) => new ApiError(400, "validation_failed", message, details);
-export const unauthenticated = (message = "missing or invalid credentials") => new ApiError(401, "unauthenticated", message);
+export const badRequest = (message: string, details?: unknown) =>
+  new ApiError(400, "validation_failed", message, details);
+export const unauthenticated = (message = "missing or invalid credentials") =>
+  new ApiError(401, "unauthenticated", message);
 export const forbidden = (message = "not allowed") => new ApiError(403, "forbidden", message);
 export const notFound = (what = "resource") => new ApiError(404, "not_found", `${what} not found`);
 export const conflict = (message: string, details?: unknown) => new ApiError(409, "conflict", message, details);
 export const tooLarge = (message: string) => new ApiError(413, "payload_too_large", message);
 export const rateLimited = (retryAfterSeconds: number) =>
-  new ApiError(429, "rate_limited", "rate limit exceeded", { retryAfterSeconds }, { "retry-after": String(retryAfterSeconds) });
+  new ApiError(
+    429,
+    "rate_limited",
+    "rate limit exceeded",
+    { retryAfterSeconds },
+    { "retry-after": String(retryAfterSeconds) },
+  );
 export const internal = () => new ApiError(500, "internal", "internal server error");
 /** The error of a request whose client went away (Connect's Canceled; REST 499, never written). */
 export const requestCancelled = () => new ConnectError("the client went away", Code.Canceled);
 /** A statement ran past STATEMENT_TIMEOUT_MS (PostgreSQL 57014): the server's bound, not the client's input. */
 export const queryTimeout = () =>
-  new ApiError(503, "query_timeout", "the query ran longer than the server allows; narrow the time range or the filters");
+  new ApiError(
+    503,
+    "query_timeout",
+    "the query ran longer than the server allows; narrow the time range or the filters",
+  );
 
 /**
  * Node's error on a request whose client went away before its body was read (IncomingMessage
@@ -102,20 +114,33 @@ export function rpcError(err: unknown): ConnectError {
   else e = new ConnectError("internal server error", Code.Internal);
   if (e.details.length > 0) return e;
   const api = e instanceof ApiError ? e : undefined;
-  e.details.push({ desc: ErrorInfoSchema, value: { reason: api?.errorCode ?? codeName(e.code), domain: ERROR_DOMAIN } });
+  e.details.push({
+    desc: ErrorInfoSchema,
+    value: { reason: api?.errorCode ?? codeName(e.code), domain: ERROR_DOMAIN },
+  });
   const rest = api?.restDetails;
   if (e.code === Code.InvalidArgument && isFieldList(rest)) {
-    e.details.push({ desc: BadRequestSchema, value: { fieldViolations: rest.map((d) => ({ field: d.field, description: d.message })) } });
+    e.details.push({
+      desc: BadRequestSchema,
+      value: { fieldViolations: rest.map((d) => ({ field: d.field, description: d.message })) },
+    });
   }
   const retry = (rest as { retryAfterSeconds?: unknown } | undefined)?.retryAfterSeconds;
   if (api?.status === 429 && typeof retry === "number" && Number.isFinite(retry)) {
-    e.details.push({ desc: RetryInfoSchema, value: { retryDelay: { seconds: BigInt(Math.max(0, Math.ceil(retry))) } } });
+    e.details.push({
+      desc: RetryInfoSchema,
+      value: { retryDelay: { seconds: BigInt(Math.max(0, Math.ceil(retry))) } },
+    });
   }
   return e;
 }
 
 /** The REST view of any thrown value. Unknown errors become a bare 500: never their message. */
-export function toRestError(err: unknown): { status: number; body: { error: { code: string; message: string; details?: unknown } }; headers: Headers } {
+export function toRestError(err: unknown): {
+  status: number;
+  body: { error: { code: string; message: string; details?: unknown } };
+  headers: Headers;
+} {
   if (err instanceof ApiError) {
     const body: { code: string; message: string; details?: unknown } = { code: err.errorCode, message: err.rawMessage };
     if (err.restDetails !== undefined) body.details = err.restDetails;
@@ -125,6 +150,15 @@ export function toRestError(err: unknown): { status: number; body: { error: { co
     const status = codeToStatus[err.code] ?? 500;
     return { status, body: { error: { code: codeName(err.code), message: err.rawMessage } }, headers: new Headers() };
   }
-  if (isClientGone(err)) return { status: 499, body: { error: { code: "canceled", message: "the client went away" } }, headers: new Headers() };
-  return { status: 500, body: { error: { code: "internal", message: "internal server error" } }, headers: new Headers() };
+  if (isClientGone(err))
+    return {
+      status: 499,
+      body: { error: { code: "canceled", message: "the client went away" } },
+      headers: new Headers(),
+    };
+  return {
+    status: 500,
+    body: { error: { code: "internal", message: "internal server error" } },
+    headers: new Headers(),
+  };
 }

@@ -1,4 +1,12 @@
-import type { DescMessage, DescMethodUnary, DescService, JsonValue, Message, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
+import type {
+  DescMessage,
+  DescMethodUnary,
+  DescService,
+  JsonValue,
+  Message,
+  MessageInitShape,
+  MessageShape,
+} from "@bufbuild/protobuf";
 import type { Value } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { ConnectError } from "@connectrpc/connect";
@@ -16,7 +24,10 @@ import { isQueryCanceled } from "./pg-errors.js";
 // have (at any depth) are compile errors (test/foundation/service-types.test.ts proves each).
 
 /** A handler as the RPC router and the REST transcoder call it: `bind()` erased its types. */
-export type Handler = (req: Message, ctx: HandlerContext) => Promise<MessageInitShape<DescMessage>> | MessageInitShape<DescMessage>;
+export type Handler = (
+  req: Message,
+  ctx: HandlerContext,
+) => Promise<MessageInitShape<DescMessage>> | MessageInitShape<DescMessage>;
 
 /** Only `bind()` makes a ServiceBinding: a hand-built `{ desc, impl }` would skip its checks. */
 declare const bound: unique symbol;
@@ -51,17 +62,17 @@ type NoExtra<A, S> = A extends Primitive
   ? A
   : A extends { $typeName: string }
     ? A // a message made with create(): exact by construction
-  : A extends { case: infer C; value: infer V }
-    ? S extends { case: C; value: infer W } // the oneof's member of the same case
-      ? { case: C; value: NoExtra<V, NonNullable<W>> }
-      : A
-  : A extends readonly (infer E)[]
-    ? S extends readonly (infer F)[]
-      ? readonly NoExtra<E, F>[]
-      : A
-    : string extends keyof S
-      ? A
-      : { [K in keyof A]: K extends keyof S ? NoExtra<A[K], NonNullable<S[K]>> : never };
+    : A extends { case: infer C; value: infer V }
+      ? S extends { case: C; value: infer W } // the oneof's member of the same case
+        ? { case: C; value: NoExtra<V, NonNullable<W>> }
+        : A
+      : A extends readonly (infer E)[]
+        ? S extends readonly (infer F)[]
+          ? readonly NoExtra<E, F>[]
+          : A
+        : string extends keyof S
+          ? A
+          : { [K in keyof A]: K extends keyof S ? NoExtra<A[K], NonNullable<S[K]>> : never };
 
 type Returned<F> = F extends (...args: never[]) => infer R ? Awaited<R> : never;
 
@@ -69,13 +80,14 @@ type Returned<F> = F extends (...args: never[]) => infer R ? Awaited<R> : never;
  * What a handler of method `M` may return, given that it returns `R`: a valid init of the output
  * message and nothing the message does not have.
  */
-type Reply<M, R> = M extends DescMethodUnary<DescMessage, infer O>
-  ? [R] extends [never]
-    ? MessageInitShape<O>
-    : R extends MessageInitShape<O>
-      ? NoExtra<R, MessageShape<O>>
-      : MessageInitShape<O>
-  : never;
+type Reply<M, R> =
+  M extends DescMethodUnary<DescMessage, infer O>
+    ? [R] extends [never]
+      ? MessageInitShape<O>
+      : R extends MessageInitShape<O>
+        ? NoExtra<R, MessageShape<O>>
+        : MessageInitShape<O>
+    : never;
 type Request<M> = M extends DescMethodUnary<infer In, DescMessage> ? MessageShape<In> : never;
 
 /**
@@ -83,11 +95,17 @@ type Request<M> = M extends DescMethodUnary<infer In, DescMessage> ? MessageShap
  * against what `I` (the handlers as written) returns, and no method the service does not have.
  */
 type Checked<S extends UnaryService, I> = {
-  [M in keyof S["method"]]: (req: Request<S["method"][M]>, ctx: HandlerContext) => Promise<Reply<S["method"][M], Returned<I[M & keyof I]>>> | Reply<S["method"][M], Returned<I[M & keyof I]>>;
+  [M in keyof S["method"]]: (
+    req: Request<S["method"][M]>,
+    ctx: HandlerContext,
+  ) => Promise<Reply<S["method"][M], Returned<I[M & keyof I]>>> | Reply<S["method"][M], Returned<I[M & keyof I]>>;
 } & { [M in Exclude<keyof I, keyof S["method"]>]: never };
 
 /** The `repeated google.protobuf.Value` fields of a method's input (local names). */
-type ValueListField<M> = M extends DescMethodUnary<infer In, DescMessage> ? { [K in keyof MessageShape<In>]: MessageShape<In>[K] extends Value[] ? K : never }[keyof MessageShape<In>] : never;
+type ValueListField<M> =
+  M extends DescMethodUnary<infer In, DescMessage>
+    ? { [K in keyof MessageShape<In>]: MessageShape<In>[K] extends Value[] ? K : never }[keyof MessageShape<In>]
+    : never;
 
 export interface BindOptions<S extends UnaryService> {
   /** See ServiceBinding.restJsonList. */
@@ -95,10 +113,18 @@ export interface BindOptions<S extends UnaryService> {
 }
 
 /** Binds a generated service descriptor to its handlers, typed as connect-es types them. */
-export function bind<S extends UnaryService, I extends Checked<S, I>>(desc: S, impl: I, opts: BindOptions<S> = {}): ServiceBinding {
+export function bind<S extends UnaryService, I extends Checked<S, I>>(
+  desc: S,
+  impl: I,
+  opts: BindOptions<S> = {},
+): ServiceBinding {
   // Exactly what connect-es's router takes for this service; erased here, for the list of bindings.
   const typed: ServiceImpl<S> = impl;
-  const binding: Omit<ServiceBinding, typeof bound> = { desc, impl: typed as unknown as Record<string, Handler>, restJsonList: opts.restJsonList as Record<string, string> | undefined };
+  const binding: Omit<ServiceBinding, typeof bound> = {
+    desc,
+    impl: typed as unknown as Record<string, Handler>,
+    restJsonList: opts.restJsonList as Record<string, string> | undefined,
+  };
   return binding as ServiceBinding;
 }
 

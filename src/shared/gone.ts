@@ -8,7 +8,6 @@ import { isDeadlock, isForeignKeyViolation } from "./pg-errors.js";
 // can also lock rows in opposite orders; PostgreSQL then aborts one of them (deadlock_detected), and
 // that one is simply run again.
 
-
 /** Thrown by a write that finds rows it has just written for its project gone with the project. */
 export class ProjectGoneError extends Error {
   constructor() {

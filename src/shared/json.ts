@@ -58,7 +58,8 @@ export function problemField(base: string, p: JsonProblem): string {
   return out;
 }
 
-export const isJsonObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+export const isJsonObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
 
 /**
  * A zod schema for a free-form JSON object field: a plain object whose every value passes
@@ -79,6 +80,7 @@ export function jsonObjectSchema(maxBytes: number) {
       return;
     }
     const bytes = Buffer.byteLength(JSON.stringify(v));
-    if (bytes > maxBytes) ctx.addIssue({ code: "custom", message: `must be at most ${maxBytes} bytes of JSON (is ${bytes})` });
+    if (bytes > maxBytes)
+      ctx.addIssue({ code: "custom", message: `must be at most ${maxBytes} bytes of JSON (is ${bytes})` });
   });
 }

@@ -2,7 +2,12 @@
 // items once `more()` answers false. A rejection of fn rejects the whole (the others finish first
 // their current item); callers that must go on catch inside fn.
 
-export async function forEachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>, more: () => boolean = () => true): Promise<void> {
+export async function forEachLimited<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<void>,
+  more: () => boolean = () => true,
+): Promise<void> {
   let next = 0;
   const worker = async () => {
     while (next < items.length && more()) await fn(items[next++]);

@@ -30,14 +30,24 @@ function checkScalar(type: ScalarType, v: unknown, path: string): Problem | unde
     const why = textProblem(v as string);
     return why ? { field: path, message: why } : undefined;
   }
-  if ((type === ScalarType.DOUBLE || type === ScalarType.FLOAT) && !Number.isFinite(v as number)) return { field: path, message: "must be a finite number" };
+  if ((type === ScalarType.DOUBLE || type === ScalarType.FLOAT) && !Number.isFinite(v as number))
+    return { field: path, message: "must be a finite number" };
   return undefined;
 }
 
 /** One value of a field, or one element of a list or map field, by its kind. */
-function checkElement(kind: "scalar" | "enum" | "message", f: { scalar?: ScalarType; message?: DescMessage }, v: unknown, path: string, depth: number): Problem | undefined {
+function checkElement(
+  kind: "scalar" | "enum" | "message",
+  f: { scalar?: ScalarType; message?: DescMessage },
+  v: unknown,
+  path: string,
+  depth: number,
+): Problem | undefined {
   if (kind === "scalar") return checkScalar(f.scalar!, v, path);
-  if (kind === "message") return f.message!.typeName === STRUCT ? checkJson(v, path) : checkMessageAt(f.message!, v as Record<string, unknown>, path, depth + 1);
+  if (kind === "message")
+    return f.message!.typeName === STRUCT
+      ? checkJson(v, path)
+      : checkMessageAt(f.message!, v as Record<string, unknown>, path, depth + 1);
   return undefined;
 }
 
@@ -66,7 +76,12 @@ function checkValue(f: DescField, v: unknown, path: string, depth: number): Prob
   }
 }
 
-function checkMessageAt(desc: DescMessage, msg: Record<string, unknown> | undefined, path: string, depth: number): Problem | undefined {
+function checkMessageAt(
+  desc: DescMessage,
+  msg: Record<string, unknown> | undefined,
+  path: string,
+  depth: number,
+): Problem | undefined {
   if (!msg) return undefined;
   if (depth > MAX_DEPTH) return { field: path || "(body)", message: "nested too deeply" };
   for (const f of desc.fields) {
@@ -79,7 +94,10 @@ function checkMessageAt(desc: DescMessage, msg: Record<string, unknown> | undefi
     if (v === undefined || v === null) continue;
     if (depth === 0 && isBatchList(f)) continue;
     // google.protobuf.Value's fields are named for what they hold; the path names the user's field.
-    const at = desc.typeName === "google.protobuf.Value" || desc.typeName === "google.protobuf.ListValue" ? path : join(path, f.jsonName);
+    const at =
+      desc.typeName === "google.protobuf.Value" || desc.typeName === "google.protobuf.ListValue"
+        ? path
+        : join(path, f.jsonName);
     const p = checkValue(f, v, at, depth);
     if (p) return p;
   }
@@ -103,5 +121,8 @@ export function messageProblem(desc: DescMessage, msg: unknown): Problem | undef
 /** Throws the 400 for the first problem in a decoded message. */
 export function assertStorableMessage(desc: DescMessage, msg: unknown): void {
   const p = messageProblem(desc, msg);
-  if (p) throw badRequest(`invalid value for field '${p.field}': ${p.message}`, [{ field: p.field || "(body)", message: p.message }]);
+  if (p)
+    throw badRequest(`invalid value for field '${p.field}': ${p.message}`, [
+      { field: p.field || "(body)", message: p.message },
+    ]);
 }

@@ -9,6 +9,7 @@ export function assignJson(target: Record<string, unknown>, source: Record<strin
 
 /** `target[key] = value`, except that a key named `__proto__` becomes an own data key. */
 export function setOwn<T>(target: Record<string, T>, key: string, value: T): void {
-  if (key === "__proto__") Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+  if (key === "__proto__")
+    Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
   else target[key] = value;
 }

@@ -7,7 +7,12 @@ export interface Periodic {
   stop(): Promise<void>;
 }
 
-export function startPeriodic(log: Logger, name: string, intervalMs: number, pass: (stopped: () => boolean) => Promise<void>): Periodic {
+export function startPeriodic(
+  log: Logger,
+  name: string,
+  intervalMs: number,
+  pass: (stopped: () => boolean) => Promise<void>,
+): Periodic {
   let stopped = false;
   let running: Promise<void> | undefined;
   const timer = setInterval(() => {

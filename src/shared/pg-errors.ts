@@ -5,7 +5,9 @@ const codeOf = (err: unknown): unknown => (err as { code?: unknown } | null)?.co
 
 /** unique_violation (23505), optionally of one constraint. */
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {
-  return codeOf(err) === "23505" && (constraint === undefined || (err as { constraint?: string }).constraint === constraint);
+  return (
+    codeOf(err) === "23505" && (constraint === undefined || (err as { constraint?: string }).constraint === constraint)
+  );
 }
 
 /** foreign_key_violation (23503). */

@@ -71,7 +71,8 @@ export class MemoryCounterStore implements CounterStore {
     const k = `${name}:${key}`;
     let c = this.counts.get(k);
     if (!c || c.window !== window) {
-      if (this.counts.size > 50_000) for (const [x, v] of this.counts) if (v.window !== Math.floor(nowMs / v.windowMs)) this.counts.delete(x);
+      if (this.counts.size > 50_000)
+        for (const [x, v] of this.counts) if (v.window !== Math.floor(nowMs / v.windowMs)) this.counts.delete(x);
       c = { window, windowMs, count: 0 };
       this.counts.set(k, c);
     }
@@ -118,7 +119,10 @@ export class RedisCounterStore implements CounterStore {
   private readonly connecting: Promise<unknown>;
   private lastWarn = 0;
 
-  constructor(url: string, private readonly log: Logger) {
+  constructor(
+    url: string,
+    private readonly log: Logger,
+  ) {
     this.redis = redisClient(url);
     this.redis.on("error", (err) => this.warn(err));
     // Connects in the background and keeps retrying; hits made meanwhile wait in the offline queue

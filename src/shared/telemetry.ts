@@ -8,17 +8,44 @@ import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client
 export class Telemetry {
   readonly registry = new Registry();
 
-  readonly httpRequests = new Counter({ name: "vigil_http_requests_total", help: "Requests answered, by protocol, route and status", labelNames: ["protocol", "route", "status"] as const, registers: [this.registry] });
-  readonly httpDuration = new Histogram({ name: "vigil_http_request_duration_seconds", help: "Request latency", labelNames: ["protocol", "route"] as const, buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5], registers: [this.registry] });
-  readonly schedulerLag = new Histogram({ name: "vigil_scheduler_lag_seconds", help: "Delay between a job's due time and its run, by kind (monitor deadline, webhook delivery)", labelNames: ["kind"] as const, buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30], registers: [this.registry] });
-  readonly rateLimited = new Counter({ name: "vigil_rate_limited_total", help: "Requests refused with 429, by limit", labelNames: ["limit"] as const, registers: [this.registry] });
+  readonly httpRequests = new Counter({
+    name: "vigil_http_requests_total",
+    help: "Requests answered, by protocol, route and status",
+    labelNames: ["protocol", "route", "status"] as const,
+    registers: [this.registry],
+  });
+  readonly httpDuration = new Histogram({
+    name: "vigil_http_request_duration_seconds",
+    help: "Request latency",
+    labelNames: ["protocol", "route"] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
+  readonly schedulerLag = new Histogram({
+    name: "vigil_scheduler_lag_seconds",
+    help: "Delay between a job's due time and its run, by kind (monitor deadline, webhook delivery)",
+    labelNames: ["kind"] as const,
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly rateLimited = new Counter({
+    name: "vigil_rate_limited_total",
+    help: "Requests refused with 429, by limit",
+    labelNames: ["limit"] as const,
+    registers: [this.registry],
+  });
 
   /**
    * Every finished RPC (gRPC, gRPC-web, Connect) by its gRPC status code: over gRPC the HTTP status
    * is always 200. Named and labelled as go-grpc-prometheus does (no vigil_ prefix), so the usual
    * gRPC dashboards and alerts work as they are; `protocol` tells the three wire protocols apart.
    */
-  readonly rpcHandled = new Counter({ name: "grpc_server_handled_total", help: "RPCs completed on the server, regardless of success or failure, by gRPC status code", labelNames: ["grpc_type", "grpc_service", "grpc_method", "grpc_code", "protocol"] as const, registers: [this.registry] });
+  readonly rpcHandled = new Counter({
+    name: "grpc_server_handled_total",
+    help: "RPCs completed on the server, regardless of success or failure, by gRPC status code",
+    labelNames: ["grpc_type", "grpc_service", "grpc_method", "grpc_code", "protocol"] as const,
+    registers: [this.registry],
+  });
   private readonly rpcChildren = new Map<string, { inc(): void }>();
 
   /** Records one finished RPC; `route` is "/package.Service/Method", `code` its name ("OK", "InvalidArgument"...). */

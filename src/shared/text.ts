@@ -42,5 +42,7 @@ export function textSchema(r: TextRules) {
   if (r.trim !== false) s = s.trim();
   if (r.min !== undefined) s = s.min(r.min, r.min === 1 ? "is required" : `at least ${r.min} characters`);
   s = s.max(r.max, `at most ${r.max} characters`);
-  return r.plain ? s.refine(isPlainText, "must not contain control characters or invalid Unicode") : s.refine(isStorableText, TEXT_PROBLEM);
+  return r.plain
+    ? s.refine(isPlainText, "must not contain control characters or invalid Unicode")
+    : s.refine(isStorableText, TEXT_PROBLEM);
 }

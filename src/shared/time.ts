@@ -34,7 +34,8 @@ export interface ParsedTime {
   subMsNanos: number;
 }
 
-export const TIMESTAMP_MESSAGE = "must be an RFC 3339 timestamp with an offset, such as 2024-05-06T10:00:00Z or 2024-05-06T12:00:00.5+02:00";
+export const TIMESTAMP_MESSAGE =
+  "must be an RFC 3339 timestamp with an offset, such as 2024-05-06T10:00:00Z or 2024-05-06T12:00:00.5+02:00";
 
 /** 0001-01-01T00:00:00Z and 10000-01-01T00:00:00Z. */
 const MIN_MS = -62_135_596_800_000;
@@ -45,7 +46,8 @@ const isDigit = (c: number) => c >= 48 && c <= 57;
 
 /** Two digits at `i` as a number, or -1. */
 function two(s: string, i: number): number {
-  const a = s.charCodeAt(i), b = s.charCodeAt(i + 1);
+  const a = s.charCodeAt(i),
+    b = s.charCodeAt(i + 1);
   return isDigit(a) && isDigit(b) ? digit(a) * 10 + digit(b) : -1;
 }
 
@@ -67,13 +69,18 @@ function daysFromCivil(y: number, m: number, d: number): number {
 export function parseTimestampParts(text: string): ParsedTime | undefined {
   const n = text.length;
   if (n < 20 || n > 35) return undefined;
-  const y0 = two(text, 0), y1 = two(text, 2);
+  const y0 = two(text, 0),
+    y1 = two(text, 2);
   if (y0 < 0 || y1 < 0 || text.charCodeAt(4) !== 45 || text.charCodeAt(7) !== 45) return undefined;
-  const year = y0 * 100 + y1, month = two(text, 5), day = two(text, 8);
+  const year = y0 * 100 + y1,
+    month = two(text, 5),
+    day = two(text, 8);
   const t = text.charCodeAt(10);
   if (t !== 84 && t !== 116) return undefined; // T t
   if (text.charCodeAt(13) !== 58 || text.charCodeAt(16) !== 58) return undefined; // :
-  const hour = two(text, 11), minute = two(text, 14), second = two(text, 17);
+  const hour = two(text, 11),
+    minute = two(text, 14),
+    second = two(text, 17);
   if (year < 1 || month < 1 || month > 12 || day < 1 || day > daysIn(year, month)) return undefined;
   if (hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 60) return undefined;
 
@@ -101,13 +108,15 @@ export function parseTimestampParts(text: string): ParsedTime | undefined {
   } else if (z === 43 || z === 45) {
     // + -
     if (i + 6 !== n || text.charCodeAt(i + 3) !== 58) return undefined;
-    const oh = two(text, i + 1), om = two(text, i + 4);
+    const oh = two(text, i + 1),
+      om = two(text, i + 4);
     if (oh < 0 || oh > 23 || om < 0 || om > 59) return undefined;
     offsetMin = (z === 45 ? -1 : 1) * (oh * 60 + om);
   } else return undefined;
 
   const leap = second === 60;
-  let ms = daysFromCivil(year, month, day) * DAY_MS + ((hour * 60 + minute - offsetMin) * 60 + (leap ? 59 : second)) * 1000;
+  let ms =
+    daysFromCivil(year, month, day) * DAY_MS + ((hour * 60 + minute - offsetMin) * 60 + (leap ? 59 : second)) * 1000;
   if (leap) {
     // Only 23:59:60 UTC on the last day of a month; read as the last millisecond of that day.
     const next = ms + 1000;

@@ -86,7 +86,11 @@ export function backgroundTx<T>(db: Db, fn: (c: pg.PoolClient) => Promise<T>): P
  * another request's statement). A statement stopped by the statement timeout becomes
  * `queryTimeout` (503); other errors pass through.
  */
-export async function withCancellable<T>(db: Db, signal: AbortSignal | undefined, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+export async function withCancellable<T>(
+  db: Db,
+  signal: AbortSignal | undefined,
+  fn: (c: pg.PoolClient) => Promise<T>,
+): Promise<T> {
   if (signal?.aborted) throw requestCancelled();
   const c = await connectUnlessAborted(db, signal);
   let aborted = false;
@@ -96,7 +100,10 @@ export async function withCancellable<T>(db: Db, signal: AbortSignal | undefined
   };
   const query = c.query;
   // After an abort nothing more is sent on this connection.
-  c.query = ((...args: unknown[]) => (aborted ? Promise.reject(requestCancelled()) : (query as (...a: unknown[]) => unknown).apply(c, args))) as typeof c.query;
+  c.query = ((...args: unknown[]) =>
+    aborted
+      ? Promise.reject(requestCancelled())
+      : (query as (...a: unknown[]) => unknown).apply(c, args)) as typeof c.query;
   signal?.addEventListener("abort", onAbort, { once: true });
   try {
     const out = await fn(c);
@@ -114,7 +121,12 @@ export async function withCancellable<T>(db: Db, signal: AbortSignal | undefined
 }
 
 /** One statement bound to `signal` (see withCancellable). */
-export function queryCancellable<R extends pg.QueryResultRow = pg.QueryResultRow>(db: Db, signal: AbortSignal | undefined, sql: string, params: unknown[] = []): Promise<pg.QueryResult<R>> {
+export function queryCancellable<R extends pg.QueryResultRow = pg.QueryResultRow>(
+  db: Db,
+  signal: AbortSignal | undefined,
+  sql: string,
+  params: unknown[] = [],
+): Promise<pg.QueryResult<R>> {
   return withCancellable(db, signal, (c) => c.query<R>(sql, params));
 }
 
@@ -125,7 +137,10 @@ function connectUnlessAborted(db: Db, signal: AbortSignal | undefined): Promise<
   return new Promise((resolve, reject) => {
     const onAbort = () => {
       reject(requestCancelled());
-      void pending.then((c) => c.release(), () => undefined);
+      void pending.then(
+        (c) => c.release(),
+        () => undefined,
+      );
     };
     signal.addEventListener("abort", onAbort, { once: true });
     pending.then(

@@ -15,7 +15,6 @@ export interface EmbeddedHandle {
   stop(): Promise<void>;
 }
 
-
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);

@@ -14,7 +14,8 @@ const LOCK_KEY = 7_482_019_331;
 
 let buildMigrations: Promise<string[]> | undefined;
 /** The migrations of this build, in the order they apply (read once). */
-const migrationFiles = () => (buildMigrations ??= readdir(dir).then((fs) => fs.filter((f) => f.endsWith(".sql")).sort()));
+const migrationFiles = () =>
+  (buildMigrations ??= readdir(dir).then((fs) => fs.filter((f) => f.endsWith(".sql")).sort()));
 
 export async function migrate(db: Db): Promise<string[]> {
   const files = await migrationFiles();
@@ -24,8 +25,12 @@ export async function migrate(db: Db): Promise<string[]> {
     // Migrations (and waiting for another node's) may run longer than STATEMENT_TIMEOUT_MS.
     await c.query("SET statement_timeout = 0");
     await c.query("SELECT pg_advisory_lock($1)", [LOCK_KEY]);
-    await c.query("CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())");
-    const done = new Set((await c.query<{ version: string }>("SELECT version FROM schema_migrations")).rows.map((r) => r.version));
+    await c.query(
+      "CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
+    );
+    const done = new Set(
+      (await c.query<{ version: string }>("SELECT version FROM schema_migrations")).rows.map((r) => r.version),
+    );
     for (const f of files) {
       if (done.has(f)) continue;
       const sql = await readFile(path.join(dir, f), "utf8");
@@ -43,7 +48,10 @@ export async function migrate(db: Db): Promise<string[]> {
   } finally {
     await c.query("SELECT pg_advisory_unlock($1)", [LOCK_KEY]).catch(() => undefined);
     // Back to the connection's own timeout before the pool hands it to a request.
-    const reset = await c.query("RESET statement_timeout").then(() => true, () => false);
+    const reset = await c.query("RESET statement_timeout").then(
+      () => true,
+      () => false,
+    );
     c.release(reset ? undefined : new Error("statement_timeout not reset"));
   }
   return applied;
@@ -57,7 +65,10 @@ export async function migrate(db: Db): Promise<string[]> {
 export async function missingMigrations(db: Db): Promise<string[]> {
   const files = await migrationFiles();
   try {
-    const { rows } = await db.query<{ version: string }>("SELECT version FROM schema_migrations WHERE version = ANY($1)", [files]);
+    const { rows } = await db.query<{ version: string }>(
+      "SELECT version FROM schema_migrations WHERE version = ANY($1)",
+      [files],
+    );
     const done = new Set(rows.map((r) => r.version));
     return files.filter((f) => !done.has(f));
   } catch (err) {

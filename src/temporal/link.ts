@@ -44,7 +44,10 @@ export function connectionOptions(cfg: TemporalConfig) {
     ? {
         serverNameOverride: cfg.tls.serverName,
         serverRootCACertificate: file(cfg.tls.caFile),
-        clientCertPair: cfg.tls.certFile && cfg.tls.keyFile ? { crt: file(cfg.tls.certFile)!, key: file(cfg.tls.keyFile)! } : undefined,
+        clientCertPair:
+          cfg.tls.certFile && cfg.tls.keyFile
+            ? { crt: file(cfg.tls.certFile)!, key: file(cfg.tls.keyFile)! }
+            : undefined,
       }
     : undefined;
   return { address: cfg.address, tls, apiKey: cfg.apiKey };
@@ -54,7 +57,9 @@ export function connectionOptions(cfg: TemporalConfig) {
 export async function taskQueues(cfg: TemporalConfig, db: Queryable): Promise<TaskQueues> {
   let base = cfg.taskQueue;
   if (!base) {
-    const r = await db.query<{ id: string; db: string }>("SELECT id::text AS id, current_database() AS db FROM deployment");
+    const r = await db.query<{ id: string; db: string }>(
+      "SELECT id::text AS id, current_database() AS db FROM deployment",
+    );
     const row = r.rows[0];
     base = `vigil-${createHash("sha256").update(`${row?.id}/${row?.db}`).digest("hex").slice(0, 12)}`;
   }
@@ -69,7 +74,10 @@ export function createTemporalLink(cfg: TemporalConfig, db: Queryable, log: Logg
   const connect = () => {
     if (closed) return Promise.reject(new TemporalClosedError());
     if (!current) {
-      const c = Connection.connect({ ...connectionOptions(cfg), connectTimeout: "5 seconds" }).then((connection) => ({ connection, client: new Client({ connection, namespace: cfg.namespace }) }));
+      const c = Connection.connect({ ...connectionOptions(cfg), connectTimeout: "5 seconds" }).then((connection) => ({
+        connection,
+        client: new Client({ connection, namespace: cfg.namespace }),
+      }));
       c.catch(() => {
         if (current === c) current = undefined; // retry the connection on the next call
       });
@@ -119,13 +127,19 @@ async function registerSearchAttributes(connection: Connection, namespace: strin
     const known = { ...(have.customAttributes ?? {}), ...(have.systemAttributes ?? {}) };
     const missing = SEARCH_ATTRIBUTES.filter((k) => !(k.name in known));
     if (!missing.length) return true;
-    await connection.operatorService.addSearchAttributes({ namespace, searchAttributes: Object.fromEntries(missing.map((k) => [k.name, KEYWORD])) });
+    await connection.operatorService.addSearchAttributes({
+      namespace,
+      searchAttributes: Object.fromEntries(missing.map((k) => [k.name, KEYWORD])),
+    });
     log.info({ added: missing.map((k) => k.name), namespace }, "temporal: search attributes registered");
     return true;
   } catch (err) {
     // ALREADY_EXISTS: another node registered them at the same moment.
     if ((err as { code?: number }).code === 6) return true;
-    log.warn({ err, namespace }, "temporal: cannot register Vigil's search attributes; workflows run without them (docs/temporal.md)");
+    log.warn(
+      { err, namespace },
+      "temporal: cannot register Vigil's search attributes; workflows run without them (docs/temporal.md)",
+    );
     return false;
   }
 }

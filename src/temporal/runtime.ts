@@ -24,7 +24,12 @@ export function installTemporalRuntime(log: Logger): Promise<void> {
       logger: new DefaultLogger("WARN", (entry) => forward(entry.level, entry.message, entry.meta)),
       // Core's own logs (its connection retries repeat hundreds of times during an outage) are
       // forwarded to pino at ERROR only; the workers' state on /health tells unavailability.
-      telemetryOptions: { logging: { filter: { core: "ERROR", other: "WARN" }, forward: {} }, metrics: { prometheus: { bindAddress: `127.0.0.1:${port}`, countersTotalSuffix: true, useSecondsForDurations: true } } },
+      telemetryOptions: {
+        logging: { filter: { core: "ERROR", other: "WARN" }, forward: {} },
+        metrics: {
+          prometheus: { bindAddress: `127.0.0.1:${port}`, countersTotalSuffix: true, useSecondsForDurations: true },
+        },
+      },
     });
     metricsUrl = `http://127.0.0.1:${port}/metrics`;
   })();

@@ -11,4 +11,11 @@ export const VigilMonitorStatus = defineSearchAttributeKey("VigilMonitorStatus",
 export const VigilWebhookId = defineSearchAttributeKey("VigilWebhookId", SearchAttributeType.KEYWORD);
 export const VigilDeliveryStatus = defineSearchAttributeKey("VigilDeliveryStatus", SearchAttributeType.KEYWORD);
 
-export const SEARCH_ATTRIBUTES = [VigilProjectId, VigilMonitorId, VigilMonitorSlug, VigilMonitorStatus, VigilWebhookId, VigilDeliveryStatus];
+export const SEARCH_ATTRIBUTES = [
+  VigilProjectId,
+  VigilMonitorId,
+  VigilMonitorSlug,
+  VigilMonitorStatus,
+  VigilWebhookId,
+  VigilDeliveryStatus,
+];

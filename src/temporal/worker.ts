@@ -46,24 +46,32 @@ function startAndStop(w: Worker): Promise<void> {
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 /** The workflow bundle, built once per process (both workers and every app of a test share it). */
 export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  bundle ??= bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} } as never });
+  bundle ??= bundleWorkflowCode({
+    workflowsPath: WORKFLOWS_PATH,
+    logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} } as never,
+  });
   return bundle;
 }
 
-export function createTemporalFeature(deps: { log: Logger }, link: TemporalLink | undefined, activities: QueueActivities): TemporalWorkerFeature {
+export function createTemporalFeature(
+  deps: { log: Logger },
+  link: TemporalLink | undefined,
+  activities: QueueActivities,
+): TemporalWorkerFeature {
   let state: WorkerState = "off";
   let stopping = false;
   let workers: Worker[] = [];
   let loop: Promise<void> | undefined;
   let wakeUp: (() => void) | undefined;
   let ran = false;
-  const pause = (ms: number) => new Promise<void>((r) => {
-    const t = setTimeout(r, ms);
-    wakeUp = () => {
-      clearTimeout(t);
-      r();
-    };
-  });
+  const pause = (ms: number) =>
+    new Promise<void>((r) => {
+      const t = setTimeout(r, ms);
+      wakeUp = () => {
+        clearTimeout(t);
+        r();
+      };
+    });
 
   const runOnce = async () => {
     const cfg = link!.config;
@@ -72,7 +80,12 @@ export function createTemporalFeature(deps: { log: Logger }, link: TemporalLink 
     await link!.searchAttributes().catch(() => false);
     const connection = await NativeConnection.connect(connectionOptions(cfg));
     try {
-      const common = { connection, namespace: cfg.namespace, workflowBundle: code, shutdownGraceTime: cfg.shutdownGraceMs };
+      const common = {
+        connection,
+        namespace: cfg.namespace,
+        workflowBundle: code,
+        shutdownGraceTime: cfg.shutdownGraceMs,
+      };
       const created: Worker[] = [];
       try {
         // The deadline scan alone on its queue: one workflow, one task at a time.

@@ -23,7 +23,8 @@ export class NodeRequestHeaders {
   }
 
   forEach(cb: (value: string, key: string) => void): void {
-    for (const [k, v] of Object.entries(this.h)) if (v !== undefined && !k.startsWith(":")) cb(Array.isArray(v) ? v.join(", ") : v, k);
+    for (const [k, v] of Object.entries(this.h))
+      if (v !== undefined && !k.startsWith(":")) cb(Array.isArray(v) ? v.join(", ") : v, k);
   }
 }
 

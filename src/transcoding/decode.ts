@@ -11,7 +11,12 @@ function fieldByName(schema: DescMessage, name: string): DescField | undefined {
 }
 
 function coerceQueryValue(field: DescField, raw: string): JsonValue {
-  const scalar = field.fieldKind === "scalar" ? field.scalar : field.fieldKind === "list" && field.listKind === "scalar" ? field.scalar : undefined;
+  const scalar =
+    field.fieldKind === "scalar"
+      ? field.scalar
+      : field.fieldKind === "list" && field.listKind === "scalar"
+        ? field.scalar
+        : undefined;
   if (scalar === ScalarType.BOOL) return raw === "true" ? true : raw === "false" ? false : raw;
   if (scalar !== undefined && scalar !== ScalarType.STRING && scalar !== ScalarType.BYTES) {
     return /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(raw) ? Number(raw) : raw;
@@ -24,10 +29,13 @@ function describeDecodeError(schema: DescMessage, err: unknown): never {
   const m = /cannot decode (?:field|message) ([\w.]+?)(?:\.(\w+))? from JSON/.exec(text);
   let field = m?.[2];
   if (field) {
-    const f = schema.fields.find((x) => x.name === field) ;
+    const f = schema.fields.find((x) => x.name === field);
     field = f?.jsonName ?? field;
   }
-  throw badRequest(field ? `invalid value for field '${field}'` : "request body does not match the expected shape", field ? [{ field, message: "wrong type or format" }] : undefined);
+  throw badRequest(
+    field ? `invalid value for field '${field}'` : "request body does not match the expected shape",
+    field ? [{ field, message: "wrong type or format" }] : undefined,
+  );
 }
 
 /** The decoded message, and the JSON array of the route's pass-through field when the body had one. */
@@ -41,7 +49,13 @@ export interface Decoded {
  * of the decoding and returned as is (its proto3 JSON form is the JSON itself). Anything else in
  * that field is decoded normally, so it fails exactly as it would otherwise.
  */
-export function decodeRequest(route: Route, params: Record<string, string>, query: URLSearchParams, body: unknown, jsonList?: DescField): Decoded {
+export function decodeRequest(
+  route: Route,
+  params: Record<string, string>,
+  query: URLSearchParams,
+  body: unknown,
+  jsonList?: DescField,
+): Decoded {
   const schema = route.method.input;
   let json: Record<string, JsonValue> = {};
   if (route.body === "*") {
@@ -57,14 +71,19 @@ export function decodeRequest(route: Route, params: Record<string, string>, quer
   // parameters filling body fields let a cross-site form (or a URL with a password in it) write.
   if (route.body === "*") {
     for (const key of query.keys()) {
-      throw badRequest(`query parameter '${key}' is not accepted here: send fields in the JSON body`, [{ field: key, message: "not accepted as a query parameter" }]);
+      throw badRequest(`query parameter '${key}' is not accepted here: send fields in the JSON body`, [
+        { field: key, message: "not accepted as a query parameter" },
+      ]);
     }
   }
   for (const key of new Set(query.keys())) {
     const f = fieldByName(schema, key);
     if (!f) continue;
     const values = query.getAll(key);
-    json[f.jsonName] = f.fieldKind === "list" ? values.map((v) => coerceQueryValue(f, v)) : coerceQueryValue(f, values[values.length - 1]);
+    json[f.jsonName] =
+      f.fieldKind === "list"
+        ? values.map((v) => coerceQueryValue(f, v))
+        : coerceQueryValue(f, values[values.length - 1]);
   }
   for (const [name, value] of Object.entries(params)) {
     const f = fieldByName(schema, name);
@@ -77,7 +96,9 @@ export function decodeRequest(route: Route, params: Record<string, string>, quer
     if (f.message.typeName.startsWith("google.protobuf.") && f.message.typeName !== "google.protobuf.Struct") continue;
     const v = json[f.jsonName] ?? json[f.name];
     if (v !== undefined && v !== null && (typeof v !== "object" || Array.isArray(v))) {
-      throw badRequest(`invalid value for field '${f.jsonName}'`, [{ field: f.jsonName, message: "must be a JSON object" }]);
+      throw badRequest(`invalid value for field '${f.jsonName}'`, [
+        { field: f.jsonName, message: "must be a JSON object" },
+      ]);
     }
   }
   let list: JsonValue[] | undefined;

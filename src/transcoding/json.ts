@@ -18,7 +18,13 @@ function scalarOut(type: ScalarType, v: unknown): unknown {
   return v;
 }
 
-function valueOut(field: DescField, kind: "scalar" | "enum" | "message", v: unknown, msg?: DescMessage, scalar?: ScalarType): unknown {
+function valueOut(
+  field: DescField,
+  kind: "scalar" | "enum" | "message",
+  v: unknown,
+  msg?: DescMessage,
+  scalar?: ScalarType,
+): unknown {
   if (v === undefined || v === null) return null;
   if (kind === "scalar") return scalarOut(scalar ?? ScalarType.STRING, v);
   if (kind === "enum") return v;
@@ -48,7 +54,9 @@ export function messageToRestJson(schema: DescMessage, message: Record<string, u
       case "list": {
         const arr = (v as unknown[] | undefined) ?? [];
         out[field.jsonName] = arr.map((e) =>
-          field.listKind === "message" ? valueOut(field, "message", e, field.message) : valueOut(field, field.listKind, e, undefined, field.listKind === "scalar" ? field.scalar : undefined),
+          field.listKind === "message"
+            ? valueOut(field, "message", e, field.message)
+            : valueOut(field, field.listKind, e, undefined, field.listKind === "scalar" ? field.scalar : undefined),
         );
         break;
       }
@@ -56,7 +64,10 @@ export function messageToRestJson(schema: DescMessage, message: Record<string, u
         const obj = (v as Record<string, unknown> | undefined) ?? {};
         const m: Record<string, unknown> = {};
         for (const [k, e] of Object.entries(obj)) {
-          m[k] = field.mapKind === "message" ? valueOut(field, "message", e, field.message) : valueOut(field, field.mapKind, e, undefined, field.mapKind === "scalar" ? field.scalar : undefined);
+          m[k] =
+            field.mapKind === "message"
+              ? valueOut(field, "message", e, field.message)
+              : valueOut(field, field.mapKind, e, undefined, field.mapKind === "scalar" ? field.scalar : undefined);
         }
         out[field.jsonName] = m;
         break;
@@ -69,7 +80,11 @@ export function messageToRestJson(schema: DescMessage, message: Record<string, u
     const field = oneof.fields.find((f) => f.localName === sel.case);
     if (!field) continue;
     out[field.jsonName] =
-      field.fieldKind === "message" ? valueOut(field, "message", sel.value, field.message) : field.fieldKind === "scalar" ? scalarOut(field.scalar, sel.value) : sel.value;
+      field.fieldKind === "message"
+        ? valueOut(field, "message", sel.value, field.message)
+        : field.fieldKind === "scalar"
+          ? scalarOut(field.scalar, sel.value)
+          : sel.value;
   }
   return out;
 }

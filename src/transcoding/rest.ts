@@ -47,7 +47,10 @@ function send(res: AnyResponse, status: number, body: unknown, headers?: Headers
     return;
   }
   const payload = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(payload) });
+  res.writeHead(status, {
+    "content-type": "application/json; charset=utf-8",
+    "content-length": Buffer.byteLength(payload),
+  });
   res.end(payload);
 }
 
@@ -66,7 +69,9 @@ export function createRestHandler(opts: RestOptions) {
     for (const [name, field] of Object.entries(b.restJsonList ?? {})) {
       const f = b.desc.methods.find((m) => m.localName === name)?.input.fields.find((x) => x.localName === field);
       if (!f || f.fieldKind !== "list" || f.listKind !== "message" || f.message.typeName !== "google.protobuf.Value") {
-        throw new Error(`restJsonList: ${b.desc.typeName}/${name}.${field} is not a repeated google.protobuf.Value field`);
+        throw new Error(
+          `restJsonList: ${b.desc.typeName}/${name}.${field} is not a repeated google.protobuf.Value field`,
+        );
       }
       jsonLists.set(`${b.desc.typeName}/${name}`, f);
     }
@@ -81,7 +86,11 @@ export function createRestHandler(opts: RestOptions) {
       if (!match) {
         req.resume();
         // decisions.md: an unknown route is a 404, also when only the verb is wrong.
-        throw new ApiError(404, "not_found", pathMatched ? `${url.pathname} does not accept ${verb}` : `no route for ${verb} ${url.pathname}`);
+        throw new ApiError(
+          404,
+          "not_found",
+          pathMatched ? `${url.pathname} does not accept ${verb}` : `no route for ${verb} ${url.pathname}`,
+        );
       }
       const { route, params } = match;
       client.route = route.template;
@@ -118,7 +127,14 @@ export function createRestHandler(opts: RestOptions) {
       const result = await fn(input.message, ctx);
       const output = create(route.method.output, result);
       const status = route.successStatus;
-      send(res, status, status === 204 ? undefined : messageToRestJson(route.method.output, output as unknown as Record<string, unknown>), ctx.touchedResponseHeader);
+      send(
+        res,
+        status,
+        status === 204
+          ? undefined
+          : messageToRestJson(route.method.output, output as unknown as Record<string, unknown>),
+        ctx.touchedResponseHeader,
+      );
     } catch (err) {
       const { status, body, headers } = toRestError(err);
       if (status >= 500) opts.log.error({ err, requestId: client.requestId }, "request failed");

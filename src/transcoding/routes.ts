@@ -26,7 +26,8 @@ function parseTemplate(template: string): Segment[] {
     .map((part) => {
       const m = /^\{([a-z_][a-z0-9_]*)(?:=\*)?\}$/.exec(part);
       if (m) return { variable: m[1] };
-      if (part.includes("{") || part.includes("*")) throw new Error(`unsupported http template segment '${part}' in ${template}`);
+      if (part.includes("{") || part.includes("*"))
+        throw new Error(`unsupported http template segment '${part}' in ${template}`);
       return { literal: part };
     });
 }

@@ -39,7 +39,12 @@ export function createUptimeActivities(deps: UptimeDeps) {
   const check = async (monitorId: string) => {
     const now = deps.clock();
     const r = await checkDeadlines(deps, [monitorId], now);
-    return { now, next: r.next.get(monitorId) ?? null, opened: r.opened.includes(monitorId), row: r.found.get(monitorId) };
+    return {
+      now,
+      next: r.next.get(monitorId) ?? null,
+      opened: r.opened.includes(monitorId),
+      row: r.found.get(monitorId),
+    };
   };
   return {
     /**
@@ -63,17 +68,30 @@ export function createUptimeActivities(deps: UptimeDeps) {
       if (due.length) {
         opened = (await checkDeadlines(deps, due, now)).opened;
         // The incidents are open; the monitors' workflows learn of it from the outbox (drained every second).
-        if (opened.length) await enqueueWakes(deps.db, opened.map((id) => ({ id, kind: "start" as const })));
+        if (opened.length)
+          await enqueueWakes(
+            deps.db,
+            opened.map((id) => ({ id, kind: "start" as const })),
+          );
       }
       if (due.length === SCAN_BATCH && opened.length) return { opened: opened.length, more: true, sleepMs: 0 };
       const next = r.rows[0]?.next;
-      return { opened: opened.length, more: false, sleepMs: next ? Math.max(0, next.getTime() - deps.clock().getTime()) : null };
+      return {
+        opened: opened.length,
+        more: false,
+        sleepMs: next ? Math.max(0, next.getTime() - deps.clock().getTime()) : null,
+      };
     },
     /** v2 (local activity): re-reads the monitor, decides with evaluateDeadline(), applies "down" by CAS. */
     async checkMonitor(monitorId: string): Promise<MonitorCheck> {
       const { now, next, row } = await check(monitorId);
       if (!row) return { status: "deleted", slug: null, stop: true, sleepMs: null };
-      return { status: row.status, slug: row.slug, stop: row.status === "paused", sleepMs: next === null ? null : Math.max(0, next - now.getTime()) };
+      return {
+        status: row.status,
+        slug: row.slug,
+        stop: row.status === "paused",
+        sleepMs: next === null ? null : Math.max(0, next - now.getTime()),
+      };
     },
     /** v1 (activity). */
     async checkMonitorDeadline(monitorId: string): Promise<DeadlineCheckV1> {

@@ -7,7 +7,10 @@ import type { UptimeMetrics } from "./metrics.js";
  * the listeners of incident transitions wired in server/features.ts (webhooks subscribe), and the
  * feature's own metrics.
  */
-export type UptimeDeps = Pick<Deps, "db" | "log" | "clock" | "config" | "auth" | "limits" | "telemetry" | "temporal"> & {
+export type UptimeDeps = Pick<
+  Deps,
+  "db" | "log" | "clock" | "config" | "auth" | "limits" | "telemetry" | "temporal"
+> & {
   /** Run in order inside the transaction that opens or resolves an incident (incidents.ts). */
   incidentListeners: readonly IncidentListener[];
   metrics: UptimeMetrics;

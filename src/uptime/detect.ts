@@ -43,10 +43,20 @@ export async function checkDeadlines(deps: UptimeDeps, ids: string[], now: Date)
               AS u(id, old_status, old_deadline, status, up_since, deadline_at)
         WHERE m.id = u.id AND m.status = u.old_status AND m.deadline_at = u.old_deadline
         RETURNING m.*`,
-      [due.map((d) => d.row.id), due.map((d) => d.row.status), due.map((d) => d.row.deadline_at), col(0), col(6), col(7), now],
+      [
+        due.map((d) => d.row.id),
+        due.map((d) => d.row.status),
+        due.map((d) => d.row.deadline_at),
+        col(0),
+        col(6),
+        col(7),
+        now,
+      ],
     );
     const byId = new Map(won.rows.map((r) => [r.id, r]));
-    const items = due.filter((d) => byId.has(d.row.id)).map((d) => ({ monitor: byId.get(d.row.id)!, startedAt: new Date(d.since) }));
+    const items = due
+      .filter((d) => byId.has(d.row.id))
+      .map((d) => ({ monitor: byId.get(d.row.id)!, startedAt: new Date(d.since) }));
     await openIncidents(deps, c, items, now);
     for (const d of due) {
       if (!byId.has(d.row.id)) continue;
@@ -58,10 +68,12 @@ export async function checkDeadlines(deps: UptimeDeps, ids: string[], now: Date)
   });
   // Lost CAS: the monitor changed meanwhile (a heartbeat, another node): read its deadline again.
   if (lost.length) {
-    const again = await deps.db.query<{ id: string; deadline_at: Date | null; status: MonitorRow["status"]; slug: string }>(
-      "SELECT id, deadline_at, status, slug FROM monitors WHERE id = ANY($1::text[])",
-      [lost],
-    );
+    const again = await deps.db.query<{
+      id: string;
+      deadline_at: Date | null;
+      status: MonitorRow["status"];
+      slug: string;
+    }>("SELECT id, deadline_at, status, slug FROM monitors WHERE id = ANY($1::text[])", [lost]);
     for (const id of lost) found.delete(id);
     for (const r of again.rows) {
       next.set(r.id, r.deadline_at?.getTime() ?? null);

@@ -70,7 +70,13 @@ export function historyBuckets(tl: Timeline, size: number, count: number, now: n
     else if (beforeLife) status = "unknown";
     else if (f.observedMs === 0) status = "paused";
     else status = "up";
-    out.push({ start, end, status, uptimePercentage: status === "unknown" || status === "paused" ? null : f.uptimePercentage, downtimeMs: f.downtimeMs });
+    out.push({
+      start,
+      end,
+      status,
+      uptimePercentage: status === "unknown" || status === "paused" ? null : f.uptimePercentage,
+      downtimeMs: f.downtimeMs,
+    });
   }
   return out;
 }

@@ -66,7 +66,13 @@ const LOCKED = sql(false);
 const CAS = sql(true);
 
 /** Writes monitors (in id order, so concurrent statements lock rows in one order), heartbeats and rollups. */
-export async function writeHeartbeats(c: Queryable, cas: boolean, monitors: MonitorWrite[], heartbeats: HeartbeatRow[], now: Date): Promise<Map<string, number>> {
+export async function writeHeartbeats(
+  c: Queryable,
+  cas: boolean,
+  monitors: MonitorWrite[],
+  heartbeats: HeartbeatRow[],
+  now: Date,
+): Promise<Map<string, number>> {
   const ms = [...monitors].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const s = ms.map((m) => m.next);
   const d = (v: number | null) => (v === null ? null : new Date(v));
@@ -74,10 +80,33 @@ export async function writeHeartbeats(c: Queryable, cas: boolean, monitors: Moni
   const r = await c.query<{ id: string; version: number }>({
     name: cas ? "uptime_heartbeats_cas" : "uptime_heartbeats_locked",
     text: cas ? CAS : LOCKED,
-    values: [now, ms.map((m) => m.id), ms.map((m) => m.version), s.map((x) => x.status), s.map((x) => x.expectedIntervalMs), s.map((x) => x.gracePeriodMs),
-      s.map((x) => d(x.lastHeartbeatAt)), s.map((x) => d(x.firstHeartbeatAt)), s.map((x) => d(x.upSince)), s.map((x) => d(x.deadlineAt)),
-      heartbeats.map((h) => h.id), heartbeats.map((h) => h.monitorId), heartbeats.map((h) => h.at), heartbeats.map((h) => h.status), heartbeats.map((h) => h.latencyMs), heartbeats.map((h) => h.metadata),
-      roll.map((a) => a.id), roll.map((a) => a.hour), roll.map((a) => a.total), roll.map((a) => a.ok), roll.map((a) => a.failed), roll.map((a) => a.n), roll.map((a) => a.sum), roll.map((a) => a.min), roll.map((a) => a.max)],
+    values: [
+      now,
+      ms.map((m) => m.id),
+      ms.map((m) => m.version),
+      s.map((x) => x.status),
+      s.map((x) => x.expectedIntervalMs),
+      s.map((x) => x.gracePeriodMs),
+      s.map((x) => d(x.lastHeartbeatAt)),
+      s.map((x) => d(x.firstHeartbeatAt)),
+      s.map((x) => d(x.upSince)),
+      s.map((x) => d(x.deadlineAt)),
+      heartbeats.map((h) => h.id),
+      heartbeats.map((h) => h.monitorId),
+      heartbeats.map((h) => h.at),
+      heartbeats.map((h) => h.status),
+      heartbeats.map((h) => h.latencyMs),
+      heartbeats.map((h) => h.metadata),
+      roll.map((a) => a.id),
+      roll.map((a) => a.hour),
+      roll.map((a) => a.total),
+      roll.map((a) => a.ok),
+      roll.map((a) => a.failed),
+      roll.map((a) => a.n),
+      roll.map((a) => a.sum),
+      roll.map((a) => a.min),
+      roll.map((a) => a.max),
+    ],
   });
   return new Map(r.rows.map((x) => [x.id, x.version]));
 }

@@ -53,14 +53,23 @@ interface Pending {
 const keyOf = (projectId: string, slug: string) => `${projectId}\u0000${slug}`;
 
 export class HeartbeatWriter {
-  private readonly batches = new Coalescer<Pending>({ wait: "turn", waitEachBatch: true, maxBatch: MAX_BATCH, concurrency: MAX_INFLIGHT, flush: (batch) => this.flush(batch) });
+  private readonly batches = new Coalescer<Pending>({
+    wait: "turn",
+    waitEachBatch: true,
+    maxBatch: MAX_BATCH,
+    concurrency: MAX_INFLIGHT,
+    flush: (batch) => this.flush(batch),
+  });
   /**
    * (project, slug) -> the monitor row as this node last wrote or read it, with its version: the
    * fast path's starting state, and the locked path's primary key (verified after locking).
    */
   private known = new Map<string, MonitorRow>();
 
-  constructor(private readonly deps: UptimeDeps, private readonly onCommitted: (changes: DeadlineChange[]) => void) {}
+  constructor(
+    private readonly deps: UptimeDeps,
+    private readonly onCommitted: (changes: DeadlineChange[]) => void,
+  ) {}
 
   submit(req: HeartbeatRequest): Promise<HeartbeatAnswer> {
     // flush() settles each heartbeat itself; a flush that throws rejects its whole batch.
@@ -76,7 +85,12 @@ export class HeartbeatWriter {
     const locked = await this.writeFast(batch);
     if (!locked.length) return;
     try {
-      const { answers, changes, rows } = await tx(this.deps.db, (c) => this.write(c, locked.map((b) => b.req)));
+      const { answers, changes, rows } = await tx(this.deps.db, (c) =>
+        this.write(
+          c,
+          locked.map((b) => b.req),
+        ),
+      );
       locked.forEach((b, i) => settle(b, answers[i]));
       this.remember(rows);
       this.onCommitted(changes);
@@ -115,7 +129,10 @@ export class HeartbeatWriter {
    */
   private async writeFast(batch: Pending[]): Promise<Pending[]> {
     const now = this.deps.clock();
-    const groups = new Map<string, { row: MonitorRow; items: Pending[]; outs: { next: MonitorState; statusChanged: boolean }[] } | null>();
+    const groups = new Map<
+      string,
+      { row: MonitorRow; items: Pending[]; outs: { next: MonitorState; statusChanged: boolean }[] } | null
+    >();
     for (const b of batch) {
       const k = keyOf(b.req.projectId, b.req.slug);
       let g = groups.get(k);
@@ -126,16 +143,29 @@ export class HeartbeatWriter {
       }
       if (g === null) continue;
       const prev = g.outs.length ? g.outs[g.outs.length - 1].next : stateOf(g.row);
-      const out = applyHeartbeat(prev, { at: b.req.at.getTime(), status: b.req.status, expectedIntervalMs: b.req.expectedIntervalMs, gracePeriodMs: b.req.gracePeriodMs });
+      const out = applyHeartbeat(prev, {
+        at: b.req.at.getTime(),
+        status: b.req.status,
+        expectedIntervalMs: b.req.expectedIntervalMs,
+        gracePeriodMs: b.req.gracePeriodMs,
+      });
       if (out.openIncidentAt !== null || out.resolveIncidentAt !== null) groups.set(k, null);
       else {
         g.items.push(b);
         g.outs.push(out);
       }
     }
-    const fast = [...groups.values()].filter((g): g is NonNullable<typeof g> => g !== null && needsWake(g.row.deadline_at?.getTime() ?? null, g.outs[g.outs.length - 1].next.deadlineAt) === false);
+    const fast = [...groups.values()].filter(
+      (g): g is NonNullable<typeof g> =>
+        g !== null &&
+        needsWake(g.row.deadline_at?.getTime() ?? null, g.outs[g.outs.length - 1].next.deadlineAt) === false,
+    );
     if (!fast.length) return batch;
-    const monitors: MonitorWrite[] = fast.map((g) => ({ id: g.row.id, version: g.row.version, next: g.outs[g.outs.length - 1].next }));
+    const monitors: MonitorWrite[] = fast.map((g) => ({
+      id: g.row.id,
+      version: g.row.version,
+      next: g.outs[g.outs.length - 1].next,
+    }));
     const heartbeats = fast.flatMap((g) => g.items.map((b) => heartbeatRow(b.req, g.row.id)));
     let won: Map<string, number>;
     try {
@@ -154,7 +184,10 @@ export class HeartbeatWriter {
         continue;
       }
       g.items.forEach((b, i) => {
-        b.resolve({ monitor: { ...withState(g.row, g.outs[i].next, now), version }, statusChanged: g.outs[i].statusChanged });
+        b.resolve({
+          monitor: { ...withState(g.row, g.outs[i].next, now), version },
+          statusChanged: g.outs[i].statusChanged,
+        });
         done.add(b);
       });
       const final = g.outs[g.outs.length - 1].next;
@@ -166,7 +199,10 @@ export class HeartbeatWriter {
     return done.size ? batch.filter((b) => !done.has(b)) : batch;
   }
 
-  private async write(c: PoolClient, reqs: HeartbeatRequest[]): Promise<{ answers: (HeartbeatAnswer | Error)[]; changes: DeadlineChange[]; rows: MonitorRow[] }> {
+  private async write(
+    c: PoolClient,
+    reqs: HeartbeatRequest[],
+  ): Promise<{ answers: (HeartbeatAnswer | Error)[]; changes: DeadlineChange[]; rows: MonitorRow[] }> {
     const now = this.deps.clock();
     const { found: rows, refused } = await this.lockMonitors(c, reqs, now);
     const state = new Map<string, MonitorState>();
@@ -182,30 +218,48 @@ export class HeartbeatWriter {
       }
       const row = rows.get(keyOf(req.projectId, req.slug))!;
       const before = state.get(row.id) ?? stateOf(row);
-      const out = applyHeartbeat(before, { at: req.at.getTime(), status: req.status, expectedIntervalMs: req.expectedIntervalMs, gracePeriodMs: req.gracePeriodMs });
+      const out = applyHeartbeat(before, {
+        at: req.at.getTime(),
+        status: req.status,
+        expectedIntervalMs: req.expectedIntervalMs,
+        gracePeriodMs: req.gracePeriodMs,
+      });
       state.set(row.id, out.next);
       const snapshot = withState(row, out.next, now);
       const list = effects.get(row.id) ?? [];
       if (out.openIncidentAt !== null) list.push({ kind: "open", at: new Date(out.openIncidentAt), monitor: snapshot });
-      if (out.resolveIncidentAt !== null) list.push({ kind: "resolve", at: new Date(out.resolveIncidentAt), monitor: snapshot });
+      if (out.resolveIncidentAt !== null)
+        list.push({ kind: "resolve", at: new Date(out.resolveIncidentAt), monitor: snapshot });
       if (list.length) effects.set(row.id, list);
       answers.push({ monitor: snapshot, statusChanged: out.statusChanged || (row as Created).created === true });
       heartbeats.push(heartbeatRow(req, row.id));
     }
 
-    const versions = await writeHeartbeats(c, false, [...state].map(([id, next]) => ({ id, version: 0, next })), heartbeats, now);
+    const versions = await writeHeartbeats(
+      c,
+      false,
+      [...state].map(([id, next]) => ({ id, version: 0, next })),
+      heartbeats,
+      now,
+    );
     await this.applyEffects(c, effects, now);
 
     const changes: DeadlineChange[] = [];
     const written: MonitorRow[] = [];
     for (const row of new Map([...rows.values()].map((r) => [r.id, r])).values()) {
       const next = state.get(row.id)!;
-      const before = (row as Created).created ? null : row.deadline_at?.getTime() ?? null;
-      changes.push({ id: row.id, deadlineAt: next.deadlineAt, wake: needsWake(before, next.deadlineAt), statusChanged: (row as Created).created === true || row.status !== next.status });
+      const before = (row as Created).created ? null : (row.deadline_at?.getTime() ?? null);
+      changes.push({
+        id: row.id,
+        deadlineAt: next.deadlineAt,
+        wake: needsWake(before, next.deadlineAt),
+        statusChanged: (row as Created).created === true || row.status !== next.status,
+      });
       const version = versions.get(row.id);
       if (version !== undefined) written.push({ ...withState(row, next, now), version });
     }
-    for (const a of answers) if (!(a instanceof Error)) a.monitor.version = versions.get(a.monitor.id) ?? a.monitor.version;
+    for (const a of answers)
+      if (!(a instanceof Error)) a.monitor.version = versions.get(a.monitor.id) ?? a.monitor.version;
     await notifyWake(c, changes, this.deps.config.temporal !== undefined);
     return { answers, changes, rows: written };
   }
@@ -214,7 +268,11 @@ export class HeartbeatWriter {
    * Locks the addressed monitors in id order; creates the missing ones (name = slug, type heartbeat)
    * up to the project's monitor cap, under its creation lock. `refused`: new slugs over the cap.
    */
-  private async lockMonitors(c: PoolClient, reqs: HeartbeatRequest[], now: Date): Promise<{ found: Map<string, MonitorRow>; refused: Set<string> }> {
+  private async lockMonitors(
+    c: PoolClient,
+    reqs: HeartbeatRequest[],
+    now: Date,
+  ): Promise<{ found: Map<string, MonitorRow>; refused: Set<string> }> {
     const keys = new Map<string, HeartbeatRequest>();
     for (const r of reqs) if (!keys.has(keyOf(r.projectId, r.slug))) keys.set(keyOf(r.projectId, r.slug), r);
     const select = async (list: HeartbeatRequest[]) =>
@@ -244,19 +302,28 @@ export class HeartbeatWriter {
     // changed) falls through to the lookup by slug.
     const cached = [...keys.keys()].map((k) => this.known.get(k)?.id).filter((id): id is string => id !== undefined);
     if (cached.length) {
-      const r = await c.query<MonitorRow>("SELECT * FROM monitors WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE", [cached]);
-      for (const row of r.rows) if (keys.has(keyOf(row.project_id, row.slug))) found.set(keyOf(row.project_id, row.slug), row);
+      const r = await c.query<MonitorRow>("SELECT * FROM monitors WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE", [
+        cached,
+      ]);
+      for (const row of r.rows)
+        if (keys.has(keyOf(row.project_id, row.slug))) found.set(keyOf(row.project_id, row.slug), row);
     }
     const unresolved = [...keys.values()].filter((r) => !found.has(keyOf(r.projectId, r.slug)));
     if (unresolved.length) for (const row of await select(unresolved)) found.set(keyOf(row.project_id, row.slug), row);
     let missing = unresolved.filter((r) => !found.has(keyOf(r.projectId, r.slug)));
     if (missing.length) {
       // Rare: a slug deleted or renamed since the look-up; its project's lock comes after row locks.
-      await lockMonitorCreation(c, missing.map((r) => r.projectId).filter((p) => !creating.has(p)));
+      await lockMonitorCreation(
+        c,
+        missing.map((r) => r.projectId).filter((p) => !creating.has(p)),
+      );
       // Under the locks: what another transaction created meanwhile is found; the rest counts against the cap.
       for (const row of await select(missing)) found.set(keyOf(row.project_id, row.slug), row);
       const max = this.deps.config.uptime.maxMonitorsPerProject;
-      const counts = await monitorCounts(c, missing.map((r) => r.projectId));
+      const counts = await monitorCounts(
+        c,
+        missing.map((r) => r.projectId),
+      );
       missing = missing.filter((r) => {
         if (found.has(keyOf(r.projectId, r.slug))) return false;
         const n = counts.get(r.projectId) ?? 0;
@@ -271,8 +338,14 @@ export class HeartbeatWriter {
          SELECT id, project_id, slug, slug, 'heartbeat', 'unknown', ei, gp, $6, $6
            FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[]) AS n(id, project_id, slug, ei, gp)
          ON CONFLICT (project_id, slug) DO NOTHING RETURNING *`,
-        [missing.map(() => newId("mon")), missing.map((r) => r.projectId), missing.map((r) => r.slug),
-          missing.map((r) => r.expectedIntervalMs ?? DEFAULT_INTERVAL_MS), missing.map((r) => r.gracePeriodMs ?? DEFAULT_GRACE_MS), now],
+        [
+          missing.map(() => newId("mon")),
+          missing.map((r) => r.projectId),
+          missing.map((r) => r.slug),
+          missing.map((r) => r.expectedIntervalMs ?? DEFAULT_INTERVAL_MS),
+          missing.map((r) => r.gracePeriodMs ?? DEFAULT_GRACE_MS),
+          now,
+        ],
       );
       for (const row of ins.rows) found.set(keyOf(row.project_id, row.slug), Object.assign(row, { created: true }));
       const raced = missing.filter((r) => !found.has(keyOf(r.projectId, r.slug)));
@@ -288,8 +361,19 @@ export class HeartbeatWriter {
       if (!round.length) return;
       const opens = round.filter((e) => e.kind === "open");
       const resolves = round.filter((e) => e.kind === "resolve");
-      await openIncidents(this.deps, c, opens.map((e) => ({ monitor: e.monitor, startedAt: e.at })), now);
-      await resolveIncidents(this.deps, c, resolves.map((e) => ({ monitor: e.monitor, endedAt: e.at })), now, { notify: true });
+      await openIncidents(
+        this.deps,
+        c,
+        opens.map((e) => ({ monitor: e.monitor, startedAt: e.at })),
+        now,
+      );
+      await resolveIncidents(
+        this.deps,
+        c,
+        resolves.map((e) => ({ monitor: e.monitor, endedAt: e.at })),
+        now,
+        { notify: true },
+      );
     }
   }
 }
@@ -307,5 +391,12 @@ interface Effect {
 }
 
 function heartbeatRow(req: HeartbeatRequest, monitorId: string): HeartbeatRow {
-  return { id: newId("hb"), monitorId, at: req.at, status: req.status, latencyMs: req.latencyMs ?? null, metadata: JSON.stringify(req.metadata) };
+  return {
+    id: newId("hb"),
+    monitorId,
+    at: req.at,
+    status: req.status,
+    latencyMs: req.latencyMs ?? null,
+    metadata: JSON.stringify(req.metadata),
+  };
 }

@@ -40,7 +40,12 @@ export interface ResolveItem {
 }
 
 /** Opens one incident per item (none when the monitor already has an open one). */
-export async function openIncidents(deps: IncidentDeps, c: PoolClient, items: OpenItem[], now: Date): Promise<IncidentRow[]> {
+export async function openIncidents(
+  deps: IncidentDeps,
+  c: PoolClient,
+  items: OpenItem[],
+  now: Date,
+): Promise<IncidentRow[]> {
   if (!items.length) return [];
   const r = await c.query<IncidentRow>(
     `INSERT INTO incidents (id, monitor_id, project_id, started_at, created_at, updated_at)
@@ -48,16 +53,34 @@ export async function openIncidents(deps: IncidentDeps, c: PoolClient, items: Op
        FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) AS d(id, monitor_id, project_id, started_at)
      ON CONFLICT (monitor_id) WHERE ended_at IS NULL DO NOTHING
      RETURNING *`,
-    [items.map(() => newId("inc")), items.map((i) => i.monitor.id), items.map((i) => i.monitor.project_id), items.map((i) => i.startedAt), now],
+    [
+      items.map(() => newId("inc")),
+      items.map((i) => i.monitor.id),
+      items.map((i) => i.monitor.project_id),
+      items.map((i) => i.startedAt),
+      now,
+    ],
   );
   const byMonitor = new Map(items.map((i) => [i.monitor.id, i.monitor]));
-  await notify(deps, c, "started", r.rows.map((inc) => ({ incident: inc, monitor: byMonitor.get(inc.monitor_id)! })), now);
+  await notify(
+    deps,
+    c,
+    "started",
+    r.rows.map((inc) => ({ incident: inc, monitor: byMonitor.get(inc.monitor_id)! })),
+    now,
+  );
   deps.metrics.incidents.inc({ transition: "opened" }, r.rowCount ?? 0);
   return r.rows;
 }
 
 /** Resolves each item's open incident at endedAt (never before it started). */
-export async function resolveIncidents(deps: IncidentDeps, c: PoolClient, items: ResolveItem[], now: Date, opts: { notify: boolean }): Promise<IncidentRow[]> {
+export async function resolveIncidents(
+  deps: IncidentDeps,
+  c: PoolClient,
+  items: ResolveItem[],
+  now: Date,
+  opts: { notify: boolean },
+): Promise<IncidentRow[]> {
   if (!items.length) return [];
   const r = await c.query<IncidentRow>(
     `UPDATE incidents i
@@ -71,13 +94,25 @@ export async function resolveIncidents(deps: IncidentDeps, c: PoolClient, items:
   );
   if (opts.notify) {
     const byMonitor = new Map(items.map((i) => [i.monitor.id, i.monitor]));
-    await notify(deps, c, "recovered", r.rows.map((inc) => ({ incident: inc, monitor: byMonitor.get(inc.monitor_id)! })), now);
+    await notify(
+      deps,
+      c,
+      "recovered",
+      r.rows.map((inc) => ({ incident: inc, monitor: byMonitor.get(inc.monitor_id)! })),
+      now,
+    );
   }
   deps.metrics.incidents.inc({ transition: "resolved" }, r.rowCount ?? 0);
   return r.rows;
 }
 
-async function notify(deps: IncidentDeps, c: PoolClient, kind: NoticeKind, list: { incident: IncidentRow; monitor: MonitorRow }[], now: Date): Promise<void> {
+async function notify(
+  deps: IncidentDeps,
+  c: PoolClient,
+  kind: NoticeKind,
+  list: { incident: IncidentRow; monitor: MonitorRow }[],
+  now: Date,
+): Promise<void> {
   if (!list.length) return;
   const ins = await c.query<{ incident_id: string }>(
     `INSERT INTO incident_notifications (incident_id, kind, created_at)

@@ -1,5 +1,10 @@
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
-import type { HistoryBucketSchema, IncidentSchema, MonitorSchema, MonitorStatsSchema } from "../../gen/vigil/v1/uptime_pb.js";
+import type {
+  HistoryBucketSchema,
+  IncidentSchema,
+  MonitorSchema,
+  MonitorStatsSchema,
+} from "../../gen/vigil/v1/uptime_pb.js";
 import { timeUp } from "./model.js";
 import type { HeartbeatFigures } from "./stats.js";
 import { stateOf, type HeartbeatRow, type IncidentRow, type MonitorRow } from "./store.js";
@@ -46,7 +51,13 @@ export function toIncident(r: IncidentRow) {
 }
 
 export function toHeartbeat(r: HeartbeatRow) {
-  return { id: r.id, at: r.at.toISOString(), metadata: r.metadata, status: r.status, latencyMs: r.latency_ms ?? undefined };
+  return {
+    id: r.id,
+    at: r.at.toISOString(),
+    metadata: r.metadata,
+    status: r.status,
+    latencyMs: r.latency_ms ?? undefined,
+  };
 }
 
 // Whole by construction (epoch-ms differences, bigint columns, counts); rounded so a stray fraction never fails the encoding.
@@ -58,7 +69,14 @@ export const num = (v: bigint | undefined): number | undefined => (v === undefin
 export function monitorMessage(r: MonitorRow, now: Date): MessageInitShape<typeof MonitorSchema> {
   const m = toMonitor(r, now);
   // metadata and tags are stored jsonb objects (JSON by construction).
-  return { ...m, metadata: m.metadata as JsonObject, tags: m.tags as JsonObject, expectedIntervalMs: big(m.expectedIntervalMs), gracePeriodMs: big(m.gracePeriodMs), timeUp: big(m.timeUp) };
+  return {
+    ...m,
+    metadata: m.metadata as JsonObject,
+    tags: m.tags as JsonObject,
+    expectedIntervalMs: big(m.expectedIntervalMs),
+    gracePeriodMs: big(m.gracePeriodMs),
+    timeUp: big(m.timeUp),
+  };
 }
 
 export function incidentMessage(r: IncidentRow): MessageInitShape<typeof IncidentSchema> {
@@ -90,6 +108,12 @@ export function statsMessage(
   };
 }
 
-export function bucketMessage(b: { start: string; end: string; status: string; uptimePercentage?: number; downtimeMs: number }): MessageInitShape<typeof HistoryBucketSchema> {
+export function bucketMessage(b: {
+  start: string;
+  end: string;
+  status: string;
+  uptimePercentage?: number;
+  downtimeMs: number;
+}): MessageInitShape<typeof HistoryBucketSchema> {
   return { ...b, downtimeMs: big(b.downtimeMs) };
 }

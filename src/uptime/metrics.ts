@@ -6,6 +6,11 @@ export class UptimeMetrics {
   readonly incidents: Counter<"transition">;
 
   constructor(registry: Registry) {
-    this.incidents = new Counter({ name: "vigil_incident_transitions_total", help: "Incidents opened and resolved", labelNames: ["transition"] as const, registers: [registry] });
+    this.incidents = new Counter({
+      name: "vigil_incident_transitions_total",
+      help: "Incidents opened and resolved",
+      labelNames: ["transition"] as const,
+      registers: [registry],
+    });
   }
 }

@@ -24,10 +24,13 @@ export interface MonitorState {
  *   heartbeat and the resume. A monitor that never received a heartbeat stays unknown: no deadline.
  * - down, paused: none (a down monitor waits for a heartbeat; a paused one is not watched).
  */
-export function deadlineOf(m: Pick<MonitorState, "status" | "expectedIntervalMs" | "gracePeriodMs" | "lastHeartbeatAt" | "resumedAt">): number | null {
+export function deadlineOf(
+  m: Pick<MonitorState, "status" | "expectedIntervalMs" | "gracePeriodMs" | "lastHeartbeatAt" | "resumedAt">,
+): number | null {
   if (m.lastHeartbeatAt === null) return null;
   if (m.status === "up") return m.lastHeartbeatAt + m.expectedIntervalMs + m.gracePeriodMs;
-  if (m.status === "unknown" && m.resumedAt !== null) return Math.max(m.lastHeartbeatAt, m.resumedAt) + m.expectedIntervalMs + m.gracePeriodMs;
+  if (m.status === "unknown" && m.resumedAt !== null)
+    return Math.max(m.lastHeartbeatAt, m.resumedAt) + m.expectedIntervalMs + m.gracePeriodMs;
   return null;
 }
 
@@ -105,7 +108,10 @@ export function applyHeartbeat(prev: MonitorState, hb: HeartbeatInput): Heartbea
  * comes after a deadline no runner has acted on yet gets the same result as if the runner had won
  * the race: the incident [deadline, now] (opened, then resolved by the pause).
  */
-export function applyPause(m: MonitorState, now: number): { next: MonitorState; openIncidentAt: number | null; resolveIncidentAt: number | null } {
+export function applyPause(
+  m: MonitorState,
+  now: number,
+): { next: MonitorState; openIncidentAt: number | null; resolveIncidentAt: number | null } {
   const verdict = evaluateDeadline(m, now);
   const next: MonitorState = { ...m, status: "paused", upSince: null, deadlineAt: null };
   if (verdict.overdue) return { next, openIncidentAt: verdict.since, resolveIncidentAt: now };
@@ -120,8 +126,15 @@ export function applyResume(m: MonitorState, now: number): MonitorState {
 }
 
 /** Interval or grace changed: the deadline moves with them. */
-export function applySettings(m: MonitorState, s: { expectedIntervalMs?: number; gracePeriodMs?: number }): MonitorState {
-  const next: MonitorState = { ...m, expectedIntervalMs: s.expectedIntervalMs ?? m.expectedIntervalMs, gracePeriodMs: s.gracePeriodMs ?? m.gracePeriodMs };
+export function applySettings(
+  m: MonitorState,
+  s: { expectedIntervalMs?: number; gracePeriodMs?: number },
+): MonitorState {
+  const next: MonitorState = {
+    ...m,
+    expectedIntervalMs: s.expectedIntervalMs ?? m.expectedIntervalMs,
+    gracePeriodMs: s.gracePeriodMs ?? m.gracePeriodMs,
+  };
   next.deadlineAt = deadlineOf(next);
   return next;
 }

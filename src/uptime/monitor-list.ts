@@ -15,7 +15,12 @@ const AT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const ID = /^mon_[0-9A-Za-z]{1,64}$/;
 
 const listSchema = z.object({
-  limit: z.number().int().min(1, `must be between 1 and ${LIST_MAX}`).max(LIST_MAX, `must be between 1 and ${LIST_MAX}`).default(LIST_DEFAULT),
+  limit: z
+    .number()
+    .int()
+    .min(1, `must be between 1 and ${LIST_MAX}`)
+    .max(LIST_MAX, `must be between 1 and ${LIST_MAX}`)
+    .default(LIST_DEFAULT),
   cursor: z.string().optional(),
 });
 
@@ -30,7 +35,11 @@ export const monitorCursor = cursorFormat<Position>("mon1", {
   read: ([at, id]) => (AT.test(at) && parseTimestampMs(at) !== undefined && ID.test(id) ? { at, id } : undefined),
 });
 
-export async function listMonitorsPage(db: Queryable, projectId: string, req: { limit?: number; cursor?: string }): Promise<{ rows: MonitorRow[]; nextCursor?: string; hasMore: boolean }> {
+export async function listMonitorsPage(
+  db: Queryable,
+  projectId: string,
+  req: { limit?: number; cursor?: string },
+): Promise<{ rows: MonitorRow[]; nextCursor?: string; hasMore: boolean }> {
   const input = validate(listSchema, { limit: req.limit, cursor: req.cursor === "" ? undefined : req.cursor });
   const after = input.cursor !== undefined ? monitorCursor.read(input.cursor) : undefined;
   const r = await db.query<MonitorRow & { cursor_at: string }>(

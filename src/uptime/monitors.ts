@@ -43,11 +43,25 @@ async function insertMonitor(c: PoolClient, projectId: string, input: CreateInpu
     c.query<MonitorRow>(
       `INSERT INTO monitors (id, project_id, slug, name, type, status, expected_interval_ms, grace_period_ms, metadata, tags, created_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, 'unknown', $6, $7, $8, $9, $10, $10) ON CONFLICT (project_id, slug) DO NOTHING RETURNING *`,
-      [newId("mon"), projectId, slug, input.name, input.type, input.expectedIntervalMs, input.gracePeriodMs, input.metadata, input.tags, now],
+      [
+        newId("mon"),
+        projectId,
+        slug,
+        input.name,
+        input.type,
+        input.expectedIntervalMs,
+        input.gracePeriodMs,
+        input.metadata,
+        input.tags,
+        now,
+      ],
     );
   if (input.slug !== undefined) {
     const r = await insert(input.slug);
-    if (!r.rows[0]) throw conflict(`a monitor with slug '${input.slug}' already exists in this project`, [{ field: "slug", message: "already used" }]);
+    if (!r.rows[0])
+      throw conflict(`a monitor with slug '${input.slug}' already exists in this project`, [
+        { field: "slug", message: "already used" },
+      ]);
     return r.rows[0];
   }
   // A slug made from the name gets a numeric suffix when taken ("api", "api-2", ...).
@@ -61,7 +75,13 @@ async function insertMonitor(c: PoolClient, projectId: string, input: CreateInpu
   return r.rows[0];
 }
 
-async function change(deps: UptimeDeps, projectId: string, id: string, changed: Changed, fn: (c: PoolClient, row: MonitorRow, now: Date) => Promise<MonitorState | undefined>): Promise<MonitorRow> {
+async function change(
+  deps: UptimeDeps,
+  projectId: string,
+  id: string,
+  changed: Changed,
+  fn: (c: PoolClient, row: MonitorRow, now: Date) => Promise<MonitorState | undefined>,
+): Promise<MonitorRow> {
   const now = deps.clock();
   const { row, delta } = await tx(deps.db, async (c) => {
     const before = await monitorById(c, projectId, id, true);
@@ -73,7 +93,12 @@ async function change(deps: UptimeDeps, projectId: string, id: string, changed: 
               resumed_at = $7, up_since = $8, deadline_at = $9, updated_at = $10 WHERE id = $1 RETURNING *`,
       [id, ...stateValues(next), now],
     );
-    const delta: DeadlineChange = { id, deadlineAt: next.deadlineAt, wake: needsWake(before.deadline_at?.getTime() ?? null, next.deadlineAt), statusChanged: before.status !== next.status };
+    const delta: DeadlineChange = {
+      id,
+      deadlineAt: next.deadlineAt,
+      wake: needsWake(before.deadline_at?.getTime() ?? null, next.deadlineAt),
+      statusChanged: before.status !== next.status,
+    };
     await notifyWake(c, [delta], deps.config.temporal !== undefined);
     return { row: r.rows[0], delta };
   });
@@ -81,21 +106,39 @@ async function change(deps: UptimeDeps, projectId: string, id: string, changed: 
   return row;
 }
 
-export async function updateMonitor(deps: UptimeDeps, projectId: string, id: string, input: UpdateInput, changed: Changed): Promise<MonitorRow> {
+export async function updateMonitor(
+  deps: UptimeDeps,
+  projectId: string,
+  id: string,
+  input: UpdateInput,
+  changed: Changed,
+): Promise<MonitorRow> {
   try {
     return await change(deps, projectId, id, changed, async (c, row) => {
       const sets: string[] = [];
       const values: unknown[] = [id];
-      for (const [col, v] of [["name", input.name], ["slug", input.slug], ["type", input.type], ["metadata", input.metadata], ["tags", input.tags]] as const) {
+      for (const [col, v] of [
+        ["name", input.name],
+        ["slug", input.slug],
+        ["type", input.type],
+        ["metadata", input.metadata],
+        ["tags", input.tags],
+      ] as const) {
         if (v === undefined) continue;
         values.push(v);
         sets.push(`${col} = $${values.length}`);
       }
       if (sets.length) await c.query(`UPDATE monitors SET ${sets.join(", ")} WHERE id = $1`, values);
-      return applySettings(stateOf(row), { expectedIntervalMs: input.expectedIntervalMs, gracePeriodMs: input.gracePeriodMs });
+      return applySettings(stateOf(row), {
+        expectedIntervalMs: input.expectedIntervalMs,
+        gracePeriodMs: input.gracePeriodMs,
+      });
     });
   } catch (err) {
-    if (isUniqueViolation(err)) throw conflict(`a monitor with slug '${input.slug}' already exists in this project`, [{ field: "slug", message: "already used" }]);
+    if (isUniqueViolation(err))
+      throw conflict(`a monitor with slug '${input.slug}' already exists in this project`, [
+        { field: "slug", message: "already used" },
+      ]);
     throw err;
   }
 }
@@ -105,9 +148,14 @@ export function pauseMonitor(deps: UptimeDeps, projectId: string, id: string, ch
   return change(deps, projectId, id, changed, async (c, row, now) => {
     if (row.status === "paused") return undefined;
     const { next, openIncidentAt, resolveIncidentAt } = applyPause(stateOf(row), now.getTime());
-    if (openIncidentAt !== null) await openIncidents(deps, c, [{ monitor: row, startedAt: new Date(openIncidentAt) }], now);
-    if (resolveIncidentAt !== null) await resolveIncidents(deps, c, [{ monitor: row, endedAt: new Date(resolveIncidentAt) }], now, { notify: false });
-    await c.query("INSERT INTO monitor_pauses (monitor_id, paused_at) VALUES ($1, $2) ON CONFLICT DO NOTHING", [id, now]);
+    if (openIncidentAt !== null)
+      await openIncidents(deps, c, [{ monitor: row, startedAt: new Date(openIncidentAt) }], now);
+    if (resolveIncidentAt !== null)
+      await resolveIncidents(deps, c, [{ monitor: row, endedAt: new Date(resolveIncidentAt) }], now, { notify: false });
+    await c.query("INSERT INTO monitor_pauses (monitor_id, paused_at) VALUES ($1, $2) ON CONFLICT DO NOTHING", [
+      id,
+      now,
+    ]);
     return next;
   });
 }

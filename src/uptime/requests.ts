@@ -14,9 +14,21 @@ const MAX_JSON_BYTES = 16 * 1024;
 
 // Text: the shared storable-text rule and lengths (src/shared/text.ts), refused as a 400.
 const name = textSchema({ min: 1, max: 200 });
-const slug = z.string().trim().toLowerCase().regex(SLUG_RE, "lowercase letters, digits, '.', '_' or '-' (1-100, starting and ending with a letter or digit)");
-const interval = z.number().int("must be a whole number of milliseconds").min(MIN_INTERVAL_MS, `at least ${MIN_INTERVAL_MS}`).max(MAX_MS, `at most ${MAX_MS}`);
-const grace = z.number().int("must be a whole number of milliseconds").min(0, "must not be negative").max(MAX_MS, `at most ${MAX_MS}`);
+const slug = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .regex(SLUG_RE, "lowercase letters, digits, '.', '_' or '-' (1-100, starting and ending with a letter or digit)");
+const interval = z
+  .number()
+  .int("must be a whole number of milliseconds")
+  .min(MIN_INTERVAL_MS, `at least ${MIN_INTERVAL_MS}`)
+  .max(MAX_MS, `at most ${MAX_MS}`);
+const grace = z
+  .number()
+  .int("must be a whole number of milliseconds")
+  .min(0, "must not be negative")
+  .max(MAX_MS, `at most ${MAX_MS}`);
 // Free-form JSON (metadata, tags): the shared check; keys such as __proto__ stay data.
 const object = jsonObjectSchema(MAX_JSON_BYTES);
 
@@ -54,17 +66,31 @@ export const incidentPatchSchema = z
     title: textSchema({ max: 200 }).optional(),
     description: textSchema({ max: 10_000 }).optional(),
   })
-  .refine((v) => v.title !== undefined || v.description !== undefined, { message: "give title or description (an empty string clears it)", path: ["title"] });
+  .refine((v) => v.title !== undefined || v.description !== undefined, {
+    message: "give title or description (an empty string clears it)",
+    path: ["title"],
+  });
 
+export const limitSchema = (def: number, max: number) =>
+  z.number().int("must be a whole number").min(1, "at least 1").max(max, `at most ${max}`).default(def);
 
-export const limitSchema = (def: number, max: number) => z.number().int("must be a whole number").min(1, "at least 1").max(max, `at most ${max}`).default(def);
-
-export const heartbeatListSchema = z.object({ from: timestampSchema.optional(), to: timestampSchema.optional(), limit: limitSchema(100, 1000) });
+export const heartbeatListSchema = z.object({
+  from: timestampSchema.optional(),
+  to: timestampSchema.optional(),
+  limit: limitSchema(100, 1000),
+});
 export const incidentListSchema = z.object({ limit: limitSchema(100, 1000) });
 
-export const WINDOWS = { "24h": { ms: DAY_MS, bucket: "hour" }, "7d": { ms: 7 * DAY_MS, bucket: "day" }, "30d": { ms: 30 * DAY_MS, bucket: "day" }, "90d": { ms: 90 * DAY_MS, bucket: "day" } } as const;
+export const WINDOWS = {
+  "24h": { ms: DAY_MS, bucket: "hour" },
+  "7d": { ms: 7 * DAY_MS, bucket: "day" },
+  "30d": { ms: 30 * DAY_MS, bucket: "day" },
+  "90d": { ms: 90 * DAY_MS, bucket: "day" },
+} as const;
 export type WindowName = keyof typeof WINDOWS;
-export const historySchema = z.object({ window: z.enum(Object.keys(WINDOWS) as [WindowName, ...WindowName[]]).default("90d") });
+export const historySchema = z.object({
+  window: z.enum(Object.keys(WINDOWS) as [WindowName, ...WindowName[]]).default("90d"),
+});
 
 const MAX_PERIOD_MS = 366 * DAY_MS;
 export const statsSchema = z.object({
@@ -80,12 +106,15 @@ export const statsSchema = z.object({
 
 /** The stats window: `period` back from now, or from/to (to defaults to now), else the last 24 hours. */
 export function statsWindow(input: z.infer<typeof statsSchema>, now: Date): { from: Date; to: Date } {
-  if (input.period !== undefined && (input.from || input.to)) throw badRequest("give either period or from/to, not both", [{ field: "period", message: "not with from/to" }]);
+  if (input.period !== undefined && (input.from || input.to))
+    throw badRequest("give either period or from/to, not both", [{ field: "period", message: "not with from/to" }]);
   if (input.period !== undefined) return { from: new Date(now.getTime() - input.period), to: now };
   const to = input.to ?? now;
   const from = input.from ?? new Date(to.getTime() - DAY_MS);
-  if (from.getTime() >= to.getTime()) throw badRequest("from must be before to", [{ field: "from", message: "must be before to" }]);
-  if (to.getTime() - from.getTime() > MAX_PERIOD_MS) throw badRequest("the window is at most 366 days", [{ field: "from", message: "window too long" }]);
+  if (from.getTime() >= to.getTime())
+    throw badRequest("from must be before to", [{ field: "from", message: "must be before to" }]);
+  if (to.getTime() - from.getTime() > MAX_PERIOD_MS)
+    throw badRequest("the window is at most 366 days", [{ field: "from", message: "window too long" }]);
   return { from, to };
 }
 
@@ -94,7 +123,10 @@ export function statsWindow(input: z.infer<typeof statsSchema>, now: Date): { fr
  * (TEMPORAL_MIN_DEADLINE_MS, docs/temporal.md). Checked on the values a request gives (an interval
  * alone counts with no grace; a grace alone is not checked).
  */
-export function assertDeadlineFloor(input: { expectedIntervalMs?: number; gracePeriodMs?: number }, minMs: number): void {
+export function assertDeadlineFloor(
+  input: { expectedIntervalMs?: number; gracePeriodMs?: number },
+  minMs: number,
+): void {
   if (minMs <= 0 || input.expectedIntervalMs === undefined) return;
   if (input.expectedIntervalMs + (input.gracePeriodMs ?? 0) >= minMs) return;
   throw badRequest(`expectedIntervalMs + gracePeriodMs must be at least ${minMs} ms on this server (Temporal mode)`, [

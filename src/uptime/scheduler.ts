@@ -36,13 +36,19 @@ export class EmbeddedScheduler implements DeadlineRunner {
   private listener: pg.Client | undefined;
   private reconnect: NodeJS.Timeout | undefined;
 
-  constructor(private readonly deps: UptimeDeps, private readonly opts: SchedulerOptions = { horizonMs: 60_000, rescanMs: 30_000 }) {}
+  constructor(
+    private readonly deps: UptimeDeps,
+    private readonly opts: SchedulerOptions = { horizonMs: 60_000, rescanMs: 30_000 },
+  ) {}
 
   async start(): Promise<void> {
     this.running = true;
     await this.listen();
     await this.rescan();
-    this.rescanTimer = setInterval(() => void this.rescan().catch((err) => this.deps.log.warn({ err }, "uptime re-scan failed")), this.opts.rescanMs);
+    this.rescanTimer = setInterval(
+      () => void this.rescan().catch((err) => this.deps.log.warn({ err }, "uptime re-scan failed")),
+      this.opts.rescanMs,
+    );
   }
 
   async stop(): Promise<void> {
@@ -89,7 +95,10 @@ export class EmbeddedScheduler implements DeadlineRunner {
   async rescan(): Promise<void> {
     if (!this.running) return;
     const until = new Date(this.deps.clock().getTime() + this.opts.horizonMs);
-    const r = await this.deps.db.query<{ id: string; deadline_at: Date }>("SELECT id, deadline_at FROM monitors WHERE deadline_at IS NOT NULL AND deadline_at <= $1", [until]);
+    const r = await this.deps.db.query<{ id: string; deadline_at: Date }>(
+      "SELECT id, deadline_at FROM monitors WHERE deadline_at IS NOT NULL AND deadline_at <= $1",
+      [until],
+    );
     for (const row of r.rows) this.offer(row.id, row.deadline_at.getTime());
     // Re-arm from scratch: the wall clock may have jumped (suspend, NTP step) since the timer was set.
     clearTimeout(this.timer);
@@ -111,7 +120,13 @@ export class EmbeddedScheduler implements DeadlineRunner {
       if (!this.running || this.listener !== client) return;
       this.listener = undefined;
       // Reconnect, then re-scan for whatever was announced while we were deaf.
-      this.reconnect = setTimeout(() => void this.listen().then(() => this.rescan()).catch(() => client.emit("end")), 1000);
+      this.reconnect = setTimeout(
+        () =>
+          void this.listen()
+            .then(() => this.rescan())
+            .catch(() => client.emit("end")),
+        1000,
+      );
     });
     await client.connect();
     await client.query(`LISTEN ${WAKE_CHANNEL}`);
@@ -150,7 +165,11 @@ export class EmbeddedScheduler implements DeadlineRunner {
     while (this.running && this.active < MAX_CHECKS) {
       const now = this.deps.clock();
       const due: string[] = [];
-      for (let top = this.heap.peek(); top && top.at <= now.getTime() && due.length < MAX_BATCH; top = this.heap.peek()) {
+      for (
+        let top = this.heap.peek();
+        top && top.at <= now.getTime() && due.length < MAX_BATCH;
+        top = this.heap.peek()
+      ) {
         this.heap.pop();
         if (this.current.get(top.id) !== top.at) continue;
         this.current.delete(top.id);

@@ -35,9 +35,14 @@ export interface UptimeFeature extends Feature {
 }
 
 /** `incidentListeners`: run inside the transaction that opens or resolves an incident (server/features.ts). */
-export function createUptimeFeature(base: Omit<UptimeDeps, "incidentListeners" | "metrics">, incidentListeners: IncidentListener[]): UptimeFeature {
+export function createUptimeFeature(
+  base: Omit<UptimeDeps, "incidentListeners" | "metrics">,
+  incidentListeners: IncidentListener[],
+): UptimeFeature {
   const deps: UptimeDeps = { ...base, incidentListeners, metrics: new UptimeMetrics(base.telemetry.registry) };
-  const runner: DeadlineRunner = deps.temporal ? new TemporalDeadlineRunner(deps, deps.temporal) : new EmbeddedScheduler(deps);
+  const runner: DeadlineRunner = deps.temporal
+    ? new TemporalDeadlineRunner(deps, deps.temporal)
+    : new EmbeddedScheduler(deps);
   const writer = new HeartbeatWriter(deps, (changes) => runner.changed(changes));
   const rawRetentionMs = deps.config.uptime.rawRetentionDays * DAY_MS;
   let prune: NodeJS.Timeout | undefined;
@@ -55,7 +60,10 @@ export function createUptimeFeature(base: Omit<UptimeDeps, "incidentListeners" |
     services: [uptimeService(deps, { writer, changed: (c) => runner.changed(c), rawRetentionMs })],
     async start() {
       await runner.start();
-      prune = setInterval(() => void pruneOnce().catch((err) => deps.log.warn({ err }, "pruning raw heartbeats failed")), HOUR_MS);
+      prune = setInterval(
+        () => void pruneOnce().catch((err) => deps.log.warn({ err }, "pruning raw heartbeats failed")),
+        HOUR_MS,
+      );
       prune.unref();
     },
     async stop() {
@@ -76,7 +84,8 @@ export interface UptimeContext {
 }
 
 // Proto `optional` fields and unset messages arrive as undefined; zod sees exactly what was sent.
-const present = <T extends object>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+const present = <T extends object>(o: T) =>
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 
 export function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBinding {
   const { db, auth, clock } = deps;
@@ -97,97 +106,149 @@ export function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBindin
   const minDeadlineMs = deps.config.temporal?.minDeadlineMs ?? 0;
 
   return bind(UptimeService, {
-      async createMonitor(req, ctx) {
-        const { projectId } = await limited(ctx, req.projectId, "writes");
-        const input = validate(s.createSchema, present({ name: req.name, slug: req.slug, type: req.type, expectedIntervalMs: num(req.expectedIntervalMs), gracePeriodMs: num(req.gracePeriodMs), metadata: req.metadata, tags: req.tags }));
-        s.assertDeadlineFloor(input, minDeadlineMs);
-        const row = await unlessProjectGone(() => createMonitor(deps, projectId, input), () => scope(ctx, req.projectId));
-        return { data: monitorMessage(row, clock()) };
-      },
-      async listMonitors(req, ctx) {
-        const { projectId } = await scope(ctx, req.projectId);
-        const page = await listMonitorsPage(db, projectId, { limit: req.limit, cursor: req.cursor });
-        const now = clock();
-        return { data: page.rows.map((m) => monitorMessage(m, now)), pagination: { nextCursor: page.nextCursor, hasMore: page.hasMore } };
-      },
-      async getMonitorsOverview(req, ctx) {
-        const { projectId } = await scope(ctx, req.projectId);
-        const monitors = await store.monitorsOfProject(db, projectId);
-        const now = clock();
-        const up = await uptime24h(db, monitors, now);
-        return {
-          data: monitors.map((m) => ({ id: m.id, name: m.name, slug: m.slug, type: m.type, status: m.status, lastHeartbeatAt: m.last_heartbeat_at?.toISOString(), uptimePercentage24h: up.get(m.id) ?? 100 })),
-        };
-      },
-      async getMonitor(req, ctx) {
-        const { projectId } = await scope(ctx, req.projectId);
-        return { data: monitorMessage(await monitor(projectId, req.monitorId), clock()) };
-      },
-      async getMonitorStatus(req, ctx) {
-        const { projectId } = await scope(ctx, req.projectId);
-        return { data: { status: (await monitor(projectId, req.monitorId)).status } };
-      },
-      async updateMonitor(req, ctx) {
-        const { projectId } = await limited(ctx, req.projectId, "writes");
-        const input = validate(s.updateSchema, present({ name: req.name, slug: req.slug, type: req.type, expectedIntervalMs: num(req.expectedIntervalMs), gracePeriodMs: num(req.gracePeriodMs), metadata: req.metadata, tags: req.tags }));
-        s.assertDeadlineFloor(input, minDeadlineMs);
-        return { data: monitorMessage(await updateMonitor(deps, projectId, req.monitorId, input, u.changed), clock()) };
-      },
-      async deleteMonitor(req, ctx) {
-        const { projectId } = await limited(ctx, req.projectId, "writes");
-        await deleteMonitor(deps, projectId, req.monitorId, u.changed);
-        return {};
-      },
-      async pauseMonitor(req, ctx) {
-        const { projectId } = await limited(ctx, req.projectId, "writes");
-        return { data: monitorMessage(await pauseMonitor(deps, projectId, req.monitorId, u.changed), clock()) };
-      },
-      async resumeMonitor(req, ctx) {
-        const { projectId } = await limited(ctx, req.projectId, "writes");
-        return { data: monitorMessage(await resumeMonitor(deps, projectId, req.monitorId, u.changed), clock()) };
-      },
-      async sendHeartbeat(req, ctx) {
-        const { projectId } = await limited(ctx, req.projectId, "heartbeats");
-        const input = validate(s.heartbeatSchema, present({ slug: req.monitorSlug, status: req.status, latencyMs: req.latencyMs, metadata: req.metadata, expectedIntervalMs: num(req.expectedIntervalMs), gracePeriodMs: num(req.gracePeriodMs) }));
-        s.assertDeadlineFloor(input, minDeadlineMs);
-        const at = clock();
-        // The project deleted meanwhile: answered as a request after the delete (401/404), not 500.
-        const a = await unlessProjectGone(() => u.writer.submit({ projectId, at, ...input, slug: input.slug }), () => scope(ctx, req.projectId));
-        return { data: { accepted: true, monitor: monitorMessage(a.monitor, at), statusChanged: a.statusChanged } };
-      },
-      async listHeartbeats(req, ctx) {
-        const { projectId } = await scope(ctx, req.projectId);
-        const q = validate(s.heartbeatListSchema, present({ from: req.from, to: req.to, limit: req.limit }));
-        const m = await monitor(projectId, req.monitorId);
-        return { data: (await store.listHeartbeats(db, m.id, q)).map(toHeartbeat) };
-      },
-      async listIncidents(req, ctx) {
-        const { projectId } = await scope(ctx, req.projectId);
-        const q = validate(s.incidentListSchema, present({ limit: req.limit }));
-        const m = await monitor(projectId, req.monitorId);
-        return { data: (await store.listIncidents(db, m.id, q.limit)).map(incidentMessage) };
-      },
-      async updateIncident(req, ctx) {
-        const { projectId } = await limited(ctx, req.projectId, "writes");
-        const input = validate(s.incidentPatchSchema, present({ title: req.title, description: req.description }));
-        const row = await store.patchIncident(db, projectId, req.incidentId, input, clock());
-        if (!row) throw notFound("incident");
-        return { data: incidentMessage(row) };
-      },
-      async getMonitorStats(req, ctx) {
-        const { projectId } = await scope(ctx, req.projectId);
-        const q = validate(s.statsSchema, present({ period: req.period, from: req.from, to: req.to }));
-        const now = clock();
-        const { from, to } = s.statsWindow(q, now);
-        const m = await monitor(projectId, req.monitorId);
-        const [t, h] = await Promise.all([timeFigures(db, m, from, to, now), heartbeatFigures(db, m.id, from, to, now, u.rawRetentionMs)]);
-        return { data: statsMessage(t, h, m, from, to) };
-      },
-      async getMonitorHistory(req, ctx) {
-        const { projectId } = await scope(ctx, req.projectId);
-        const q = validate(s.historySchema, present({ window: req.window }));
-        const m = await monitor(projectId, req.monitorId);
-        return { data: { window: q.window, buckets: (await history(db, m, q.window, clock())).map(bucketMessage) } };
-      },
+    async createMonitor(req, ctx) {
+      const { projectId } = await limited(ctx, req.projectId, "writes");
+      const input = validate(
+        s.createSchema,
+        present({
+          name: req.name,
+          slug: req.slug,
+          type: req.type,
+          expectedIntervalMs: num(req.expectedIntervalMs),
+          gracePeriodMs: num(req.gracePeriodMs),
+          metadata: req.metadata,
+          tags: req.tags,
+        }),
+      );
+      s.assertDeadlineFloor(input, minDeadlineMs);
+      const row = await unlessProjectGone(
+        () => createMonitor(deps, projectId, input),
+        () => scope(ctx, req.projectId),
+      );
+      return { data: monitorMessage(row, clock()) };
+    },
+    async listMonitors(req, ctx) {
+      const { projectId } = await scope(ctx, req.projectId);
+      const page = await listMonitorsPage(db, projectId, { limit: req.limit, cursor: req.cursor });
+      const now = clock();
+      return {
+        data: page.rows.map((m) => monitorMessage(m, now)),
+        pagination: { nextCursor: page.nextCursor, hasMore: page.hasMore },
+      };
+    },
+    async getMonitorsOverview(req, ctx) {
+      const { projectId } = await scope(ctx, req.projectId);
+      const monitors = await store.monitorsOfProject(db, projectId);
+      const now = clock();
+      const up = await uptime24h(db, monitors, now);
+      return {
+        data: monitors.map((m) => ({
+          id: m.id,
+          name: m.name,
+          slug: m.slug,
+          type: m.type,
+          status: m.status,
+          lastHeartbeatAt: m.last_heartbeat_at?.toISOString(),
+          uptimePercentage24h: up.get(m.id) ?? 100,
+        })),
+      };
+    },
+    async getMonitor(req, ctx) {
+      const { projectId } = await scope(ctx, req.projectId);
+      return { data: monitorMessage(await monitor(projectId, req.monitorId), clock()) };
+    },
+    async getMonitorStatus(req, ctx) {
+      const { projectId } = await scope(ctx, req.projectId);
+      return { data: { status: (await monitor(projectId, req.monitorId)).status } };
+    },
+    async updateMonitor(req, ctx) {
+      const { projectId } = await limited(ctx, req.projectId, "writes");
+      const input = validate(
+        s.updateSchema,
+        present({
+          name: req.name,
+          slug: req.slug,
+          type: req.type,
+          expectedIntervalMs: num(req.expectedIntervalMs),
+          gracePeriodMs: num(req.gracePeriodMs),
+          metadata: req.metadata,
+          tags: req.tags,
+        }),
+      );
+      s.assertDeadlineFloor(input, minDeadlineMs);
+      return { data: monitorMessage(await updateMonitor(deps, projectId, req.monitorId, input, u.changed), clock()) };
+    },
+    async deleteMonitor(req, ctx) {
+      const { projectId } = await limited(ctx, req.projectId, "writes");
+      await deleteMonitor(deps, projectId, req.monitorId, u.changed);
+      return {};
+    },
+    async pauseMonitor(req, ctx) {
+      const { projectId } = await limited(ctx, req.projectId, "writes");
+      return { data: monitorMessage(await pauseMonitor(deps, projectId, req.monitorId, u.changed), clock()) };
+    },
+    async resumeMonitor(req, ctx) {
+      const { projectId } = await limited(ctx, req.projectId, "writes");
+      return { data: monitorMessage(await resumeMonitor(deps, projectId, req.monitorId, u.changed), clock()) };
+    },
+    async sendHeartbeat(req, ctx) {
+      const { projectId } = await limited(ctx, req.projectId, "heartbeats");
+      const input = validate(
+        s.heartbeatSchema,
+        present({
+          slug: req.monitorSlug,
+          status: req.status,
+          latencyMs: req.latencyMs,
+          metadata: req.metadata,
+          expectedIntervalMs: num(req.expectedIntervalMs),
+          gracePeriodMs: num(req.gracePeriodMs),
+        }),
+      );
+      s.assertDeadlineFloor(input, minDeadlineMs);
+      const at = clock();
+      // The project deleted meanwhile: answered as a request after the delete (401/404), not 500.
+      const a = await unlessProjectGone(
+        () => u.writer.submit({ projectId, at, ...input, slug: input.slug }),
+        () => scope(ctx, req.projectId),
+      );
+      return { data: { accepted: true, monitor: monitorMessage(a.monitor, at), statusChanged: a.statusChanged } };
+    },
+    async listHeartbeats(req, ctx) {
+      const { projectId } = await scope(ctx, req.projectId);
+      const q = validate(s.heartbeatListSchema, present({ from: req.from, to: req.to, limit: req.limit }));
+      const m = await monitor(projectId, req.monitorId);
+      return { data: (await store.listHeartbeats(db, m.id, q)).map(toHeartbeat) };
+    },
+    async listIncidents(req, ctx) {
+      const { projectId } = await scope(ctx, req.projectId);
+      const q = validate(s.incidentListSchema, present({ limit: req.limit }));
+      const m = await monitor(projectId, req.monitorId);
+      return { data: (await store.listIncidents(db, m.id, q.limit)).map(incidentMessage) };
+    },
+    async updateIncident(req, ctx) {
+      const { projectId } = await limited(ctx, req.projectId, "writes");
+      const input = validate(s.incidentPatchSchema, present({ title: req.title, description: req.description }));
+      const row = await store.patchIncident(db, projectId, req.incidentId, input, clock());
+      if (!row) throw notFound("incident");
+      return { data: incidentMessage(row) };
+    },
+    async getMonitorStats(req, ctx) {
+      const { projectId } = await scope(ctx, req.projectId);
+      const q = validate(s.statsSchema, present({ period: req.period, from: req.from, to: req.to }));
+      const now = clock();
+      const { from, to } = s.statsWindow(q, now);
+      const m = await monitor(projectId, req.monitorId);
+      const [t, h] = await Promise.all([
+        timeFigures(db, m, from, to, now),
+        heartbeatFigures(db, m.id, from, to, now, u.rawRetentionMs),
+      ]);
+      return { data: statsMessage(t, h, m, from, to) };
+    },
+    async getMonitorHistory(req, ctx) {
+      const { projectId } = await scope(ctx, req.projectId);
+      const q = validate(s.historySchema, present({ window: req.window }));
+      const m = await monitor(projectId, req.monitorId);
+      return { data: { window: q.window, buckets: (await history(db, m, q.window, clock())).map(bucketMessage) } };
+    },
   });
 }

@@ -16,7 +16,12 @@ interface SpanRow {
 
 const span = (r: SpanRow): Span => ({ start: r.start.getTime(), end: r.end?.getTime() ?? null });
 
-async function spans(db: Db, monitorIds: string[], from: Date, to: Date): Promise<{ incidents: Map<string, Span[]>; pauses: Map<string, Span[]> }> {
+async function spans(
+  db: Db,
+  monitorIds: string[],
+  from: Date,
+  to: Date,
+): Promise<{ incidents: Map<string, Span[]>; pauses: Map<string, Span[]> }> {
   const [inc, pau] = await Promise.all([
     db.query<SpanRow>(
       `SELECT monitor_id, started_at AS start, ended_at AS "end" FROM incidents
@@ -38,7 +43,12 @@ async function spans(db: Db, monitorIds: string[], from: Date, to: Date): Promis
 }
 
 function timelineOf(m: MonitorRow, s: Awaited<ReturnType<typeof spans>>): Timeline {
-  return { createdAt: m.created_at.getTime(), firstHeartbeatAt: m.first_heartbeat_at?.getTime() ?? null, incidents: s.incidents.get(m.id) ?? [], pauses: s.pauses.get(m.id) ?? [] };
+  return {
+    createdAt: m.created_at.getTime(),
+    firstHeartbeatAt: m.first_heartbeat_at?.getTime() ?? null,
+    incidents: s.incidents.get(m.id) ?? [],
+    pauses: s.pauses.get(m.id) ?? [],
+  };
 }
 
 export interface HeartbeatFigures {
@@ -51,10 +61,25 @@ export interface HeartbeatFigures {
 }
 
 /** Counts and latency: raw rows for [max(from, boundary), to], hourly rollups for the hours before the boundary. */
-export async function heartbeatFigures(db: Db, monitorId: string, from: Date, to: Date, now: Date, rawRetentionMs: number): Promise<HeartbeatFigures> {
+export async function heartbeatFigures(
+  db: Db,
+  monitorId: string,
+  from: Date,
+  to: Date,
+  now: Date,
+  rawRetentionMs: number,
+): Promise<HeartbeatFigures> {
   const boundary = new Date(Math.floor((now.getTime() - rawRetentionMs) / HOUR_MS) * HOUR_MS);
   const rawFrom = from > boundary ? from : boundary;
-  type Agg = { total: number; ok: number; failed: number; n: number; sum: number | null; min: number | null; max: number | null };
+  type Agg = {
+    total: number;
+    ok: number;
+    failed: number;
+    n: number;
+    sum: number | null;
+    min: number | null;
+    max: number | null;
+  };
   const raw = await db.query<Agg>(
     `SELECT count(*) AS total, count(*) FILTER (WHERE status = 'up') AS ok, count(*) FILTER (WHERE status = 'down') AS failed,
             count(latency_ms) AS n, sum(latency_ms) AS sum, min(latency_ms) AS min, max(latency_ms) AS max
@@ -115,6 +140,16 @@ export async function history(db: Db, m: MonitorRow, window: WindowName, now: Da
 /** uptimePercentage over the last 24 hours for each monitor. */
 export async function uptime24h(db: Db, monitors: MonitorRow[], now: Date): Promise<Map<string, number>> {
   const from = new Date(now.getTime() - DAY_MS);
-  const s = await spans(db, monitors.map((m) => m.id), from, now);
-  return new Map(monitors.map((m) => [m.id, windowFigures(timelineOf(m, s), from.getTime(), now.getTime(), now.getTime()).uptimePercentage]));
+  const s = await spans(
+    db,
+    monitors.map((m) => m.id),
+    from,
+    now,
+  );
+  return new Map(
+    monitors.map((m) => [
+      m.id,
+      windowFigures(timelineOf(m, s), from.getTime(), now.getTime(), now.getTime()).uptimePercentage,
+    ]),
+  );
 }

@@ -84,11 +84,25 @@ export function withState(r: MonitorRow, s: MonitorState, now: Date): MonitorRow
 /** Column values of a state, in the order of STATE_COLUMNS. */
 export function stateValues(s: MonitorState): unknown[] {
   const d = (v: number | null) => (v === null ? null : new Date(v));
-  return [s.status, s.expectedIntervalMs, s.gracePeriodMs, d(s.lastHeartbeatAt), d(s.firstHeartbeatAt), d(s.resumedAt), d(s.upSince), d(s.deadlineAt)];
+  return [
+    s.status,
+    s.expectedIntervalMs,
+    s.gracePeriodMs,
+    d(s.lastHeartbeatAt),
+    d(s.firstHeartbeatAt),
+    d(s.resumedAt),
+    d(s.upSince),
+    d(s.deadlineAt),
+  ];
 }
 
 /** Compare-and-set of a monitor's state: applies only if status and deadline are still as read. */
-export async function casState(c: Queryable, r: MonitorRow, next: MonitorState, now: Date): Promise<MonitorRow | undefined> {
+export async function casState(
+  c: Queryable,
+  r: MonitorRow,
+  next: MonitorState,
+  now: Date,
+): Promise<MonitorRow | undefined> {
   const res = await c.query<MonitorRow>(
     `UPDATE monitors SET status = $3, expected_interval_ms = $4, grace_period_ms = $5, last_heartbeat_at = $6, first_heartbeat_at = $7,
             resumed_at = $8, up_since = $9, deadline_at = $10, updated_at = $11
@@ -98,18 +112,32 @@ export async function casState(c: Queryable, r: MonitorRow, next: MonitorState, 
   return res.rows[0];
 }
 
-export async function monitorById(c: Queryable, projectId: string, id: string, lock = false): Promise<MonitorRow | undefined> {
-  const r = await c.query<MonitorRow>(`SELECT * FROM monitors WHERE id = $1 AND project_id = $2${lock ? " FOR UPDATE" : ""}`, [id, projectId]);
+export async function monitorById(
+  c: Queryable,
+  projectId: string,
+  id: string,
+  lock = false,
+): Promise<MonitorRow | undefined> {
+  const r = await c.query<MonitorRow>(
+    `SELECT * FROM monitors WHERE id = $1 AND project_id = $2${lock ? " FOR UPDATE" : ""}`,
+    [id, projectId],
+  );
   return r.rows[0];
 }
 
 /** Every monitor of the project, oldest first (the overview). */
 export async function monitorsOfProject(q: Queryable, projectId: string): Promise<MonitorRow[]> {
-  return (await q.query<MonitorRow>("SELECT * FROM monitors WHERE project_id = $1 ORDER BY created_at, id", [projectId])).rows;
+  return (
+    await q.query<MonitorRow>("SELECT * FROM monitors WHERE project_id = $1 ORDER BY created_at, id", [projectId])
+  ).rows;
 }
 
 /** Raw heartbeats of a monitor, newest first, within optional bounds. */
-export async function listHeartbeats(q: Queryable, monitorId: string, w: { from?: Date; to?: Date; limit: number }): Promise<HeartbeatRow[]> {
+export async function listHeartbeats(
+  q: Queryable,
+  monitorId: string,
+  w: { from?: Date; to?: Date; limit: number },
+): Promise<HeartbeatRow[]> {
   const r = await q.query<HeartbeatRow>(
     `SELECT id, at, status, latency_ms, metadata FROM heartbeats WHERE monitor_id = $1 AND ($2::timestamptz IS NULL OR at >= $2) AND ($3::timestamptz IS NULL OR at <= $3)
       ORDER BY at DESC, id DESC LIMIT $4`,
@@ -120,16 +148,35 @@ export async function listHeartbeats(q: Queryable, monitorId: string, w: { from?
 
 /** A monitor's incidents, newest first. */
 export async function listIncidents(q: Queryable, monitorId: string, limit: number): Promise<IncidentRow[]> {
-  return (await q.query<IncidentRow>("SELECT * FROM incidents WHERE monitor_id = $1 ORDER BY started_at DESC, id DESC LIMIT $2", [monitorId, limit])).rows;
+  return (
+    await q.query<IncidentRow>(
+      "SELECT * FROM incidents WHERE monitor_id = $1 ORDER BY started_at DESC, id DESC LIMIT $2",
+      [monitorId, limit],
+    )
+  ).rows;
 }
 
 /** Sets the given title and description (an empty string clears it); undefined when no such incident in the project. */
-export async function patchIncident(q: Queryable, projectId: string, id: string, patch: { title?: string; description?: string }, now: Date): Promise<IncidentRow | undefined> {
+export async function patchIncident(
+  q: Queryable,
+  projectId: string,
+  id: string,
+  patch: { title?: string; description?: string },
+  now: Date,
+): Promise<IncidentRow | undefined> {
   const r = await q.query<IncidentRow>(
     `UPDATE incidents SET title = CASE WHEN $3::boolean THEN NULLIF($4, '') ELSE title END,
             description = CASE WHEN $5::boolean THEN NULLIF($6, '') ELSE description END, updated_at = $7
       WHERE id = $1 AND project_id = $2 RETURNING *`,
-    [id, projectId, patch.title !== undefined, patch.title ?? null, patch.description !== undefined, patch.description ?? null, now],
+    [
+      id,
+      projectId,
+      patch.title !== undefined,
+      patch.title ?? null,
+      patch.description !== undefined,
+      patch.description ?? null,
+      now,
+    ],
   );
   return r.rows[0];
 }
@@ -137,7 +184,10 @@ export async function patchIncident(q: Queryable, projectId: string, id: string,
 /** Deletes raw heartbeats older than `before`, in slices, so that a large backlog never holds a long transaction. */
 export async function pruneHeartbeats(q: Queryable, before: Date): Promise<void> {
   for (;;) {
-    const r = await q.query("DELETE FROM heartbeats WHERE ctid = ANY(ARRAY(SELECT ctid FROM heartbeats WHERE at < $1 LIMIT 5000))", [before]);
+    const r = await q.query(
+      "DELETE FROM heartbeats WHERE ctid = ANY(ARRAY(SELECT ctid FROM heartbeats WHERE at < $1 LIMIT 5000))",
+      [before],
+    );
     if ((r.rowCount ?? 0) < 5000) break;
   }
 }

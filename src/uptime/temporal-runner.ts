@@ -70,11 +70,17 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
   /** Worker nodes: the periodic drain (leftovers of other nodes), the reconciler, the sweep. */
   async start(): Promise<void> {
     const cfg = this.link.config;
-    this.periodic.push(startPeriodic(this.deps.log, "temporal wake drain", Math.min(1_000, cfg.reconcileMs), () => this.drain()));
+    this.periodic.push(
+      startPeriodic(this.deps.log, "temporal wake drain", Math.min(1_000, cfg.reconcileMs), () => this.drain()),
+    );
     this.periodic.push(startPeriodic(this.deps.log, "uptime reconciler", cfg.reconcileMs, () => this.reconcile()));
-    this.sweeping = this.startupSweep().catch((err) => this.deps.log.warn({ err }, "temporal: start-up sweep failed; the reconciler covers missed deadlines"));
+    this.sweeping = this.startupSweep().catch((err) =>
+      this.deps.log.warn({ err }, "temporal: start-up sweep failed; the reconciler covers missed deadlines"),
+    );
     // A deadline missed while no node ran is acted on at start-up, as the embedded runner does.
-    this.firstPass = this.reconcile().catch((err) => this.deps.log.warn({ err }, "temporal: start-up reconciler pass failed"));
+    this.firstPass = this.reconcile().catch((err) =>
+      this.deps.log.warn({ err }, "temporal: start-up reconciler pass failed"),
+    );
   }
 
   async stop(): Promise<void> {
@@ -91,7 +97,9 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
   /** After a local commit: its outbox rows are there; send them now. */
   changed(changes: DeadlineChange[]): void {
     if (!changes.some((c) => c.wake || c.deleted || c.statusChanged)) return;
-    void this.drain().catch((err) => this.deps.log.warn({ err }, "temporal: wake drain failed; retried from the outbox"));
+    void this.drain().catch((err) =>
+      this.deps.log.warn({ err }, "temporal: wake drain failed; retried from the outbox"),
+    );
   }
 
   /** Sends every due outbox row (coalesced: one pass at a time, another if asked meanwhile). */
@@ -145,9 +153,10 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
     // that just went down beside its status before ('up'): sent as a plain signal to a run never
     // started, the down monitor would stay unwatched. This statement's snapshot holds the commit
     // that wrote every claimed row, and with it the monitor as that change left it (or newer).
-    const m = await this.deps.db.query<{ id: string; project_id: string; slug: string; status: string }>("SELECT id, project_id, slug, status FROM monitors WHERE id = ANY($1)", [
-      claimed.rows.map((w) => w.monitor_id),
-    ]);
+    const m = await this.deps.db.query<{ id: string; project_id: string; slug: string; status: string }>(
+      "SELECT id, project_id, slug, status FROM monitors WHERE id = ANY($1)",
+      [claimed.rows.map((w) => w.monitor_id)],
+    );
     const monitors = new Map(m.rows.map((x) => [x.id, x]));
     const rows = claimed.rows.map((w): WakeRow => {
       const x = monitors.get(w.monitor_id);
@@ -173,10 +182,10 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
       }
     }
     if (sent.length) {
-      await this.deps.db.query("DELETE FROM monitor_wakes w USING unnest($1::text[], $2::bigint[]) AS s(id, seq) WHERE w.monitor_id = s.id AND w.seq = s.seq", [
-        sent.map((w) => w.monitor_id),
-        sent.map((w) => w.seq),
-      ]);
+      await this.deps.db.query(
+        "DELETE FROM monitor_wakes w USING unnest($1::text[], $2::bigint[]) AS s(id, seq) WHERE w.monitor_id = s.id AND w.seq = s.seq",
+        [sent.map((w) => w.monitor_id), sent.map((w) => w.seq)],
+      );
     }
     if (failure) throw failure;
     return rows.length;
@@ -196,12 +205,20 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
       }
       return;
     }
-    await client.workflow.signalWithStart("monitorDeadlineWorkflow", { ...(await this.startOptions(w)), signal: "wake", signalArgs: [] });
+    await client.workflow.signalWithStart("monitorDeadlineWorkflow", {
+      ...(await this.startOptions(w)),
+      signal: "wake",
+      signalArgs: [],
+    });
   }
 
   private async startOptions(w: Pick<WakeRow, "monitor_id" | "project_id" | "slug" | "status">) {
     const [queues, attributes] = await Promise.all([this.link.queues(), this.link.searchAttributes()]);
-    const input: MonitorWorkflowInput = { monitorId: w.monitor_id, idleCheckMs: this.link.config.idleCheckMs, attributes };
+    const input: MonitorWorkflowInput = {
+      monitorId: w.monitor_id,
+      idleCheckMs: this.link.config.idleCheckMs,
+      attributes,
+    };
     return {
       workflowId: monitorWorkflowId(w.monitor_id),
       taskQueue: queues.uptime,
@@ -234,14 +251,20 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
   /** Cuts the deadline scan's sleep short (starting it if it is not running). */
   private async wakeScan(): Promise<void> {
     const client = await this.link.client();
-    await client.workflow.signalWithStart("deadlineScanWorkflow", { ...(await this.scanOptions()), signal: "wake", signalArgs: [] });
+    await client.workflow.signalWithStart("deadlineScanWorkflow", {
+      ...(await this.scanOptions()),
+      signal: "wake",
+      signalArgs: [],
+    });
   }
 
   /** Starts the deadline scan unless it runs (no history event in a running scan). */
   private async ensureScan(): Promise<void> {
     const client = await this.link.client();
     const options = { ...(await this.scanOptions()), workflowIdConflictPolicy: "USE_EXISTING" as const };
-    await client.withDeadline(Date.now() + ENSURE_TIMEOUT_MS, () => client.workflow.start("deadlineScanWorkflow", options));
+    await client.withDeadline(Date.now() + ENSURE_TIMEOUT_MS, () =>
+      client.workflow.start("deadlineScanWorkflow", options),
+    );
   }
 
   sweep(): Promise<void> {
@@ -252,15 +275,25 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
   async reconcile(): Promise<void> {
     // In the background: a Temporal outage must not hold up the deadline check below.
     this.ensuring ??= this.ensureScan()
-      .catch((err) => this.deps.log.warn({ err }, "temporal: could not start the deadline scan; retried by the next reconciler pass"))
+      .catch((err) =>
+        this.deps.log.warn({ err }, "temporal: could not start the deadline scan; retried by the next reconciler pass"),
+      )
       .finally(() => (this.ensuring = undefined));
     const now = this.deps.clock();
-    const r = await this.deps.db.query<{ id: string }>("SELECT id FROM monitors WHERE deadline_at < $1 LIMIT 1000", [new Date(now.getTime() - RECONCILE_SLACK_MS)]);
+    const r = await this.deps.db.query<{ id: string }>("SELECT id FROM monitors WHERE deadline_at < $1 LIMIT 1000", [
+      new Date(now.getTime() - RECONCILE_SLACK_MS),
+    ]);
     if (!r.rows.length) return;
     const ids = r.rows.map((x) => x.id);
     const res = await checkDeadlines(this.deps, ids, now);
-    this.deps.log.warn({ monitors: ids.length, opened: res.opened.length }, "temporal: deadlines missed by their workflows were checked by the reconciler");
-    await enqueueWakes(this.deps.db, ids.map((id) => ({ id, kind: "start" as const })));
+    this.deps.log.warn(
+      { monitors: ids.length, opened: res.opened.length },
+      "temporal: deadlines missed by their workflows were checked by the reconciler",
+    );
+    await enqueueWakes(
+      this.deps.db,
+      ids.map((id) => ({ id, kind: "start" as const })),
+    );
     await this.drain();
   }
 
@@ -271,13 +304,20 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
       const got = await c.query<{ ok: boolean }>("SELECT pg_try_advisory_lock($1) AS ok", [SWEEP_LOCK]);
       if (!got.rows[0]?.ok) return;
       try {
-        const rows = (await c.query<WakeRow>("SELECT id AS monitor_id, project_id, slug, status FROM monitors WHERE deadline_at IS NOT NULL OR status = 'down' ORDER BY deadline_at NULLS LAST")).rows;
+        const rows = (
+          await c.query<WakeRow>(
+            "SELECT id AS monitor_id, project_id, slug, status FROM monitors WHERE deadline_at IS NOT NULL OR status = 'down' ORDER BY deadline_at NULLS LAST",
+          )
+        ).rows;
         const client = await this.link.client();
         await forEachLimited(
           rows,
           16,
           async (w) => {
-            await client.workflow.start("monitorDeadlineWorkflow", { ...(await this.startOptions(w)), workflowIdConflictPolicy: "USE_EXISTING" });
+            await client.workflow.start("monitorDeadlineWorkflow", {
+              ...(await this.startOptions(w)),
+              workflowIdConflictPolicy: "USE_EXISTING",
+            });
           },
           () => !this.stopped,
         );

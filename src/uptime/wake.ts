@@ -27,12 +27,18 @@ export interface DeadlineChange {
 export async function notifyWake(c: Queryable, changes: DeadlineChange[], outbox = false): Promise<void> {
   if (outbox) {
     const wake = changes.filter((x) => x.wake || x.deleted || x.statusChanged);
-    await enqueueWakes(c, wake.map((x) => ({ id: x.id, kind: x.deadlineAt !== null ? "start" : "signal" })));
+    await enqueueWakes(
+      c,
+      wake.map((x) => ({ id: x.id, kind: x.deadlineAt !== null ? "start" : "signal" })),
+    );
     return;
   }
   const wake = changes.filter((x) => x.wake && x.deadlineAt !== null);
   if (!wake.length) return;
-  await c.query(`SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, [WAKE_CHANNEL, wake.map((x) => `${x.id} ${x.deadlineAt}`)]);
+  await c.query(`SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, [
+    WAKE_CHANNEL,
+    wake.map((x) => `${x.id} ${x.deadlineAt}`),
+  ]);
 }
 
 /**

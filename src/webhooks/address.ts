@@ -52,7 +52,10 @@ export interface ResolvedAddress {
 export type Resolver = (host: string) => Promise<ResolvedAddress[]>;
 
 export const systemResolver: Resolver = async (host) =>
-  (await dns.lookup(host, { all: true, verbatim: true })).map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
+  (await dns.lookup(host, { all: true, verbatim: true })).map((a) => ({
+    address: a.address,
+    family: a.family === 6 ? 6 : 4,
+  }));
 
 /** Hostname of a URL without IPv6 brackets. */
 export function urlHost(u: URL): string {
@@ -63,7 +66,10 @@ export function urlHost(u: URL): string {
  * Resolves `host` (an IP literal is its own answer) and, unless `allowPrivate`, checks every address.
  * Returns the checked addresses, in the resolver's order: the caller connects to them, not to the name.
  */
-export async function pinTarget(host: string, opts: { allowPrivate: boolean; resolve: Resolver }): Promise<ResolvedAddress[]> {
+export async function pinTarget(
+  host: string,
+  opts: { allowPrivate: boolean; resolve: Resolver },
+): Promise<ResolvedAddress[]> {
   let addrs: ResolvedAddress[];
   const literal = net.isIP(host);
   if (literal) addrs = [{ address: host, family: literal === 6 ? 6 : 4 }];

@@ -63,7 +63,13 @@ export class OutboxExpander {
         const busy = this.o.yieldTo?.busy() ?? false;
         const max = busy ? busyChunk : chunk;
         const now = this.o.clock();
-        const r = await expandOutbox(this.o.db, max, now, this.o.attemptLimit(), busy ? new Date(now.getTime() - maxDeferMs) : now);
+        const r = await expandOutbox(
+          this.o.db,
+          max,
+          now,
+          this.o.attemptLimit(),
+          busy ? new Date(now.getTime() - maxDeferMs) : now,
+        );
         if (r.deliveries > 0) this.o.onExpanded();
         if (r.rows === max) continue;
         if (!busy) break; // drained (rows a peer holds are its to expand)

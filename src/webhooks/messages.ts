@@ -4,7 +4,16 @@ import type { DeliveryRow, WebhookRow } from "./store.js";
 // answers add it themselves).
 
 export function toWebhook(r: WebhookRow) {
-  return { id: r.id, name: r.name, type: r.type, url: r.url, events: r.events, enabled: r.enabled, createdAt: r.created_at.toISOString(), updatedAt: r.updated_at.toISOString() };
+  return {
+    id: r.id,
+    name: r.name,
+    type: r.type,
+    url: r.url,
+    events: r.events,
+    enabled: r.enabled,
+    createdAt: r.created_at.toISOString(),
+    updatedAt: r.updated_at.toISOString(),
+  };
 }
 
 export function toDelivery(r: DeliveryRow) {

@@ -7,6 +7,11 @@ export class WebhookMetrics {
   readonly attempts: Counter<"outcome">;
 
   constructor(registry: Registry) {
-    this.attempts = new Counter({ name: "vigil_webhook_attempts_total", help: "Webhook delivery attempts by outcome (succeeded, failed, abandoned)", labelNames: ["outcome"] as const, registers: [registry] });
+    this.attempts = new Counter({
+      name: "vigil_webhook_attempts_total",
+      help: "Webhook delivery attempts by outcome (succeeded, failed, abandoned)",
+      labelNames: ["outcome"] as const,
+      registers: [registry],
+    });
   }
 }

@@ -59,7 +59,13 @@ export interface Expanded {
  * primary-key inserts append to the index instead of landing on random pages. They are written once,
  * here, and never change (X-Vigil-Delivery-Id is stable across retries).
  */
-export async function expandOutbox(q: Queryable, max: number, now: Date, attemptLimit: number, createdBefore: Date = now): Promise<Expanded> {
+export async function expandOutbox(
+  q: Queryable,
+  max: number,
+  now: Date,
+  attemptLimit: number,
+  createdBefore: Date = now,
+): Promise<Expanded> {
   const r = await q.query<{ rows: number; deliveries: number; oldest: Date | null }>(
     `WITH claimed AS (
        SELECT o.id, w.enabled FROM webhook_outbox o JOIN webhooks w ON w.id = o.webhook_id
@@ -83,5 +89,9 @@ export async function expandOutbox(q: Queryable, max: number, now: Date, attempt
     [max, attemptLimit, now, DUE_CHANNEL, createdBefore],
   );
   const row = r.rows[0];
-  return { rows: row?.rows ?? 0, deliveries: row?.deliveries ?? 0, oldestMs: row?.oldest ? Math.max(0, now.getTime() - row.oldest.getTime()) : 0 };
+  return {
+    rows: row?.rows ?? 0,
+    deliveries: row?.deliveries ?? 0,
+    oldestMs: row?.oldest ? Math.max(0, now.getTime() - row.oldest.getTime()) : 0,
+  };
 }

@@ -64,7 +64,10 @@ export async function checkTarget(type: WebhookType, target: string, allowPrivat
     try {
       await pinTarget(urlHost(url), { allowPrivate, resolve: systemResolver });
     } catch (err) {
-      const message = err instanceof BlockedAddressError || err instanceof UnresolvedHostError ? err.message : "host could not be resolved";
+      const message =
+        err instanceof BlockedAddressError || err instanceof UnresolvedHostError
+          ? err.message
+          : "host could not be resolved";
       throw badRequest(`invalid request: url: ${message}`, [{ field: "url", message }]);
     }
   }

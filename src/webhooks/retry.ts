@@ -19,10 +19,7 @@ export interface RetryPolicy {
   maxRetryAfterMs?: number;
 }
 
-export type NextAttempt =
-  | { status: "succeeded" }
-  | { status: "abandoned" }
-  | { status: "retrying"; delayMs: number };
+export type NextAttempt = { status: "succeeded" } | { status: "abandoned" } | { status: "retrying"; delayMs: number };
 
 /** base × 4^(n-1), n being the retry number (1 for the wait after the first attempt). */
 export function backoffMs(retryNumber: number, baseMs: number): number {
@@ -34,7 +31,13 @@ export function backoffMs(retryNumber: number, baseMs: number): number {
  * `limit` is the most attempts allowed (WEBHOOK_MAX_ATTEMPTS, raised by one by a manual retry).
  * `random` is uniform in [0, 1) (Math.random; deterministic inside a Temporal workflow).
  */
-export function nextAttempt(outcome: AttemptOutcome, attempts: number, limit: number, policy: RetryPolicy, random: number): NextAttempt {
+export function nextAttempt(
+  outcome: AttemptOutcome,
+  attempts: number,
+  limit: number,
+  policy: RetryPolicy,
+  random: number,
+): NextAttempt {
   if (outcome.ok) return { status: "succeeded" };
   if (attempts >= limit) return { status: "abandoned" };
   const jitter = policy.jitter ?? 0.2;

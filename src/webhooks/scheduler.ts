@@ -83,7 +83,11 @@ export class DeliveryScheduler {
         const token = randomUUID();
         const rows = await claimDue(this.o.db, now, new Date(now.getTime() + this.leaseMs), token, room);
         this.backlog = rows.length === room;
-        for (const r of rows) this.o.telemetry.schedulerLag.observe({ kind: "webhook" }, Math.max(0, now.getTime() - r.due_at.getTime()) / 1000);
+        for (const r of rows)
+          this.o.telemetry.schedulerLag.observe(
+            { kind: "webhook" },
+            Math.max(0, now.getTime() - r.due_at.getTime()) / 1000,
+          );
         if (this.o.dispatch) await this.handOver(rows, token);
         else for (const r of rows) this.track(this.attempt(r));
         if (!this.backlog) break;
@@ -100,7 +104,12 @@ export class DeliveryScheduler {
     if (rows.length === 0) return;
     // On failure the lease expires and the rows are claimed again.
     await this.o.dispatch!(rows);
-    await handOver(this.o.db, rows.map((r) => r.id), token, this.o.clock());
+    await handOver(
+      this.o.db,
+      rows.map((r) => r.id),
+      token,
+      this.o.clock(),
+    );
   }
 
   private track(p: Promise<void>): void {
@@ -114,9 +123,25 @@ export class DeliveryScheduler {
   private async attempt(r: ClaimedDelivery): Promise<void> {
     const { webhooks, clock, metrics } = this.o;
     try {
-      const env = envelope({ id: r.id, eventType: r.event_type, createdAt: r.created_at, projectId: r.project_id, payload: r.payload });
-      const res = await sendAttempt({ type: r.type, url: r.url, secret: r.secret }, env, r.event_id, { timeoutMs: webhooks.timeoutMs, allowPrivate: webhooks.allowPrivate, now: clock() });
-      const next = nextAttempt(res.outcome, r.attempt_count + 1, r.attempt_limit, { baseMs: webhooks.backoffBaseMs }, Math.random());
+      const env = envelope({
+        id: r.id,
+        eventType: r.event_type,
+        createdAt: r.created_at,
+        projectId: r.project_id,
+        payload: r.payload,
+      });
+      const res = await sendAttempt({ type: r.type, url: r.url, secret: r.secret }, env, r.event_id, {
+        timeoutMs: webhooks.timeoutMs,
+        allowPrivate: webhooks.allowPrivate,
+        now: clock(),
+      });
+      const next = nextAttempt(
+        res.outcome,
+        r.attempt_count + 1,
+        r.attempt_limit,
+        { baseMs: webhooks.backoffBaseMs },
+        Math.random(),
+      );
       metrics.attempts.inc({ outcome: next.status === "retrying" ? "failed" : next.status });
       const now = clock();
       const nextAt = next.status === "retrying" ? new Date(now.getTime() + next.delayMs) : null;
@@ -140,7 +165,10 @@ export class DeliveryScheduler {
         return;
       } catch (err) {
         if (i >= 3) {
-          this.o.log.error({ err, n: batch.length }, "webhooks: could not record outcomes; their leases will expire and they will be retried");
+          this.o.log.error(
+            { err, n: batch.length },
+            "webhooks: could not record outcomes; their leases will expire and they will be retried",
+          );
           return;
         }
         await new Promise((r) => setTimeout(r, 200 * (i + 1)));

@@ -1,7 +1,15 @@
 import http from "node:http";
 import https from "node:https";
 import net from "node:net";
-import { BlockedAddressError, pinTarget, systemResolver, UnresolvedHostError, urlHost, type Resolver, type ResolvedAddress } from "./address.js";
+import {
+  BlockedAddressError,
+  pinTarget,
+  systemResolver,
+  UnresolvedHostError,
+  urlHost,
+  type Resolver,
+  type ResolvedAddress,
+} from "./address.js";
 import type { Envelope } from "./targets/envelope.js";
 import type { AttemptOutcome } from "./retry.js";
 import { targetOf, type WebhookType } from "./targets/index.js";
@@ -63,7 +71,12 @@ export { retryAfterMs } from "./targets/retry-after.js";
 /** Connect-phase failures after which the next checked address of the name is tried. */
 const UNREACHABLE = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL", "EAFNOSUPPORT"]);
 
-export async function sendAttempt(target: Target, env: Envelope, eventId: string, opts: SendOptions): Promise<SendResult> {
+export async function sendAttempt(
+  target: Target,
+  env: Envelope,
+  eventId: string,
+  opts: SendOptions,
+): Promise<SendResult> {
   const started = performance.now();
   const at = opts.now.toISOString();
   const kind = targetOf(target.type);
@@ -99,7 +112,11 @@ export async function sendAttempt(target: Target, env: Envelope, eventId: string
     try {
       addrs = await pinTarget(host, { allowPrivate: opts.allowPrivate, resolve: opts.resolve ?? systemResolver });
     } catch (err) {
-      return fail(err instanceof BlockedAddressError || err instanceof UnresolvedHostError ? err.message : "host could not be resolved");
+      return fail(
+        err instanceof BlockedAddressError || err instanceof UnresolvedHostError
+          ? err.message
+          : "host could not be resolved",
+      );
     }
     const body = kind.body(env);
     const headers: Record<string, string> = {
@@ -145,7 +162,10 @@ export async function sendAttempt(target: Target, env: Envelope, eventId: string
       }));
       req.on("error", (err: NodeJS.ErrnoException) => {
         // Socket errors name the IP they connected to; record the code and the name only.
-        finish(fail(`${err.code ?? "error"}: ${err.message.split(a.address).join(name)}`), UNREACHABLE.has(err.code ?? ""));
+        finish(
+          fail(`${err.code ?? "error"}: ${err.message.split(a.address).join(name)}`),
+          UNREACHABLE.has(err.code ?? ""),
+        );
       });
       req.on("response", (res) => {
         const status = res.statusCode ?? 0;
@@ -157,7 +177,11 @@ export async function sendAttempt(target: Target, env: Envelope, eventId: string
           const durationMs = Math.round(performance.now() - started);
           const ok = status >= 200 && status < 300;
           let error: string | null = null;
-          if (!ok) error = status >= 300 && status < 400 ? `redirect (${status}${res.headers.location ? ` to ${res.headers.location}` : ""}) not followed` : `HTTP ${status}`;
+          if (!ok)
+            error =
+              status >= 300 && status < 400
+                ? `redirect (${status}${res.headers.location ? ` to ${res.headers.location}` : ""}) not followed`
+                : `HTTP ${status}`;
           finish({
             record: { at, statusCode: status, durationMs, error, responseBody: recorded },
             outcome: { ok, retryAfterMs: ok ? undefined : kind.retryAfterMs(status, res.headers, text, opts.now) },

@@ -60,19 +60,33 @@ export const PAYLOAD_SQL = `coalesce(d.payload, (
            'createdAt', to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
   FROM events e WHERE e.project_id = d.project_id AND e.ts = d.event_ts AND e.id::text = d.event_id), '{}'::jsonb)`;
 
-const DELIVERY_COLS = "id, webhook_id, project_id, event_id, event_type, status, attempts, attempt_count, attempt_limit, coalesce(next_attempt_at, planned_at) AS next_attempt_at, claim_token, created_at";
+const DELIVERY_COLS =
+  "id, webhook_id, project_id, event_id, event_type, status, attempts, attempt_count, attempt_limit, coalesce(next_attempt_at, planned_at) AS next_attempt_at, claim_token, created_at";
 
 export async function getWebhook(q: Queryable, projectId: string, id: string): Promise<WebhookRow | undefined> {
-  return (await q.query<WebhookRow>("SELECT * FROM webhooks WHERE project_id = $1 AND id = $2", [projectId, id])).rows[0];
+  return (await q.query<WebhookRow>("SELECT * FROM webhooks WHERE project_id = $1 AND id = $2", [projectId, id]))
+    .rows[0];
 }
 
 export async function listWebhooks(q: Queryable, projectId: string): Promise<WebhookRow[]> {
-  return (await q.query<WebhookRow>("SELECT * FROM webhooks WHERE project_id = $1 ORDER BY created_at, id", [projectId])).rows;
+  return (
+    await q.query<WebhookRow>("SELECT * FROM webhooks WHERE project_id = $1 ORDER BY created_at, id", [projectId])
+  ).rows;
 }
 
 export async function insertWebhook(
   q: Queryable,
-  w: { id: string; projectId: string; name: string; type: WebhookType; url: string; events: string[]; secret: string | null; enabled: boolean; now: Date },
+  w: {
+    id: string;
+    projectId: string;
+    name: string;
+    type: WebhookType;
+    url: string;
+    events: string[];
+    secret: string | null;
+    enabled: boolean;
+    now: Date;
+  },
 ): Promise<WebhookRow> {
   const r = await q.query<WebhookRow>(
     "INSERT INTO webhooks (id, project_id, name, type, url, events, secret, enabled, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING *",
@@ -112,7 +126,12 @@ export async function notifyChanged(q: Queryable, projectId: string): Promise<vo
  * Inserts deliveries (incidents, tests) in one statement and, in the same statement,
  * a NOTIFY that PostgreSQL delivers to every scheduler only once the transaction commits.
  */
-export async function insertDeliveries(q: Queryable, rows: NewDelivery[], now: Date, attemptLimit: number): Promise<number> {
+export async function insertDeliveries(
+  q: Queryable,
+  rows: NewDelivery[],
+  now: Date,
+  attemptLimit: number,
+): Promise<number> {
   if (rows.length === 0) return 0;
   const r = await q.query<{ n: number }>(
     `WITH ins AS (
@@ -135,8 +154,19 @@ export async function insertNoticeDeliveries(
   now: Date,
   attemptLimit: number,
 ): Promise<number> {
-  const hooks = await q.query<{ id: string }>("SELECT id FROM webhooks WHERE project_id = $1 AND enabled AND $2 = ANY(events)", [n.projectId, n.eventType]);
-  const rows = hooks.rows.map((w) => ({ id: ids(), webhook_id: w.id, project_id: n.projectId, event_id: n.eventId, event_type: n.eventType, payload: n.payload, dedupe_key: n.dedupeKey }));
+  const hooks = await q.query<{ id: string }>(
+    "SELECT id FROM webhooks WHERE project_id = $1 AND enabled AND $2 = ANY(events)",
+    [n.projectId, n.eventType],
+  );
+  const rows = hooks.rows.map((w) => ({
+    id: ids(),
+    webhook_id: w.id,
+    project_id: n.projectId,
+    event_id: n.eventId,
+    event_type: n.eventType,
+    payload: n.payload,
+    dedupe_key: n.dedupeKey,
+  }));
   return insertDeliveries(q, rows, now, attemptLimit);
 }
 
@@ -155,18 +185,33 @@ export async function listDeliveries(
     params.push(opts.after.createdAt, opts.after.id);
     where += ` AND (created_at, id) < ($${params.length - 1}, $${params.length})`;
   }
-  return (await q.query<DeliveryRow>(`SELECT ${DELIVERY_COLS} FROM webhook_deliveries WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT $2`, params)).rows;
+  return (
+    await q.query<DeliveryRow>(
+      `SELECT ${DELIVERY_COLS} FROM webhook_deliveries WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT $2`,
+      params,
+    )
+  ).rows;
 }
 
 export async function getDelivery(q: Queryable, webhookId: string, id: string): Promise<DeliveryRow | undefined> {
-  return (await q.query<DeliveryRow>(`SELECT ${DELIVERY_COLS} FROM webhook_deliveries WHERE webhook_id = $1 AND id = $2`, [webhookId, id])).rows[0];
+  return (
+    await q.query<DeliveryRow>(`SELECT ${DELIVERY_COLS} FROM webhook_deliveries WHERE webhook_id = $1 AND id = $2`, [
+      webhookId,
+      id,
+    ])
+  ).rows[0];
 }
 
 /**
  * A manual retry: one more attempt now (the attempt limit grows by one when it is spent).
  * Refused (undefined) while an attempt is in flight: claimed, lease not yet expired.
  */
-export async function scheduleRetryNow(q: Queryable, webhookId: string, id: string, now: Date): Promise<DeliveryRow | undefined> {
+export async function scheduleRetryNow(
+  q: Queryable,
+  webhookId: string,
+  id: string,
+  now: Date,
+): Promise<DeliveryRow | undefined> {
   const r = await q.query<DeliveryRow>(
     `WITH upd AS (
        UPDATE webhook_deliveries SET next_attempt_at = $3, planned_at = NULL, paused_at = NULL, claim_token = NULL, attempt_limit = greatest(attempt_limit, attempt_count + 1), updated_at = $3
@@ -225,7 +270,13 @@ export interface ClaimedDelivery {
  * Claims up to `max` due deliveries: moves next_attempt_at to the lease's end and sets the claim
  * token. SKIP LOCKED keeps concurrent workers on disjoint rows; an expired lease falls due again.
  */
-export async function claimDue(q: Queryable, now: Date, leaseUntil: Date, token: string, max: number): Promise<ClaimedDelivery[]> {
+export async function claimDue(
+  q: Queryable,
+  now: Date,
+  leaseUntil: Date,
+  token: string,
+  max: number,
+): Promise<ClaimedDelivery[]> {
   const r = await q.query<ClaimedDelivery>(
     `WITH due AS (
        SELECT id, next_attempt_at AS due_at FROM webhook_deliveries
@@ -261,18 +312,39 @@ export async function finishMany(q: Queryable, rows: Finished[]): Promise<number
             claim_token = NULL, updated_at = u.now
      FROM jsonb_to_recordset($1::jsonb) AS u(id text, token text, status text, attempt jsonb, next_at timestamptz, now timestamptz), webhooks w
      WHERE d.id = u.id AND d.claim_token = u.token AND w.id = d.webhook_id`,
-    [JSON.stringify(rows.map((f) => ({ id: f.id, token: f.token, status: f.status, attempt: f.attempt, next_at: f.nextAt, now: f.now })))],
+    [
+      JSON.stringify(
+        rows.map((f) => ({
+          id: f.id,
+          token: f.token,
+          status: f.status,
+          attempt: f.attempt,
+          next_at: f.nextAt,
+          now: f.now,
+        })),
+      ),
+    ],
   );
   return r.rowCount ?? 0;
 }
 
 /** Releases a claim without an attempt (Temporal took the delivery over; updated_at: when). */
 export async function handOver(q: Queryable, ids: string[], token: string, now: Date): Promise<void> {
-  if (ids.length) await q.query("UPDATE webhook_deliveries SET next_attempt_at = NULL, claim_token = NULL, updated_at = $3 WHERE id = ANY($1) AND claim_token = $2", [ids, token, now]);
+  if (ids.length)
+    await q.query(
+      "UPDATE webhook_deliveries SET next_attempt_at = NULL, claim_token = NULL, updated_at = $3 WHERE id = ANY($1) AND claim_token = $2",
+      [ids, token, now],
+    );
 }
 
 export async function nextDueAt(q: Queryable): Promise<Date | null> {
-  return (await q.query<{ at: Date | null }>("SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL")).rows[0]?.at ?? null;
+  return (
+    (
+      await q.query<{ at: Date | null }>(
+        "SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL",
+      )
+    ).rows[0]?.at ?? null
+  );
 }
 
 export type PgClient = pg.PoolClient;

@@ -23,7 +23,10 @@ export class SubscriptionCache {
   /** Bumped by every invalidation: a load that started before it does not store its result. */
   private generation = 0;
 
-  constructor(private readonly ttlMs = SUBSCRIPTION_TTL_MS, private readonly nowMs: () => number = Date.now) {}
+  constructor(
+    private readonly ttlMs = SUBSCRIPTION_TTL_MS,
+    private readonly nowMs: () => number = Date.now,
+  ) {}
 
   invalidate(projectId?: string): void {
     this.generation++;

@@ -68,7 +68,9 @@ export interface WebhookActivities {
 
 /** v1's activities (workflows/webhooks-v1.ts), kept for runs started before `delivery-v2`. */
 export interface WebhookActivitiesV1 {
-  sendWebhookAttempt(deliveryId: string): Promise<{ gone: boolean; outcome: AttemptOutcome; attempts: number; limit: number }>;
+  sendWebhookAttempt(
+    deliveryId: string,
+  ): Promise<{ gone: boolean; outcome: AttemptOutcome; attempts: number; limit: number }>;
   recordWebhookDecision(deliveryId: string, status: DeliveryStatus, plannedAt: string | null): Promise<void>;
 }
 
@@ -91,7 +93,15 @@ interface Claimed {
  * Marks the delivery in flight under `token` until `leaseUntil` (or paused when its webhook is
  * disabled) and returns what the send needs; undefined when the delivery or its webhook is gone.
  */
-async function claimForAttempt(q: Queryable, id: string, token: string, leaseUntil: Date, now: Date, scheduled: boolean, attemptsSoFar: number | null): Promise<Claimed | undefined> {
+async function claimForAttempt(
+  q: Queryable,
+  id: string,
+  token: string,
+  leaseUntil: Date,
+  now: Date,
+  scheduled: boolean,
+  attemptsSoFar: number | null,
+): Promise<Claimed | undefined> {
   const r = await q.query<Claimed>(
     `UPDATE webhook_deliveries d SET
         claim_token = CASE WHEN go.send THEN $2 END,
@@ -108,9 +118,15 @@ async function claimForAttempt(q: Queryable, id: string, token: string, leaseUnt
 }
 
 /** Activities, bound to the service's deps. Registered on the webhooks worker. */
-export function createWebhookActivities(deps: Pick<Deps, "db" | "clock" | "config">, metrics: WebhookMetrics): WebhookActivities & WebhookActivitiesV1 {
+export function createWebhookActivities(
+  deps: Pick<Deps, "db" | "clock" | "config">,
+  metrics: WebhookMetrics,
+): WebhookActivities & WebhookActivitiesV1 {
   const { db, clock, config } = deps;
-  const send = (d: Pick<Claimed, "type" | "url" | "secret" | "event_id" | "event_type" | "created_at" | "project_id" | "payload">, id: string) =>
+  const send = (
+    d: Pick<Claimed, "type" | "url" | "secret" | "event_id" | "event_type" | "created_at" | "project_id" | "payload">,
+    id: string,
+  ) =>
     sendAttempt(
       { type: d.type, url: d.url, secret: d.secret },
       envelope({ id, eventType: d.event_type, createdAt: d.created_at, projectId: d.project_id, payload: d.payload }),
@@ -121,19 +137,44 @@ export function createWebhookActivities(deps: Pick<Deps, "db" | "clock" | "confi
     async attemptWebhookDelivery(deliveryId, scheduled = false, attemptsSoFar) {
       const token = randomUUID();
       const now = clock();
-      const d = await claimForAttempt(db, deliveryId, token, new Date(now.getTime() + config.webhooks.timeoutMs + 30_000), now, scheduled, attemptsSoFar ?? null);
+      const d = await claimForAttempt(
+        db,
+        deliveryId,
+        token,
+        new Date(now.getTime() + config.webhooks.timeoutMs + 30_000),
+        now,
+        scheduled,
+        attemptsSoFar ?? null,
+      );
       if (!d) {
         if (attemptsSoFar === undefined) return { kind: "gone" };
-        const cur = (await db.query<{ status: DeliveryStatus }>("SELECT status FROM webhook_deliveries WHERE id = $1", [deliveryId])).rows[0];
+        const cur = (
+          await db.query<{ status: DeliveryStatus }>("SELECT status FROM webhook_deliveries WHERE id = $1", [
+            deliveryId,
+          ])
+        ).rows[0];
         return cur ? { kind: "done", status: cur.status } : { kind: "gone" };
       }
       if (!d.send) return { kind: "paused" };
       const res = await send(d, deliveryId);
-      return { kind: "sent", token, outcome: res.outcome, record: res.record, attempts: d.attempt_count + 1, limit: d.attempt_limit };
+      return {
+        kind: "sent",
+        token,
+        outcome: res.outcome,
+        record: res.record,
+        attempts: d.attempt_count + 1,
+        limit: d.attempt_limit,
+      };
     },
 
     async recordWebhookAttempt(deliveryId, sent) {
-      const next = nextAttempt(sent.outcome, sent.attempts, sent.limit, { baseMs: config.webhooks.backoffBaseMs }, Math.random());
+      const next = nextAttempt(
+        sent.outcome,
+        sent.attempts,
+        sent.limit,
+        { baseMs: config.webhooks.backoffBaseMs },
+        Math.random(),
+      );
       const now = clock();
       const delayMs = next.status === "retrying" ? next.delayMs : null;
       const r = await db.query(
@@ -144,7 +185,15 @@ export function createWebhookActivities(deps: Pick<Deps, "db" | "clock" | "confi
         `UPDATE webhook_deliveries SET status = $3, attempt_count = attempt_count + 1, attempts = attempts || jsonb_build_array($4::jsonb),
                 planned_at = $5, next_attempt_at = NULL, claim_token = NULL, updated_at = $6
          WHERE id = $1 AND (claim_token = $2 OR (attempt_count = $7 AND status IN ('pending', 'retrying')))`,
-        [deliveryId, sent.token, next.status, JSON.stringify(sent.record), delayMs === null ? null : new Date(now.getTime() + delayMs), now, sent.attempts - 1],
+        [
+          deliveryId,
+          sent.token,
+          next.status,
+          JSON.stringify(sent.record),
+          delayMs === null ? null : new Date(now.getTime() + delayMs),
+          now,
+          sent.attempts - 1,
+        ],
       );
       if (r.rowCount) {
         metrics.attempts.inc({ outcome: next.status === "retrying" ? "failed" : next.status });
@@ -152,12 +201,21 @@ export function createWebhookActivities(deps: Pick<Deps, "db" | "clock" | "confi
       }
       // Recorded already (this local activity ran again after a crash), or the claim was taken over:
       // follow what the row says.
-      const cur = (await db.query<{ status: DeliveryStatus; planned_at: Date | null }>("SELECT status, planned_at FROM webhook_deliveries WHERE id = $1", [deliveryId])).rows[0];
+      const cur = (
+        await db.query<{ status: DeliveryStatus; planned_at: Date | null }>(
+          "SELECT status, planned_at FROM webhook_deliveries WHERE id = $1",
+          [deliveryId],
+        )
+      ).rows[0];
       if (!cur) return { status: "abandoned", delayMs: null };
       // Still unfinished (e.g. the database was down past the attempt's lease and the scheduler took
       // the claim back): this run attempts again, at its planned time or now, instead of ending
       // "pending" and leaving the delivery to the reconciler's slack.
-      if (cur.status === "pending" || cur.status === "retrying") return { status: "retrying", delayMs: Math.max(0, (cur.planned_at?.getTime() ?? now.getTime()) - now.getTime()) };
+      if (cur.status === "pending" || cur.status === "retrying")
+        return {
+          status: "retrying",
+          delayMs: Math.max(0, (cur.planned_at?.getTime() ?? now.getTime()) - now.getTime()),
+        };
       return { status: cur.status, delayMs: null };
     },
 
@@ -179,7 +237,12 @@ export function createWebhookActivities(deps: Pick<Deps, "db" | "clock" | "confi
       return { gone: false, outcome: res.outcome, attempts: r.rows[0].attempt_count, limit: r.rows[0].attempt_limit };
     },
     async recordWebhookDecision(deliveryId, status, plannedAt) {
-      await db.query("UPDATE webhook_deliveries SET status = $2, planned_at = $3, updated_at = $4 WHERE id = $1", [deliveryId, status, plannedAt, clock()]);
+      await db.query("UPDATE webhook_deliveries SET status = $2, planned_at = $3, updated_at = $4 WHERE id = $1", [
+        deliveryId,
+        status,
+        plannedAt,
+        clock(),
+      ]);
     },
   };
 }
@@ -221,8 +284,14 @@ export function createTemporalDispatch(deps: Pick<Deps, "config">, link: Tempora
                 }
               : {}),
           };
-          if (r.attempt_count === 0) await client.workflow.start(WEBHOOK_WORKFLOW, { ...opts, workflowIdConflictPolicy: "USE_EXISTING" });
-          else await client.workflow.signalWithStart(WEBHOOK_WORKFLOW, { ...opts, signal: RETRY_NOW_SIGNAL, signalArgs: [] });
+          if (r.attempt_count === 0)
+            await client.workflow.start(WEBHOOK_WORKFLOW, { ...opts, workflowIdConflictPolicy: "USE_EXISTING" });
+          else
+            await client.workflow.signalWithStart(WEBHOOK_WORKFLOW, {
+              ...opts,
+              signal: RETRY_NOW_SIGNAL,
+              signalArgs: [],
+            });
         }),
       );
     },

@@ -15,13 +15,20 @@ import type { SubscriptionCache } from "./subscriptions.js";
 // Incidents: deliveries at once, once per (webhook, dedupe key), enforced by a unique index, so
 // also across restarts and nodes.
 
-export function outboxForEvents(events: StoredEvent[], subs: Map<string, { webhookId: string; events: Set<string> }[]>): OutboxRow[] {
+export function outboxForEvents(
+  events: StoredEvent[],
+  subs: Map<string, { webhookId: string; events: Set<string> }[]>,
+): OutboxRow[] {
   const rows = new Map<string, OutboxRow>();
   for (const e of events) {
     for (const s of subs.get(e.projectId) ?? []) {
       if (!s.events.has(e.type)) continue;
       let r = rows.get(s.webhookId);
-      if (!r) rows.set(s.webhookId, (r = { webhookId: s.webhookId, projectId: e.projectId, eventIds: [], eventTypes: [], eventTs: [] }));
+      if (!r)
+        rows.set(
+          s.webhookId,
+          (r = { webhookId: s.webhookId, projectId: e.projectId, eventIds: [], eventTypes: [], eventTs: [] }),
+        );
       r.eventIds.push(e.id);
       r.eventTypes.push(e.type);
       r.eventTs.push(e.timestamp.toISOString());
@@ -45,7 +52,10 @@ export function createTriggers(deps: Pick<Deps, "config" | "clock">, cache: Subs
       name: "webhooks: outbox rows for watched event types",
       async run(client: PoolClient, events: StoredEvent[]) {
         if (events.length === 0) return;
-        const subs = await cache.forProjects(client, events.map((e) => e.projectId));
+        const subs = await cache.forProjects(
+          client,
+          events.map((e) => e.projectId),
+        );
         const rows = outboxForEvents(events, subs);
         if (rows.length) await insertOutbox(client, rows, deps.clock());
       },
@@ -58,7 +68,13 @@ export function createTriggers(deps: Pick<Deps, "config" | "clock">, cache: Subs
     async incidents(client: PoolClient, notice: IncidentNotice) {
       await insertNoticeDeliveries(
         client,
-        { projectId: notice.projectId, eventType: notice.type, eventId: notice.dedupeKey, dedupeKey: notice.dedupeKey, payload: notice.payload },
+        {
+          projectId: notice.projectId,
+          eventType: notice.type,
+          eventId: notice.dedupeKey,
+          dedupeKey: notice.dedupeKey,
+          payload: notice.payload,
+        },
         () => newId("whd"),
         deps.clock(),
         limit(),

@@ -26,19 +26,26 @@ function events(n: number, offset = 0) {
   }));
 }
 
-const { t, p } = useProject({ RATE_LIMIT_EVENTS_PER_MINUTE: "100000", ANALYTICS_SLOT_INTERVAL_MS: "0", ANALYTICS_BLOCK_INTERVAL_MS: "0" }, {}, async () => {
-  await ingest(t.rest, p.key, events(900));
-  await assignSlots(db(), p.projectId, new Date(), { sample: 10_000, minShare: 0.01 });
-  await backfillSlots(db(), p.projectId, new Date());
-  await eventsOf(t.app).derived.settle(p.projectId);
-});
+const { t, p } = useProject(
+  { RATE_LIMIT_EVENTS_PER_MINUTE: "100000", ANALYTICS_SLOT_INTERVAL_MS: "0", ANALYTICS_BLOCK_INTERVAL_MS: "0" },
+  {},
+  async () => {
+    await ingest(t.rest, p.key, events(900));
+    await assignSlots(db(), p.projectId, new Date(), { sample: 10_000, minShare: 0.01 });
+    await backfillSlots(db(), p.projectId, new Date());
+    await eventsOf(t.app).derived.settle(p.projectId);
+  },
+);
 
 describe("column block building", () => {
   it("concurrent builders leave one block per hour, each holding exactly the hour's events", async () => {
     const results = await Promise.all([1, 2, 3].map(() => buildPending(db(), p.projectId, () => new Date(), opts)));
     assert.ok(results.every((r) => r.done));
     assert.deepEqual(await pendingHours(db(), p.projectId, new Date(), opts, 100), []);
-    const blocks = await db().query("SELECT hour, rows, keys FROM analytics_blocks WHERE project_id = $1 ORDER BY hour", [p.projectId]);
+    const blocks = await db().query(
+      "SELECT hour, rows, keys FROM analytics_blocks WHERE project_id = $1 ORDER BY hour",
+      [p.projectId],
+    );
     assert.equal(blocks.rows.length, 5);
     for (const b of blocks.rows) {
       assert.deepEqual([...b.keys].sort(), ["amount", "plan"]);
@@ -47,14 +54,23 @@ describe("column block building", () => {
         [p.projectId, b.hour],
       );
       assert.equal(b.rows, sql.rows.length);
-      const cols = await db().query("SELECT name, body FROM analytics_block_columns WHERE project_id = $1 AND hour = $2", [p.projectId, b.hour]);
+      const cols = await db().query(
+        "SELECT name, body FROM analytics_block_columns WHERE project_id = $1 AND hour = $2",
+        [p.projectId, b.hour],
+      );
       const col = (name: string) => decodeBlock(cols.rows.find((c) => c.name === name).body).columns.get(name)!;
       const values = (name: string) => {
         const c = col(name);
-        return c.kind === "s" ? [...c.codes].map((x) => (x === 0 ? null : c.dict[x - 1])) : [...c.values].map((v) => (Number.isNaN(v) ? null : v));
+        return c.kind === "s"
+          ? [...c.codes].map((x) => (x === 0 ? null : c.dict[x - 1]))
+          : [...c.values].map((v) => (Number.isNaN(v) ? null : v));
       };
       // Same multiset of rows (blocks keep no order): compare sorted row tuples.
-      const blockRows = values("type").map((type, i) => JSON.stringify([type, values("user_id")[i], values("data.plan")[i], values("data.amount")[i]])).sort();
+      const blockRows = values("type")
+        .map((type, i) =>
+          JSON.stringify([type, values("user_id")[i], values("data.plan")[i], values("data.amount")[i]]),
+        )
+        .sort();
       const sqlRows = sql.rows.map((r) => JSON.stringify([r.type, r.user_id, r.plan, r.amount])).sort();
       assert.deepEqual(blockRows, sqlRows);
       assert.equal(col("data.amount").other, sql.rows.filter((r) => r.other).length);
@@ -79,21 +95,43 @@ describe("column block building", () => {
 
 describe("the block worker", () => {
   it("builds ended hours in the background, and queries then answer from blocks", async () => {
-    const w = await startTestApp({ RATE_LIMIT_EVENTS_PER_MINUTE: "100000", ANALYTICS_SLOT_INTERVAL_MS: "0", ANALYTICS_BLOCK_INTERVAL_MS: "100", ANALYTICS_BLOCK_SEAL_MS: "0" });
+    const w = await startTestApp({
+      RATE_LIMIT_EVENTS_PER_MINUTE: "100000",
+      ANALYTICS_SLOT_INTERVAL_MS: "0",
+      ANALYTICS_BLOCK_INTERVAL_MS: "100",
+      ANALYTICS_BLOCK_SEAL_MS: "0",
+    });
     try {
       const q = await project(w.rest);
       await ingest(w.rest, q.key, events(300));
       const deadline = Date.now() + 15_000;
       let n = 0;
-      while (Date.now() < deadline && (n = (await w.app.deps.db.query("SELECT count(*)::int AS n FROM analytics_blocks WHERE project_id = $1", [q.projectId])).rows[0].n) < 5) {
+      while (
+        Date.now() < deadline &&
+        (n = (
+          await w.app.deps.db.query("SELECT count(*)::int AS n FROM analytics_blocks WHERE project_id = $1", [
+            q.projectId,
+          ])
+        ).rows[0].n) < 5
+      ) {
         await new Promise((r) => setTimeout(r, 100));
       }
       assert.equal(n, 5);
-      const used = async () => (await metricOf(w.app, "vigil_analytics_block_queries_total").get()).values.find((v) => v.labels.outcome === "blocks")?.value ?? 0;
+      const used = async () =>
+        (await metricOf(w.app, "vigil_analytics_block_queries_total").get()).values.find(
+          (v) => v.labels.outcome === "blocks",
+        )?.value ?? 0;
       const before = await used();
-      const r = await w.rest.post(`/v1/projects/${q.projectId}/analytics/group`, { time: { start: new Date(T0).toISOString(), end: new Date(T0 + 5 * H).toISOString() }, groupBy: ["userId"] }, { key: q.key });
+      const r = await w.rest.post(
+        `/v1/projects/${q.projectId}/analytics/group`,
+        { time: { start: new Date(T0).toISOString(), end: new Date(T0 + 5 * H).toISOString() }, groupBy: ["userId"] },
+        { key: q.key },
+      );
       assert.equal(r.status, 200, r.text);
-      assert.equal(r.body.data.groups.reduce((a: number, g: { count: number }) => a + g.count, 0), 300);
+      assert.equal(
+        r.body.data.groups.reduce((a: number, g: { count: number }) => a + g.count, 0),
+        300,
+      );
       assert.equal((await used()) - before, 1);
     } finally {
       await w.close();

@@ -21,8 +21,19 @@ import { ingest } from "../helpers/events.js";
 
 const T0 = Date.UTC(2024, 4, 6, 8);
 const TIME = { start: new Date(T0).toISOString(), end: new Date(T0 + 3_600_000).toISOString() };
-const QUIET = { RATE_LIMIT_EVENTS_PER_MINUTE: "100000", ANALYTICS_SLOT_INTERVAL_MS: "0", ANALYTICS_BLOCK_INTERVAL_MS: "0" };
-const ROUTES = ["events/query", "analytics/count", "analytics/timeseries", "analytics/aggregate", "analytics/unique", "analytics/group"];
+const QUIET = {
+  RATE_LIMIT_EVENTS_PER_MINUTE: "100000",
+  ANALYTICS_SLOT_INTERVAL_MS: "0",
+  ANALYTICS_BLOCK_INTERVAL_MS: "0",
+};
+const ROUTES = [
+  "events/query",
+  "analytics/count",
+  "analytics/timeseries",
+  "analytics/aggregate",
+  "analytics/unique",
+  "analytics/group",
+];
 const EXTRA: Record<string, object> = {
   "analytics/timeseries": { interval: "hour" },
   "analytics/aggregate": { aggregations: [{ name: "n", operation: "count" }] },
@@ -40,7 +51,15 @@ let admin: pg.Client;
 before(async () => {
   t = await startTestApp(QUIET);
   [p, other] = [await project(t.rest), await project(t.rest)];
-  await ingest(t.rest, p.key, Array.from({ length: 20 }, (_, i) => ({ type: "view", timestamp: new Date(T0 + i * 60_000).toISOString(), data: { plan: i % 2 ? "pro" : "free" } })));
+  await ingest(
+    t.rest,
+    p.key,
+    Array.from({ length: 20 }, (_, i) => ({
+      type: "view",
+      timestamp: new Date(T0 + i * 60_000).toISOString(),
+      data: { plan: i % 2 ? "pro" : "free" },
+    })),
+  );
   await ingest(t.rest, other.key, [{ type: "view", timestamp: new Date(T0).toISOString() }]);
   for (const f of [p, other]) await eventsOf(t.app).derived.settle(f.projectId);
   admin = new pg.Client({ connectionString: t.databaseUrl });
@@ -51,9 +70,15 @@ after(async () => {
   await t.close();
 });
 
-const post = (route: string, body: unknown, f = p) => t.rest.post(`/v1/projects/${f.projectId}/${route}`, body, { key: f.key });
+const post = (route: string, body: unknown, f = p) =>
+  t.rest.post(`/v1/projects/${f.projectId}/${route}`, body, { key: f.key });
 const count = (f = p, signal?: AbortSignal) =>
-  fetch(`${t.url}/v1/projects/${f.projectId}/analytics/count`, { method: "POST", headers: { authorization: `Bearer ${f.key}`, "content-type": "application/json" }, body: JSON.stringify({ time: TIME }), signal });
+  fetch(`${t.url}/v1/projects/${f.projectId}/analytics/count`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${f.key}`, "content-type": "application/json" },
+    body: JSON.stringify({ time: TIME }),
+    signal,
+  });
 
 /** Statements of the app (not ours) running now whose text contains `like`. */
 async function running(db: pg.Client, like: string): Promise<{ pid: number; wait: string | null }[]> {
@@ -71,7 +96,8 @@ async function until(what: string, check: () => Promise<boolean>, ms = 5000): Pr
   }
   return Date.now() - t0;
 }
-const waitingOnRollups = async (db: pg.Client) => (await running(db, "analytics_rollups")).filter((x) => x.wait === "Lock").length;
+const waitingOnRollups = async (db: pg.Client) =>
+  (await running(db, "analytics_rollups")).filter((x) => x.wait === "Lock").length;
 
 describe("the filter tree cap", () => {
   it("counts groups and conditions, empty groups included, on every route that takes filters", async () => {
@@ -80,13 +106,21 @@ describe("the filter tree cap", () => {
       assert.equal(r.status, 400, `${route}: ${r.text}`);
       const e = errorBody(r);
       assert.equal(e.code, "validation_failed");
-      assert.deepEqual(e.details, [{ field: "filters", message: "at most 300 groups and conditions in all (empty groups count)" }]);
+      assert.deepEqual(e.details, [
+        { field: "filters", message: "at most 300 groups and conditions in all (empty groups count)" },
+      ]);
     }
     // 300 nodes (the default) pass, 301 do not; bare arrays and {or: [...]} groups count the same.
-    const ok = await post("analytics/count", { time: TIME, filters: [Array.from({ length: 299 }, () => ({ or: [] }))].flat() });
+    const ok = await post("analytics/count", {
+      time: TIME,
+      filters: [Array.from({ length: 299 }, () => ({ or: [] }))].flat(),
+    });
     assert.equal(ok.status, 200, ok.text);
     assert.equal(ok.body.data.count, 20);
-    const over = await post("analytics/count", { time: TIME, filters: { and: [...Array.from({ length: 299 }, () => []), { field: "plan", operator: "exists" }] } });
+    const over = await post("analytics/count", {
+      time: TIME,
+      filters: { and: [...Array.from({ length: 299 }, () => []), { field: "plan", operator: "exists" }] },
+    });
     assert.equal(over.status, 400, over.text);
   });
 
@@ -127,27 +161,58 @@ describe("numbers that are not finite", () => {
   it("the handler's own conversion of a filter Value refuses them with a 400 naming the place", () => {
     // The edge check refuses them before any handler; this is the analytics handler's second guard
     // (protobuf-es's toJson throws a plain Error on them: a 500).
-    const v = create(ValueSchema, { kind: { case: "listValue", value: { values: [create(ValueSchema, { kind: { case: "numberValue", value: 1 } }), create(ValueSchema, { kind: { case: "numberValue", value: NaN } })] } } });
-    assert.throws(() => valueToJson(v), (e: unknown) => e instanceof ApiError && e.status === 400 && JSON.stringify(e.restDetails) === '[{"field":"filters[1]","message":"must be a finite number"}]');
+    const v = create(ValueSchema, {
+      kind: {
+        case: "listValue",
+        value: {
+          values: [
+            create(ValueSchema, { kind: { case: "numberValue", value: 1 } }),
+            create(ValueSchema, { kind: { case: "numberValue", value: NaN } }),
+          ],
+        },
+      },
+    });
+    assert.throws(
+      () => valueToJson(v),
+      (e: unknown) =>
+        e instanceof ApiError &&
+        e.status === 400 &&
+        JSON.stringify(e.restDetails) === '[{"field":"filters[1]","message":"must be a finite number"}]',
+    );
     const s = (x: string) => create(ValueSchema, { kind: { case: "stringValue", value: x } });
-    assert.deepEqual(valueToJson(create(ValueSchema, { kind: { case: "structValue", value: { fields: { field: s("plan"), operator: s("exists") } } } })), { field: "plan", operator: "exists" });
+    assert.deepEqual(
+      valueToJson(
+        create(ValueSchema, {
+          kind: { case: "structValue", value: { fields: { field: s("plan"), operator: s("exists") } } },
+        }),
+      ),
+      { field: "plan", operator: "exists" },
+    );
   });
 
   it("Infinity and NaN doubles are INVALID_ARGUMENT over Connect and gRPC", async () => {
     const num = (n: number): Value => create(ValueSchema, { kind: { case: "numberValue", value: n } });
     const str = (s: string): Value => create(ValueSchema, { kind: { case: "stringValue", value: s } });
     const cond = (v: Value): Value =>
-      create(ValueSchema, { kind: { case: "structValue", value: { fields: { field: str("plan"), operator: str("equals"), value: v } } } });
+      create(ValueSchema, {
+        kind: { case: "structValue", value: { fields: { field: str("plan"), operator: str("equals"), value: v } } },
+      });
     const headers = { authorization: `Bearer ${p.key}` };
-    for (const transport of [createConnectTransport({ baseUrl: t.url, httpVersion: "1.1", useBinaryFormat: true }), createGrpcTransport({ baseUrl: t.url })]) {
+    for (const transport of [
+      createConnectTransport({ baseUrl: t.url, httpVersion: "1.1", useBinaryFormat: true }),
+      createGrpcTransport({ baseUrl: t.url }),
+    ]) {
       const client = createClient(AnalyticsService, transport);
       for (const v of [Infinity, -Infinity, NaN]) {
-        await assert.rejects(client.count({ projectId: "self", time: TIME, filters: cond(num(v)) }, { headers }), (e: unknown) => {
-          assert.ok(e instanceof ConnectError);
-          assert.equal(e.code, Code.InvalidArgument, `${v}: ${e.message}`);
-          assert.equal(e.metadata.get("vigil-error-code"), "validation_failed");
-          return true;
-        });
+        await assert.rejects(
+          client.count({ projectId: "self", time: TIME, filters: cond(num(v)) }, { headers }),
+          (e: unknown) => {
+            assert.ok(e instanceof ConnectError);
+            assert.equal(e.code, Code.InvalidArgument, `${v}: ${e.message}`);
+            assert.equal(e.metadata.get("vigil-error-code"), "validation_failed");
+            return true;
+          },
+        );
       }
       const fine = await client.count({ projectId: "self", time: TIME, filters: cond(str("pro")) }, { headers });
       assert.equal(fine.data?.count, 10n);
@@ -164,11 +229,18 @@ describe("cancellation when the client goes away", () => {
     const t0 = Date.now();
     ac.abort();
     await assert.rejects(q, (e: unknown) => e instanceof ConnectError && e.code === Code.Canceled);
-    const gone = await until("the backend to leave pg_sleep", async () => (await running(admin, "bounds_test_sleep")).length === 0, 3000);
+    const gone = await until(
+      "the backend to leave pg_sleep",
+      async () => (await running(admin, "bounds_test_sleep")).length === 0,
+      3000,
+    );
     assert.ok(Date.now() - t0 < 3000, `cancelled in ${gone} ms`);
     assert.equal((await db.query("SELECT 1 AS one")).rows[0].one, 1);
     // An already aborted signal sends nothing.
-    await assert.rejects(queryCancellable(db, ac.signal, "SELECT 1"), (e: unknown) => e instanceof ConnectError && e.code === Code.Canceled);
+    await assert.rejects(
+      queryCancellable(db, ac.signal, "SELECT 1"),
+      (e: unknown) => e instanceof ConnectError && e.code === Code.Canceled,
+    );
   });
 
   it("a REST client that disconnects cancels its analytics statement", async () => {
@@ -191,7 +263,9 @@ describe("cancellation when the client goes away", () => {
     try {
       const client = createClient(AnalyticsService, createGrpcTransport({ baseUrl: t.url }));
       const ac = new AbortController();
-      const call = client.count({ projectId: "self", time: TIME }, { headers: { authorization: `Bearer ${p.key}` }, signal: ac.signal }).catch((e) => e);
+      const call = client
+        .count({ projectId: "self", time: TIME }, { headers: { authorization: `Bearer ${p.key}` }, signal: ac.signal })
+        .catch((e) => e);
       await until("the count to wait on the lock", async () => (await waitingOnRollups(admin)) === 1);
       ac.abort();
       assert.equal(((await call) as ConnectError).code, Code.Canceled);
@@ -212,7 +286,9 @@ describe("one project's share of the pool", () => {
       await sleep(300); // let every request reach the database if it could
       assert.equal(await waitingOnRollups(admin), 1, "the project holds one connection for analytics");
       const t0 = Date.now();
-      const list = fetch(`${t.url}/v1/projects/self/events?limit=1`, { headers: { authorization: `Bearer ${other.key}` } });
+      const list = fetch(`${t.url}/v1/projects/self/events?limit=1`, {
+        headers: { authorization: `Bearer ${other.key}` },
+      });
       const r = await Promise.race([list, sleep(2000).then(() => null)]);
       const ms = Date.now() - t0;
       assert.ok(r, "the other tenant's list did not answer within 2 s");
@@ -234,7 +310,12 @@ describe("the statement timeout", () => {
   let s: TestApp;
   let q: ProjectFixture;
   before(async () => {
-    s = await startTestApp({ ...QUIET, STATEMENT_TIMEOUT_MS: "600", ANALYTICS_QUEUE_TIMEOUT_MS: "300", ANALYTICS_MAX_FILTER_NODES: "10" });
+    s = await startTestApp({
+      ...QUIET,
+      STATEMENT_TIMEOUT_MS: "600",
+      ANALYTICS_QUEUE_TIMEOUT_MS: "300",
+      ANALYTICS_MAX_FILTER_NODES: "10",
+    });
     q = await project(s.rest);
     await ingest(s.rest, q.key, [{ type: "view", timestamp: new Date(T0).toISOString() }]);
     await eventsOf(s.app).derived.settle(q.projectId);
@@ -291,8 +372,16 @@ describe("the statement timeout", () => {
 
   it("ANALYTICS_MAX_FILTER_NODES sets the cap", async () => {
     const f = (n: number) => ({ and: Array.from({ length: n - 1 }, () => ({ field: "plan", operator: "exists" })) });
-    assert.equal((await s.rest.post(`/v1/projects/${q.projectId}/analytics/count`, { time: TIME, filters: f(10) }, { key: q.key })).status, 200);
-    const r = await s.rest.post(`/v1/projects/${q.projectId}/analytics/count`, { time: TIME, filters: f(11) }, { key: q.key });
+    assert.equal(
+      (await s.rest.post(`/v1/projects/${q.projectId}/analytics/count`, { time: TIME, filters: f(10) }, { key: q.key }))
+        .status,
+      200,
+    );
+    const r = await s.rest.post(
+      `/v1/projects/${q.projectId}/analytics/count`,
+      { time: TIME, filters: f(11) },
+      { key: q.key },
+    );
     assert.equal(r.status, 400);
     assert.equal((errorBody(r).details as { field: string }[])[0].field, "filters");
   });

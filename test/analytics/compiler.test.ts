@@ -27,12 +27,32 @@ describe("fields", () => {
     assert.equal((resolveField("createdAt") as { column: string }).column, "created_at");
     assert.equal((resolveField("timestamp") as { column: string }).column, "ts");
     for (const [name, column, path] of [
-      ["plan", "data", ["plan"]], ["data.plan", "data", ["plan"]], ["a.b.c", "data", ["a", "b", "c"]],
-      ["context.page.path", "context", ["page", "path"]], ["tags.env", "tags", ["env"]], ["data", "data", ["data"]],
-    ] as const) assert.deepEqual(resolveField(name), { kind: "json", column, path, name });
+      ["plan", "data", ["plan"]],
+      ["data.plan", "data", ["plan"]],
+      ["a.b.c", "data", ["a", "b", "c"]],
+      ["context.page.path", "context", ["page", "path"]],
+      ["tags.env", "tags", ["env"]],
+      ["data", "data", ["data"]],
+    ] as const)
+      assert.deepEqual(resolveField(name), { kind: "json", column, path, name });
   });
   it("refuses hostile or malformed names", () => {
-    for (const n of ["", "a..b", ".a", "a.", "a b", "x'; DROP TABLE events;--", 'a"b', "a\\b", "a;b", "é", "a".repeat(600), 42, null]) bad(() => resolveField(n));
+    for (const n of [
+      "",
+      "a..b",
+      ".a",
+      "a.",
+      "a b",
+      "x'; DROP TABLE events;--",
+      'a"b',
+      "a\\b",
+      "a;b",
+      "é",
+      "a".repeat(600),
+      42,
+      null,
+    ])
+      bad(() => resolveField(n));
   });
 });
 
@@ -43,18 +63,34 @@ describe("filters", () => {
   });
   it("enforces the value rules of each operator", () => {
     const ok = [
-      { field: "a", operator: "in", value: [1, "x", true] }, { field: "a", operator: "exists" },
-      { field: "a", operator: "gt", value: 3 }, { field: "a", operator: "lt", value: "2024-01-01T00:00:00+02:00" },
-      { field: "timestamp", operator: "gte", value: "2024-01-01T00:00:00Z" }, { field: "a", operator: "contains", value: "" },
+      { field: "a", operator: "in", value: [1, "x", true] },
+      { field: "a", operator: "exists" },
+      { field: "a", operator: "gt", value: 3 },
+      { field: "a", operator: "lt", value: "2024-01-01T00:00:00+02:00" },
+      { field: "timestamp", operator: "gte", value: "2024-01-01T00:00:00Z" },
+      { field: "a", operator: "contains", value: "" },
     ];
     for (const f of ok) assert.doesNotThrow(() => parseFilters(f), JSON.stringify(f));
     const ko = [
-      { field: "a", operator: "in", value: 1 }, { field: "a", operator: "in", value: [] }, { field: "a", operator: "exists", value: 1 },
-      { field: "a", operator: "gt", value: "abc" }, { field: "a", operator: "gt", value: true }, { field: "timestamp", operator: "gt", value: 5 },
-      { field: "a", operator: "gt", value: "2024-01-01T00:00:00" }, { field: "a", operator: "contains", value: 1 },
-      { field: "a", operator: "equals", value: null }, { field: "a", operator: "equals", value: { x: 1 } }, { field: "a", operator: "like", value: "x" },
-      { field: "a", operator: "equals" }, { field: "a", operator: "equals", value: 1, extra: 1 }, { and: [], or: [] }, { and: 1 }, "x", 5,
-      { field: "timestamp", operator: "contains", value: "2024" }, { field: "createdAt", operator: "equals", value: "yesterday" },
+      { field: "a", operator: "in", value: 1 },
+      { field: "a", operator: "in", value: [] },
+      { field: "a", operator: "exists", value: 1 },
+      { field: "a", operator: "gt", value: "abc" },
+      { field: "a", operator: "gt", value: true },
+      { field: "timestamp", operator: "gt", value: 5 },
+      { field: "a", operator: "gt", value: "2024-01-01T00:00:00" },
+      { field: "a", operator: "contains", value: 1 },
+      { field: "a", operator: "equals", value: null },
+      { field: "a", operator: "equals", value: { x: 1 } },
+      { field: "a", operator: "like", value: "x" },
+      { field: "a", operator: "equals" },
+      { field: "a", operator: "equals", value: 1, extra: 1 },
+      { and: [], or: [] },
+      { and: 1 },
+      "x",
+      5,
+      { field: "timestamp", operator: "contains", value: "2024" },
+      { field: "createdAt", operator: "equals", value: "yesterday" },
     ];
     for (const f of ko) bad(() => parseFilters(f));
   });
@@ -63,7 +99,12 @@ describe("filters", () => {
 describe("compiler", () => {
   it("binds every value and JSON path; nothing from the request reaches the SQL text", () => {
     const hostile = "'; DROP TABLE events; --\\\"";
-    const { sql, params } = compile({ or: [{ field: "data.x-y.z", operator: "equals", value: hostile }, { field: "note", operator: "contains", value: hostile }] });
+    const { sql, params } = compile({
+      or: [
+        { field: "data.x-y.z", operator: "equals", value: hostile },
+        { field: "note", operator: "contains", value: hostile },
+      ],
+    });
     assert.ok(!sql.includes("DROP") && !sql.includes("x-y"), sql);
     assert.deepEqual(params, [["x-y", "z"], JSON.stringify(hostile), ["note"], hostile]);
   });
@@ -76,7 +117,17 @@ describe("compiler", () => {
   });
   it("lets rollups answer only type/time filters", () => {
     assert.equal(rollupEligible(null), true);
-    assert.equal(rollupEligible(parseFilters({ or: [{ field: "event", operator: "equals", value: "a" }, { field: "type", operator: "starts_with", value: "b" }] })), true);
+    assert.equal(
+      rollupEligible(
+        parseFilters({
+          or: [
+            { field: "event", operator: "equals", value: "a" },
+            { field: "type", operator: "starts_with", value: "b" },
+          ],
+        }),
+      ),
+      true,
+    );
     assert.equal(rollupEligible(parseFilters({ field: "userId", operator: "exists" })), false);
   });
 });
@@ -95,7 +146,10 @@ describe("time", () => {
     assert.equal(new Date(truncate(Date.UTC(2024, 0, 8), "week")).toISOString(), "2024-01-08T00:00:00.000Z");
     assert.equal(new Date(truncate(Date.UTC(2024, 1, 29, 12), "month")).toISOString(), "2024-02-01T00:00:00.000Z");
     const w = parseWindow({ start: "2024-01-31T10:00:00Z", end: "2024-03-01T00:00:00Z" }, true)!;
-    assert.deepEqual(bucketStarts(w, "month", 100).map((b) => new Date(b).toISOString().slice(0, 10)), ["2024-01-01", "2024-02-01", "2024-03-01"]);
+    assert.deepEqual(
+      bucketStarts(w, "month", 100).map((b) => new Date(b).toISOString().slice(0, 10)),
+      ["2024-01-01", "2024-02-01", "2024-03-01"],
+    );
   });
   it("decomposes a window into contiguous rollup buckets and raw edges", () => {
     for (let i = 0; i < 500; i++) {

@@ -19,7 +19,7 @@ let slow: TestApp;
 let p: ProjectFixture;
 let pool: pg.Pool;
 let seed = 42;
-const rnd = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+const rnd = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
 const T0 = Date.UTC(2024, 2, 4, 5, 17, 23, 456);
 const SPAN = 3 * 86_400_000;
@@ -32,11 +32,27 @@ function randomEvent() {
   if (rnd() < 0.85) data.amount = rnd() < 0.9 ? Math.round(rnd() * 10_000) / 100 : pick(["12", null, true]);
   if (rnd() < 0.7) data.country = pick(["de", "fr", "us"]);
   if (rnd() < 0.3) data.meta = { depth: pick([1, 2, 3]) };
-  return { type: pick(TYPES), timestamp: new Date(T0 + Math.floor(rnd() * SPAN)).toISOString(), userId: rnd() < 0.8 ? `u${Math.floor(rnd() * 30)}` : undefined, data, tags: { env: pick(["prod", "dev"]) } };
+  return {
+    type: pick(TYPES),
+    timestamp: new Date(T0 + Math.floor(rnd() * SPAN)).toISOString(),
+    userId: rnd() < 0.8 ? `u${Math.floor(rnd() * 30)}` : undefined,
+    data,
+    tags: { env: pick(["prod", "dev"]) },
+  };
 }
 
 function randomCondition(): unknown {
-  const field = pick(["plan", "data.plan", "amount", "data.amount", "country", "event", "userId", "meta.depth", "tags.env"]);
+  const field = pick([
+    "plan",
+    "data.plan",
+    "amount",
+    "data.amount",
+    "country",
+    "event",
+    "userId",
+    "meta.depth",
+    "tags.env",
+  ]);
   const numeric = field.includes("amount") || field.includes("depth");
   const v = () => (numeric ? pick([0, 12, 50, 99.5, 1, 2]) : pick([...PLANS, "de", "us", "view", "u3", "prod", 1]));
   // Every operator of the one list (src/analytics/filters.ts), its value made by its shape.
@@ -49,8 +65,21 @@ function randomCondition(): unknown {
   return { field, operator: op, value: v() };
 }
 const operatorsOf = (...shapes: ValueShape[]) => OPERATOR_NAMES.filter((op) => shapes.includes(OPERATORS[op]));
-const randomFilter = (depth = 0): unknown => (depth < 2 && rnd() < 0.4 ? { [pick(["and", "or"])]: [randomFilter(depth + 1), randomFilter(depth + 1)] } : randomCondition());
-const typeFilter = (): unknown => pick([undefined, { field: "event", operator: "equals", value: pick(TYPES) }, { or: [{ field: "type", operator: "in", value: ["view", "click"] }, { field: "event", operator: "starts_with", value: "s" }] }]);
+const randomFilter = (depth = 0): unknown =>
+  depth < 2 && rnd() < 0.4
+    ? { [pick(["and", "or"])]: [randomFilter(depth + 1), randomFilter(depth + 1)] }
+    : randomCondition();
+const typeFilter = (): unknown =>
+  pick([
+    undefined,
+    { field: "event", operator: "equals", value: pick(TYPES) },
+    {
+      or: [
+        { field: "type", operator: "in", value: ["view", "click"] },
+        { field: "event", operator: "starts_with", value: "s" },
+      ],
+    },
+  ]);
 function randomWindow() {
   const a = T0 - 3_600_000 + Math.floor(rnd() * SPAN);
   const b = a + Math.floor(rnd() * (rnd() < 0.5 ? 7_200_000 : SPAN));
@@ -58,8 +87,15 @@ function randomWindow() {
 }
 
 before(async () => {
-  fast = await startTestApp({ RATE_LIMIT_EVENTS_PER_MINUTE: "100000", ANALYTICS_SLOT_INTERVAL_MS: "0", ANALYTICS_BLOCK_INTERVAL_MS: "0" });
-  slow = await startTestApp({ ANALYTICS_FAST_PATHS: "false", ANALYTICS_SLOT_INTERVAL_MS: "0" }, { databaseUrl: fast.databaseUrl });
+  fast = await startTestApp({
+    RATE_LIMIT_EVENTS_PER_MINUTE: "100000",
+    ANALYTICS_SLOT_INTERVAL_MS: "0",
+    ANALYTICS_BLOCK_INTERVAL_MS: "0",
+  });
+  slow = await startTestApp(
+    { ANALYTICS_FAST_PATHS: "false", ANALYTICS_SLOT_INTERVAL_MS: "0" },
+    { databaseUrl: fast.databaseUrl },
+  );
   p = await project(fast.rest);
   pool = createPool(fast.databaseUrl, 2);
   await ingest(fast.rest, p.key, Array.from({ length: 600 }, randomEvent));
@@ -75,7 +111,10 @@ after(async () => {
 });
 
 async function same(route: string, body: unknown) {
-  const [a, b] = await Promise.all([fast.rest.post(`/v1/projects/${p.projectId}/${route}`, body, { key: p.key }), slow.rest.post(`/v1/projects/${p.projectId}/${route}`, body, { key: p.key })]);
+  const [a, b] = await Promise.all([
+    fast.rest.post(`/v1/projects/${p.projectId}/${route}`, body, { key: p.key }),
+    slow.rest.post(`/v1/projects/${p.projectId}/${route}`, body, { key: p.key }),
+  ]);
   assert.equal(a.status, 200, `${route} ${JSON.stringify(body)}: ${a.text}`);
   assert.deepEqual(close(a.body, b.body), b.body, `${route} ${JSON.stringify(body)}`);
 }
@@ -84,35 +123,59 @@ async function same(route: string, body: unknown) {
 function close(a: unknown, b: unknown): unknown {
   if (typeof a === "number" && typeof b === "number") return Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(b)) ? b : a;
   if (Array.isArray(a) && Array.isArray(b)) return a.map((x, i) => close(x, b[i]));
-  if (a && b && typeof a === "object" && typeof b === "object") return Object.fromEntries(Object.entries(a).map(([k, v]) => [k, close(v, (b as Record<string, unknown>)[k])]));
+  if (a && b && typeof a === "object" && typeof b === "object")
+    return Object.fromEntries(Object.entries(a).map(([k, v]) => [k, close(v, (b as Record<string, unknown>)[k])]));
   return a;
 }
 
 const blockQueries = async (outcome: "blocks" | "declined") =>
-  (await metricOf(fast.app, "vigil_analytics_block_queries_total").get()).values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
+  (await metricOf(fast.app, "vigil_analytics_block_queries_total").get()).values.find(
+    (v) => v.labels.outcome === outcome,
+  )?.value ?? 0;
 const buildBlocks = (projectId: string) => buildPending(pool, projectId, () => new Date(), { sealMs: 0, rebuildMs: 0 });
 
 describe("fast paths answer exactly like the JSON path", () => {
   it("slots are active and hold exactly the JSON values of their type", async () => {
-    const r = await pool.query("SELECT key, kind, slot, state FROM analytics_properties WHERE project_id = $1 ORDER BY key", [p.projectId]);
-    assert.deepEqual(r.rows.map((x) => `${x.key}:${x.kind}:${x.state}`), ["amount:n:active", "country:s:active", "plan:s:active"]);
+    const r = await pool.query(
+      "SELECT key, kind, slot, state FROM analytics_properties WHERE project_id = $1 ORDER BY key",
+      [p.projectId],
+    );
+    assert.deepEqual(
+      r.rows.map((x) => `${x.key}:${x.kind}:${x.state}`),
+      ["amount:n:active", "country:s:active", "plan:s:active"],
+    );
     for (const x of r.rows) {
       const col = `${x.kind}${x.slot}`;
-      const expr = x.kind === "n" ? "CASE WHEN jsonb_typeof(data->$2) = 'number' THEN (data->>$2)::float8 END" : "CASE WHEN jsonb_typeof(data->$2) = 'string' THEN data->>$2 END";
-      const bad = await pool.query(`SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND ${col} IS DISTINCT FROM ${expr}`, [p.projectId, x.key]);
+      const expr =
+        x.kind === "n"
+          ? "CASE WHEN jsonb_typeof(data->$2) = 'number' THEN (data->>$2)::float8 END"
+          : "CASE WHEN jsonb_typeof(data->$2) = 'string' THEN data->>$2 END";
+      const bad = await pool.query(
+        `SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND ${col} IS DISTINCT FROM ${expr}`,
+        [p.projectId, x.key],
+      );
       assert.equal(bad.rows[0].n, 0, x.key);
     }
   });
   it("rollups equal raw counts", async () => {
     await eventsOf(fast.app).derived.settle(p.projectId); // rollups are derived records: apply what was accepted
-    const r = await pool.query("SELECT grain, sum(count)::int AS n FROM analytics_rollups WHERE project_id = $1 GROUP BY grain ORDER BY grain", [p.projectId]);
-    assert.deepEqual(r.rows.map((x) => x.n), [1200, 1200, 1200]);
+    const r = await pool.query(
+      "SELECT grain, sum(count)::int AS n FROM analytics_rollups WHERE project_id = $1 GROUP BY grain ORDER BY grain",
+      [p.projectId],
+    );
+    assert.deepEqual(
+      r.rows.map((x) => x.n),
+      [1200, 1200, 1200],
+    );
   });
   it("count and timeseries (rollups) over random windows", async () => {
     for (let i = 0; i < 25; i++) await same("analytics/count", { time: randomWindow(), filters: typeFilter() });
     for (const interval of ["minute", "hour", "day", "week", "month"]) {
       for (let i = 0; i < 4; i++) {
-        const time = interval === "minute" ? { start: new Date(T0).toISOString(), end: new Date(T0 + 3_000_000 + i * 1234).toISOString() } : randomWindow();
+        const time =
+          interval === "minute"
+            ? { start: new Date(T0).toISOString(), end: new Date(T0 + 3_000_000 + i * 1234).toISOString() }
+            : randomWindow();
         await same("analytics/timeseries", { interval, time, filters: typeFilter() });
       }
     }
@@ -122,13 +185,26 @@ describe("fast paths answer exactly like the JSON path", () => {
       const time = randomWindow();
       const filters = randomFilter();
       await same("analytics/count", { time, filters });
-      await same("analytics/aggregate", { time, filters, aggregations: [
-        { name: "n", operation: "count" }, { name: "u", operation: "count_unique", field: pick(["plan", "country", "amount"]) },
-        { name: "s", operation: "sum", field: "amount" }, { name: "a", operation: "avg", field: "amount" }, { name: "mn", operation: "min", field: "amount" },
-        { name: "mx", operation: "max", field: "data.amount" }, { name: "p95", operation: "p95", field: "amount" },
-      ] });
+      await same("analytics/aggregate", {
+        time,
+        filters,
+        aggregations: [
+          { name: "n", operation: "count" },
+          { name: "u", operation: "count_unique", field: pick(["plan", "country", "amount"]) },
+          { name: "s", operation: "sum", field: "amount" },
+          { name: "a", operation: "avg", field: "amount" },
+          { name: "mn", operation: "min", field: "amount" },
+          { name: "mx", operation: "max", field: "data.amount" },
+          { name: "p95", operation: "p95", field: "amount" },
+        ],
+      });
       await same("analytics/unique", { time, filters, field: pick(["plan", "country", "amount", "userId"]) });
-      await same("analytics/group", { time, filters, groupBy: [pick(["plan", "event"]), pick(["country", "data.amount"])], limit: 50 });
+      await same("analytics/group", {
+        time,
+        filters,
+        groupBy: [pick(["plan", "event"]), pick(["country", "data.amount"])],
+        limit: 50,
+      });
       await same("events/query", { time, filters, pagination: { limit: 20 } });
     }
   });
@@ -138,13 +214,34 @@ describe("fast paths answer exactly like the JSON path", () => {
     for (let i = 0; i < 20; i++) {
       const time = randomWindow();
       const filters = pick([undefined, randomFilter(), { field: "plan", operator: "equals", value: "pro" }]);
-      const groupBy = pick([["plan", "country"], ["event", "plan"], ["userId", "amount"], ["timestamp", "country"], ["data.plan", "plan"], ["amount"], ["country", "tags.env"]]);
+      const groupBy = pick([
+        ["plan", "country"],
+        ["event", "plan"],
+        ["userId", "amount"],
+        ["timestamp", "country"],
+        ["data.plan", "plan"],
+        ["amount"],
+        ["country", "tags.env"],
+      ]);
       await same("analytics/group", { time, filters, groupBy, limit: pick([5, 1000]) });
-      await same("analytics/unique", { time, filters, field: pick(["plan", "amount", "country", "event", "userId"]), limit: pick([3, 1000]) });
-      await same("analytics/aggregate", { time, filters, aggregations: pick([
-        [{ name: "users", operation: "count_unique", field: "userId" }],
-        [{ name: "users", operation: "count_unique" }, { name: "n", operation: "count" }, { name: "p50", operation: "p50", field: "amount" }],
-      ]) });
+      await same("analytics/unique", {
+        time,
+        filters,
+        field: pick(["plan", "amount", "country", "event", "userId"]),
+        limit: pick([3, 1000]),
+      });
+      await same("analytics/aggregate", {
+        time,
+        filters,
+        aggregations: pick([
+          [{ name: "users", operation: "count_unique", field: "userId" }],
+          [
+            { name: "users", operation: "count_unique" },
+            { name: "n", operation: "count" },
+            { name: "p50", operation: "p50", field: "amount" },
+          ],
+        ]),
+      });
     }
   });
   it("column blocks: stale blocks are read with SQL, rebuilt ones answer; same answers either way", async () => {
@@ -155,8 +252,21 @@ describe("fast paths answer exactly like the JSON path", () => {
         const time = randomWindow();
         const filters = pick([undefined, randomFilter(), { field: "plan", operator: "equals", value: "pro" }]);
         await same("analytics/count", { time, filters });
-        await same("analytics/group", { time, filters, groupBy: pick([["plan", "country"], ["event"], ["userId", "amount"]]), limit: pick([5, 1000]) });
-        await same("analytics/aggregate", { time, filters, aggregations: [{ name: "u", operation: "count_unique" }, { name: "p", operation: "p90", field: "amount" }, { name: "s", operation: "sum", field: "amount" }] });
+        await same("analytics/group", {
+          time,
+          filters,
+          groupBy: pick([["plan", "country"], ["event"], ["userId", "amount"]]),
+          limit: pick([5, 1000]),
+        });
+        await same("analytics/aggregate", {
+          time,
+          filters,
+          aggregations: [
+            { name: "u", operation: "count_unique" },
+            { name: "p", operation: "p90", field: "amount" },
+            { name: "s", operation: "sum", field: "amount" },
+          ],
+        });
       }
     }
   });
@@ -168,10 +278,15 @@ describe("column blocks answer exactly like the JSON path", () => {
   const cleanEvent = () => {
     const data: Record<string, unknown> = {};
     // Hostile strings too: they travel through block dictionaries and back to PostgreSQL as jsonb[].
-    if (rnd() < 0.9) data.plan = pick([...PLANS, `it's; "x" \\ é 😀`, "{\"a\": [1]}", "", " pro"]);
+    if (rnd() < 0.9) data.plan = pick([...PLANS, `it's; "x" \\ é 😀`, '{"a": [1]}', "", " pro"]);
     if (rnd() < 0.85) data.amount = Math.round(rnd() * 10_000) / 100;
     if (rnd() < 0.7) data.country = pick(["de", "fr", "us"]);
-    return { type: pick(TYPES), timestamp: new Date(T0 + Math.floor(rnd() * SPAN)).toISOString(), userId: rnd() < 0.8 ? `u${Math.floor(rnd() * 30)}` : undefined, data };
+    return {
+      type: pick(TYPES),
+      timestamp: new Date(T0 + Math.floor(rnd() * SPAN)).toISOString(),
+      userId: rnd() < 0.8 ? `u${Math.floor(rnd() * 30)}` : undefined,
+      data,
+    };
   };
   before(async () => {
     q = await project(fast.rest);
@@ -183,7 +298,10 @@ describe("column blocks answer exactly like the JSON path", () => {
     assert.ok(built.built >= 70, `blocks built: ${built.built}`);
   });
   const sameQ = async (route: string, body: unknown) => {
-    const [a, b] = await Promise.all([fast.rest.post(`/v1/projects/${q.projectId}/${route}`, body, { key: q.key }), slow.rest.post(`/v1/projects/${q.projectId}/${route}`, body, { key: q.key })]);
+    const [a, b] = await Promise.all([
+      fast.rest.post(`/v1/projects/${q.projectId}/${route}`, body, { key: q.key }),
+      slow.rest.post(`/v1/projects/${q.projectId}/${route}`, body, { key: q.key }),
+    ]);
     assert.equal(a.status, 200, `${route} ${JSON.stringify(body)}: ${a.text}`);
     assert.deepEqual(close(a.body, b.body), b.body, `${route} ${JSON.stringify(body)}`);
   };
@@ -191,16 +309,47 @@ describe("column blocks answer exactly like the JSON path", () => {
     const before = await blockQueries("blocks");
     for (let i = 0; i < 40; i++) {
       const time = randomWindow();
-      const filters = pick([undefined, randomFilter(), { field: "plan", operator: "equals", value: "pro" }, { or: [{ field: "plan", operator: "equals", value: "team" }, { field: "data.country", operator: "in", value: ["de", "fr"] }] }]);
+      const filters = pick([
+        undefined,
+        randomFilter(),
+        { field: "plan", operator: "equals", value: "pro" },
+        {
+          or: [
+            { field: "plan", operator: "equals", value: "team" },
+            { field: "data.country", operator: "in", value: ["de", "fr"] },
+          ],
+        },
+      ]);
       await sameQ("analytics/count", { time, filters });
       await sameQ("analytics/timeseries", { time, filters, interval: pick(["hour", "day", "week", "month"]) });
-      await sameQ("analytics/aggregate", { time, filters, aggregations: [
-        { name: "n", operation: "count" }, { name: "u", operation: "count_unique" }, { name: "uf", operation: "count_unique", field: pick(["plan", "amount", "event"]) },
-        { name: "c", operation: "count", field: pick(["plan", "amount", "userId"]) }, { name: "s", operation: "sum", field: "amount" }, { name: "a", operation: "avg", field: "amount" },
-        { name: "mn", operation: "min", field: "amount" }, { name: "mx", operation: "max", field: "amount" }, { name: "p50", operation: "p50", field: "amount" }, { name: "p95", operation: "p95", field: "amount" },
-      ] });
-      await sameQ("analytics/unique", { time, filters, field: pick(["plan", "country", "amount", "userId", "event"]), limit: pick([3, 1000]) });
-      await sameQ("analytics/group", { time, filters, groupBy: pick([["plan", "country"], ["event", "plan"], ["userId", "amount"], ["country"], ["amount"]]), limit: pick([5, 1000]) });
+      await sameQ("analytics/aggregate", {
+        time,
+        filters,
+        aggregations: [
+          { name: "n", operation: "count" },
+          { name: "u", operation: "count_unique" },
+          { name: "uf", operation: "count_unique", field: pick(["plan", "amount", "event"]) },
+          { name: "c", operation: "count", field: pick(["plan", "amount", "userId"]) },
+          { name: "s", operation: "sum", field: "amount" },
+          { name: "a", operation: "avg", field: "amount" },
+          { name: "mn", operation: "min", field: "amount" },
+          { name: "mx", operation: "max", field: "amount" },
+          { name: "p50", operation: "p50", field: "amount" },
+          { name: "p95", operation: "p95", field: "amount" },
+        ],
+      });
+      await sameQ("analytics/unique", {
+        time,
+        filters,
+        field: pick(["plan", "country", "amount", "userId", "event"]),
+        limit: pick([3, 1000]),
+      });
+      await sameQ("analytics/group", {
+        time,
+        filters,
+        groupBy: pick([["plan", "country"], ["event", "plan"], ["userId", "amount"], ["country"], ["amount"]]),
+        limit: pick([5, 1000]),
+      });
     }
     const used = (await blockQueries("blocks")) - before;
     // Windows shorter than an hour and filters on fields blocks do not carry (meta.depth, tags.env) decline.
@@ -209,19 +358,29 @@ describe("column blocks answer exactly like the JSON path", () => {
   it("every operator on every kind of block column, over whole hours", async () => {
     const time = { start: new Date(T0 - 3_600_000).toISOString(), end: new Date(T0 + SPAN + 3_600_000).toISOString() };
     const before = await blockQueries("blocks");
-    const values: Record<string, unknown[]> = { plan: ["pro", "Pro", 12, true], amount: [12.5, 50, "50", false], userId: ["u3", 3], event: ["view", 1], country: ["de", "x"] };
+    const values: Record<string, unknown[]> = {
+      plan: ["pro", "Pro", 12, true],
+      amount: [12.5, 50, "50", false],
+      userId: ["u3", 3],
+      event: ["view", 1],
+      country: ["de", "x"],
+    };
     let asked = 0;
     for (const [field, vs] of Object.entries(values)) {
-      for (const operator of operatorsOf("none")) await sameQ("analytics/count", { time, filters: { field, operator } });
+      for (const operator of operatorsOf("none"))
+        await sameQ("analytics/count", { time, filters: { field, operator } });
       for (const v of vs) {
         for (const operator of operatorsOf("scalar", "order")) {
           if (typeof v !== "number" && OPERATORS[operator] === "order") continue; // comparisons take numbers (or times: SQL only)
           await sameQ("analytics/count", { time, filters: { field, operator, value: v } });
           asked++;
         }
-        if (typeof v === "string") for (const operator of operatorsOf("text")) await sameQ("analytics/count", { time, filters: { field, operator, value: v.slice(0, 2) } });
+        if (typeof v === "string")
+          for (const operator of operatorsOf("text"))
+            await sameQ("analytics/count", { time, filters: { field, operator, value: v.slice(0, 2) } });
       }
-      for (const operator of operatorsOf("list")) await sameQ("analytics/count", { time, filters: { field, operator, value: vs } });
+      for (const operator of operatorsOf("list"))
+        await sameQ("analytics/count", { time, filters: { field, operator, value: vs } });
     }
     assert.ok(asked > 20);
     assert.ok((await blockQueries("blocks")) - before >= asked, "all of them from blocks");
@@ -230,9 +389,24 @@ describe("column blocks answer exactly like the JSON path", () => {
     const time = { start: new Date(T0 - 3_600_000).toISOString(), end: new Date(T0 + SPAN).toISOString() };
     const before = await blockQueries("blocks");
     await sameQ("analytics/group", { time, groupBy: ["plan", "country"] });
-    await sameQ("analytics/aggregate", { time, filters: { field: "plan", operator: "equals", value: "pro" }, aggregations: [{ name: "p95", operation: "p95", field: "amount" }] });
-    await sameQ("analytics/count", { time, filters: { or: [{ field: "plan", operator: "equals", value: "team" }, { field: "data.country", operator: "in", value: ["de", "fr"] }] } });
-    await sameQ("analytics/aggregate", { time, aggregations: [{ name: "users", operation: "count_unique", field: "userId" }] });
+    await sameQ("analytics/aggregate", {
+      time,
+      filters: { field: "plan", operator: "equals", value: "pro" },
+      aggregations: [{ name: "p95", operation: "p95", field: "amount" }],
+    });
+    await sameQ("analytics/count", {
+      time,
+      filters: {
+        or: [
+          { field: "plan", operator: "equals", value: "team" },
+          { field: "data.country", operator: "in", value: ["de", "fr"] },
+        ],
+      },
+    });
+    await sameQ("analytics/aggregate", {
+      time,
+      aggregations: [{ name: "users", operation: "count_unique", field: "userId" }],
+    });
     assert.equal((await blockQueries("blocks")) - before, 4);
   });
 });

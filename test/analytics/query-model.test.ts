@@ -13,18 +13,24 @@ import { useProject } from "../helpers/use.js";
 // Every operator and alias, nesting, the typed comparison rules and hostile input, over the real
 // port against the fixed data set of dataset.ts (answers known by hand).
 
-const ENV = { RATE_LIMIT_EVENTS_PER_MINUTE: "100000", RATE_LIMIT_BATCHES_PER_MINUTE: "10000", ANALYTICS_SLOT_INTERVAL_MS: "0" };
+const ENV = {
+  RATE_LIMIT_EVENTS_PER_MINUTE: "100000",
+  RATE_LIMIT_BATCHES_PER_MINUTE: "10000",
+  ANALYTICS_SLOT_INTERVAL_MS: "0",
+};
 const { t, p } = useProject(ENV, {}, async () => {
   await ingest(t.rest, p.key, EVENTS);
 });
 
-const post = (route: string, body: unknown, key = p.key, projectId = p.projectId) => t.rest.post(`/v1/projects/${projectId}/${route}`, body, { key });
+const post = (route: string, body: unknown, key = p.key, projectId = p.projectId) =>
+  t.rest.post(`/v1/projects/${projectId}/${route}`, body, { key });
 async function count(filters: unknown, time: unknown = ALL): Promise<number> {
   const r = await post("analytics/count", { filters, time });
   assert.equal(r.status, 200, r.text);
   return r.body.data.count;
 }
-const c = (field: string, operator: string, value?: unknown) => (value === undefined ? { field, operator } : { field, operator, value });
+const c = (field: string, operator: string, value?: unknown) =>
+  value === undefined ? { field, operator } : { field, operator, value };
 
 describe("filters over the real port", () => {
   it("counts the whole window inclusively, and both bounds are inclusive", async () => {
@@ -97,7 +103,18 @@ describe("filters over the real port", () => {
   });
 
   it("answers hostile field names with 400 and leaves the data intact", async () => {
-    for (const field of ["data.'; DROP TABLE events;--", "a..b", ".a", "a.", "", "a\\b", 'a"b', "a;b", "a b", "data.x'y"]) {
+    for (const field of [
+      "data.'; DROP TABLE events;--",
+      "a..b",
+      ".a",
+      "a.",
+      "",
+      "a\\b",
+      'a"b',
+      "a;b",
+      "a b",
+      "data.x'y",
+    ]) {
       const r = await post("analytics/count", { filters: c(field, "equals", 1), time: ALL });
       assert.equal(r.status, 400, `${field}: ${r.text}`);
       errorBody(r);
@@ -136,7 +153,11 @@ describe("filters over the real port", () => {
     assert.equal(errorBody(r).code, "not_found");
     const s = await post("analytics/count", { time: ALL }, other.key, "self");
     assert.equal(s.body.data.count, 0);
-    const k = await t.rest.post(`/v1/projects/${other.projectId}/api-keys`, { name: "tmp", environment: "development" }, { cookie: other.owner.cookie });
+    const k = await t.rest.post(
+      `/v1/projects/${other.projectId}/api-keys`,
+      { name: "tmp", environment: "development" },
+      { cookie: other.owner.cookie },
+    );
     await t.rest.del(`/v1/projects/${other.projectId}/api-keys/${k.body.data.id}`, { cookie: other.owner.cookie });
     const revoked = await post("analytics/count", { time: ALL }, k.body.data.secret, other.projectId);
     assert.equal(revoked.status, 401);
@@ -144,15 +165,32 @@ describe("filters over the real port", () => {
   });
 
   it("serves a member's session as well as the key", async () => {
-    const r = await t.rest.post(`/v1/projects/${p.projectId}/analytics/count`, { time: ALL }, { cookie: p.owner.cookie });
+    const r = await t.rest.post(
+      `/v1/projects/${p.projectId}/analytics/count`,
+      { time: ALL },
+      { cookie: p.owner.cookie },
+    );
     assert.equal(r.body.data.count, 8);
   });
 
   it("answers over gRPC too", async () => {
     const client = createClient(AnalyticsService, createGrpcTransport({ baseUrl: t.url }));
-    const r = await client.count({ projectId: p.projectId, time: ALL, filters: fromJson(ValueSchema, c("event", "equals", "purchase") as JsonValue) }, { headers: { authorization: `Bearer ${p.key}` } });
+    const r = await client.count(
+      {
+        projectId: p.projectId,
+        time: ALL,
+        filters: fromJson(ValueSchema, c("event", "equals", "purchase") as JsonValue),
+      },
+      { headers: { authorization: `Bearer ${p.key}` } },
+    );
     assert.equal(r.data?.count, 3n);
-    const g = await client.group({ projectId: "self", time: ALL, groupBy: ["event"] }, { headers: { authorization: `Bearer ${p.key}` } });
-    assert.deepEqual(g.data?.groups.slice(0, 2), [{ event: "purchase", count: 3 }, { event: "view", count: 3 }]);
+    const g = await client.group(
+      { projectId: "self", time: ALL, groupBy: ["event"] },
+      { headers: { authorization: `Bearer ${p.key}` } },
+    );
+    assert.deepEqual(g.data?.groups.slice(0, 2), [
+      { event: "purchase", count: 3 },
+      { event: "view", count: 3 },
+    ]);
   });
 });

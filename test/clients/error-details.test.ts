@@ -17,13 +17,17 @@ import { useProject } from "../helpers/use.js";
 
 let transports: [string, Transport][];
 
-const { t, p } = useProject({ ...GENEROUS_LIMITS, RATE_LIMIT_IDENTIFY_PER_MINUTE: "2", MAX_BODY_BYTES: "65536" }, {}, async () => {
-  transports = [
-    ["Connect", createConnectTransport({ baseUrl: t.url, httpVersion: "1.1" })],
-    ["gRPC", createGrpcTransport({ baseUrl: t.url })],
-    ["gRPC-web", createGrpcWebTransport({ baseUrl: t.url, httpVersion: "1.1" })],
-  ];
-});
+const { t, p } = useProject(
+  { ...GENEROUS_LIMITS, RATE_LIMIT_IDENTIFY_PER_MINUTE: "2", MAX_BODY_BYTES: "65536" },
+  {},
+  async () => {
+    transports = [
+      ["Connect", createConnectTransport({ baseUrl: t.url, httpVersion: "1.1" })],
+      ["gRPC", createGrpcTransport({ baseUrl: t.url })],
+      ["gRPC-web", createGrpcWebTransport({ baseUrl: t.url, httpVersion: "1.1" })],
+    ];
+  },
+);
 
 async function failure(p: Promise<unknown>): Promise<ConnectError> {
   try {
@@ -39,7 +43,11 @@ describe("google.rpc.Status details through connect-es clients", () => {
     for (const [name, tr] of transports) {
       const e = await failure(createClient(EventService, tr).ingestEvent({ type: "x" }));
       assert.equal(e.code, Code.Unauthenticated, name);
-      assert.equal(e.rawMessage, "missing credentials: send an API key (Authorization: Bearer vk_...) or a session cookie", name);
+      assert.equal(
+        e.rawMessage,
+        "missing credentials: send an API key (Authorization: Bearer vk_...) or a session cookie",
+        name,
+      );
       const [info, ...more] = e.findDetails(ErrorInfoSchema);
       assert.equal(more.length, 0, name);
       assert.equal(info?.reason, "unauthenticated", name);
@@ -56,25 +64,46 @@ describe("google.rpc.Status details through connect-es clients", () => {
     assert.deepEqual(Object.keys(rest.body.error).sort(), ["code", "details", "message"]);
     for (const d of rest.body.error.details) assert.deepEqual(Object.keys(d).sort(), ["field", "message"]);
     for (const [name, tr] of transports) {
-      const e = await failure(createClient(UptimeService, tr).createMonitor({ projectId: p.projectId, ...body }, { headers: { authorization: `Bearer ${p.key}` } }));
+      const e = await failure(
+        createClient(UptimeService, tr).createMonitor(
+          { projectId: p.projectId, ...body },
+          { headers: { authorization: `Bearer ${p.key}` } },
+        ),
+      );
       assert.equal(e.code, Code.InvalidArgument, name);
       assert.equal(e.rawMessage, rest.body.error.message, name);
       assert.equal(e.findDetails(ErrorInfoSchema)[0]?.reason, "validation_failed", name);
       const [bad] = e.findDetails(BadRequestSchema);
-      assert.deepEqual(bad?.fieldViolations.map((v) => ({ field: v.field, message: v.description })), rest.body.error.details, name);
+      assert.deepEqual(
+        bad?.fieldViolations.map((v) => ({ field: v.field, message: v.description })),
+        rest.body.error.details,
+        name,
+      );
     }
   });
 
   it("carries ErrorInfo on an oversized body and on malformed protobuf (refused before any handler)", async () => {
     // gRPC-web over HTTP/1.1 streams its body (chunked, no content-length): the cap is met while reading.
     for (const [name, tr] of transports) {
-      const big = await failure(createClient(EventService, tr).ingestEvent({ type: "x".repeat(70_000) }, { headers: { authorization: `Bearer ${p.key}` }, signal: AbortSignal.timeout(10_000) }));
+      const big = await failure(
+        createClient(EventService, tr).ingestEvent(
+          { type: "x".repeat(70_000) },
+          { headers: { authorization: `Bearer ${p.key}` }, signal: AbortSignal.timeout(10_000) },
+        ),
+      );
       assert.equal(big.code, Code.ResourceExhausted, name);
       assert.equal(big.findDetails(ErrorInfoSchema)[0]?.reason, "payload_too_large", name);
     }
     // Garbage bytes over the Connect protocol.
-    const r = await fetch(`${t.url}/vigil.v1.EventService/IngestEvent`, { method: "POST", headers: { "content-type": "application/proto", authorization: `Bearer ${p.key}` }, body: new Uint8Array([0xff, 0xff, 0xff]) });
-    const json = (await r.json()) as { code: string; details?: { type: string; value: string; debug?: { reason?: string } }[] };
+    const r = await fetch(`${t.url}/vigil.v1.EventService/IngestEvent`, {
+      method: "POST",
+      headers: { "content-type": "application/proto", authorization: `Bearer ${p.key}` },
+      body: new Uint8Array([0xff, 0xff, 0xff]),
+    });
+    const json = (await r.json()) as {
+      code: string;
+      details?: { type: string; value: string; debug?: { reason?: string } }[];
+    };
     assert.equal(r.status, 400);
     assert.equal(json.code, "invalid_argument");
     assert.equal(json.details?.[0]?.type, "google.rpc.ErrorInfo");
@@ -97,9 +126,19 @@ describe("google.rpc.Status details through connect-es clients", () => {
   });
 
   it("adds ErrorInfo to an error raised inside connect-es itself (a malformed grpc-timeout)", async () => {
-    const tr = createGrpcTransport({ baseUrl: t.url, interceptors: [(next) => (req) => (req.header.set("grpc-timeout", "soon"), next(req))] });
-    const e = await failure(createClient(EventService, tr).ingestEvent(create(EventService.method.ingestEvent.input, { type: "x" }), { headers: { authorization: `Bearer ${p.key}` } }));
+    const tr = createGrpcTransport({
+      baseUrl: t.url,
+      interceptors: [(next) => (req) => (req.header.set("grpc-timeout", "soon"), next(req))],
+    });
+    const e = await failure(
+      createClient(EventService, tr).ingestEvent(create(EventService.method.ingestEvent.input, { type: "x" }), {
+        headers: { authorization: `Bearer ${p.key}` },
+      }),
+    );
     assert.notEqual(e.code, Code.Internal);
-    assert.equal(e.findDetails(ErrorInfoSchema)[0]?.reason, Code[e.code].replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase());
+    assert.equal(
+      e.findDetails(ErrorInfoSchema)[0]?.reason,
+      Code[e.code].replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase(),
+    );
   });
 });

@@ -13,22 +13,41 @@ import { startTestApp, type TestApp } from "../helpers/app.js";
 import { adminUrl } from "../helpers/db.js";
 
 const PROTO_DIR = path.resolve(import.meta.dirname, "../../proto");
-const def = protoLoader.loadSync("grpc/health/v1/health.proto", { includeDirs: [PROTO_DIR], enums: String, defaults: true });
-const HealthClient = (grpc.loadPackageDefinition(def) as unknown as { grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } } }).grpc.health.v1.Health;
+const def = protoLoader.loadSync("grpc/health/v1/health.proto", {
+  includeDirs: [PROTO_DIR],
+  enums: String,
+  defaults: true,
+});
+const HealthClient = (
+  grpc.loadPackageDefinition(def) as unknown as { grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } } }
+).grpc.health.v1.Health;
 
 type Status = "UNKNOWN" | "SERVING" | "NOT_SERVING" | "SERVICE_UNKNOWN";
 type Client = grpc.Client & Record<string, (...a: unknown[]) => unknown>;
 
-const VIGIL_SERVICES = ["AnalyticsService", "AuthService", "EventService", "HealthService", "IdentityService", "MetricsService", "ProjectService", "UptimeService", "WebhookService"].map((s) => `vigil.v1.${s}`);
+const VIGIL_SERVICES = [
+  "AnalyticsService",
+  "AuthService",
+  "EventService",
+  "HealthService",
+  "IdentityService",
+  "MetricsService",
+  "ProjectService",
+  "UptimeService",
+  "WebhookService",
+].map((s) => `vigil.v1.${s}`);
 
 let t: TestApp;
 let client: Client;
 
-const connect = (port: number) => new HealthClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as Client;
+const connect = (port: number) =>
+  new HealthClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as Client;
 
 function check(c: Client, service: string): Promise<Status> {
   return new Promise((resolve, reject) =>
-    c.Check({ service }, { deadline: Date.now() + 5_000 }, (err: grpc.ServiceError | null, res: { status: Status }) => (err ? reject(err) : resolve(res.status))),
+    c.Check({ service }, { deadline: Date.now() + 5_000 }, (err: grpc.ServiceError | null, res: { status: Status }) =>
+      err ? reject(err) : resolve(res.status),
+    ),
   );
 }
 
@@ -60,30 +79,44 @@ after(async () => {
 });
 
 describe("grpc.health.v1.Health/Check (no credentials)", () => {
-  it("answers SERVING for the node (\"\", what Kubernetes' gRPC probe asks) and every served service", async () => {
+  it('answers SERVING for the node ("", what Kubernetes\' gRPC probe asks) and every served service', async () => {
     assert.equal(await check(client, ""), "SERVING");
-    for (const s of [...VIGIL_SERVICES, "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"]) {
+    for (const s of [
+      ...VIGIL_SERVICES,
+      "grpc.health.v1.Health",
+      "grpc.reflection.v1.ServerReflection",
+      "grpc.reflection.v1alpha.ServerReflection",
+    ]) {
       assert.equal(await check(client, s), "SERVING", s);
     }
   });
 
   it("answers NOT_FOUND for an unknown service", async () => {
-    await assert.rejects(check(client, "vigil.v1.NoSuchService"), (err: grpc.ServiceError) => err.code === grpc.status.NOT_FOUND && err.details === 'unknown service "vigil.v1.NoSuchService"');
+    await assert.rejects(
+      check(client, "vigil.v1.NoSuchService"),
+      (err: grpc.ServiceError) =>
+        err.code === grpc.status.NOT_FOUND && err.details === 'unknown service "vigil.v1.NoSuchService"',
+    );
     await assert.rejects(check(client, "EventService"), (err: grpc.ServiceError) => err.code === grpc.status.NOT_FOUND);
   });
 
   it("lists every service with its status", async () => {
     const res = await new Promise<{ statuses: Record<string, { status: Status }> }>((resolve, reject) =>
-      client.List({}, (err: grpc.ServiceError | null, r: { statuses: Record<string, { status: Status }> }) => (err ? reject(err) : resolve(r))),
+      client.List({}, (err: grpc.ServiceError | null, r: { statuses: Record<string, { status: Status }> }) =>
+        err ? reject(err) : resolve(r),
+      ),
     );
-    for (const s of ["", ...VIGIL_SERVICES, "grpc.health.v1.Health"]) assert.equal(res.statuses[s]?.status, "SERVING", s);
+    for (const s of ["", ...VIGIL_SERVICES, "grpc.health.v1.Health"])
+      assert.equal(res.statuses[s]?.status, "SERVING", s);
   });
 
   it("is NOT_SERVING while a migration of this build is missing from the database, as GET /health is 503", async () => {
     const db = new pg.Client({ connectionString: t.databaseUrl });
     await db.connect();
     try {
-      const { rows } = await db.query<{ version: string }>("DELETE FROM schema_migrations WHERE version = (SELECT max(version) FROM schema_migrations) RETURNING version");
+      const { rows } = await db.query<{ version: string }>(
+        "DELETE FROM schema_migrations WHERE version = (SELECT max(version) FROM schema_migrations) RETURNING version",
+      );
       try {
         assert.equal(await check(client, ""), "NOT_SERVING");
         assert.equal(await check(client, "vigil.v1.EventService"), "NOT_SERVING");
@@ -129,7 +162,10 @@ describe("grpc.health.v1.Health/Watch", () => {
     const w = watch(client, "vigil.v1.NoSuchService");
     await until("SERVICE_UNKNOWN", () => w.seen.length === 1);
     assert.deepEqual(w.seen, ["SERVICE_UNKNOWN"]);
-    const early = await Promise.race([w.ended.then(() => "ended"), new Promise((r) => setTimeout(() => r("open"), 500))]);
+    const early = await Promise.race([
+      w.ended.then(() => "ended"),
+      new Promise((r) => setTimeout(() => r("open"), 500)),
+    ]);
     assert.equal(early, "open");
     w.cancel();
     await w.ended;
@@ -161,7 +197,7 @@ describe("grpc.health.v1.Health/Watch", () => {
 });
 
 describe("Temporal mode, worker unreachable", () => {
-  it("keeps \"\" SERVING (the API serves; /health is 200 degraded) and reports UptimeService and WebhookService NOT_SERVING", async () => {
+  it('keeps "" SERVING (the API serves; /health is 200 degraded) and reports UptimeService and WebhookService NOT_SERVING', async () => {
     const node = await startTestApp({ TEMPORAL_ADDRESS: `127.0.0.1:${await freePort()}` });
     const c = connect(node.port);
     try {

@@ -10,15 +10,30 @@ import * as protoLoader from "@grpc/proto-loader";
 import { fromBinary } from "@bufbuild/protobuf";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
-import { BadRequestSchema, ErrorInfoSchema, RetryInfoSchema, type BadRequest, type ErrorInfo, type RetryInfo } from "../../gen/google/rpc/error_details_pb.js";
+import {
+  BadRequestSchema,
+  ErrorInfoSchema,
+  RetryInfoSchema,
+  type BadRequest,
+  type ErrorInfo,
+  type RetryInfo,
+} from "../../gen/google/rpc/error_details_pb.js";
 
 const PROTO_DIR = path.resolve(import.meta.dirname, "../../proto");
 
 /** Every vigil.v1 service, as grpc-js client constructors, loaded from proto/vigil/v1/*.proto. */
 export function loadVigil(): Record<string, grpc.ServiceClientConstructor> {
-  const files = readdirSync(path.join(PROTO_DIR, "vigil/v1")).filter((f) => f.endsWith(".proto")).map((f) => `vigil/v1/${f}`);
+  const files = readdirSync(path.join(PROTO_DIR, "vigil/v1"))
+    .filter((f) => f.endsWith(".proto"))
+    .map((f) => `vigil/v1/${f}`);
   // longs as Number: integral fields read as plain numbers whether the proto says double or int64.
-  const def = protoLoader.loadSync(files, { includeDirs: [PROTO_DIR], keepCase: false, longs: Number, defaults: true, oneofs: true });
+  const def = protoLoader.loadSync(files, {
+    includeDirs: [PROTO_DIR],
+    keepCase: false,
+    longs: Number,
+    defaults: true,
+    oneofs: true,
+  });
   const pkg = grpc.loadPackageDefinition(def) as unknown as { vigil: { v1: Record<string, unknown> } };
   const out: Record<string, grpc.ServiceClientConstructor> = {};
   for (const [name, v] of Object.entries(pkg.vigil.v1)) {
@@ -74,7 +89,11 @@ export async function countingProxy(target: number): Promise<Proxy> {
   return p;
 }
 
-export type Unary = (req: object, md?: Record<string, string>, opts?: grpc.CallOptions) => Promise<{ res: any; headers: grpc.Metadata }>;
+export type Unary = (
+  req: object,
+  md?: Record<string, string>,
+  opts?: grpc.CallOptions,
+) => Promise<{ res: any; headers: grpc.Metadata }>;
 
 /** Promise form of every unary method of a grpc-js client; `headers` is the response's initial metadata. */
 export function unary(client: grpc.Client, method: string): Unary {
@@ -85,7 +104,9 @@ export function unary(client: grpc.Client, method: string): Unary {
       const meta = new grpc.Metadata();
       for (const [k, v] of Object.entries(md)) meta.set(k, v);
       let headers = new grpc.Metadata();
-      const call = fn.call(client, req, meta, opts, (err: grpc.ServiceError | null, res: unknown) => (err ? reject(err) : resolve({ res, headers })));
+      const call = fn.call(client, req, meta, opts, (err: grpc.ServiceError | null, res: unknown) =>
+        err ? reject(err) : resolve({ res, headers }),
+      );
       call.on("metadata", (m: grpc.Metadata) => (headers = m));
     });
 }
@@ -115,7 +136,11 @@ export function statusDetails(err: grpc.ServiceError): StatusDetails {
   const bin = err.metadata.get("grpc-status-details-bin")[0];
   if (!(bin instanceof Buffer)) throw new Error(`no grpc-status-details-bin on ${err.code} ${err.details}`);
   const status = fromBinary(StatusSchema, bin);
-  const out: StatusDetails = { code: status.code, message: status.message, typeUrls: status.details.map((d) => d.typeUrl) };
+  const out: StatusDetails = {
+    code: status.code,
+    message: status.message,
+    typeUrls: status.details.map((d) => d.typeUrl),
+  };
   for (const any of status.details) {
     out.errorInfo ??= anyUnpack(any, ErrorInfoSchema);
     out.badRequest ??= anyUnpack(any, BadRequestSchema);
@@ -127,6 +152,8 @@ export function statusDetails(err: grpc.ServiceError): StatusDetails {
 /** A google.protobuf.Struct as protobufjs objects take it (no JSON mapping there). */
 export function struct(o: Record<string, string | number | boolean>): object {
   const fields: Record<string, object> = {};
-  for (const [k, v] of Object.entries(o)) fields[k] = typeof v === "string" ? { stringValue: v } : typeof v === "number" ? { numberValue: v } : { boolValue: v };
+  for (const [k, v] of Object.entries(o))
+    fields[k] =
+      typeof v === "string" ? { stringValue: v } : typeof v === "number" ? { numberValue: v } : { boolValue: v };
   return { fields };
 }

@@ -63,19 +63,40 @@ describe("@grpc/grpc-js against every vigil.v1 service", () => {
     const projects = await rpc("ProjectService", "listProjects")({}, cookie);
     assert.ok(projects.res.data.some((x: { id: string }) => x.id === p.projectId));
 
-    const ev = await rpc("EventService", "ingestEvent")({ type: "signup", userId: "u-1", data: struct({ plan: "pro", seats: 3 }) }, bearer());
+    const ev = await rpc("EventService", "ingestEvent")(
+      { type: "signup", userId: "u-1", data: struct({ plan: "pro", seats: 3 }) },
+      bearer(),
+    );
     assert.match(ev.res.data.id, /^[0-9a-f-]{36}$/);
 
-    const count = await rpc("AnalyticsService", "count")({ projectId: p.projectId, time: { start: new Date(Date.now() - 3600_000).toISOString(), end: new Date(Date.now() + 60_000).toISOString() } }, bearer());
+    const count = await rpc("AnalyticsService", "count")(
+      {
+        projectId: p.projectId,
+        time: {
+          start: new Date(Date.now() - 3600_000).toISOString(),
+          end: new Date(Date.now() + 60_000).toISOString(),
+        },
+      },
+      bearer(),
+    );
     assert.equal(typeof Number(count.res.data.count), "number"); // double or int64, read as a number
 
-    const who = await rpc("IdentityService", "identify")({ projectId: p.projectId, externalId: "u-1", properties: struct({ plan: "pro" }) }, cookie);
+    const who = await rpc("IdentityService", "identify")(
+      { projectId: p.projectId, externalId: "u-1", properties: struct({ plan: "pro" }) },
+      cookie,
+    );
     assert.equal(who.res.data.externalId, "u-1");
 
-    const metric = await rpc("MetricsService", "recordMetric")({ projectId: p.projectId, type: "measurement", name: "latency", value: { numberValue: 12.5 } }, bearer());
+    const metric = await rpc("MetricsService", "recordMetric")(
+      { projectId: p.projectId, type: "measurement", name: "latency", value: { numberValue: 12.5 } },
+      bearer(),
+    );
     assert.ok(metric.res.data);
 
-    const mon = await rpc("UptimeService", "createMonitor")({ projectId: p.projectId, name: "Cron", slug: "cron-job", expectedIntervalMs: 60_000 }, cookie);
+    const mon = await rpc("UptimeService", "createMonitor")(
+      { projectId: p.projectId, name: "Cron", slug: "cron-job", expectedIntervalMs: 60_000 },
+      cookie,
+    );
     assert.equal(mon.res.data.slug, "cron-job");
     assert.equal(Number(mon.res.data.expectedIntervalMs), 60_000);
     await rpc("UptimeService", "sendHeartbeat")({ projectId: p.projectId, monitorSlug: "cron-job" }, bearer());
@@ -98,7 +119,9 @@ describe("@grpc/grpc-js against every vigil.v1 service", () => {
     assert.equal(d1.errorInfo?.domain, "vigil.dev");
     assert.equal(e1.metadata.get("vigil-error-code")[0], "unauthenticated");
 
-    const e2 = await grpcError(rpc("ProjectService", "listApiKeys")({ projectId: p.projectId }, { authorization: `Bearer ${revokedKey}` }));
+    const e2 = await grpcError(
+      rpc("ProjectService", "listApiKeys")({ projectId: p.projectId }, { authorization: `Bearer ${revokedKey}` }),
+    );
     assert.equal(e2.code, grpc.status.UNAUTHENTICATED);
     assert.equal(statusDetails(e2).errorInfo?.reason, "unauthenticated");
     assert.doesNotMatch(e2.details, /%[0-9A-F]{2}/, e2.details);
@@ -159,7 +182,13 @@ describe("@grpc/grpc-js against every vigil.v1 service", () => {
 
   it("refuses a message over MAX_BODY_BYTES with RESOURCE_EXHAUSTED, without hanging", async () => {
     const started = Date.now();
-    const e = await grpcError(rpc("EventService", "ingestEvent")({ type: "big", data: struct({ blob: "x".repeat(MAX_BODY + 1024) }) }, bearer(), { deadline: Date.now() + 10_000 }));
+    const e = await grpcError(
+      rpc("EventService", "ingestEvent")(
+        { type: "big", data: struct({ blob: "x".repeat(MAX_BODY + 1024) }) },
+        bearer(),
+        { deadline: Date.now() + 10_000 },
+      ),
+    );
     assert.equal(e.code, grpc.status.RESOURCE_EXHAUSTED, `${e.code} ${e.details}`);
     assert.equal(statusDetails(e).errorInfo?.reason, "payload_too_large");
     assert.ok(Date.now() - started < 5000);
@@ -191,7 +220,11 @@ describe("@grpc/grpc-js against every vigil.v1 service", () => {
     // The answer: compressed (grpc-js accepts gzip and strips grpc-encoding from what it hands
     // over, so the bytes on the wire tell), and decoded by grpc-js.
     proxy.reset();
-    const listed = await rpc("EventService", "listEvents", gzip)({ projectId: p.projectId, type: "compressible" }, bearer());
+    const listed = await rpc(
+      "EventService",
+      "listEvents",
+      gzip,
+    )({ projectId: p.projectId, type: "compressible" }, bearer());
     assert.equal(listed.res.data.length, 4);
     for (const e of listed.res.data) assert.equal(e.data.fields.text.stringValue, text);
     assert.ok(proxy.down < text.length, `gzip response: ${proxy.down} bytes for 4 events of ${text.length} chars`);
@@ -202,7 +235,11 @@ describe("@grpc/grpc-js against every vigil.v1 service", () => {
     const ingest = rpc("EventService", "ingestEvent", c);
     await ingest({ type: "warmup" }, bearer());
     const before = proxy.connections;
-    const results = await Promise.all(Array.from({ length: 200 }, (_, i) => ingest({ type: "concurrent", data: struct({ i }) }, bearer(), { deadline: Date.now() + 30_000 })));
+    const results = await Promise.all(
+      Array.from({ length: 200 }, (_, i) =>
+        ingest({ type: "concurrent", data: struct({ i }) }, bearer(), { deadline: Date.now() + 30_000 }),
+      ),
+    );
     assert.equal(new Set(results.map((r) => r.res.data.id)).size, 200);
     assert.equal(proxy.connections, before, "no new connection was opened");
   });

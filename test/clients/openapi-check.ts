@@ -21,15 +21,19 @@ export interface Operation {
   op: Json;
 }
 
-export const operations: Operation[] = Object.entries(doc.paths as Record<string, Record<string, Json>>).flatMap(([path, item]) =>
-  Object.entries(item).map(([verb, op]) => ({ id: op.operationId as string, verb: verb.toUpperCase(), path, op })),
+export const operations: Operation[] = Object.entries(doc.paths as Record<string, Record<string, Json>>).flatMap(
+  ([path, item]) =>
+    Object.entries(item).map(([verb, op]) => ({ id: op.operationId as string, verb: verb.toUpperCase(), path, op })),
 );
 export const byId = new Map(operations.map((o) => [o.id, o]));
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => void;
 const ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false });
 addFormats(ajv);
-ajv.addFormat("int32", { type: "number", validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31 });
+ajv.addFormat("int32", {
+  type: "number",
+  validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31,
+});
 ajv.addFormat("int64", { type: "number", validate: (n: number) => Number.isSafeInteger(n) });
 ajv.addFormat("double", { type: "number", validate: (n: number) => Number.isFinite(n) });
 ajv.addFormat("float", { type: "number", validate: (n: number) => Number.isFinite(n) });
@@ -64,9 +68,13 @@ export function checkResponse(o: Operation, res: Res): void {
   } else {
     assert.match(res.headers.get("content-type") ?? "", /^application\/json/, `${o.id}: ${status} content-type`);
     const validate = validatorAt(`${at}/content/application~1json/schema`);
-    assert.ok(validate(res.body), `${o.id}: ${status} body does not match the document: ${ajv.errorsText(validate.errors)}\n${res.text.slice(0, 500)}`);
+    assert.ok(
+      validate(res.body),
+      `${o.id}: ${status} body does not match the document: ${ajv.errorsText(validate.errors)}\n${res.text.slice(0, 500)}`,
+    );
   }
-  for (const name of Object.keys(resolved.headers ?? {})) assert.ok(res.headers.get(name), `${o.id}: ${status} lacks the documented header ${name}`);
+  for (const name of Object.keys(resolved.headers ?? {}))
+    assert.ok(res.headers.get(name), `${o.id}: ${status} lacks the documented header ${name}`);
   const c = coverage.get(o.id) ?? { success: 0, error: 0, statuses: new Set<number>() };
   if (res.status < 400) c.success++;
   else c.error++;
@@ -83,4 +91,5 @@ export function fillPath(path: string, params: Record<string, string>): string {
   });
 }
 
-export const hasScheme = (o: Operation, scheme: string) => (o.op.security as Record<string, unknown>[]).some((s) => scheme in s);
+export const hasScheme = (o: Operation, scheme: string) =>
+  (o.op.security as Record<string, unknown>[]).some((s) => scheme in s);

@@ -9,7 +9,17 @@ import { GENEROUS_LIMITS, startTestApp, type TestApp } from "../helpers/app.js";
 import { project, signup, type ProjectFixture } from "../helpers/fixtures.js";
 import type { ReqOpts, Res } from "../helpers/rest.js";
 import { Receiver, waitFor } from "../webhooks/receiver.js";
-import { byId, checkResponse, coverage, doc, fillPath, hasScheme, operations, type Json, type Operation } from "./openapi-check.js";
+import {
+  byId,
+  checkResponse,
+  coverage,
+  doc,
+  fillPath,
+  hasScheme,
+  operations,
+  type Json,
+  type Operation,
+} from "./openapi-check.js";
 
 // Every REST operation of the OpenAPI document (gen/openapi.json) driven over the real port: a
 // realistic request that succeeds, and the errors the document's own rules predict (no
@@ -42,7 +52,8 @@ function op(id: string): Operation {
 }
 
 /** The credentials the document names first for the operation: an API key where allowed. */
-const defaultAuth = (o: Operation): Auth => (hasScheme(o, "apiKey") ? "key" : hasScheme(o, "session") ? "cookie" : "none");
+const defaultAuth = (o: Operation): Auth =>
+  hasScheme(o, "apiKey") ? "key" : hasScheme(o, "session") ? "cookie" : "none";
 
 async function call(id: string, c: Call = {}): Promise<Res> {
   const o = op(id);
@@ -97,7 +108,11 @@ describe("the OpenAPI document", () => {
     assert.equal(r.status, 200);
     assert.match(r.headers.get("content-type") ?? "", /^application\/json/);
     assert.equal(await r.text(), readFileSync(OPENAPI_PATH, "utf8"));
-    const post = await fetch(`${t.url}/openapi.json`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    const post = await fetch(`${t.url}/openapi.json`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
     assert.equal(post.status, 404);
     assert.equal((await post.json()).error.code, "not_found");
   });
@@ -132,8 +147,15 @@ describe("GET /docs", () => {
       assert.equal(a.status, 200, u);
       assert.ok((await a.arrayBuffer()).byteLength > 0, u);
     }
-    const types = await Promise.all(["/docs/assets/swagger-ui-bundle.js", "/docs/assets/swagger-ui.css"].map(async (u) => (await fetch(t.url + u)).headers.get("content-type")));
-    assert.deepEqual(types.map((x) => x?.split(";")[0]), ["text/javascript", "text/css"]);
+    const types = await Promise.all(
+      ["/docs/assets/swagger-ui-bundle.js", "/docs/assets/swagger-ui.css"].map(async (u) =>
+        (await fetch(t.url + u)).headers.get("content-type"),
+      ),
+    );
+    assert.deepEqual(
+      types.map((x) => x?.split(";")[0]),
+      ["text/javascript", "text/css"],
+    );
     assert.match(await (await fetch(`${t.url}/docs/assets/init.js`)).text(), /url: "\/openapi\.json"/);
     assert.equal((await fetch(`${t.url}/docs/assets/nope.js`)).status, 404);
   });
@@ -143,7 +165,8 @@ describe("GET /docs", () => {
     const dom = await renderedDom(`${t.url}/docs`);
     // Rendered by Swagger UI's script (not in the served HTML): the title and every operation.
     assert.match(dom, /Vigil API/);
-    for (const o of operations) assert.ok(dom.includes(`operations-${o.op.tags[0]}-${o.id}`), `${o.id} is not rendered`);
+    for (const o of operations)
+      assert.ok(dom.includes(`operations-${o.op.tags[0]}-${o.id}`), `${o.id} is not rendered`);
   });
 });
 
@@ -151,7 +174,15 @@ const CHROMIUM = "/usr/bin/chromium";
 
 /** The page's DOM after its scripts ran (Chromium headless; a CSP violation would leave it empty). */
 async function renderedDom(url: string): Promise<string> {
-  const args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--virtual-time-budget=15000", "--dump-dom", url];
+  const args = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--virtual-time-budget=15000",
+    "--dump-dom",
+    url,
+  ];
   const { stdout } = await run(CHROMIUM, args, { timeout: 60_000, maxBuffer: 64 << 20 });
   return stdout;
 }
@@ -193,8 +224,17 @@ describe("every operation against the document", () => {
   });
 
   it("events and users", async () => {
-    const ev = await ok("IngestEvent", { body: { type: "order.paid", userId: "u1", data: { amount: 5 }, tags: { shop: "eu" } } });
-    await ok("IngestEventBatch", { body: { events: [{ type: "page", userId: "u1" }, { type: "page", userId: "u2", data: { path: "/" } }] } });
+    const ev = await ok("IngestEvent", {
+      body: { type: "order.paid", userId: "u1", data: { amount: 5 }, tags: { shop: "eu" } },
+    });
+    await ok("IngestEventBatch", {
+      body: {
+        events: [
+          { type: "page", userId: "u1" },
+          { type: "page", userId: "u2", data: { path: "/" } },
+        ],
+      },
+    });
     await ok("ListEvents", { query: { limit: "10" } });
     await ok("GetEvent", { params: { eventId: ev.data.id } });
     await ok("Identify", { body: { externalId: "u1", properties: { plan: "pro" } } });
@@ -203,23 +243,47 @@ describe("every operation against the document", () => {
   });
 
   it("analytics", async () => {
-    await ok("QueryEvents", { body: { filters: { field: "type", operator: "equals", value: "order.paid" }, pagination: { limit: 10 } } });
+    await ok("QueryEvents", {
+      body: { filters: { field: "type", operator: "equals", value: "order.paid" }, pagination: { limit: 10 } },
+    });
     await ok("Count", { body: { time: WINDOW } });
-    await ok("Timeseries", { body: { interval: "day", time: { start: "2020-01-01T00:00:00Z", end: "2020-01-03T00:00:00Z" } } });
-    await ok("Aggregate", { body: { time: WINDOW, aggregations: [{ name: "n", operation: "count" }, { name: "avg", operation: "avg", field: "amount" }] } });
+    await ok("Timeseries", {
+      body: { interval: "day", time: { start: "2020-01-01T00:00:00Z", end: "2020-01-03T00:00:00Z" } },
+    });
+    await ok("Aggregate", {
+      body: {
+        time: WINDOW,
+        aggregations: [
+          { name: "n", operation: "count" },
+          { name: "avg", operation: "avg", field: "amount" },
+        ],
+      },
+    });
     await ok("Unique", { body: { field: "type", time: WINDOW } });
     await ok("Group", { body: { groupBy: ["type"], time: WINDOW } });
   });
 
   it("metrics", async () => {
     await ok("RecordMetric", { body: { type: "measurement", name: "latency", value: 7, unit: "ms" } });
-    const batch = await ok("RecordMetricBatch", { body: { metrics: [{ type: "increment", name: "orders", value: 2 }, { type: "measurement", name: "latency", value: 9 }] } });
+    const batch = await ok("RecordMetricBatch", {
+      body: {
+        metrics: [
+          { type: "increment", name: "orders", value: 2 },
+          { type: "measurement", name: "latency", value: 9 },
+        ],
+      },
+    });
     assert.equal(batch.data.rejected, 0, JSON.stringify(batch.data));
     await ok("QueryMetric", { body: { name: "latency", time: WINDOW } });
-    await ok("GetMetricTimeseries", { body: { name: "latency", interval: "1d", time: { start: "2020-01-01T00:00:00Z", end: "2020-01-03T00:00:00Z" } } });
+    await ok("GetMetricTimeseries", {
+      body: { name: "latency", interval: "1d", time: { start: "2020-01-01T00:00:00Z", end: "2020-01-03T00:00:00Z" } },
+    });
     await ok("ListMetricPoints", { body: { name: "latency", time: WINDOW } });
     // Recorded points reach the read side through the ingestor's next flush.
-    await waitFor(async () => (await call("GetCurrentMetric", { body: { name: "orders" } })).status === 200, "the counter is readable");
+    await waitFor(
+      async () => (await call("GetCurrentMetric", { body: { name: "orders" } })).status === 200,
+      "the counter is readable",
+    );
     await ok("GetCurrentMetric", { body: { name: "orders" } });
     await ok("ListMetrics");
   });
@@ -234,7 +298,10 @@ describe("every operation against the document", () => {
     const test = await ok("TestWebhook", { params: { webhookId }, body: { data: { hello: "world" } } });
     await waitFor(async () => {
       const r = await call("ListDeliveries", { params: { webhookId } });
-      return r.body.data.find((d: Json) => d.id === test.data.id && d.attempts.length > 0 && d.status !== "pending" && d.status !== "in_progress");
+      return r.body.data.find(
+        (d: Json) =>
+          d.id === test.data.id && d.attempts.length > 0 && d.status !== "pending" && d.status !== "in_progress",
+      );
     }, "the test delivery's first attempt");
     await ok("ListDeliveries", { params: { webhookId }, query: { limit: "10" } });
     await ok("GetDelivery", { params: { webhookId, deliveryId: test.data.id } });
@@ -243,7 +310,9 @@ describe("every operation against the document", () => {
   });
 
   it("uptime", async () => {
-    const m = await ok("CreateMonitor", { body: { name: "Nightly job", expectedIntervalMs: 3_600_000, gracePeriodMs: 0, tags: { team: "ops" } } });
+    const m = await ok("CreateMonitor", {
+      body: { name: "Nightly job", expectedIntervalMs: 3_600_000, gracePeriodMs: 0, tags: { team: "ops" } },
+    });
     const monitorId = m.data.id;
     await ok("ListMonitors");
     await ok("GetMonitorsOverview");
@@ -251,7 +320,10 @@ describe("every operation against the document", () => {
     await ok("GetMonitorStatus", { params: { monitorId } });
     await ok("UpdateMonitor", { params: { monitorId }, body: { name: "Nightly backup" } });
     await ok("SendHeartbeat", { params: { monitorSlug: m.data.slug }, body: { latencyMs: 12 } });
-    await ok("SendHeartbeat", { params: { monitorSlug: m.data.slug }, body: { status: "down", metadata: { error: "disk full" } } });
+    await ok("SendHeartbeat", {
+      params: { monitorSlug: m.data.slug },
+      body: { status: "down", metadata: { error: "disk full" } },
+    });
     await ok("ListHeartbeats", { params: { monitorId }, query: { limit: "10" } });
     const incidents = await ok("ListIncidents", { params: { monitorId } });
     assert.ok(incidents.data.length > 0, "the down heartbeat opened an incident");
@@ -270,7 +342,11 @@ describe("every operation against the document", () => {
       assert.ok(params, `${o.id} has no successful request above: add one`);
       const named = (s: string) => o.op.responses[s] !== undefined;
       // Text parameters are checked before anything else: a NUL is a 400 on every route.
-      const nul = await t.rest.req(o.verb, fillPath(o.path, params) + "?probe=%00", o.verb === "POST" || o.verb === "PATCH" ? { body: {} } : {});
+      const nul = await t.rest.req(
+        o.verb,
+        fillPath(o.path, params) + "?probe=%00",
+        o.verb === "POST" || o.verb === "PATCH" ? { body: {} } : {},
+      );
       checkResponse(o, nul);
       assert.equal(nul.status, 400, `${o.id}: NUL query parameter`);
       if (o.op.security.length) {
@@ -280,7 +356,10 @@ describe("every operation against the document", () => {
       }
       if (o.op.security.length && !hasScheme(o, "apiKey")) {
         const r = await call(o.id, { params, auth: "key", body: o.op.requestBody ? {} : undefined });
-        assert.ok(r.status === 403 || r.status === 401, `${o.id}: with an API key the document does not allow: ${r.status} ${r.text}`);
+        assert.ok(
+          r.status === 403 || r.status === 401,
+          `${o.id}: with an API key the document does not allow: ${r.status} ${r.text}`,
+        );
         assert.ok(named(String(r.status)));
       }
       if (o.op.security.length && !hasScheme(o, "session")) {
@@ -289,7 +368,10 @@ describe("every operation against the document", () => {
         assert.ok(named("403"));
       }
       if (o.path.includes("{projectId}")) {
-        const r = await call(o.id, { params: { ...params, projectId: "prj_unknown" }, body: o.op.requestBody ? {} : undefined });
+        const r = await call(o.id, {
+          params: { ...params, projectId: "prj_unknown" },
+          body: o.op.requestBody ? {} : undefined,
+        });
         assert.equal(r.status, 404, `${o.id}: an unknown project: ${r.text}`);
         assert.ok(named("404"));
       }
@@ -320,7 +402,9 @@ describe("every operation against the document", () => {
   });
 
   it("no operation of the document went without a validated success and a validated error", () => {
-    const missing = operations.filter((o) => !coverage.get(o.id)?.success || !coverage.get(o.id)?.error).map((o) => `${o.verb} ${o.path} (${o.id})`);
+    const missing = operations
+      .filter((o) => !coverage.get(o.id)?.success || !coverage.get(o.id)?.error)
+      .map((o) => `${o.verb} ${o.path} (${o.id})`);
     assert.deepEqual(missing, [], "operations without a validated success and error response");
   });
 });

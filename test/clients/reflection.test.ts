@@ -13,20 +13,30 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { GrpcReflection } from "grpc-js-reflection-client";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { ServerReflection, type ServerReflectionRequestSchema, type ServerReflectionResponse } from "../../gen/grpc/reflection/v1/reflection_pb.js";
+import {
+  ServerReflection,
+  type ServerReflectionRequestSchema,
+  type ServerReflectionResponse,
+} from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import { startTestApp } from "../helpers/app.js";
 import { useProject } from "../helpers/use.js";
 
 const BUF = path.resolve(import.meta.dirname, "../../node_modules/.bin/buf");
 const run = promisify(execFile);
 
-
 const { t, p } = useProject();
 
 /** `buf curl` over gRPC with h2c and no schema: everything it knows comes from reflection. */
-async function bufCurl(reflect: "grpc-v1" | "grpc-v1alpha", args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+async function bufCurl(
+  reflect: "grpc-v1" | "grpc-v1alpha",
+  args: string[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const r = await run(BUF, ["curl", "--protocol", "grpc", "--http2-prior-knowledge", "--reflect-protocol", reflect, ...args], { timeout: 30_000 });
+    const r = await run(
+      BUF,
+      ["curl", "--protocol", "grpc", "--http2-prior-knowledge", "--reflect-protocol", reflect, ...args],
+      { timeout: 30_000 },
+    );
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string };
@@ -40,12 +50,24 @@ for (const reflect of ["grpc-v1", "grpc-v1alpha"] as const) {
       const services = await bufCurl(reflect, ["--list-services", t.url]);
       assert.equal(services.code, 0, services.stderr);
       const names = services.stdout.trim().split("\n");
-      for (const s of ["vigil.v1.EventService", "vigil.v1.ProjectService", "vigil.v1.HealthService", "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"]) {
+      for (const s of [
+        "vigil.v1.EventService",
+        "vigil.v1.ProjectService",
+        "vigil.v1.HealthService",
+        "grpc.health.v1.Health",
+        "grpc.reflection.v1.ServerReflection",
+        "grpc.reflection.v1alpha.ServerReflection",
+      ]) {
         assert.ok(names.includes(s), `${s} missing from: ${services.stdout}`);
       }
       const methods = await bufCurl(reflect, ["--list-methods", t.url]);
       assert.equal(methods.code, 0, methods.stderr);
-      for (const m of ["vigil.v1.EventService/IngestEvent", "vigil.v1.UptimeService/ListMonitors", "grpc.health.v1.Health/Check", "grpc.health.v1.Health/Watch"]) {
+      for (const m of [
+        "vigil.v1.EventService/IngestEvent",
+        "vigil.v1.UptimeService/ListMonitors",
+        "grpc.health.v1.Health/Check",
+        "grpc.health.v1.Health/Watch",
+      ]) {
         assert.ok(methods.stdout.includes(m), `${m} missing from: ${methods.stdout}`);
       }
     });
@@ -58,7 +80,13 @@ for (const reflect of ["grpc-v1", "grpc-v1alpha"] as const) {
 
     it("calls an authenticated vigil.v1 method with an API key (messages with google.protobuf.Struct)", async () => {
       const type = `buf_curl_${reflect.replace("-", "_")}`;
-      const r = await bufCurl(reflect, ["-H", `authorization: Bearer ${p.key}`, "-d", JSON.stringify({ type, data: { plan: "pro", seats: 3 } }), `${t.url}/vigil.v1.EventService/IngestEvent`]);
+      const r = await bufCurl(reflect, [
+        "-H",
+        `authorization: Bearer ${p.key}`,
+        "-d",
+        JSON.stringify({ type, data: { plan: "pro", seats: 3 } }),
+        `${t.url}/vigil.v1.EventService/IngestEvent`,
+      ]);
       assert.equal(r.code, 0, r.stderr);
       const out = JSON.parse(r.stdout);
       assert.equal(out.data.type, type);
@@ -82,28 +110,50 @@ for (const version of ["v1", "v1alpha"] as const) {
       const host = `127.0.0.1:${t.port}`;
       const reflection = new GrpcReflection(host, grpc.credentials.createInsecure(), {}, version);
       const services = await reflection.listServices();
-      assert.ok(services.includes("vigil.v1.EventService") && services.includes("grpc.health.v1.Health"), services.join(", "));
+      assert.ok(
+        services.includes("vigil.v1.EventService") && services.includes("grpc.health.v1.Health"),
+        services.join(", "),
+      );
 
       const descriptor = await reflection.getDescriptorBySymbol("vigil.v1.EventService");
       // Through protobufjs's JSON form: the library's own getPackageObject() (and listMethods(),
       // which uses it) re-encodes the files with protobufjs and then fails on any custom option
       // ("duplicate id 51001 in .google.protobuf.MethodOptions"), on `buf build`'s image of
       // proto/ just the same.
-      const def = protoLoader.fromJSON(descriptor.getProtobufJsRoot().toJSON() as never, { longs: Number, defaults: true });
-      const pkg = grpc.loadPackageDefinition(def) as unknown as { vigil: { v1: Record<string, grpc.ServiceClientConstructor> } };
-      assert.deepEqual(Object.keys(pkg.vigil.v1.EventService.service).sort(), ["GetEvent", "IngestEvent", "IngestEventBatch", "ListEvents"]);
-      const events = new pkg.vigil.v1.EventService(host, grpc.credentials.createInsecure()) as unknown as grpc.Client & Record<string, (...a: unknown[]) => unknown>;
+      const def = protoLoader.fromJSON(descriptor.getProtobufJsRoot().toJSON() as never, {
+        longs: Number,
+        defaults: true,
+      });
+      const pkg = grpc.loadPackageDefinition(def) as unknown as {
+        vigil: { v1: Record<string, grpc.ServiceClientConstructor> };
+      };
+      assert.deepEqual(Object.keys(pkg.vigil.v1.EventService.service).sort(), [
+        "GetEvent",
+        "IngestEvent",
+        "IngestEventBatch",
+        "ListEvents",
+      ]);
+      const events = new pkg.vigil.v1.EventService(host, grpc.credentials.createInsecure()) as unknown as grpc.Client &
+        Record<string, (...a: unknown[]) => unknown>;
       try {
         const md = new grpc.Metadata();
         md.set("authorization", `Bearer ${p.key}`);
         const type = `grpc_js_${version}`;
         const ingested = await new Promise<{ data: { id: string; type: string } }>((resolve, reject) =>
-          events.IngestEvent({ type, data: { fields: { n: { numberValue: 1 } } } }, md, (err: Error | null, r: { data: { id: string; type: string } }) => (err ? reject(err) : resolve(r))),
+          events.IngestEvent(
+            { type, data: { fields: { n: { numberValue: 1 } } } },
+            md,
+            (err: Error | null, r: { data: { id: string; type: string } }) => (err ? reject(err) : resolve(r)),
+          ),
         );
         assert.equal(ingested.data.type, type);
         // Without credentials: UNAUTHENTICATED, decoded by the reflected schema too.
         await assert.rejects(
-          new Promise((resolve, reject) => events.ListEvents({ projectId: "self" }, (err: Error | null, r: unknown) => (err ? reject(err) : resolve(r)))),
+          new Promise((resolve, reject) =>
+            events.ListEvents({ projectId: "self" }, (err: Error | null, r: unknown) =>
+              err ? reject(err) : resolve(r),
+            ),
+          ),
           (err: grpc.ServiceError) => err.code === grpc.status.UNAUTHENTICATED,
         );
       } finally {
@@ -116,7 +166,9 @@ for (const version of ["v1", "v1alpha"] as const) {
 describe("reflection protocol (v1, one stream, connect-es gRPC client)", () => {
   const transport = () => createGrpcTransport({ baseUrl: t.url });
 
-  async function exchange(requests: Array<MessageInitShape<typeof ServerReflectionRequestSchema>>): Promise<ServerReflectionResponse[]> {
+  async function exchange(
+    requests: Array<MessageInitShape<typeof ServerReflectionRequestSchema>>,
+  ): Promise<ServerReflectionResponse[]> {
     const client = createClient(ServerReflection, transport());
     async function* send() {
       for (const r of requests) yield r;
@@ -127,7 +179,9 @@ describe("reflection protocol (v1, one stream, connect-es gRPC client)", () => {
   }
   const files = (res: ServerReflectionResponse) => {
     assert.equal(res.messageResponse.case, "fileDescriptorResponse", JSON.stringify(res.messageResponse));
-    return (res.messageResponse.value as { fileDescriptorProto: Uint8Array[] }).fileDescriptorProto.map((b) => fromBinary(FileDescriptorProtoSchema, b));
+    return (res.messageResponse.value as { fileDescriptorProto: Uint8Array[] }).fileDescriptorProto.map((b) =>
+      fromBinary(FileDescriptorProtoSchema, b),
+    );
   };
 
   it("answers file_containing_symbol with the file and its transitive imports, each once per stream", async () => {
@@ -141,12 +195,22 @@ describe("reflection protocol (v1, one stream, connect-es gRPC client)", () => {
     assert.equal(first.originalRequest?.messageRequest.value, "vigil.v1.EventService");
     const names = files(first).map((f) => f.name);
     assert.equal(names[0], "vigil/v1/events.proto");
-    for (const dep of ["google/api/annotations.proto", "google/api/http.proto", "google/protobuf/descriptor.proto", "google/protobuf/struct.proto", "vigil/v1/options.proto"]) {
+    for (const dep of [
+      "google/api/annotations.proto",
+      "google/api/http.proto",
+      "google/protobuf/descriptor.proto",
+      "google/protobuf/struct.proto",
+      "vigil/v1/options.proto",
+    ]) {
       assert.ok(names.includes(dep), `${dep} missing from ${names.join(", ")}`);
     }
     assert.equal(new Set(names).size, names.length);
     // Already sent on this stream: only the file itself again.
-    for (const r of [second, method, field]) assert.deepEqual(files(r).map((f) => f.name), ["vigil/v1/events.proto"]);
+    for (const r of [second, method, field])
+      assert.deepEqual(
+        files(r).map((f) => f.name),
+        ["vigil/v1/events.proto"],
+      );
     const events = files(first)[0];
     assert.ok(events.service.some((s) => s.name === "EventService" && s.method.some((m) => m.name === "IngestEvent")));
     assert.ok(events.dependency.includes("google/api/annotations.proto"));
@@ -158,7 +222,12 @@ describe("reflection protocol (v1, one stream, connect-es gRPC client)", () => {
       { messageRequest: { case: "fileByFilename", value: "google/api/annotations.proto" } },
       { messageRequest: { case: "listServices", value: "*" } },
       { messageRequest: { case: "allExtensionNumbersOfType", value: "google.protobuf.MethodOptions" } },
-      { messageRequest: { case: "fileContainingExtension", value: { containingType: "google.protobuf.MethodOptions", extensionNumber: 72295728 } } },
+      {
+        messageRequest: {
+          case: "fileContainingExtension",
+          value: { containingType: "google.protobuf.MethodOptions", extensionNumber: 72295728 },
+        },
+      },
       // Imported by no service, but error statuses carry its messages in their Any details.
       { messageRequest: { case: "fileContainingSymbol", value: "google.rpc.ErrorInfo" } },
     ]);
@@ -166,7 +235,10 @@ describe("reflection protocol (v1, one stream, connect-es gRPC client)", () => {
     assert.equal(files(annotations)[0].name, "google/api/annotations.proto");
     assert.equal(list.messageResponse.case, "listServicesResponse");
     const services = (list.messageResponse.value as { service: Array<{ name: string }> }).service.map((s) => s.name);
-    assert.ok(services.includes("vigil.v1.WebhookService") && services.includes("grpc.health.v1.Health"), services.join(", "));
+    assert.ok(
+      services.includes("vigil.v1.WebhookService") && services.includes("grpc.health.v1.Health"),
+      services.join(", "),
+    );
     assert.equal(numbers.messageResponse.case, "allExtensionNumbersResponse");
     assert.ok((numbers.messageResponse.value as { extensionNumber: number[] }).extensionNumber.includes(72295728));
     assert.equal(files(ext)[0].name, "google/api/annotations.proto");
@@ -177,7 +249,12 @@ describe("reflection protocol (v1, one stream, connect-es gRPC client)", () => {
     const answers = await exchange([
       { messageRequest: { case: "fileContainingSymbol", value: "vigil.v1.NoSuchService" } },
       { messageRequest: { case: "fileByFilename", value: "vigil/v1/nope.proto" } },
-      { messageRequest: { case: "fileContainingExtension", value: { containingType: "google.protobuf.MethodOptions", extensionNumber: 1 } } },
+      {
+        messageRequest: {
+          case: "fileContainingExtension",
+          value: { containingType: "google.protobuf.MethodOptions", extensionNumber: 1 },
+        },
+      },
       { messageRequest: { case: "allExtensionNumbersOfType", value: "vigil.v1.Nope" } },
       { messageRequest: { case: "fileContainingSymbol", value: "grpc.health.v1.Health" } },
     ]);
@@ -197,7 +274,9 @@ describe("GRPC_REFLECTION=off", () => {
   it("does not serve reflection, and buf curl then needs a schema", async () => {
     const off = await startTestApp({ GRPC_REFLECTION: "off" });
     try {
-      const r = await run(BUF, ["curl", "--protocol", "grpc", "--http2-prior-knowledge", "--list-services", off.url], { timeout: 30_000 }).then(
+      const r = await run(BUF, ["curl", "--protocol", "grpc", "--http2-prior-knowledge", "--list-services", off.url], {
+        timeout: 30_000,
+      }).then(
         () => ({ code: 0, out: "" }),
         (e: { code: number; stderr: string }) => ({ code: e.code, out: e.stderr }),
       );
@@ -215,7 +294,21 @@ describe("GRPC_REFLECTION=off", () => {
 async function bufCurlAt(url: string): Promise<number> {
   // With reflection off, buf curl needs the schema: give it the repo's proto/ module.
   const proto = path.resolve(import.meta.dirname, "../../proto");
-  return run(BUF, ["curl", "--protocol", "grpc", "--http2-prior-knowledge", "--schema", proto, "-d", "{}", `${url}/grpc.health.v1.Health/Check`], { timeout: 30_000 }).then(
+  return run(
+    BUF,
+    [
+      "curl",
+      "--protocol",
+      "grpc",
+      "--http2-prior-knowledge",
+      "--schema",
+      proto,
+      "-d",
+      "{}",
+      `${url}/grpc.health.v1.Health/Check`,
+    ],
+    { timeout: 30_000 },
+  ).then(
     () => 0,
     (e: { code: number }) => e.code,
   );

@@ -15,9 +15,12 @@ import { freePort } from "../../src/shared/net.js";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
 
-
 async function startServer(env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "inherit"] });
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
   const url = `http://127.0.0.1:${env.PORT}/health`;
   const deadline = Date.now() + 30_000;
   for (;;) {
@@ -68,7 +71,17 @@ describe("crash safety", () => {
             const r = await rest.post("/v1/events", { type: "crash", userId: `u${w}`, data: { w, i } }, { key: p.key });
             if (r.status === 202) acked.push(r.body.data.id);
           } else {
-            const r = await rest.post("/v1/events/batch", { events: Array.from({ length: 20 }, (_, k) => ({ type: "crash-batch", userId: `u${k % 5}`, data: { w, i, k } })) }, { key: p.key });
+            const r = await rest.post(
+              "/v1/events/batch",
+              {
+                events: Array.from({ length: 20 }, (_, k) => ({
+                  type: "crash-batch",
+                  userId: `u${k % 5}`,
+                  data: { w, i, k },
+                })),
+              },
+              { key: p.key },
+            );
             if (r.status === 202) acked.push(...r.body.data.events.map((e: { id: string }) => e.id));
           }
         } catch {
@@ -93,7 +106,10 @@ describe("crash safety", () => {
     const db = new pg.Client({ connectionString: databaseUrl });
     await db.connect();
     try {
-      const r = await db.query<{ id: string }>("SELECT id::text FROM events WHERE project_id = $1 AND id = ANY($2::uuid[])", [p.projectId, acked]);
+      const r = await db.query<{ id: string }>(
+        "SELECT id::text FROM events WHERE project_id = $1 AND id = ANY($2::uuid[])",
+        [p.projectId, acked],
+      );
       const found = new Set(r.rows.map((x) => x.id));
       const lost = acked.filter((id) => !found.has(id));
       assert.equal(lost.length, 0, `${lost.length} of ${acked.length} acknowledged events lost`);
@@ -101,11 +117,16 @@ describe("crash safety", () => {
       // Identities are derived from stored events: the deltas committed with the events before the
       // kill are applied by the restarted server, and then the counts match exactly.
       for (let i = 0; i < 100; i++) {
-        const pending = await db.query("SELECT count(*)::int AS n FROM ingest_deltas WHERE project_id = $1", [p.projectId]);
+        const pending = await db.query("SELECT count(*)::int AS n FROM ingest_deltas WHERE project_id = $1", [
+          p.projectId,
+        ]);
         if (pending.rows[0].n === 0) break;
         await new Promise((r) => setTimeout(r, 50));
       }
-      const u = await db.query("SELECT (SELECT coalesce(sum(event_count), 0)::int FROM users WHERE project_id = $1) AS counted, (SELECT count(*)::int FROM events WHERE project_id = $1 AND user_id IS NOT NULL) AS stored", [p.projectId]);
+      const u = await db.query(
+        "SELECT (SELECT coalesce(sum(event_count), 0)::int FROM users WHERE project_id = $1) AS counted, (SELECT count(*)::int FROM events WHERE project_id = $1 AND user_id IS NOT NULL) AS stored",
+        [p.projectId],
+      );
       assert.equal(u.rows[0].counted, u.rows[0].stored);
     } finally {
       await db.end();

@@ -14,7 +14,9 @@ import { useProject } from "../helpers/use.js";
 const { t, p } = useProject({ RATE_LIMIT_EVENTS_PER_MINUTE: "100000", RATE_LIMIT_BATCHES_PER_MINUTE: "100000" });
 
 const db = () => t.app.deps.db;
-const pending = async (projectId: string) => (await db().query("SELECT count(*)::int AS n FROM ingest_deltas WHERE project_id = $1", [projectId])).rows[0].n as number;
+const pending = async (projectId: string) =>
+  (await db().query("SELECT count(*)::int AS n FROM ingest_deltas WHERE project_id = $1", [projectId])).rows[0]
+    .n as number;
 
 async function batch(events: object[]) {
   const r = await t.rest.post("/v1/events/batch", { events }, { key: p.key });
@@ -26,16 +28,34 @@ describe("derived records", () => {
   it("deltas are pure: per-key aggregates merge in commit order; rollups count per grain and bucket", () => {
     const merged = mergePacked("p", [
       [["u1", { plan: "free", a: 1 }, 2, 200, 300]],
-      [["u2", {}, 1, 50, 50], ["u1", { plan: "pro" }, 1, 100, 400]],
+      [
+        ["u2", {}, 1, 50, 50],
+        ["u1", { plan: "pro" }, 1, 100, 400],
+      ],
     ]);
     assert.deepEqual(merged, [
       { projectId: "p", key: "u1", properties: { plan: "pro", a: 1 }, count: 3, first: 100, last: 400 },
       { projectId: "p", key: "u2", properties: {}, count: 1, first: 50, last: 50 },
     ]);
     const at = (iso: string, type: string) => ({ timestamp: new Date(iso), type }) as StoredEvent;
-    const d = rollupDelta([at("2024-01-01T10:15:30Z", "a"), at("2024-01-01T10:15:59Z", "a"), at("2024-01-01T10:16:00Z", "a"), at("2024-01-01T11:00:00Z", "b")])!;
-    const key = (g: number, iso: string, type: string) => d.find((x) => x[0] === g && x[1] === Date.parse(iso) && x[2] === type)?.[3];
-    assert.deepEqual([key(0, "2024-01-01T10:15:00Z", "a"), key(0, "2024-01-01T10:16:00Z", "a"), key(1, "2024-01-01T10:00:00Z", "a"), key(2, "2024-01-01T00:00:00Z", "a"), key(2, "2024-01-01T00:00:00Z", "b")], [2, 1, 3, 3, 1]);
+    const d = rollupDelta([
+      at("2024-01-01T10:15:30Z", "a"),
+      at("2024-01-01T10:15:59Z", "a"),
+      at("2024-01-01T10:16:00Z", "a"),
+      at("2024-01-01T11:00:00Z", "b"),
+    ])!;
+    const key = (g: number, iso: string, type: string) =>
+      d.find((x) => x[0] === g && x[1] === Date.parse(iso) && x[2] === type)?.[3];
+    assert.deepEqual(
+      [
+        key(0, "2024-01-01T10:15:00Z", "a"),
+        key(0, "2024-01-01T10:16:00Z", "a"),
+        key(1, "2024-01-01T10:00:00Z", "a"),
+        key(2, "2024-01-01T00:00:00Z", "a"),
+        key(2, "2024-01-01T00:00:00Z", "b"),
+      ],
+      [2, 1, 3, 3, 1],
+    );
     assert.equal(rollupDelta([]), null);
   });
 
@@ -47,7 +67,10 @@ describe("derived records", () => {
       { type: "visit", userId: "lazy-1", groupId: "org-9", timestamp: "2024-05-01T10:02:00Z" },
     ]);
     assert.ok((await pending(p.projectId)) > 0, "the deltas wait in ingest_deltas");
-    const before = await db().query("SELECT count(*)::int AS n FROM users WHERE project_id = $1 AND external_id = 'lazy-1'", [p.projectId]);
+    const before = await db().query(
+      "SELECT count(*)::int AS n FROM users WHERE project_id = $1 AND external_id = 'lazy-1'",
+      [p.projectId],
+    );
     assert.equal(before.rows[0].n, 0, "not projected yet");
 
     const u = await t.rest.get(`/v1/projects/${p.projectId}/users/lazy-1`, { key: p.key });
@@ -55,11 +78,17 @@ describe("derived records", () => {
     assert.equal(u.body.data.eventCount, 3);
     assert.deepEqual(u.body.data.properties, { plan: "pro" });
     assert.equal(await pending(p.projectId), 0);
-    const g = await db().query("SELECT event_count FROM groups WHERE project_id = $1 AND group_id = 'org-9'", [p.projectId]);
+    const g = await db().query("SELECT event_count FROM groups WHERE project_id = $1 AND group_id = 'org-9'", [
+      p.projectId,
+    ]);
     assert.equal(g.rows[0].event_count, 1);
 
     await batch([{ type: "visit", timestamp: "2024-05-01T10:03:00Z" }]);
-    const c = await t.rest.post(`/v1/projects/${p.projectId}/analytics/count`, { time: { start: "2024-05-01T00:00:00Z", end: "2024-05-02T00:00:00Z" } }, { key: p.key });
+    const c = await t.rest.post(
+      `/v1/projects/${p.projectId}/analytics/count`,
+      { time: { start: "2024-05-01T00:00:00Z", end: "2024-05-02T00:00:00Z" } },
+      { key: p.key },
+    );
     assert.equal(c.status, 200, c.text);
     assert.equal(c.body.data.count, 4, "the count (from rollups) includes the event accepted just before");
   });
@@ -69,7 +98,14 @@ describe("derived records", () => {
     const users = 7;
     const rounds = 30;
     const ingest = (async () => {
-      for (let i = 0; i < rounds; i++) await batch(Array.from({ length: 20 }, (_, j) => ({ type: "tick", userId: `race-${(i + j) % users}`, timestamp: "2024-05-02T10:00:00Z" })));
+      for (let i = 0; i < rounds; i++)
+        await batch(
+          Array.from({ length: 20 }, (_, j) => ({
+            type: "tick",
+            userId: `race-${(i + j) % users}`,
+            timestamp: "2024-05-02T10:00:00Z",
+          })),
+        );
     })();
     const appliers = Array.from({ length: 4 }, async (_, k) => {
       for (let i = 0; i < rounds; i++) await (k % 2 ? derived.drain() : derived.settle(p.projectId));
@@ -77,10 +113,19 @@ describe("derived records", () => {
     await Promise.all([ingest, ...appliers]);
     await derived.settle(p.projectId);
     assert.equal(await pending(p.projectId), 0);
-    const r = await db().query("SELECT sum(event_count)::int AS n FROM users WHERE project_id = $1 AND external_id LIKE 'race-%'", [p.projectId]);
+    const r = await db().query(
+      "SELECT sum(event_count)::int AS n FROM users WHERE project_id = $1 AND external_id LIKE 'race-%'",
+      [p.projectId],
+    );
     assert.equal(r.rows[0].n, rounds * 20);
-    const roll = await db().query("SELECT grain, sum(count)::int AS n FROM analytics_rollups WHERE project_id = $1 AND type = 'tick' GROUP BY grain ORDER BY grain", [p.projectId]);
-    assert.deepEqual(roll.rows.map((x) => x.n), [rounds * 20, rounds * 20, rounds * 20]);
+    const roll = await db().query(
+      "SELECT grain, sum(count)::int AS n FROM analytics_rollups WHERE project_id = $1 AND type = 'tick' GROUP BY grain ORDER BY grain",
+      [p.projectId],
+    );
+    assert.deepEqual(
+      roll.rows.map((x) => x.n),
+      [rounds * 20, rounds * 20, rounds * 20],
+    );
   });
 
   it("drops the pending deltas of a deleted project instead of failing every later pass", async () => {
@@ -88,7 +133,11 @@ describe("derived records", () => {
     await derived.stop();
     try {
       const gone = await project(t.rest);
-      const r = await t.rest.post("/v1/events/batch", { events: [{ type: "v", userId: "ghost", groupId: "ghost-org" }] }, { key: gone.key });
+      const r = await t.rest.post(
+        "/v1/events/batch",
+        { events: [{ type: "v", userId: "ghost", groupId: "ghost-org" }] },
+        { key: gone.key },
+      );
       assert.equal(r.status, 202, r.text);
       assert.ok((await pending(gone.projectId)) > 0);
       const del = await t.rest.req("DELETE", `/v1/projects/${gone.projectId}`, { cookie: gone.owner.cookie });
@@ -99,7 +148,9 @@ describe("derived records", () => {
       await derived.drain(); // rejects if a delta of the deleted project fails the users foreign key
       assert.equal(await pending(gone.projectId), 0);
       assert.equal(await pending(live.projectId), 0);
-      const u = await db().query("SELECT event_count FROM users WHERE project_id = $1 AND external_id = 'alive'", [live.projectId]);
+      const u = await db().query("SELECT event_count FROM users WHERE project_id = $1 AND external_id = 'alive'", [
+        live.projectId,
+      ]);
       assert.equal(Number(u.rows[0]?.event_count), 1);
     } finally {
       derived.start();

@@ -11,7 +11,16 @@ describe("POST /v1/events", () => {
   it("answers 202 with the full event as stored, server context merged", async () => {
     const r = await t.rest.post(
       "/v1/events",
-      { type: "signup", userId: "u-1", groupId: "g-1", source: "web", data: { plan: "pro", n: 3 }, context: { locale: "fr" }, tags: { env: "prod" }, timestamp: "2024-05-06T10:00:00+02:00" },
+      {
+        type: "signup",
+        userId: "u-1",
+        groupId: "g-1",
+        source: "web",
+        data: { plan: "pro", n: 3 },
+        context: { locale: "fr" },
+        tags: { env: "prod" },
+        timestamp: "2024-05-06T10:00:00+02:00",
+      },
       { key: p.key, headers: { "user-agent": "vigil-test/1.0" } },
     );
     assert.equal(r.status, 202, r.text);
@@ -30,7 +39,19 @@ describe("POST /v1/events", () => {
     assert.equal(e.context.ip, "127.0.0.1");
     assert.ok(!Number.isNaN(Date.parse(e.context.receivedAt)));
     assert.ok(!Number.isNaN(Date.parse(e.createdAt)));
-    assert.deepEqual(Object.keys(e).sort(), ["context", "createdAt", "data", "groupId", "id", "projectId", "sourceId", "tags", "timestamp", "type", "userId"]);
+    assert.deepEqual(Object.keys(e).sort(), [
+      "context",
+      "createdAt",
+      "data",
+      "groupId",
+      "id",
+      "projectId",
+      "sourceId",
+      "tags",
+      "timestamp",
+      "type",
+      "userId",
+    ]);
     // the id carries the event's own timestamp (UUIDv7)
     assert.equal(parseInt(e.id.replace(/-/g, "").slice(0, 12), 16), Date.parse("2024-05-06T08:00:00.000Z"));
 

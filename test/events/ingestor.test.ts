@@ -23,27 +23,49 @@ after(async () => {
   await t.close();
 });
 
-const ev = (type: string, extra: Partial<NewEvent> = {}): NewEvent => ({ type, timestamp: new Date(), userId: null, groupId: null, source: null, data: {}, context: {}, tags: {}, ...extra });
+const ev = (type: string, extra: Partial<NewEvent> = {}): NewEvent => ({
+  type,
+  timestamp: new Date(),
+  userId: null,
+  groupId: null,
+  source: null,
+  data: {},
+  context: {},
+  tags: {},
+  ...extra,
+});
 
 describe("group commit", () => {
   it("shares one transaction between concurrent callers, runs hooks around the insert, stores slots", async () => {
     const seen: { phase: string; tx: string; visible: number; n: number }[] = [];
     const mine = <E extends { type: string }>(events: E[]) => events.filter((e) => e.type.startsWith("gc-"));
     const pipeline = eventsOf(t.app).pipeline;
-    pipeline.preparing.push({ name: "test", run: async (c, events) => {
-      const m = mine(events);
-      if (!m.length) return;
-      const r = await c.query("SELECT txid_current()::text AS tx, (SELECT count(*) FROM events WHERE type LIKE 'gc-%')::int AS visible");
-      seen.push({ phase: "preparing", tx: r.rows[0].tx, visible: r.rows[0].visible, n: m.length });
-      for (const e of m) e.slots = { n1: 42.5, s2: "slot" };
-    } });
-    pipeline.committing.push({ name: "test", run: async (c, events) => {
-      const m = mine(events);
-      if (!m.length) return;
-      const r = await c.query("SELECT txid_current()::text AS tx, (SELECT count(*) FROM events WHERE type LIKE 'gc-%')::int AS visible");
-      seen.push({ phase: "committing", tx: r.rows[0].tx, visible: r.rows[0].visible, n: m.length });
-    } });
-    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => ingestor.accept(p.projectId, [ev(`gc-${i}`), ev(`gc-${i}`)])));
+    pipeline.preparing.push({
+      name: "test",
+      run: async (c, events) => {
+        const m = mine(events);
+        if (!m.length) return;
+        const r = await c.query(
+          "SELECT txid_current()::text AS tx, (SELECT count(*) FROM events WHERE type LIKE 'gc-%')::int AS visible",
+        );
+        seen.push({ phase: "preparing", tx: r.rows[0].tx, visible: r.rows[0].visible, n: m.length });
+        for (const e of m) e.slots = { n1: 42.5, s2: "slot" };
+      },
+    });
+    pipeline.committing.push({
+      name: "test",
+      run: async (c, events) => {
+        const m = mine(events);
+        if (!m.length) return;
+        const r = await c.query(
+          "SELECT txid_current()::text AS tx, (SELECT count(*) FROM events WHERE type LIKE 'gc-%')::int AS visible",
+        );
+        seen.push({ phase: "committing", tx: r.rows[0].tx, visible: r.rows[0].visible, n: m.length });
+      },
+    });
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => ingestor.accept(p.projectId, [ev(`gc-${i}`), ev(`gc-${i}`)])),
+    );
     assert.equal(results.flat().length, 20);
     const prep = seen.filter((s) => s.phase === "preparing");
     assert.ok(prep.length < 10, `10 concurrent callers shared transactions (${prep.length} flushes)`);
@@ -59,20 +81,42 @@ describe("group commit", () => {
   });
 
   it("rejects only the caller whose events a hook refuses; the others are stored", async () => {
-    eventsOf(t.app).pipeline.committing.push({ name: "test", run: async (_c, events) => {
-      if (events.some((e) => e.type === "poison")) throw new Error("refused by hook");
-    } });
-    const calls = [ingestor.accept(p.projectId, [ev("fine-1")]), ingestor.accept(p.projectId, [ev("fine-2"), ev("poison")]), ingestor.accept(p.projectId, [ev("fine-3")])];
+    eventsOf(t.app).pipeline.committing.push({
+      name: "test",
+      run: async (_c, events) => {
+        if (events.some((e) => e.type === "poison")) throw new Error("refused by hook");
+      },
+    });
+    const calls = [
+      ingestor.accept(p.projectId, [ev("fine-1")]),
+      ingestor.accept(p.projectId, [ev("fine-2"), ev("poison")]),
+      ingestor.accept(p.projectId, [ev("fine-3")]),
+    ];
     const out = await Promise.allSettled(calls);
-    assert.deepEqual(out.map((o) => o.status), ["fulfilled", "rejected", "fulfilled"]);
-    const r = await db.query("SELECT type FROM events WHERE type IN ('fine-1', 'fine-2', 'fine-3', 'poison') ORDER BY type");
-    assert.deepEqual(r.rows.map((x) => x.type), ["fine-1", "fine-3"], "no partial acceptance of the refused caller");
+    assert.deepEqual(
+      out.map((o) => o.status),
+      ["fulfilled", "rejected", "fulfilled"],
+    );
+    const r = await db.query(
+      "SELECT type FROM events WHERE type IN ('fine-1', 'fine-2', 'fine-3', 'poison') ORDER BY type",
+    );
+    assert.deepEqual(
+      r.rows.map((x) => x.type),
+      ["fine-1", "fine-3"],
+      "no partial acceptance of the refused caller",
+    );
   });
 
   it("creates weekly partitions on demand, also concurrently", async () => {
     const weeks = [Date.UTC(2021, 0, 4), Date.UTC(2021, 0, 11), Date.UTC(2021, 0, 18)];
-    await Promise.all(weeks.flatMap((w) => [0, 1, 2].map((k) => ingestor.accept(p.projectId, [ev("old", { timestamp: new Date(w + k * 3600_000) })]))));
-    const r = await db.query("SELECT relname FROM pg_class WHERE relname IN ('events_p20210104', 'events_p20210111', 'events_p20210118') ORDER BY 1");
+    await Promise.all(
+      weeks.flatMap((w) =>
+        [0, 1, 2].map((k) => ingestor.accept(p.projectId, [ev("old", { timestamp: new Date(w + k * 3600_000) })])),
+      ),
+    );
+    const r = await db.query(
+      "SELECT relname FROM pg_class WHERE relname IN ('events_p20210104', 'events_p20210111', 'events_p20210118') ORDER BY 1",
+    );
     assert.equal(r.rows.length, 3);
     const n = await db.query("SELECT count(*)::int AS n FROM events WHERE type = 'old'");
     assert.equal(n.rows[0].n, 9);

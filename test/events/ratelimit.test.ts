@@ -19,13 +19,18 @@ describe("in-process rate limits", () => {
   after(() => t.close());
 
   it("refuses the 6th single event of the minute with 429 and Retry-After, per project", async () => {
-    for (let i = 0; i < 5; i++) assert.equal((await t.rest.post("/v1/events", { type: "a" }, { key: p.key })).status, 202);
+    for (let i = 0; i < 5; i++)
+      assert.equal((await t.rest.post("/v1/events", { type: "a" }, { key: p.key })).status, 202);
     const r = await t.rest.post("/v1/events", { type: "a" }, { key: p.key });
     assert.equal(r.status, 429);
     assert.equal(r.headers.get("retry-after"), "45");
     assert.equal(errorBody(r).code, "rate_limited");
     const other = await project(t.rest);
-    assert.equal((await t.rest.post("/v1/events", { type: "a" }, { key: other.key })).status, 202, "another project has its own budget");
+    assert.equal(
+      (await t.rest.post("/v1/events", { type: "a" }, { key: other.key })).status,
+      202,
+      "another project has its own budget",
+    );
     // the refused event was not stored
     const list = await t.rest.get("/v1/projects/self/events", { key: p.key });
     assert.equal(list.body.data.length, 5);
@@ -33,7 +38,11 @@ describe("in-process rate limits", () => {
 
   it("limits batch requests separately, also with 429 and Retry-After", async () => {
     const q = await project(t.rest);
-    for (let i = 0; i < 2; i++) assert.equal((await t.rest.post("/v1/events/batch", { events: [{ type: "a" }, { type: "b" }] }, { key: q.key })).status, 202);
+    for (let i = 0; i < 2; i++)
+      assert.equal(
+        (await t.rest.post("/v1/events/batch", { events: [{ type: "a" }, { type: "b" }] }, { key: q.key })).status,
+        202,
+      );
     const r = await t.rest.post("/v1/events/batch", { events: [{ type: "a" }] }, { key: q.key });
     assert.equal(r.status, 429);
     assert.equal(r.headers.get("retry-after"), "45");
@@ -68,7 +77,8 @@ describe("Redis rate limits shared by two nodes", () => {
   it("counts one budget across both nodes", async () => {
     now += 120_000;
     const codes: number[] = [];
-    for (let i = 0; i < 6; i++) codes.push((await (i % 2 ? b : a).rest.post("/v1/events", { type: "a" }, { key: p.key })).status);
+    for (let i = 0; i < 6; i++)
+      codes.push((await (i % 2 ? b : a).rest.post("/v1/events", { type: "a" }, { key: p.key })).status);
     assert.deepEqual(codes, [202, 202, 202, 202, 202, 429]);
     const r = await a.rest.post("/v1/events", { type: "a" }, { key: p.key });
     assert.equal(r.status, 429);
@@ -81,7 +91,11 @@ describe("Redis rate limits shared by two nodes", () => {
   it("is atomic under concurrent requests to both nodes", async () => {
     now += 60_000;
     const q = await project(a.rest);
-    const codes = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? b : a).rest.post("/v1/events", { type: "c" }, { key: q.key }).then((r) => r.status)));
+    const codes = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        (i % 2 ? b : a).rest.post("/v1/events", { type: "c" }, { key: q.key }).then((r) => r.status),
+      ),
+    );
     assert.equal(codes.filter((c) => c === 202).length, 5);
     assert.equal(codes.filter((c) => c === 429).length, 15);
   });

@@ -22,7 +22,13 @@ describe("GET /v1/projects/:projectId/events", () => {
     await ingest(q, [
       { type: "signup", userId: "alice", source: "web", data: { plan: "Pro" }, timestamp: "2024-03-01T10:00:00Z" },
       { type: "login", userId: "alice", source: "web", timestamp: "2024-03-02T10:00:00Z" },
-      { type: "login", userId: "bob", source: "ios", context: { device: "iPhone 15" }, timestamp: "2024-03-03T10:00:00Z" },
+      {
+        type: "login",
+        userId: "bob",
+        source: "ios",
+        context: { device: "iPhone 15" },
+        timestamp: "2024-03-03T10:00:00Z",
+      },
       { type: "purchase", userId: "bob", source: "ios", data: { sku: "100%_off" }, timestamp: "2024-03-04T10:00:00Z" },
       { type: "Checkout", timestamp: "2024-03-05T10:00:00Z" },
     ]);
@@ -31,12 +37,18 @@ describe("GET /v1/projects/:projectId/events", () => {
   it("lists newest first with pagination, default limit 50", async () => {
     const r = await t.rest.get(`/v1/projects/${q.projectId}/events`, { key: q.key });
     assert.equal(r.status, 200, r.text);
-    assert.deepEqual(r.body.data.map((e: any) => e.type), ["Checkout", "purchase", "login", "login", "signup"]);
+    assert.deepEqual(
+      r.body.data.map((e: any) => e.type),
+      ["Checkout", "purchase", "login", "login", "signup"],
+    );
     assert.deepEqual(r.body.pagination, { nextCursor: null, hasMore: false });
   });
 
   it("filters by type, userId and source key", async () => {
-    const types = async (qs: string) => (await t.rest.get(`/v1/projects/self/events?${qs}`, { key: q.key })).body.data.map((e: any) => `${e.type}/${e.userId}`);
+    const types = async (qs: string) =>
+      (await t.rest.get(`/v1/projects/self/events?${qs}`, { key: q.key })).body.data.map(
+        (e: any) => `${e.type}/${e.userId}`,
+      );
     assert.deepEqual(await types("type=login"), ["login/bob", "login/alice"]);
     assert.deepEqual(await types("userId=alice"), ["login/alice", "signup/alice"]);
     assert.deepEqual(await types("source=ios"), ["purchase/bob", "login/bob"]);
@@ -45,7 +57,10 @@ describe("GET /v1/projects/:projectId/events", () => {
   });
 
   it("searches type, user, data and context case-insensitively, wildcards literal", async () => {
-    const types = async (s: string) => (await t.rest.get(`/v1/projects/self/events?search=${encodeURIComponent(s)}`, { key: q.key })).body.data.map((e: any) => e.type);
+    const types = async (s: string) =>
+      (await t.rest.get(`/v1/projects/self/events?search=${encodeURIComponent(s)}`, { key: q.key })).body.data.map(
+        (e: any) => e.type,
+      );
     assert.deepEqual(await types("checkout"), ["Checkout"]);
     assert.deepEqual(await types("ALICE"), ["login", "signup"]);
     assert.deepEqual(await types("pro"), ["signup"]);
@@ -56,10 +71,22 @@ describe("GET /v1/projects/:projectId/events", () => {
   });
 
   it("treats startDate and endDate as inclusive", async () => {
-    const r = await t.rest.get(`/v1/projects/self/events?startDate=2024-03-02T10:00:00Z&endDate=2024-03-04T10:00:00.000Z`, { key: q.key });
-    assert.deepEqual(r.body.data.map((e: any) => e.timestamp), ["2024-03-04T10:00:00.000Z", "2024-03-03T10:00:00.000Z", "2024-03-02T10:00:00.000Z"]);
-    const off = await t.rest.get(`/v1/projects/self/events?startDate=${encodeURIComponent("2024-03-05T12:00:00+02:00")}`, { key: q.key });
-    assert.deepEqual(off.body.data.map((e: any) => e.type), ["Checkout"]);
+    const r = await t.rest.get(
+      `/v1/projects/self/events?startDate=2024-03-02T10:00:00Z&endDate=2024-03-04T10:00:00.000Z`,
+      { key: q.key },
+    );
+    assert.deepEqual(
+      r.body.data.map((e: any) => e.timestamp),
+      ["2024-03-04T10:00:00.000Z", "2024-03-03T10:00:00.000Z", "2024-03-02T10:00:00.000Z"],
+    );
+    const off = await t.rest.get(
+      `/v1/projects/self/events?startDate=${encodeURIComponent("2024-03-05T12:00:00+02:00")}`,
+      { key: q.key },
+    );
+    assert.deepEqual(
+      off.body.data.map((e: any) => e.type),
+      ["Checkout"],
+    );
   });
 
   for (const [label, qs] of [
@@ -113,7 +140,13 @@ describe("GET /v1/projects/:projectId/events/:eventId", () => {
     const viaPath = await t.rest.get(`/v1/projects/${other.projectId}/events/${id}`, { key: p.key });
     assert.equal(viaPath.status, 404);
     assert.ok(!viaPath.text.includes("secret"));
-    for (const bad of ["nope", "00000000-0000-0000-0000-000000000000", "018f0000-0000-7000-8000-000000000000", encodeURIComponent("' OR 1=1 --"), "x".repeat(5000)]) {
+    for (const bad of [
+      "nope",
+      "00000000-0000-0000-0000-000000000000",
+      "018f0000-0000-7000-8000-000000000000",
+      encodeURIComponent("' OR 1=1 --"),
+      "x".repeat(5000),
+    ]) {
       const r = await t.rest.get(`/v1/projects/self/events/${bad}`, { key: p.key });
       assert.equal(r.status, 404, `${bad.slice(0, 40)}: ${r.text}`);
       errorBody(r);
@@ -133,7 +166,13 @@ describe("keyset pagination", () => {
     const q = await project(t.rest);
     const base = Date.parse("2024-06-01T00:00:00Z");
     // 300 events, many sharing a millisecond (ties are broken by id)
-    const initial = await ingest(q, Array.from({ length: 300 }, (_, i) => ({ type: "seed", timestamp: new Date(base + Math.floor(i / 7) * 1000).toISOString() })));
+    const initial = await ingest(
+      q,
+      Array.from({ length: 300 }, (_, i) => ({
+        type: "seed",
+        timestamp: new Date(base + Math.floor(i / 7) * 1000).toISOString(),
+      })),
+    );
     let stop = false;
     const arrivals = (async () => {
       let n = 0;
@@ -154,14 +193,18 @@ describe("keyset pagination", () => {
     const seenSet = new Set(ids);
     for (const id of initial) assert.ok(seenSet.has(id), `event ${id} skipped`);
     for (let i = 1; i < seen.length; i++) {
-      const a = seen[i - 1], b = seen[i];
+      const a = seen[i - 1],
+        b = seen[i];
       assert.ok(a.timestamp > b.timestamp || (a.timestamp === b.timestamp && a.id > b.id), "ordered newest first");
     }
   });
 
   it("keeps filters across pages", async () => {
     const q = await project(t.rest);
-    await ingest(q, Array.from({ length: 25 }, (_, i) => ({ type: i % 2 ? "odd" : "even", userId: `u${i % 3}` })));
+    await ingest(
+      q,
+      Array.from({ length: 25 }, (_, i) => ({ type: i % 2 ? "odd" : "even", userId: `u${i % 3}` })),
+    );
     const odd = await pageAll(q, "&type=odd", 4);
     assert.equal(odd.length, 12);
     assert.ok(odd.every((e) => e.type === "odd"));

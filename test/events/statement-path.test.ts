@@ -21,7 +21,13 @@ async function send(body: object): Promise<string> {
   return r.body.data.id;
 }
 
-const stored = async (id: string) => (await t.app.deps.db.query("SELECT source_id, n1, s1, data FROM events WHERE project_id = $1 AND id = $2", [p.projectId, id])).rows[0];
+const stored = async (id: string) =>
+  (
+    await t.app.deps.db.query("SELECT source_id, n1, s1, data FROM events WHERE project_id = $1 AND id = $2", [
+      p.projectId,
+      id,
+    ])
+  ).rows[0];
 
 describe("the one-statement ingest path", () => {
   it("writes a small group in one statement once partitions, sources and registry are cached", async () => {
@@ -60,21 +66,37 @@ describe("the one-statement ingest path", () => {
 
   it("takes the transaction for metric events and for events a webhook watches", async () => {
     const m0 = await commits();
-    const inc = await t.rest.post(`/v1/projects/${p.projectId}/metrics`, { type: "increment", name: "jobs", value: 1 }, { key: p.key });
+    const inc = await t.rest.post(
+      `/v1/projects/${p.projectId}/metrics`,
+      { type: "increment", name: "jobs", value: 1 },
+      { key: p.key },
+    );
     assert.equal(inc.status, 201, inc.text);
     const m1 = await commits();
     assert.equal(m1.transaction - m0.transaction, 1, "metric events take the transaction (their hook writes points)");
-    const points = await t.app.deps.db.query("SELECT count(*)::int AS n FROM metric_points p JOIN metrics m ON m.id = p.metric_id WHERE m.project_id = $1 AND m.name = 'jobs'", [p.projectId]);
+    const points = await t.app.deps.db.query(
+      "SELECT count(*)::int AS n FROM metric_points p JOIN metrics m ON m.id = p.metric_id WHERE m.project_id = $1 AND m.name = 'jobs'",
+      [p.projectId],
+    );
     assert.equal(points.rows[0].n, 1);
-    const hook = await t.rest.post(`/v1/projects/${p.projectId}/webhooks`, { url: "http://127.0.0.1:9/hook", events: ["watched"] }, { cookie: p.owner.cookie });
+    const hook = await t.rest.post(
+      `/v1/projects/${p.projectId}/webhooks`,
+      { url: "http://127.0.0.1:9/hook", events: ["watched"] },
+      { cookie: p.owner.cookie },
+    );
     assert.ok(hook.status === 201 || hook.status === 200, hook.text);
     await send({ type: "unwatched" }); // refreshes the subscription cache
     const before = await commits();
     await send({ type: "watched" });
     const after = await commits();
     assert.equal(after.transaction - before.transaction, 1);
-    const outbox = await t.app.deps.db.query("SELECT count(*)::int AS n FROM webhook_outbox WHERE project_id = $1", [p.projectId]);
-    const deliveries = await t.app.deps.db.query("SELECT count(*)::int AS n FROM webhook_deliveries WHERE project_id = $1", [p.projectId]);
+    const outbox = await t.app.deps.db.query("SELECT count(*)::int AS n FROM webhook_outbox WHERE project_id = $1", [
+      p.projectId,
+    ]);
+    const deliveries = await t.app.deps.db.query(
+      "SELECT count(*)::int AS n FROM webhook_deliveries WHERE project_id = $1",
+      [p.projectId],
+    );
     assert.ok(outbox.rows[0].n + deliveries.rows[0].n >= 1, "the watched event was handed to the webhook");
   });
 });

@@ -85,7 +85,16 @@ describe("checkEvent", () => {
   it("builds the event with defaults", () => {
     const r = checkEvent({ type: "a", userId: "", data: null }, now);
     assert.ok(r.ok);
-    assert.deepEqual(r.event, { type: "a", timestamp: now, userId: null, groupId: null, source: null, data: {}, context: {}, tags: {} });
+    assert.deepEqual(r.event, {
+      type: "a",
+      timestamp: now,
+      userId: null,
+      groupId: null,
+      source: null,
+      data: {},
+      context: {},
+      tags: {},
+    });
   });
   it("does not mistake a data key for a refusal", () => {
     const r = checkEvent({ type: "a", data: { ok: false, error: "x" } }, now);
@@ -103,9 +112,18 @@ describe("checkEvent", () => {
 
 describe("context", () => {
   it("merges server facts; the client's own userAgent and ip win, receivedAt is the server's", () => {
-    const s = serverContext(new Headers({ "user-agent": "ua/1" }), { ip: "::ffff:10.0.0.1", requestId: "r" }, new Date(0));
+    const s = serverContext(
+      new Headers({ "user-agent": "ua/1" }),
+      { ip: "::ffff:10.0.0.1", requestId: "r" },
+      new Date(0),
+    );
     assert.deepEqual(s, { receivedAt: "1970-01-01T00:00:00.000Z", userAgent: "ua/1", ip: "10.0.0.1" });
-    assert.deepEqual(mergeContext({ ip: "1.2.3.4", receivedAt: "forged", locale: "de" }, s), { userAgent: "ua/1", ip: "1.2.3.4", locale: "de", receivedAt: "1970-01-01T00:00:00.000Z" });
+    assert.deepEqual(mergeContext({ ip: "1.2.3.4", receivedAt: "forged", locale: "de" }, s), {
+      userAgent: "ua/1",
+      ip: "1.2.3.4",
+      locale: "de",
+      receivedAt: "1970-01-01T00:00:00.000Z",
+    });
   });
 });
 
@@ -117,26 +135,74 @@ describe("search pattern", () => {
 
 describe("identity aggregation", () => {
   const ev = (type: string, userId: string | null, ms: number, data = {}): StoredEvent => ({
-    id: "x", projectId: "p", type, timestamp: new Date(ms), userId, groupId: null, sourceId: null, data, context: {}, tags: {}, createdAt: new Date(0),
+    id: "x",
+    projectId: "p",
+    type,
+    timestamp: new Date(ms),
+    userId,
+    groupId: null,
+    sourceId: null,
+    data,
+    context: {},
+    tags: {},
+    createdAt: new Date(0),
   });
   it("aggregates per key, sorted, merging $identify data in ingestion order", () => {
-    const rows = aggregate([ev("a", "z", 5), ev("$identify", "b", 9, { x: 1, y: 1 }), ev("a", null, 1), ev("$identify", "b", 3, { y: 2 })], (e) => e.userId, "$identify");
-    assert.deepEqual(rows.map((r) => [r.key, r.count, r.first, r.last]), [["b", 2, 3, 9], ["z", 1, 5, 5]]);
+    const rows = aggregate(
+      [ev("a", "z", 5), ev("$identify", "b", 9, { x: 1, y: 1 }), ev("a", null, 1), ev("$identify", "b", 3, { y: 2 })],
+      (e) => e.userId,
+      "$identify",
+    );
+    assert.deepEqual(
+      rows.map((r) => [r.key, r.count, r.first, r.last]),
+      [
+        ["b", 2, 3, 9],
+        ["z", 1, 5, 5],
+      ],
+    );
     assert.deepEqual(rows[0].properties, { x: 1, y: 2 });
   });
 });
 
 describe("REPARSE_GROWTH (the size bound that lets a small batch skip measuring each item)", () => {
   it("bounds JSON.stringify(JSON.parse(text)) by 5.25x the text's bytes, worst cases included", () => {
-    const worst = ["1e20", "[1e20,9e20,-1e20]", "0.1e21", '"\\u00e9"', '"\\ud800"', '"\\u0001\\n"', '{"a":1,"a":1e20}', "1e-7", "5e-324"];
+    const worst = [
+      "1e20",
+      "[1e20,9e20,-1e20]",
+      "0.1e21",
+      '"\\u00e9"',
+      '"\\ud800"',
+      '"\\u0001\\n"',
+      '{"a":1,"a":1e20}',
+      "1e-7",
+      "5e-324",
+    ];
     const ratio = (text: string) => Buffer.byteLength(JSON.stringify(JSON.parse(text))) / Buffer.byteLength(text);
     assert.equal(Math.max(...worst.map(ratio)), 21 / 4);
     // Invalid UTF-8 (one byte) decodes to U+FFFD (three bytes).
     assert.equal(Buffer.byteLength(JSON.stringify(JSON.parse(Buffer.from([0x22, 0xff, 0x22]).toString("utf8")))), 5);
     let seed = 7;
     const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
-    const atoms = ["1e20", "12", "-0", "1.50", "true", "null", '"x"', '"\\u00e9\\/"', '"é😀"', "9e20", "1E+20", "0.000001"];
-    const value = (d: number): string => (d > 3 || rnd(3) === 0 ? atoms[rnd(atoms.length)] : rnd(2) ? `[ ${Array.from({ length: rnd(4) }, () => value(d + 1)).join(" , ")} ]` : `{ ${Array.from({ length: rnd(4) }, (_, i) => `"k${i % 2}" : ${value(d + 1)}`).join(", ")} }`);
+    const atoms = [
+      "1e20",
+      "12",
+      "-0",
+      "1.50",
+      "true",
+      "null",
+      '"x"',
+      '"\\u00e9\\/"',
+      '"é😀"',
+      "9e20",
+      "1E+20",
+      "0.000001",
+    ];
+    const value = (d: number): string =>
+      d > 3 || rnd(3) === 0
+        ? atoms[rnd(atoms.length)]
+        : rnd(2)
+          ? `[ ${Array.from({ length: rnd(4) }, () => value(d + 1)).join(" , ")} ]`
+          : `{ ${Array.from({ length: rnd(4) }, (_, i) => `"k${i % 2}" : ${value(d + 1)}`).join(", ")} }`;
     for (let i = 0; i < 2000; i++) {
       const text = value(0);
       assert.ok(ratio(text) <= 5.25, text);

@@ -57,13 +57,21 @@ describe("single event validation", () => {
   });
 
   it("accepts offsets and fractional seconds, stored in UTC", async () => {
-    const r = await t.rest.post("/v1/events", { type: "a", timestamp: "2024-05-06T10:00:00.123456-05:30" }, { key: p.key });
+    const r = await t.rest.post(
+      "/v1/events",
+      { type: "a", timestamp: "2024-05-06T10:00:00.123456-05:30" },
+      { key: p.key },
+    );
     assert.equal(r.status, 202, r.text);
     assert.equal(r.body.data.timestamp, "2024-05-06T15:30:00.123Z");
   });
 
   it("refuses malformed JSON, non-JSON bodies and non-object bodies", async () => {
-    const bad = await t.rest.req("POST", "/v1/events", { raw: '{"type": "a",', contentType: "application/json", key: p.key });
+    const bad = await t.rest.req("POST", "/v1/events", {
+      raw: '{"type": "a",',
+      contentType: "application/json",
+      key: p.key,
+    });
     assert.equal(bad.status, 400);
     assert.equal(errorBody(bad).code, "invalid_json");
     const text = await t.rest.req("POST", "/v1/events", { raw: "type=a", contentType: "text/plain", key: p.key });
@@ -72,7 +80,11 @@ describe("single event validation", () => {
     const arr = await t.rest.req("POST", "/v1/events", { raw: "[1,2]", contentType: "application/json", key: p.key });
     assert.equal(arr.status, 400);
     errorBody(arr);
-    const batchBad = await t.rest.req("POST", "/v1/events/batch", { raw: '{"events": [', contentType: "application/json", key: p.key });
+    const batchBad = await t.rest.req("POST", "/v1/events/batch", {
+      raw: '{"events": [',
+      contentType: "application/json",
+      key: p.key,
+    });
     assert.equal(batchBad.status, 400);
     assert.equal(errorBody(batchBad).code, "invalid_json");
   });
@@ -84,7 +96,11 @@ describe("single event validation", () => {
   });
 
   it("refuses a body over 10 MB with 413", async () => {
-    const r = await t.rest.req("POST", "/v1/events/batch", { raw: `{"events":[{"type":"a","data":{"x":"${"y".repeat(11 * 1024 * 1024)}"}}]}`, contentType: "application/json", key: p.key });
+    const r = await t.rest.req("POST", "/v1/events/batch", {
+      raw: `{"events":[{"type":"a","data":{"x":"${"y".repeat(11 * 1024 * 1024)}"}}]}`,
+      contentType: "application/json",
+      key: p.key,
+    });
     assert.equal(r.status, 413);
     assert.equal(errorBody(r).code, "payload_too_large");
   });
@@ -98,13 +114,24 @@ describe("single event validation", () => {
     errorBody(session);
     const wrong = await t.rest.post("/v1/events", { type: "a" }, { key: "vk_notarealkey000000000000000000000000" });
     assert.equal(wrong.status, 401);
-    const k = await t.rest.post(`/v1/projects/${p.projectId}/api-keys`, { name: "tmp", environment: "development" }, { cookie: p.owner.cookie });
+    const k = await t.rest.post(
+      `/v1/projects/${p.projectId}/api-keys`,
+      { name: "tmp", environment: "development" },
+      { cookie: p.owner.cookie },
+    );
     assert.equal((await t.rest.post("/v1/events", { type: "a" }, { key: k.body.data.secret })).status, 202);
-    assert.equal((await t.rest.del(`/v1/projects/${p.projectId}/api-keys/${k.body.data.id}`, { cookie: p.owner.cookie })).status, 204);
+    assert.equal(
+      (await t.rest.del(`/v1/projects/${p.projectId}/api-keys/${k.body.data.id}`, { cookie: p.owner.cookie })).status,
+      204,
+    );
     const revoked = await t.rest.post("/v1/events", { type: "a" }, { key: k.body.data.secret });
     assert.equal(revoked.status, 401);
     errorBody(revoked);
-    const revokedBatch = await t.rest.post("/v1/events/batch", { events: [{ type: "a" }] }, { key: k.body.data.secret });
+    const revokedBatch = await t.rest.post(
+      "/v1/events/batch",
+      { events: [{ type: "a" }] },
+      { key: k.body.data.secret },
+    );
     assert.equal(revokedBatch.status, 401);
   });
 
@@ -134,8 +161,14 @@ describe("batch ingestion", () => {
     assert.equal(d.received, 8);
     assert.equal(d.accepted, 2);
     assert.equal(d.rejected, 6);
-    assert.deepEqual(d.events.map((e: { type: string }) => e.type), ["ok-1", "ok-4"]);
-    assert.deepEqual(d.errors.map((e: { index: number }) => e.index), [1, 2, 3, 4, 5, 6]);
+    assert.deepEqual(
+      d.events.map((e: { type: string }) => e.type),
+      ["ok-1", "ok-4"],
+    );
+    assert.deepEqual(
+      d.errors.map((e: { index: number }) => e.index),
+      [1, 2, 3, 4, 5, 6],
+    );
     for (const e of d.errors) {
       assert.deepEqual(Object.keys(e).sort(), ["code", "index", "message"]);
       assert.match(e.code, /^[a-z_]+$/);
@@ -160,10 +193,17 @@ describe("batch ingestion", () => {
   });
 
   it("reports an event over 1 MB as an errors entry", async () => {
-    const r = await t.rest.post("/v1/events/batch", { events: [{ type: "small" }, { type: "big", data: { blob: "x".repeat(1024 * 1024 + 10) } }] }, { key: p.key });
+    const r = await t.rest.post(
+      "/v1/events/batch",
+      { events: [{ type: "small" }, { type: "big", data: { blob: "x".repeat(1024 * 1024 + 10) } }] },
+      { key: p.key },
+    );
     assert.equal(r.status, 202, r.text.slice(0, 300));
     assert.equal(r.body.data.accepted, 1);
-    assert.deepEqual(r.body.data.errors.map((e: any) => [e.index, e.code]), [[1, "event_too_large"]]);
+    assert.deepEqual(
+      r.body.data.errors.map((e: any) => [e.index, e.code]),
+      [[1, "event_too_large"]],
+    );
   });
 
   it("refuses more than 1000 events whole with 413, and stores none", async () => {
@@ -180,29 +220,51 @@ describe("batch ingestion", () => {
   });
 
   it("refuses a number beyond float64 range (1e400 parses as Infinity) in a single event and in a batch item", async () => {
-    const single = await t.rest.req("POST", "/v1/events", { raw: '{"type":"huge","data":{"n":1e400}}', contentType: "application/json", key: p.key });
+    const single = await t.rest.req("POST", "/v1/events", {
+      raw: '{"type":"huge","data":{"n":1e400}}',
+      contentType: "application/json",
+      key: p.key,
+    });
     assert.equal(single.status, 400, single.text);
     errorBody(single);
-    const batch = await t.rest.req("POST", "/v1/events/batch", { raw: '{"events":[{"type":"fine","data":{"n":1e300}},{"type":"huge","data":{"n":-1e400}}]}', contentType: "application/json", key: p.key });
+    const batch = await t.rest.req("POST", "/v1/events/batch", {
+      raw: '{"events":[{"type":"fine","data":{"n":1e300}},{"type":"huge","data":{"n":-1e400}}]}',
+      contentType: "application/json",
+      key: p.key,
+    });
     assert.equal(batch.status, 202, batch.text);
     assert.equal(batch.body.data.accepted, 1);
-    assert.deepEqual(batch.body.data.errors.map((e: { index: number }) => e.index), [1]);
+    assert.deepEqual(
+      batch.body.data.errors.map((e: { index: number }) => e.index),
+      [1],
+    );
     const got = await t.rest.get(`/v1/projects/self/events/${batch.body.data.events[0].id}`, { key: p.key });
     assert.deepEqual(got.body.data.data, { n: 1e300 });
   });
 
   it("keeps keys named __proto__ and constructor as data, in events, context and user properties", async () => {
-    const raw = '{"events":[{"type":"$identify","userId":"proto-user","data":{"__proto__":{"admin":true},"constructor":"c","plan":"pro"},"context":{"__proto__":{"x":1}}}]}';
+    const raw =
+      '{"events":[{"type":"$identify","userId":"proto-user","data":{"__proto__":{"admin":true},"constructor":"c","plan":"pro"},"context":{"__proto__":{"x":1}}}]}';
     const r = await t.rest.req("POST", "/v1/events/batch", { raw, contentType: "application/json", key: p.key });
     assert.equal(r.status, 202, r.text);
     assert.equal(r.body.data.accepted, 1, r.text);
     const got = await t.rest.get(`/v1/projects/self/events/${r.body.data.events[0].id}`, { key: p.key });
-    assert.deepEqual(JSON.parse(JSON.stringify(got.body.data.data)), JSON.parse('{"__proto__":{"admin":true},"constructor":"c","plan":"pro"}'));
-    assert.deepEqual(Object.keys(got.body.data.context).sort(), ["__proto__", "ip", "receivedAt", "userAgent"].filter((k) => k !== "ip" || "ip" in got.body.data.context).sort());
+    assert.deepEqual(
+      JSON.parse(JSON.stringify(got.body.data.data)),
+      JSON.parse('{"__proto__":{"admin":true},"constructor":"c","plan":"pro"}'),
+    );
+    assert.deepEqual(
+      Object.keys(got.body.data.context).sort(),
+      ["__proto__", "ip", "receivedAt", "userAgent"].filter((k) => k !== "ip" || "ip" in got.body.data.context).sort(),
+    );
     const u = await t.rest.get(`/v1/projects/self/users/proto-user`, { key: p.key });
     assert.equal(u.status, 200, u.text);
     assert.deepEqual(Object.keys(u.body.data.properties).sort(), ["__proto__", "constructor", "plan"]);
-    const one = await t.rest.req("POST", "/v1/events", { raw: '{"type":"single-proto","data":{"__proto__":{"admin":true},"k":1}}', contentType: "application/json", key: p.key });
+    const one = await t.rest.req("POST", "/v1/events", {
+      raw: '{"type":"single-proto","data":{"__proto__":{"admin":true},"k":1}}',
+      contentType: "application/json",
+      key: p.key,
+    });
     assert.equal(one.status, 202, one.text);
     const back = await t.rest.get(`/v1/projects/self/events/${one.body.data.id}`, { key: p.key });
     assert.deepEqual(Object.keys(back.body.data.data).sort(), ["__proto__", "k"]);
@@ -221,7 +283,13 @@ describe("batch ingestion", () => {
     const client = createClient(EventService, createGrpcTransport({ baseUrl: t.url }));
     const headers = { authorization: `Bearer ${p.key}` };
     const r = await client.ingestEventBatch(
-      { events: [fromJson(ValueSchema, { type: "grpc-ok", data: { a: 1 } }), fromJson(ValueSchema, { type: "$increment" }), fromJson(ValueSchema, 12)] },
+      {
+        events: [
+          fromJson(ValueSchema, { type: "grpc-ok", data: { a: 1 } }),
+          fromJson(ValueSchema, { type: "$increment" }),
+          fromJson(ValueSchema, 12),
+        ],
+      },
       { headers },
     );
     assert.equal(r.data?.accepted, 1);

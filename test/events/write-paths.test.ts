@@ -8,7 +8,19 @@ import { useProject } from "../helpers/use.js";
 
 const { t, p } = useProject({ RATE_LIMIT_EVENTS_PER_MINUTE: "100000", RATE_LIMIT_BATCHES_PER_MINUTE: "100000" });
 
-const HOSTILE = ["back\\slash", "tab\there", "new\nline", "cr\rlf", "\\N", "\\.", "quote\"s 'n'", "semi;colon -- DROP TABLE events", "émoji 🚀 中文", "\\\\t", "tail\\"];
+const HOSTILE = [
+  "back\\slash",
+  "tab\there",
+  "new\nline",
+  "cr\rlf",
+  "\\N",
+  "\\.",
+  "quote\"s 'n'",
+  "semi;colon -- DROP TABLE events",
+  "émoji 🚀 中文",
+  "\\\\t",
+  "tail\\",
+];
 
 function events(n: number, tag: string) {
   return Array.from({ length: n }, (_, i) => {
@@ -36,11 +48,16 @@ async function roundTrip(n: number, tag: string) {
     const g = await t.rest.get(`/v1/projects/${p.projectId}/events/${id}`, { key: p.key });
     assert.equal(g.status, 200, g.text);
     const e = g.body.data;
-    assert.deepEqual([e.type, e.userId, e.groupId, e.timestamp, e.data, e.tags], [sent[i].type, sent[i].userId, sent[i].groupId, sent[i].timestamp, sent[i].data, sent[i].tags]);
+    assert.deepEqual(
+      [e.type, e.userId, e.groupId, e.timestamp, e.data, e.tags],
+      [sent[i].type, sent[i].userId, sent[i].groupId, sent[i].timestamp, sent[i].data, sent[i].tags],
+    );
     assert.equal(e.context.note, sent[i].context.note);
     assert.match(e.sourceId, /^src_/);
   }
-  const listed = await t.rest.get(`/v1/projects/${p.projectId}/events?search=${encodeURIComponent(tag)}&limit=100`, { key: p.key });
+  const listed = await t.rest.get(`/v1/projects/${p.projectId}/events?search=${encodeURIComponent(tag)}&limit=100`, {
+    key: p.key,
+  });
   assert.equal(listed.status, 200, listed.text);
 }
 
@@ -50,9 +67,15 @@ describe("write paths", () => {
   });
   it(`a large group (>= ${COPY_MIN_ROWS} events: COPY) stores hostile strings exactly, and its identities and counts follow`, async () => {
     await roundTrip(COPY_MIN_ROWS + 50, "copy-group");
-    const u = await t.rest.get(`/v1/projects/${p.projectId}/users/${encodeURIComponent("u tab\there")}`, { key: p.key });
+    const u = await t.rest.get(`/v1/projects/${p.projectId}/users/${encodeURIComponent("u tab\there")}`, {
+      key: p.key,
+    });
     assert.equal(u.status, 200, u.text);
-    const c = await t.rest.post(`/v1/projects/${p.projectId}/analytics/count`, { time: { start: "2024-06-01T00:00:00Z", end: "2024-06-02T00:00:00Z" } }, { key: p.key });
+    const c = await t.rest.post(
+      `/v1/projects/${p.projectId}/analytics/count`,
+      { time: { start: "2024-06-01T00:00:00Z", end: "2024-06-02T00:00:00Z" } },
+      { key: p.key },
+    );
     assert.equal(c.body.data.count, 12 + COPY_MIN_ROWS + 50);
   });
 });

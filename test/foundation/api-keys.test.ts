@@ -8,7 +8,11 @@ const { t, p } = useProject();
 
 describe("API keys", () => {
   it("shows the secret once, lists only the 7-character prefix", async () => {
-    const c = await t.rest.post(`/v1/projects/${p.projectId}/api-keys`, { name: "ci", environment: "development" }, { cookie: p.owner.cookie });
+    const c = await t.rest.post(
+      `/v1/projects/${p.projectId}/api-keys`,
+      { name: "ci", environment: "development" },
+      { cookie: p.owner.cookie },
+    );
     assert.equal(c.status, 201);
     const k = c.body.data;
     assert.match(k.secret, /^vk_[A-Za-z0-9]{32,}$/);
@@ -23,7 +27,11 @@ describe("API keys", () => {
   });
 
   it("stores only a SHA-256 hash of the secret", async () => {
-    const c = await t.rest.post(`/v1/projects/${p.projectId}/api-keys`, { name: "h", environment: "production" }, { cookie: p.owner.cookie });
+    const c = await t.rest.post(
+      `/v1/projects/${p.projectId}/api-keys`,
+      { name: "h", environment: "production" },
+      { cookie: p.owner.cookie },
+    );
     const db = new pg.Client({ connectionString: t.databaseUrl });
     await db.connect();
     try {
@@ -68,14 +76,23 @@ describe("API keys", () => {
       ["DELETE", `/v1/projects/self`],
       ["GET", `/v1/projects/self/members`],
     ]) {
-      const r = await t.rest.req(m, path, { key: p.key, body: m === "POST" ? { name: "x", platform: "node", environment: "preview" } : undefined });
+      const r = await t.rest.req(m, path, {
+        key: p.key,
+        body: m === "POST" ? { name: "x", platform: "node", environment: "preview" } : undefined,
+      });
       assert.equal(r.status, 403, `${m} ${path}: ${r.text}`);
       assert.equal(errorBody(r).code, "forbidden");
     }
   });
 
   it("rejects missing, malformed and unknown keys with 401", async () => {
-    for (const headers of [{} as Record<string, string>, { authorization: "Bearer" }, { authorization: "Basic dXNlcjpwYXNz" }, { authorization: "Bearer not_a_vigil_key" }, { authorization: "Bearer vk_unknownunknownunknownunknownunknown" }]) {
+    for (const headers of [
+      {} as Record<string, string>,
+      { authorization: "Bearer" },
+      { authorization: "Basic dXNlcjpwYXNz" },
+      { authorization: "Bearer not_a_vigil_key" },
+      { authorization: "Bearer vk_unknownunknownunknownunknownunknown" },
+    ]) {
       const r = await t.rest.get("/v1/projects/self", { headers });
       assert.equal(r.status, 401, JSON.stringify(headers));
       assert.equal(errorBody(r).code, "unauthenticated");
@@ -83,13 +100,20 @@ describe("API keys", () => {
   });
 
   it("a revoked key stops authenticating on the very next request", async () => {
-    const c = await t.rest.post(`/v1/projects/${p.projectId}/api-keys`, { name: "tmp", environment: "preview" }, { cookie: p.owner.cookie });
+    const c = await t.rest.post(
+      `/v1/projects/${p.projectId}/api-keys`,
+      { name: "tmp", environment: "preview" },
+      { cookie: p.owner.cookie },
+    );
     const key = c.body.data.secret;
     assert.equal((await t.rest.get("/v1/projects/self", { key })).status, 200);
     const rv = await t.rest.del(`/v1/projects/${p.projectId}/api-keys/${c.body.data.id}`, { cookie: p.owner.cookie });
     assert.equal(rv.status, 204);
     assert.equal((await t.rest.get("/v1/projects/self", { key })).status, 401);
-    assert.equal((await t.rest.del(`/v1/projects/${p.projectId}/api-keys/${c.body.data.id}`, { cookie: p.owner.cookie })).status, 404);
+    assert.equal(
+      (await t.rest.del(`/v1/projects/${p.projectId}/api-keys/${c.body.data.id}`, { cookie: p.owner.cookie })).status,
+      404,
+    );
     const list = await t.rest.get(`/v1/projects/${p.projectId}/api-keys`, { cookie: p.owner.cookie });
     assert.ok(!list.body.data.some((x: any) => x.id === c.body.data.id));
   });

@@ -9,7 +9,11 @@ const { t } = useApp();
 
 describe("signup", () => {
   it("creates an account, signs it in with a signed HttpOnly SameSite=Lax cookie", async () => {
-    const r = await t.rest.post("/v1/auth/signup", { email: "Alice@Example.com", password: "long enough", name: "Alice" });
+    const r = await t.rest.post("/v1/auth/signup", {
+      email: "Alice@Example.com",
+      password: "long enough",
+      name: "Alice",
+    });
     assert.equal(r.status, 201);
     assert.equal(r.body.data.email, "alice@example.com");
     assert.equal(r.body.data.name, "Alice");
@@ -97,8 +101,14 @@ describe("closed sign-up", () => {
   it("SIGNUP=closed admits only the first account", async () => {
     const closed = await startTestApp({ SIGNUP: "closed" });
     try {
-      assert.equal((await closed.rest.post("/v1/auth/signup", { email: "first@example.com", password: "long enough" })).status, 201);
-      const second = await closed.rest.post("/v1/auth/signup", { email: "second@example.com", password: "long enough" });
+      assert.equal(
+        (await closed.rest.post("/v1/auth/signup", { email: "first@example.com", password: "long enough" })).status,
+        201,
+      );
+      const second = await closed.rest.post("/v1/auth/signup", {
+        email: "second@example.com",
+        password: "long enough",
+      });
       assert.equal(second.status, 403);
       errorBody(second);
     } finally {

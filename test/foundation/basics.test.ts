@@ -24,8 +24,14 @@ const at = new Date(Date.UTC(2024, 0, 1));
 const cursors: Record<string, { sample: string; decode(c: string): unknown }> = {
   events: { sample: eventCursor.encode(id), decode: (c) => eventCursor.decode(c) },
   "events/query": { sample: queryCursor.encode({ us: "1704067200000000", id }), decode: (c) => queryCursor.decode(c) },
-  "metrics/points": { sample: pointsCursor.encode({ ts: at.toISOString(), id }), decode: (c) => pointsCursor.decode(c) },
-  monitors: { sample: monitorCursor.encode({ at: "2024-01-01T00:00:00.000000Z", id: "mon_abc" }), decode: (c) => monitorCursor.decode(c) },
+  "metrics/points": {
+    sample: pointsCursor.encode({ ts: at.toISOString(), id }),
+    decode: (c) => pointsCursor.decode(c),
+  },
+  monitors: {
+    sample: monitorCursor.encode({ at: "2024-01-01T00:00:00.000000Z", id: "mon_abc" }),
+    decode: (c) => monitorCursor.decode(c),
+  },
   deliveries: {
     sample: deliveryCursor.encode({ created_at: at, id: "whd_abc" } as Parameters<typeof deliveryCursor.encode>[0]),
     decode: (c) => deliveryCursor.decode(c),
@@ -70,7 +76,11 @@ describe("cursor format", () => {
   it("read() is a 400 validation_failed naming the cursor's field", () => {
     assert.throws(
       () => pair.read("garbage!", "pagination.cursor"),
-      (e: unknown) => e instanceof ApiError && e.status === 400 && e.errorCode === "validation_failed" && JSON.stringify(e.restDetails).includes('"field":"pagination.cursor"'),
+      (e: unknown) =>
+        e instanceof ApiError &&
+        e.status === 400 &&
+        e.errorCode === "validation_failed" &&
+        JSON.stringify(e.restDetails).includes('"field":"pagination.cursor"'),
     );
   });
 
@@ -82,7 +92,8 @@ describe("cursor format", () => {
   it("every list's cursor is refused by every other list", () => {
     for (const [name, list] of Object.entries(cursors)) {
       assert.ok(list.decode(list.sample) !== undefined, `${name} reads its own cursor`);
-      for (const [other, o] of Object.entries(cursors)) if (other !== name) assert.equal(list.decode(o.sample), undefined, `${name} refuses ${other}'s cursor`);
+      for (const [other, o] of Object.entries(cursors))
+        if (other !== name) assert.equal(list.decode(o.sample), undefined, `${name} refuses ${other}'s cursor`);
     }
   });
 });

@@ -62,17 +62,35 @@ describe("Coalescer", () => {
 
   it("caps a batch by weight (whole items, at least one) and sends a full batch without waiting", async () => {
     const r = recorder<number[]>();
-    const c = new Coalescer<number[]>({ flush: (x) => r.flush(x), wait: 10_000, maxBatch: 5, weight: (x) => x.length, concurrency: 4 });
+    const c = new Coalescer<number[]>({
+      flush: (x) => r.flush(x),
+      wait: 10_000,
+      maxBatch: 5,
+      weight: (x) => x.length,
+      concurrency: 4,
+    });
     const started = Date.now();
     await Promise.all([c.submit([1, 2]), c.submit([3, 4]), c.submit([5, 6]), c.submit([7, 8, 9, 10, 11, 12])]);
     assert.ok(Date.now() - started < 5_000, "full batches did not wait");
-    assert.deepEqual(r.batches, [[[1, 2], [3, 4]], [[5, 6]], [[7, 8, 9, 10, 11, 12]]]);
+    assert.deepEqual(r.batches, [
+      [
+        [1, 2],
+        [3, 4],
+      ],
+      [[5, 6]],
+      [[7, 8, 9, 10, 11, 12]],
+    ]);
   });
 
   it("runs at most `concurrency` flushes and reports saturation", async () => {
     const r = recorder<number>(20);
     let saturated = 0;
-    const c = new Coalescer<number>({ flush: (x) => r.flush(x), concurrency: 2, maxBatch: 1, onSaturated: () => saturated++ });
+    const c = new Coalescer<number>({
+      flush: (x) => r.flush(x),
+      concurrency: 2,
+      maxBatch: 1,
+      onSaturated: () => saturated++,
+    });
     await Promise.all([1, 2, 3, 4, 5].map((n) => c.submit(n)));
     assert.equal(r.maxRunning, 2);
     assert.equal(r.batches.length, 5);

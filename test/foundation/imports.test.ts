@@ -16,8 +16,17 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 const TSCONFIG = path.join(ROOT, "tsconfig.json");
 
 /** The import graph of the files under `root` matching `globs` (paths relative to root), type-only imports included. */
-async function importGraph(root: string, globs: string[]): Promise<{ tree: DependencyTree; rel: (f: string) => string }> {
-  const tree = await parseDependencyTree(globs, { cwd: root, context: root, tsconfig: TSCONFIG, transform: false, skipDynamicImports: false });
+async function importGraph(
+  root: string,
+  globs: string[],
+): Promise<{ tree: DependencyTree; rel: (f: string) => string }> {
+  const tree = await parseDependencyTree(globs, {
+    cwd: root,
+    context: root,
+    tsconfig: TSCONFIG,
+    transform: false,
+    skipDynamicImports: false,
+  });
   return { tree, rel: (f) => path.relative(root, path.resolve(root, f)).split(path.sep).join("/") };
 }
 
@@ -116,7 +125,9 @@ function folderCycles(edges: [from: string, to: string][]): string[] {
     }
     const pathTo: string[] = [last!];
     while (pathTo[0] !== start) pathTo.unshift(prev.get(pathTo[0])!);
-    const steps = [...pathTo, start].slice(1).map((to, i) => `${pathTo[i]} -> ${to} (${graph.get(pathTo[i])!.get(to)})`);
+    const steps = [...pathTo, start]
+      .slice(1)
+      .map((to, i) => `${pathTo[i]} -> ${to} (${graph.get(pathTo[i])!.get(to)})`);
     return `folders ${group.join(", ")}: ${steps.join("; ")}`;
   });
 }
@@ -139,11 +150,17 @@ function ourEdges(tree: DependencyTree, rel: (f: string) => string): [string, st
 describe("imports", () => {
   it("no cycle between files of src/ and workflows/, nor between folders", async () => {
     const { tree, rel } = await importGraph(ROOT, ["src/**/*.ts", "workflows/**/*.ts"]);
-    const files = Object.keys(tree).map(rel).filter((f) => OURS.test(f));
+    const files = Object.keys(tree)
+      .map(rel)
+      .filter((f) => OURS.test(f));
     assert.ok(files.length > 100, `parsed ${files.length} files of src/ and workflows/`);
     assert.deepEqual(unresolved(tree, rel), [], "every relative import resolves to a file");
     assert.deepEqual(fileCycles(tree, rel), [], "import cycles between files");
-    assert.deepEqual(folderCycles(ourEdges(tree, rel)), [], "import cycles between folders (move the contract to the side that owns it)");
+    assert.deepEqual(
+      folderCycles(ourEdges(tree, rel)),
+      [],
+      "import cycles between folders (move the contract to the side that owns it)",
+    );
     // dpdm skips an import marked @dpdm-ignore: none may hide a cycle.
     const ignored = files.filter((f) => readFileSync(path.join(ROOT, f), "utf8").includes("@dpdm-ignore"));
     assert.deepEqual(ignored, [], "no import is hidden from the check");

@@ -52,7 +52,12 @@ describe("integral fields in the proto", () => {
     let fractional = 0;
     for (const m of messages) {
       for (const f of m.fields) {
-        const scalar = f.fieldKind === "scalar" ? f.scalar : f.fieldKind === "list" && f.listKind === "scalar" ? f.scalar : undefined;
+        const scalar =
+          f.fieldKind === "scalar"
+            ? f.scalar
+            : f.fieldKind === "list" && f.listKind === "scalar"
+              ? f.scalar
+              : undefined;
         if (scalar !== ScalarType.DOUBLE && scalar !== ScalarType.FLOAT) continue;
         if (FRACTIONAL.test(f.name)) fractional++;
         else bad.push(`${m.typeName}.${f.name} (${ScalarType[scalar]})`);
@@ -64,7 +69,13 @@ describe("integral fields in the proto", () => {
 });
 
 // A unary gRPC call over h2c by hand: the response message's raw bytes, not a client's decoding.
-async function grpcRaw<S extends DescMessage>(url: string, path: string, schema: S, req: MessageInitShape<S>, key: string): Promise<Uint8Array> {
+async function grpcRaw<S extends DescMessage>(
+  url: string,
+  path: string,
+  schema: S,
+  req: MessageInitShape<S>,
+  key: string,
+): Promise<Uint8Array> {
   const body = toBinary(schema, create(schema, req));
   const frame = Buffer.alloc(5 + body.length);
   frame.writeUInt32BE(body.length, 1);
@@ -72,7 +83,13 @@ async function grpcRaw<S extends DescMessage>(url: string, path: string, schema:
   const session = http2.connect(url);
   try {
     return await new Promise<Uint8Array>((resolve, reject) => {
-      const s = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", authorization: `Bearer ${key}` });
+      const s = session.request({
+        ":method": "POST",
+        ":path": path,
+        "content-type": "application/grpc",
+        te: "trailers",
+        authorization: `Bearer ${key}`,
+      });
       const chunks: Buffer[] = [];
       s.on("data", (c: Buffer) => chunks.push(c));
       s.on("trailers", (t) => {
@@ -96,7 +113,14 @@ function fields(bytes: Uint8Array): Map<number, { wire: WireType; value: bigint 
   const r = new BinaryReader(bytes);
   while (r.pos < r.len) {
     const [no, wire] = r.tag();
-    const value = wire === WireType.Varint ? BigInt(r.int64()) : wire === WireType.Bit64 ? r.double() : wire === WireType.LengthDelimited ? r.bytes() : (r.skip(wire), 0);
+    const value =
+      wire === WireType.Varint
+        ? BigInt(r.int64())
+        : wire === WireType.Bit64
+          ? r.double()
+          : wire === WireType.LengthDelimited
+            ? r.bytes()
+            : (r.skip(wire), 0);
     out.set(no, { wire, value });
   }
   return out;
@@ -121,7 +145,11 @@ describe("integral fields on the wire and over REST", () => {
     p = await project(t.rest);
     const base = `/v1/projects/${p.projectId}`;
     // An interval past 2^31 ms: int32 would not hold it.
-    const m = await t.rest.post(`${base}/monitors`, { name: "Wire", slug: "wire", expectedIntervalMs: 3_000_000_000, gracePeriodMs: 1500 }, { key: p.key });
+    const m = await t.rest.post(
+      `${base}/monitors`,
+      { name: "Wire", slug: "wire", expectedIntervalMs: 3_000_000_000, gracePeriodMs: 1500 },
+      { key: p.key },
+    );
     assert.equal(m.status, 201, m.text);
     id = m.body.data.id;
     for (const status of ["up", "down", "up"]) {
@@ -135,23 +163,62 @@ describe("integral fields on the wire and over REST", () => {
   it("GetMonitor, GetMonitorStats and ListIncidents send counts and milliseconds as varints, equal to REST's plain numbers", async () => {
     const rest = (path: string) => t.rest.get(`/v1/projects/${p.projectId}/monitors/${id}${path}`, { key: p.key });
 
-    const monBytes = fields(await grpcRaw(t.url, "/vigil.v1.UptimeService/GetMonitor", GetMonitorRequestSchema, { projectId: "self", monitorId: id }, p.key)).get(1)!.value as Uint8Array;
+    const monBytes = fields(
+      await grpcRaw(
+        t.url,
+        "/vigil.v1.UptimeService/GetMonitor",
+        GetMonitorRequestSchema,
+        { projectId: "self", monitorId: id },
+        p.key,
+      ),
+    ).get(1)!.value as Uint8Array;
     const monRest = (await rest("")).body.data;
     assert.equal(varint(MonitorSchema, monBytes, "expected_interval_ms"), 3_000_000_000);
     assert.equal(varint(MonitorSchema, monBytes, "grace_period_ms"), 1500);
     varint(MonitorSchema, monBytes, "time_up");
-    assert.deepEqual([monRest.expectedIntervalMs, monRest.gracePeriodMs, typeof monRest.timeUp], [3_000_000_000, 1500, "number"]);
+    assert.deepEqual(
+      [monRest.expectedIntervalMs, monRest.gracePeriodMs, typeof monRest.timeUp],
+      [3_000_000_000, 1500, "number"],
+    );
 
-    const statsBytes = fields(await grpcRaw(t.url, "/vigil.v1.UptimeService/GetMonitorStats", GetMonitorStatsRequestSchema, { projectId: "self", monitorId: id }, p.key)).get(1)!.value as Uint8Array;
+    const statsBytes = fields(
+      await grpcRaw(
+        t.url,
+        "/vigil.v1.UptimeService/GetMonitorStats",
+        GetMonitorStatsRequestSchema,
+        { projectId: "self", monitorId: id },
+        p.key,
+      ),
+    ).get(1)!.value as Uint8Array;
     const statsRest = (await rest("/stats")).body.data;
-    const wire = Object.fromEntries(["incident_count", "total_heartbeats", "successful_heartbeats", "failed_heartbeats", "downtime_ms"].map((n) => [n, varint(MonitorStatsSchema, statsBytes, n)]));
-    assert.deepEqual(wire, { incident_count: 1, total_heartbeats: 3, successful_heartbeats: 2, failed_heartbeats: 1, downtime_ms: statsRest.downtimeMs });
+    const wire = Object.fromEntries(
+      ["incident_count", "total_heartbeats", "successful_heartbeats", "failed_heartbeats", "downtime_ms"].map((n) => [
+        n,
+        varint(MonitorStatsSchema, statsBytes, n),
+      ]),
+    );
+    assert.deepEqual(wire, {
+      incident_count: 1,
+      total_heartbeats: 3,
+      successful_heartbeats: 2,
+      failed_heartbeats: 1,
+      downtime_ms: statsRest.downtimeMs,
+    });
     assert.ok(statsRest.downtimeMs > 0, JSON.stringify(statsRest));
-    assert.deepEqual([statsRest.incidentCount, statsRest.totalHeartbeats, statsRest.successfulHeartbeats, statsRest.failedHeartbeats], [1, 3, 2, 1]);
+    assert.deepEqual(
+      [statsRest.incidentCount, statsRest.totalHeartbeats, statsRest.successfulHeartbeats, statsRest.failedHeartbeats],
+      [1, 3, 2, 1],
+    );
     // A latency stays fractional.
     assert.equal(statsRest.avgLatencyMs, 12.5);
 
-    const listBytes = await grpcRaw(t.url, "/vigil.v1.UptimeService/ListIncidents", ListIncidentsRequestSchema, { projectId: "self", monitorId: id, limit: 10 }, p.key);
+    const listBytes = await grpcRaw(
+      t.url,
+      "/vigil.v1.UptimeService/ListIncidents",
+      ListIncidentsRequestSchema,
+      { projectId: "self", monitorId: id, limit: 10 },
+      p.key,
+    );
     const incBytes = fields(listBytes).get(1)!.value as Uint8Array;
     const incRest = (await rest("/incidents")).body.data[0];
     assert.equal(varint(IncidentSchema, incBytes, "duration_ms"), incRest.durationMs);
@@ -165,12 +232,25 @@ describe("integral fields on the wire and over REST", () => {
       { type: "signup", timestamp: "2024-03-01T12:00:00Z", data: { plan: 7 } },
     ]);
     const time = { start: "2024-03-01T00:00:00Z", end: "2024-03-02T00:00:00Z" };
-    const rest = await t.rest.post(`/v1/projects/${p.projectId}/analytics/unique`, { field: "plan", time }, { key: p.key });
+    const rest = await t.rest.post(
+      `/v1/projects/${p.projectId}/analytics/unique`,
+      { field: "plan", time },
+      { key: p.key },
+    );
     assert.equal(rest.status, 200, rest.text);
     assert.equal(rest.text.includes('"values":[{"value":"pro","count":2},{"value":7,"count":1}]'), true, rest.text);
     const client = createClient(AnalyticsService, createGrpcTransport({ baseUrl: t.url }));
-    const g = await client.unique({ projectId: "self", field: "plan", time }, { headers: { authorization: `Bearer ${p.key}` } });
-    assert.deepEqual(g.data?.values.map((v) => [toJson(ValueSchema, v.value!), v.count]), [["pro", 2n], [7, 1n]]);
+    const g = await client.unique(
+      { projectId: "self", field: "plan", time },
+      { headers: { authorization: `Bearer ${p.key}` } },
+    );
+    assert.deepEqual(
+      g.data?.values.map((v) => [toJson(ValueSchema, v.value!), v.count]),
+      [
+        ["pro", 2n],
+        [7, 1n],
+      ],
+    );
   });
 
   it("REST refuses fractional, huge and malformed integers with 400 validation_failed naming the field", async () => {
@@ -186,14 +266,22 @@ describe("integral fields on the wire and over REST", () => {
       ["GET", `${base}/monitors/${id}/incidents?limit=1e300`, ""],
     ];
     for (const [method, path, raw] of cases) {
-      const r = await t.rest.req(method, path, { key: p.key, raw: raw || undefined, contentType: raw ? "application/json" : undefined });
+      const r = await t.rest.req(method, path, {
+        key: p.key,
+        raw: raw || undefined,
+        contentType: raw ? "application/json" : undefined,
+      });
       assert.equal(r.status, 400, `${method} ${path} ${raw}: ${r.text}`);
       assert.equal(r.body.error.code, "validation_failed", r.text);
       const field = /limit/.test(path) ? "limit" : /"(\w+)"/.exec(raw.replace('"name":"a",', ""))![1];
       assert.ok(JSON.stringify(r.body.error.details).includes(`"${field}"`), `details name ${field}: ${r.text}`);
     }
     // Whole numbers as strings are proto3 JSON, accepted as before.
-    const ok = await t.rest.req("PATCH", `${base}/monitors/${id}`, { key: p.key, raw: '{"gracePeriodMs":"2000"}', contentType: "application/json" });
+    const ok = await t.rest.req("PATCH", `${base}/monitors/${id}`, {
+      key: p.key,
+      raw: '{"gracePeriodMs":"2000"}',
+      contentType: "application/json",
+    });
     assert.equal(ok.status, 200, ok.text);
     assert.equal(ok.body.data.gracePeriodMs, 2000);
   });

@@ -16,7 +16,11 @@ let monitorId: string;
 const base = () => `/v1/projects/${p.projectId}`;
 
 const { t, p } = useProject({ WEBHOOK_ALLOW_PRIVATE: "true" }, {}, async () => {
-  const w = await t.rest.post(`${base()}/webhooks`, { name: "sink", type: "http", url: "http://127.0.0.1:9/sink", events: ["event.created"] }, { cookie: p.owner.cookie });
+  const w = await t.rest.post(
+    `${base()}/webhooks`,
+    { name: "sink", type: "http", url: "http://127.0.0.1:9/sink", events: ["event.created"] },
+    { cookie: p.owner.cookie },
+  );
   assert.equal(w.status, 201, w.text);
   webhookId = w.body.data.id;
   const m = await t.rest.post(`${base()}/monitors`, { name: "m", slug: "json-values" }, { key: p.key });
@@ -25,20 +29,66 @@ const { t, p } = useProject({ WEBHOOK_ALLOW_PRIVATE: "true" }, {}, async () => {
 
 /** A raw JSON body (1e400 cannot be written by JSON.stringify). */
 const raw = (method: string, path: string, body: string, auth: "key" | "cookie" = "key") =>
-  t.rest.req(method, path, { raw: body, contentType: "application/json", ...(auth === "key" ? { key: p.key } : { cookie: p.owner.cookie }) });
+  t.rest.req(method, path, {
+    raw: body,
+    contentType: "application/json",
+    ...(auth === "key" ? { key: p.key } : { cookie: p.owner.cookie }),
+  });
 
 // [route, method, path, auth, body with a marker X standing for the value, the field a refusal names]
 const ROUTES: [string, string, () => string, "key" | "cookie", string, string][] = [
   ["event data", "POST", () => "/v1/events", "key", '{"type":"j","data":{"n":{"deep":[1,X]}}}', "data.n.deep[1]"],
   ["event context", "POST", () => "/v1/events", "key", '{"type":"j","context":{"c":X}}', "context.c"],
   ["event tags", "POST", () => "/v1/events", "key", '{"type":"j","tags":{"t":X}}', "tags.t"],
-  ["identify properties", "POST", () => `${base()}/identify`, "cookie", '{"externalId":"u","properties":{"a":{"b":X}}}', "properties.a.b"],
-  ["monitor metadata (create)", "POST", () => `${base()}/monitors`, "key", '{"name":"m2","metadata":{"a":X}}', "metadata.a"],
+  [
+    "identify properties",
+    "POST",
+    () => `${base()}/identify`,
+    "cookie",
+    '{"externalId":"u","properties":{"a":{"b":X}}}',
+    "properties.a.b",
+  ],
+  [
+    "monitor metadata (create)",
+    "POST",
+    () => `${base()}/monitors`,
+    "key",
+    '{"name":"m2","metadata":{"a":X}}',
+    "metadata.a",
+  ],
   ["monitor tags (create)", "POST", () => `${base()}/monitors`, "key", '{"name":"m3","tags":{"a":[X]}}', "tags.a[0]"],
-  ["monitor metadata (update)", "PATCH", () => `${base()}/monitors/${monitorId}`, "key", '{"metadata":{"a":X}}', "metadata.a"],
-  ["heartbeat metadata", "POST", () => `${base()}/heartbeats/json-values`, "key", '{"metadata":{"latency":X}}', "metadata.latency"],
-  ["metric tags", "POST", () => `${base()}/metrics`, "key", '{"type":"measurement","name":"j","value":1,"tags":{"t":X}}', "tags.t"],
-  ["webhook test data", "POST", () => `${base()}/webhooks/${webhookId}/test`, "cookie", '{"data":{"amount":X}}', "data.amount"],
+  [
+    "monitor metadata (update)",
+    "PATCH",
+    () => `${base()}/monitors/${monitorId}`,
+    "key",
+    '{"metadata":{"a":X}}',
+    "metadata.a",
+  ],
+  [
+    "heartbeat metadata",
+    "POST",
+    () => `${base()}/heartbeats/json-values`,
+    "key",
+    '{"metadata":{"latency":X}}',
+    "metadata.latency",
+  ],
+  [
+    "metric tags",
+    "POST",
+    () => `${base()}/metrics`,
+    "key",
+    '{"type":"measurement","name":"j","value":1,"tags":{"t":X}}',
+    "tags.t",
+  ],
+  [
+    "webhook test data",
+    "POST",
+    () => `${base()}/webhooks/${webhookId}/test`,
+    "cookie",
+    '{"data":{"amount":X}}',
+    "data.amount",
+  ],
 ];
 
 describe("numbers beyond float64 range", () => {
@@ -50,7 +100,12 @@ describe("numbers beyond float64 range", () => {
         const e = errorBody(r);
         assert.ok(JSON.stringify(e.details).includes(`"${field}"`), `names ${field}: ${r.text}`);
       }
-      const ok = await raw(method, path(), body.replace("X", "1e300").replace('"m2"', '"m4"').replace('"m3"', '"m5"'), auth);
+      const ok = await raw(
+        method,
+        path(),
+        body.replace("X", "1e300").replace('"m2"', '"m4"').replace('"m3"', '"m5"'),
+        auth,
+      );
       assert.ok(ok.status >= 200 && ok.status < 300, ok.text);
     });
   }
@@ -59,7 +114,11 @@ describe("numbers beyond float64 range", () => {
     const ev = await raw("POST", "/v1/events/batch", '{"events":[{"type":"ok"},{"type":"j","tags":{"t":1e400}}]}');
     assert.equal(ev.status, 202, ev.text);
     assert.deepEqual([ev.body.data.accepted, ev.body.data.errors.map((e: { index: number }) => e.index)], [1, [1]]);
-    const m = await raw("POST", `${base()}/metrics/batch`, '{"metrics":[{"type":"measurement","name":"j","value":1},{"type":"measurement","name":"j","value":1,"tags":{"t":-1e400}}]}');
+    const m = await raw(
+      "POST",
+      `${base()}/metrics/batch`,
+      '{"metrics":[{"type":"measurement","name":"j","value":1},{"type":"measurement","name":"j","value":1,"tags":{"t":-1e400}}]}',
+    );
     assert.equal(m.status, 201, m.text);
     assert.deepEqual([m.body.data.accepted, m.body.data.errors.map((e: { index: number }) => e.index)], [1, [1]]);
   });
@@ -69,9 +128,21 @@ describe("numbers beyond float64 range", () => {
     const uptime = createClient(UptimeService, createGrpcTransport({ baseUrl: t.url }));
     const events = createClient(EventService, createGrpcTransport({ baseUrl: t.url }));
     for (const bad of [NaN, Infinity, -Infinity]) {
-      await assert.rejects(uptime.sendHeartbeat({ projectId: "self", monitorSlug: "json-values", metadata: { x: bad } }, { headers }), (e: unknown) => e instanceof ConnectError && e.code === Code.InvalidArgument, String(bad));
-      await assert.rejects(uptime.createMonitor({ projectId: "self", name: "g", metadata: { x: { y: bad } } }, { headers }), (e: unknown) => e instanceof ConnectError && e.code === Code.InvalidArgument, String(bad));
-      await assert.rejects(events.ingestEvent({ type: "g", data: { x: bad } }, { headers }), (e: unknown) => e instanceof ConnectError && e.code === Code.InvalidArgument, String(bad));
+      await assert.rejects(
+        uptime.sendHeartbeat({ projectId: "self", monitorSlug: "json-values", metadata: { x: bad } }, { headers }),
+        (e: unknown) => e instanceof ConnectError && e.code === Code.InvalidArgument,
+        String(bad),
+      );
+      await assert.rejects(
+        uptime.createMonitor({ projectId: "self", name: "g", metadata: { x: { y: bad } } }, { headers }),
+        (e: unknown) => e instanceof ConnectError && e.code === Code.InvalidArgument,
+        String(bad),
+      );
+      await assert.rejects(
+        events.ingestEvent({ type: "g", data: { x: bad } }, { headers }),
+        (e: unknown) => e instanceof ConnectError && e.code === Code.InvalidArgument,
+        String(bad),
+      );
     }
     // Nothing of it was stored: the monitor's metadata is unchanged.
     const m = await t.rest.get(`${base()}/monitors/${monitorId}`, { key: p.key });
@@ -100,13 +171,20 @@ describe("keys are data", () => {
   });
 
   it("group properties from $group events keep them", async () => {
-    const r = await raw("POST", "/v1/events/batch", `{"events":[{"type":"$group","groupId":"proto-group","data":${PROTO}}]}`);
+    const r = await raw(
+      "POST",
+      "/v1/events/batch",
+      `{"events":[{"type":"$group","groupId":"proto-group","data":${PROTO}}]}`,
+    );
     assert.equal(r.status, 202, r.text);
     await t.rest.get(`${base()}/users`, { key: p.key }); // settles the derived records
     const db = new pg.Client({ connectionString: t.databaseUrl });
     await db.connect();
     try {
-      const g = await db.query("SELECT properties::text AS p FROM groups WHERE project_id = $1 AND group_id = 'proto-group'", [p.projectId]);
+      const g = await db.query(
+        "SELECT properties::text AS p FROM groups WHERE project_id = $1 AND group_id = 'proto-group'",
+        [p.projectId],
+      );
       expectKeys(JSON.parse(g.rows[0].p), "group");
     } finally {
       await db.end();
@@ -114,7 +192,11 @@ describe("keys are data", () => {
   });
 
   it("monitor metadata and tags (create, update), heartbeat metadata keep them", async () => {
-    const c = await raw("POST", `${base()}/monitors`, `{"name":"proto","slug":"proto-mon","metadata":${PROTO},"tags":${PROTO}}`);
+    const c = await raw(
+      "POST",
+      `${base()}/monitors`,
+      `{"name":"proto","slug":"proto-mon","metadata":${PROTO},"tags":${PROTO}}`,
+    );
     assert.equal(c.status, 201, c.text);
     const id = JSON.parse(c.text).data.id;
     const got = JSON.parse((await t.rest.get(`${base()}/monitors/${id}`, { key: p.key })).text).data;
@@ -129,9 +211,17 @@ describe("keys are data", () => {
   });
 
   it("metric tags keep a tag named __proto__", async () => {
-    const r = await raw("POST", `${base()}/metrics`, '{"type":"measurement","name":"proto_metric","value":1,"tags":{"__proto__":"p","constructor":"c"}}');
+    const r = await raw(
+      "POST",
+      `${base()}/metrics`,
+      '{"type":"measurement","name":"proto_metric","value":1,"tags":{"__proto__":"p","constructor":"c"}}',
+    );
     assert.equal(r.status, 201, r.text);
-    const pts = await t.rest.post(`${base()}/metrics/points`, { name: "proto_metric", time: { start: "2000-01-01T00:00:00Z", end: "2100-01-01T00:00:00Z" } }, { key: p.key });
+    const pts = await t.rest.post(
+      `${base()}/metrics/points`,
+      { name: "proto_metric", time: { start: "2000-01-01T00:00:00Z", end: "2100-01-01T00:00:00Z" } },
+      { key: p.key },
+    );
     const tags = JSON.parse(pts.text).data.points[0].tags;
     assert.deepEqual(Object.keys(tags).sort(), ["__proto__", "constructor"], pts.text);
     assert.equal(Object.getOwnPropertyDescriptor(tags, "__proto__")?.value, "p");
@@ -143,7 +233,9 @@ describe("keys are data", () => {
     const db = new pg.Client({ connectionString: t.databaseUrl });
     await db.connect();
     try {
-      const d = await db.query("SELECT payload::text AS p FROM webhook_deliveries WHERE id = $1", [JSON.parse(r.text).data.id]);
+      const d = await db.query("SELECT payload::text AS p FROM webhook_deliveries WHERE id = $1", [
+        JSON.parse(r.text).data.id,
+      ]);
       expectKeys(JSON.parse(d.rows[0].p), "webhook test payload");
     } finally {
       await db.end();

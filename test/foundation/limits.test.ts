@@ -43,10 +43,34 @@ describe("per-project limits of the write routes", () => {
   after(() => t.close());
 
   const cases: [string, (p: ProjectFixture) => Promise<Res>][] = [
-    ["metrics", (p) => t.rest.post(`/v1/projects/${p.projectId}/metrics`, { type: "increment", name: "hits", value: 1 }, { key: p.key })],
-    ["metric batches", (p) => t.rest.post(`/v1/projects/${p.projectId}/metrics/batch`, { metrics: [{ type: "increment", name: "hits", value: 1 }] }, { key: p.key })],
+    [
+      "metrics",
+      (p) =>
+        t.rest.post(
+          `/v1/projects/${p.projectId}/metrics`,
+          { type: "increment", name: "hits", value: 1 },
+          { key: p.key },
+        ),
+    ],
+    [
+      "metric batches",
+      (p) =>
+        t.rest.post(
+          `/v1/projects/${p.projectId}/metrics/batch`,
+          { metrics: [{ type: "increment", name: "hits", value: 1 }] },
+          { key: p.key },
+        ),
+    ],
     ["heartbeats", (p) => t.rest.post(`/v1/projects/${p.projectId}/heartbeats/job`, {}, { key: p.key })],
-    ["identify", (p) => t.rest.post(`/v1/projects/${p.projectId}/identify`, { externalId: "u-1", properties: { a: 1 } }, { cookie: p.owner.cookie })],
+    [
+      "identify",
+      (p) =>
+        t.rest.post(
+          `/v1/projects/${p.projectId}/identify`,
+          { externalId: "u-1", properties: { a: 1 } },
+          { cookie: p.owner.cookie },
+        ),
+    ],
   ];
   for (const [label, send] of cases) {
     it(`${label}: the 3rd of the minute answers 429 with Retry-After; another project keeps its budget`, async () => {
@@ -60,7 +84,11 @@ describe("per-project limits of the write routes", () => {
   it("webhook test and delivery retry share one budget", async () => {
     const p = await project(t.rest);
     const owner = { cookie: p.owner.cookie };
-    const w = await t.rest.post(`/v1/projects/${p.projectId}/webhooks`, { url: "http://127.0.0.1:9/hook", events: ["x"] }, owner);
+    const w = await t.rest.post(
+      `/v1/projects/${p.projectId}/webhooks`,
+      { url: "http://127.0.0.1:9/hook", events: ["x"] },
+      owner,
+    );
     assert.equal(w.status, 201, w.text);
     const base = `/v1/projects/${p.projectId}/webhooks/${w.body.data.id}`;
     const first = await t.rest.post(`${base}/test`, {}, owner);
@@ -76,7 +104,10 @@ describe("per-project limits of the write routes", () => {
     const base = `/v1/projects/${p.projectId}`;
     const m = await t.rest.post(`${base}/monitors`, { name: "api" }, { key: p.key });
     assertPassed(m, "create monitor");
-    assertPassed(await t.rest.patch(`${base}/monitors/${m.body.data.id}`, { name: "API" }, { key: p.key }), "update monitor");
+    assertPassed(
+      await t.rest.patch(`${base}/monitors/${m.body.data.id}`, { name: "API" }, { key: p.key }),
+      "update monitor",
+    );
     assertPassed(await t.rest.post(`${base}/monitors/${m.body.data.id}/pause`, {}, { key: p.key }), "pause");
     assertPassed(await t.rest.post(`${base}/monitors/${m.body.data.id}/resume`, {}, { key: p.key }), "resume");
     const refused: [string, Promise<Res>][] = [
@@ -90,8 +121,16 @@ describe("per-project limits of the write routes", () => {
     ];
     for (const [label, r] of refused) assertLimited(await r, "45", label);
     // Another project of the same owner has its own budget; creating projects counts per account.
-    for (let i = 0; i < 4; i++) assertPassed(await t.rest.post("/v1/projects", { name: `more ${i}`, platform: "node" }, owner), `create project #${i + 2}`);
-    assertLimited(await t.rest.post("/v1/projects", { name: "one too many", platform: "node" }, owner), "45", "create project #6");
+    for (let i = 0; i < 4; i++)
+      assertPassed(
+        await t.rest.post("/v1/projects", { name: `more ${i}`, platform: "node" }, owner),
+        `create project #${i + 2}`,
+      );
+    assertLimited(
+      await t.rest.post("/v1/projects", { name: "one too many", platform: "node" }, owner),
+      "45",
+      "create project #6",
+    );
   });
 
   it("opens a new window after the minute", async () => {
@@ -108,16 +147,26 @@ function postFrom(base: string, localAddress: string, path: string, body: unknow
   return new Promise((resolve, reject) => {
     const u = new URL(path, base);
     const data = JSON.stringify(body);
-    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: "POST", localAddress, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(data) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c) => chunks.push(c));
-      res.on("end", () => {
-        const text = Buffer.concat(chunks).toString();
-        const headers = new Headers();
-        for (const [k, v] of Object.entries(res.headers)) if (typeof v === "string") headers.set(k, v);
-        resolve({ status: res.statusCode ?? 0, text, headers, body: text ? JSON.parse(text) : undefined });
-      });
-    });
+    const req = http.request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        method: "POST",
+        localAddress,
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(data) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c) => chunks.push(c));
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString();
+          const headers = new Headers();
+          for (const [k, v] of Object.entries(res.headers)) if (typeof v === "string") headers.set(k, v);
+          resolve({ status: res.statusCode ?? 0, text, headers, body: text ? JSON.parse(text) : undefined });
+        });
+      },
+    );
     req.on("error", reject);
     req.end(data);
   });
@@ -134,7 +183,10 @@ describe("sign-up per client address", () => {
     for (let i = 0; i < 3; i++) await signup(t.rest, `s${i}`);
     const r = await t.rest.post("/v1/auth/signup", { email: "fourth@example.com", password: "correct horse battery" });
     assertLimited(r, "45", "4th sign-up");
-    const other = await postFrom(t.url, "127.0.0.2", "/v1/auth/signup", { email: "elsewhere@example.com", password: "correct horse battery" });
+    const other = await postFrom(t.url, "127.0.0.2", "/v1/auth/signup", {
+      email: "elsewhere@example.com",
+      password: "correct horse battery",
+    });
     assert.equal(other.status, 201, other.text);
   });
 });
@@ -152,7 +204,11 @@ describe("failed logins", () => {
     for (let i = 0; i < 3; i++) assert.equal((await login(a.email, "wrong password")).status, 401);
     const locked = await login(a.email, a.password);
     // The lock lasts until the 15-minute window of the failures ends.
-    assertLimited(locked, String((Math.floor(now / 900_000) * 900_000 + 900_000 - now) / 1000), "right password while locked");
+    assertLimited(
+      locked,
+      String((Math.floor(now / 900_000) * 900_000 + 900_000 - now) / 1000),
+      "right password while locked",
+    );
     assert.equal(locked.headers.getSetCookie().length, 0, "no session while locked");
     const other = await signup(t.rest, "bystander");
     assert.equal((await login(other.email, other.password)).status, 200, "another account from the same address");
@@ -170,7 +226,10 @@ describe("failed logins", () => {
       answers.push(await login(email, "wrong password"));
     }
     assert.equal(answers[0].status, 429);
-    assert.deepEqual([answers[1].status, answers[1].body, answers[1].headers.get("retry-after")], [answers[0].status, answers[0].body, answers[0].headers.get("retry-after")]);
+    assert.deepEqual(
+      [answers[1].status, answers[1].body, answers[1].headers.get("retry-after")],
+      [answers[0].status, answers[0].body, answers[0].headers.get("retry-after")],
+    );
   });
 
   it("does not count successful logins", async () => {
@@ -180,7 +239,9 @@ describe("failed logins", () => {
 
   it("lets exactly the allowed number of concurrent guesses through", async () => {
     const a = await signup(t.rest, "raced");
-    const codes = await Promise.all(Array.from({ length: 20 }, () => login(a.email, "wrong password").then((r) => r.status)));
+    const codes = await Promise.all(
+      Array.from({ length: 20 }, () => login(a.email, "wrong password").then((r) => r.status)),
+    );
     assert.equal(codes.filter((c) => c === 401).length, 3, String(codes));
     assert.equal(codes.filter((c) => c === 429).length, 17, String(codes));
   });
@@ -195,7 +256,11 @@ describe("failed logins per client address", () => {
 
   it("blocks an address after its failures across accounts; another address can still sign in", async () => {
     const a = await signup(t.rest, "target");
-    for (let i = 0; i < 4; i++) assert.equal((await t.rest.post("/v1/auth/login", { email: `guess-${i}@example.com`, password: "nope" })).status, 401);
+    for (let i = 0; i < 4; i++)
+      assert.equal(
+        (await t.rest.post("/v1/auth/login", { email: `guess-${i}@example.com`, password: "nope" })).status,
+        401,
+      );
     const r = await t.rest.post("/v1/auth/login", { email: a.email, password: a.password });
     assert.equal(r.status, 429, r.text);
     assert.ok(Number(r.headers.get("retry-after")) > 0);
@@ -213,7 +278,11 @@ describe("SIGNUP=closed", () => {
 
   it("lets exactly one of 20 concurrent first sign-ups through", async () => {
     const codes = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => t.rest.post("/v1/auth/signup", { email: `first-${i}@example.com`, password: "correct horse battery" }).then((r) => r.status)),
+      Array.from({ length: 20 }, (_, i) =>
+        t.rest
+          .post("/v1/auth/signup", { email: `first-${i}@example.com`, password: "correct horse battery" })
+          .then((r) => r.status),
+      ),
     );
     assert.equal(codes.filter((c) => c === 201).length, 1, String(codes));
     assert.equal(codes.filter((c) => c === 403).length, 19, String(codes));
@@ -238,8 +307,10 @@ describe("monitor cap and monitor list pages", () => {
     await a.close();
     await b.close();
   });
-  const beat = (t: TestApp, p: ProjectFixture, slug: string) => t.rest.post(`/v1/projects/${p.projectId}/heartbeats/${slug}`, {}, { key: p.key });
-  const create = (t: TestApp, p: ProjectFixture, name: string) => t.rest.post(`/v1/projects/${p.projectId}/monitors`, { name }, { key: p.key });
+  const beat = (t: TestApp, p: ProjectFixture, slug: string) =>
+    t.rest.post(`/v1/projects/${p.projectId}/heartbeats/${slug}`, {}, { key: p.key });
+  const create = (t: TestApp, p: ProjectFixture, name: string) =>
+    t.rest.post(`/v1/projects/${p.projectId}/monitors`, { name }, { key: p.key });
 
   it("refuses a 6th monitor with 409, by heartbeat and by POST; existing ones keep beating", async () => {
     const p = await project(a.rest);
@@ -257,7 +328,10 @@ describe("monitor cap and monitor list pages", () => {
     assert.equal(list.body.data.length, 5);
     assert.ok(!list.body.data.some((m: any) => m.name === "hb-new" || m.name === "m-new"));
     // Deleting one makes room again.
-    assert.equal((await a.rest.del(`/v1/projects/${p.projectId}/monitors/${list.body.data[0].id}`, { key: p.key })).status, 204);
+    assert.equal(
+      (await a.rest.del(`/v1/projects/${p.projectId}/monitors/${list.body.data[0].id}`, { key: p.key })).status,
+      204,
+    );
     assert.equal((await beat(a, p, "hb-new")).status, 200);
     assert.equal((await beat(a, p, "hb-newer")).status, 409);
   });
@@ -274,7 +348,10 @@ describe("monitor cap and monitor list pages", () => {
     const db = new pg.Client({ connectionString: a.databaseUrl });
     await db.connect();
     try {
-      assert.equal((await db.query("SELECT count(*)::int AS n FROM monitors WHERE project_id = $1", [p.projectId])).rows[0].n, 5);
+      assert.equal(
+        (await db.query("SELECT count(*)::int AS n FROM monitors WHERE project_id = $1", [p.projectId])).rows[0].n,
+        5,
+      );
     } finally {
       await db.end();
     }
@@ -292,7 +369,9 @@ describe("monitor cap and monitor list pages", () => {
     const sizes: number[] = [];
     let cursor: string | undefined;
     for (let i = 0; i < 10; i++) {
-      const r = await a.rest.get(`/v1/projects/${p.projectId}/monitors?limit=2${cursor ? `&cursor=${cursor}` : ""}`, { key: p.key });
+      const r = await a.rest.get(`/v1/projects/${p.projectId}/monitors?limit=2${cursor ? `&cursor=${cursor}` : ""}`, {
+        key: p.key,
+      });
       assert.equal(r.status, 200, r.text);
       seen.push(...r.body.data.map((m: any) => m.id));
       sizes.push(r.body.data.length);
@@ -301,7 +380,11 @@ describe("monitor cap and monitor list pages", () => {
       cursor = r.body.pagination.nextCursor;
     }
     assert.deepEqual(sizes, [2, 2, 1]);
-    assert.deepEqual(seen, all.body.data.map((m: any) => m.id), "same monitors, same order");
+    assert.deepEqual(
+      seen,
+      all.body.data.map((m: any) => m.id),
+      "same monitors, same order",
+    );
   });
 
   it("refuses a limit out of range and a cursor of another list with 400", async () => {
@@ -313,7 +396,13 @@ describe("monitor cap and monitor list pages", () => {
     const evPage = await a.rest.get(`/v1/projects/${p.projectId}/events?limit=1`, { key: p.key });
     const eventCursor = evPage.body.pagination.nextCursor;
     assert.ok(eventCursor);
-    for (const q of ["limit=0", "limit=1001", `cursor=${eventCursor}`, "cursor=garbage!", `cursor=${Buffer.from("mon1:nope|mon_x").toString("base64url")}`]) {
+    for (const q of [
+      "limit=0",
+      "limit=1001",
+      `cursor=${eventCursor}`,
+      "cursor=garbage!",
+      `cursor=${Buffer.from("mon1:nope|mon_x").toString("base64url")}`,
+    ]) {
       const r = await a.rest.get(`/v1/projects/${p.projectId}/monitors?${q}`, { key: p.key });
       assert.equal(r.status, 400, `${q}: ${r.text}`);
       assert.equal(errorBody(r).code, "validation_failed", q);
@@ -325,7 +414,11 @@ describe("limits shared through Redis by two nodes", () => {
   let redis: TestRedis;
   let a: TestApp;
   let b: TestApp;
-  const env = () => ({ REDIS_URL: redis.url, RATE_LIMIT_HEARTBEATS_PER_MINUTE: "3", LOGIN_MAX_FAILURES_PER_ACCOUNT: "2" });
+  const env = () => ({
+    REDIS_URL: redis.url,
+    RATE_LIMIT_HEARTBEATS_PER_MINUTE: "3",
+    LOGIN_MAX_FAILURES_PER_ACCOUNT: "2",
+  });
   before(async () => {
     redis = await startRedis();
     a = await startTestApp(env(), { clock });
@@ -341,9 +434,16 @@ describe("limits shared through Redis by two nodes", () => {
     now += 60_000;
     const p = await project(a.rest);
     const codes: number[] = [];
-    for (let i = 0; i < 4; i++) codes.push((await (i % 2 ? b : a).rest.post(`/v1/projects/${p.projectId}/heartbeats/shared`, {}, { key: p.key })).status);
+    for (let i = 0; i < 4; i++)
+      codes.push(
+        (await (i % 2 ? b : a).rest.post(`/v1/projects/${p.projectId}/heartbeats/shared`, {}, { key: p.key })).status,
+      );
     assert.deepEqual(codes, [200, 200, 200, 429]);
-    assertLimited(await a.rest.post(`/v1/projects/${p.projectId}/heartbeats/shared`, {}, { key: p.key }), "45", "node a");
+    assertLimited(
+      await a.rest.post(`/v1/projects/${p.projectId}/heartbeats/shared`, {}, { key: p.key }),
+      "45",
+      "node a",
+    );
   });
 
   it("locks an account for failures made on either node", async () => {

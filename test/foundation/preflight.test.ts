@@ -39,50 +39,94 @@ describe("npm test's preflight", () => {
   const quiet = () => undefined;
 
   it("names redis-server in one line, with how to install it, when it is missing and installing is off", async () => {
-    await assert.rejects(preflight({ files: [REDIS_FILE], env: { PATH: empty, VIGIL_TEST_NO_INSTALL: "1" }, say: quiet }), (err: Error) => {
-      assert.ok(err instanceof PreflightError);
-      assert.equal(err.message.split("\n").length, 1, err.message);
-      assert.match(err.message, /^npm test: redis-server \(for the Redis tests\) is missing and installing is turned off \(VIGIL_TEST_NO_INSTALL\)/);
-      assert.match(err.message, /apt-get install redis-server/);
-      assert.match(err.message, /REDIS_SERVER=\/path\/to\/redis-server/);
-      return true;
-    });
+    await assert.rejects(
+      preflight({ files: [REDIS_FILE], env: { PATH: empty, VIGIL_TEST_NO_INSTALL: "1" }, say: quiet }),
+      (err: Error) => {
+        assert.ok(err instanceof PreflightError);
+        assert.equal(err.message.split("\n").length, 1, err.message);
+        assert.match(
+          err.message,
+          /^npm test: redis-server \(for the Redis tests\) is missing and installing is turned off \(VIGIL_TEST_NO_INSTALL\)/,
+        );
+        assert.match(err.message, /apt-get install redis-server/);
+        assert.match(err.message, /REDIS_SERVER=\/path\/to\/redis-server/);
+        return true;
+      },
+    );
   });
 
   it("asks nothing of files that start no redis-server, nor with REDIS_URL", async () => {
-    assert.deepEqual(await preflight({ files: [PLAIN_FILE], env: { PATH: empty, VIGIL_TEST_NO_INSTALL: "1" }, say: quiet }), {});
-    assert.deepEqual(await preflight({ files: [REDIS_FILE], env: { PATH: empty, VIGIL_TEST_NO_INSTALL: "1", REDIS_URL: "redis://127.0.0.1:1" }, say: quiet }), {});
+    assert.deepEqual(
+      await preflight({ files: [PLAIN_FILE], env: { PATH: empty, VIGIL_TEST_NO_INSTALL: "1" }, say: quiet }),
+      {},
+    );
+    assert.deepEqual(
+      await preflight({
+        files: [REDIS_FILE],
+        env: { PATH: empty, VIGIL_TEST_NO_INSTALL: "1", REDIS_URL: "redis://127.0.0.1:1" },
+        say: quiet,
+      }),
+      {},
+    );
   });
 
   it("uses REDIS_SERVER, or redis-server on PATH, and hands it to the test processes", async () => {
-    assert.deepEqual(await preflight({ files: [REDIS_FILE], env: { PATH: empty, REDIS_SERVER: fakeRedis }, say: quiet }), { REDIS_SERVER: fakeRedis });
+    assert.deepEqual(
+      await preflight({ files: [REDIS_FILE], env: { PATH: empty, REDIS_SERVER: fakeRedis }, say: quiet }),
+      { REDIS_SERVER: fakeRedis },
+    );
     const bin = await mkdtemp(path.join(dir, "bin-"));
     const onPath = await script(path.join(bin, "redis-server"), 'echo "Redis server v=7.0.0"');
-    assert.deepEqual(await preflight({ files: [REDIS_FILE], env: { PATH: `${empty}:${bin}` }, say: quiet }), { REDIS_SERVER: onPath });
-    await assert.rejects(preflight({ files: [REDIS_FILE], env: { PATH: empty, REDIS_SERVER: path.join(empty, "nope") }, say: quiet }), /REDIS_SERVER=.*nope does not run/);
-  });
-
-  it("installs redis-server with apt-get (as root) when it is missing", { skip: process.getuid?.() !== 0 && "apt-get is only used as root or with password-less sudo" }, async () => {
-    const bin = await mkdtemp(path.join(dir, "apt-"));
-    const calls = path.join(bin, "calls");
-    // A stand-in apt-get: records its arguments; `install redis-server` puts a redis-server on PATH.
-    await script(path.join(bin, "apt-get"), `echo "$DEBIAN_FRONTEND $*" >> ${calls}\ncase "$*" in *install*redis-server*) /bin/ln -s ${fakeRedis} ${bin}/redis-server;; esac`);
-    const lines: string[] = [];
-    const out = await preflight({ files: [REDIS_FILE], env: { PATH: `${empty}:${bin}` }, say: (l) => lines.push(l) });
-    assert.deepEqual(out, { REDIS_SERVER: path.join(bin, "redis-server") });
-    assert.deepEqual((await readFile(calls, "utf8")).trim().split("\n"), ["noninteractive update -qq", "noninteractive install -y -qq --no-install-recommends redis-server"]);
-    assert.deepEqual(lines, ["npm test: redis-server is missing: installing redis-server with apt-get"]);
-  });
-
-  it("says what apt-get answered when the install fails", { skip: process.getuid?.() !== 0 && "apt-get is only used as root" }, async () => {
-    const bin = await mkdtemp(path.join(dir, "apt-fail-"));
-    await script(path.join(bin, "apt-get"), 'case "$*" in *install*) echo "E: Unable to locate package redis-server" >&2; exit 100;; esac');
-    await assert.rejects(preflight({ files: [REDIS_FILE], env: { PATH: `${empty}:${bin}` }, say: quiet }), (err: Error) => {
-      assert.equal(err.message.split("\n").length, 1, err.message);
-      assert.match(err.message, /apt-get install redis-server failed \(E: Unable to locate package redis-server\)/);
-      return true;
+    assert.deepEqual(await preflight({ files: [REDIS_FILE], env: { PATH: `${empty}:${bin}` }, say: quiet }), {
+      REDIS_SERVER: onPath,
     });
+    await assert.rejects(
+      preflight({ files: [REDIS_FILE], env: { PATH: empty, REDIS_SERVER: path.join(empty, "nope") }, say: quiet }),
+      /REDIS_SERVER=.*nope does not run/,
+    );
   });
+
+  it(
+    "installs redis-server with apt-get (as root) when it is missing",
+    { skip: process.getuid?.() !== 0 && "apt-get is only used as root or with password-less sudo" },
+    async () => {
+      const bin = await mkdtemp(path.join(dir, "apt-"));
+      const calls = path.join(bin, "calls");
+      // A stand-in apt-get: records its arguments; `install redis-server` puts a redis-server on PATH.
+      await script(
+        path.join(bin, "apt-get"),
+        `echo "$DEBIAN_FRONTEND $*" >> ${calls}\ncase "$*" in *install*redis-server*) /bin/ln -s ${fakeRedis} ${bin}/redis-server;; esac`,
+      );
+      const lines: string[] = [];
+      const out = await preflight({ files: [REDIS_FILE], env: { PATH: `${empty}:${bin}` }, say: (l) => lines.push(l) });
+      assert.deepEqual(out, { REDIS_SERVER: path.join(bin, "redis-server") });
+      assert.deepEqual((await readFile(calls, "utf8")).trim().split("\n"), [
+        "noninteractive update -qq",
+        "noninteractive install -y -qq --no-install-recommends redis-server",
+      ]);
+      assert.deepEqual(lines, ["npm test: redis-server is missing: installing redis-server with apt-get"]);
+    },
+  );
+
+  it(
+    "says what apt-get answered when the install fails",
+    { skip: process.getuid?.() !== 0 && "apt-get is only used as root" },
+    async () => {
+      const bin = await mkdtemp(path.join(dir, "apt-fail-"));
+      await script(
+        path.join(bin, "apt-get"),
+        'case "$*" in *install*) echo "E: Unable to locate package redis-server" >&2; exit 100;; esac',
+      );
+      await assert.rejects(
+        preflight({ files: [REDIS_FILE], env: { PATH: `${empty}:${bin}` }, say: quiet }),
+        (err: Error) => {
+          assert.equal(err.message.split("\n").length, 1, err.message);
+          assert.match(err.message, /apt-get install redis-server failed \(E: Unable to locate package redis-server\)/);
+          return true;
+        },
+      );
+    },
+  );
 
   it("makes `npm test` fail at once, in one line on stderr, before starting anything", async () => {
     const env: NodeJS.ProcessEnv = { ...process.env, PATH: empty, VIGIL_TEST_NO_INSTALL: "1" };
@@ -90,7 +134,11 @@ describe("npm test's preflight", () => {
     delete env.REDIS_SERVER;
     const started = Date.now();
     const r = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const child = spawn(process.execPath, ["--import", "tsx", "test/run.ts", REDIS_FILE], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
+      const child = spawn(process.execPath, ["--import", "tsx", "test/run.ts", REDIS_FILE], {
+        cwd: root,
+        env,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
       let stdout = "";
       let stderr = "";
       child.stdout.on("data", (d) => (stdout += d));

@@ -14,7 +14,10 @@ describe("projects", () => {
     assert.equal(r.body.data.role, "owner");
     assert.equal(r.body.data.platform, "next");
     const list = await t.rest.get("/v1/projects", { cookie: a.cookie });
-    assert.deepEqual(list.body.data.map((x: any) => x.id), [r.body.data.id]);
+    assert.deepEqual(
+      list.body.data.map((x: any) => x.id),
+      [r.body.data.id],
+    );
   });
 
   for (const [label, body] of [
@@ -73,13 +76,53 @@ describe("members and roles", () => {
     const member = await signup(t.rest, "mem");
     const c = await t.rest.post("/v1/projects", { name: "Team", platform: "node" }, { cookie: owner.cookie });
     const id = c.body.data.id;
-    const addA = await t.rest.post(`/v1/projects/${id}/members`, { email: admin.email, role: "admin" }, { cookie: owner.cookie });
+    const addA = await t.rest.post(
+      `/v1/projects/${id}/members`,
+      { email: admin.email, role: "admin" },
+      { cookie: owner.cookie },
+    );
     assert.equal(addA.status, 201);
     assert.deepEqual({ userId: addA.body.data.userId, role: addA.body.data.role }, { userId: admin.id, role: "admin" });
-    assert.equal((await t.rest.post(`/v1/projects/${id}/members`, { email: member.email, role: "member" }, { cookie: admin.cookie })).status, 201);
-    assert.equal((await t.rest.post(`/v1/projects/${id}/members`, { email: member.email, role: "member" }, { cookie: owner.cookie })).status, 409);
-    assert.equal((await t.rest.post(`/v1/projects/${id}/members`, { email: "ghost@example.com", role: "member" }, { cookie: owner.cookie })).status, 404);
-    assert.equal((await t.rest.post(`/v1/projects/${id}/members`, { email: member.email, role: "owner" }, { cookie: owner.cookie })).status, 400);
+    assert.equal(
+      (
+        await t.rest.post(
+          `/v1/projects/${id}/members`,
+          { email: member.email, role: "member" },
+          { cookie: admin.cookie },
+        )
+      ).status,
+      201,
+    );
+    assert.equal(
+      (
+        await t.rest.post(
+          `/v1/projects/${id}/members`,
+          { email: member.email, role: "member" },
+          { cookie: owner.cookie },
+        )
+      ).status,
+      409,
+    );
+    assert.equal(
+      (
+        await t.rest.post(
+          `/v1/projects/${id}/members`,
+          { email: "ghost@example.com", role: "member" },
+          { cookie: owner.cookie },
+        )
+      ).status,
+      404,
+    );
+    assert.equal(
+      (
+        await t.rest.post(
+          `/v1/projects/${id}/members`,
+          { email: member.email, role: "owner" },
+          { cookie: owner.cookie },
+        )
+      ).status,
+      400,
+    );
 
     // member: reads the project, may not change it
     const mg = await t.rest.get(`/v1/projects/${id}`, { cookie: member.cookie });
@@ -99,13 +142,30 @@ describe("members and roles", () => {
     }
     // admin: manages keys and the project, may not delete it
     assert.equal((await t.rest.patch(`/v1/projects/${id}`, { name: "Renamed" }, { cookie: admin.cookie })).status, 200);
-    assert.equal((await t.rest.post(`/v1/projects/${id}/api-keys`, { name: "k", environment: "preview" }, { cookie: admin.cookie })).status, 201);
+    assert.equal(
+      (
+        await t.rest.post(
+          `/v1/projects/${id}/api-keys`,
+          { name: "k", environment: "preview" },
+          { cookie: admin.cookie },
+        )
+      ).status,
+      201,
+    );
     assert.equal((await t.rest.del(`/v1/projects/${id}`, { cookie: admin.cookie })).status, 403);
     // the owner cannot be removed or demoted
     assert.equal((await t.rest.del(`/v1/projects/${id}/members/${owner.id}`, { cookie: admin.cookie })).status, 403);
-    assert.equal((await t.rest.patch(`/v1/projects/${id}/members/${owner.id}`, { role: "member" }, { cookie: owner.cookie })).status, 403);
+    assert.equal(
+      (await t.rest.patch(`/v1/projects/${id}/members/${owner.id}`, { role: "member" }, { cookie: owner.cookie }))
+        .status,
+      403,
+    );
     // promote, demote, remove
-    const up = await t.rest.patch(`/v1/projects/${id}/members/${member.id}`, { role: "admin" }, { cookie: owner.cookie });
+    const up = await t.rest.patch(
+      `/v1/projects/${id}/members/${member.id}`,
+      { role: "admin" },
+      { cookie: owner.cookie },
+    );
     assert.equal(up.body.data.role, "admin");
     assert.equal((await t.rest.del(`/v1/projects/${id}/members/${member.id}`, { cookie: owner.cookie })).status, 204);
     assert.equal((await t.rest.get(`/v1/projects/${id}`, { cookie: member.cookie })).status, 404);

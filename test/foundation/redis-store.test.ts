@@ -57,7 +57,10 @@ describe("Redis counter store (node-redis)", () => {
 
   it("counts atomically under concurrent hits, with the key expiring after two windows", async () => {
     const counts = await Promise.all(Array.from({ length: 50 }, () => store.add("events", "p1", 1, WINDOW, now)));
-    assert.deepEqual([...counts].sort((a, b) => a! - b!), Array.from({ length: 50 }, (_, i) => i + 1));
+    assert.deepEqual(
+      [...counts].sort((a, b) => a! - b!),
+      Array.from({ length: 50 }, (_, i) => i + 1),
+    );
     assert.equal(await store.add("events", "p1", 5, WINDOW, now), 55, "a cost counts as many hits");
     assert.equal(await store.add("events", "p1", -5, WINDOW, now), 50, "a refund gives them back");
     assert.equal(await store.add("events", "p1", 1, WINDOW, now + WINDOW), 1, "the next window starts again");
@@ -81,7 +84,10 @@ describe("Redis counter store (node-redis)", () => {
     const [down, ms] = await timed(store.add("events", "p2", 1, WINDOW, now));
     assert.equal(down, undefined, "no count: the limiter allows the request");
     assert.ok(ms < REDIS_COMMAND_TIMEOUT_MS + 1000, `answered in ${ms} ms`);
-    assert.ok(lines.some((l) => l.msg === "rate limiter: Redis unavailable, allowing requests"), "the outage is logged");
+    assert.ok(
+      lines.some((l) => l.msg === "rate limiter: Redis unavailable, allowing requests"),
+      "the outage is logged",
+    );
     const warnings = lines.length;
     for (let i = 0; i < 5; i++) await store.add("events", "p2", 1, WINDOW, now);
     assert.equal(lines.length, warnings, "not once per request");

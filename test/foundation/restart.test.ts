@@ -12,10 +12,20 @@ import { freePort } from "../../src/shared/net.js";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
 
-
 function startVigil(dataDir: string, port: number): ChildProcess {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/root", DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: "warn", METRICS_PORT: "0" };
-  return spawn(process.execPath, ["--import", "tsx", "src/main.ts"], { cwd: root, env, stdio: ["ignore", "ignore", "pipe"] });
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? "",
+    HOME: process.env.HOME ?? "/root",
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    LOG_LEVEL: "warn",
+    METRICS_PORT: "0",
+  };
+  return spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: root,
+    env,
+    stdio: ["ignore", "ignore", "pipe"],
+  });
 }
 
 async function waitHealthy(rest: RestClient, child: ChildProcess): Promise<void> {
@@ -56,7 +66,11 @@ describe("embedded PostgreSQL in DATA_DIR", () => {
     assert.equal(s.status, 201);
     const cookie = sessionCookie(s);
     const p = await rest.post("/v1/projects", { name: "Durable", platform: "node" }, { cookie });
-    const k = await rest.post(`/v1/projects/${p.body.data.id}/api-keys`, { name: "k", environment: "production" }, { cookie });
+    const k = await rest.post(
+      `/v1/projects/${p.body.data.id}/api-keys`,
+      { name: "k", environment: "production" },
+      { cookie },
+    );
     assert.equal(await stop(first), 0);
     assert.ok(!existsSync(path.join(dataDir, "pg", "postmaster.pid")), "PostgreSQL was not stopped cleanly");
 

@@ -27,10 +27,13 @@ interface Service {
 /** Every service of gen/vigil/v1, by its exported name. */
 async function allServices(): Promise<Service[]> {
   const out: Service[] = [];
-  for (const f of readdirSync(GEN).filter((n) => n.endsWith("_pb.ts")).sort()) {
+  for (const f of readdirSync(GEN)
+    .filter((n) => n.endsWith("_pb.ts"))
+    .sort()) {
     const module = path.join(GEN, f.replace(/\.ts$/, ".js"));
     const mod = (await import(path.join(GEN, f))) as Record<string, { kind?: string }>;
-    for (const [name, v] of Object.entries(mod)) if (v?.kind === "service") out.push({ name, module, desc: v as DescService });
+    for (const [name, v] of Object.entries(mod))
+      if (v?.kind === "service") out.push({ name, module, desc: v as DescService });
   }
   return out;
 }
@@ -43,7 +46,8 @@ interface Snippet {
   expect?: { message: RegExp; at?: string };
 }
 
-const header = (s: Service) => `import { ${s.name} } from ${JSON.stringify(s.module)};\nimport { bind } from ${JSON.stringify(FEATURE)};\n`;
+const header = (s: Service) =>
+  `import { ${s.name} } from ${JSON.stringify(s.module)};\nimport { bind } from ${JSON.stringify(FEATURE)};\n`;
 
 /** A handler per method that compiles: reads every request field, returns an empty response. */
 function handler(s: Service, method: string, body?: string): string {
@@ -74,7 +78,10 @@ function snippetsFor(s: Service): Snippet[] {
     out.push({
       mistake: `misspelled request field ${withInput.localName}: req.${field}`,
       code: `export const b = bind(${s.name}, ${impl(s, { [withInput.localName]: `  async ${withInput.localName}(req) { void req.${field}; return {}; },\n` })});\n`,
-      expect: { message: new RegExp(`Property '${field}' does not exist on type '${withInput.input.name}'`), at: field },
+      expect: {
+        message: new RegExp(`Property '${field}' does not exist on type '${withInput.input.name}'`),
+        at: field,
+      },
     });
   }
   if (withOutput) {
@@ -87,7 +94,12 @@ function snippetsFor(s: Service): Snippet[] {
     out.push({
       mistake: `response of the wrong message: ${withOutput.localName} returns { ${f}Typo } alone`,
       code: `export const b = bind(${s.name}, ${impl(s, { [withOutput.localName]: `  async ${withOutput.localName}() { return { ${f}Typo: 1 }; },\n` })});\n`,
-      expect: { message: new RegExp(`Type '\\{ ${f}Typo: number; \\}' is not assignable to type 'MessageInit<${withOutput.output.name}>'`), at: withOutput.localName },
+      expect: {
+        message: new RegExp(
+          `Type '\\{ ${f}Typo: number; \\}' is not assignable to type 'MessageInit<${withOutput.output.name}>'`,
+        ),
+        at: withOutput.localName,
+      },
     });
   }
   out.push({
@@ -109,7 +121,10 @@ function handWritten(services: Service[]): { service: Service; snippet: Snippet 
   const projects = services.find((s) => s.name === "ProjectService")!;
   const ok = `{ restJsonList: { ingestEventBatch: "events" } }`;
   return [
-    { service: events, snippet: { mistake: "", code: `export const b = bind(EventService, ${impl(events)}, ${ok});\n` } },
+    {
+      service: events,
+      snippet: { mistake: "", code: `export const b = bind(EventService, ${impl(events)}, ${ok});\n` },
+    },
     {
       service: events,
       snippet: {
@@ -171,20 +186,32 @@ describe("service types: bind() makes every handler mistake a compile error", ()
     const services = await allServices();
     assert.ok(services.length >= 9, `services found: ${services.map((s) => s.name).join(", ")}`);
     dir = mkdtempSync(path.join(os.tmpdir(), "vigil-service-types-"));
-    const all = [...services.flatMap((s) => snippetsFor(s).map((snippet) => ({ service: s, snippet }))), ...handWritten(services)];
+    const all = [
+      ...services.flatMap((s) => snippetsFor(s).map((snippet) => ({ service: s, snippet }))),
+      ...handWritten(services),
+    ];
     all.forEach(({ service, snippet }, i) => {
       // .mts: an ES module wherever the temp dir is (the project is "type": "module").
       const file = path.join(dir, `snippet-${i}.mts`);
       writeFileSync(file, `${header(service)}${snippet.code}`);
       cases.push({ file, service: service.name, snippet });
     });
-    const config = ts.getParsedCommandLineOfConfigFile(path.join(ROOT, "tsconfig.json"), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => assert.fail(ts.flattenDiagnosticMessageText(d.messageText, "\n")) })!;
+    const config = ts.getParsedCommandLineOfConfigFile(
+      path.join(ROOT, "tsconfig.json"),
+      {},
+      {
+        ...ts.sys,
+        onUnRecoverableConfigFileDiagnostic: (d) => assert.fail(ts.flattenDiagnosticMessageText(d.messageText, "\n")),
+      },
+    )!;
     // One program for every snippet: the project's compiler options, only the snippets as roots.
     const program = ts.createProgram(
       cases.map((c) => c.file),
       { ...config.options, noEmit: true },
     );
-    diagnostics = new Map(cases.map((c) => [c.file, [...ts.getPreEmitDiagnostics(program, program.getSourceFile(c.file))]]));
+    diagnostics = new Map(
+      cases.map((c) => [c.file, [...ts.getPreEmitDiagnostics(program, program.getSourceFile(c.file))]]),
+    );
   });
 
   after(() => rmSync(dir, { recursive: true, force: true }));
@@ -200,7 +227,11 @@ describe("service types: bind() makes every handler mistake a compile error", ()
     assert.ok(correct.length >= 10);
     for (const c of correct) {
       const ds = diagnostics.get(c.file)!.map(describeDiagnostic);
-      assert.deepEqual(ds, [], `${c.service}: the correct snippet does not compile:\n${ds.map((d) => d.text).join("\n")}`);
+      assert.deepEqual(
+        ds,
+        [],
+        `${c.service}: the correct snippet does not compile:\n${ds.map((d) => d.text).join("\n")}`,
+      );
     }
   });
 
@@ -211,9 +242,14 @@ describe("service types: bind() makes every handler mistake a compile error", ()
     for (const c of wrong) {
       const ds = diagnostics.get(c.file)!.map(describeDiagnostic);
       const what = `${c.service}: ${c.snippet.mistake}`;
-      assert.equal(ds.length, 1, `${what}: expected one diagnostic, got ${ds.length}:\n${ds.map((d) => d.text).join("\n---\n")}`);
+      assert.equal(
+        ds.length,
+        1,
+        `${what}: expected one diagnostic, got ${ds.length}:\n${ds.map((d) => d.text).join("\n---\n")}`,
+      );
       assert.match(ds[0].text, c.snippet.expect!.message, `${what}: ${ds[0].text}`);
-      if (c.snippet.expect!.at !== undefined) assert.equal(ds[0].at, c.snippet.expect!.at, `${what}: points at '${ds[0].at}'`);
+      if (c.snippet.expect!.at !== undefined)
+        assert.equal(ds[0].at, c.snippet.expect!.at, `${what}: points at '${ds[0].at}'`);
     }
   });
 });

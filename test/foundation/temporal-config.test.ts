@@ -26,15 +26,31 @@ describe("Temporal settings", () => {
   });
 
   it("an API key or a client certificate turns TLS on; a certificate needs its key", () => {
-    assert.ok(parseConfig({ ...base, TEMPORAL_ADDRESS: "ns.acct.tmprl.cloud:7233", TEMPORAL_API_KEY: "k" }).temporal!.tls);
-    const mtls = parseConfig({ ...base, TEMPORAL_ADDRESS: "t:7233", TEMPORAL_TLS_CERT_FILE: "/c.pem", TEMPORAL_TLS_KEY_FILE: "/k.pem" }).temporal!;
+    assert.ok(
+      parseConfig({ ...base, TEMPORAL_ADDRESS: "ns.acct.tmprl.cloud:7233", TEMPORAL_API_KEY: "k" }).temporal!.tls,
+    );
+    const mtls = parseConfig({
+      ...base,
+      TEMPORAL_ADDRESS: "t:7233",
+      TEMPORAL_TLS_CERT_FILE: "/c.pem",
+      TEMPORAL_TLS_KEY_FILE: "/k.pem",
+    }).temporal!;
     assert.deepEqual(mtls.tls, { certFile: "/c.pem", keyFile: "/k.pem", caFile: undefined, serverName: undefined });
-    assert.throws(() => parseConfig({ ...base, TEMPORAL_ADDRESS: "t:7233", TEMPORAL_TLS_CERT_FILE: "/c.pem" }), ConfigError);
+    assert.throws(
+      () => parseConfig({ ...base, TEMPORAL_ADDRESS: "t:7233", TEMPORAL_TLS_CERT_FILE: "/c.pem" }),
+      ConfigError,
+    );
   });
 
   it("a task queue name is checked", () => {
-    assert.throws(() => parseConfig({ ...base, TEMPORAL_ADDRESS: "t:7233", TEMPORAL_TASK_QUEUE: "has space" }), ConfigError);
-    assert.equal(parseConfig({ ...base, TEMPORAL_ADDRESS: "t:7233", TEMPORAL_TASK_QUEUE: "acme.vigil-1" }).temporal!.taskQueue, "acme.vigil-1");
+    assert.throws(
+      () => parseConfig({ ...base, TEMPORAL_ADDRESS: "t:7233", TEMPORAL_TASK_QUEUE: "has space" }),
+      ConfigError,
+    );
+    assert.equal(
+      parseConfig({ ...base, TEMPORAL_ADDRESS: "t:7233", TEMPORAL_TASK_QUEUE: "acme.vigil-1" }).temporal!.taskQueue,
+      "acme.vigil-1",
+    );
   });
 });
 
@@ -59,7 +75,11 @@ describe("task queues", () => {
     assert.deepEqual(await taskQueues(cfg, a), qa);
     assert.notEqual((await taskQueues(cfg, b)).uptime, qa.uptime);
     assert.equal(qa.deadlines, qa.uptime.replace(/\.uptime$/, ".deadlines"));
-    assert.deepEqual(await taskQueues({ ...cfg, taskQueue: "acme" }, a), { deadlines: "acme.deadlines", uptime: "acme.uptime", webhooks: "acme.webhooks" });
+    assert.deepEqual(await taskQueues({ ...cfg, taskQueue: "acme" }, a), {
+      deadlines: "acme.deadlines",
+      uptime: "acme.uptime",
+      webhooks: "acme.webhooks",
+    });
   });
 });
 
@@ -83,9 +103,16 @@ describe("deadline floor in Temporal mode", () => {
       assert.equal(r.status, 400, r.text);
       const e = errorBody(r);
       assert.equal(e.code, "validation_failed");
-      assert.deepEqual((e.details as { field: string }[]).map((d) => d.field), ["expectedIntervalMs"]);
+      assert.deepEqual(
+        (e.details as { field: string }[]).map((d) => d.field),
+        ["expectedIntervalMs"],
+      );
     }
-    assert.equal((await t.rest.post(`${path}/heartbeats/floor`, { expectedIntervalMs: 4000, gracePeriodMs: 1000 }, { key: p.key })).status, 200);
+    assert.equal(
+      (await t.rest.post(`${path}/heartbeats/floor`, { expectedIntervalMs: 4000, gracePeriodMs: 1000 }, { key: p.key }))
+        .status,
+      200,
+    );
     const m = await t.rest.post(`${path}/monitors`, { name: "Floor 2" }, { key: p.key }); // defaults 60 s + 30 s
     assert.equal(m.status, 201, m.text);
     const patch = await t.rest.patch(`${path}/monitors/${m.body.data.id}`, { expectedIntervalMs: 100 }, { key: p.key });

@@ -56,7 +56,8 @@ describe("the timestamp grammar (src/shared/time.ts)", () => {
     for (const [text, iso] of ACCEPTED) assert.equal(parseTimestamp(text)?.toISOString(), iso, text);
   });
   it("refuses every other text", () => {
-    for (const text of [...REFUSED, "2024-05-06T10:00:00\u0000Z", "2024-05-06T10:00:00.\u0000Z"]) assert.equal(parseTimestamp(text), undefined, JSON.stringify(text));
+    for (const text of [...REFUSED, "2024-05-06T10:00:00\u0000Z", "2024-05-06T10:00:00.\u0000Z"])
+      assert.equal(parseTimestamp(text), undefined, JSON.stringify(text));
   });
   it("covers years 0001-9999 in UTC, real years below 100, and keeps nanoseconds for range bounds", () => {
     assert.equal(parseTimestamp("0001-01-01T00:00:00Z")?.toISOString(), "0001-01-01T00:00:00.000Z");
@@ -85,7 +86,11 @@ const q = encodeURIComponent;
 const ALL = { start: "2000-01-01T00:00:00Z", end: "2100-01-01T00:00:00Z" };
 
 before(async () => {
-  t = await startTestApp({ RATE_LIMIT_EVENTS_PER_MINUTE: "100000", RATE_LIMIT_BATCHES_PER_MINUTE: "100000", RATE_LIMIT_METRICS_PER_MINUTE: "100000" });
+  t = await startTestApp({
+    RATE_LIMIT_EVENTS_PER_MINUTE: "100000",
+    RATE_LIMIT_BATCHES_PER_MINUTE: "100000",
+    RATE_LIMIT_METRICS_PER_MINUTE: "100000",
+  });
   p = await project(t.rest);
   const hb = await t.rest.post(`${base()}/heartbeats/clock`, {}, { key: p.key });
   assert.equal(hb.status, 200, hb.text);
@@ -93,27 +98,101 @@ before(async () => {
 });
 after(() => t.close());
 
-type Route = { name: string; field: string; send: (text: string, i: number) => Promise<{ status: number; text: string; body: any }> };
+type Route = {
+  name: string;
+  field: string;
+  send: (text: string, i: number) => Promise<{ status: number; text: string; body: any }>;
+};
 
 /** Every route a client timestamp enters by. `field` is what a refusal names. */
 const ROUTES: Route[] = [
-  { name: "POST /v1/events timestamp", field: "timestamp", send: (ts) => t.rest.post("/v1/events", { type: "clock", timestamp: ts }, { key: p.key }) },
-  { name: "GET .../events startDate", field: "startDate", send: (ts) => t.rest.get(`${base()}/events?startDate=${q(ts)}`, { key: p.key }) },
-  { name: "GET .../events endDate", field: "endDate", send: (ts) => t.rest.get(`${base()}/events?endDate=${q(ts)}`, { key: p.key }) },
-  { name: "analytics time.start", field: "time.start", send: (ts) => t.rest.post(`${base()}/analytics/count`, { time: { start: ts, end: "9999-01-01T00:00:00Z" } }, { key: p.key }) },
-  { name: "analytics time.end", field: "time.end", send: (ts) => t.rest.post(`${base()}/analytics/count`, { time: { start: "0001-01-01T00:00:00Z", end: ts } }, { key: p.key }) },
-  { name: "analytics filter value", field: "filters.value", send: (ts) => t.rest.post(`${base()}/analytics/count`, { time: ALL, filters: { field: "timestamp", operator: "gte", value: ts } }, { key: p.key }) },
-  { name: "heartbeats from", field: "from", send: (ts) => t.rest.get(`${base()}/monitors/${monitorId}/heartbeats?from=${q(ts)}`, { key: p.key }) },
-  { name: "heartbeats to", field: "to", send: (ts) => t.rest.get(`${base()}/monitors/${monitorId}/heartbeats?to=${q(ts)}`, { key: p.key }) },
+  {
+    name: "POST /v1/events timestamp",
+    field: "timestamp",
+    send: (ts) => t.rest.post("/v1/events", { type: "clock", timestamp: ts }, { key: p.key }),
+  },
+  {
+    name: "GET .../events startDate",
+    field: "startDate",
+    send: (ts) => t.rest.get(`${base()}/events?startDate=${q(ts)}`, { key: p.key }),
+  },
+  {
+    name: "GET .../events endDate",
+    field: "endDate",
+    send: (ts) => t.rest.get(`${base()}/events?endDate=${q(ts)}`, { key: p.key }),
+  },
+  {
+    name: "analytics time.start",
+    field: "time.start",
+    send: (ts) =>
+      t.rest.post(`${base()}/analytics/count`, { time: { start: ts, end: "9999-01-01T00:00:00Z" } }, { key: p.key }),
+  },
+  {
+    name: "analytics time.end",
+    field: "time.end",
+    send: (ts) =>
+      t.rest.post(`${base()}/analytics/count`, { time: { start: "0001-01-01T00:00:00Z", end: ts } }, { key: p.key }),
+  },
+  {
+    name: "analytics filter value",
+    field: "filters.value",
+    send: (ts) =>
+      t.rest.post(
+        `${base()}/analytics/count`,
+        { time: ALL, filters: { field: "timestamp", operator: "gte", value: ts } },
+        { key: p.key },
+      ),
+  },
+  {
+    name: "heartbeats from",
+    field: "from",
+    send: (ts) => t.rest.get(`${base()}/monitors/${monitorId}/heartbeats?from=${q(ts)}`, { key: p.key }),
+  },
+  {
+    name: "heartbeats to",
+    field: "to",
+    send: (ts) => t.rest.get(`${base()}/monitors/${monitorId}/heartbeats?to=${q(ts)}`, { key: p.key }),
+  },
   {
     name: "monitor stats from",
     field: "from",
     // A window of one hour after the instant (at most 366 days are allowed).
-    send: (ts) => t.rest.get(`${base()}/monitors/${monitorId}/stats?from=${q(ts)}&to=${q(new Date((parseTimestamp(ts)?.getTime() ?? Date.UTC(2024, 0, 1)) + 3_600_000).toISOString())}`, { key: p.key }),
+    send: (ts) =>
+      t.rest.get(
+        `${base()}/monitors/${monitorId}/stats?from=${q(ts)}&to=${q(new Date((parseTimestamp(ts)?.getTime() ?? Date.UTC(2024, 0, 1)) + 3_600_000).toISOString())}`,
+        { key: p.key },
+      ),
   },
-  { name: "POST .../metrics timestamp", field: "timestamp", send: (ts, i) => t.rest.post(`${base()}/metrics`, { type: "measurement", name: `clock-${i}`, value: 1, timestamp: ts }, { key: p.key }) },
-  { name: "metrics query time.start", field: "time.start", send: (ts) => t.rest.post(`${base()}/metrics/query`, { name: "clock-0", time: { start: ts, end: "9999-01-01T00:00:00Z" } }, { key: p.key }) },
-  { name: "metrics points time.end", field: "time.end", send: (ts) => t.rest.post(`${base()}/metrics/points`, { name: "clock-0", time: { start: "2000-01-01T00:00:00Z", end: ts } }, { key: p.key }) },
+  {
+    name: "POST .../metrics timestamp",
+    field: "timestamp",
+    send: (ts, i) =>
+      t.rest.post(
+        `${base()}/metrics`,
+        { type: "measurement", name: `clock-${i}`, value: 1, timestamp: ts },
+        { key: p.key },
+      ),
+  },
+  {
+    name: "metrics query time.start",
+    field: "time.start",
+    send: (ts) =>
+      t.rest.post(
+        `${base()}/metrics/query`,
+        { name: "clock-0", time: { start: ts, end: "9999-01-01T00:00:00Z" } },
+        { key: p.key },
+      ),
+  },
+  {
+    name: "metrics points time.end",
+    field: "time.end",
+    send: (ts) =>
+      t.rest.post(
+        `${base()}/metrics/points`,
+        { name: "clock-0", time: { start: "2000-01-01T00:00:00Z", end: ts } },
+        { key: p.key },
+      ),
+  },
 ];
 
 describe("every route reads timestamps with the one parser", () => {
@@ -121,7 +200,10 @@ describe("every route reads timestamps with the one parser", () => {
     for (const [i, [text]] of ACCEPTED.entries()) {
       for (const r of ROUTES) {
         const res = await r.send(text, i);
-        assert.ok(res.status >= 200 && res.status < 300, `${r.name} ${JSON.stringify(text)}: ${res.status} ${res.text}`);
+        assert.ok(
+          res.status >= 200 && res.status < 300,
+          `${r.name} ${JSON.stringify(text)}: ${res.status} ${res.text}`,
+        );
       }
     }
   });
@@ -132,16 +214,32 @@ describe("every route reads timestamps with the one parser", () => {
         const res = await r.send(text, 0);
         assert.equal(res.status, 400, `${r.name} ${JSON.stringify(text)}: ${res.text}`);
         const e = errorBody(res);
-        assert.ok(JSON.stringify(e.details ?? "").includes(r.field), `${r.name} ${JSON.stringify(text)} names ${r.field}: ${res.text}`);
+        assert.ok(
+          JSON.stringify(e.details ?? "").includes(r.field),
+          `${r.name} ${JSON.stringify(text)} names ${r.field}: ${res.text}`,
+        );
       }
     }
   });
 
   it("a batch refuses the item and keeps the others", async () => {
-    const r = await t.rest.post("/v1/events/batch", { events: [{ type: "b", timestamp: "2024-05-06T10:00:00Z" }, { type: "b", timestamp: "2024-05-06T10:00:00+0200" }, { type: "b", timestamp: "2024-05-06t12:00:00+02:00" }] }, { key: p.key });
+    const r = await t.rest.post(
+      "/v1/events/batch",
+      {
+        events: [
+          { type: "b", timestamp: "2024-05-06T10:00:00Z" },
+          { type: "b", timestamp: "2024-05-06T10:00:00+0200" },
+          { type: "b", timestamp: "2024-05-06t12:00:00+02:00" },
+        ],
+      },
+      { key: p.key },
+    );
     assert.equal(r.status, 202, r.text);
     assert.equal(r.body.data.accepted, 2);
-    assert.deepEqual(r.body.data.errors.map((e: { index: number }) => e.index), [1]);
+    assert.deepEqual(
+      r.body.data.errors.map((e: { index: number }) => e.index),
+      [1],
+    );
   });
 
   it("stores and returns the same UTC instant whichever route the text came by", async () => {
@@ -149,14 +247,38 @@ describe("every route reads timestamps with the one parser", () => {
       const ev = await t.rest.post("/v1/events", { type: `same-${i}`, timestamp: text }, { key: p.key });
       assert.equal(ev.body.data.timestamp, iso, text);
       // The metric recorded above with this text, read back through the same text as both bounds.
-      const pts = await t.rest.post(`${base()}/metrics/points`, { name: `clock-${i}`, time: { start: text, end: text } }, { key: p.key });
-      assert.deepEqual(pts.body.data.points.map((x: { timestamp: string }) => x.timestamp), [iso], `${text}: ${pts.text}`);
+      const pts = await t.rest.post(
+        `${base()}/metrics/points`,
+        { name: `clock-${i}`, time: { start: text, end: text } },
+        { key: p.key },
+      );
+      assert.deepEqual(
+        pts.body.data.points.map((x: { timestamp: string }) => x.timestamp),
+        [iso],
+        `${text}: ${pts.text}`,
+      );
       // Analytics reads the text as the same instant: an equality filter finds the event (stored
       // times have milliseconds, so a text with a finer fraction names another instant).
       if (parseTimestampParts(text)!.subMsNanos !== 0) continue;
-      const count = await t.rest.post(`${base()}/analytics/count`, { time: ALL, filters: { and: [{ field: "event", operator: "equals", value: `same-${i}` }, { field: "timestamp", operator: "equals", value: text }] } }, { key: p.key });
+      const count = await t.rest.post(
+        `${base()}/analytics/count`,
+        {
+          time: ALL,
+          filters: {
+            and: [
+              { field: "event", operator: "equals", value: `same-${i}` },
+              { field: "timestamp", operator: "equals", value: text },
+            ],
+          },
+        },
+        { key: p.key },
+      );
       assert.equal(count.body.data.count, 1, `${text}: ${count.text}`);
-      const window = await t.rest.post(`${base()}/analytics/count`, { filters: { field: "event", operator: "equals", value: `same-${i}` }, time: { start: text, end: text } }, { key: p.key });
+      const window = await t.rest.post(
+        `${base()}/analytics/count`,
+        { filters: { field: "event", operator: "equals", value: `same-${i}` }, time: { start: text, end: text } },
+        { key: p.key },
+      );
       assert.equal(window.body.data.count, 1, `${text}: ${window.text}`);
     }
   });

@@ -11,7 +11,12 @@ const { t, p } = useProject({ MAX_BODY_BYTES: "4096" });
 
 describe("REST edge cases", () => {
   it("answers unknown routes with a JSON 404", async () => {
-    for (const [m, path] of [["GET", "/v1/nope"], ["GET", "/"], ["PUT", "/v1/projects"], ["POST", "/v1/projects/x/y/z/w"]]) {
+    for (const [m, path] of [
+      ["GET", "/v1/nope"],
+      ["GET", "/"],
+      ["PUT", "/v1/projects"],
+      ["POST", "/v1/projects/x/y/z/w"],
+    ]) {
       const r = await t.rest.req(m, path, { cookie: p.owner.cookie });
       assert.equal(r.status, 404, `${m} ${path}`);
       assert.equal(errorBody(r).code, "not_found");
@@ -20,28 +25,44 @@ describe("REST edge cases", () => {
   });
 
   it("answers malformed JSON with 400 invalid_json", async () => {
-    const r = await t.rest.req("POST", "/v1/projects", { raw: '{"name": "x",', contentType: "application/json", cookie: p.owner.cookie });
+    const r = await t.rest.req("POST", "/v1/projects", {
+      raw: '{"name": "x",',
+      contentType: "application/json",
+      cookie: p.owner.cookie,
+    });
     assert.equal(r.status, 400);
     assert.equal(errorBody(r).code, "invalid_json");
   });
 
   it("answers a body that is not a JSON object with 400", async () => {
     for (const raw of ["[1,2]", '"str"', "42"]) {
-      const r = await t.rest.req("POST", "/v1/projects", { raw, contentType: "application/json", cookie: p.owner.cookie });
+      const r = await t.rest.req("POST", "/v1/projects", {
+        raw,
+        contentType: "application/json",
+        cookie: p.owner.cookie,
+      });
       assert.equal(r.status, 400, raw);
       errorBody(r);
     }
   });
 
   it("answers non-JSON bodies with 415", async () => {
-    const r = await t.rest.req("POST", "/v1/projects", { raw: "name=x", contentType: "application/x-www-form-urlencoded", cookie: p.owner.cookie });
+    const r = await t.rest.req("POST", "/v1/projects", {
+      raw: "name=x",
+      contentType: "application/x-www-form-urlencoded",
+      cookie: p.owner.cookie,
+    });
     assert.equal(r.status, 415);
     assert.equal(errorBody(r).code, "unsupported_media_type");
   });
 
   it("answers bodies over the limit with 413", async () => {
     const big = JSON.stringify({ name: "x".repeat(10_000), platform: "node" });
-    const r = await t.rest.req("POST", "/v1/projects", { raw: big, contentType: "application/json", cookie: p.owner.cookie });
+    const r = await t.rest.req("POST", "/v1/projects", {
+      raw: big,
+      contentType: "application/json",
+      cookie: p.owner.cookie,
+    });
     assert.equal(r.status, 413);
     assert.equal(errorBody(r).code, "payload_too_large");
   });
@@ -65,8 +86,20 @@ describe("the same RPC over gRPC, Connect and REST", () => {
     const r = await t.rest.get("/v1/projects/self", { key: p.key });
     assert.equal(r.status, 200);
     assert.deepEqual(
-      { id: g.data!.id, name: g.data!.name, platform: g.data!.platform, createdAt: g.data!.createdAt, updatedAt: g.data!.updatedAt },
-      { id: r.body.data.id, name: r.body.data.name, platform: r.body.data.platform, createdAt: r.body.data.createdAt, updatedAt: r.body.data.updatedAt },
+      {
+        id: g.data!.id,
+        name: g.data!.name,
+        platform: g.data!.platform,
+        createdAt: g.data!.createdAt,
+        updatedAt: g.data!.updatedAt,
+      },
+      {
+        id: r.body.data.id,
+        name: r.body.data.name,
+        platform: r.body.data.platform,
+        createdAt: r.body.data.createdAt,
+        updatedAt: r.body.data.updatedAt,
+      },
     );
   });
 
@@ -74,7 +107,10 @@ describe("the same RPC over gRPC, Connect and REST", () => {
     const c = createClient(ProjectService, createConnectTransport({ baseUrl: t.url, httpVersion: "1.1" }));
     const res = await c.listProjects({}, { headers: { cookie: p.owner.cookie } });
     const r = await t.rest.get("/v1/projects", { cookie: p.owner.cookie });
-    assert.deepEqual(res.data.map((x) => x.id), r.body.data.map((x: any) => x.id));
+    assert.deepEqual(
+      res.data.map((x) => x.id),
+      r.body.data.map((x: any) => x.id),
+    );
   });
 
   it("also serves gRPC on GRPC_PORT when set", async () => {
@@ -92,7 +128,10 @@ describe("the same RPC over gRPC, Connect and REST", () => {
 
   it("maps errors to gRPC codes", async () => {
     const grpc = createClient(ProjectService, createGrpcTransport({ baseUrl: t.url }));
-    await assert.rejects(grpc.getProject({ projectId: "self" }), (e: unknown) => e instanceof ConnectError && e.code === Code.Unauthenticated);
+    await assert.rejects(
+      grpc.getProject({ projectId: "self" }),
+      (e: unknown) => e instanceof ConnectError && e.code === Code.Unauthenticated,
+    );
     await assert.rejects(
       grpc.createProject({ name: "x", platform: "cobol" }, { headers: { cookie: p.owner.cookie } }),
       (e: unknown) => e instanceof ConnectError && e.code === Code.InvalidArgument,
@@ -105,7 +144,12 @@ describe("REST JSON writer", () => {
     const { create } = await import("@bufbuild/protobuf");
     const { StructSchema, ValueSchema } = await import("@bufbuild/protobuf/wkt");
     const { messageToRestJson } = await import("../../src/transcoding/json.js");
-    const msg = create(StructSchema, { fields: { n: create(ValueSchema, { kind: { case: "numberValue", value: 1.5 } }), s: create(ValueSchema, { kind: { case: "stringValue", value: "x" } }) } });
+    const msg = create(StructSchema, {
+      fields: {
+        n: create(ValueSchema, { kind: { case: "numberValue", value: 1.5 } }),
+        s: create(ValueSchema, { kind: { case: "stringValue", value: "x" } }),
+      },
+    });
     assert.deepEqual(messageToRestJson(StructSchema, msg as never), { fields: { n: 1.5, s: "x" } });
   });
 });

@@ -40,7 +40,10 @@ export function metricOf(app: App, name: string) {
 }
 
 /** A real Vigil listening on 127.0.0.1:<random port>, on a fresh database. */
-export async function startTestApp(env: Record<string, string> = {}, opts: { clock?: Clock; databaseUrl?: string; log?: Logger } = {}): Promise<TestApp> {
+export async function startTestApp(
+  env: Record<string, string> = {},
+  opts: { clock?: Clock; databaseUrl?: string; log?: Logger } = {},
+): Promise<TestApp> {
   const databaseUrl = opts.databaseUrl ?? (await createTestDatabase());
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "vigil-test-"));
   const config = parseConfig({

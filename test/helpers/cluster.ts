@@ -28,7 +28,17 @@ export async function startNode(env: Record<string, string>, port?: number): Pro
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "vigil-node-"));
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/root", DATA_DIR: dataDir, PORT: String(p), METRICS_PORT: "0", LOG_LEVEL: "warn", SESSION_SECRET: "cluster-test-session-secret-0123456789", ...temporalPassEnv(), ...env },
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "/root",
+      DATA_DIR: dataDir,
+      PORT: String(p),
+      METRICS_PORT: "0",
+      LOG_LEVEL: "warn",
+      SESSION_SECRET: "cluster-test-session-secret-0123456789",
+      ...temporalPassEnv(),
+      ...env,
+    },
     stdio: ["ignore", "ignore", "pipe"],
   });
   let err = "";

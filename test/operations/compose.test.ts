@@ -23,31 +23,34 @@ const run = promisify(execFile);
 
 /** Compose's interpolation: $$, $VAR, ${VAR}, ${VAR:-def}, ${VAR-def}, ${VAR:?err}, ${VAR?err}, ${VAR:+alt} (not nested). */
 function interpolate(text: string, env: Record<string, string | undefined>): string {
-  return text.replace(/\$(\$|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))/g, (all, dollar, name, op, arg, bare) => {
-    if (dollar === "$") return "$";
-    if (bare) return env[bare] ?? "";
-    const value = env[name];
-    const unset = value === undefined;
-    const empty = unset || value === "";
-    switch (op) {
-      case undefined:
-        return value ?? "";
-      case ":-":
-        return empty ? interpolate(arg, env) : value!;
-      case "-":
-        return unset ? interpolate(arg, env) : value!;
-      case ":?":
-      case "?":
-        if (op === ":?" ? empty : unset) throw new Error(`required variable ${name} is missing a value: ${arg}`);
-        return value!;
-      case ":+":
-        return empty ? "" : interpolate(arg, env);
-      case "+":
-        return unset ? "" : interpolate(arg, env);
-      default:
-        return all;
-    }
-  });
+  return text.replace(
+    /\$(\$|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))/g,
+    (all, dollar, name, op, arg, bare) => {
+      if (dollar === "$") return "$";
+      if (bare) return env[bare] ?? "";
+      const value = env[name];
+      const unset = value === undefined;
+      const empty = unset || value === "";
+      switch (op) {
+        case undefined:
+          return value ?? "";
+        case ":-":
+          return empty ? interpolate(arg, env) : value!;
+        case "-":
+          return unset ? interpolate(arg, env) : value!;
+        case ":?":
+        case "?":
+          if (op === ":?" ? empty : unset) throw new Error(`required variable ${name} is missing a value: ${arg}`);
+          return value!;
+        case ":+":
+          return empty ? "" : interpolate(arg, env);
+        case "+":
+          return unset ? "" : interpolate(arg, env);
+        default:
+          return all;
+      }
+    },
+  );
 }
 
 interface Service {
@@ -58,7 +61,10 @@ interface Service {
   depends_on?: Record<string, unknown> | string[];
 }
 
-function loadCompose(env: Record<string, string | undefined>): { services: Record<string, Service>; volumes?: Record<string, unknown> } {
+function loadCompose(env: Record<string, string | undefined>): {
+  services: Record<string, Service>;
+  volumes?: Record<string, unknown>;
+} {
   const raw = readFileSync(path.join(root, "docker-compose.yml"), "utf8");
   return parse(interpolate(raw, env), { merge: true });
 }
@@ -69,7 +75,8 @@ function imageEnv(): Record<string, string> {
   for (const line of readFileSync(path.join(root, "Dockerfile"), "utf8").split("\n")) {
     const m = /^ENV\s+(.*)$/.exec(line.trim());
     if (!m) continue;
-    for (const pair of m[1].matchAll(/([A-Za-z_][A-Za-z0-9_]*)=("[^"]*"|\S+)/g)) env[pair[1]] = pair[2].replace(/^"|"$/g, "");
+    for (const pair of m[1].matchAll(/([A-Za-z_][A-Za-z0-9_]*)=("[^"]*"|\S+)/g))
+      env[pair[1]] = pair[2].replace(/^"|"$/g, "");
   }
   return env;
 }
@@ -87,7 +94,9 @@ function serviceEnv(s: Service): Record<string, string> {
 
 const isVigil = (s: Service) => s.build !== undefined || /^vigil(:|$)/.test(s.image ?? "");
 const volumeAt = (s: Service, target: string) =>
-  (s.volumes ?? []).map((v) => (typeof v === "string" ? { source: v.split(":")[0], target: v.split(":")[1] } : v)).find((v) => v.target === target)?.source;
+  (s.volumes ?? [])
+    .map((v) => (typeof v === "string" ? { source: v.split(":")[0], target: v.split(":")[1] } : v))
+    .find((v) => v.target === target)?.source;
 
 describe("docker-compose.yml as `docker compose up` reads it", () => {
   const nothingSet = { HOME: "/root" }; // no SESSION_SECRET, no POSTGRES_PASSWORD
@@ -109,7 +118,11 @@ describe("docker-compose.yml as `docker compose up` reads it", () => {
       assert.ok(config.databaseUrl?.startsWith("postgres://"), `${name} uses the compose PostgreSQL`);
       assert.equal(config.redisUrl, "redis://redis:6379", `${name} shares rate limits through Redis`);
       assert.equal(config.host, "0.0.0.0");
-      assert.equal(config.sessionSecret, undefined, `${name}: with SESSION_SECRET unset the secret comes from DATA_DIR`);
+      assert.equal(
+        config.sessionSecret,
+        undefined,
+        `${name}: with SESSION_SECRET unset the secret comes from DATA_DIR`,
+      );
       assert.equal(config.dataDir, "/data");
     }
     const role = Object.fromEntries(vigil.map(([n, s]) => [n, parseConfig({ ...imageEnv(), ...serviceEnv(s) }).role]));
@@ -118,9 +131,17 @@ describe("docker-compose.yml as `docker compose up` reads it", () => {
 
   it("passes a SESSION_SECRET that is set through, and keeps no secret of its own", () => {
     const { services } = loadCompose({ SESSION_SECRET: "s".repeat(40) });
-    for (const s of Object.values(services).filter(isVigil)) assert.equal(parseConfig({ ...imageEnv(), ...serviceEnv(s) }).sessionSecret, "s".repeat(40));
-    const raw = parse(readFileSync(path.join(root, "docker-compose.yml"), "utf8"), { merge: true }) as { services: Record<string, Service> };
-    for (const s of Object.values(raw.services).filter(isVigil)) assert.match(String(serviceEnv(s).SESSION_SECRET), /^\$\{SESSION_SECRET(:-)?\}$/, "only the operator's value, never a literal");
+    for (const s of Object.values(services).filter(isVigil))
+      assert.equal(parseConfig({ ...imageEnv(), ...serviceEnv(s) }).sessionSecret, "s".repeat(40));
+    const raw = parse(readFileSync(path.join(root, "docker-compose.yml"), "utf8"), { merge: true }) as {
+      services: Record<string, Service>;
+    };
+    for (const s of Object.values(raw.services).filter(isVigil))
+      assert.match(
+        String(serviceEnv(s).SESSION_SECRET),
+        /^\$\{SESSION_SECRET(:-)?\}$/,
+        "only the operator's value, never a literal",
+      );
   });
 
   it("mounts one volume at DATA_DIR in every Vigil container, and declares every named volume and dependency", () => {
@@ -133,7 +154,8 @@ describe("docker-compose.yml as `docker compose up` reads it", () => {
     for (const [name, s] of Object.entries(services)) {
       for (const v of s.volumes ?? []) {
         const source = typeof v === "string" ? v.split(":")[0] : v.source;
-        if (source.startsWith(".") || source.startsWith("/")) assert.ok(existsSync(path.resolve(root, source)), `${name}: bind mount ${source} exists`);
+        if (source.startsWith(".") || source.startsWith("/"))
+          assert.ok(existsSync(path.resolve(root, source)), `${name}: bind mount ${source} exists`);
         else assert.ok(volumes && source in volumes, `${name}: volume ${source} declared`);
       }
       const deps = Array.isArray(s.depends_on) ? s.depends_on : Object.keys(s.depends_on ?? {});
@@ -142,7 +164,10 @@ describe("docker-compose.yml as `docker compose up` reads it", () => {
   });
 
   it("is accepted by `docker compose config` when a compose client is installed", async (t) => {
-    const clients: [string, string[]][] = [["docker", ["compose"]], ["docker-compose", []]];
+    const clients: [string, string[]][] = [
+      ["docker", ["compose"]],
+      ["docker-compose", []],
+    ];
     for (const [bin, pre] of clients) {
       try {
         await run(bin, [...pre, "version"], { timeout: 20_000 });
@@ -152,7 +177,11 @@ describe("docker-compose.yml as `docker compose up` reads it", () => {
       const env = { ...process.env };
       delete env.SESSION_SECRET;
       delete env.POSTGRES_PASSWORD;
-      await run(bin, [...pre, "-f", path.join(root, "docker-compose.yml"), "config", "-q"], { cwd: root, env, timeout: 60_000 });
+      await run(bin, [...pre, "-f", path.join(root, "docker-compose.yml"), "config", "-q"], {
+        cwd: root,
+        env,
+        timeout: 60_000,
+      });
       return;
     }
     t.skip("no docker compose client here (the YAML checks above still ran)");

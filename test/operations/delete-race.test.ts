@@ -15,17 +15,60 @@ type Write = (p: ProjectFixture, n: number) => Promise<{ status: number; text: s
 /** Every write path that inserts rows referring to the project (or to its monitors and metrics). */
 const WRITES: Record<string, Write> = {
   // Known monitors (fast compare-and-set path) and new slugs (the locked path inserts a monitor).
-  heartbeatKnown: (p, n) => t.rest.post(`/v1/projects/${p.projectId}/heartbeats/known-${n % 4}`, { status: n % 7 === 0 ? "down" : "up", metadata: { n } }, { key: p.key }),
+  heartbeatKnown: (p, n) =>
+    t.rest.post(
+      `/v1/projects/${p.projectId}/heartbeats/known-${n % 4}`,
+      { status: n % 7 === 0 ? "down" : "up", metadata: { n } },
+      { key: p.key },
+    ),
   heartbeatNew: (p, n) => t.rest.post(`/v1/projects/${p.projectId}/heartbeats/new-${n}`, {}, { key: p.key }),
   // A registered metric (points and rollups) and new names (the registry insert).
-  metricKnown: (p, n) => t.rest.post(`/v1/projects/${p.projectId}/metrics`, { type: "measurement", name: "latency", value: n }, { key: p.key }),
-  metricNew: (p, n) => t.rest.post(`/v1/projects/${p.projectId}/metrics`, { type: "increment", name: `count-${n}`, value: 1 }, { key: p.key }),
+  metricKnown: (p, n) =>
+    t.rest.post(
+      `/v1/projects/${p.projectId}/metrics`,
+      { type: "measurement", name: "latency", value: n },
+      { key: p.key },
+    ),
+  metricNew: (p, n) =>
+    t.rest.post(
+      `/v1/projects/${p.projectId}/metrics`,
+      { type: "increment", name: `count-${n}`, value: 1 },
+      { key: p.key },
+    ),
   metricBatch: (p, n) =>
-    t.rest.post(`/v1/projects/${p.projectId}/metrics/batch`, { metrics: Array.from({ length: 20 }, (_, i) => ({ type: "measurement", name: i % 2 ? "latency" : `batch-${n}-${i}`, value: i })) }, { key: p.key }),
+    t.rest.post(
+      `/v1/projects/${p.projectId}/metrics/batch`,
+      {
+        metrics: Array.from({ length: 20 }, (_, i) => ({
+          type: "measurement",
+          name: i % 2 ? "latency" : `batch-${n}-${i}`,
+          value: i,
+        })),
+      },
+      { key: p.key },
+    ),
   // Events with new sources (a sources insert) and users (derived rows).
-  event: (p, n) => t.rest.post("/v1/events", { type: "race", source: `src-${n}`, userId: `u-${n % 5}` }, { key: p.key }),
-  eventBatch: (p, n) => t.rest.post("/v1/events/batch", { events: Array.from({ length: 10 }, (_, i) => ({ type: "$group", groupId: `g-${n}-${i}`, source: `bs-${n % 3}`, data: { i } })) }, { key: p.key }),
-  identify: (p, n) => t.rest.post(`/v1/projects/${p.projectId}/identify`, { externalId: `id-${n}`, properties: { n } }, { cookie: p.owner.cookie }),
+  event: (p, n) =>
+    t.rest.post("/v1/events", { type: "race", source: `src-${n}`, userId: `u-${n % 5}` }, { key: p.key }),
+  eventBatch: (p, n) =>
+    t.rest.post(
+      "/v1/events/batch",
+      {
+        events: Array.from({ length: 10 }, (_, i) => ({
+          type: "$group",
+          groupId: `g-${n}-${i}`,
+          source: `bs-${n % 3}`,
+          data: { i },
+        })),
+      },
+      { key: p.key },
+    ),
+  identify: (p, n) =>
+    t.rest.post(
+      `/v1/projects/${p.projectId}/identify`,
+      { externalId: `id-${n}`, properties: { n } },
+      { cookie: p.owner.cookie },
+    ),
 };
 
 async function round(kinds: string[]): Promise<Map<number, number>> {
@@ -43,7 +86,8 @@ async function round(kinds: string[]): Promise<Map<number, number>> {
     while (deletedAt === 0 || Date.now() - deletedAt < 150) {
       const r = await WRITES[kind](p, counter++);
       statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
-      if (r.status >= 500 || ![200, 201, 202, 401, 404].includes(r.status)) failures.push(`${kind} ${r.status} ${r.text}`);
+      if (r.status >= 500 || ![200, 201, 202, 401, 404].includes(r.status))
+        failures.push(`${kind} ${r.status} ${r.text}`);
     }
   };
   const workers = kinds.flatMap((k) => [worker(k), worker(k)]);
@@ -68,6 +112,7 @@ describe("deleting a project under write load", () => {
   });
 
   it("heartbeats and metrics alone, many at once, against the delete", async () => {
-    for (let i = 0; i < 6; i++) await round(["heartbeatKnown", "heartbeatNew", "heartbeatNew", "metricNew", "metricKnown", "metricBatch"]);
+    for (let i = 0; i < 6; i++)
+      await round(["heartbeatKnown", "heartbeatNew", "heartbeatNew", "metricNew", "metricKnown", "metricBatch"]);
   });
 });

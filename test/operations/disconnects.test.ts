@@ -31,7 +31,10 @@ before(async () => {
       cb();
     },
   });
-  t = await startTestApp({ ANALYTICS_SLOT_INTERVAL_MS: "0", ANALYTICS_BLOCK_INTERVAL_MS: "0" }, { log: pino({ level: "debug" }, sink) });
+  t = await startTestApp(
+    { ANALYTICS_SLOT_INTERVAL_MS: "0", ANALYTICS_BLOCK_INTERVAL_MS: "0" },
+    { log: pino({ level: "debug" }, sink) },
+  );
   p = await project(t.rest);
   admin = new pg.Client({ connectionString: t.databaseUrl });
   await admin.connect();
@@ -44,7 +47,11 @@ after(async () => {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let from = 0;
 /** Lines at warn level or above since the current test began. */
-const loud = () => lines.slice(from).filter((l) => l.level >= 40).map((l) => ({ level: l.level, msg: l.msg, err: (l.err as { message?: string } | undefined)?.message }));
+const loud = () =>
+  lines
+    .slice(from)
+    .filter((l) => l.level >= 40)
+    .map((l) => ({ level: l.level, msg: l.msg, err: (l.err as { message?: string } | undefined)?.message }));
 
 async function until(what: string, check: () => Promise<boolean>, ms = 5000): Promise<void> {
   const t0 = Date.now();
@@ -55,7 +62,11 @@ async function until(what: string, check: () => Promise<boolean>, ms = 5000): Pr
 }
 
 const waiting = async () =>
-  (await admin.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%analytics_rollups%'")).rows[0].n as number;
+  (
+    await admin.query(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%analytics_rollups%'",
+    )
+  ).rows[0].n as number;
 
 /** Sends the head and part of a body over a raw socket, then drops the connection. */
 async function abortMidBody(head: string, declared: number, partial: string): Promise<void> {
@@ -90,12 +101,20 @@ describe("client disconnects", () => {
   });
 
   it("a REST client that leaves while sending its body logs nothing at warn or above", async () => {
-    await abortMidBody(`POST /v1/events HTTP/1.1\r\nHost: vigil\r\nAuthorization: Bearer ${p.key}\r\nContent-Type: application/json\r\n`, 1000, '{"type":"a","data":{"x":"');
+    await abortMidBody(
+      `POST /v1/events HTTP/1.1\r\nHost: vigil\r\nAuthorization: Bearer ${p.key}\r\nContent-Type: application/json\r\n`,
+      1000,
+      '{"type":"a","data":{"x":"',
+    );
     assert.deepEqual(loud(), []);
   });
 
   it("a Connect client that leaves while sending its body logs nothing at warn or above", async () => {
-    await abortMidBody(`POST /vigil.v1.EventService/IngestEvent HTTP/1.1\r\nHost: vigil\r\nAuthorization: Bearer ${p.key}\r\nContent-Type: application/json\r\n`, 1000, '{"type":"a","data":{"x":"');
+    await abortMidBody(
+      `POST /vigil.v1.EventService/IngestEvent HTTP/1.1\r\nHost: vigil\r\nAuthorization: Bearer ${p.key}\r\nContent-Type: application/json\r\n`,
+      1000,
+      '{"type":"a","data":{"x":"',
+    );
     assert.deepEqual(loud(), []);
   });
 
@@ -106,7 +125,13 @@ describe("client disconnects", () => {
     ]) {
       const session = http2.connect(t.url);
       session.on("error", () => undefined);
-      const req = session.request({ ":method": "POST", ":path": path, "content-type": type, authorization: `Bearer ${p.key}`, te: "trailers" });
+      const req = session.request({
+        ":method": "POST",
+        ":path": path,
+        "content-type": type,
+        authorization: `Bearer ${p.key}`,
+        te: "trailers",
+      });
       req.on("error", () => undefined);
       req.write(Buffer.from(type === "application/json" ? '{"type":"a","data":{"x":"' : [0, 0, 0, 1, 0, 10, 1]));
       await sleep(150);
@@ -119,36 +144,64 @@ describe("client disconnects", () => {
 
   it("a REST client that leaves while its query runs: the statement is cancelled, nothing logged at warn or above", async () => {
     await abortWhileRunning((signal) =>
-      fetch(`${t.url}/v1/projects/${p.projectId}/analytics/count`, { method: "POST", headers: { authorization: `Bearer ${p.key}`, "content-type": "application/json" }, body: JSON.stringify({ time: TIME }), signal }),
+      fetch(`${t.url}/v1/projects/${p.projectId}/analytics/count`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${p.key}`, "content-type": "application/json" },
+        body: JSON.stringify({ time: TIME }),
+        signal,
+      }),
     );
     assert.deepEqual(loud(), []);
   });
 
   it("Connect and gRPC clients that cancel while their query runs log nothing at warn or above", async () => {
-    for (const transport of [createConnectTransport({ baseUrl: t.url, httpVersion: "1.1" }), createGrpcTransport({ baseUrl: t.url })]) {
+    for (const transport of [
+      createConnectTransport({ baseUrl: t.url, httpVersion: "1.1" }),
+      createGrpcTransport({ baseUrl: t.url }),
+    ]) {
       const client = createClient(AnalyticsService, transport);
-      await abortWhileRunning((signal) => client.count({ projectId: p.projectId, time: TIME }, { signal, headers: { authorization: `Bearer ${p.key}` } }));
+      await abortWhileRunning((signal) =>
+        client.count({ projectId: p.projectId, time: TIME }, { signal, headers: { authorization: `Bearer ${p.key}` } }),
+      );
     }
     assert.deepEqual(loud(), []);
   });
 
   it("guardImpl: a handler failing after its client left is Canceled, logged at debug; otherwise internal, logged as an error", async () => {
     const seen: { level: number; msg: string }[] = [];
-    const log = pino({ level: "debug" }, new Writable({ write: (c, _e, cb) => (seen.push(JSON.parse(String(c))), cb()) }));
-    const guarded = guardImpl(bind(HealthService, { check: () => Promise.reject(new Error("Connection terminated")) }), log);
+    const log = pino(
+      { level: "debug" },
+      new Writable({ write: (c, _e, cb) => (seen.push(JSON.parse(String(c))), cb()) }),
+    );
+    const guarded = guardImpl(
+      bind(HealthService, { check: () => Promise.reject(new Error("Connection terminated")) }),
+      log,
+    );
     const left = new AbortController();
     left.abort(new Error("client disconnected"));
-    const cancelled = await Promise.resolve(guarded.impl.check(create(CheckRequestSchema), { signal: left.signal } as HandlerContext)).catch((e: unknown) => e);
+    const cancelled = await Promise.resolve(
+      guarded.impl.check(create(CheckRequestSchema), { signal: left.signal } as HandlerContext),
+    ).catch((e: unknown) => e);
     assert.ok(cancelled instanceof ConnectError && cancelled.code === Code.Canceled, String(cancelled));
-    assert.deepEqual(seen.map((l) => [l.level, l.msg]), [[20, "request cancelled"]]);
-    const failed = await Promise.resolve(guarded.impl.check(create(CheckRequestSchema), { signal: new AbortController().signal } as HandlerContext)).catch((e: unknown) => e);
+    assert.deepEqual(
+      seen.map((l) => [l.level, l.msg]),
+      [[20, "request cancelled"]],
+    );
+    const failed = await Promise.resolve(
+      guarded.impl.check(create(CheckRequestSchema), { signal: new AbortController().signal } as HandlerContext),
+    ).catch((e: unknown) => e);
     assert.ok(failed instanceof ConnectError && failed.code === Code.Internal, String(failed));
-    assert.deepEqual(seen.slice(1).map((l) => [l.level, l.msg]), [[50, "unhandled error in handler"]]);
+    assert.deepEqual(
+      seen.slice(1).map((l) => [l.level, l.msg]),
+      [[50, "unhandled error in handler"]],
+    );
   });
 
   it("none of them is counted as a 5xx", async () => {
     const text = await (await fetch(`${t.metricsUrl}/metrics`)).text();
-    const fivexx = text.split("\n").filter((l) => l.startsWith("vigil_http_requests_total") && /status="5\d\d"/.test(l));
+    const fivexx = text
+      .split("\n")
+      .filter((l) => l.startsWith("vigil_http_requests_total") && /status="5\d\d"/.test(l));
     assert.deepEqual(fivexx, []);
     // The server still answers normally afterwards.
     assert.equal((await t.rest.get("/health")).status, 200);

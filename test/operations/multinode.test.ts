@@ -39,7 +39,11 @@ async function poll<T>(fn: () => Promise<T | undefined>, ms: number, what: strin
 async function newProject(name: string): Promise<{ id: string; key: string }> {
   const p = await next().rest.post("/v1/projects", { name, platform: "node" }, { cookie });
   assert.equal(p.status, 201, p.text);
-  const k = await next().rest.post(`/v1/projects/${p.body.data.id}/api-keys`, { name: "k", environment: "production" }, { cookie });
+  const k = await next().rest.post(
+    `/v1/projects/${p.body.data.id}/api-keys`,
+    { name: "k", environment: "production" },
+    { cookie },
+  );
   assert.equal(k.status, 201, k.text);
   return { id: p.body.data.id, key: k.body.data.secret };
 }
@@ -107,7 +111,11 @@ describe("several nodes on one PostgreSQL and one Redis", () => {
     const p = await newProject("spread");
     const ids: string[] = [];
     for (let i = 0; i < 9; i++) {
-      const r = await next().rest.post("/v1/events/batch", { events: Array.from({ length: 20 }, (_, j) => ({ type: "spread", data: { i, j } })) }, { key: p.key });
+      const r = await next().rest.post(
+        "/v1/events/batch",
+        { events: Array.from({ length: 20 }, (_, j) => ({ type: "spread", data: { i, j } })) },
+        { key: p.key },
+      );
       assert.equal(r.status, 202, r.text);
       ids.push(...r.body.data.events.map((e: any) => e.id));
     }
@@ -115,7 +123,10 @@ describe("several nodes on one PostgreSQL and one Redis", () => {
       const seen = new Set<string>();
       let cursor: string | undefined;
       do {
-        const r = await n.rest.get(`/v1/projects/self/events?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, { key: p.key });
+        const r = await n.rest.get(
+          `/v1/projects/self/events?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+          { key: p.key },
+        );
         assert.equal(r.status, 200, r.text);
         for (const e of r.body.data) seen.add(e.id);
         cursor = r.body.pagination.hasMore ? r.body.pagination.nextCursor : undefined;
@@ -127,17 +138,33 @@ describe("several nodes on one PostgreSQL and one Redis", () => {
 
   it("opens exactly one incident and one notification per webhook for each overdue monitor", async () => {
     const p = await newProject("monitors");
-    const w = await next().rest.post(`/v1/projects/${p.id}/webhooks`, { name: "ops", type: "http", url: receiverUrl, events: ["incident.started", "incident.recovered"] }, { cookie });
+    const w = await next().rest.post(
+      `/v1/projects/${p.id}/webhooks`,
+      { name: "ops", type: "http", url: receiverUrl, events: ["incident.started", "incident.recovered"] },
+      { cookie },
+    );
     assert.equal(w.status, 201, w.text);
     const slugs = Array.from({ length: 6 }, (_, i) => `job-${i}`);
     const monitorIds: string[] = [];
     for (const slug of slugs) {
-      const r = await next().rest.post(`/v1/projects/self/heartbeats/${slug}`, { expectedIntervalMs: 400, gracePeriodMs: 200 }, { key: p.key });
+      const r = await next().rest.post(
+        `/v1/projects/self/heartbeats/${slug}`,
+        { expectedIntervalMs: 400, gracePeriodMs: 200 },
+        { key: p.key },
+      );
       assert.equal(r.status, 200, r.text);
       monitorIds.push(r.body.data.monitor.id);
     }
     for (const id of monitorIds) {
-      await poll(async () => ((await next().rest.get(`/v1/projects/self/monitors/${id}/status`, { key: p.key })).body?.data?.status === "down" ? true : undefined), 10_000, `monitor ${id} down`);
+      await poll(
+        async () =>
+          (await next().rest.get(`/v1/projects/self/monitors/${id}/status`, { key: p.key })).body?.data?.status ===
+          "down"
+            ? true
+            : undefined,
+        10_000,
+        `monitor ${id} down`,
+      );
     }
     // Give every node's scheduler time to (wrongly) act twice, then count.
     await new Promise((r) => setTimeout(r, 1500));
@@ -145,7 +172,15 @@ describe("several nodes on one PostgreSQL and one Redis", () => {
       const inc = await next().rest.get(`/v1/projects/self/monitors/${id}/incidents`, { key: p.key });
       assert.equal(inc.body.data.length, 1, `monitor ${id}: ${inc.text}`);
     }
-    await poll(async () => (received.filter((r) => r.type === "incident.started" && monitorIds.includes(r.body?.data?.monitor?.id)).length >= monitorIds.length ? true : undefined), 10_000, "notifications");
+    await poll(
+      async () =>
+        received.filter((r) => r.type === "incident.started" && monitorIds.includes(r.body?.data?.monitor?.id))
+          .length >= monitorIds.length
+          ? true
+          : undefined,
+      10_000,
+      "notifications",
+    );
     await new Promise((r) => setTimeout(r, 1000));
     for (const id of monitorIds) {
       const got = received.filter((r) => r.type === "incident.started" && r.body?.data?.monitor?.id === id);
@@ -155,12 +190,20 @@ describe("several nodes on one PostgreSQL and one Redis", () => {
 
   it("sends each delivery from one node at a time, once when it succeeds", async () => {
     const p = await newProject("deliveries");
-    const w = await next().rest.post(`/v1/projects/${p.id}/webhooks`, { name: "orders", type: "http", url: receiverUrl, events: ["order.created"] }, { cookie });
+    const w = await next().rest.post(
+      `/v1/projects/${p.id}/webhooks`,
+      { name: "orders", type: "http", url: receiverUrl, events: ["order.created"] },
+      { cookie },
+    );
     assert.equal(w.status, 201, w.text);
     await new Promise((r) => setTimeout(r, 500)); // subscription caches refresh across nodes
     const ids: string[] = [];
     for (let i = 0; i < 6; i++) {
-      const r = await next().rest.post("/v1/events/batch", { events: Array.from({ length: 10 }, (_, j) => ({ type: "order.created", data: { i, j } })) }, { key: p.key });
+      const r = await next().rest.post(
+        "/v1/events/batch",
+        { events: Array.from({ length: 10 }, (_, j) => ({ type: "order.created", data: { i, j } })) },
+        { key: p.key },
+      );
       ids.push(...r.body.data.events.map((e: any) => e.id));
     }
     const mine = () => received.filter((r) => r.type === "order.created" && ids.includes(r.body?.data?.id));
@@ -181,7 +224,11 @@ describe("several nodes on one PostgreSQL and one Redis", () => {
     const loops = Array.from({ length: 6 }, async (_, l) => {
       for (let i = 0; !stop; i++) {
         try {
-          const r = await victim.rest.post("/v1/events/batch", { events: Array.from({ length: 25 }, (_, j) => ({ type: "load", data: { l, i, j } })) }, { key: p.key });
+          const r = await victim.rest.post(
+            "/v1/events/batch",
+            { events: Array.from({ length: 25 }, (_, j) => ({ type: "load", data: { l, i, j } })) },
+            { key: p.key },
+          );
           if (r.status === 202) acked.push(...r.body.data.events.map((e: any) => e.id));
         } catch {
           return; // connection died with the node
@@ -196,7 +243,10 @@ describe("several nodes on one PostgreSQL and one Redis", () => {
     const seen = new Set<string>();
     let cursor: string | undefined;
     do {
-      const r = await nodes[0].rest.get(`/v1/projects/self/events?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, { key: p.key });
+      const r = await nodes[0].rest.get(
+        `/v1/projects/self/events?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+        { key: p.key },
+      );
       for (const e of r.body.data) seen.add(e.id);
       cursor = r.body.pagination.hasMore ? r.body.pagination.nextCursor : undefined;
     } while (cursor);

@@ -25,7 +25,11 @@ after(() => t.close());
 
 describe("logs and metrics", () => {
   it("logs each request with request id, project id, route, status and latency", async () => {
-    const r = await t.rest.post("/v1/events", { type: "signup" }, { key: p.key, headers: { "x-request-id": "req-abc-123" } });
+    const r = await t.rest.post(
+      "/v1/events",
+      { type: "signup" },
+      { key: p.key, headers: { "x-request-id": "req-abc-123" } },
+    );
     assert.equal(r.status, 202);
     assert.equal(r.headers.get("x-request-id"), "req-abc-123");
     await new Promise((res) => setTimeout(res, 50));

@@ -44,7 +44,11 @@ function series(text: string, name: string, labels: Record<string, string>): num
     if (!line.startsWith(`${name}{`)) continue;
     const body = line.slice(name.length + 1, line.lastIndexOf("}"));
     const got = Object.fromEntries([...body.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
-    if (Object.entries(labels).every(([k, v]) => got[k] === v) && Object.keys(got).length === Object.keys(labels).length) return Number(line.slice(line.lastIndexOf(" ") + 1));
+    if (
+      Object.entries(labels).every(([k, v]) => got[k] === v) &&
+      Object.keys(got).length === Object.keys(labels).length
+    )
+      return Number(line.slice(line.lastIndexOf(" ") + 1));
   }
   return 0;
 }
@@ -55,14 +59,39 @@ describe("RPC outcomes in metrics and logs", () => {
     for (const [, tr] of protocols) {
       assert.equal(await code(createClient(EventService, tr).ingestEvent({ type: "x" })), Code.Unauthenticated);
       assert.equal(await code(createClient(EventService, tr).ingestEvent({ type: "x" }, auth)), 0);
-      assert.equal(await code(createClient(WebhookService, tr).listWebhooks({ projectId: p.projectId }, auth)), Code.PermissionDenied);
+      assert.equal(
+        await code(createClient(WebhookService, tr).listWebhooks({ projectId: p.projectId }, auth)),
+        Code.PermissionDenied,
+      );
     }
     const text = await (await fetch(`${t.metricsUrl}/metrics`)).text();
-    const labels = (protocol: string, service: string, method: string, grpc_code: string) => ({ grpc_type: "unary", grpc_service: `vigil.v1.${service}`, grpc_method: method, grpc_code, protocol });
+    const labels = (protocol: string, service: string, method: string, grpc_code: string) => ({
+      grpc_type: "unary",
+      grpc_service: `vigil.v1.${service}`,
+      grpc_method: method,
+      grpc_code,
+      protocol,
+    });
     for (const [protocol] of protocols) {
-      assert.equal(series(text, "grpc_server_handled_total", labels(protocol, "EventService", "IngestEvent", "Unauthenticated")), 1, `${protocol} Unauthenticated`);
-      assert.equal(series(text, "grpc_server_handled_total", labels(protocol, "EventService", "IngestEvent", "OK")), 1, `${protocol} OK`);
-      assert.equal(series(text, "grpc_server_handled_total", labels(protocol, "WebhookService", "ListWebhooks", "PermissionDenied")), 1, `${protocol} PermissionDenied`);
+      assert.equal(
+        series(text, "grpc_server_handled_total", labels(protocol, "EventService", "IngestEvent", "Unauthenticated")),
+        1,
+        `${protocol} Unauthenticated`,
+      );
+      assert.equal(
+        series(text, "grpc_server_handled_total", labels(protocol, "EventService", "IngestEvent", "OK")),
+        1,
+        `${protocol} OK`,
+      );
+      assert.equal(
+        series(
+          text,
+          "grpc_server_handled_total",
+          labels(protocol, "WebhookService", "ListWebhooks", "PermissionDenied"),
+        ),
+        1,
+        `${protocol} PermissionDenied`,
+      );
     }
     // The standard services are counted the same way (grpc.health.v1: an unknown service is NOT_FOUND).
     for (const [, tr] of protocols) {
@@ -71,16 +100,30 @@ describe("RPC outcomes in metrics and logs", () => {
     }
     const after = await (await fetch(`${t.metricsUrl}/metrics`)).text();
     for (const [protocol] of protocols) {
-      const health = (grpc_code: string) => ({ grpc_type: "unary", grpc_service: "grpc.health.v1.Health", grpc_method: "Check", grpc_code, protocol });
+      const health = (grpc_code: string) => ({
+        grpc_type: "unary",
+        grpc_service: "grpc.health.v1.Health",
+        grpc_method: "Check",
+        grpc_code,
+        protocol,
+      });
       assert.equal(series(after, "grpc_server_handled_total", health("NotFound")), 1, `${protocol} health NotFound`);
       assert.equal(series(after, "grpc_server_handled_total", health("OK")), 1, `${protocol} health OK`);
     }
     // The HTTP view stays what it is: gRPC answers 200 whatever the outcome.
-    assert.equal(series(text, "vigil_http_requests_total", { protocol: "grpc", route: "/vigil.v1.EventService/IngestEvent", status: "200" }), 4);
+    assert.equal(
+      series(text, "vigil_http_requests_total", {
+        protocol: "grpc",
+        route: "/vigil.v1.EventService/IngestEvent",
+        status: "200",
+      }),
+      4,
+    );
   });
 
   it("logs each RPC with its gRPC code, at the level the code calls for", async () => {
-    const rpcLines = (route: string, protocol: string) => lines.filter((l) => l.msg === "request" && l.route === route && l.protocol === protocol);
+    const rpcLines = (route: string, protocol: string) =>
+      lines.filter((l) => l.msg === "request" && l.route === route && l.protocol === protocol);
     const ingest = rpcLines("/vigil.v1.EventService/IngestEvent", "grpc");
     assert.deepEqual(ingest.map((l) => [l.status, l.grpcCode, l.level]).sort(), [
       [200, "OK", 30],
@@ -89,9 +132,18 @@ describe("RPC outcomes in metrics and logs", () => {
       [200, "Unauthenticated", 30],
     ]);
     const denied = rpcLines("/vigil.v1.WebhookService/ListWebhooks", "grpc");
-    assert.deepEqual(denied.map((l) => [l.grpcCode, l.level]), [["PermissionDenied", 40], ["PermissionDenied", 40]]);
+    assert.deepEqual(
+      denied.map((l) => [l.grpcCode, l.level]),
+      [
+        ["PermissionDenied", 40],
+        ["PermissionDenied", 40],
+      ],
+    );
     const connect = rpcLines("/vigil.v1.WebhookService/ListWebhooks", "connect");
-    assert.deepEqual(connect.map((l) => [l.status, l.grpcCode, l.level]), [[403, "PermissionDenied", 40]]);
+    assert.deepEqual(
+      connect.map((l) => [l.status, l.grpcCode, l.level]),
+      [[403, "PermissionDenied", 40]],
+    );
     // REST lines carry no gRPC code.
     assert.ok(lines.some((l) => l.msg === "request" && l.protocol === "rest" && !("grpcCode" in l)));
   });

@@ -19,12 +19,12 @@ const H2_IDLE = 800;
 const SLACK = 1500; // timers fire on a check interval, and the machine is shared
 
 const { t, p } = useProject({
-    HTTP_SNIFF_TIMEOUT_MS: String(SNIFF),
-    HTTP_HEADERS_TIMEOUT_MS: String(HEADERS),
-    HTTP_REQUEST_TIMEOUT_MS: String(REQUEST),
-    HTTP_KEEPALIVE_TIMEOUT_MS: String(KEEPALIVE),
-    HTTP2_IDLE_TIMEOUT_MS: String(H2_IDLE),
-  });
+  HTTP_SNIFF_TIMEOUT_MS: String(SNIFF),
+  HTTP_HEADERS_TIMEOUT_MS: String(HEADERS),
+  HTTP_REQUEST_TIMEOUT_MS: String(REQUEST),
+  HTTP_KEEPALIVE_TIMEOUT_MS: String(KEEPALIVE),
+  HTTP2_IDLE_TIMEOUT_MS: String(H2_IDLE),
+});
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Raw {
@@ -57,7 +57,9 @@ function trickle(socket: net.Socket, text: string, everyMs: number): void {
 
 async function closedWithin<T>(what: string, closed: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const limit = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: still open after ${ms} ms`)), ms)));
+  const limit = new Promise<never>(
+    (_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: still open after ${ms} ms`)), ms)),
+  );
   try {
     return await Promise.race([closed, limit]);
   } finally {
@@ -79,7 +81,8 @@ async function ordinaryRequests(): Promise<void> {
   assert.equal((await connect.check({})).status, "ok");
 }
 
-const h1Head = (path: string, extra = "") => `POST ${path} HTTP/1.1\r\nHost: vigil\r\nAuthorization: Bearer ${p.key}\r\nContent-Type: application/json\r\n${extra}`;
+const h1Head = (path: string, extra = "") =>
+  `POST ${path} HTTP/1.1\r\nHost: vigil\r\nAuthorization: Bearer ${p.key}\r\nContent-Type: application/json\r\n${extra}`;
 
 describe("slow clients are dropped", () => {
   it("a connection that sends nothing is closed by the sniff timeout", async () => {
@@ -153,7 +156,13 @@ describe("slow clients are dropped", () => {
     session.on("error", () => undefined);
     try {
       const body = JSON.stringify({ type: "slow", data: { pad: "x".repeat(200) } });
-      const req = session.request({ ":method": "POST", ":path": "/v1/events", "content-type": "application/json", authorization: `Bearer ${p.key}`, "content-length": String(body.length) });
+      const req = session.request({
+        ":method": "POST",
+        ":path": "/v1/events",
+        "content-type": "application/json",
+        authorization: `Bearer ${p.key}`,
+        "content-length": String(body.length),
+      });
       req.on("error", () => undefined);
       req.resume();
       let i = 0;
@@ -173,7 +182,12 @@ describe("slow clients are dropped", () => {
     session.on("error", () => undefined);
     try {
       const body = JSON.stringify({ type: "quiet-stream" });
-      const req = session.request({ ":method": "POST", ":path": "/v1/events", "content-type": "application/json", authorization: `Bearer ${p.key}` });
+      const req = session.request({
+        ":method": "POST",
+        ":path": "/v1/events",
+        "content-type": "application/json",
+        authorization: `Bearer ${p.key}`,
+      });
       const chunks: Buffer[] = [];
       req.on("data", (d) => chunks.push(d));
       const status = new Promise<number>((resolve, reject) => {

@@ -38,7 +38,15 @@ function start(env: Record<string, string>, dataDir: string): Promise<Exit> {
     const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
       cwd: root,
       // The embedded default whatever the suite runs against (CI's external pass sets both).
-      env: { ...process.env, DATABASE_URL: "", REDIS_URL: "", LOG_LEVEL: "warn", HOST: "127.0.0.1", DATA_DIR: dataDir, ...env },
+      env: {
+        ...process.env,
+        DATABASE_URL: "",
+        REDIS_URL: "",
+        LOG_LEVEL: "warn",
+        HOST: "127.0.0.1",
+        DATA_DIR: dataDir,
+        ...env,
+      },
       stdio: ["ignore", "ignore", "pipe"],
     });
     let stderr = "";
@@ -79,8 +87,14 @@ describe("a failed start leaves nothing running", () => {
 
   it("exits 1 naming PORT when the port is taken, with the embedded PostgreSQL stopped and Redis let go", async () => {
     // REDIS_URL points at nothing: the client that keeps reconnecting must not hold the exit.
-    const r = await start({ PORT: String(takenPort), METRICS_PORT: "off", REDIS_URL: `redis://127.0.0.1:${await freePort()}` }, dataDir);
-    assertCleanFailure(r, new RegExp(`127\\.0\\.0\\.1:${takenPort} is already in use \\(EADDRINUSE\\); set PORT to another port`));
+    const r = await start(
+      { PORT: String(takenPort), METRICS_PORT: "off", REDIS_URL: `redis://127.0.0.1:${await freePort()}` },
+      dataDir,
+    );
+    assertCleanFailure(
+      r,
+      new RegExp(`127\\.0\\.0\\.1:${takenPort} is already in use \\(EADDRINUSE\\); set PORT to another port`),
+    );
   });
 
   it("exits 1 naming METRICS_PORT when the metrics port is taken, after stopping the started workers", async () => {

@@ -31,7 +31,22 @@ const pathVars = (r: Route) => r.segments.flatMap((s) => ("variable" in s ? [s.v
 
 /** A path for the route; `encoded` values go in as given (already percent-encoded). */
 function pathFor(route: Route, values: Record<string, string>, encoded = false): string {
-  return "/" + route.segments.map((s) => ("literal" in s ? s.literal : values[s.variable] !== undefined ? (encoded ? values[s.variable] : encodeURIComponent(values[s.variable])) : s.variable === "project_id" ? a.projectId : "x1")).join("/");
+  return (
+    "/" +
+    route.segments
+      .map((s) =>
+        "literal" in s
+          ? s.literal
+          : values[s.variable] !== undefined
+            ? encoded
+              ? values[s.variable]
+              : encodeURIComponent(values[s.variable])
+            : s.variable === "project_id"
+              ? a.projectId
+              : "x1",
+      )
+      .join("/")
+  );
 }
 
 /** JSON text with `INF` placeholders written as the number 1e400 (JSON.stringify cannot). */
@@ -42,7 +57,13 @@ function valuesFor(f: DescField): unknown[] {
   const strings = ["\u0000", "a\u0000b", "\ud800", ...PROTO_NAMES, "x".repeat(100_000)];
   const numbers = [INF, -1e308 * 10, 2 ** 64, -(2 ** 63) - 1, 1.5, -1, "12", "abc"];
   const junk = [null, true, [], {}, [[[]]], { __proto__: { polluted: 1 } }, JSON.parse('{"__proto__":{"polluted":1}}')];
-  const structs = [{ "\u0000": 1 }, { k: "\u0000" }, { k: INF }, { constructor: { prototype: 1 }, __proto__: 1 }, JSON.parse('{"__proto__":{"x":1},"toString":1}')];
+  const structs = [
+    { "\u0000": 1 },
+    { k: "\u0000" },
+    { k: INF },
+    { constructor: { prototype: 1 }, __proto__: 1 },
+    JSON.parse('{"__proto__":{"x":1},"toString":1}'),
+  ];
   let base: unknown[];
   switch (f.fieldKind) {
     case "scalar":
@@ -52,10 +73,16 @@ function valuesFor(f: DescField): unknown[] {
       base = [...PROTO_NAMES, 99];
       break;
     case "message":
-      base = f.message.typeName === "google.protobuf.Struct" || f.message.typeName === "google.protobuf.Value" ? [...structs, ...strings.slice(0, 3), INF] : [...structs, { cursor: "\u0000" }, { limit: INF }];
+      base =
+        f.message.typeName === "google.protobuf.Struct" || f.message.typeName === "google.protobuf.Value"
+          ? [...structs, ...strings.slice(0, 3), INF]
+          : [...structs, { cursor: "\u0000" }, { limit: INF }];
       break;
     case "list":
-      base = f.listKind === "scalar" && f.scalar === ScalarType.STRING ? strings.map((s) => [s]) : [[INF], [{ k: "\u0000" }], structs, [PROTO_NAMES[0]]];
+      base =
+        f.listKind === "scalar" && f.scalar === ScalarType.STRING
+          ? strings.map((s) => [s])
+          : [[INF], [{ k: "\u0000" }], structs, [PROTO_NAMES[0]]];
       break;
     case "map":
       base = structs;
@@ -64,8 +91,18 @@ function valuesFor(f: DescField): unknown[] {
   return [...base, ...junk];
 }
 
-async function send(route: Route, path: string, raw: string | undefined, opts: { contentType?: string; cookie?: string; key?: string } = {}): Promise<Res> {
-  const r = await t.rest.req(route.verb, path, { raw, contentType: opts.contentType ?? (raw !== undefined ? "application/json" : undefined), cookie: opts.cookie ?? a.owner.cookie, key: opts.key });
+async function send(
+  route: Route,
+  path: string,
+  raw: string | undefined,
+  opts: { contentType?: string; cookie?: string; key?: string } = {},
+): Promise<Res> {
+  const r = await t.rest.req(route.verb, path, {
+    raw,
+    contentType: opts.contentType ?? (raw !== undefined ? "application/json" : undefined),
+    cookie: opts.cookie ?? a.owner.cookie,
+    key: opts.key,
+  });
   seen.push(r);
   assert.ok(r.status < 500, `${label(route)} ${path} ${raw?.slice(0, 200) ?? ""}: answered ${r.status} ${r.text}`);
   if (r.status >= 400) errorBody(r);
@@ -87,9 +124,9 @@ describe("security battery: hostile input on every route", () => {
             assert.equal(r.status, 400, `${label(route)} with ${JSON.stringify(bad)} in ${v}: ${r.status} ${r.text}`);
             assert.equal((errorBody(r).details as { field: string }[])[0].field, v);
           } else assert.ok(r.status === 400 || r.status === 404, `${label(route)} with ${bad} in ${v}: ${r.status}`); // not UTF-8: no such path
-
         }
-        for (const name of PROTO_NAMES) await send(route, pathFor(route, { [v]: name }), hasBody(route) ? "{}" : undefined);
+        for (const name of PROTO_NAMES)
+          await send(route, pathFor(route, { [v]: name }), hasBody(route) ? "{}" : undefined);
       }
     }
   });
@@ -99,7 +136,11 @@ describe("security battery: hostile input on every route", () => {
       const vars = new Set(pathVars(route));
       for (const f of route.method.input.fields.filter((x) => !vars.has(x.name))) {
         for (const v of ["\u0000", "1e400", "-1", "99999999999999999999", ...PROTO_NAMES, "x".repeat(5000)]) {
-          const r = await send(route, `${pathFor(route, {})}?${encodeURIComponent(f.jsonName)}=${encodeURIComponent(v)}`, undefined);
+          const r = await send(
+            route,
+            `${pathFor(route, {})}?${encodeURIComponent(f.jsonName)}=${encodeURIComponent(v)}`,
+            undefined,
+          );
           if (v === "\u0000") assert.equal(r.status, 400, `${label(route)} ?${f.jsonName}=NUL: ${r.status}`);
         }
       }
@@ -115,21 +156,30 @@ describe("security battery: hostile input on every route", () => {
         for (const v of valuesFor(f)) {
           const body = jsonText({ [f.jsonName]: v });
           await send(route, pathFor(route, {}), body);
-          if (route.segments.some((s) => "variable" in s && s.variable === "project_id") || route.template === "/v1/events" || route.template === "/v1/events/batch") {
+          if (
+            route.segments.some((s) => "variable" in s && s.variable === "project_id") ||
+            route.template === "/v1/events" ||
+            route.template === "/v1/events/batch"
+          ) {
             await send(route, pathFor(route, {}), body, { key: a.key });
           }
           sent++;
         }
       }
       // The body itself of the wrong JSON type, and nested junk.
-      for (const raw of ["[]", "null", "1e400", '"x"', "[".repeat(10_000), '{"a":'.repeat(5000), "{}".padEnd(3, " ")]) await send(route, pathFor(route, {}), raw);
+      for (const raw of ["[]", "null", "1e400", '"x"', "[".repeat(10_000), '{"a":'.repeat(5000), "{}".padEnd(3, " ")])
+        await send(route, pathFor(route, {}), raw);
     }
     assert.ok(sent > 300, `only ${sent} hostile bodies`);
   });
 
   it("a session write with a non-JSON content type is a 415 on every write route", async () => {
     for (const route of routes.filter(hasBody)) {
-      for (const contentType of ["application/x-www-form-urlencoded", "text/plain", "multipart/form-data; boundary=x"]) {
+      for (const contentType of [
+        "application/x-www-form-urlencoded",
+        "text/plain",
+        "multipart/form-data; boundary=x",
+      ]) {
         const r = await send(route, pathFor(route, {}), "a=b", { contentType });
         assert.equal(r.status, 415, `${label(route)} as ${contentType}: ${r.status} ${r.text}`);
         assert.equal(errorBody(r).code, "unsupported_media_type");

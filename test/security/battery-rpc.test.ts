@@ -37,11 +37,23 @@ interface Outcome {
   message: string;
 }
 
-async function call(transport: Transport, s: DescService, m: DescMethod, input: Record<string, unknown>, headers: Record<string, string>): Promise<Outcome> {
+async function call(
+  transport: Transport,
+  s: DescService,
+  m: DescMethod,
+  input: Record<string, unknown>,
+  headers: Record<string, string>,
+): Promise<Outcome> {
   const client = createClient(s, transport) as unknown as Record<string, (i: unknown, o: unknown) => Promise<unknown>>;
   try {
-    const res = await client[m.localName](create(m.input, input as never), { headers, signal: AbortSignal.timeout(10_000) });
-    assertNoLeak(JSON.stringify(res, (_k, v) => (typeof v === "bigint" ? String(v) : v)), [a.key, b.key, revokedKey]);
+    const res = await client[m.localName](create(m.input, input as never), {
+      headers,
+      signal: AbortSignal.timeout(10_000),
+    });
+    assertNoLeak(
+      JSON.stringify(res, (_k, v) => (typeof v === "bigint" ? String(v) : v)),
+      [a.key, b.key, revokedKey],
+    );
     return { code: "ok", message: "" };
   } catch (err) {
     const e = ConnectError.from(err);
@@ -62,10 +74,20 @@ describe("security battery over every RPC (gRPC and Connect)", () => {
     for (const [name, transport] of transports) {
       for (const [s, m] of methods()) {
         if (isPublic(m)) continue;
-        const forged: Record<string, string>[] = [{}, { authorization: "Basic Zm9vOmJhcg==" }, { authorization: "Bearer vk_" + "0".repeat(40) }, { authorization: `Bearer ${revokedKey}` }, { cookie: "vigil_session=forged.signature" }];
+        const forged: Record<string, string>[] = [
+          {},
+          { authorization: "Basic Zm9vOmJhcg==" },
+          { authorization: "Bearer vk_" + "0".repeat(40) },
+          { authorization: `Bearer ${revokedKey}` },
+          { cookie: "vigil_session=forged.signature" },
+        ];
         for (const headers of forged) {
           const r = await call(transport, s, m, { projectId: a.projectId }, headers);
-          assert.equal(r.code, Code.Unauthenticated, `${name} ${m.name} with ${JSON.stringify(headers)}: ${r.code} ${r.message}`);
+          assert.equal(
+            r.code,
+            Code.Unauthenticated,
+            `${name} ${m.name} with ${JSON.stringify(headers)}: ${r.code} ${r.message}`,
+          );
         }
       }
     }
@@ -74,9 +96,15 @@ describe("security battery over every RPC (gRPC and Connect)", () => {
   it("never lets one tenant reach another's project, by key or by session", async () => {
     for (const [name, transport] of transports) {
       for (const [s, m] of methods().filter(([, m]) => hasProject(m))) {
-        for (const headers of [{ authorization: `Bearer ${a.key}` }, { cookie: stranger.cookie }] as Record<string, string>[]) {
+        for (const headers of [{ authorization: `Bearer ${a.key}` }, { cookie: stranger.cookie }] as Record<
+          string,
+          string
+        >[]) {
           const r = await call(transport, s, m, { projectId: b.projectId }, headers);
-          assert.ok(r.code === Code.NotFound || r.code === Code.PermissionDenied, `${name} ${m.name} with ${Object.keys(headers)[0]}: ${r.code} ${r.message}`);
+          assert.ok(
+            r.code === Code.NotFound || r.code === Code.PermissionDenied,
+            `${name} ${m.name} with ${Object.keys(headers)[0]}: ${r.code} ${r.message}`,
+          );
         }
       }
     }
@@ -86,11 +114,20 @@ describe("security battery over every RPC (gRPC and Connect)", () => {
     for (const [s, m] of methods()) {
       // Bytes no message accepts: a length past the end, an invalid wire type (7), a varint that
       // never ends; and invalid UTF-8 where field 1 is a string.
-      const bodies = [Buffer.from([0x0a, 0x05, 0x61]), Buffer.from([0x0f, 0x00]), Buffer.from([0x08, 0xff, 0xff, 0xff])];
+      const bodies = [
+        Buffer.from([0x0a, 0x05, 0x61]),
+        Buffer.from([0x0f, 0x00]),
+        Buffer.from([0x08, 0xff, 0xff, 0xff]),
+      ];
       const f1 = m.input.fields.find((f) => f.number === 1);
-      if (f1?.fieldKind === "scalar" && f1.scalar === ScalarType.STRING) bodies.push(Buffer.from([0x0a, 0x02, 0xc3, 0x28]));
+      if (f1?.fieldKind === "scalar" && f1.scalar === ScalarType.STRING)
+        bodies.push(Buffer.from([0x0a, 0x02, 0xc3, 0x28]));
       for (const body of bodies) {
-        const r = await fetch(`${t.url}/${s.typeName}/${m.name}`, { method: "POST", headers: { "content-type": "application/proto", "connect-protocol-version": "1", cookie: a.owner.cookie }, body });
+        const r = await fetch(`${t.url}/${s.typeName}/${m.name}`, {
+          method: "POST",
+          headers: { "content-type": "application/proto", "connect-protocol-version": "1", cookie: a.owner.cookie },
+          body,
+        });
         const text = await r.text();
         assert.ok(r.status === 400, `${m.name}: ${r.status} ${text}`);
         assert.equal(JSON.parse(text).code, "invalid_argument", `${m.name}: ${text}`);
@@ -106,9 +143,16 @@ describe("security battery over every RPC (gRPC and Connect)", () => {
         if (f.fieldKind !== "scalar" || f.scalar !== ScalarType.STRING) continue;
         for (const v of ["a\u0000", "__proto__", "constructor", "toString", "hasOwnProperty", "valueOf"]) {
           const input: Record<string, unknown> = { projectId: a.projectId, [f.localName]: v };
-          for (const headers of [{ cookie: a.owner.cookie }, { authorization: `Bearer ${a.key}` }] as Record<string, string>[]) {
+          for (const headers of [{ cookie: a.owner.cookie }, { authorization: `Bearer ${a.key}` }] as Record<
+            string,
+            string
+          >[]) {
             const r = await call(grpc, s, m, input, headers);
-            if (v.includes("\u0000")) assert.ok(r.code === Code.InvalidArgument || r.code === Code.Unauthenticated || r.code === Code.PermissionDenied, `${m.name}.${f.name} with NUL: ${r.code} ${r.message}`);
+            if (v.includes("\u0000"))
+              assert.ok(
+                r.code === Code.InvalidArgument || r.code === Code.Unauthenticated || r.code === Code.PermissionDenied,
+                `${m.name}.${f.name} with NUL: ${r.code} ${r.message}`,
+              );
             calls++;
           }
         }

@@ -20,12 +20,22 @@ function pathFor(route: Route, projectId: string, filler = "x1"): string {
   return (
     "/" +
     route.segments
-      .map((s) => ("literal" in s ? s.literal : s.variable === "project_id" ? encodeURIComponent(projectId) : encodeURIComponent(filler)))
+      .map((s) =>
+        "literal" in s
+          ? s.literal
+          : s.variable === "project_id"
+            ? encodeURIComponent(projectId)
+            : encodeURIComponent(filler),
+      )
       .join("/")
   );
 }
 
-async function call(route: Route, path: string, opts: { key?: string; cookie?: string; headers?: Record<string, string> }): Promise<Res> {
+async function call(
+  route: Route,
+  path: string,
+  opts: { key?: string; cookie?: string; headers?: Record<string, string> },
+): Promise<Res> {
   const hasBody = route.verb === "POST" || route.verb === "PATCH" || route.verb === "PUT";
   const r = await t.rest.req(route.verb, path, { ...opts, body: hasBody ? {} : undefined });
   seen.push(r);
@@ -49,7 +59,13 @@ describe("security battery over every route", () => {
     for (const route of routes) {
       if (PUBLIC.has(label(route))) continue;
       const path = pathFor(route, "self");
-      for (const headers of [{} as Record<string, string>, { authorization: "Basic Zm9vOmJhcg==" }, { authorization: "Bearer vk_" + "0".repeat(40) }, { authorization: `Bearer ${revokedKey}` }, { cookie: "vigil_session=forged.signature" }]) {
+      for (const headers of [
+        {} as Record<string, string>,
+        { authorization: "Basic Zm9vOmJhcg==" },
+        { authorization: "Bearer vk_" + "0".repeat(40) },
+        { authorization: `Bearer ${revokedKey}` },
+        { cookie: "vigil_session=forged.signature" },
+      ]) {
         const r = await call(route, path, { headers });
         assert.equal(r.status, 401, `${label(route)} with ${JSON.stringify(headers)}: ${r.status} ${r.text}`);
         assert.equal(errorBody(r).code, "unauthenticated");
@@ -76,7 +92,15 @@ describe("security battery over every route", () => {
   });
 
   it("answers hostile ids with a clean 4xx", async () => {
-    const hostile = ["'; DROP TABLE events; --", "..%2F..%2Fetc%2Fpasswd", "\\\\x00", "💥".repeat(50), "a".repeat(5000), "{{7*7}}", "null"];
+    const hostile = [
+      "'; DROP TABLE events; --",
+      "..%2F..%2Fetc%2Fpasswd",
+      "\\\\x00",
+      "💥".repeat(50),
+      "a".repeat(5000),
+      "{{7*7}}",
+      "null",
+    ];
     for (const route of routes) {
       for (const h of hostile) {
         const r = await call(route, pathFor(route, "self", h), { key: a.key });
@@ -93,7 +117,10 @@ describe("security battery over every route", () => {
 
   it("never returns a full API key, a key hash, a password or a stack trace", () => {
     for (const r of seen) {
-      assert.ok(!r.text.includes(a.key) && !r.text.includes(b.key) && !r.text.includes(revokedKey), "an API key secret leaked");
+      assert.ok(
+        !r.text.includes(a.key) && !r.text.includes(b.key) && !r.text.includes(revokedKey),
+        "an API key secret leaked",
+      );
       assert.ok(!/[0-9a-f]{64}/.test(r.text), "something hash-like leaked");
       assert.ok(!/scrypt\$/.test(r.text), "a password hash leaked");
       assert.ok(!r.text.includes(a.owner.password), "a password leaked");

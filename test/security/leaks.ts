@@ -10,5 +10,8 @@ export function assertNoLeak(text: string, secrets: string[]): void {
   assert.ok(!/\bat .+\.(ts|js):\d+/.test(text), `a stack trace leaked: ${text.slice(0, 300)}`);
   assert.ok(!/\b(SELECT|INSERT|UPDATE|DELETE)\b.+\b(FROM|INTO|SET)\b/.test(text), `SQL leaked: ${text.slice(0, 300)}`);
   assert.ok(!/postgres(ql)?:\/\//.test(text), "a database URL leaked");
-  assert.ok(!/\b(pg_|relation "|column "|syntax error at)/.test(text), `a database error leaked: ${text.slice(0, 300)}`);
+  assert.ok(
+    !/\b(pg_|relation "|column "|syntax error at)/.test(text),
+    `a database error leaked: ${text.slice(0, 300)}`,
+  );
 }

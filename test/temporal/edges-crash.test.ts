@@ -5,7 +5,17 @@ import { startNode, type Node } from "../helpers/cluster.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
 import { startTemporal, type TemporalServer } from "../helpers/temporal.js";
-import { database, EventType, historyOf, incidentAfter, incidentsOf, sleep, temporalClient, waitFor, workerRunning } from "./edges-util.js";
+import {
+  database,
+  EventType,
+  historyOf,
+  incidentAfter,
+  incidentsOf,
+  sleep,
+  temporalClient,
+  waitFor,
+  workerRunning,
+} from "./edges-util.js";
 
 // Worker nodes that die mid-timer (issue #14, live suite: "SIGTERM and kill -9 of a worker
 // mid-timer lose nothing"). Real processes (ROLE=worker) run the Temporal workers; an API node
@@ -44,7 +54,15 @@ async function worker(): Promise<Node> {
 before(async () => {
   srv = await startTemporal();
   databaseUrl = await createTestDatabase();
-  api = await startTestApp({ ROLE: "api", TEMPORAL_ADDRESS: srv.address, TEMPORAL_MIN_DEADLINE_MS: "100", TEMPORAL_RECONCILE_MS: String(RECONCILE_MS) }, { databaseUrl });
+  api = await startTestApp(
+    {
+      ROLE: "api",
+      TEMPORAL_ADDRESS: srv.address,
+      TEMPORAL_MIN_DEADLINE_MS: "100",
+      TEMPORAL_RECONCILE_MS: String(RECONCILE_MS),
+    },
+    { databaseUrl },
+  );
   db = database(databaseUrl);
   tc = await temporalClient(srv.address);
   p = await project(api.rest);
@@ -59,15 +77,29 @@ after(async () => {
 });
 
 /** Arms a monitor (deadline `intervalMs` ahead) and returns it with the node whose worker started its timer. */
-async function armed(slug: string, intervalMs: number, among: Node[]): Promise<{ id: string; deadline: number; holder: Node }> {
-  const r = await api.rest.post(`/v1/projects/${p.projectId}/heartbeats/${slug}`, { expectedIntervalMs: intervalMs, gracePeriodMs: 0 }, { key: p.key });
+async function armed(
+  slug: string,
+  intervalMs: number,
+  among: Node[],
+): Promise<{ id: string; deadline: number; holder: Node }> {
+  const r = await api.rest.post(
+    `/v1/projects/${p.projectId}/heartbeats/${slug}`,
+    { expectedIntervalMs: intervalMs, gracePeriodMs: 0 },
+    { key: p.key },
+  );
   assert.equal(r.status, 200, r.text);
   const id: string = r.body.data.monitor.id;
-  const events = await waitFor(async () => {
-    const h = await historyOf(tc.client, `monitor-${id}`);
-    return h.some((e) => e.eventType === EventType.TIMER_STARTED) ? h : undefined;
-  }, 10_000, `${slug}: timer started`);
-  const identity = events.filter((e) => e.eventType === EventType.WFT_STARTED).at(-1)?.workflowTaskStartedEventAttributes?.identity ?? "";
+  const events = await waitFor(
+    async () => {
+      const h = await historyOf(tc.client, `monitor-${id}`);
+      return h.some((e) => e.eventType === EventType.TIMER_STARTED) ? h : undefined;
+    },
+    10_000,
+    `${slug}: timer started`,
+  );
+  const identity =
+    events.filter((e) => e.eventType === EventType.WFT_STARTED).at(-1)?.workflowTaskStartedEventAttributes?.identity ??
+    "";
   const holder = among.find((n) => identity.startsWith(`${n.child.pid}@`));
   assert.ok(holder, `the timer was started by one of the worker nodes (identity ${identity})`);
   return { id, deadline: Date.parse(r.body.data.monitor.deadlineAt), holder };
@@ -107,7 +139,9 @@ describe("a worker node dies mid-timer", () => {
     nodes.delete(m.holder);
     assert.ok(Date.now() < m.deadline - 500, "killed before the deadline");
     const delay = await detectedOnce(m.id, m.deadline, RECONCILE_MS + SLACK_MS + 1_000);
-    console.log(`kill -9 of the timer's worker: detected ${delay} ms after the deadline (bound ${RECONCILE_MS + SLACK_MS + 1_000})`);
+    console.log(
+      `kill -9 of the timer's worker: detected ${delay} ms after the deadline (bound ${RECONCILE_MS + SLACK_MS + 1_000})`,
+    );
     assert.ok(delay <= RECONCILE_MS + SLACK_MS + 1_000, `detected ${delay} ms after the deadline`);
   });
 
@@ -127,15 +161,32 @@ describe("a worker node dies mid-timer", () => {
     const again = await startNode(workerEnv());
     nodes.add(again);
     const up = Date.now() - restarted;
-    const inc = await incidentAfter(db, m.id, m.deadline, RECONCILE_MS + SLACK_MS + 15_000, "incident after the restart");
+    const inc = await incidentAfter(
+      db,
+      m.id,
+      m.deadline,
+      RECONCILE_MS + SLACK_MS + 15_000,
+      "incident after the restart",
+    );
     const sinceStart = inc.created_at.getTime() - restarted;
-    console.log(`kill -9 of the only worker: node restarted in ${up} ms (process start to /health), incident ${sinceStart} ms after the restart began`);
+    console.log(
+      `kill -9 of the only worker: node restarted in ${up} ms (process start to /health), incident ${sinceStart} ms after the restart began`,
+    );
     assert.equal(inc.started_at.getTime(), m.deadline, "the incident starts at the deadline");
-    assert.ok(inc.created_at.getTime() - (restarted + up) <= RECONCILE_MS + 1_000, "detected within the reconcile period + 1 s of the node serving");
+    assert.ok(
+      inc.created_at.getTime() - (restarted + up) <= RECONCILE_MS + 1_000,
+      "detected within the reconcile period + 1 s of the node serving",
+    );
     await sleep(RECONCILE_MS + SLACK_MS + 500);
     assert.equal((await incidentsOf(db, m.id)).length, 1, "exactly one incident");
     // The workflow is watching again (down, idle) on the restarted node.
     await workerRunning(again.rest);
-    await waitFor(async () => (await tc.client.workflow.getHandle(`monitor-${m.id}`).describe()).searchAttributes.VigilMonitorStatus?.[0] === "down", 20_000, "workflow sees the monitor down");
+    await waitFor(
+      async () =>
+        (await tc.client.workflow.getHandle(`monitor-${m.id}`).describe()).searchAttributes.VigilMonitorStatus?.[0] ===
+        "down",
+      20_000,
+      "workflow sees the monitor down",
+    );
   });
 });

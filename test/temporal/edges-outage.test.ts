@@ -3,7 +3,21 @@ import { after, before, describe, it } from "node:test";
 import type { TestApp } from "../helpers/app.js";
 import type { ProjectFixture } from "../helpers/fixtures.js";
 import type { TemporalServer } from "../helpers/temporal.js";
-import { startEdgeSuite, stopEdgeSuite, type EdgeSuite, EventType, eventTime, historyOf, incidentAfter, incidentsOf, sleep, temporalClient, waitFor, wakesLeft, workerRunning } from "./edges-util.js";
+import {
+  startEdgeSuite,
+  stopEdgeSuite,
+  type EdgeSuite,
+  EventType,
+  eventTime,
+  historyOf,
+  incidentAfter,
+  incidentsOf,
+  sleep,
+  temporalClient,
+  waitFor,
+  wakesLeft,
+  workerRunning,
+} from "./edges-util.js";
 
 // Temporal unreachable, then back (issue #14, live suite): a dev server of this file's own, with a
 // database file so that stop() + restart() keep its workflows and timers.
@@ -24,7 +38,8 @@ let tc: EdgeSuite["tc"];
 before(async () => ({ srv, t, p, db, tc } = await startEdgeSuite(RECONCILE_MS)));
 after(() => stopEdgeSuite({ srv, t, db, tc }));
 
-const hb = (slug: string, body: Record<string, unknown>) => t.rest.post(`/v1/projects/${p.projectId}/heartbeats/${slug}`, body, { key: p.key });
+const hb = (slug: string, body: Record<string, unknown>) =>
+  t.rest.post(`/v1/projects/${p.projectId}/heartbeats/${slug}`, body, { key: p.key });
 
 /** Restarts the dev server and waits until this node's workers run again; returns when it began. */
 async function restartServer(): Promise<{ began: number; ms: number }> {
@@ -43,18 +58,30 @@ describe("Temporal unreachable, then restored", () => {
     const deadline = Date.parse(r.body.data.monitor.deadlineAt);
     assert.equal(await wakesLeft(db), 1, "the new monitor's wake waits in the outbox");
 
-    const inc = await incidentAfter(db, id, deadline, RECONCILE_MS + SLACK_MS + 5_000, "incident while Temporal is down");
+    const inc = await incidentAfter(
+      db,
+      id,
+      deadline,
+      RECONCILE_MS + SLACK_MS + 5_000,
+      "incident while Temporal is down",
+    );
     const delay = inc.created_at.getTime() - deadline;
-    console.log(`reconciler detection while Temporal is down: ${delay} ms after the deadline (bound ${RECONCILE_MS + SLACK_MS + 1_000})`);
+    console.log(
+      `reconciler detection while Temporal is down: ${delay} ms after the deadline (bound ${RECONCILE_MS + SLACK_MS + 1_000})`,
+    );
     assert.equal(inc.started_at.getTime(), deadline, "incident starts at the deadline");
     assert.ok(delay <= RECONCILE_MS + SLACK_MS + 1_000, `detected ${delay} ms after the deadline`);
 
     await restartServer();
     await waitFor(async () => (await wakesLeft(db)) === 0, 10_000, "outbox drained after restart");
-    const d = await waitFor(async () => {
-      const x = await tc.client.workflow.getHandle(`monitor-${id}`).describe();
-      return x.status.name === "RUNNING" && x.searchAttributes.VigilMonitorStatus?.[0] === "down" ? x : undefined;
-    }, 10_000, "the monitor's workflow runs (down, idle) after the restart");
+    const d = await waitFor(
+      async () => {
+        const x = await tc.client.workflow.getHandle(`monitor-${id}`).describe();
+        return x.status.name === "RUNNING" && x.searchAttributes.VigilMonitorStatus?.[0] === "down" ? x : undefined;
+      },
+      10_000,
+      "the monitor's workflow runs (down, idle) after the restart",
+    );
     assert.equal(d.status.name, "RUNNING");
     assert.equal((await incidentsOf(db, id)).length, 1, "exactly one incident");
   });
@@ -66,7 +93,11 @@ describe("Temporal unreachable, then restored", () => {
     assert.equal(down.body.data.monitor.status, "down");
     const handle = tc.client.workflow.getHandle(`monitor-${id}`);
     // The workflow has read the down status and idles: only a wake can set it going again.
-    await waitFor(async () => (await handle.describe()).searchAttributes.VigilMonitorStatus?.[0] === "down", 10_000, "workflow idle on down");
+    await waitFor(
+      async () => (await handle.describe()).searchAttributes.VigilMonitorStatus?.[0] === "down",
+      10_000,
+      "workflow idle on down",
+    );
     await waitFor(async () => (await wakesLeft(db)) === 0, 10_000, "outbox empty before the outage");
     const { runId } = await handle.describe();
 
@@ -80,14 +111,25 @@ describe("Temporal unreachable, then restored", () => {
 
     const { began, ms } = await restartServer();
     await waitFor(async () => (await wakesLeft(db)) === 0, RECONCILE_MS + 5_000, "outbox drained after restart");
-    console.log(`restart ${ms} ms; outbox drained ${Date.now() - began} ms after the restart began; ${deadline - Date.now()} ms left before the deadline`);
-    assert.ok(Date.now() < deadline - 1_000, "the deadline falls after the restart (else this test proves nothing about the wake)");
+    console.log(
+      `restart ${ms} ms; outbox drained ${Date.now() - began} ms after the restart began; ${deadline - Date.now()} ms left before the deadline`,
+    );
+    assert.ok(
+      Date.now() < deadline - 1_000,
+      "the deadline falls after the restart (else this test proves nothing about the wake)",
+    );
 
     const events = await historyOf(tc.client, `monitor-${id}`, runId);
     const signals = events.filter((e) => e.eventType === EventType.SIGNALED && eventTime(e) >= began);
     assert.ok(signals.length >= 1, "the wake reached the idle workflow after the restart");
 
-    const inc = await incidentAfter(db, id, deadline, deadline - Date.now() + RECONCILE_MS + SLACK_MS + 5_000, "incident after the recovery");
+    const inc = await incidentAfter(
+      db,
+      id,
+      deadline,
+      deadline - Date.now() + RECONCILE_MS + SLACK_MS + 5_000,
+      "incident after the recovery",
+    );
     const delay = inc.created_at.getTime() - deadline;
     console.log(`detection after the recovery: ${delay} ms after the deadline (bound ${RECONCILE_MS + 1_000})`);
     assert.equal(inc.started_at.getTime(), deadline);
@@ -102,10 +144,14 @@ describe("down monitors have their (idle) workflow", () => {
     assert.equal(r.body.data.monitor.status, "down");
     const id = r.body.data.monitor.id;
     await waitFor(async () => (await wakesLeft(db)) === 0, 5_000, "outbox drained");
-    const d = await waitFor(async () => {
-      const x = await tc.client.workflow.getHandle(`monitor-${id}`).describe();
-      return x.searchAttributes.VigilMonitorStatus?.[0] === "down" ? x : undefined;
-    }, 10_000, "a running workflow that shows the monitor down");
+    const d = await waitFor(
+      async () => {
+        const x = await tc.client.workflow.getHandle(`monitor-${id}`).describe();
+        return x.searchAttributes.VigilMonitorStatus?.[0] === "down" ? x : undefined;
+      },
+      10_000,
+      "a running workflow that shows the monitor down",
+    );
     assert.equal(d.status.name, "RUNNING");
   });
 });
@@ -121,10 +167,14 @@ describe("Temporal unreachable: coalesced wakes", () => {
     await restartServer();
     await waitFor(async () => (await wakesLeft(db)) === 0, RECONCILE_MS + 5_000, "outbox drained after restart");
     // The down monitor is watched like any other (the operators' "down monitors of project X" query finds it).
-    const d = await waitFor(async () => {
-      const x = await tc.client.workflow.getHandle(`monitor-${id}`).describe();
-      return x.searchAttributes.VigilMonitorStatus?.[0] === "down" ? x : undefined;
-    }, 10_000, "a running workflow that shows the monitor down");
+    const d = await waitFor(
+      async () => {
+        const x = await tc.client.workflow.getHandle(`monitor-${id}`).describe();
+        return x.searchAttributes.VigilMonitorStatus?.[0] === "down" ? x : undefined;
+      },
+      10_000,
+      "a running workflow that shows the monitor down",
+    );
     assert.equal(d.status.name, "RUNNING");
   });
 });
@@ -141,10 +191,14 @@ describe("Temporal server restart", () => {
       const d = e.timerStartedEventAttributes?.startToFireTimeout;
       return eventTime(e) + Number(d?.seconds ?? 0) * 1000 + (d?.nanos ?? 0) / 1e6;
     };
-    await waitFor(async () => {
-      const timer = (await historyOf(tc.client, scanId)).filter((e) => e.eventType === EventType.TIMER_STARTED).pop();
-      return timer !== undefined && Math.abs(due(timer) - deadline) < 500;
-    }, 10_000, "the scan's timer set for the deadline");
+    await waitFor(
+      async () => {
+        const timer = (await historyOf(tc.client, scanId)).filter((e) => e.eventType === EventType.TIMER_STARTED).pop();
+        return timer !== undefined && Math.abs(due(timer) - deadline) < 500;
+      },
+      10_000,
+      "the scan's timer set for the deadline",
+    );
     const { runId } = await handle.describe();
 
     const { ms } = await restartServer();
@@ -152,14 +206,23 @@ describe("Temporal server restart", () => {
     assert.ok(Date.now() < deadline - 1_000, "the deadline falls after the restart");
     await waitFor(async () => (await wakesLeft(db)) === 0, 5_000, "no wake pending");
 
-    const inc = await incidentAfter(db, id, deadline, deadline - Date.now() + 10_000, "incident after the server restart");
+    const inc = await incidentAfter(
+      db,
+      id,
+      deadline,
+      deadline - Date.now() + 10_000,
+      "incident after the server restart",
+    );
     const delay = inc.created_at.getTime() - deadline;
     console.log(`detection after a server restart: ${delay} ms after the deadline`);
     assert.equal(inc.started_at.getTime(), deadline);
     // The reconciler acts only on deadlines missed by > 2 s: within 1 s, the kept timer did it.
     assert.ok(delay <= 1_000, `detected ${delay} ms after the deadline`);
     const events = await historyOf(tc.client, scanId, runId);
-    assert.ok(events.some((e) => e.eventType === EventType.TIMER_FIRED && eventTime(e) >= deadline - 50), "the scan's timer fired");
+    assert.ok(
+      events.some((e) => e.eventType === EventType.TIMER_FIRED && eventTime(e) >= deadline - 50),
+      "the scan's timer fired",
+    );
     assert.equal((await handle.describe()).runId, runId, "the same run");
   });
 });

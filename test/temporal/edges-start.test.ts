@@ -4,7 +4,16 @@ import { freePort, startNode, type Node } from "../helpers/cluster.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
 import { startTemporal, type TemporalServer } from "../helpers/temporal.js";
-import { database, historyOf, incidentAfter, sleep, temporalClient, waitFor, wakesLeft, workerRunning } from "./edges-util.js";
+import {
+  database,
+  historyOf,
+  incidentAfter,
+  sleep,
+  temporalClient,
+  waitFor,
+  wakesLeft,
+  workerRunning,
+} from "./edges-util.js";
 
 // A node whose Temporal is unreachable when it starts (issue #14 point 8, live): a real process
 // (ROLE=all) pointed at a port where no server listens yet. It must start, serve the API and say on
@@ -51,15 +60,24 @@ describe("Temporal unreachable at start", () => {
 
     // The API serves: sign-up, project, key, and a heartbeat whose wake waits in the outbox.
     p = await project(node.rest);
-    const early = await node.rest.post(`/v1/projects/${p.projectId}/heartbeats/before-temporal`, { expectedIntervalMs: 60_000, gracePeriodMs: 0 }, { key: p.key });
+    const early = await node.rest.post(
+      `/v1/projects/${p.projectId}/heartbeats/before-temporal`,
+      { expectedIntervalMs: 60_000, gracePeriodMs: 0 },
+      { key: p.key },
+    );
     assert.equal(early.status, 200, early.text);
     const earlyId: string = early.body.data.monitor.id;
     assert.equal(await wakesLeft(db), 1);
     // A failed connection attempt shows as "unavailable" (between attempts; "connecting" during one).
-    const h2 = await waitFor(async () => {
-      const x = await node.rest.get("/health");
-      return x.body?.temporalWorker === "unavailable" ? x : undefined;
-    }, 30_000, "temporalWorker unavailable", 100);
+    const h2 = await waitFor(
+      async () => {
+        const x = await node.rest.get("/health");
+        return x.body?.temporalWorker === "unavailable" ? x : undefined;
+      },
+      30_000,
+      "temporalWorker unavailable",
+      100,
+    );
     assert.equal(h2.status, 200);
     assert.equal(h2.body.status, "degraded");
     await sleep(2_000); // a few more failed attempts
@@ -77,24 +95,36 @@ describe("Temporal unreachable at start", () => {
     const tc = await temporalClient(srv.address);
     try {
       await waitFor(async () => (await wakesLeft(db)) === 0, 10_000, "outbox drained");
-      await waitFor(async () => (await historyOf(tc.client, `monitor-${earlyId}`)).length > 0, 10_000, "workflow of the monitor created before Temporal");
+      await waitFor(
+        async () => (await historyOf(tc.client, `monitor-${earlyId}`)).length > 0,
+        10_000,
+        "workflow of the monitor created before Temporal",
+      );
       assert.equal((await tc.client.workflow.getHandle(`monitor-${earlyId}`).describe()).status.name, "RUNNING");
     } finally {
       await tc.close();
     }
 
     // Deadlines are detected by the workflows (within 1 s; the reconciler acts only after 2 s).
-    const r = await node.rest.post(`/v1/projects/${p.projectId}/heartbeats/after-temporal`, { expectedIntervalMs: 1_500, gracePeriodMs: 0 }, { key: p.key });
+    const r = await node.rest.post(
+      `/v1/projects/${p.projectId}/heartbeats/after-temporal`,
+      { expectedIntervalMs: 1_500, gracePeriodMs: 0 },
+      { key: p.key },
+    );
     const deadline = Date.parse(r.body.data.monitor.deadlineAt);
     const inc = await incidentAfter(db, r.body.data.monitor.id, deadline, 10_000, "incident");
     console.log(`detection ${inc.created_at.getTime() - deadline} ms after the deadline`);
     assert.equal(inc.started_at.getTime(), deadline);
     assert.ok(inc.created_at.getTime() - deadline <= 1_000);
 
-    const text = await waitFor(async () => {
-      const t = await metrics();
-      return /^temporal_workflow_task\w*/m.test(t) ? t : undefined;
-    }, 10_000, "SDK metrics on /metrics");
+    const text = await waitFor(
+      async () => {
+        const t = await metrics();
+        return /^temporal_workflow_task\w*/m.test(t) ? t : undefined;
+      },
+      10_000,
+      "SDK metrics on /metrics",
+    );
     const names = new Set([...text.matchAll(/^(temporal_\w+)/gm)].map((m) => m[1]));
     console.log(`${names.size} temporal_* metric names, e.g. ${[...names].slice(0, 6).join(", ")}`);
     assert.ok(names.size >= 5);

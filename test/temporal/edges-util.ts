@@ -26,7 +26,11 @@ export interface EdgeSuite {
 export async function startEdgeSuite(reconcileMs: number): Promise<EdgeSuite> {
   const dir = await mkdtemp(path.join(os.tmpdir(), "vigil-temporal-"));
   const srv = await startTemporal({ dbFile: path.join(dir, "temporal.db") });
-  const t = await startTestApp({ TEMPORAL_ADDRESS: srv.address, TEMPORAL_MIN_DEADLINE_MS: "100", TEMPORAL_RECONCILE_MS: String(reconcileMs) });
+  const t = await startTestApp({
+    TEMPORAL_ADDRESS: srv.address,
+    TEMPORAL_MIN_DEADLINE_MS: "100",
+    TEMPORAL_RECONCILE_MS: String(reconcileMs),
+  });
   const db = database(t.databaseUrl);
   const tc = await temporalClient(srv.address);
   await workerRunning(t.rest);
@@ -55,7 +59,8 @@ export async function historyOf(client: Client, workflowId: string, runId?: stri
   return h.events ?? [];
 }
 
-export const eventTime = (e: Event) => Number(e.eventTime?.seconds ?? 0) * 1000 + Math.floor((e.eventTime?.nanos ?? 0) / 1e6);
+export const eventTime = (e: Event) =>
+  Number(e.eventTime?.seconds ?? 0) * 1000 + Math.floor((e.eventTime?.nanos ?? 0) / 1e6);
 
 /** The database of a test (pool closed with end()). */
 export function database(url: string): pg.Pool {
@@ -69,12 +74,27 @@ export interface IncidentRow {
 }
 
 export async function incidentsOf(db: pg.Pool, monitorId: string): Promise<IncidentRow[]> {
-  return (await db.query<IncidentRow>("SELECT started_at, created_at, ended_at FROM incidents WHERE monitor_id = $1 ORDER BY started_at", [monitorId])).rows;
+  return (
+    await db.query<IncidentRow>(
+      "SELECT started_at, created_at, ended_at FROM incidents WHERE monitor_id = $1 ORDER BY started_at",
+      [monitorId],
+    )
+  ).rows;
 }
 
 /** Waits for the monitor's first incident opened at or after `since` (epoch ms) and returns it. */
-export async function incidentAfter(db: pg.Pool, monitorId: string, since: number, timeoutMs: number, label: string): Promise<IncidentRow> {
-  return waitFor(async () => (await incidentsOf(db, monitorId)).find((i) => i.started_at.getTime() >= since), timeoutMs, label);
+export async function incidentAfter(
+  db: pg.Pool,
+  monitorId: string,
+  since: number,
+  timeoutMs: number,
+  label: string,
+): Promise<IncidentRow> {
+  return waitFor(
+    async () => (await incidentsOf(db, monitorId)).find((i) => i.started_at.getTime() >= since),
+    timeoutMs,
+    label,
+  );
 }
 
 export async function wakesLeft(db: pg.Pool): Promise<number> {
@@ -82,9 +102,20 @@ export async function wakesLeft(db: pg.Pool): Promise<number> {
 }
 
 /** Waits until the workflow's current run is closed with this status (e.g. COMPLETED). */
-export async function runClosed(client: Client, workflowId: string, status: string, timeoutMs: number, label: string): Promise<{ runId: string; closeTime?: Date }> {
-  return waitFor(async () => {
-    const d = await client.workflow.getHandle(workflowId).describe();
-    return d.status.name === status ? { runId: d.runId, closeTime: d.closeTime } : undefined;
-  }, timeoutMs, label, 100);
+export async function runClosed(
+  client: Client,
+  workflowId: string,
+  status: string,
+  timeoutMs: number,
+  label: string,
+): Promise<{ runId: string; closeTime?: Date }> {
+  return waitFor(
+    async () => {
+      const d = await client.workflow.getHandle(workflowId).describe();
+      return d.status.name === status ? { runId: d.runId, closeTime: d.closeTime } : undefined;
+    },
+    timeoutMs,
+    label,
+    100,
+  );
 }

@@ -50,10 +50,20 @@ async function waitFor(what: string, ok: () => Promise<boolean>, timeoutMs = 30_
 async function main(): Promise<void> {
   const version = process.argv[2];
   const force = process.argv.includes("--force");
-  if (!version || !/^\d+$/.test(version)) throw new Error("usage: npx tsx test/temporal/record-histories.ts <N> [--force]");
+  if (!version || !/^\d+$/.test(version))
+    throw new Error("usage: npx tsx test/temporal/record-histories.ts <N> [--force]");
   const name = (flow: string) => path.join(outDir, `v${version}-${flow}.json`);
-  const flows = ["monitor-down", "monitor-recovered", "monitor-deleted", "deadline-scan", "webhook-retried", "webhook-sleeping", "webhook-manual-retry"];
-  if (!force && flows.some((f) => existsSync(name(f)))) throw new Error(`v${version}-*.json exist already in ${outDir} (--force overwrites)`);
+  const flows = [
+    "monitor-down",
+    "monitor-recovered",
+    "monitor-deleted",
+    "deadline-scan",
+    "webhook-retried",
+    "webhook-sleeping",
+    "webhook-manual-retry",
+  ];
+  if (!force && flows.some((f) => existsSync(name(f))))
+    throw new Error(`v${version}-*.json exist already in ${outDir} (--force overwrites)`);
   await mkdir(outDir, { recursive: true });
 
   const cli = await temporalCli();
@@ -69,7 +79,14 @@ async function main(): Promise<void> {
     await migrate(pool);
     await pool.end();
     app = await startTestApp(
-      { TEMPORAL_ADDRESS: server.address, TEMPORAL_MIN_DEADLINE_MS: "0", WEBHOOK_ALLOW_PRIVATE: "true", WEBHOOK_BACKOFF_BASE_MS: "1000", WEBHOOK_TIMEOUT_MS: "2000", RATE_LIMIT_WEBHOOK_SENDS_PER_MINUTE: "10000" },
+      {
+        TEMPORAL_ADDRESS: server.address,
+        TEMPORAL_MIN_DEADLINE_MS: "0",
+        WEBHOOK_ALLOW_PRIVATE: "true",
+        WEBHOOK_BACKOFF_BASE_MS: "1000",
+        WEBHOOK_TIMEOUT_MS: "2000",
+        RATE_LIMIT_WEBHOOK_SENDS_PER_MINUTE: "10000",
+      },
       { databaseUrl: pgh.url },
     );
     const { rest } = app;
@@ -80,7 +97,8 @@ async function main(): Promise<void> {
 
     const events = async (id: string) => (await client.workflow.getHandle(id).fetchHistory()).events ?? [];
     const status = async (id: string) => (await client.workflow.getHandle(id).describe()).status.name;
-    const signals = async (id: string) => (await events(id)).filter((e) => e.workflowExecutionSignaledEventAttributes).length;
+    const signals = async (id: string) =>
+      (await events(id)).filter((e) => e.workflowExecutionSignaledEventAttributes).length;
     /** Running, no activity pending, no workflow task outstanding, history unchanged for 600 ms. */
     const quiet = (id: string) =>
       waitFor(`${id} waiting quietly`, async () => {
@@ -93,10 +111,16 @@ async function main(): Promise<void> {
         return (await events(id)).length === a.length;
       });
     const save = async (workflowId: string, flow: string) => {
-      const { stdout } = await promisify(execFile)(cli, ["workflow", "show", "-w", workflowId, "--address", server.address, "--output", "json"], { maxBuffer: 64 << 20 });
+      const { stdout } = await promisify(execFile)(
+        cli,
+        ["workflow", "show", "-w", workflowId, "--address", server.address, "--output", "json"],
+        { maxBuffer: 64 << 20 },
+      );
       JSON.parse(stdout); // a history, not an error message
       await writeFile(name(flow), stdout);
-      console.log(`${name(flow)}: ${workflowId}, ${(await events(workflowId)).length} events, ${await status(workflowId)}`);
+      console.log(
+        `${name(flow)}: ${workflowId}, ${(await events(workflowId)).length} events, ${await status(workflowId)}`,
+      );
     };
 
     // a. steady heartbeats (a few checks find a later deadline), down, recovery heartbeat (wake)
@@ -117,8 +141,12 @@ async function main(): Promise<void> {
     await save(`monitor-${a}`, "monitor-recovered");
 
     // b. a deleted monitor's workflow ends
-    const b = (await rest.post(`/v1/projects/${p.projectId}/heartbeats/deleted`, { expectedIntervalMs: 300_000 }, key)).body.data.monitor.id as string;
-    await waitFor("monitor workflow started", async () => (await status(`monitor-${b}`).catch(() => "none")) === "RUNNING");
+    const b = (await rest.post(`/v1/projects/${p.projectId}/heartbeats/deleted`, { expectedIntervalMs: 300_000 }, key))
+      .body.data.monitor.id as string;
+    await waitFor(
+      "monitor workflow started",
+      async () => (await status(`monitor-${b}`).catch(() => "none")) === "RUNNING",
+    );
     await quiet(`monitor-${b}`);
     if ((await rest.del(`${mon}/${b}`, key)).status !== 204) throw new Error("delete monitor failed");
     await waitFor("monitor workflow completed", async () => (await status(`monitor-${b}`)) === "COMPLETED");
@@ -137,17 +165,29 @@ async function main(): Promise<void> {
       return { webhookId: w.body.data.id as string, deliveryId: d.body.data.id as string };
     };
     const c = await hook("/retried", (n) => ({ status: n === 1 ? 500 : 200 }));
-    await waitFor("delivery workflow completed", async () => (await status(`webhook-${c.deliveryId}`).catch(() => "none")) === "COMPLETED");
+    await waitFor(
+      "delivery workflow completed",
+      async () => (await status(`webhook-${c.deliveryId}`).catch(() => "none")) === "COMPLETED",
+    );
     if (rx.at("/retried").length !== 2) throw new Error("expected two attempts");
     await save(`webhook-${c.deliveryId}`, "webhook-retried");
 
     // d. 503 Retry-After: 300 (a five-minute sleep), then a manual retry (retryNow) succeeds
-    const d = await hook("/manual", (n) => (n === 1 ? { status: 503, headers: { "retry-after": "300" } } : { status: 200 }));
+    const d = await hook("/manual", (n) =>
+      n === 1 ? { status: 503, headers: { "retry-after": "300" } } : { status: 200 },
+    );
     const wd = `webhook-${d.deliveryId}`;
-    await waitFor("first attempt recorded, sleeping", async () => rx.at("/manual").length === 1 && (await status(wd).catch(() => "none")) === "RUNNING");
+    await waitFor(
+      "first attempt recorded, sleeping",
+      async () => rx.at("/manual").length === 1 && (await status(wd).catch(() => "none")) === "RUNNING",
+    );
     await quiet(wd);
     await save(wd, "webhook-sleeping");
-    const r = await rest.post(`/v1/projects/${p.projectId}/webhooks/${d.webhookId}/deliveries/${d.deliveryId}/retry`, {}, owner);
+    const r = await rest.post(
+      `/v1/projects/${p.projectId}/webhooks/${d.webhookId}/deliveries/${d.deliveryId}/retry`,
+      {},
+      owner,
+    );
     if (r.status !== 202) throw new Error(`manual retry failed: ${r.status} ${r.text}`);
     await waitFor("delivery workflow completed after the manual retry", async () => (await status(wd)) === "COMPLETED");
     if ((await signals(wd)) < 1) throw new Error("the manual retry did not signal the workflow");

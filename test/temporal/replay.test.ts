@@ -15,9 +15,14 @@ import { WORKFLOWS_PATH } from "../../src/temporal/worker.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const dir = path.join(here, "histories");
-const files = readdirSync(dir).filter((f) => f.endsWith(".json")).sort();
+const files = readdirSync(dir)
+  .filter((f) => f.endsWith(".json"))
+  .sort();
 
-Runtime.install({ logger: new DefaultLogger("ERROR"), telemetryOptions: { logging: { filter: { core: "ERROR", other: "ERROR" } } } });
+Runtime.install({
+  logger: new DefaultLogger("ERROR"),
+  telemetryOptions: { logging: { filter: { core: "ERROR", other: "ERROR" } } },
+});
 
 // The JSON of `temporal workflow show --output json`, decoded with the protobufjs that
 // @temporalio/proto's types were built with. (The SDK's own historyFromJSON, which
@@ -25,8 +30,12 @@ Runtime.install({ logger: new DefaultLogger("ERROR"), telemetryOptions: { loggin
 // @temporalio/common and @temporalio/proto separate nested copies of protobufjs 8, as the top-level
 // protobufjs is grpc's 7.)
 const protoRequire = createRequire(createRequire(import.meta.url).resolve("@temporalio/proto"));
-const { fromJson } = protoRequire("protobufjs/ext/protojson") as { fromJson(type: unknown, json: unknown, opts: object): unknown };
-const { patchProtobufRoot } = protoRequire("@temporalio/proto/lib/patch-protobuf-root") as { patchProtobufRoot(root: unknown): { lookupType(name: string): unknown } };
+const { fromJson } = protoRequire("protobufjs/ext/protojson") as {
+  fromJson(type: unknown, json: unknown, opts: object): unknown;
+};
+const { patchProtobufRoot } = protoRequire("@temporalio/proto/lib/patch-protobuf-root") as {
+  patchProtobufRoot(root: unknown): { lookupType(name: string): unknown };
+};
 const historyType = patchProtobufRoot(protoRequire("@temporalio/proto")).lookupType("temporal.api.history.v1.History");
 function historyFromJson(json: unknown): unknown {
   const h = fromJson(historyType, json, { ignoreUnknownFields: true });
@@ -35,29 +44,51 @@ function historyFromJson(json: unknown): unknown {
 }
 
 async function replayAll(workflowsPath: string): Promise<Map<string, string | undefined>> {
-  const histories = files.map((f) => ({ workflowId: f, history: historyFromJson(JSON.parse(readFileSync(path.join(dir, f), "utf8"))) }));
+  const histories = files.map((f) => ({
+    workflowId: f,
+    history: historyFromJson(JSON.parse(readFileSync(path.join(dir, f), "utf8"))),
+  }));
   const opts: ReplayWorkerOptions = { workflowsPath };
   const results = new Map<string, string | undefined>();
-  for await (const r of Worker.runReplayHistories(opts, histories)) results.set(r.workflowId, r.error ? `${r.error.name}: ${r.error.message}` : undefined);
+  for await (const r of Worker.runReplayHistories(opts, histories))
+    results.set(r.workflowId, r.error ? `${r.error.name}: ${r.error.message}` : undefined);
   return results;
 }
 
 describe("replay of saved workflow histories", () => {
   it("there are saved histories of every workflow type", () => {
-    assert.ok(files.some((f) => /monitor/.test(f)), "a monitor workflow history");
-    assert.ok(files.some((f) => /webhook/.test(f)), "a webhook delivery workflow history");
-    assert.ok(files.some((f) => /deadline-scan/.test(f)), "a deadline scan workflow history");
+    assert.ok(
+      files.some((f) => /monitor/.test(f)),
+      "a monitor workflow history",
+    );
+    assert.ok(
+      files.some((f) => /webhook/.test(f)),
+      "a webhook delivery workflow history",
+    );
+    assert.ok(
+      files.some((f) => /deadline-scan/.test(f)),
+      "a deadline scan workflow history",
+    );
   });
 
   it("every saved history replays against workflows/ without a determinism error", async () => {
     const results = await replayAll(WORKFLOWS_PATH);
     assert.deepEqual([...results.keys()].sort(), files, "every history was replayed");
     const failed = [...results].filter(([, e]) => e !== undefined);
-    assert.deepEqual(failed, [], `histories that no longer replay:\n${failed.map(([f, e]) => `  ${f}: ${e}`).join("\n")}`);
+    assert.deepEqual(
+      failed,
+      [],
+      `histories that no longer replay:\n${failed.map(([f, e]) => `  ${f}: ${e}`).join("\n")}`,
+    );
   });
 
   it("replay does detect a change: the same histories fail against diverged workflow code", async () => {
     const results = await replayAll(path.join(here, "fixtures/diverged-workflows.ts"));
-    for (const f of files) assert.match(String(results.get(f)), /Nondeterminism|Determinism/i, `${f} should not replay against diverged code`);
+    for (const f of files)
+      assert.match(
+        String(results.get(f)),
+        /Nondeterminism|Determinism/i,
+        `${f} should not replay against diverged code`,
+      );
   });
 });

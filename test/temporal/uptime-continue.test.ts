@@ -14,7 +14,12 @@ let srv: TemporalServer;
 let t: TestApp;
 before(async () => {
   srv = await startTemporal({ dynamicConfig: { ...PRECISE_TIMERS, "limit.historyCount.suggestContinueAsNew": 60 } });
-  t = await startTestApp({ ...GENEROUS_LIMITS, TEMPORAL_ADDRESS: srv.address, TEMPORAL_MIN_DEADLINE_MS: "100", PG_POOL_SIZE: "10" });
+  t = await startTestApp({
+    ...GENEROUS_LIMITS,
+    TEMPORAL_ADDRESS: srv.address,
+    TEMPORAL_MIN_DEADLINE_MS: "100",
+    PG_POOL_SIZE: "10",
+  });
   await workerRunning(t.rest);
 });
 after(async () => {
@@ -27,7 +32,11 @@ it("continue-as-new chains (suggested after 60 events) miss no deadline: started
   try {
     const p = await project(t.rest);
     const beat = async () => {
-      const r = await t.rest.post(`/v1/projects/${p.projectId}/heartbeats/chained`, { expectedIntervalMs: 300, gracePeriodMs: 200 }, { key: p.key });
+      const r = await t.rest.post(
+        `/v1/projects/${p.projectId}/heartbeats/chained`,
+        { expectedIntervalMs: 300, gracePeriodMs: 200 },
+        { key: p.key },
+      );
       assert.equal(r.status, 200, r.text);
       assert.ok(!r.body.data.statusChanged || r.body.data.monitor.status === "up", "never down while heartbeating");
       return r.body.data.monitor as { id: string; lastHeartbeatAt: string; status: string };
@@ -56,21 +65,34 @@ it("continue-as-new chains (suggested after 60 events) miss no deadline: started
     await beater;
     assert.ok(runs.size >= 3, `continued as new at least twice (${runs.size} runs seen)`);
     const deadline = ms(m.lastHeartbeatAt) + 500; // interval + grace
-    const inc = await waitFor(async () => {
-      const l = (await t.rest.get(`/v1/projects/${p.projectId}/monitors/${m.id}/incidents`, { key: p.key })).body.data;
-      return l.length > 0 && l;
-    }, 5_000, "the incident");
+    const inc = await waitFor(
+      async () => {
+        const l = (await t.rest.get(`/v1/projects/${p.projectId}/monitors/${m.id}/incidents`, { key: p.key })).body
+          .data;
+        return l.length > 0 && l;
+      },
+      5_000,
+      "the incident",
+    );
     assert.equal(inc.length, 1, `no incident while heartbeating: ${JSON.stringify(inc)}`);
     assert.equal(inc[0].startedAt, new Date(deadline).toISOString(), "startedAt is the deadline");
     const delay = ms(inc[0].createdAt) - deadline;
 
     // The chain as visibility shows it: every run but the current one continued as new.
-    const listed = await waitFor(async () => {
-      const l: { runId: string; status: string }[] = [];
-      for await (const w of tc.client.workflow.list({ query: `WorkflowId = "${wid}"` })) l.push({ runId: w.runId, status: w.status.name });
-      return l.filter((x) => x.status === "CONTINUED_AS_NEW").length >= 2 && l;
-    }, 10_000, "the continued runs in visibility", 250);
-    console.log(`# continue-as-new: ${listed.length} runs (${listed.filter((x) => x.status === "CONTINUED_AS_NEW").length} continued as new), detection ${delay} ms after the deadline`);
+    const listed = await waitFor(
+      async () => {
+        const l: { runId: string; status: string }[] = [];
+        for await (const w of tc.client.workflow.list({ query: `WorkflowId = "${wid}"` }))
+          l.push({ runId: w.runId, status: w.status.name });
+        return l.filter((x) => x.status === "CONTINUED_AS_NEW").length >= 2 && l;
+      },
+      10_000,
+      "the continued runs in visibility",
+      250,
+    );
+    console.log(
+      `# continue-as-new: ${listed.length} runs (${listed.filter((x) => x.status === "CONTINUED_AS_NEW").length} continued as new), detection ${delay} ms after the deadline`,
+    );
     assert.equal(listed.filter((x) => x.status === "RUNNING").length, 1, "one open run");
     assert.ok(delay >= 0 && delay < 1000, `detected within 1 s (${delay} ms)`);
   } finally {

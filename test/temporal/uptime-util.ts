@@ -10,7 +10,12 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * Polls fn until it returns a truthy value (a throw counts as not yet); fails after timeoutMs with
  * the last error (a bound, not a timing assertion).
  */
-export async function waitFor<T>(fn: () => Promise<T | undefined | false | null>, timeoutMs: number, label: string, everyMs = 50): Promise<T> {
+export async function waitFor<T>(
+  fn: () => Promise<T | undefined | false | null>,
+  timeoutMs: number,
+  label: string,
+  everyMs = 50,
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -20,14 +25,20 @@ export async function waitFor<T>(fn: () => Promise<T | undefined | false | null>
     } catch (err) {
       last = err;
     }
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${label}${last ? `: ${String(last)}` : ""}`);
+    if (Date.now() > end)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${label}${last ? `: ${String(last)}` : ""}`);
     await sleep(everyMs);
   }
 }
 
 /** Waits until the node's Temporal worker runs (GET /health `temporalWorker: "running"`). */
 export async function workerRunning(rest: RestClient, timeoutMs = 60_000): Promise<void> {
-  await waitFor(async () => (await rest.get("/health")).body?.temporalWorker === "running", timeoutMs, "temporalWorker running", 100);
+  await waitFor(
+    async () => (await rest.get("/health")).body?.temporalWorker === "running",
+    timeoutMs,
+    "temporalWorker running",
+    100,
+  );
 }
 
 export async function temporalClient(address: string): Promise<{ client: Client; close(): Promise<void> }> {
@@ -40,7 +51,12 @@ export const monitorWorkflowId = (id: string) => `monitor-${id}`;
 /** The history of the current (or given) run of a workflow, as event kinds (e.g. "workflowExecutionSignaled"). */
 export async function historyKinds(client: Client, workflowId: string, runId?: string): Promise<string[]> {
   const h = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-  return (h.events ?? []).map((e) => Object.keys(e).find((k) => k.endsWith("EventAttributes") && (e as any)[k])?.replace(/EventAttributes$/, "") ?? "unknown");
+  return (h.events ?? []).map(
+    (e) =>
+      Object.keys(e)
+        .find((k) => k.endsWith("EventAttributes") && (e as any)[k])
+        ?.replace(/EventAttributes$/, "") ?? "unknown",
+  );
 }
 
 /** The workflow's description, or undefined when Temporal has no such workflow. */

@@ -27,8 +27,17 @@ export async function startLive(env: Record<string, string>): Promise<Live> {
     own = await startTemporal();
     address = own.address;
   }
-  const t = await startTestApp({ TEMPORAL_ADDRESS: address, WEBHOOK_ALLOW_PRIVATE: "true", LOG_LEVEL: process.env.VIGIL_TEST_LOG ?? "silent", ...env });
-  await waitFor(async () => (await t.rest.get("/health")).body?.temporalWorker === "running", "the Temporal worker running", 30_000);
+  const t = await startTestApp({
+    TEMPORAL_ADDRESS: address,
+    WEBHOOK_ALLOW_PRIVATE: "true",
+    LOG_LEVEL: process.env.VIGIL_TEST_LOG ?? "silent",
+    ...env,
+  });
+  await waitFor(
+    async () => (await t.rest.get("/health")).body?.temporalWorker === "running",
+    "the Temporal worker running",
+    30_000,
+  );
   const p = await project(t.rest);
   const rx = await Receiver.start();
   const connection = await Connection.connect({ address });
@@ -90,7 +99,10 @@ export async function delivery(l: Live, webhookId: string, id: string): Promise<
 
 /** The delivery id of the event `eventId` (once the outbox expanded it). */
 export async function deliveryOf(l: Live, webhookId: string, eventId: string): Promise<string> {
-  return waitFor(async () => (await deliveries(l, webhookId)).find((d) => d.eventId === eventId)?.id, `the delivery of ${eventId}`);
+  return waitFor(
+    async () => (await deliveries(l, webhookId)).find((d) => d.eventId === eventId)?.id,
+    `the delivery of ${eventId}`,
+  );
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -98,7 +110,9 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** `p`, or a failure naming `what` after `ms` (a workflow result must not hang a test). */
 export function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)));
+  const late = new Promise<never>(
+    (_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)),
+  );
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 

@@ -17,7 +17,12 @@ let l: Live;
 let admin: pg.Client;
 let dbName: string;
 before(async () => {
-  l = await startLive({ WEBHOOK_BACKOFF_BASE_MS: "500", WEBHOOK_MAX_ATTEMPTS: "8", WEBHOOK_TIMEOUT_MS: "3000", TEMPORAL_RECONCILE_MS: "1000" });
+  l = await startLive({
+    WEBHOOK_BACKOFF_BASE_MS: "500",
+    WEBHOOK_MAX_ATTEMPTS: "8",
+    WEBHOOK_TIMEOUT_MS: "3000",
+    TEMPORAL_RECONCILE_MS: "1000",
+  });
   admin = new pg.Client({ connectionString: adminUrl() });
   await admin.connect();
   dbName = new URL(l.t.databaseUrl).pathname.slice(1);
@@ -43,7 +48,10 @@ it(`a ${OUTAGE_MS / 1000} s database outage while deliveries are due and in flig
 
   const cutAt = Date.now();
   await admin.query(`ALTER DATABASE ${dbName} ALLOW_CONNECTIONS false`);
-  await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [dbName]);
+  await admin.query(
+    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+    [dbName],
+  );
   const during = () => l.rx.at("/out").filter((r) => r.at > cutAt + 2_000).length;
   await sleep(OUTAGE_MS);
   const sentDuring = during();
@@ -60,24 +68,40 @@ it(`a ${OUTAGE_MS / 1000} s database outage while deliveries are due and in flig
   );
   const doneAt = Date.now();
   const perDelivery = all.map((d) => l.rx.at("/out").filter((r) => deliveryIdOf(r) === d.id).length);
-  console.log(`  outage ${OUTAGE_MS} ms: ${sentDuring} requests during it; all ${N} succeeded ${doneAt - backAt} ms after the database came back; requests per delivery ${perDelivery.join(",")}`);
+  console.log(
+    `  outage ${OUTAGE_MS} ms: ${sentDuring} requests during it; all ${N} succeeded ${doneAt - backAt} ms after the database came back; requests per delivery ${perDelivery.join(",")}`,
+  );
   assert.equal(sentDuring, 0, "nothing can be claimed (so nothing sent) while the database refuses connections");
   for (const n of perDelivery) assert.ok(n >= 2, "each delivery failed once, then succeeded");
-  const left = await l.sql.query("SELECT id, status, next_attempt_at, paused_at FROM webhook_deliveries WHERE status IN ('pending', 'retrying') OR claim_token IS NOT NULL OR next_attempt_at IS NOT NULL");
+  const left = await l.sql.query(
+    "SELECT id, status, next_attempt_at, paused_at FROM webhook_deliveries WHERE status IN ('pending', 'retrying') OR claim_token IS NOT NULL OR next_attempt_at IS NOT NULL",
+  );
   assert.deepEqual(left.rows, [], "no delivery pending, retrying, claimed or due");
   for (const d of all) {
     const h = l.temporal.workflow.getHandle(`webhook-${d.id}`);
     assert.equal(await within(h.result(), 10_000, `webhook-${d.id}`), "succeeded");
     // No activity of the workflow has a retry limit (0 = unlimited): nothing gives up on its own.
     const hist = await h.fetchHistory();
-    const policies = (hist.events ?? []).flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.retryPolicy] : []));
-    assert.ok(policies.length >= 1, `activities scheduled: ${policies.length}; events ${(hist.events ?? []).map((e) => e.eventType).join(",")}`);
+    const policies = (hist.events ?? []).flatMap((e) =>
+      e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.retryPolicy] : [],
+    );
+    assert.ok(
+      policies.length >= 1,
+      `activities scheduled: ${policies.length}; events ${(hist.events ?? []).map((e) => e.eventType).join(",")}`,
+    );
     const runs: string[] = [];
-    for await (const x of l.temporal.workflow.list({ query: `WorkflowId = "webhook-${d.id}"` })) runs.push(x.status.name);
+    for await (const x of l.temporal.workflow.list({ query: `WorkflowId = "webhook-${d.id}"` }))
+      runs.push(x.status.name);
     // The run that held the attempt through the outage made the next one itself (no second run).
     assert.equal(runs.length, 1, `one run (${runs.join(",")})`);
-    if (d === all[0]) console.log(`  webhook-${d.id}: runs ${runs.join(",")}; attempts recorded ${d.attempts.map((a) => a.statusCode).join(",")}`);
-    if (d === all[0]) console.log(`  webhook-${d.id}: ${policies.length} activity tasks scheduled, retry policies ${JSON.stringify(policies)}`);
+    if (d === all[0])
+      console.log(
+        `  webhook-${d.id}: runs ${runs.join(",")}; attempts recorded ${d.attempts.map((a) => a.statusCode).join(",")}`,
+      );
+    if (d === all[0])
+      console.log(
+        `  webhook-${d.id}: ${policies.length} activity tasks scheduled, retry policies ${JSON.stringify(policies)}`,
+      );
     for (const p of policies) assert.equal(p?.maximumAttempts ?? 0, 0, "activity retries without limit");
   }
 });

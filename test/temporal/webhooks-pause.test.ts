@@ -1,7 +1,19 @@
 import assert from "node:assert/strict";
 import { after, before, it } from "node:test";
 import { waitFor } from "../webhooks/receiver.js";
-import { dataOf, delivery, deliveryIdOf, deliveryOf, hook, owner, sleep, startLive, track, within, type Live } from "./webhooks-live.js";
+import {
+  dataOf,
+  delivery,
+  deliveryIdOf,
+  deliveryOf,
+  hook,
+  owner,
+  sleep,
+  startLive,
+  track,
+  within,
+  type Live,
+} from "./webhooks-live.js";
 
 // Disable/enable of a webhook whose deliveries sleep on their backoff in Temporal workflows (issue
 // #14 defect 4), on a live dev server: nothing is sent while disabled, enabling sends no burst
@@ -43,13 +55,22 @@ it("disable/enable: none sent while disabled, no burst on enable, a missed one s
   assert.equal(off.status, 200, off.text);
   const disabledAt = Date.now();
   // A's planned time passes while disabled: its workflow wakes, finds the webhook disabled, pauses.
-  await waitFor(async () => (await l.sql.query("SELECT 1 FROM webhook_deliveries WHERE id = $1 AND paused_at IS NOT NULL", [a])).rowCount === 1, "A paused by its workflow", plannedA - Date.now() + 5_000);
+  await waitFor(
+    async () =>
+      (await l.sql.query("SELECT 1 FROM webhook_deliveries WHERE id = $1 AND paused_at IS NOT NULL", [a])).rowCount ===
+      1,
+    "A paused by its workflow",
+    plannedA - Date.now() + 5_000,
+  );
   await sleep(1_000);
   assert.equal(l.rx.at("/pause").filter((r) => r.at >= disabledAt).length, 0, "nothing sent while disabled");
   assert.equal(await within(l.temporal.workflow.getHandle(`webhook-${a}`).result(), 5_000, "A's run to end"), "paused");
   const enabledAt = Date.now();
   assert.ok(enabledAt > plannedA, "A's planned time passed while disabled");
-  assert.ok(enabledAt < plannedB - 5_000, `the enable comes well before B's planned time (${plannedB - enabledAt} ms ahead)`);
+  assert.ok(
+    enabledAt < plannedB - 5_000,
+    `the enable comes well before B's planned time (${plannedB - enabledAt} ms ahead)`,
+  );
   assert.equal(l.rx.at("/pause").filter((r) => r.at >= disabledAt).length, 0, "nothing sent while disabled");
 
   const on = await l.t.rest.patch(`/v1/projects/${l.p.projectId}/webhooks/${w.id}`, { enabled: true }, owner(l));
@@ -57,9 +78,15 @@ it("disable/enable: none sent while disabled, no burst on enable, a missed one s
   await waitFor(() => reqs(a).length === 2, "A sent after the enable", 5_000);
   const aLatency = reqs(a)[1].at - enabledAt;
   // B: not before its planned time, then once.
-  await waitFor(async () => (await delivery(l, w.id, b)).status === "succeeded", "B succeeded", plannedB - Date.now() + 10_000);
+  await waitFor(
+    async () => (await delivery(l, w.id, b)).status === "succeeded",
+    "B succeeded",
+    plannedB - Date.now() + 10_000,
+  );
   const bAt = reqs(b)[1].at;
-  console.log(`  A (planned ${plannedA - disabledAt} ms after the disable) sent ${aLatency} ms after the enable; B sent ${bAt - plannedB} ms after its planned time (enable was ${plannedB - enabledAt} ms before it)`);
+  console.log(
+    `  A (planned ${plannedA - disabledAt} ms after the disable) sent ${aLatency} ms after the enable; B sent ${bAt - plannedB} ms after its planned time (enable was ${plannedB - enabledAt} ms before it)`,
+  );
   assert.ok(aLatency < 3_000, `A sent soon after the enable (${aLatency} ms)`);
   assert.ok(bAt >= plannedB, `B not sent before its planned time (${bAt - plannedB} ms)`);
   assert.equal((await delivery(l, w.id, a)).status, "succeeded");

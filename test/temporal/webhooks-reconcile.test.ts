@@ -2,7 +2,17 @@ import assert from "node:assert/strict";
 import { after, before, it } from "node:test";
 import { RECONCILE_SLACK_MS } from "../../src/webhooks/temporal.js";
 import { waitFor } from "../webhooks/receiver.js";
-import { dataOf, delivery, deliveryIdOf, deliveryOf, hook, sleep, startLive, track, type Live } from "./webhooks-live.js";
+import {
+  dataOf,
+  delivery,
+  deliveryIdOf,
+  deliveryOf,
+  hook,
+  sleep,
+  startLive,
+  track,
+  type Live,
+} from "./webhooks-live.js";
 
 // Deliveries whose workflow an operator terminated or cancelled (issue #14 defect 5), on a live dev
 // server: the reconciler (every TEMPORAL_RECONCILE_MS) makes a handed-over delivery due again once its
@@ -15,7 +25,12 @@ const LEASE_MS = TIMEOUT_MS + 30_000;
 
 let l: Live;
 before(async () => {
-  l = await startLive({ WEBHOOK_BACKOFF_BASE_MS: "200", WEBHOOK_MAX_ATTEMPTS: "5", WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS), TEMPORAL_RECONCILE_MS: String(RECONCILE_MS) });
+  l = await startLive({
+    WEBHOOK_BACKOFF_BASE_MS: "200",
+    WEBHOOK_MAX_ATTEMPTS: "5",
+    WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
+    TEMPORAL_RECONCILE_MS: String(RECONCILE_MS),
+  });
 });
 after(() => l?.close());
 
@@ -27,7 +42,9 @@ it("terminated, cancelled and terminated-mid-attempt delivery workflows are re-d
     const id = deliveryIdOf(r);
     if (seen.has(id)) return { status: 200 };
     seen.add(id);
-    return dataOf(r.raw).kind === "hold" ? { status: 500, delayMs: 1_500 } : { status: 429, headers: { "Retry-After": "2" } };
+    return dataOf(r.raw).kind === "hold"
+      ? { status: 500, delayMs: 1_500 }
+      : { status: 429, headers: { "Retry-After": "2" } };
   });
   const term = await deliveryOf(l, w.id, await track(l, "rec", { kind: "sleep" }));
   const canc = await deliveryOf(l, w.id, await track(l, "rec", { kind: "sleep" }));
@@ -41,10 +58,14 @@ it("terminated, cancelled and terminated-mid-attempt delivery workflows are re-d
     planned[id] = Date.parse(d.nextAttemptAt!);
   }
   const firstRuns: Record<string, string> = {};
-  for (const id of [term, canc]) firstRuns[id] = (await l.temporal.workflow.getHandle(`webhook-${id}`).describe()).runId;
+  for (const id of [term, canc])
+    firstRuns[id] = (await l.temporal.workflow.getHandle(`webhook-${id}`).describe()).runId;
   await l.temporal.workflow.getHandle(`webhook-${term}`).terminate("operator");
   await l.temporal.workflow.getHandle(`webhook-${canc}`).cancel();
-  await waitFor(async () => (await l.temporal.workflow.getHandle(`webhook-${canc}`).describe()).status.name === "CANCELLED", "cancelled");
+  await waitFor(
+    async () => (await l.temporal.workflow.getHandle(`webhook-${canc}`).describe()).status.name === "CANCELLED",
+    "cancelled",
+  );
 
   // Terminated while its first attempt is in flight (the receiver holds it).
   const mid = await deliveryOf(l, w.id, await track(l, "rec", { kind: "hold" }));
@@ -54,18 +75,33 @@ it("terminated, cancelled and terminated-mid-attempt delivery workflows are re-d
   const midAt = Date.now();
 
   for (const id of [term, canc]) {
-    await waitFor(() => reqs(id).length === 2, `${id} re-sent`, planned[id] - Date.now() + RECONCILE_SLACK_MS + RECONCILE_MS + 10_000);
+    await waitFor(
+      () => reqs(id).length === 2,
+      `${id} re-sent`,
+      planned[id] - Date.now() + RECONCILE_SLACK_MS + RECONCILE_MS + 10_000,
+    );
     const late = reqs(id)[1].at - planned[id];
-    console.log(`  ${id === term ? "terminated" : "cancelled"}: re-sent ${late} ms after its planned time (slack ${RECONCILE_SLACK_MS} ms + period ${RECONCILE_MS} ms)`);
+    console.log(
+      `  ${id === term ? "terminated" : "cancelled"}: re-sent ${late} ms after its planned time (slack ${RECONCILE_SLACK_MS} ms + period ${RECONCILE_MS} ms)`,
+    );
     assert.ok(late >= RECONCILE_SLACK_MS, "re-sent by the reconciler, not before the slack");
     assert.ok(late <= RECONCILE_SLACK_MS + RECONCILE_MS + 3_000, `re-sent within slack + period + 3 s (${late} ms)`);
   }
   await waitFor(() => reqs(mid).length === 2, "the mid-attempt one re-sent", LEASE_MS + 15_000);
   const midLate = reqs(mid)[1].at - midAt;
-  console.log(`  terminated mid-attempt: re-sent ${midLate} ms after the termination (lease ${LEASE_MS} ms from the claim)`);
-  assert.ok(midLate <= LEASE_MS + RECONCILE_MS + 3_000, `mid-attempt one re-sent within the lease + 3 s (${midLate} ms)`);
+  console.log(
+    `  terminated mid-attempt: re-sent ${midLate} ms after the termination (lease ${LEASE_MS} ms from the claim)`,
+  );
+  assert.ok(
+    midLate <= LEASE_MS + RECONCILE_MS + 3_000,
+    `mid-attempt one re-sent within the lease + 3 s (${midLate} ms)`,
+  );
 
-  for (const [id, run] of [[term, firstRuns[term]], [canc, firstRuns[canc]], [mid, midRun]]) {
+  for (const [id, run] of [
+    [term, firstRuns[term]],
+    [canc, firstRuns[canc]],
+    [mid, midRun],
+  ]) {
     await waitFor(async () => (await delivery(l, w.id, id)).status === "succeeded", `${id} succeeded`);
     const desc = await l.temporal.workflow.getHandle(`webhook-${id}`).describe();
     assert.notEqual(desc.runId, run, "a new run");

@@ -2,7 +2,19 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { errorBody } from "../helpers/fixtures.js";
 import { waitFor } from "../webhooks/receiver.js";
-import { dataOf, deliveries, delivery, deliveryOf, hook, owner, sleep, startLive, track, within, type Live } from "./webhooks-live.js";
+import {
+  dataOf,
+  deliveries,
+  delivery,
+  deliveryOf,
+  hook,
+  owner,
+  sleep,
+  startLive,
+  track,
+  within,
+  type Live,
+} from "./webhooks-live.js";
 
 // Webhook retries on a live Temporal dev server (issue #14: the webhook lines of the live suite,
 // defects 6 and 10): the backoff schedule measured at a real receiver, 429 Retry-After, manual retry
@@ -17,7 +29,11 @@ const TIMER_GRANULARITY = 1_000;
 
 let l: Live;
 before(async () => {
-  l = await startLive({ WEBHOOK_BACKOFF_BASE_MS: String(BASE), WEBHOOK_MAX_ATTEMPTS: String(MAX), WEBHOOK_TIMEOUT_MS: "5000" });
+  l = await startLive({
+    WEBHOOK_BACKOFF_BASE_MS: String(BASE),
+    WEBHOOK_MAX_ATTEMPTS: String(MAX),
+    WEBHOOK_TIMEOUT_MS: "5000",
+  });
 });
 after(() => l?.close());
 
@@ -36,7 +52,9 @@ describe("webhook retries on a live Temporal server", () => {
       .map((e) => e.timerStartedEventAttributes?.startToFireTimeout)
       .filter((x) => x)
       .map((x) => Number(x!.seconds ?? 0) * 1000 + Math.round((x!.nanos ?? 0) / 1e6));
-    console.log(`  timers (ms): ${timers.join(", ")}; receiver gaps (ms): ${gaps.join(", ")}; planned ${gaps.map((_, i) => BASE * 4 ** i).join(", ")} ±20%`);
+    console.log(
+      `  timers (ms): ${timers.join(", ")}; receiver gaps (ms): ${gaps.join(", ")}; planned ${gaps.map((_, i) => BASE * 4 ** i).join(", ")} ±20%`,
+    );
     assert.equal(timers.length, MAX - 1, "one sleep between attempts");
     timers.forEach((ms, i) => {
       const planned = BASE * 4 ** i;
@@ -46,20 +64,28 @@ describe("webhook retries on a live Temporal server", () => {
     // (the server fires timers at whole-second resolution: a 200 ms sleep takes ~1 s) and the tasks.
     gaps.forEach((g, i) => {
       assert.ok(g >= timers[i], `gap ${i + 1}: ${g} ms >= its sleep ${timers[i]} ms`);
-      assert.ok(g <= timers[i] + TIMER_GRANULARITY + SLACK, `gap ${i + 1}: ${g} ms <= ${timers[i]} ms + ${TIMER_GRANULARITY + SLACK} ms`);
+      assert.ok(
+        g <= timers[i] + TIMER_GRANULARITY + SLACK,
+        `gap ${i + 1}: ${g} ms <= ${timers[i]} ms + ${TIMER_GRANULARITY + SLACK} ms`,
+      );
     });
     const d = await delivery(l, w.id, id);
     assert.deepEqual([d.attempts.length, d.nextAttemptAt], [MAX, null]);
     // The workflow has ended: nothing can send a fifth attempt.
     const desc = await l.temporal.workflow.getHandle(`webhook-${id}`).describe();
     assert.equal(desc.status.name, "COMPLETED");
-    assert.equal(await within(l.temporal.workflow.getHandle(`webhook-${id}`).result(), 5_000, "the run's result"), "abandoned");
+    assert.equal(
+      await within(l.temporal.workflow.getHandle(`webhook-${id}`).result(), 5_000, "the run's result"),
+      "abandoned",
+    );
     await sleep(2_000);
     assert.equal(l.rx.at("/always500").length, MAX, "no attempt after the last one");
   });
 
   it("honours a 429's Retry-After (seconds): the next attempt not before it", async () => {
-    const w = await hook(l, "/busy", (_r, n) => (n === 1 ? { status: 429, headers: { "Retry-After": "2" } } : { status: 200 }));
+    const w = await hook(l, "/busy", (_r, n) =>
+      n === 1 ? { status: 429, headers: { "Retry-After": "2" } } : { status: 200 },
+    );
     const ev = await track(l, "busy");
     const id = await deliveryOf(l, w.id, ev);
     const first = await waitFor(async () => {
@@ -100,7 +126,8 @@ describe("webhook retries on a live Temporal server", () => {
     assert.ok(wait >= 60_000 && wait <= 72_000 + 100, `nextAttemptAt ${wait} ms after the 429`);
     assert.equal((await l.temporal.workflow.getHandle(`webhook-${id}`).describe()).status.name, "RUNNING");
 
-    const retry = () => l.t.rest.post(`/v1/projects/${l.p.projectId}/webhooks/${w.id}/deliveries/${id}/retry`, {}, owner(l));
+    const retry = () =>
+      l.t.rest.post(`/v1/projects/${l.p.projectId}/webhooks/${w.id}/deliveries/${id}/retry`, {}, owner(l));
     const asked = Date.now();
     const r1 = await retry();
     assert.equal(r1.status, 202, r1.text);
@@ -115,11 +142,18 @@ describe("webhook retries on a live Temporal server", () => {
     assert.equal(errorBody(r2).code, "conflict");
 
     // Attempt 2 answers 500 → backoff (BASE × 4) → attempt 3 succeeds; the refused retry added nothing.
-    const done = await waitFor(async () => {
-      const d = await delivery(l, w.id, id);
-      return d.status === "succeeded" ? d : undefined;
-    }, "succeeded", 15_000);
-    assert.deepEqual(done.attempts.map((a) => a.statusCode), [429, 500, 200]);
+    const done = await waitFor(
+      async () => {
+        const d = await delivery(l, w.id, id);
+        return d.status === "succeeded" ? d : undefined;
+      },
+      "succeeded",
+      15_000,
+    );
+    assert.deepEqual(
+      done.attempts.map((a) => a.statusCode),
+      [429, 500, 200],
+    );
     await sleep(1_500);
     assert.equal(l.rx.at("/held").length, 3, "no attempt from the refused retry");
     assert.equal((await l.temporal.workflow.getHandle(`webhook-${id}`).describe()).status.name, "COMPLETED");
@@ -128,36 +162,58 @@ describe("webhook retries on a live Temporal server", () => {
   it("search attributes: VigilWebhookId + VigilDeliveryStatus list what the database says", async () => {
     const w = await hook(l, "/sa", (r) => {
       const kind = dataOf(r.raw).kind;
-      return kind === "retry" ? { status: 429, headers: { "Retry-After": "120" } } : kind === "ok" ? { status: 200 } : { status: 500 };
+      return kind === "retry"
+        ? { status: 429, headers: { "Retry-After": "120" } }
+        : kind === "ok"
+          ? { status: 200 }
+          : { status: 500 };
     });
     for (const kind of ["retry", "retry", "retry", "ok", "ok", "fail"]) await track(l, "sa", { kind });
     const byStatus = async () => {
-      const r = await l.sql.query<{ id: string; status: string }>("SELECT id, status FROM webhook_deliveries WHERE webhook_id = $1", [w.id]);
+      const r = await l.sql.query<{ id: string; status: string }>(
+        "SELECT id, status FROM webhook_deliveries WHERE webhook_id = $1",
+        [w.id],
+      );
       const m: Record<string, string[]> = {};
       for (const x of r.rows) (m[x.status] ??= []).push(`webhook-${x.id}`);
       for (const k in m) m[k].sort();
       return m;
     };
-    const db = await waitFor(async () => {
-      const m = await byStatus();
-      return m.retrying?.length === 3 && m.succeeded?.length === 2 && m.abandoned?.length === 1 ? m : undefined;
-    }, "3 retrying, 2 succeeded, 1 abandoned", 30_000);
+    const db = await waitFor(
+      async () => {
+        const m = await byStatus();
+        return m.retrying?.length === 3 && m.succeeded?.length === 2 && m.abandoned?.length === 1 ? m : undefined;
+      },
+      "3 retrying, 2 succeeded, 1 abandoned",
+      30_000,
+    );
     const list = async (status: string) => {
       const ids: string[] = [];
-      for await (const x of l.temporal.workflow.list({ query: `VigilWebhookId = "${w.id}" AND VigilDeliveryStatus = "${status}"` })) ids.push(x.workflowId);
+      for await (const x of l.temporal.workflow.list({
+        query: `VigilWebhookId = "${w.id}" AND VigilDeliveryStatus = "${status}"`,
+      }))
+        ids.push(x.workflowId);
       return ids.sort();
     };
     // Visibility is eventually consistent: poll briefly.
     for (const status of ["retrying", "succeeded", "abandoned"]) {
       let last: string[] = [];
-      await waitFor(async () => {
-        last = await list(status);
-        return JSON.stringify(last) === JSON.stringify(db[status]);
-      }, `${status}: Temporal lists ${JSON.stringify(db[status])} (last: ${JSON.stringify(last)})`, 10_000);
+      await waitFor(
+        async () => {
+          last = await list(status);
+          return JSON.stringify(last) === JSON.stringify(db[status]);
+        },
+        `${status}: Temporal lists ${JSON.stringify(db[status])} (last: ${JSON.stringify(last)})`,
+        10_000,
+      );
     }
     // The retrying ones are the running workflows, and the API agrees with the database.
-    const api = (await deliveries(l, w.id)).filter((d) => d.status === "retrying").map((d) => `webhook-${d.id}`).sort();
+    const api = (await deliveries(l, w.id))
+      .filter((d) => d.status === "retrying")
+      .map((d) => `webhook-${d.id}`)
+      .sort();
     assert.deepEqual(api, db.retrying);
-    for (const wid of db.retrying) assert.equal((await l.temporal.workflow.getHandle(wid).describe()).status.name, "RUNNING");
+    for (const wid of db.retrying)
+      assert.equal((await l.temporal.workflow.getHandle(wid).describe()).status.name, "RUNNING");
   });
 });

@@ -18,7 +18,11 @@ describe("restart and several nodes", () => {
     const p = await project(a.rest);
     // 12 s: closing a node with Temporal workers (pass 2: three workers shut down, the shared dev
     // server busy with other files) took 2-4 s here and more than 5 s once in CI.
-    const hb = await a.rest.post(`/v1/projects/${p.projectId}/heartbeats/cron-1`, { expectedIntervalMs: 10_000, gracePeriodMs: 2000 }, { key: p.key });
+    const hb = await a.rest.post(
+      `/v1/projects/${p.projectId}/heartbeats/cron-1`,
+      { expectedIntervalMs: 10_000, gracePeriodMs: 2000 },
+      { key: p.key },
+    );
     const id = hb.body.data.monitor.id;
     const deadline = Date.parse(hb.body.data.monitor.lastHeartbeatAt) + 12_000;
     const closing = Date.now();
@@ -30,7 +34,13 @@ describe("restart and several nodes", () => {
     const b = await startTestApp({}, { databaseUrl: a.databaseUrl });
     apps.push(b);
     // 15 s: with Temporal (pass 2) the new node's worker must connect and take the timer's task over.
-    await waitFor(async () => (await b.rest.get(`/v1/projects/${p.projectId}/monitors/${id}/status`, { key: p.key })).body.data.status === "down", 15_000, "down after restart");
+    await waitFor(
+      async () =>
+        (await b.rest.get(`/v1/projects/${p.projectId}/monitors/${id}/status`, { key: p.key })).body.data.status ===
+        "down",
+      15_000,
+      "down after restart",
+    );
     const inc = (await b.rest.get(`/v1/projects/${p.projectId}/monitors/${id}/incidents`, { key: p.key })).body.data;
     assert.equal(inc.length, 1);
     assert.equal(inc[0].startedAt, new Date(deadline).toISOString());
@@ -49,19 +59,39 @@ describe("restart and several nodes", () => {
     const ids: string[] = [];
     for (let i = 0; i < N; i++) {
       const node = i % 2 ? a : b;
-      const r = await node.rest.post(`/v1/projects/${p.projectId}/heartbeats/svc-${i}`, { expectedIntervalMs: 300, gracePeriodMs: 0 }, { key: p.key });
+      const r = await node.rest.post(
+        `/v1/projects/${p.projectId}/heartbeats/svc-${i}`,
+        { expectedIntervalMs: 300, gracePeriodMs: 0 },
+        { key: p.key },
+      );
       assert.equal(r.status, 200, r.text);
       ids.push(r.body.data.monitor.id);
     }
-    await waitFor(async () => {
-      const r = await a.app.deps.db.query("SELECT count(*) AS n FROM monitors WHERE id = ANY($1) AND status = 'down'", [ids]);
-      return r.rows[0].n === N;
-    }, 5000, "all down");
+    await waitFor(
+      async () => {
+        const r = await a.app.deps.db.query(
+          "SELECT count(*) AS n FROM monitors WHERE id = ANY($1) AND status = 'down'",
+          [ids],
+        );
+        return r.rows[0].n === N;
+      },
+      5000,
+      "all down",
+    );
     await sleep(200); // let a losing node finish its attempt
-    const inc = await a.app.deps.db.query("SELECT monitor_id, count(*) AS n FROM incidents WHERE monitor_id = ANY($1) GROUP BY monitor_id", [ids]);
+    const inc = await a.app.deps.db.query(
+      "SELECT monitor_id, count(*) AS n FROM incidents WHERE monitor_id = ANY($1) GROUP BY monitor_id",
+      [ids],
+    );
     assert.equal(inc.rows.length, N);
-    assert.ok(inc.rows.every((r) => r.n === 1), "one incident per monitor");
-    const notes = await a.app.deps.db.query("SELECT count(*) AS n FROM incident_notifications n JOIN incidents i ON i.id = n.incident_id WHERE i.monitor_id = ANY($1)", [ids]);
+    assert.ok(
+      inc.rows.every((r) => r.n === 1),
+      "one incident per monitor",
+    );
+    const notes = await a.app.deps.db.query(
+      "SELECT count(*) AS n FROM incident_notifications n JOIN incidents i ON i.id = n.incident_id WHERE i.monitor_id = ANY($1)",
+      [ids],
+    );
     assert.equal(notes.rows[0].n, N);
     const started = [...seenA, ...seenB].filter((n) => n.type === "incident.started");
     assert.equal(started.length, N, "one incident.started per monitor across both nodes");
@@ -76,11 +106,21 @@ describe("restart and several nodes", () => {
     const api = await startTestApp({ ROLE: "api" }, { databaseUrl: worker.databaseUrl });
     apps.push(api);
     const p = await project(api.rest);
-    const hb = await api.rest.post(`/v1/projects/${p.projectId}/heartbeats/remote`, { expectedIntervalMs: 200, gracePeriodMs: 100 }, { key: p.key });
+    const hb = await api.rest.post(
+      `/v1/projects/${p.projectId}/heartbeats/remote`,
+      { expectedIntervalMs: 200, gracePeriodMs: 100 },
+      { key: p.key },
+    );
     const deadline = Date.parse(hb.body.data.monitor.lastHeartbeatAt) + 300;
     const id = hb.body.data.monitor.id;
     // Bounded well under the 30 s re-scan: only the notification can have armed the worker's timer.
-    await waitFor(async () => (await api.rest.get(`/v1/projects/${p.projectId}/monitors/${id}/status`, { key: p.key })).body.data.status === "down", 5000, "down via worker");
+    await waitFor(
+      async () =>
+        (await api.rest.get(`/v1/projects/${p.projectId}/monitors/${id}/status`, { key: p.key })).body.data.status ===
+        "down",
+      5000,
+      "down via worker",
+    );
     const inc = (await api.rest.get(`/v1/projects/${p.projectId}/monitors/${id}/incidents`, { key: p.key })).body.data;
     assert.equal(inc[0].startedAt, new Date(deadline).toISOString());
   });
@@ -102,7 +142,9 @@ describe("restart and several nodes", () => {
       assert.equal(r.body.data.monitor.status, "up");
     }
     // Concurrent bursts on both nodes at once.
-    await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).rest.post(path, { latencyMs: 100 }, { key: p.key })));
+    await Promise.all(
+      Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).rest.post(path, { latencyMs: 100 }, { key: p.key })),
+    );
     // Paused on node a: node b, which remembers an `up` row, must not write over the pause.
     await a.rest.post(`/v1/projects/${p.projectId}/monitors/${id}/pause`, {}, { key: p.key });
     const late = await b.rest.post(path, { latencyMs: 5 }, { key: p.key });
@@ -110,7 +152,10 @@ describe("restart and several nodes", () => {
     const db = a.app.deps.db;
     const hb = await db.query("SELECT count(*)::int AS n FROM heartbeats WHERE monitor_id = $1", [id]);
     assert.equal(hb.rows[0].n, 1 + N + 40 + 1);
-    const roll = await db.query("SELECT sum(total)::int AS total, sum(latency_count)::int AS n, max(latency_max) AS max FROM heartbeat_rollups WHERE monitor_id = $1", [id]);
+    const roll = await db.query(
+      "SELECT sum(total)::int AS total, sum(latency_count)::int AS n, max(latency_max) AS max FROM heartbeat_rollups WHERE monitor_id = $1",
+      [id],
+    );
     assert.deepEqual(roll.rows[0], { total: 1 + N + 40 + 1, n: 1 + N + 40 + 1, max: 100 });
     const m = await db.query("SELECT status, version FROM monitors WHERE id = $1", [id]);
     assert.equal(m.rows[0].status, "paused");

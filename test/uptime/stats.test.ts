@@ -27,7 +27,9 @@ const at = (ms: number) => new Date(T0 + ms).toISOString();
 const { t, p } = useProject({ UPTIME_RAW_RETENTION_DAYS: "1" }, { clock: () => new Date(now) }, async () => {
   const path = `/v1/projects/${p.projectId}`;
   const hb = (body: object) => t.rest.post(`${path}/heartbeats/timeline`, body, { key: p.key });
-  id = (await t.rest.post(`${path}/monitors`, { name: "Timeline", expectedIntervalMs: H, gracePeriodMs: 0 }, { key: p.key })).body.data.id;
+  id = (
+    await t.rest.post(`${path}/monitors`, { name: "Timeline", expectedIntervalMs: H, gracePeriodMs: 0 }, { key: p.key })
+  ).body.data.id;
   now = T0 + H;
   await hb({ latencyMs: 100 });
   now = T0 + 90 * M;
@@ -35,7 +37,11 @@ const { t, p } = useProject({ UPTIME_RAW_RETENTION_DAYS: "1" }, { clock: () => n
   now = T0 + 3 * H;
   const uptime = t.app.features.find((f) => f.name === "uptime") as UptimeFeature;
   await uptime.runner.sweep(); // the embedded re-scan, or Temporal's reconciler pass
-  await waitFor(async () => (await t.rest.get(`${path}/monitors/${id}/status`, { key: p.key })).body.data.status === "down", 5000, "down");
+  await waitFor(
+    async () => (await t.rest.get(`${path}/monitors/${id}/status`, { key: p.key })).body.data.status === "down",
+    5000,
+    "down",
+  );
   now = T0 + 4 * H;
   await hb({ latencyMs: 300 });
   // 1 ms before the deadline (T0+5h): at the deadline itself the monitor is honestly overdue, and
@@ -54,10 +60,13 @@ const get = (q: string) => t.rest.get(`/v1/projects/${p.projectId}/monitors/${id
 describe("stats and history on a constructed timeline", () => {
   it("incidents carry the deadline and the recovery", async () => {
     const inc = (await get("incidents")).body.data;
-    assert.deepEqual(inc.map((i: any) => [i.startedAt, i.endedAt, i.durationMs, i.status]), [
-      [at(390 * M), null, null, "open"],
-      [at(150 * M), at(4 * H), 90 * M, "resolved"],
-    ]);
+    assert.deepEqual(
+      inc.map((i: any) => [i.startedAt, i.endedAt, i.durationMs, i.status]),
+      [
+        [at(390 * M), null, null, "open"],
+        [at(150 * M), at(4 * H), 90 * M, "resolved"],
+      ],
+    );
   });
 
   it("default stats: the last 24 hours, clipped to the monitor's life, paused time left out", async () => {
@@ -83,10 +92,25 @@ describe("stats and history on a constructed timeline", () => {
   it("period and from/to windows", async () => {
     // Last 2 h: [6h15, 8h15]: downtime 105 min of 120, 1 incident, 1 (down) heartbeat, no latency.
     const r = (await get("stats?period=2h")).body.data;
-    assert.deepEqual([r.uptimePercentage, r.downtimeMs, r.incidentCount, r.totalHeartbeats, r.failedHeartbeats, r.avgLatencyMs, r.minLatencyMs, r.maxLatencyMs], [12.5, 105 * M, 1, 1, 1, null, null, null]);
+    assert.deepEqual(
+      [
+        r.uptimePercentage,
+        r.downtimeMs,
+        r.incidentCount,
+        r.totalHeartbeats,
+        r.failedHeartbeats,
+        r.avgLatencyMs,
+        r.minLatencyMs,
+        r.maxLatencyMs,
+      ],
+      [12.5, 105 * M, 1, 1, 1, null, null, null],
+    );
     // [2h, 5h30]: observed 3h (5h..5h30 paused); downtime 90 min -> 50 %.
     const w = (await get(`stats?from=${at(2 * H)}&to=${encodeURIComponent("2024-03-10T06:30:00+01:00")}`)).body.data;
-    assert.deepEqual([w.uptimePercentage, w.downtimeMs, w.incidentCount, w.totalHeartbeats, w.avgLatencyMs], [50, 90 * M, 1, 1, 300]);
+    assert.deepEqual(
+      [w.uptimePercentage, w.downtimeMs, w.incidentCount, w.totalHeartbeats, w.avgLatencyMs],
+      [50, 90 * M, 1, 1, 300],
+    );
     const d = (await get("stats?period=7d")).body.data;
     assert.equal(d.uptimePercentage, 55.172);
   });
@@ -96,31 +120,65 @@ describe("stats and history on a constructed timeline", () => {
     assert.equal(h.window, "24h");
     assert.equal(h.buckets.length, 24);
     const b = (hour: number) => h.buckets.find((x: any) => x.start === at(hour * H));
-    assert.deepEqual(h.buckets[0], { start: at(-15 * H), end: at(-14 * H), status: "unknown", uptimePercentage: null, downtimeMs: 0 });
+    assert.deepEqual(h.buckets[0], {
+      start: at(-15 * H),
+      end: at(-14 * H),
+      status: "unknown",
+      uptimePercentage: null,
+      downtimeMs: 0,
+    });
     assert.deepEqual([b(0).status, b(1).status, b(1).uptimePercentage], ["unknown", "up", 100]);
     assert.deepEqual([b(2).status, b(2).downtimeMs, b(2).uptimePercentage], ["down", 30 * M, 50]);
     assert.deepEqual([b(3).status, b(3).uptimePercentage], ["down", 0]);
     assert.deepEqual([b(4).status, b(5).status, b(5).uptimePercentage], ["up", "paused", null]);
     assert.deepEqual([b(6).status, b(6).downtimeMs, b(7).uptimePercentage], ["down", 30 * M, 0]);
-    assert.deepEqual(h.buckets[23], { start: at(8 * H), end: at(495 * M), status: "down", uptimePercentage: 0, downtimeMs: 15 * M });
+    assert.deepEqual(h.buckets[23], {
+      start: at(8 * H),
+      end: at(495 * M),
+      status: "down",
+      uptimePercentage: 0,
+      downtimeMs: 15 * M,
+    });
 
     const d = (await get("history")).body.data;
     assert.equal(d.window, "90d");
     assert.equal(d.buckets.length, 90);
-    assert.deepEqual(d.buckets[89], { start: at(0), end: at(495 * M), status: "down", uptimePercentage: 55.172, downtimeMs: 195 * M });
+    assert.deepEqual(d.buckets[89], {
+      start: at(0),
+      end: at(495 * M),
+      status: "down",
+      uptimePercentage: 55.172,
+      downtimeMs: 195 * M,
+    });
     assert.equal(d.buckets[88].status, "unknown");
     assert.equal((await get("history?window=7d")).body.data.buckets.length, 7);
   });
 
   it("heartbeat list with from/to, newest first", async () => {
     const r = (await get(`heartbeats?from=${at(75 * M)}&to=${at(5 * H)}`)).body.data;
-    assert.deepEqual(r.map((x: any) => [x.at, x.latencyMs]), [[at(4 * H), 300], [at(90 * M), 200]]);
+    assert.deepEqual(
+      r.map((x: any) => [x.at, x.latencyMs]),
+      [
+        [at(4 * H), 300],
+        [at(90 * M), 200],
+      ],
+    );
     assert.equal((await get("heartbeats")).body.data.length, 4);
   });
 
   it("overview: status, slug, latest heartbeat and uptime over 24 h", async () => {
     const o = (await t.rest.get(`/v1/projects/${p.projectId}/monitors/overview`, { key: p.key })).body.data;
-    assert.deepEqual(o, [{ id, name: "Timeline", slug: "timeline", type: "heartbeat", status: "down", lastHeartbeatAt: at(390 * M), uptimePercentage24h: 55.172 }]);
+    assert.deepEqual(o, [
+      {
+        id,
+        name: "Timeline",
+        slug: "timeline",
+        type: "heartbeat",
+        status: "down",
+        lastHeartbeatAt: at(390 * M),
+        uptimePercentage24h: 55.172,
+      },
+    ]);
   });
 
   it("older windows read the hourly rollups once raw heartbeats are past their retention", async () => {
@@ -128,7 +186,10 @@ describe("stats and history on a constructed timeline", () => {
     // What the hourly pruning job does to raw rows older than the retention (1 day here).
     await t.app.deps.db.query("DELETE FROM heartbeats WHERE monitor_id = $1", [id]);
     const r = (await get(`stats?from=${at(0)}&to=${at(495 * M)}`)).body.data;
-    assert.deepEqual([r.totalHeartbeats, r.successfulHeartbeats, r.failedHeartbeats, r.avgLatencyMs, r.minLatencyMs, r.maxLatencyMs], [4, 3, 1, 200, 100, 300]);
+    assert.deepEqual(
+      [r.totalHeartbeats, r.successfulHeartbeats, r.failedHeartbeats, r.avgLatencyMs, r.minLatencyMs, r.maxLatencyMs],
+      [4, 3, 1, 200, 100, 300],
+    );
     assert.equal(r.downtimeMs, 195 * M);
   });
 });

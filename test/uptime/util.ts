@@ -4,7 +4,11 @@ import { uptimeOf, type TestApp } from "../helpers/app.js";
 // Helpers of the uptime tests: bounded polling and a recorder of the incident hook's notices.
 
 /** Polls fn until it returns a truthy value; fails after timeoutMs (a bound, not a timing assertion). */
-export async function waitFor<T>(fn: () => Promise<T | undefined | false>, timeoutMs = 5000, label = "condition"): Promise<T> {
+export async function waitFor<T>(
+  fn: () => Promise<T | undefined | false>,
+  timeoutMs = 5000,
+  label = "condition",
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();

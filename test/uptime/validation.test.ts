@@ -17,7 +17,8 @@ const { t, p } = useProject({}, {}, async () => {
   monitorId = m.body.data.id;
   const down = await t.rest.post(`/v1/projects/${p.projectId}/heartbeats/main`, { status: "down" }, { key: p.key });
   assert.equal(down.status, 200, down.text);
-  incidentId = (await t.rest.get(`/v1/projects/${p.projectId}/monitors/${monitorId}/incidents`, { key: p.key })).body.data[0].id;
+  incidentId = (await t.rest.get(`/v1/projects/${p.projectId}/monitors/${monitorId}/incidents`, { key: p.key })).body
+    .data[0].id;
 });
 
 const base = () => `/v1/projects/${p.projectId}`;
@@ -35,10 +36,17 @@ describe("monitor validation", () => {
     const r = await t.rest.post(`${base()}/monitors`, { name: "Defaults" }, { key: p.key });
     assert.equal(r.status, 201);
     const d = r.body.data;
-    assert.deepEqual([d.type, d.status, d.expectedIntervalMs, d.gracePeriodMs, d.timeUp, d.lastHeartbeatAt], ["heartbeat", "unknown", 60000, 30000, 0, null]);
+    assert.deepEqual(
+      [d.type, d.status, d.expectedIntervalMs, d.gracePeriodMs, d.timeUp, d.lastHeartbeatAt],
+      ["heartbeat", "unknown", 60000, 30000, 0, null],
+    );
     assert.deepEqual([d.metadata, d.tags], [{}, {}]);
     // A slug made from a name that is taken gets a suffix; an explicit duplicate slug is a 409.
-    const again = await t.rest.post(`${base()}/monitors`, { name: "Defaults", type: "cron", metadata: { team: "ops" }, tags: { env: "prod" } }, { key: p.key });
+    const again = await t.rest.post(
+      `${base()}/monitors`,
+      { name: "Defaults", type: "cron", metadata: { team: "ops" }, tags: { env: "prod" } },
+      { key: p.key },
+    );
     assert.equal(again.body.data.slug, "defaults-2");
     assert.deepEqual(again.body.data.tags, { env: "prod" });
     const dup = await refused("POST", `${base()}/monitors`, { name: "X", slug: "main" }, 409, "slug");
@@ -76,17 +84,26 @@ describe("monitor validation", () => {
     await t.rest.post(`${base()}/monitors`, { name: "Taken", slug: "taken" }, { key: p.key });
     await refused("PATCH", `${base()}/monitors/${monitorId}`, { slug: "taken" }, 409, "slug");
     await refused("PATCH", `${base()}/monitors/mon_nope`, { name: "x" }, 404);
-    for (const path of ["", "/status", "/history", "/stats", "/heartbeats", "/incidents"]) await refused("GET", `${base()}/monitors/mon_nope${path}`, undefined, 404);
+    for (const path of ["", "/status", "/history", "/stats", "/heartbeats", "/incidents"])
+      await refused("GET", `${base()}/monitors/mon_nope${path}`, undefined, 404);
     await refused("POST", `${base()}/monitors/mon_nope/pause`, {}, 404);
     await refused("POST", `${base()}/monitors/mon_nope/resume`, {}, 404);
     await refused("DELETE", `${base()}/monitors/mon_nope`, undefined, 404);
   });
 
   it("refuses malformed JSON and non-JSON bodies", async () => {
-    const bad = await t.rest.req("POST", `${base()}/monitors`, { key: p.key, raw: "{name:", contentType: "application/json" });
+    const bad = await t.rest.req("POST", `${base()}/monitors`, {
+      key: p.key,
+      raw: "{name:",
+      contentType: "application/json",
+    });
     assert.equal(bad.status, 400);
     errorBody(bad);
-    const text = await t.rest.req("POST", `${base()}/heartbeats/main`, { key: p.key, raw: "ping", contentType: "text/plain" });
+    const text = await t.rest.req("POST", `${base()}/heartbeats/main`, {
+      key: p.key,
+      raw: "ping",
+      contentType: "text/plain",
+    });
     assert.equal(text.status, 415);
     errorBody(text);
   });
@@ -121,10 +138,20 @@ describe("incident, list, stats and history validation", () => {
   it("PATCH incident: at least one field; empty string clears; unknown id 404", async () => {
     await refused("PATCH", `${base()}/incidents/${incidentId}`, {}, 400, "title");
     await refused("PATCH", `${base()}/incidents/${incidentId}`, { title: 5 }, 400, "title");
-    await refused("PATCH", `${base()}/incidents/${incidentId}`, { description: "x".repeat(10_001) }, 400, "description");
+    await refused(
+      "PATCH",
+      `${base()}/incidents/${incidentId}`,
+      { description: "x".repeat(10_001) },
+      400,
+      "description",
+    );
     await refused("PATCH", `${base()}/incidents/${incidentId}`, { title: "bad \udc00 text" }, 400, "title");
     await refused("PATCH", `${base()}/incidents/inc_nope`, { title: "x" }, 404);
-    const set = await t.rest.patch(`${base()}/incidents/${incidentId}`, { title: "DB down", description: "disk full" }, { key: p.key });
+    const set = await t.rest.patch(
+      `${base()}/incidents/${incidentId}`,
+      { title: "DB down", description: "disk full" },
+      { key: p.key },
+    );
     assert.equal(set.status, 200, set.text);
     assert.deepEqual([set.body.data.title, set.body.data.description], ["DB down", "disk full"]);
     const clear = await t.rest.patch(`${base()}/incidents/${incidentId}`, { title: "" }, { key: p.key });
@@ -165,7 +192,10 @@ describe("access", () => {
       ["PATCH", `/v1/projects/self/incidents/${incidentId}`],
     ] as const;
     for (const [m, path] of foreign) {
-      const r = await t.rest.req(m, path, { key: other.key, body: m === "GET" || m === "DELETE" ? undefined : { title: "x", name: "x" } });
+      const r = await t.rest.req(m, path, {
+        key: other.key,
+        body: m === "GET" || m === "DELETE" ? undefined : { title: "x", name: "x" },
+      });
       assert.equal(r.status, 404, `${m} ${path}: ${r.text}`);
       assert.equal(errorBody(r).code, "not_found");
     }
@@ -199,7 +229,13 @@ describe("gRPC", () => {
     const o = await c.getMonitorsOverview({ projectId: "self" }, { headers });
     const mine = o.data.find((x) => x.id === r.data!.monitor!.id)!;
     assert.deepEqual([mine.slug, mine.status, mine.uptimePercentage24h], ["grpc-job", "up", 100]);
-    await assert.rejects(c.sendHeartbeat({ projectId: "self", monitorSlug: "grpc-job", status: "maybe" }, { headers }), (e: unknown) => e instanceof ConnectError && e.code === Code.InvalidArgument);
-    await assert.rejects(c.getMonitor({ projectId: "self", monitorId: "mon_nope" }, { headers }), (e: unknown) => e instanceof ConnectError && e.code === Code.NotFound);
+    await assert.rejects(
+      c.sendHeartbeat({ projectId: "self", monitorSlug: "grpc-job", status: "maybe" }, { headers }),
+      (e: unknown) => e instanceof ConnectError && e.code === Code.InvalidArgument,
+    );
+    await assert.rejects(
+      c.getMonitor({ projectId: "self", monitorId: "mon_nope" }, { headers }),
+      (e: unknown) => e instanceof ConnectError && e.code === Code.NotFound,
+    );
   });
 });

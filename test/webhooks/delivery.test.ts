@@ -11,9 +11,18 @@ import { useProject } from "../helpers/use.js";
 const MAX_ATTEMPTS = 3;
 let rx: Receiver;
 
-const { t, p } = useProject({ WEBHOOK_ALLOW_PRIVATE: "true", WEBHOOK_BACKOFF_BASE_MS: "50", WEBHOOK_MAX_ATTEMPTS: String(MAX_ATTEMPTS), WEBHOOK_TIMEOUT_MS: "400" }, {}, async () => {
-  rx = await Receiver.start();
-});
+const { t, p } = useProject(
+  {
+    WEBHOOK_ALLOW_PRIVATE: "true",
+    WEBHOOK_BACKOFF_BASE_MS: "50",
+    WEBHOOK_MAX_ATTEMPTS: String(MAX_ATTEMPTS),
+    WEBHOOK_TIMEOUT_MS: "400",
+  },
+  {},
+  async () => {
+    rx = await Receiver.start();
+  },
+);
 
 after(async () => {
   await rx.close();
@@ -59,12 +68,26 @@ describe("http deliveries", () => {
     assert.equal(body.data.id, ev.id);
     assert.deepEqual(body.data.data, { amount: 42, note: "é😀" });
     assert.equal(body.data.userId, "u1");
-    const list = await waitFor(async () => ((await deliveries(w.id)).data[0]?.status === "succeeded" ? await deliveries(w.id) : undefined), "succeeded");
+    const list = await waitFor(
+      async () => ((await deliveries(w.id)).data[0]?.status === "succeeded" ? await deliveries(w.id) : undefined),
+      "succeeded",
+    );
     const d = list.data[0];
-    assert.deepEqual(Object.keys(d).sort(), ["attempts", "createdAt", "eventId", "eventType", "id", "nextAttemptAt", "status"]);
+    assert.deepEqual(Object.keys(d).sort(), [
+      "attempts",
+      "createdAt",
+      "eventId",
+      "eventType",
+      "id",
+      "nextAttemptAt",
+      "status",
+    ]);
     assert.deepEqual([d.eventId, d.eventType, d.nextAttemptAt, d.attempts.length], [ev.id, "order.paid", null, 1]);
     assert.deepEqual(Object.keys(d.attempts[0]).sort(), ["at", "durationMs", "error", "responseBody", "statusCode"]);
-    assert.deepEqual([d.attempts[0].statusCode, d.attempts[0].error, d.attempts[0].responseBody], [200, null, "thanks"]);
+    assert.deepEqual(
+      [d.attempts[0].statusCode, d.attempts[0].error, d.attempts[0].responseBody],
+      [200, null, "thanks"],
+    );
     assert.equal(typeof d.attempts[0].durationMs, "number");
   });
 
@@ -74,12 +97,22 @@ describe("http deliveries", () => {
     await track("unwatched.type");
     const page = await t.rest.post("/v1/events", { type: "$page", data: { path: "/" } }, { key: p.key });
     assert.equal(page.status, 202, page.text);
-    const batch = await t.rest.post("/v1/events/batch", { events: [{ type: "never.seen.before" }, { type: "other" }, { type: "$page" }] }, { key: p.key });
+    const batch = await t.rest.post(
+      "/v1/events/batch",
+      { events: [{ type: "never.seen.before" }, { type: "other" }, { type: "$page" }] },
+      { key: p.key },
+    );
     assert.equal(batch.status, 202, batch.text);
     await waitFor(() => rx.at("/watch-a").length >= 3 && rx.at("/watch-b").length >= 2, "5 deliveries");
-    const typesA = rx.at("/watch-a").map((r) => JSON.parse(r.raw).type).sort();
+    const typesA = rx
+      .at("/watch-a")
+      .map((r) => JSON.parse(r.raw).type)
+      .sort();
     assert.deepEqual(typesA, ["$page", "$page", "never.seen.before"]);
-    assert.deepEqual(rx.at("/watch-b").map((r) => JSON.parse(r.raw).type), ["$page", "$page"]);
+    assert.deepEqual(
+      rx.at("/watch-b").map((r) => JSON.parse(r.raw).type),
+      ["$page", "$page"],
+    );
     // a disabled webhook gets nothing new
     await t.rest.patch(`/v1/projects/${p.projectId}/webhooks/${b.id}`, { enabled: false }, owner());
     await track("never.seen.before");
@@ -97,7 +130,10 @@ describe("http deliveries", () => {
       const x = (await deliveries(w.id)).data[0];
       return x?.status === "succeeded" ? x : undefined;
     }, "success after a retry");
-    assert.deepEqual(d.attempts.map((a: any) => a.statusCode), [500, 204]);
+    assert.deepEqual(
+      d.attempts.map((a: any) => a.statusCode),
+      [500, 204],
+    );
     assert.equal(d.attempts[0].error, "HTTP 500");
     assert.equal(d.attempts[0].responseBody, "boom");
     const ids = rx.at("/flaky").map((r) => r.headers["x-vigil-delivery-id"]);
@@ -108,7 +144,9 @@ describe("http deliveries", () => {
 
   it(`an always-failing receiver is abandoned after ${MAX_ATTEMPTS} attempts; a manual retry makes one more`, async () => {
     let healthy = false;
-    const w = await hook("/down", ["down"], () => (healthy ? { status: 200 } : { status: 503, body: "x".repeat(5000) }));
+    const w = await hook("/down", ["down"], () =>
+      healthy ? { status: 200 } : { status: 503, body: "x".repeat(5000) },
+    );
     await track("down");
     const d = await waitFor(async () => {
       const x = (await deliveries(w.id)).data[0];
@@ -135,7 +173,9 @@ describe("http deliveries", () => {
   });
 
   it("reads one delivery by id, as the list shows it; another webhook's or an unknown id is 404", async () => {
-    const w = await hook("/one", ["one.event"], (_r, n) => (n === 1 ? { status: 500, body: "try again" } : { status: 204 }));
+    const w = await hook("/one", ["one.event"], (_r, n) =>
+      n === 1 ? { status: 500, body: "try again" } : { status: 204 },
+    );
     const other = await hook("/one-other", ["one.other"]);
     await track("one.event", { n: 1 });
     const listed = await waitFor(async () => {
@@ -145,16 +185,28 @@ describe("http deliveries", () => {
     const one = await t.rest.get(`/v1/projects/${p.projectId}/webhooks/${w.id}/deliveries/${listed.id}`, owner());
     assert.equal(one.status, 200, one.text);
     assert.deepEqual(one.body.data, listed);
-    assert.deepEqual(one.body.data.attempts.map((a: { statusCode: number }) => a.statusCode), [500, 204]);
-    const elsewhere = await t.rest.get(`/v1/projects/${p.projectId}/webhooks/${other.id}/deliveries/${listed.id}`, owner());
+    assert.deepEqual(
+      one.body.data.attempts.map((a: { statusCode: number }) => a.statusCode),
+      [500, 204],
+    );
+    const elsewhere = await t.rest.get(
+      `/v1/projects/${p.projectId}/webhooks/${other.id}/deliveries/${listed.id}`,
+      owner(),
+    );
     assert.equal(elsewhere.status, 404);
     assert.equal(errorBody(elsewhere).code, "not_found");
-    assert.equal((await t.rest.get(`/v1/projects/${p.projectId}/webhooks/${w.id}/deliveries/whd_unknown`, owner())).status, 404);
+    assert.equal(
+      (await t.rest.get(`/v1/projects/${p.projectId}/webhooks/${w.id}/deliveries/whd_unknown`, owner())).status,
+      404,
+    );
   });
 
   it("a slow receiver times out (recorded as an error, retried); a redirect is not followed", async () => {
     const slow = await hook("/slow", ["slow"], (_r, n) => (n === 1 ? { status: 200, delayMs: 2000 } : { status: 200 }));
-    const redir = await hook("/redirect", ["redir"], () => ({ status: 302, headers: { location: `${rx.url}/elsewhere` } }));
+    const redir = await hook("/redirect", ["redir"], () => ({
+      status: 302,
+      headers: { location: `${rx.url}/elsewhere` },
+    }));
     await track("slow");
     await track("redir");
     const s = await waitFor(async () => {
@@ -187,10 +239,16 @@ describe("http deliveries", () => {
     const body = JSON.parse(rx.at("/test")[0].raw);
     assert.equal(body.type, "webhook.test");
     const p1 = await deliveries(w.id, "?limit=2");
-    assert.deepEqual(p1.data.map((d: any) => d.id), [ids[2], ids[1]]);
+    assert.deepEqual(
+      p1.data.map((d: any) => d.id),
+      [ids[2], ids[1]],
+    );
     assert.equal(p1.pagination.hasMore, true);
     const p2 = await deliveries(w.id, `?limit=2&cursor=${p1.pagination.nextCursor}`);
-    assert.deepEqual(p2.data.map((d: any) => d.id), [ids[0]]);
+    assert.deepEqual(
+      p2.data.map((d: any) => d.id),
+      [ids[0]],
+    );
     assert.equal(p2.pagination.hasMore, false);
     const e = await t.rest.post(`/v1/projects/${p.projectId}/webhooks/${w.id}/test`, { data: "nope" }, owner());
     assert.equal(e.status, 400);

@@ -35,10 +35,18 @@ describe("discord deliveries", () => {
   it("posts {content, embeds} within Discord's limits and honours a 429 retry_after", async () => {
     const url = rx.on("/api/webhooks/123/tok", (_r, n) =>
       n === 1
-        ? { status: 429, headers: { "content-type": "application/json", "retry-after": "1" }, body: JSON.stringify({ message: "You are being rate limited.", retry_after: 0.25, global: false }) }
+        ? {
+            status: 429,
+            headers: { "content-type": "application/json", "retry-after": "1" },
+            body: JSON.stringify({ message: "You are being rate limited.", retry_after: 0.25, global: false }),
+          }
         : { status: 204 },
     );
-    const c = await a.rest.post(`/v1/projects/${p.projectId}/webhooks`, { type: "discord", url, events: ["big.event"] }, owner());
+    const c = await a.rest.post(
+      `/v1/projects/${p.projectId}/webhooks`,
+      { type: "discord", url, events: ["big.event"] },
+      owner(),
+    );
     assert.equal(c.status, 201, c.text);
     const data: Record<string, string> = {};
     for (let i = 0; i < 40; i++) data[`key_${i}_${"k".repeat(300)}`] = "v".repeat(2000);
@@ -48,7 +56,10 @@ describe("discord deliveries", () => {
       const x = (await deliveries(c.body.data.id))[0];
       return x?.status === "succeeded" ? x : undefined;
     }, "discord delivery after the 429");
-    assert.deepEqual(d.attempts.map((x: any) => x.statusCode), [429, 204]);
+    assert.deepEqual(
+      d.attempts.map((x: any) => x.statusCode),
+      [429, 204],
+    );
     // the second attempt followed retry_after (0.25 s), not the one-minute backoff
     assert.ok(Date.parse(d.attempts[1].at) - Date.parse(d.attempts[0].at) < 30_000);
     const reqs = rx.at("/api/webhooks/123/tok");
@@ -59,10 +70,20 @@ describe("discord deliveries", () => {
     assert.ok(m.content.length <= 2000 && m.embeds.length >= 1 && m.embeds.length <= 10);
     let total = 0;
     for (const e of m.embeds) {
-      assert.ok(e.title.length <= 256 && (e.description ?? "").length <= 4096 && e.footer.text.length <= 2048 && e.author.name.length <= 256);
+      assert.ok(
+        e.title.length <= 256 &&
+          (e.description ?? "").length <= 4096 &&
+          e.footer.text.length <= 2048 &&
+          e.author.name.length <= 256,
+      );
       assert.ok(e.fields.length <= 25);
       for (const f of e.fields) assert.ok(f.name.length <= 256 && f.value.length <= 1024);
-      total += e.title.length + (e.description ?? "").length + e.footer.text.length + e.author.name.length + e.fields.reduce((n: number, f: any) => n + f.name.length + f.value.length, 0);
+      total +=
+        e.title.length +
+        (e.description ?? "").length +
+        e.footer.text.length +
+        e.author.name.length +
+        e.fields.reduce((n: number, f: any) => n + f.name.length + f.value.length, 0);
     }
     assert.ok(total <= 6000, `embed characters ${total}`);
     assert.equal(m.embeds[0].title, "big.event");
@@ -74,11 +95,19 @@ describe("incident notifications with two instances", () => {
     const url = rx.on("/incidents", () => ({ status: 200 }));
     const other = rx.on("/incidents-2", () => ({ status: 200 }));
     for (const u of [url, other]) {
-      const c = await a.rest.post(`/v1/projects/${p.projectId}/webhooks`, { url: u, events: ["incident.started", "incident.recovered"] }, owner());
+      const c = await a.rest.post(
+        `/v1/projects/${p.projectId}/webhooks`,
+        { url: u, events: ["incident.started", "incident.recovered"] },
+        owner(),
+      );
       assert.equal(c.status, 201, c.text);
     }
     const hb = async (app: TestApp, status: "up" | "down", expectedIntervalMs = 60_000) => {
-      const r = await app.rest.post(`/v1/projects/${p.projectId}/heartbeats/api`, { status, expectedIntervalMs, gracePeriodMs: 0 }, { key: p.key });
+      const r = await app.rest.post(
+        `/v1/projects/${p.projectId}/heartbeats/api`,
+        { status, expectedIntervalMs, gracePeriodMs: 0 },
+        { key: p.key },
+      );
       assert.ok(r.status >= 200 && r.status < 300, r.text);
     };
     // cycle 1: explicit down and up heartbeats, alternating instances
@@ -87,14 +116,26 @@ describe("incident notifications with two instances", () => {
     await hb(a, "up");
     // cycle 2: a short deadline passes (both instances watch it), then a heartbeat recovers it
     await hb(a, "up", 300);
-    await waitFor(() => rx.at("/incidents").filter((r) => JSON.parse(r.raw).type === "incident.started").length >= 2, "deadline incident", 15_000);
+    await waitFor(
+      () => rx.at("/incidents").filter((r) => JSON.parse(r.raw).type === "incident.started").length >= 2,
+      "deadline incident",
+      15_000,
+    );
     await hb(b, "up");
-    await waitFor(() => rx.at("/incidents").length >= 4 && rx.at("/incidents-2").length >= 4, "4 notifications per webhook", 15_000);
+    await waitFor(
+      () => rx.at("/incidents").length >= 4 && rx.at("/incidents-2").length >= 4,
+      "4 notifications per webhook",
+      15_000,
+    );
     // nothing more arrives (bounded wait for stragglers)
     await new Promise((r) => setTimeout(r, 700));
     for (const path of ["/incidents", "/incidents-2"]) {
       const got = rx.at(path).map((r) => JSON.parse(r.raw));
-      assert.deepEqual(got.map((g) => g.type).sort(), ["incident.recovered", "incident.recovered", "incident.started", "incident.started"], path);
+      assert.deepEqual(
+        got.map((g) => g.type).sort(),
+        ["incident.recovered", "incident.recovered", "incident.started", "incident.started"],
+        path,
+      );
       assert.equal(new Set(got.map((g) => g.id)).size, 4);
       assert.equal(new Set(rx.at(path).map((r) => r.headers["x-vigil-event-id"])).size, 4);
       assert.ok(got[0].data.incident && got[0].data.monitor, "data carries the incident and its monitor");

@@ -26,10 +26,24 @@ const owner = () => ({ cookie: p.owner.cookie });
 
 describe("webhook management", () => {
   it("creates an http webhook with a whsec_ secret shown once; list/get never show it", async () => {
-    const c = await t.rest.post(base(), { name: "Orders", type: "http", url: PUBLIC, events: ["order.paid", "$page", "incident.started", "order.paid"] }, owner());
+    const c = await t.rest.post(
+      base(),
+      { name: "Orders", type: "http", url: PUBLIC, events: ["order.paid", "$page", "incident.started", "order.paid"] },
+      owner(),
+    );
     assert.equal(c.status, 201, c.text);
     const w = c.body.data;
-    assert.deepEqual(Object.keys(w).sort(), ["createdAt", "enabled", "events", "id", "name", "secret", "type", "updatedAt", "url"]);
+    assert.deepEqual(Object.keys(w).sort(), [
+      "createdAt",
+      "enabled",
+      "events",
+      "id",
+      "name",
+      "secret",
+      "type",
+      "updatedAt",
+      "url",
+    ]);
     assert.match(w.secret, /^whsec_/);
     assert.deepEqual(w.events, ["order.paid", "$page", "incident.started"]);
     assert.equal(w.enabled, true);
@@ -43,7 +57,11 @@ describe("webhook management", () => {
   });
 
   it("discord webhooks: any public host, no secret", async () => {
-    const c = await t.rest.post(base(), { type: "discord", url: "http://93.184.215.14/api/webhooks/1/abc", events: ["deploy"] }, owner());
+    const c = await t.rest.post(
+      base(),
+      { type: "discord", url: "http://93.184.215.14/api/webhooks/1/abc", events: ["deploy"] },
+      owner(),
+    );
     assert.equal(c.status, 201, c.text);
     assert.equal(c.body.data.secret, null);
     const rot = await t.rest.patch(`${base()}/${c.body.data.id}`, { rotateSecret: true }, owner());
@@ -65,18 +83,35 @@ describe("webhook management", () => {
       assert.equal(r.status, 400, r.text);
       const e = errorBody(r);
       assert.equal(e.code, "validation_failed");
-      assert.ok((e.details as any[]).some((d) => d.field === field), JSON.stringify(e.details));
+      assert.ok(
+        (e.details as any[]).some((d) => d.field === field),
+        JSON.stringify(e.details),
+      );
     });
   }
   it("accepts exactly 20 event types; a wrong JSON type is a 400", async () => {
-    assert.equal((await t.rest.post(base(), { url: PUBLIC, events: Array.from({ length: 20 }, (_, i) => `e${i}`) }, owner())).status, 201);
+    assert.equal(
+      (await t.rest.post(base(), { url: PUBLIC, events: Array.from({ length: 20 }, (_, i) => `e${i}`) }, owner()))
+        .status,
+      201,
+    );
     const r = await t.rest.post(base(), { url: PUBLIC, events: "a" }, owner());
     assert.equal(r.status, 400);
     errorBody(r);
   });
 
   it("refuses private, loopback, link-local and mapped targets at creation (switch off)", async () => {
-    for (const url of ["http://127.0.0.1:8080/x", "http://localhost/x", "http://10.0.0.5/x", "http://169.254.169.254/latest", "http://[::1]/x", "http://[::ffff:127.0.0.1]/x", "http://[fd00::1]/x", "http://100.64.0.1/x", "http://0.0.0.0/x"]) {
+    for (const url of [
+      "http://127.0.0.1:8080/x",
+      "http://localhost/x",
+      "http://10.0.0.5/x",
+      "http://169.254.169.254/latest",
+      "http://[::1]/x",
+      "http://[::ffff:127.0.0.1]/x",
+      "http://[fd00::1]/x",
+      "http://100.64.0.1/x",
+      "http://0.0.0.0/x",
+    ]) {
       const r = await t.rest.post(base(), { url, events: ["a"] }, owner());
       assert.equal(r.status, 400, `${url}: ${r.text}`);
       assert.equal((errorBody(r).details as any[])[0].field, "url");
@@ -89,7 +124,10 @@ describe("webhook management", () => {
     const { default: pg } = await import("pg");
     const db = new pg.Client({ connectionString: t.databaseUrl });
     await db.connect();
-    await db.query("UPDATE webhooks SET url = $2 WHERE id = $1", [c.body.data.id, rx.on("/internal", () => ({ status: 200 }))]);
+    await db.query("UPDATE webhooks SET url = $2 WHERE id = $1", [
+      c.body.data.id,
+      rx.on("/internal", () => ({ status: 200 })),
+    ]);
     await db.end();
     const test = await t.rest.post(`${base()}/${c.body.data.id}/test`, {}, owner());
     assert.equal(test.status, 202, test.text);
@@ -108,13 +146,29 @@ describe("webhook management", () => {
     const id = c.body.data.id;
     const u = await t.rest.patch(`${base()}/${id}`, { name: "Renamed", events: ["b", "c"], enabled: false }, owner());
     assert.equal(u.status, 200, u.text);
-    assert.deepEqual([u.body.data.name, u.body.data.events, u.body.data.enabled, u.body.data.secret, u.body.data.url], ["Renamed", ["b", "c"], false, null, PUBLIC]);
+    assert.deepEqual(
+      [u.body.data.name, u.body.data.events, u.body.data.enabled, u.body.data.secret, u.body.data.url],
+      ["Renamed", ["b", "c"], false, null, PUBLIC],
+    );
     const rot = await t.rest.patch(`${base()}/${id}`, { rotateSecret: true }, owner());
     assert.match(rot.body.data.secret, /^whsec_/);
     assert.notEqual(rot.body.data.secret, c.body.data.secret);
     assert.deepEqual(rot.body.data.events, ["b", "c"]);
     assert.equal((await t.rest.patch(`${base()}/${id}`, { url: "http://192.168.0.1/" }, owner())).status, 400);
-    assert.equal((await t.rest.patch(`${base()}/${id}`, { events: Array(21).fill("x").map((x, i) => x + i) }, owner())).status, 400);
+    assert.equal(
+      (
+        await t.rest.patch(
+          `${base()}/${id}`,
+          {
+            events: Array(21)
+              .fill("x")
+              .map((x, i) => x + i),
+          },
+          owner(),
+        )
+      ).status,
+      400,
+    );
     assert.equal((await t.rest.del(`${base()}/${id}`, owner())).status, 204);
     assert.equal((await t.rest.get(`${base()}/${id}`, owner())).status, 404);
     assert.equal((await t.rest.del(`${base()}/${id}`, owner())).status, 404);
@@ -145,7 +199,11 @@ describe("webhook management", () => {
     const admin = await signup(t.rest, "admin");
     await t.rest.post(`/v1/projects/${p.projectId}/members`, { email: member.email, role: "member" }, owner());
     await t.rest.post(`/v1/projects/${p.projectId}/members`, { email: admin.email, role: "admin" }, owner());
-    for (const [m, path, body] of [["GET", base()], ["POST", base(), { url: PUBLIC, events: ["a"] }], ...paths] as [string, string, unknown?][]) {
+    for (const [m, path, body] of [["GET", base()], ["POST", base(), { url: PUBLIC, events: ["a"] }], ...paths] as [
+      string,
+      string,
+      unknown?,
+    ][]) {
       const r = await t.rest.req(m, path, { cookie: member.cookie, body });
       assert.equal(r.status, 403, `${m} ${path}: ${r.text}`);
       assert.equal(errorBody(r).code, "forbidden");
@@ -171,7 +229,13 @@ describe("webhook management", () => {
     assert.match(r.data!.secret!, /^whsec_/);
     const g = await c.getWebhook({ projectId: p.projectId, webhookId: r.data!.id }, { headers });
     assert.deepEqual(g.data!.events, ["grpc.event"]);
-    await assert.rejects(c.createWebhook({ projectId: p.projectId, url: PUBLIC, events: [] }, { headers }), (e: unknown) => e instanceof ConnectError && e.code === Code.InvalidArgument);
-    await assert.rejects(c.getWebhook({ projectId: p.projectId, webhookId: "wh_nope" }, { headers }), (e: unknown) => e instanceof ConnectError && e.code === Code.NotFound);
+    await assert.rejects(
+      c.createWebhook({ projectId: p.projectId, url: PUBLIC, events: [] }, { headers }),
+      (e: unknown) => e instanceof ConnectError && e.code === Code.InvalidArgument,
+    );
+    await assert.rejects(
+      c.getWebhook({ projectId: p.projectId, webhookId: "wh_nope" }, { headers }),
+      (e: unknown) => e instanceof ConnectError && e.code === Code.NotFound,
+    );
   });
 });

@@ -35,7 +35,13 @@ export class Receiver {
       req.on("data", (c) => chunks.push(c));
       req.on("end", () => {
         const path = (req.url ?? "/").split("?")[0];
-        const rec: Received = { method: req.method ?? "", path, headers: req.headers, raw: Buffer.concat(chunks).toString("utf8"), at: Date.now() };
+        const rec: Received = {
+          method: req.method ?? "",
+          path,
+          headers: req.headers,
+          raw: Buffer.concat(chunks).toString("utf8"),
+          at: Date.now(),
+        };
         r.requests.push(rec);
         const nth = r.requests.filter((x) => x.path === path).length;
         const reply: Reply = (r.responders.get(path) ?? (() => ({ status: 200, body: "ok" })))(rec, nth);

@@ -20,9 +20,13 @@ const REFUSED = new BlockedAddressError().message;
 
 let rx: Receiver;
 
-const { t, p } = useProject({ WEBHOOK_ALLOW_PRIVATE: "false", WEBHOOK_BACKOFF_BASE_MS: "60000", WEBHOOK_TIMEOUT_MS: "2000" }, {}, async () => {
-  rx = await Receiver.start();
-});
+const { t, p } = useProject(
+  { WEBHOOK_ALLOW_PRIVATE: "false", WEBHOOK_BACKOFF_BASE_MS: "60000", WEBHOOK_TIMEOUT_MS: "2000" },
+  {},
+  async () => {
+    rx = await Receiver.start();
+  },
+);
 
 after(async () => {
   await rx.close();
@@ -62,27 +66,38 @@ function assertRefusal(r: { status: number; body: any; text: string }, url: stri
   assert.equal(e.code, "validation_failed", url);
   assert.deepEqual(e.details, [{ field: "url", message: REFUSED }], url);
   // Says nothing about what the name resolved to.
-  for (const leak of ["127.0.0.1", "::1", "resolves", "loopback", "private", "linkLocal"]) assert.ok(!e.message.includes(leak), `${url}: ${e.message}`);
+  for (const leak of ["127.0.0.1", "::1", "resolves", "loopback", "private", "linkLocal"])
+    assert.ok(!e.message.includes(leak), `${url}: ${e.message}`);
 }
 
 describe("address rule at creation and update, every type", () => {
   for (const type of TYPES) {
     it(`${type}: internal targets are refused at create (400 on url)`, async () => {
-      for (const url of internal()) assertRefusal(await t.rest.post(base(), { type, url, events: ["x"] }, owner()), url);
+      for (const url of internal())
+        assertRefusal(await t.rest.post(base(), { type, url, events: ["x"] }, owner()), url);
     });
 
     it(`${type}: internal targets are refused on PATCH; the stored url is unchanged`, async () => {
       const c = await t.rest.post(base(), { type, url: PUBLIC, events: ["x"] }, owner());
       assert.equal(c.status, 201, c.text);
-      for (const url of internal()) assertRefusal(await t.rest.patch(`${base()}/${c.body.data.id}`, { url }, owner()), url);
+      for (const url of internal())
+        assertRefusal(await t.rest.patch(`${base()}/${c.body.data.id}`, { url }, owner()), url);
       assert.equal((await t.rest.get(`${base()}/${c.body.data.id}`, owner())).body.data.url, PUBLIC);
     });
   }
 
   it("discord takes any public host; a name that does not resolve is a 400 too", async () => {
-    const c = await t.rest.post(base(), { type: "discord", url: "https://93.184.215.14/api/webhooks/1/abc", events: ["deploy"] }, owner());
+    const c = await t.rest.post(
+      base(),
+      { type: "discord", url: "https://93.184.215.14/api/webhooks/1/abc", events: ["deploy"] },
+      owner(),
+    );
     assert.equal(c.status, 201, c.text);
-    const r = await t.rest.post(base(), { type: "discord", url: "http://no-such-host.invalid/x", events: ["x"] }, owner());
+    const r = await t.rest.post(
+      base(),
+      { type: "discord", url: "http://no-such-host.invalid/x", events: ["x"] },
+      owner(),
+    );
     assert.equal(r.status, 400, r.text);
     assert.deepEqual(errorBody(r).details, [{ field: "url", message: "host could not be resolved" }]);
   });
@@ -114,7 +129,11 @@ describe("address rule at connect time (the stored URL moved to an internal addr
           return l.body.data[0]?.attempts.length ? l.body.data[0] : undefined;
         }, `the refused attempt (${form})`);
         assert.equal(d.status, "retrying", form);
-        assert.deepEqual([d.attempts[0].statusCode, d.attempts[0].error, d.attempts[0].responseBody], [null, REFUSED, null], form);
+        assert.deepEqual(
+          [d.attempts[0].statusCode, d.attempts[0].error, d.attempts[0].responseBody],
+          [null, REFUSED, null],
+          form,
+        );
         assert.equal(rx.at(path).length, 0, `${form}: the receiver saw a request`);
       }
     });
@@ -123,14 +142,56 @@ describe("address rule at connect time (the stored URL moved to an internal addr
 
 describe("address classification", () => {
   it("only public unicast: no IPv4-compatible, mapped, NAT64, 6to4, Teredo, documentation or reserved forms", () => {
-    for (const a of ["8.8.8.8", "93.184.215.14", "2606:4700:4700::1111", "2a00:1450:4001::1", "::ffff:8.8.8.8"]) assert.equal(isPublicAddress(a), true, a);
+    for (const a of ["8.8.8.8", "93.184.215.14", "2606:4700:4700::1111", "2a00:1450:4001::1", "::ffff:8.8.8.8"])
+      assert.equal(isPublicAddress(a), true, a);
     for (const a of [
-      "127.0.0.1", "127.8.9.10", "0.0.0.0", "0.1.2.3", "10.0.0.1", "172.31.255.255", "192.168.0.1", "169.254.169.254", "100.64.0.1", "100.127.255.254",
-      "224.0.0.1", "239.255.255.250", "255.255.255.255", "240.0.0.1", "192.0.0.8", "192.0.2.1", "198.18.0.1", "198.51.100.1", "203.0.113.1",
-      "::", "::1", "::7f00:1", "::a9fe:a9fe", "::a00:1", "::ffff:7f00:1", "::ffff:a9fe:a9fe", "::ffff:0:7f00:1", "64:ff9b::7f00:1", "64:ff9b:1::1",
-      "100::1", "fc00::1", "fd12:3456::1", "fe80::1", "fe80::1%eth0", "fec0::1", "ff02::1", "2001:db8::1", "2001::1", "2002:7f00:1::", "3fff::1", "5f00::1",
-      "localhost", "0x7f.1", "127.1", "",
-    ]) assert.equal(isPublicAddress(a), false, a);
+      "127.0.0.1",
+      "127.8.9.10",
+      "0.0.0.0",
+      "0.1.2.3",
+      "10.0.0.1",
+      "172.31.255.255",
+      "192.168.0.1",
+      "169.254.169.254",
+      "100.64.0.1",
+      "100.127.255.254",
+      "224.0.0.1",
+      "239.255.255.250",
+      "255.255.255.255",
+      "240.0.0.1",
+      "192.0.0.8",
+      "192.0.2.1",
+      "198.18.0.1",
+      "198.51.100.1",
+      "203.0.113.1",
+      "::",
+      "::1",
+      "::7f00:1",
+      "::a9fe:a9fe",
+      "::a00:1",
+      "::ffff:7f00:1",
+      "::ffff:a9fe:a9fe",
+      "::ffff:0:7f00:1",
+      "64:ff9b::7f00:1",
+      "64:ff9b:1::1",
+      "100::1",
+      "fc00::1",
+      "fd12:3456::1",
+      "fe80::1",
+      "fe80::1%eth0",
+      "fec0::1",
+      "ff02::1",
+      "2001:db8::1",
+      "2001::1",
+      "2002:7f00:1::",
+      "3fff::1",
+      "5f00::1",
+      "localhost",
+      "0x7f.1",
+      "127.1",
+      "",
+    ])
+      assert.equal(isPublicAddress(a), false, a);
   });
 });
 
@@ -159,8 +220,19 @@ describe("the sender pins the checked address (a switchable resolver)", () => {
       const path = `/pinned-${type}`;
       rx.on(path, () => ({ status: 200, body: "ok" }));
       const agent = new MappingAgent(Number(rxPort()));
-      const target: Target = { type, url: `http://hooks.example.test:8080${path}`, secret: type === "http" ? "whsec_x" : null };
-      const send = () => sendAttempt(target, env, "evt_1", { timeoutMs: 2000, allowPrivate: false, now: new Date(), resolve, agents: { http: agent } });
+      const target: Target = {
+        type,
+        url: `http://hooks.example.test:8080${path}`,
+        secret: type === "http" ? "whsec_x" : null,
+      };
+      const send = () =>
+        sendAttempt(target, env, "evt_1", {
+          timeoutMs: 2000,
+          allowPrivate: false,
+          now: new Date(),
+          resolve,
+          agents: { http: agent },
+        });
       try {
         answer = [{ address: "93.184.215.14", family: 4 }];
         const first = await send();
@@ -168,17 +240,35 @@ describe("the sender pins the checked address (a switchable resolver)", () => {
         assert.equal(rx.at(path)[0].headers.host, "hooks.example.test:8080");
         for (const bad of ["127.0.0.1", "::1", "::ffff:127.0.0.1", "::7f00:1", "169.254.169.254"]) {
           // A mix of public and internal answers is refused as well.
-          for (const list of [[{ address: bad, family: bad.includes(":") ? 6 : 4 }], [{ address: "93.184.215.14", family: 4 }, { address: bad, family: bad.includes(":") ? 6 : 4 }]] as ResolvedAddress[][]) {
+          for (const list of [
+            [{ address: bad, family: bad.includes(":") ? 6 : 4 }],
+            [
+              { address: "93.184.215.14", family: 4 },
+              { address: bad, family: bad.includes(":") ? 6 : 4 },
+            ],
+          ] as ResolvedAddress[][]) {
             answer = list;
             const refused = await send();
-            assert.deepEqual([refused.record.statusCode, refused.record.error, refused.record.responseBody, refused.outcome.ok], [null, REFUSED, null, false], bad);
+            assert.deepEqual(
+              [refused.record.statusCode, refused.record.error, refused.record.responseBody, refused.outcome.ok],
+              [null, REFUSED, null, false],
+              bad,
+            );
             assert.ok(!JSON.stringify(refused.record).includes(bad), bad);
           }
         }
-        assert.equal(rx.at(path).length, 1, "the kept-alive connection was reused after the name re-resolved to loopback");
+        assert.equal(
+          rx.at(path).length,
+          1,
+          "the kept-alive connection was reused after the name re-resolved to loopback",
+        );
         answer = [{ address: "93.184.215.15", family: 4 }];
         assert.equal((await send()).record.statusCode, 200);
-        assert.deepEqual(agent.dialed, ["93.184.215.14", "93.184.215.15"], "a socket opened for one address was reused for another");
+        assert.deepEqual(
+          agent.dialed,
+          ["93.184.215.14", "93.184.215.15"],
+          "a socket opened for one address was reused for another",
+        );
         answer = [{ address: "93.184.215.14", family: 4 }];
         assert.equal((await send()).record.statusCode, 200);
         assert.equal(agent.dialed.length, 2, "keep-alive still works for the same checked address");
@@ -196,7 +286,12 @@ describe("the sender pins the checked address (a switchable resolver)", () => {
       await new Promise((r) => setTimeout(r, 300));
       return [{ address: "127.0.0.1", family: 4 as const }];
     };
-    const r = await sendAttempt({ type: "http", url: `http://slow.example.test:${rxPort()}${path}`, secret: null }, env, "evt_1", { timeoutMs: 100, allowPrivate: true, now: new Date(), resolve: slow });
+    const r = await sendAttempt(
+      { type: "http", url: `http://slow.example.test:${rxPort()}${path}`, secret: null },
+      env,
+      "evt_1",
+      { timeoutMs: 100, allowPrivate: true, now: new Date(), resolve: slow },
+    );
     assert.match(String(r.record.error), /^timeout/);
     await new Promise((r) => setTimeout(r, 400));
     assert.equal(rx.at(path).length, 0);
@@ -204,7 +299,12 @@ describe("the sender pins the checked address (a switchable resolver)", () => {
 
   it("a resolver that answers a name (not an address) is not followed", async () => {
     answer = [{ address: "localhost", family: 4 }];
-    const r = await sendAttempt({ type: "discord", url: "http://hooks.example.test/x", secret: null }, env, "evt_1", { timeoutMs: 2000, allowPrivate: true, now: new Date(), resolve });
+    const r = await sendAttempt({ type: "discord", url: "http://hooks.example.test/x", secret: null }, env, "evt_1", {
+      timeoutMs: 2000,
+      allowPrivate: true,
+      now: new Date(),
+      resolve,
+    });
     assert.deepEqual([r.record.statusCode, r.record.error], [null, "host could not be resolved"]);
   });
 
@@ -213,7 +313,11 @@ describe("the sender pins the checked address (a switchable resolver)", () => {
       for (const host of ["localhost", "127.0.0.1"]) {
         const path = `/allowed-${type}-${host}`;
         rx.on(path, () => ({ status: 204 }));
-        const r = await sendAttempt({ type, url: `http://${host}:${rxPort()}${path}`, secret: null }, env, "evt_1", { timeoutMs: 2000, allowPrivate: true, now: new Date() });
+        const r = await sendAttempt({ type, url: `http://${host}:${rxPort()}${path}`, secret: null }, env, "evt_1", {
+          timeoutMs: 2000,
+          allowPrivate: true,
+          now: new Date(),
+        });
         assert.equal(r.record.statusCode, 204, `${type} ${host}: ${JSON.stringify(r.record)}`);
         assert.equal(rx.at(path).length, 1);
       }

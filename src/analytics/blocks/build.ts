@@ -38,14 +38,20 @@ function buildInSnapshot(db: Db, projectId: string, hour: number, now: Date): Pr
     // Background work: an hour's aggregate may run longer than STATEMENT_TIMEOUT_MS.
     await c.query("SET LOCAL statement_timeout = 0");
     // Another node building the same block: leave it to that one.
-    const lock = await c.query<{ ok: boolean }>("SELECT pg_try_advisory_xact_lock(hashtextextended('analytics_block:' || $1 || ':' || $2::text, 0)) AS ok", [projectId, hour]);
+    const lock = await c.query<{ ok: boolean }>(
+      "SELECT pg_try_advisory_xact_lock(hashtextextended('analytics_block:' || $1 || ':' || $2::text, 0)) AS ok",
+      [projectId, hour],
+    );
     if (!lock.rows[0].ok) return false;
     const slots = await activeSlots(c, projectId);
     const keys: { key: string; kind: "n" | "s"; col: string }[] = [];
-    for (const kind of ["s", "n"] as const) for (const [key, col] of slots[kind]) keys.push({ key, kind, col: slotColumn(col) });
+    for (const kind of ["s", "n"] as const)
+      for (const [key, col] of slots[kind]) keys.push({ key, kind, col: slotColumn(col) });
     const params: unknown[] = [projectId, new Date(hour), new Date(hour + HOUR_MS)];
     // `other`: the key holds a non-null JSON value of the other type (its slot is NULL).
-    const others = keys.map((k) => `(${k.col} IS NULL AND NULLIF(data -> $${params.push(k.key)}::text, 'null'::jsonb) IS NOT NULL)`);
+    const others = keys.map(
+      (k) => `(${k.col} IS NULL AND NULLIF(data -> $${params.push(k.key)}::text, 'null'::jsonb) IS NOT NULL)`,
+    );
     const sql = `SELECT (SELECT COALESCE(sum(count), 0)::int FROM analytics_rollups WHERE project_id = $1 AND grain = 1 AND bucket = $2) AS expected,
       array_agg(type) AS type, array_agg(user_id) AS user_id
       ${keys.map((k, i) => `, array_agg(${k.col}) AS c${i}, count(*) FILTER (WHERE ${others[i]})::int AS o${i}`).join("")}
@@ -58,18 +64,31 @@ function buildInSnapshot(db: Db, projectId: string, hour: number, now: Date): Pr
     columns.set("user_id", stringColumn(r.user_id ?? []));
     keys.forEach((k, i) => {
       const vs = (r[`c${i}`] ?? []) as (string | number | null)[];
-      columns.set(`data.${k.key}`, k.kind === "s" ? stringColumn(vs as (string | null)[], r[`o${i}`]) : numberColumn(vs as (number | null)[], r[`o${i}`]));
+      columns.set(
+        `data.${k.key}`,
+        k.kind === "s"
+          ? stringColumn(vs as (string | null)[], r[`o${i}`])
+          : numberColumn(vs as (number | null)[], r[`o${i}`]),
+      );
     });
     await c.query(
       `INSERT INTO analytics_blocks (project_id, hour, rows, keys, built_at) VALUES ($1, $2, $3, $4, $5)
        ON CONFLICT (project_id, hour) DO UPDATE SET rows = EXCLUDED.rows, keys = EXCLUDED.keys, built_at = EXCLUDED.built_at`,
       [projectId, new Date(hour), rows, keys.map((k) => k.key), now],
     );
-    await c.query("DELETE FROM analytics_block_columns WHERE project_id = $1 AND hour = $2", [projectId, new Date(hour)]);
+    await c.query("DELETE FROM analytics_block_columns WHERE project_id = $1 AND hour = $2", [
+      projectId,
+      new Date(hour),
+    ]);
     const names = [...columns.keys()];
     await c.query(
       "INSERT INTO analytics_block_columns (project_id, hour, name, body) SELECT $1, $2, n, b FROM unnest($3::text[], $4::bytea[]) AS u(n, b)",
-      [projectId, new Date(hour), names, names.map((n) => encodeBlock({ rows, columns: new Map([[n, columns.get(n)!]]) }))],
+      [
+        projectId,
+        new Date(hour),
+        names,
+        names.map((n) => encodeBlock({ rows, columns: new Map([[n, columns.get(n)!]]) })),
+      ],
     );
     return true;
   });
@@ -79,7 +98,13 @@ function buildInSnapshot(db: Db, projectId: string, hour: number, now: Date): Pr
  * Hours of a project whose block is missing, stale (the hour's rollup count differs) or lacks an
  * active slot: newest first, ended at least `sealMs` ago.
  */
-export async function pendingHours(db: Db, projectId: string, now: Date, opts: BuildOptions, limit: number): Promise<number[]> {
+export async function pendingHours(
+  db: Db,
+  projectId: string,
+  now: Date,
+  opts: BuildOptions,
+  limit: number,
+): Promise<number[]> {
   const r = await db.query<{ bucket: Date }>(
     `SELECT r.bucket FROM (
        SELECT bucket, sum(count)::int AS n FROM analytics_rollups
@@ -94,7 +119,14 @@ export async function pendingHours(db: Db, projectId: string, now: Date, opts: B
 }
 
 /** Builds pending blocks of a project until none is left or `budgetMs` has passed. Returns how many were built. */
-export async function buildPending(db: Db, projectId: string, clock: () => Date, opts: BuildOptions = DEFAULT_BUILD, budgetMs = Infinity, log?: Logger): Promise<{ built: number; done: boolean }> {
+export async function buildPending(
+  db: Db,
+  projectId: string,
+  clock: () => Date,
+  opts: BuildOptions = DEFAULT_BUILD,
+  budgetMs = Infinity,
+  log?: Logger,
+): Promise<{ built: number; done: boolean }> {
   const until = performance.now() + budgetMs;
   let built = 0;
   const skipped = new Set<number>();

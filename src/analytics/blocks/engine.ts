@@ -43,18 +43,33 @@ const selected = (mask: Mask): number => {
 const present = (c: Column, i: number): boolean => (c.kind === "s" ? c.codes[i] !== 0 : c.values[i] === c.values[i]);
 const plainOk = (fields: Field[]) => (b: Block) => fields.every((f) => colOf(b, f).other === 0);
 
-export async function blockCount(env: BlockEnv, projectId: string, w: Window, filter: Node | null): Promise<number | null> {
+export async function blockCount(
+  env: BlockEnv,
+  projectId: string,
+  w: Window,
+  filter: Node | null,
+): Promise<number | null> {
   const part = await split(env, projectId, w, filter, [], () => true);
   if (!part) return null;
   let n = 0;
   for (const { mask } of part.blocks) n += selected(mask);
   const src = rawSource(projectId, w, filter, env.slots, part.raw, () => "1 AS one");
-  if (src) n += Number((await env.db.query<{ c: string }>(`SELECT count(*)::text AS c FROM (${src.sql}) x`, src.params.values)).rows[0].c);
+  if (src)
+    n += Number(
+      (await env.db.query<{ c: string }>(`SELECT count(*)::text AS c FROM (${src.sql}) x`, src.params.values)).rows[0]
+        .c,
+    );
   return n;
 }
 
 /** Counts per interval bucket (not for `minute`: a block is one hour). */
-export async function blockBucketCounts(env: BlockEnv, projectId: string, w: Window, filter: Node | null, interval: Interval): Promise<Map<number, number> | null> {
+export async function blockBucketCounts(
+  env: BlockEnv,
+  projectId: string,
+  w: Window,
+  filter: Node | null,
+  interval: Interval,
+): Promise<Map<number, number> | null> {
   if (interval === "minute") return null;
   const part = await split(env, projectId, w, filter, [], () => true);
   if (!part) return null;
@@ -66,7 +81,10 @@ export async function blockBucketCounts(env: BlockEnv, projectId: string, w: Win
   const src = rawSource(projectId, w, filter, env.slots, part.raw, () => "e.ts");
   if (src) {
     const unit = src.params.add(interval);
-    const r = await env.db.query<{ b: Date; c: string }>(`SELECT date_trunc(${unit}::text, ts, 'UTC') AS b, count(*)::text AS c FROM (${src.sql}) x GROUP BY 1`, src.params.values);
+    const r = await env.db.query<{ b: Date; c: string }>(
+      `SELECT date_trunc(${unit}::text, ts, 'UTC') AS b, count(*)::text AS c FROM (${src.sql}) x GROUP BY 1`,
+      src.params.values,
+    );
     for (const x of r.rows) counts.set(x.b.getTime(), (counts.get(x.b.getTime()) ?? 0) + Number(x.c));
   }
   return counts;
@@ -96,23 +114,44 @@ function idColumn(c: Column): { ids: ArrayLike<number>; keys: (string | null)[] 
 export type { BlockAggregation } from "../column-blocks.js";
 
 /** Aggregations over blocks + SQL edges; null when any of them cannot use blocks. */
-export async function blockAggregate(env: BlockEnv, projectId: string, w: Window, filter: Node | null, aggs: BlockAggregation[]): Promise<(number | null)[] | null> {
+export async function blockAggregate(
+  env: BlockEnv,
+  projectId: string,
+  w: Window,
+  filter: Node | null,
+  aggs: BlockAggregation[],
+): Promise<(number | null)[] | null> {
   const fields = aggs.map((a) => a.field).filter((f): f is Field => f !== null);
   // Numeric operations read numbers only, so rows of another type never matter to them; counts and
   // distinct values need every value of the field.
-  const exact = aggs.filter((a) => a.field && !(isNumeric(a.operation) && colKind(env, a.field) === "n")).map((a) => a.field!);
+  const exact = aggs
+    .filter((a) => a.field && !(isNumeric(a.operation) && colKind(env, a.field) === "n"))
+    .map((a) => a.field!);
   for (const a of aggs) if (isNumeric(a.operation) && (!a.field || colKind(env, a.field) !== "n")) return null;
-  const part = await split(env, projectId, w, filter, fields, plainOk(exact), aggs.some((a) => !a.field) ? ["user_id"] : []);
+  const part = await split(
+    env,
+    projectId,
+    w,
+    filter,
+    fields,
+    plainOk(exact),
+    aggs.some((a) => !a.field) ? ["user_id"] : [],
+  );
   if (!part) return null;
   // The raw rows: one column per aggregation (its value), filtered by SQL.
   const src = rawSource(projectId, w, filter, env.slots, part.raw, (ctx) =>
-    ["1 AS one", ...aggs.map((a, i) => {
-      if (!a.field) return `e.user_id AS v${i}`;
-      if (isNumeric(a.operation)) return `${numberSql(ctx, a.field)} AS v${i}`;
-      return `${a.field.kind === "column" ? `e.${a.field.column}` : jsonValueSql(ctx, a.field)} AS v${i}`;
-    })].join(", "),
+    [
+      "1 AS one",
+      ...aggs.map((a, i) => {
+        if (!a.field) return `e.user_id AS v${i}`;
+        if (isNumeric(a.operation)) return `${numberSql(ctx, a.field)} AS v${i}`;
+        return `${a.field.kind === "column" ? `e.${a.field.column}` : jsonValueSql(ctx, a.field)} AS v${i}`;
+      }),
+    ].join(", "),
   );
-  const raw = src ? (await env.db.query({ text: src.sql, values: src.params.values, rowMode: "array" })).rows as unknown[][] : [];
+  const raw = src
+    ? ((await env.db.query({ text: src.sql, values: src.params.values, rowMode: "array" })).rows as unknown[][])
+    : [];
   // The numbers of a numeric field (raw rows, then the blocks' selected rows), gathered once per
   // field however many operations read them.
   const numbers = new Map<string, Float64Array>();
@@ -154,7 +193,9 @@ export async function blockAggregate(env: BlockEnv, projectId: string, w: Window
           const codes = c.codes;
           for (let i = 0; i < mask.length; i++) if (mask[i]) hit[codes[i]] = 1;
           for (let d = 1; d < hit.length; d++) if (hit[d]) seen.add(c.dict[d - 1]);
-        } else for (let i = 0; i < mask.length; i++) if (mask[i] && c.values[i] === c.values[i]) seen.add(distinctKey(c.values[i]));
+        } else
+          for (let i = 0; i < mask.length; i++)
+            if (mask[i] && c.values[i] === c.values[i]) seen.add(distinctKey(c.values[i]));
       }
       return seen.size;
     };
@@ -205,7 +246,14 @@ function colKind(env: BlockEnv, f: Field): "s" | "n" | null {
  * Counts per combination of the fields' values, as canonical JSON-text keys joined by \u0000
  * (`\u0001` for NULL); null when blocks do not apply.
  */
-export async function blockGroupCounts(env: BlockEnv, projectId: string, w: Window, filter: Node | null, fields: Field[], keySql: (ctx: Ctx, f: Field) => string): Promise<Map<string, number> | null> {
+export async function blockGroupCounts(
+  env: BlockEnv,
+  projectId: string,
+  w: Window,
+  filter: Node | null,
+  fields: Field[],
+  keySql: (ctx: Ctx, f: Field) => string,
+): Promise<Map<string, number> | null> {
   const part = await split(env, projectId, w, filter, fields, plainOk(fields));
   if (!part) return null;
   const NULL = "\u0001";
@@ -230,21 +278,38 @@ export async function blockGroupCounts(env: BlockEnv, projectId: string, w: Wind
       if (per) per[id]++;
       else sparse!.set(id, (sparse!.get(id) ?? 0) + 1);
     }
-    const emit = (id: number, n: number) => add(cols.map((c, j) => c.keys[Math.floor(id / strides[j]) % c.keys.length] ?? NULL).join("\u0000"), n);
-    if (per) for (let id = 0; id < size; id++) { if (per[id]) emit(id, per[id]); }
+    const emit = (id: number, n: number) =>
+      add(cols.map((c, j) => c.keys[Math.floor(id / strides[j]) % c.keys.length] ?? NULL).join("\u0000"), n);
+    if (per)
+      for (let id = 0; id < size; id++) {
+        if (per[id]) emit(id, per[id]);
+      }
     else for (const [id, n] of sparse!) emit(id, n);
   }
-  const src = rawSource(projectId, w, filter, env.slots, part.raw, (ctx) => fields.map((f, i) => `${keySql(ctx, f)} AS g${i}`).join(", "));
+  const src = rawSource(projectId, w, filter, env.slots, part.raw, (ctx) =>
+    fields.map((f, i) => `${keySql(ctx, f)} AS g${i}`).join(", "),
+  );
   if (src) {
     const by = fields.map((_, i) => `g${i}`).join(", ");
-    const r = await env.db.query({ text: `SELECT ${by}, count(*)::float8 AS c FROM (${src.sql}) x GROUP BY ${by}`, values: src.params.values, rowMode: "array" });
-    for (const row of r.rows as unknown[][]) add(fields.map((_, i) => keyOf(row[i]) ?? NULL).join("\u0000"), Number(row[fields.length]));
+    const r = await env.db.query({
+      text: `SELECT ${by}, count(*)::float8 AS c FROM (${src.sql}) x GROUP BY ${by}`,
+      values: src.params.values,
+      rowMode: "array",
+    });
+    for (const row of r.rows as unknown[][])
+      add(fields.map((_, i) => keyOf(row[i]) ?? NULL).join("\u0000"), Number(row[fields.length]));
   }
   return counts;
 }
 
 /** The top groups in the JSON path's order (count desc, then keys as jsonb ascending, NULLs last). */
-export async function orderGroups(db: Queryable, counts: Map<string, number>, width: number, limit: number, dropNull: boolean): Promise<{ keys: unknown[]; count: number }[]> {
+export async function orderGroups(
+  db: Queryable,
+  counts: Map<string, number>,
+  width: number,
+  limit: number,
+  dropNull: boolean,
+): Promise<{ keys: unknown[]; count: number }[]> {
   const cols: (string | null)[][] = Array.from({ length: width }, () => []);
   const cs: number[] = [];
   for (const [k, c] of counts) {

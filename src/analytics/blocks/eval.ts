@@ -85,7 +85,12 @@ function condition(b: Block, c: Condition): Mask | null {
       // Text of a JSON string only: numbers never match; strings held by `other` rows might.
       if (col.kind === "n") return col.other > 0 ? null : c.op === "not_contains" ? fill(rows, 1) : fill(rows, 0);
       const v = c.value;
-      const test = c.op === "starts_with" ? (s: string) => s.startsWith(v) : c.op === "ends_with" ? (s: string) => s.endsWith(v) : (s: string) => s.includes(v);
+      const test =
+        c.op === "starts_with"
+          ? (s: string) => s.startsWith(v)
+          : c.op === "ends_with"
+            ? (s: string) => s.endsWith(v)
+            : (s: string) => s.includes(v);
       const m = columnMask(col, rows, { s: test });
       return c.op === "not_contains" ? not(m) : m;
     }
@@ -104,7 +109,14 @@ function condition(b: Block, c: Condition): Mask | null {
       if (typeof v !== "number") return null;
       if (isColumn(c.field)) return fill(rows, 0);
       if (col.kind === "s") return col.other > 0 ? null : fill(rows, 0);
-      const cmp = c.op === "gt" ? (x: number) => x > v : c.op === "gte" ? (x: number) => x >= v : c.op === "lt" ? (x: number) => x < v : (x: number) => x <= v;
+      const cmp =
+        c.op === "gt"
+          ? (x: number) => x > v
+          : c.op === "gte"
+            ? (x: number) => x >= v
+            : c.op === "lt"
+              ? (x: number) => x < v
+              : (x: number) => x <= v;
       return columnMask(col, rows, { n: cmp });
     }
     default:
@@ -127,4 +139,3 @@ export function filterMask(b: Block, n: Node | null): Mask | null {
   }
   return acc;
 }
-

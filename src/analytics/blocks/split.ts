@@ -36,13 +36,29 @@ export interface Part {
  * Splits the window into blocks (with their filter masks) and SQL ranges. `usable(block)` lets
  * an operation refuse a block (a value it needs is held by rows of the other JSON type).
  */
-export async function split(env: BlockEnv, projectId: string, w: Window, filter: Node | null, fields: Field[], usable: (b: Block) => boolean, extra: string[] = []): Promise<Part | null> {
+export async function split(
+  env: BlockEnv,
+  projectId: string,
+  w: Window,
+  filter: Node | null,
+  fields: Field[],
+  usable: (b: Block) => boolean,
+  extra: string[] = [],
+): Promise<Part | null> {
   const part = await splitWindow(env, projectId, w, filter, fields, usable, extra);
   env.record?.(part !== null);
   return part;
 }
 
-async function splitWindow(env: BlockEnv, projectId: string, w: Window, filter: Node | null, fields: Field[], usable: (b: Block) => boolean, extra: string[]): Promise<Part | null> {
+async function splitWindow(
+  env: BlockEnv,
+  projectId: string,
+  w: Window,
+  filter: Node | null,
+  fields: Field[],
+  usable: (b: Block) => boolean,
+  extra: string[],
+): Promise<Part | null> {
   const all = [...filterFields(filter), ...fields];
   const keys = new Set<string>();
   const names = new Set<string>(extra);
@@ -58,7 +74,9 @@ async function splitWindow(env: BlockEnv, projectId: string, w: Window, filter: 
   }
   const pieces = decompose(w, "hour");
   const hourPieces = pieces.filter((p) => p.grain === "hour");
-  const raw: { from: number; to: number }[] = pieces.filter((p) => p.grain !== "hour").map((p) => ({ from: p.from, to: p.to }));
+  const raw: { from: number; to: number }[] = pieces
+    .filter((p) => p.grain !== "hour")
+    .map((p) => ({ from: p.from, to: p.to }));
   if (hourPieces.length === 0) return null;
   const from = hourPieces[0].from;
   const to = hourPieces[hourPieces.length - 1].to;
@@ -93,11 +111,21 @@ async function splitWindow(env: BlockEnv, projectId: string, w: Window, filter: 
 }
 
 /** SQL rows of the raw ranges: `SELECT <select> FROM events e WHERE <window, filter, range>` per range. */
-export function rawSource(projectId: string, w: Window, filter: Node | null, slots: SlotMap, ranges: { from: number; to: number }[], select: (ctx: Ctx) => string): { sql: string; params: Params } | null {
+export function rawSource(
+  projectId: string,
+  w: Window,
+  filter: Node | null,
+  slots: SlotMap,
+  ranges: { from: number; to: number }[],
+  select: (ctx: Ctx) => string,
+): { sql: string; params: Params } | null {
   if (ranges.length === 0) return null;
   const params = new Params();
   const s = rawScan(projectId, w, filter, slots, params);
   const cols = select(s.ctx);
-  const parts = ranges.map((r) => `SELECT ${cols} FROM events e WHERE ${s.where} AND e.ts >= ${params.add(new Date(r.from))} AND e.ts < ${params.add(new Date(r.to))}`);
+  const parts = ranges.map(
+    (r) =>
+      `SELECT ${cols} FROM events e WHERE ${s.where} AND e.ts >= ${params.add(new Date(r.from))} AND e.ts < ${params.add(new Date(r.to))}`,
+  );
   return { sql: parts.join(" UNION ALL "), params };
 }

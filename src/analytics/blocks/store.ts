@@ -31,7 +31,12 @@ export class BlockStore {
        ORDER BY r.bucket`,
       [projectId, new Date(from), new Date(to), keys],
     );
-    return r.rows.map((x) => ({ hour: Number(x.h), events: x.n, usable: x.ok === true, builtAt: x.built === null ? 0 : Number(x.built) }));
+    return r.rows.map((x) => ({
+      hour: Number(x.h),
+      events: x.n,
+      usable: x.ok === true,
+      builtAt: x.built === null ? 0 : Number(x.built),
+    }));
   }
 
   /**

@@ -66,7 +66,8 @@ function show(v: unknown): string {
 
 /** Characters Discord counts toward the 6000 limit of one embed. */
 export function embedChars(e: DiscordEmbed): number {
-  let n = (e.title?.length ?? 0) + (e.description?.length ?? 0) + (e.footer?.text.length ?? 0) + (e.author?.name.length ?? 0);
+  let n =
+    (e.title?.length ?? 0) + (e.description?.length ?? 0) + (e.footer?.text.length ?? 0) + (e.author?.name.length ?? 0);
   for (const f of e.fields ?? []) n += f.name.length + f.value.length;
   return n;
 }
@@ -115,7 +116,11 @@ export function fitDiscordLimits(m: DiscordMessage): DiscordMessage {
 export function discordMessage(env: Envelope): DiscordMessage {
   const d = env.data;
   const isIncident = env.type === "incident.started" || env.type === "incident.recovered";
-  const embed: DiscordEmbed = { timestamp: env.createdAt, footer: { text: `Vigil · project ${env.projectId} · delivery ${env.id}` }, author: { name: "Vigil" } };
+  const embed: DiscordEmbed = {
+    timestamp: env.createdAt,
+    footer: { text: `Vigil · project ${env.projectId} · delivery ${env.id}` },
+    author: { name: "Vigil" },
+  };
   const fields: DiscordField[] = [];
   if (isIncident) {
     const started = env.type === "incident.started";
@@ -123,12 +128,20 @@ export function discordMessage(env: Envelope): DiscordMessage {
     embed.title = `${started ? "🔴 Down" : "🟢 Recovered"}: ${name}`;
     embed.color = started ? COLORS.started : COLORS.recovered;
     const inc = (d.incident && typeof d.incident === "object" ? d.incident : d) as Record<string, unknown>;
-    embed.description = typeof inc.title === "string" && inc.title ? inc.title : started ? "A monitor missed its heartbeat deadline." : "The monitor is receiving heartbeats again.";
-    for (const k of ["id", "monitorId", "status", "startedAt", "endedAt", "durationMs"]) if (inc[k] !== undefined && inc[k] !== null) fields.push({ name: k === "id" ? "incidentId" : k, value: show(inc[k]), inline: true });
+    embed.description =
+      typeof inc.title === "string" && inc.title
+        ? inc.title
+        : started
+          ? "A monitor missed its heartbeat deadline."
+          : "The monitor is receiving heartbeats again.";
+    for (const k of ["id", "monitorId", "status", "startedAt", "endedAt", "durationMs"])
+      if (inc[k] !== undefined && inc[k] !== null)
+        fields.push({ name: k === "id" ? "incidentId" : k, value: show(inc[k]), inline: true });
   } else {
     embed.title = env.type;
     embed.color = COLORS.event;
-    for (const k of ["userId", "groupId", "sourceId"]) if (d[k]) fields.push({ name: k, value: show(d[k]), inline: true });
+    for (const k of ["userId", "groupId", "sourceId"])
+      if (d[k]) fields.push({ name: k, value: show(d[k]), inline: true });
     const props = (d.data && typeof d.data === "object" ? d.data : d) as Record<string, unknown>;
     for (const [k, v] of Object.entries(props)) fields.push({ name: k, value: show(v), inline: typeof v !== "object" });
     embed.description = `\`\`\`json\n${truncate(JSON.stringify(props, null, 2), DISCORD_LIMITS.description - 12)}\n\`\`\``;

@@ -9,6 +9,12 @@ export interface Envelope {
   data: Record<string, unknown>;
 }
 
-export function envelope(d: { id: string; eventType: string; createdAt: Date; projectId: string; payload: Record<string, unknown> }): Envelope {
+export function envelope(d: {
+  id: string;
+  eventType: string;
+  createdAt: Date;
+  projectId: string;
+  payload: Record<string, unknown>;
+}): Envelope {
   return { id: d.id, type: d.eventType, createdAt: d.createdAt.toISOString(), projectId: d.projectId, data: d.payload };
 }

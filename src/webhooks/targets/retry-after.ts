@@ -1,7 +1,12 @@
 // The receiver's "wait before retrying", read the same way for every type today: a 429 or 503 with
 // Discord's JSON `retry_after` (seconds) or a Retry-After header (seconds or an HTTP date), in ms.
 
-export function retryAfterMs(status: number, headers: Record<string, string | string[] | undefined>, body: string, now: Date): number | undefined {
+export function retryAfterMs(
+  status: number,
+  headers: Record<string, string | string[] | undefined>,
+  body: string,
+  now: Date,
+): number | undefined {
   if (status !== 429 && status !== 503) return undefined;
   try {
     const j = JSON.parse(body) as { retry_after?: unknown };

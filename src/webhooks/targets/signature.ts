@@ -20,7 +20,8 @@ export function signatureHeader(secret: string, rawBody: string | Buffer, timest
   return `t=${timestampSeconds},v1=${computeSignature(secret, timestampSeconds, rawBody)}`;
 }
 
-export type VerifyResult = { ok: true; timestamp: number } | { ok: false; reason: "malformed" | "too_old" | "mismatch" };
+export type VerifyResult =
+  { ok: true; timestamp: number } | { ok: false; reason: "malformed" | "too_old" | "mismatch" };
 
 /**
  * Verifies an X-Vigil-Signature header against the raw body as received (before any JSON parse)

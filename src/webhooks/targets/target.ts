@@ -17,10 +17,21 @@ export interface WebhookTarget {
   /** The request body of one attempt (POSTed as application/json). */
   body(env: Envelope): string;
   /** Headers of this type beyond content-type, user-agent, content-length and host. */
-  headers(attempt: { env: Envelope; eventId: string; body: string; secret: string | null; now: Date }): Record<string, string>;
+  headers(attempt: {
+    env: Envelope;
+    eventId: string;
+    body: string;
+    secret: string | null;
+    now: Date;
+  }): Record<string, string>;
   /**
    * From a failed answer: how long the receiver asked us to wait (ms), if it said; the retry then
    * waits at least that long (retry.ts).
    */
-  retryAfterMs(status: number, headers: Record<string, string | string[] | undefined>, body: string, now: Date): number | undefined;
+  retryAfterMs(
+    status: number,
+    headers: Record<string, string | string[] | undefined>,
+    body: string,
+    now: Date,
+  ): number | undefined;
 }
