@@ -1,7 +1,9 @@
 import { z } from "zod";
+import type { CreateMonitorRequest, UpdateMonitorRequest } from "../../gen/vigil/v1/uptime_pb.js";
 import { badRequest } from "../shared/errors.js";
 import { jsonObjectSchema } from "../shared/json.js";
 import { textSchema } from "../shared/text.js";
+import { num } from "./messages.js";
 import { SLUG_RE } from "./model.js";
 import { DAY_MS, HOUR_MS, timestampSchema } from "../shared/time.js";
 
@@ -132,4 +134,21 @@ export function assertDeadlineFloor(
   throw badRequest(`expectedIntervalMs + gracePeriodMs must be at least ${minMs} ms on this server (Temporal mode)`, [
     { field: "expectedIntervalMs", message: `with gracePeriodMs, at least ${minMs}` },
   ]);
+}
+
+// Proto `optional` fields and unset messages arrive as undefined; zod sees exactly what was sent.
+export const present = <T extends object>(o: T) =>
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+
+/** The monitor fields of a create or update request, for createSchema / updateSchema. */
+export function monitorFields(req: CreateMonitorRequest | UpdateMonitorRequest) {
+  return present({
+    name: req.name,
+    slug: req.slug,
+    type: req.type,
+    expectedIntervalMs: num(req.expectedIntervalMs),
+    gracePeriodMs: num(req.gracePeriodMs),
+    metadata: req.metadata,
+    tags: req.tags,
+  });
 }

@@ -83,10 +83,6 @@ export interface UptimeContext {
   rawRetentionMs: number;
 }
 
-// Proto `optional` fields and unset messages arrive as undefined; zod sees exactly what was sent.
-const present = <T extends object>(o: T) =>
-  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
-
 export function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBinding {
   const { db, auth, clock } = deps;
   const scope = (ctx: HandlerContext, projectId: string) => auth.project(ctx, projectId, "data");
@@ -108,18 +104,7 @@ export function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBindin
   return bind(UptimeService, {
     async createMonitor(req, ctx) {
       const { projectId } = await limited(ctx, req.projectId, "writes");
-      const input = validate(
-        s.createSchema,
-        present({
-          name: req.name,
-          slug: req.slug,
-          type: req.type,
-          expectedIntervalMs: num(req.expectedIntervalMs),
-          gracePeriodMs: num(req.gracePeriodMs),
-          metadata: req.metadata,
-          tags: req.tags,
-        }),
-      );
+      const input = validate(s.createSchema, s.monitorFields(req));
       s.assertDeadlineFloor(input, minDeadlineMs);
       const row = await unlessProjectGone(
         () => createMonitor(deps, projectId, input),
@@ -163,18 +148,7 @@ export function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBindin
     },
     async updateMonitor(req, ctx) {
       const { projectId } = await limited(ctx, req.projectId, "writes");
-      const input = validate(
-        s.updateSchema,
-        present({
-          name: req.name,
-          slug: req.slug,
-          type: req.type,
-          expectedIntervalMs: num(req.expectedIntervalMs),
-          gracePeriodMs: num(req.gracePeriodMs),
-          metadata: req.metadata,
-          tags: req.tags,
-        }),
-      );
+      const input = validate(s.updateSchema, s.monitorFields(req));
       s.assertDeadlineFloor(input, minDeadlineMs);
       return { data: monitorMessage(await updateMonitor(deps, projectId, req.monitorId, input, u.changed), clock()) };
     },
@@ -195,7 +169,7 @@ export function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBindin
       const { projectId } = await limited(ctx, req.projectId, "heartbeats");
       const input = validate(
         s.heartbeatSchema,
-        present({
+        s.present({
           slug: req.monitorSlug,
           status: req.status,
           latencyMs: req.latencyMs,
@@ -215,26 +189,26 @@ export function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBindin
     },
     async listHeartbeats(req, ctx) {
       const { projectId } = await scope(ctx, req.projectId);
-      const q = validate(s.heartbeatListSchema, present({ from: req.from, to: req.to, limit: req.limit }));
+      const q = validate(s.heartbeatListSchema, s.present({ from: req.from, to: req.to, limit: req.limit }));
       const m = await monitor(projectId, req.monitorId);
       return { data: (await store.listHeartbeats(db, m.id, q)).map(toHeartbeat) };
     },
     async listIncidents(req, ctx) {
       const { projectId } = await scope(ctx, req.projectId);
-      const q = validate(s.incidentListSchema, present({ limit: req.limit }));
+      const q = validate(s.incidentListSchema, s.present({ limit: req.limit }));
       const m = await monitor(projectId, req.monitorId);
       return { data: (await store.listIncidents(db, m.id, q.limit)).map(incidentMessage) };
     },
     async updateIncident(req, ctx) {
       const { projectId } = await limited(ctx, req.projectId, "writes");
-      const input = validate(s.incidentPatchSchema, present({ title: req.title, description: req.description }));
+      const input = validate(s.incidentPatchSchema, s.present({ title: req.title, description: req.description }));
       const row = await store.patchIncident(db, projectId, req.incidentId, input, clock());
       if (!row) throw notFound("incident");
       return { data: incidentMessage(row) };
     },
     async getMonitorStats(req, ctx) {
       const { projectId } = await scope(ctx, req.projectId);
-      const q = validate(s.statsSchema, present({ period: req.period, from: req.from, to: req.to }));
+      const q = validate(s.statsSchema, s.present({ period: req.period, from: req.from, to: req.to }));
       const now = clock();
       const { from, to } = s.statsWindow(q, now);
       const m = await monitor(projectId, req.monitorId);
@@ -246,7 +220,7 @@ export function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBindin
     },
     async getMonitorHistory(req, ctx) {
       const { projectId } = await scope(ctx, req.projectId);
-      const q = validate(s.historySchema, present({ window: req.window }));
+      const q = validate(s.historySchema, s.present({ window: req.window }));
       const m = await monitor(projectId, req.monitorId);
       return { data: { window: q.window, buckets: (await history(db, m, q.window, clock())).map(bucketMessage) } };
     },

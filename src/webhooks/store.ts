@@ -76,15 +76,8 @@ export async function listWebhooks(q: Queryable, projectId: string): Promise<Web
 
 export async function insertWebhook(
   q: Queryable,
-  w: {
-    id: string;
+  w: Pick<WebhookRow, "id" | "name" | "type" | "url" | "events" | "secret" | "enabled"> & {
     projectId: string;
-    name: string;
-    type: WebhookType;
-    url: string;
-    events: string[];
-    secret: string | null;
-    enabled: boolean;
     now: Date;
   },
 ): Promise<WebhookRow> {
