@@ -63,9 +63,6 @@ export function toHeartbeat(r: HeartbeatRow) {
 // Whole by construction (epoch-ms differences, bigint columns, counts); rounded so a stray fraction never fails the encoding.
 const big = (v: number) => BigInt(Math.round(v));
 
-/** A request's int64 field as a number for validation (exact below 2^53; larger ones fail the range checks). */
-export const num = (v: bigint | undefined): number | undefined => (v === undefined ? undefined : Number(v));
-
 export function monitorMessage(r: MonitorRow, now: Date): MessageInitShape<typeof MonitorSchema> {
   const m = toMonitor(r, now);
   // metadata and tags are stored jsonb objects (JSON by construction).

@@ -3,7 +3,6 @@ import type { CreateMonitorRequest, UpdateMonitorRequest } from "../../gen/vigil
 import { badRequest } from "../shared/errors.js";
 import { jsonObjectSchema } from "../shared/json.js";
 import { textSchema } from "../shared/text.js";
-import { num } from "./messages.js";
 import { SLUG_RE } from "./model.js";
 import { DAY_MS, HOUR_MS, timestampSchema } from "../shared/time.js";
 
@@ -135,6 +134,9 @@ export function assertDeadlineFloor(
     { field: "expectedIntervalMs", message: `with gracePeriodMs, at least ${minMs}` },
   ]);
 }
+
+/** A request's int64 field as a number for validation (exact below 2^53; larger ones fail the range checks). */
+export const num = (v: bigint | undefined): number | undefined => (v === undefined ? undefined : Number(v));
 
 // Proto `optional` fields and unset messages arrive as undefined; zod sees exactly what was sent.
 export const present = <T extends object>(o: T) =>

@@ -14,7 +14,7 @@ import { listMonitorsPage } from "./monitor-list.js";
 import { createMonitor, deleteMonitor, pauseMonitor, resumeMonitor, updateMonitor } from "./monitors.js";
 import * as s from "./requests.js";
 import { heartbeatFigures, history, timeFigures, uptime24h } from "./stats.js";
-import { bucketMessage, incidentMessage, monitorMessage, num, statsMessage, toHeartbeat } from "./messages.js";
+import { bucketMessage, incidentMessage, monitorMessage, statsMessage, toHeartbeat } from "./messages.js";
 import * as store from "./store.js";
 import type { MonitorRow } from "./store.js";
 import { EmbeddedScheduler } from "./scheduler.js";
@@ -174,8 +174,8 @@ export function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBindin
           status: req.status,
           latencyMs: req.latencyMs,
           metadata: req.metadata,
-          expectedIntervalMs: num(req.expectedIntervalMs),
-          gracePeriodMs: num(req.gracePeriodMs),
+          expectedIntervalMs: s.num(req.expectedIntervalMs),
+          gracePeriodMs: s.num(req.gracePeriodMs),
         }),
       );
       s.assertDeadlineFloor(input, minDeadlineMs);
