@@ -13,6 +13,11 @@ export const AGGREGATIONS = {
   avg: { numeric: true },
   min: { numeric: true },
   max: { numeric: true },
+  /**
+   * Vigil's own (not in the spec's list): the sample standard deviation (PostgreSQL's `stddev`,
+   * n − 1 in the denominator); null for fewer than two numbers.
+   */
+  stddev: { numeric: true },
   /** Spelled `p1`..`p99`: exact percentile_cont (linear interpolation). */
   percentile: { numeric: true },
 } as const satisfies Record<string, { numeric: boolean }>;
@@ -43,6 +48,7 @@ export function operationName(op: Operation): string {
     case "avg":
     case "min":
     case "max":
+    case "stddev":
       return op.kind;
     default:
       return assertNever(op, "aggregation");

@@ -113,6 +113,14 @@ function compareSql(ctx: Ctx, f: Field, op: keyof typeof CMP, v: Scalar): string
   return `analytics_try_timestamptz(${textSql(ctx, f)}) ${o} ${p.add(v)}::timestamptz`;
 }
 
+const startsWithSql = (ctx: Ctx, f: Field, v: string): string =>
+  `starts_with(${textSql(ctx, f)}, ${ctx.params.add(v)}::text)`;
+
+function endsWithSql(ctx: Ctx, f: Field, value: string): string {
+  const v = ctx.params.add(value);
+  return `right(${textSql(ctx, f)}, char_length(${v}::text)) = ${v}::text`;
+}
+
 /** Every operator's SQL (filters.ts lists them); a missing one is a compile error (assertNever). */
 function conditionSql(ctx: Ctx, c: Condition): string {
   const f = c.field;
@@ -132,11 +140,13 @@ function conditionSql(ctx: Ctx, c: Condition): string {
     case "not_contains":
       return not(`strpos(${textSql(ctx, f)}, ${p.add(c.value)}::text) > 0`);
     case "starts_with":
-      return `starts_with(${textSql(ctx, f)}, ${p.add(c.value)}::text)`;
-    case "ends_with": {
-      const v = p.add(c.value);
-      return `right(${textSql(ctx, f)}, char_length(${v}::text)) = ${v}::text`;
-    }
+      return startsWithSql(ctx, f, c.value);
+    case "not_starts_with":
+      return not(startsWithSql(ctx, f, c.value));
+    case "ends_with":
+      return endsWithSql(ctx, f, c.value);
+    case "not_ends_with":
+      return not(endsWithSql(ctx, f, c.value));
     case "exists":
     case "not_exists": {
       const e = f.kind === "column" ? `${columnSql(ctx, f)} IS NOT NULL` : `${jsonSql(ctx, f)} IS NOT NULL`;

@@ -24,7 +24,7 @@ export const MAX_FILTER_NODES = 300;
 export type ValueShape = "scalar" | "text" | "list" | "order" | "none";
 
 /**
- * The filter operators (the spec's list, in its order) and the shape of each one's value: the one
+ * The filter operators (the spec's list, in its order, then Vigil's own) and the shape of each one's value: the one
  * list of them. A new operator is a line here; tsc then names every switch that must say what it
  * means: compile.ts (SQL) and blocks/eval.ts (column blocks), each ending in assertNever.
  * docs/architecture.md: "Add an analytics operator".
@@ -36,6 +36,9 @@ export const OPERATORS = {
   not_contains: "text",
   starts_with: "text",
   ends_with: "text",
+  /** Vigil's own (not in the spec's list): the complements of starts_with and ends_with. */
+  not_starts_with: "text",
+  not_ends_with: "text",
   in: "list",
   not_in: "list",
   gt: "order",

@@ -168,6 +168,9 @@ export async function aggregate(
       case "max":
         expr = `${op.kind}(${numeric()})`;
         break;
+      case "stddev":
+        expr = `stddev_samp(${numeric()})`;
+        break;
       case "percentile":
         expr = `percentile_cont(${op.fraction}::float8) WITHIN GROUP (ORDER BY ${numeric()})`;
         break;

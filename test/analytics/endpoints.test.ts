@@ -83,7 +83,7 @@ describe("timeseries", () => {
 
 describe("aggregate", () => {
   it("computes exact percentiles (percentile_cont) and ignores non-numbers", async () => {
-    const ops = ["count", "count_unique", "sum", "avg", "min", "max", "p50", "p90", "p95", "p99"];
+    const ops = ["count", "count_unique", "sum", "avg", "min", "max", "p50", "p90", "p95", "p99", "stddev"];
     const aggregations = ops.map((operation) => ({
       name: operation,
       operation,
@@ -92,6 +92,7 @@ describe("aggregate", () => {
     aggregations.push(
       { name: "plans", operation: "count_unique", field: "plan" },
       { name: "none", operation: "avg", field: "data.missing" },
+      { name: "sdNone", operation: "stddev", field: "data.missing" },
     );
     const r = await post("analytics/aggregate", { time: ALL, aggregations });
     assert.equal(r.status, 200, r.text);
@@ -108,12 +109,14 @@ describe("aggregate", () => {
       p90: 65.25,
       p95: 67.625,
       p99: 69.525,
+      stddev: 23.74956139945887, // sample standard deviation (n − 1), Vigil's own operation
       plans: 3,
       none: null,
+      sdNone: null,
     });
     assert.deepEqual(
       r.body.data.results.map((x: { name: string }) => x.name),
-      [...ops, "plans", "none"],
+      [...ops, "plans", "none", "sdNone"],
     );
   });
   it("refuses numeric operations without a numeric field, unknown operations and duplicate names", async () => {

@@ -196,6 +196,7 @@ describe("fast paths answer exactly like the JSON path", () => {
           { name: "mn", operation: "min", field: "amount" },
           { name: "mx", operation: "max", field: "data.amount" },
           { name: "p95", operation: "p95", field: "amount" },
+          { name: "sd", operation: "stddev", field: "amount" },
         ],
       });
       await same("analytics/unique", { time, filters, field: pick(["plan", "country", "amount", "userId"]) });
@@ -336,6 +337,7 @@ describe("column blocks answer exactly like the JSON path", () => {
           { name: "mx", operation: "max", field: "amount" },
           { name: "p50", operation: "p50", field: "amount" },
           { name: "p95", operation: "p95", field: "amount" },
+          { name: "sd", operation: "stddev", field: "amount" },
         ],
       });
       await sameQ("analytics/unique", {

@@ -51,6 +51,13 @@ describe("filters over the real port", () => {
     ["not_contains", c("plan", "not_contains", "ro"), 5],
     ["starts_with", c("plan", "starts_with", "fr"), 1],
     ["ends_with", c("plan", "ends_with", "am"), 1],
+    ["not_starts_with includes missing fields (Vigil's own)", c("plan", "not_starts_with", "fr"), 7],
+    ["not_ends_with includes missing fields (Vigil's own)", c("plan", "not_ends_with", "am"), 7],
+    [
+      "not_starts_with: of the amounts only the string '40' is text starting with 4",
+      c("amount", "not_starts_with", "4"),
+      7,
+    ],
     ["in with mixed types", c("amount", "in", [10, "40"]), 2],
     ["not_in", c("amount", "not_in", [10, "40"]), 6],
     ["gt numeric ignores strings", c("amount", "gt", 25), 4],

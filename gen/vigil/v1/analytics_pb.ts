@@ -380,7 +380,7 @@ export type Aggregation = Message<"vigil.v1.Aggregation"> & {
   field?: string | undefined;
 
   /**
-   * count, count_unique, sum, avg, min, max, p1..p99.
+   * count, count_unique, sum, avg, min, max, stddev, p1..p99.
    *
    * @generated from field: string operation = 3;
    */
@@ -436,7 +436,7 @@ export type AggregationResult = Message<"vigil.v1.AggregationResult"> & {
   name: string;
 
   /**
-   * Null when no value qualified (avg/min/max/percentiles of no numbers).
+   * Null when no value qualified (avg/min/max/percentiles of no numbers, stddev of fewer than two).
    *
    * @generated from field: optional double value = 2;
    */

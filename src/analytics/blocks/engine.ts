@@ -220,8 +220,10 @@ export async function blockAggregate(
       case "avg":
       case "min":
       case "max":
+      case "stddev":
       case "percentile": {
         const values = numbersOf(f!, ai);
+        if (op.kind === "stddev") return sampleStddev(values);
         if (values.length === 0) return null;
         // Selection reorders its input: a copy keeps the shared numbers in gathering order.
         if (op.kind === "percentile") return percentileCont(values.slice(), op.fraction);
@@ -233,6 +235,18 @@ export async function blockAggregate(
         return assertNever(op, "aggregation");
     }
   });
+}
+
+/** The sample standard deviation (as PostgreSQL's stddev_samp: two passes; null below two values). */
+export function sampleStddev(values: Float64Array): number | null {
+  const n = values.length;
+  if (n < 2) return null;
+  let sum = 0;
+  for (let i = 0; i < n; i++) sum += values[i];
+  const mean = sum / n;
+  let sq = 0;
+  for (let i = 0; i < n; i++) sq += (values[i] - mean) ** 2;
+  return Math.sqrt(sq / (n - 1));
 }
 
 function colKind(env: BlockEnv, f: Field): "s" | "n" | null {

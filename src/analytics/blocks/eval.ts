@@ -81,18 +81,22 @@ function condition(b: Block, c: Condition): Mask | null {
     case "contains":
     case "not_contains":
     case "starts_with":
-    case "ends_with": {
-      // Text of a JSON string only: numbers never match; strings held by `other` rows might.
-      if (col.kind === "n") return col.other > 0 ? null : c.op === "not_contains" ? fill(rows, 1) : fill(rows, 0);
+    case "not_starts_with":
+    case "ends_with":
+    case "not_ends_with": {
+      // Text of a JSON string only: numbers never match; strings held by `other` rows might. A
+      // negation is the complement of its positive (docs/analytics.md).
+      const negated = c.op === "not_contains" || c.op === "not_starts_with" || c.op === "not_ends_with";
+      if (col.kind === "n") return col.other > 0 ? null : fill(rows, negated ? 1 : 0);
       const v = c.value;
       const test =
-        c.op === "starts_with"
+        c.op === "starts_with" || c.op === "not_starts_with"
           ? (s: string) => s.startsWith(v)
-          : c.op === "ends_with"
+          : c.op === "ends_with" || c.op === "not_ends_with"
             ? (s: string) => s.endsWith(v)
             : (s: string) => s.includes(v);
       const m = columnMask(col, rows, { s: test });
-      return c.op === "not_contains" ? not(m) : m;
+      return negated ? not(m) : m;
     }
     case "exists":
     case "not_exists": {
