@@ -39,8 +39,8 @@ const EXTENSIONS: Extension[] = [
     table: "analytics aggregations (AGGREGATIONS)",
     file: "src/analytics/aggregations.ts",
     after: "  max: { numeric: true },\n",
-    entry: "  stddev: { numeric: true },\n",
-    member: "stddev",
+    entry: "  variance: { numeric: true },\n",
+    member: "variance",
     switches: ["src/analytics/aggregations.ts", "src/analytics/queries.ts", "src/analytics/blocks/engine.ts"],
   },
   {

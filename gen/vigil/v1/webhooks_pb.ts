@@ -30,7 +30,7 @@ export type Webhook = Message<"vigil.v1.Webhook"> & {
   name: string;
 
   /**
-   * http or discord.
+   * http or discord (the spec's), or mattermost (Vigil's own).
    *
    * @generated from field: string type = 3;
    */
@@ -118,7 +118,7 @@ export type WebhookWithSecret = Message<"vigil.v1.WebhookWithSecret"> & {
   updatedAt: string;
 
   /**
-   * `whsec_...` for http webhooks; null for discord webhooks.
+   * `whsec_...` for http webhooks; null for discord and mattermost webhooks.
    *
    * @generated from field: optional string secret = 9;
    */

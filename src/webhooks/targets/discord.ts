@@ -1,5 +1,6 @@
 import type { Envelope } from "./envelope.js";
 import { retryAfterMs } from "./retry-after.js";
+import { summarize, truncate } from "./summary.js";
 import type { WebhookTarget } from "./target.js";
 
 // `discord`: channel-webhook messages (decisions.md: Webhooks: `{content, embeds}`, within Discord's
@@ -46,23 +47,9 @@ export interface DiscordMessage {
   embeds: DiscordEmbed[];
 }
 
-const COLORS = { started: 0xe5484d, recovered: 0x30a46c, event: 0x5b5bd6 };
+export const COLORS = { started: 0xe5484d, recovered: 0x30a46c, event: 0x5b5bd6 };
 
-/** Cuts to `max` UTF-16 units (what Discord counts), marking the cut with an ellipsis. */
-export function truncate(s: string, max: number): string {
-  if (s.length <= max) return s;
-  if (max <= 1) return s.slice(0, max);
-  let cut = s.slice(0, max - 1);
-  // Do not leave half of a surrogate pair.
-  if (/[\uD800-\uDBFF]$/.test(cut)) cut = cut.slice(0, -1);
-  return `${cut}…`;
-}
-
-function show(v: unknown): string {
-  if (v === null || v === undefined) return "—";
-  if (typeof v === "string") return v === "" ? "—" : v;
-  return JSON.stringify(v);
-}
+export { truncate };
 
 /** Characters Discord counts toward the 6000 limit of one embed. */
 export function embedChars(e: DiscordEmbed): number {
@@ -114,40 +101,21 @@ export function fitDiscordLimits(m: DiscordMessage): DiscordMessage {
 
 /** The Discord message for a delivery envelope (an event, an incident, or a test). */
 export function discordMessage(env: Envelope): DiscordMessage {
-  const d = env.data;
-  const isIncident = env.type === "incident.started" || env.type === "incident.recovered";
+  const sum = summarize(env);
   const embed: DiscordEmbed = {
     timestamp: env.createdAt,
     footer: { text: `Vigil · project ${env.projectId} · delivery ${env.id}` },
     author: { name: "Vigil" },
+    title: sum.title,
+    color: COLORS[sum.kind],
+    description:
+      sum.props === undefined
+        ? sum.description
+        : `\`\`\`json\n${truncate(JSON.stringify(sum.props, null, 2), DISCORD_LIMITS.description - 12)}\n\`\`\``,
+    fields: sum.fields,
   };
-  const fields: DiscordField[] = [];
-  if (isIncident) {
-    const started = env.type === "incident.started";
-    const name = show(d.monitorName ?? (d.monitor as { name?: unknown } | undefined)?.name ?? d.monitorId);
-    embed.title = `${started ? "🔴 Down" : "🟢 Recovered"}: ${name}`;
-    embed.color = started ? COLORS.started : COLORS.recovered;
-    const inc = (d.incident && typeof d.incident === "object" ? d.incident : d) as Record<string, unknown>;
-    embed.description =
-      typeof inc.title === "string" && inc.title
-        ? inc.title
-        : started
-          ? "A monitor missed its heartbeat deadline."
-          : "The monitor is receiving heartbeats again.";
-    for (const k of ["id", "monitorId", "status", "startedAt", "endedAt", "durationMs"])
-      if (inc[k] !== undefined && inc[k] !== null)
-        fields.push({ name: k === "id" ? "incidentId" : k, value: show(inc[k]), inline: true });
-  } else {
-    embed.title = env.type;
-    embed.color = COLORS.event;
-    for (const k of ["userId", "groupId", "sourceId"])
-      if (d[k]) fields.push({ name: k, value: show(d[k]), inline: true });
-    const props = (d.data && typeof d.data === "object" ? d.data : d) as Record<string, unknown>;
-    for (const [k, v] of Object.entries(props)) fields.push({ name: k, value: show(v), inline: typeof v !== "object" });
-    embed.description = `\`\`\`json\n${truncate(JSON.stringify(props, null, 2), DISCORD_LIMITS.description - 12)}\n\`\`\``;
-  }
-  embed.fields = fields;
-  const content = isIncident ? `**${env.type}** · ${embed.title}` : `**${env.type}** in project \`${env.projectId}\``;
+  const content =
+    sum.kind === "event" ? `**${env.type}** in project \`${env.projectId}\`` : `**${env.type}** · ${embed.title}`;
   return fitDiscordLimits({ content, username: "Vigil", embeds: [embed] });
 }
 

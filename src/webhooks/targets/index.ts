@@ -1,5 +1,6 @@
 import { discordTarget } from "./discord.js";
 import { httpTarget } from "./http.js";
+import { mattermostTarget } from "./mattermost.js";
 import type { WebhookTarget } from "./target.js";
 
 // The webhook types: one entry per type, and the only list of them. The `type` column, the create
@@ -9,6 +10,8 @@ import type { WebhookTarget } from "./target.js";
 export const TARGETS = {
   http: httpTarget,
   discord: discordTarget,
+  /** Vigil's own, beyond the spec's two (docs/webhooks.md). */
+  mattermost: mattermostTarget,
 } as const satisfies Record<string, WebhookTarget>;
 
 export type WebhookType = keyof typeof TARGETS;

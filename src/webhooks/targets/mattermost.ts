@@ -1,0 +1,94 @@
+import { badRequest } from "../../shared/errors.js";
+import type { Envelope } from "./envelope.js";
+import { retryAfterMs } from "./retry-after.js";
+import { summarize, truncate } from "./summary.js";
+import type { WebhookTarget } from "./target.js";
+
+// `mattermost`: Vigil's own type, beyond the spec's `http` and `discord` (docs/webhooks.md). A
+// Mattermost incoming webhook (https://<server>/hooks/<id>, the server possibly under a path) takes
+// a Slack-style JSON message: `text` (Markdown), `username`, and `attachments` with a colour bar,
+// fields and a footer. Unsigned: the hook URL is the credential, as for Discord. Mattermost splits a
+// post over 16,383 characters and drops attachment text past its props limit, so everything is cut
+// to fit well within them here. Pure functions, tested directly.
+
+export const MATTERMOST_LIMITS = {
+  /** The post's `text`. */
+  text: 4000,
+  /** An attachment's title, and a field's title. */
+  title: 256,
+  /** An attachment's text. */
+  attachmentText: 8000,
+  fields: 25,
+  fieldValue: 1024,
+  footer: 1024,
+} as const;
+
+export interface MattermostField {
+  title: string;
+  value: string;
+  short: boolean;
+}
+
+export interface MattermostAttachment {
+  fallback: string;
+  color: string;
+  title: string;
+  text?: string;
+  fields: MattermostField[];
+  footer: string;
+  /** Unix seconds. */
+  ts: number;
+}
+
+export interface MattermostMessage {
+  username: string;
+  text: string;
+  attachments: MattermostAttachment[];
+}
+
+const COLORS = { started: "#e5484d", recovered: "#30a46c", event: "#5b5bd6" } as const;
+
+/** The Mattermost message for a delivery envelope (an event, an incident, or a test). */
+export function mattermostMessage(env: Envelope): MattermostMessage {
+  const sum = summarize(env);
+  const L = MATTERMOST_LIMITS;
+  const text =
+    sum.props === undefined
+      ? sum.description
+      : `\`\`\`json\n${truncate(JSON.stringify(sum.props, null, 2), L.attachmentText - 12)}\n\`\`\``;
+  const title = truncate(sum.title, L.title);
+  return {
+    username: "Vigil",
+    text: truncate(sum.kind === "event" ? `**${env.type}** in project \`${env.projectId}\`` : `**${title}**`, L.text),
+    attachments: [
+      {
+        fallback: title,
+        color: COLORS[sum.kind],
+        title,
+        ...(text === undefined ? {} : { text: truncate(text, L.attachmentText) }),
+        fields: sum.fields.slice(0, L.fields).map((f) => ({
+          title: truncate(f.name || "—", L.title),
+          value: truncate(f.value || "—", L.fieldValue),
+          short: f.inline,
+        })),
+        footer: truncate(`Vigil · project ${env.projectId} · delivery ${env.id}`, L.footer),
+        ts: Math.floor(Date.parse(env.createdAt) / 1000),
+      },
+    ],
+  };
+}
+
+/** An incoming-webhook URL's path ends in /hooks/<id> (the id: 26 lowercase letters and digits). */
+const HOOK_PATH = /\/hooks\/[a-z0-9]{26}$/;
+
+export const mattermostTarget: WebhookTarget = {
+  signed: false,
+  checkUrl(url) {
+    const message = "must be a Mattermost incoming-webhook URL (…/hooks/<26-character id>)";
+    if (!HOOK_PATH.test(url.pathname))
+      throw badRequest(`invalid request: url: ${message}`, [{ field: "url", message }]);
+  },
+  body: (env) => JSON.stringify(mattermostMessage(env)),
+  headers: () => ({}),
+  retryAfterMs,
+};
