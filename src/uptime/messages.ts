@@ -2,12 +2,13 @@ import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import type {
   HistoryBucketSchema,
   IncidentSchema,
+  IncidentUpdateSchema,
   MonitorSchema,
   MonitorStatsSchema,
 } from "../../gen/vigil/v1/uptime_pb.js";
 import { timeUp } from "./model.js";
 import type { HeartbeatFigures } from "./stats.js";
-import { stateOf, type HeartbeatRow, type IncidentRow, type MonitorRow } from "./store.js";
+import { stateOf, type HeartbeatRow, type IncidentRow, type IncidentUpdateRow, type MonitorRow } from "./store.js";
 
 // Rows and figures as uptime response messages. Milliseconds and counts are int64 in the proto
 // (bigint in protobuf-es); the plain-number shapes (toMonitor, toIncident) stay what webhook payloads
@@ -79,6 +80,10 @@ export function monitorMessage(r: MonitorRow, now: Date): MessageInitShape<typeo
 export function incidentMessage(r: IncidentRow): MessageInitShape<typeof IncidentSchema> {
   const i = toIncident(r);
   return { ...i, durationMs: i.durationMs === undefined ? undefined : big(i.durationMs) };
+}
+
+export function incidentUpdateMessage(r: IncidentUpdateRow): MessageInitShape<typeof IncidentUpdateSchema> {
+  return { id: r.id, incidentId: r.incident_id, message: r.message, createdAt: r.created_at.toISOString() };
 }
 
 export function statsMessage(

@@ -72,6 +72,9 @@ export const incidentPatchSchema = z
     path: ["title"],
   });
 
+/** An incident update (decisions.md: Status pages): public text, shown as given (trimmed) on status pages. */
+export const incidentUpdateSchema = z.object({ message: textSchema({ min: 1, max: 2000 }) });
+
 export const limitSchema = (def: number, max: number) =>
   z.number().int("must be a whole number").min(1, "at least 1").max(max, `at most ${max}`).default(def);
 

@@ -2,7 +2,8 @@ import type { HandlerContext } from "@connectrpc/connect";
 import { UptimeService } from "../../gen/vigil/v1/uptime_pb.js";
 import type { UptimeDeps } from "./deps.js";
 import { bind, type Feature, type ServiceBinding } from "../shared/feature.js";
-import { notFound } from "../shared/errors.js";
+import { conflict, notFound } from "../shared/errors.js";
+import { newId } from "../shared/ids.js";
 import { unlessProjectGone } from "../shared/gone.js";
 import { DAY_MS, HOUR_MS } from "../shared/time.js";
 import { validate } from "../shared/validate.js";
@@ -14,7 +15,14 @@ import { listMonitorsPage } from "./monitor-list.js";
 import { createMonitor, deleteMonitor, pauseMonitor, resumeMonitor, updateMonitor } from "./monitors.js";
 import * as s from "./requests.js";
 import { heartbeatFigures, history, timeFigures, uptime24h } from "./stats.js";
-import { bucketMessage, incidentMessage, monitorMessage, statsMessage, toHeartbeat } from "./messages.js";
+import {
+  bucketMessage,
+  incidentMessage,
+  incidentUpdateMessage,
+  monitorMessage,
+  statsMessage,
+  toHeartbeat,
+} from "./messages.js";
 import * as store from "./store.js";
 import type { MonitorRow } from "./store.js";
 import { EmbeddedScheduler } from "./scheduler.js";
@@ -205,6 +213,32 @@ export function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBindin
       const row = await store.patchIncident(db, projectId, req.incidentId, input, clock());
       if (!row) throw notFound("incident");
       return { data: incidentMessage(row) };
+    },
+    // Incident updates (decisions.md: Status pages, "member or above"): the access of the other
+    // incident routes (an API key of the project or any member's session); posting counts as a
+    // management write, like PATCH incident.
+    async createIncidentUpdate(req, ctx) {
+      const { projectId } = await limited(ctx, req.projectId, "writes");
+      const input = validate(s.incidentUpdateSchema, s.present({ message: req.message }));
+      const row = await store.addIncidentUpdate(db, {
+        id: newId("iup"),
+        projectId,
+        incidentId: req.incidentId,
+        message: input.message,
+        now: clock(),
+      });
+      if (row === "missing") throw notFound("incident");
+      if (row === "full")
+        throw conflict(`this incident has reached its limit of ${store.MAX_INCIDENT_UPDATES} updates`, [
+          { field: "message", message: `at most ${store.MAX_INCIDENT_UPDATES} updates per incident` },
+        ]);
+      return { data: incidentUpdateMessage(row) };
+    },
+    async listIncidentUpdates(req, ctx) {
+      const { projectId } = await scope(ctx, req.projectId);
+      const rows = await store.listIncidentUpdates(db, projectId, req.incidentId);
+      if (!rows) throw notFound("incident");
+      return { data: rows.map(incidentUpdateMessage) };
     },
     async getMonitorStats(req, ctx) {
       const { projectId } = await scope(ctx, req.projectId);

@@ -1,5 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { Queryable } from "../storage/db.js";
+import { tx, type Db, type Queryable } from "../storage/db.js";
 import type { MonitorState, MonitorStatus } from "./model.js";
 
 // Rows of the uptime tables and the SQL of the service's reads and small writes (messages.ts maps
@@ -39,6 +39,14 @@ export interface IncidentRow {
   description: string | null;
   created_at: Date;
   updated_at: Date;
+}
+
+export interface IncidentUpdateRow {
+  id: string;
+  incident_id: string;
+  project_id: string;
+  message: string;
+  created_at: Date;
 }
 
 export interface HeartbeatRow {
@@ -179,6 +187,52 @@ export async function patchIncident(
     ],
   );
   return r.rows[0];
+}
+
+/** The most updates one incident holds (a status page shows them all, oldest first). */
+export const MAX_INCIDENT_UPDATES = 100;
+
+/**
+ * Adds an update to an incident of the project, under the incident's row lock: `missing` when the
+ * project has no such incident, `full` at MAX_INCIDENT_UPDATES. `created_at` is `now`, or just after
+ * the incident's latest update when that is later (a clock step back, two updates in one
+ * microsecond), so that oldest-first is always the order they were posted in.
+ */
+export async function addIncidentUpdate(
+  db: Db,
+  u: { id: string; projectId: string; incidentId: string; message: string; now: Date },
+): Promise<IncidentUpdateRow | "missing" | "full"> {
+  return tx(db, async (c) => {
+    const inc = await c.query("SELECT id FROM incidents WHERE id = $1 AND project_id = $2 FOR NO KEY UPDATE", [
+      u.incidentId,
+      u.projectId,
+    ]);
+    if (!inc.rowCount) return "missing";
+    const r = await c.query<IncidentUpdateRow>(
+      `INSERT INTO incident_updates (id, incident_id, project_id, message, created_at)
+       SELECT $1, $2, $3, $4, GREATEST($5::timestamptz, max(created_at) + interval '1 microsecond')
+         FROM incident_updates WHERE incident_id = $2
+       HAVING count(*) < $6
+       RETURNING *`,
+      [u.id, u.incidentId, u.projectId, u.message, u.now, MAX_INCIDENT_UPDATES],
+    );
+    return r.rows[0] ?? "full";
+  });
+}
+
+/** An incident's updates, oldest first; undefined when the project has no such incident. */
+export async function listIncidentUpdates(
+  q: Queryable,
+  projectId: string,
+  incidentId: string,
+): Promise<IncidentUpdateRow[] | undefined> {
+  const r = await q.query<IncidentUpdateRow>(
+    "SELECT * FROM incident_updates WHERE incident_id = $1 AND project_id = $2 ORDER BY created_at, id",
+    [incidentId, projectId],
+  );
+  if (r.rows.length) return r.rows;
+  const inc = await q.query("SELECT 1 FROM incidents WHERE id = $1 AND project_id = $2", [incidentId, projectId]);
+  return inc.rowCount ? [] : undefined;
 }
 
 /** Deletes raw heartbeats older than `before`, in slices, so that a large backlog never holds a long transaction. */
