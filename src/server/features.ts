@@ -9,6 +9,7 @@ import { identityProjection } from "../identity/projection.js";
 import { createIdentityFeature } from "../identity/service.js";
 import { metricsCommitting } from "../metrics/committing.js";
 import { createMetricsFeature } from "../metrics/service.js";
+import { createPagesFeature } from "../pages/service.js";
 import { createProjectsFeature } from "../projects/service.js";
 import type { Deps } from "../platform/deps.js";
 import type { Feature } from "../shared/feature.js";
@@ -69,6 +70,7 @@ export async function createFeatures(deps: Deps): Promise<Feature[]> {
     metrics,
     webhooks,
     uptime,
+    createPagesFeature(deps),
     // Last: the Temporal worker starts once every feature is ready.
     worker,
   ];
