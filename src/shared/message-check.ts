@@ -15,6 +15,9 @@ export interface Problem {
 }
 
 const STRUCT = "google.protobuf.Struct";
+/** JSON carried as messages (inside a Value): their own field names never appear in a path. */
+const TRANSPARENT = new Set(["google.protobuf.Value", "google.protobuf.ListValue", STRUCT]);
+const isMessage = (v: unknown): boolean => typeof (v as { $typeName?: unknown } | null)?.$typeName === "string";
 const MAX_DEPTH = 128;
 
 const join = (path: string, name: string) => (path ? `${path}.${name}` : name);
@@ -45,7 +48,8 @@ function checkElement(
 ): Problem | undefined {
   if (kind === "scalar") return checkScalar(f.scalar!, v, path);
   if (kind === "message")
-    return f.message!.typeName === STRUCT
+    // A Struct field holds JSON (protobuf-es unboxes it); a Struct inside a Value stays a message.
+    return f.message!.typeName === STRUCT && !isMessage(v)
       ? checkJson(v, path)
       : checkMessageAt(f.message!, v as Record<string, unknown>, path, depth + 1);
   return undefined;
@@ -94,10 +98,7 @@ function checkMessageAt(
     if (v === undefined || v === null) continue;
     if (depth === 0 && isBatchList(f)) continue;
     // google.protobuf.Value's fields are named for what they hold; the path names the user's field.
-    const at =
-      desc.typeName === "google.protobuf.Value" || desc.typeName === "google.protobuf.ListValue"
-        ? path
-        : join(path, f.jsonName);
+    const at = TRANSPARENT.has(desc.typeName) ? path : join(path, f.jsonName);
     const p = checkValue(f, v, at, depth);
     if (p) return p;
   }

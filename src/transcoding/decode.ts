@@ -93,8 +93,13 @@ export function decodeRequest(
   // non-object. (Other well-known types have non-object JSON forms and are left to fromJson.)
   for (const f of schema.fields) {
     if (f.fieldKind !== "message") continue;
-    if (f.message.typeName.startsWith("google.protobuf.") && f.message.typeName !== "google.protobuf.Struct") continue;
     const v = json[f.jsonName] ?? json[f.name];
+    // A ListValue's JSON form is an array (null: not given), named here for the same reason.
+    if (f.message.typeName === "google.protobuf.ListValue" && v !== undefined && v !== null && !Array.isArray(v))
+      throw badRequest(`invalid value for field '${f.jsonName}'`, [
+        { field: f.jsonName, message: "must be a JSON array" },
+      ]);
+    if (f.message.typeName.startsWith("google.protobuf.") && f.message.typeName !== "google.protobuf.Struct") continue;
     if (v !== undefined && v !== null && (typeof v !== "object" || Array.isArray(v))) {
       throw badRequest(`invalid value for field '${f.jsonName}'`, [
         { field: f.jsonName, message: "must be a JSON object" },
