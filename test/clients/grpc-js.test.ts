@@ -104,6 +104,12 @@ describe("@grpc/grpc-js against every vigil.v1 service", () => {
     const hooks = await rpc("WebhookService", "listWebhooks")({ projectId: p.projectId }, cookie);
     assert.deepEqual(hooks.res.data, []);
 
+    const page = await rpc("PageService", "createPage")(
+      { projectId: p.projectId, slug: "grpc-js-page", title: "Status", monitors: [{ monitorId: mon.res.data.id }] },
+      cookie,
+    );
+    assert.equal(page.res.data.monitors[0].monitorId, mon.res.data.id);
+
     assert.deepEqual([...called].sort(), Object.keys(services).sort(), "every vigil.v1 service is called");
   });
 

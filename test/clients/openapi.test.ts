@@ -335,6 +335,38 @@ describe("every operation against the document", () => {
     await ok("DeleteMonitor", { params: { monitorId } });
   });
 
+  it("status pages and incident updates", async () => {
+    const m = await t.rest.post(`/v1/projects/${p.projectId}/monitors`, { name: "Status API" }, { key: p.key });
+    assert.equal(m.status, 201, m.text);
+    const down = await t.rest.post(
+      `/v1/projects/${p.projectId}/heartbeats/${m.body.data.slug}`,
+      { status: "down" },
+      {
+        key: p.key,
+      },
+    );
+    assert.equal(down.status, 200, down.text);
+    const incidents = await t.rest.get(`/v1/projects/${p.projectId}/monitors/${m.body.data.id}/incidents`, {
+      key: p.key,
+    });
+    const incidentId = incidents.body.data[0].id;
+    await ok("CreateIncidentUpdate", { params: { incidentId }, body: { message: "Investigating" } });
+    await ok("ListIncidentUpdates", { params: { incidentId } });
+    const page = await ok("CreatePage", {
+      body: {
+        slug: `docs-${Date.now()}`,
+        title: "Acme status",
+        description: "Our services",
+        monitors: [{ monitorId: m.body.data.id, name: "API", section: "Public" }],
+      },
+    });
+    const pageId = page.data.id;
+    await ok("ListPages");
+    await ok("GetPage", { params: { pageId } });
+    await ok("UpdatePage", { params: { pageId }, body: { description: null, published: true, monitors: [] } });
+    await ok("DeletePage", { params: { pageId } });
+  });
+
   // The errors each operation's documented rules predict, with the parameters it succeeded with.
   it("errors: the document's rules, over every operation", async () => {
     for (const o of operations) {
