@@ -108,8 +108,8 @@ function statCpuSeconds(stat: string): number {
   return (Number(f[11]) + Number(f[12])) / 100;
 }
 
-/** Signs up, creates a project and an API key over REST; the key's secret and the project id. */
-export async function setupProject(port: number): Promise<{ key: string; projectId: string }> {
+/** Signs up, creates a project and an API key over REST; the key's secret, the project id and the owner's session cookie. */
+export async function setupProject(port: number): Promise<{ key: string; projectId: string; cookie: string }> {
   const base = `http://127.0.0.1:${port}`;
   const s = await fetch(`${base}/v1/auth/signup`, {
     method: "POST",
@@ -131,5 +131,5 @@ export async function setupProject(port: number): Promise<{ key: string; project
       body: JSON.stringify({ name: "bench", environment: "production" }),
     })
   ).json();
-  return { key: k.data.secret, projectId: p.data.id };
+  return { key: k.data.secret, projectId: p.data.id, cookie };
 }
