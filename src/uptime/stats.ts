@@ -1,5 +1,5 @@
 import type { Db } from "../storage/db.js";
-import { historyBuckets, windowFigures, type Span, type Timeline } from "./figures.js";
+import { historyBuckets, windowFigures, type Bucket, type Span, type Timeline, type WindowFigures } from "./figures.js";
 import type { WindowName } from "./requests.js";
 import type { MonitorRow } from "./store.js";
 import { DAY_MS, HOUR_MS } from "../shared/time.js";
@@ -124,17 +124,64 @@ const WINDOW_BUCKETS: Record<WindowName, { size: number; count: number }> = {
   "90d": { size: DAY_MS, count: 90 },
 };
 
-export async function history(db: Db, m: MonitorRow, window: WindowName, now: Date) {
+/** The start of a history window's first bucket (buckets aligned to UTC, the last one holding `now`). */
+function windowStart(window: WindowName, now: Date): Date {
   const { size, count } = WINDOW_BUCKETS[window];
-  const from = new Date(Math.floor(now.getTime() / size) * size - (count - 1) * size);
-  const s = await spans(db, [m.id], from, now);
-  return historyBuckets(timelineOf(m, s), size, count, now.getTime()).map((b) => ({
+  return new Date(Math.floor(now.getTime() / size) * size - (count - 1) * size);
+}
+
+const bucketsOf = (tl: Timeline, window: WindowName, now: Date): Bucket[] =>
+  historyBuckets(tl, WINDOW_BUCKETS[window].size, WINDOW_BUCKETS[window].count, now.getTime());
+
+export async function history(db: Db, m: MonitorRow, window: WindowName, now: Date) {
+  const s = await spans(db, [m.id], windowStart(window, now), now);
+  return bucketsOf(timelineOf(m, s), window, now).map((b) => ({
     start: new Date(b.start).toISOString(),
     end: new Date(b.end).toISOString(),
     status: b.status,
     uptimePercentage: b.uptimePercentage ?? undefined,
     downtimeMs: b.downtimeMs,
   }));
+}
+
+export interface MonitorHistory {
+  /** history()'s buckets, as figures.ts gives them (epoch milliseconds). */
+  buckets: Bucket[];
+  /** The time figures of the last 24 hours (what uptime24h gives). */
+  last24h: WindowFigures;
+}
+
+/**
+ * history() and the last 24 hours for many monitors with ONE read of their incidents and pauses
+ * (status pages: one spans() query pair for every monitor of a page, not one per monitor).
+ */
+export async function histories(
+  db: Db,
+  monitors: MonitorRow[],
+  window: WindowName,
+  now: Date,
+): Promise<Map<string, MonitorHistory>> {
+  if (monitors.length === 0) return new Map();
+  const dayAgo = new Date(now.getTime() - DAY_MS);
+  const start = windowStart(window, now);
+  const s = await spans(
+    db,
+    monitors.map((m) => m.id),
+    start < dayAgo ? start : dayAgo,
+    now,
+  );
+  return new Map(
+    monitors.map((m) => {
+      const tl = timelineOf(m, s);
+      return [
+        m.id,
+        {
+          buckets: bucketsOf(tl, window, now),
+          last24h: windowFigures(tl, dayAgo.getTime(), now.getTime(), now.getTime()),
+        },
+      ];
+    }),
+  );
 }
 
 /** uptimePercentage over the last 24 hours for each monitor. */
