@@ -1,6 +1,6 @@
 import type { HandlerContext } from "@connectrpc/connect";
 import { AuthService } from "../../gen/vigil/v1/auth_pb.js";
-import { clientInfoKey } from "../shared/context.js";
+import { clientAddress, clientInfoKey } from "../shared/context.js";
 import type { Config } from "../config/index.js";
 import type { Clock } from "../shared/clock.js";
 import { ApiError, conflict, forbidden, rateLimited, unauthenticated } from "../shared/errors.js";
@@ -20,7 +20,7 @@ import * as store from "./store.js";
 // Accounts and sessions: handlers only (SQL in store.ts and sessions.ts, validation in requests.ts).
 
 /** The client address the per-address limits count under. */
-const addressOf = (ctx: HandlerContext) => ctx.values.get(clientInfoKey).ip || "unknown";
+const addressOf = (ctx: HandlerContext) => clientAddress(ctx.values.get(clientInfoKey));
 
 /**
  * What the auth feature uses (a part of platform/deps.ts's Deps, named here: platform/ builds on the

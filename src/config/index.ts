@@ -66,6 +66,9 @@ export const envSchema = z.object({
   RATE_LIMIT_WEBHOOK_SENDS_PER_MINUTE: intFrom(60, 1),
   RATE_LIMIT_WRITES_PER_MINUTE: intFrom(300, 1),
   RATE_LIMIT_SIGNUPS_PER_MINUTE: intFrom(30, 1),
+  RATE_LIMIT_STATUS_READS_PER_MINUTE: intFrom(600, 1),
+  // Public status pages (src/status/; docs/pages.md): a page is computed at most once per this many ms per node.
+  STATUS_PAGE_REFRESH_MS: intFrom(5_000, 50),
   LOGIN_MAX_FAILURES_PER_ACCOUNT: intFrom(10, 1),
   LOGIN_MAX_FAILURES_PER_ADDRESS: intFrom(50, 1),
   LOGIN_WINDOW_SECONDS: intFrom(900, 1),
@@ -132,7 +135,10 @@ export interface Config {
     webhookSendsPerMinute: number;
     writesPerMinute: number;
     signupsPerMinute: number;
+    statusReadsPerMinute: number;
   };
+  /** Public status pages: how long a computed page is served before it is computed again. */
+  statusPages: { refreshMs: number };
   /** Failed logins allowed per email and per client address within one window. */
   login: { maxFailuresPerAccount: number; maxFailuresPerAddress: number; windowSeconds: number };
   maxBodyBytes: number;
@@ -262,7 +268,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       webhookSendsPerMinute: e.RATE_LIMIT_WEBHOOK_SENDS_PER_MINUTE,
       writesPerMinute: e.RATE_LIMIT_WRITES_PER_MINUTE,
       signupsPerMinute: e.RATE_LIMIT_SIGNUPS_PER_MINUTE,
+      statusReadsPerMinute: e.RATE_LIMIT_STATUS_READS_PER_MINUTE,
     },
+    statusPages: { refreshMs: e.STATUS_PAGE_REFRESH_MS },
     login: {
       maxFailuresPerAccount: e.LOGIN_MAX_FAILURES_PER_ACCOUNT,
       maxFailuresPerAddress: e.LOGIN_MAX_FAILURES_PER_ADDRESS,

@@ -153,6 +153,9 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
     return c;
   }
 
+  // Plain HTTP routes of features (the public status pages), tried before the REST transcoder.
+  const httpRoutes = features.flatMap((f) => (f.http ? [f.http] : []));
+
   const procedures = new Set([
     ...bindings.flatMap((b) => b.desc.methods.map((m) => `/${b.desc.typeName}/${m.name}`)),
     ...standard.paths,
@@ -222,6 +225,14 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
       client.route = path;
       serveDocs(req, res, path);
       return;
+    }
+    for (const routes of httpRoutes) {
+      const route = routes.route(path);
+      if (route) {
+        client.route = route.template;
+        route.serve(req, res, client);
+        return;
+      }
     }
     void rest(req, res, client);
   };

@@ -11,6 +11,7 @@ import { metricsCommitting } from "../metrics/committing.js";
 import { createMetricsFeature } from "../metrics/service.js";
 import { createPagesFeature } from "../pages/service.js";
 import { createProjectsFeature } from "../projects/service.js";
+import { createStatusFeature } from "../status/service.js";
 import type { Deps } from "../platform/deps.js";
 import type { Feature } from "../shared/feature.js";
 import { createWebhooksFeature } from "../webhooks/service.js";
@@ -71,6 +72,8 @@ export async function createFeatures(deps: Deps): Promise<Feature[]> {
     webhooks,
     uptime,
     createPagesFeature(deps),
+    // Public status pages (reads pages, monitors and incidents; serves its own HTTP routes too).
+    createStatusFeature(deps),
     // Last: the Temporal worker starts once every feature is ready.
     worker,
   ];

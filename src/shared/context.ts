@@ -15,6 +15,9 @@ export interface ClientInfo {
 
 export const clientInfoKey = createContextKey<ClientInfo>({ ip: "", requestId: "" });
 
+/** The key of the per-address rate limits: the socket's peer address ("unknown" when there is none). */
+export const clientAddress = (c: ClientInfo): string => c.ip || "unknown";
+
 /**
  * Set by the REST transcoder for a method's `restJsonList` field (see ServiceBinding): the field's
  * JSON array exactly as parsed from the body. Over gRPC and Connect it is unset and the field holds

@@ -1,3 +1,5 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type {
   DescMessage,
   DescMethodUnary,
@@ -11,7 +13,7 @@ import type { Value } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { ConnectError } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import { restJsonListKey } from "./context.js";
+import { restJsonListKey, type ClientInfo } from "./context.js";
 import { internal, queryTimeout, requestCancelled } from "./errors.js";
 import { isQueryCanceled } from "./pg-errors.js";
 
@@ -128,9 +130,30 @@ export function bind<S extends UnaryService, I extends Checked<S, I>>(
   return binding as ServiceBinding;
 }
 
+/**
+ * Plain HTTP routes a feature answers itself, before the REST transcoder (src/server/app.ts): for
+ * answers that are not one RPC's JSON (the status pages' HTML, badges and feed) or that are served
+ * from bytes made once (their JSON). Public routes only: nothing here passes the gate.
+ */
+export interface HttpRoutes {
+  /** The route of a request path (its template labels metrics), or undefined when the path is not one of them. */
+  route(pathname: string):
+    | {
+        template: string;
+        serve(
+          req: IncomingMessage | Http2ServerRequest,
+          res: ServerResponse | Http2ServerResponse,
+          client: ClientInfo,
+        ): void;
+      }
+    | undefined;
+}
+
 export interface Feature {
   name: string;
   services: ServiceBinding[];
+  /** Plain HTTP routes (see HttpRoutes). */
+  http?: HttpRoutes;
   /** Background work every node runs, whatever its ROLE (the projector of derived records); before `start`. */
   startEveryRole?(): void;
   /** Background work (schedulers, delivery workers); runs where ROLE is `worker` or `all`. */

@@ -22,6 +22,7 @@ export const WINDOW_MS = 60_000;
  * - webhookSends: webhook test and delivery retry, each sends a request (per project);
  * - writes: management writes (per project; project creation per account);
  * - signups: sign-up attempts (per client address);
+ * - statusReads: reads of the public status pages, any of their routes (per client address);
  * - loginAccount, loginAddress: login attempts that did not succeed (per email, per client address).
  */
 export type LimitName =
@@ -34,6 +35,7 @@ export type LimitName =
   | "webhookSends"
   | "writes"
   | "signups"
+  | "statusReads"
   | "loginAccount"
   | "loginAddress";
 
@@ -206,6 +208,7 @@ export function limitRules(config: Config): LimitRules {
     webhookSends: perMinute(r.webhookSendsPerMinute),
     writes: perMinute(r.writesPerMinute),
     signups: perMinute(r.signupsPerMinute),
+    statusReads: perMinute(r.statusReadsPerMinute),
     loginAccount: { max: config.login.maxFailuresPerAccount, windowMs: loginWindowMs },
     loginAddress: { max: config.login.maxFailuresPerAddress, windowMs: loginWindowMs },
   };

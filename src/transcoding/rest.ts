@@ -55,7 +55,7 @@ function send(res: AnyResponse, status: number, body: unknown, headers?: Headers
 }
 
 /** Path variables and query parameters are text too: NUL and lone surrogates are a 400 naming them. */
-function checkText(name: string, value: string): void {
+export function checkText(name: string, value: string): void {
   const why = textProblem(value) ?? textProblem(name);
   if (why) throw badRequest(`invalid value for parameter '${name}': ${why}`, [{ field: name, message: why }]);
 }

@@ -110,6 +110,10 @@ describe("@grpc/grpc-js against every vigil.v1 service", () => {
     );
     assert.equal(page.res.data.monitors[0].monitorId, mon.res.data.id);
 
+    // Public status pages: no credentials; the page above is not published yet, so NOT_FOUND.
+    const publicPage = await grpcError(rpc("StatusService", "getStatusPage")({ slug: "grpc-js-page" }));
+    assert.equal(publicPage.code, grpc.status.NOT_FOUND);
+
     assert.deepEqual([...called].sort(), Object.keys(services).sort(), "every vigil.v1 service is called");
   });
 

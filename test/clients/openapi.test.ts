@@ -363,6 +363,13 @@ describe("every operation against the document", () => {
     const pageId = page.data.id;
     await ok("ListPages");
     await ok("GetPage", { params: { pageId } });
+    // Published, the page is public: no credentials.
+    await ok("UpdatePage", { params: { pageId }, body: { published: true } });
+    const status = await ok("GetStatusPage", { params: { slug: page.data.slug }, auth: "none" });
+    assert.equal(status.data.monitors[0].name, "API");
+    assert.equal(status.data.monitors[0].days.length, 90);
+    const missing = await call("GetStatusPage", { params: { slug: "no-such-page" }, auth: "none" });
+    assert.equal(missing.status, 404, missing.text);
     await ok("UpdatePage", { params: { pageId }, body: { description: null, published: true, monitors: [] } });
     await ok("DeletePage", { params: { pageId } });
   });

@@ -7,7 +7,7 @@ import { errorBody, tenants, type Account, type ProjectFixture } from "../helper
 import type { Res } from "../helpers/rest.js";
 import { useApp } from "../helpers/use.js";
 
-const PUBLIC = new Set(["GET /health", "POST /v1/auth/signup", "POST /v1/auth/login"]);
+const PUBLIC = new Set(["GET /health", "POST /v1/auth/signup", "POST /v1/auth/login", "GET /v1/status/{slug}"]);
 
 let a: ProjectFixture;
 let b: ProjectFixture;

@@ -1,0 +1,27 @@
+import { z } from "zod";
+import { validate } from "../shared/validate.js";
+
+// The one input of the public pages: a page's slug (decisions.md: Status pages: 3-64 lowercase
+// letters, digits and `-`). A slug with uppercase letters is a 400, never lowercased (it would make
+// two addresses of one page, and caches keyed by the address would hold it twice); anything else
+// outside the grammar is a 400 too, before any lookup. The badge's `?monitor=` is a monitor slug,
+// looked up in the snapshot only (any string: a miss is a 404).
+
+export const SLUG = /^[a-z0-9-]{3,64}$/;
+
+const slugSchema = z.object({
+  slug: z.string().superRefine((s, ctx) => {
+    if (SLUG.test(s)) return;
+    ctx.addIssue({
+      code: "custom",
+      message: /[A-Z]/.test(s)
+        ? "must be lowercase: a page's address is not lowercased"
+        : "must be 3-64 characters: lowercase letters, digits and '-'",
+    });
+  }),
+});
+
+/** The slug, or a 400 `validation_failed` naming `slug`. */
+export function parseSlug(slug: string): string {
+  return validate(slugSchema, { slug }).slug;
+}

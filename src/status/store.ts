@@ -1,0 +1,83 @@
+import type { Queryable } from "../storage/db.js";
+import type { MonitorRow } from "../uptime/store.js";
+
+// The reads of a public status page (tables of migrations 4000, 4003 and 7000): the page by its
+// slug, its monitors in display order, their recent incidents and the updates posted on them.
+// Every read is bounded: a page lists at most what page_monitors holds for it, and incidents are
+// limited by the caller.
+
+export interface PageRow {
+  id: string;
+  title: string;
+  description: string | null;
+  published: boolean;
+  updated_at: Date;
+}
+
+/** A monitor as a page lists it: the monitor's row and the page entry's name and section. */
+export interface PageMonitorRow extends MonitorRow {
+  page_name: string | null;
+  page_section: string | null;
+}
+
+export interface PageIncidentRow {
+  id: string;
+  monitor_id: string;
+  started_at: Date;
+  ended_at: Date | null;
+  title: string | null;
+  description: string | null;
+}
+
+export interface IncidentUpdateRow {
+  incident_id: string;
+  message: string;
+  created_at: Date;
+}
+
+export async function pageBySlug(q: Queryable, slug: string): Promise<PageRow | undefined> {
+  const r = await q.query<PageRow>("SELECT id, title, description, published, updated_at FROM pages WHERE slug = $1", [
+    slug,
+  ]);
+  return r.rows[0];
+}
+
+/** The page's monitors in display order (monitors of another project cannot be listed: 7000_pages.sql). */
+export async function pageMonitors(q: Queryable, pageId: string): Promise<PageMonitorRow[]> {
+  const r = await q.query<PageMonitorRow>(
+    `SELECT m.*, pm.name AS page_name, pm.section AS page_section
+       FROM page_monitors pm JOIN monitors m ON m.id = pm.monitor_id AND m.project_id = pm.project_id
+      WHERE pm.page_id = $1
+      ORDER BY pm.position, pm.monitor_id`,
+    [pageId],
+  );
+  return r.rows;
+}
+
+/** Incidents of the monitors that are open or started since `since`, newest first, at most `limit`. */
+export async function recentIncidents(
+  q: Queryable,
+  monitorIds: string[],
+  since: Date,
+  limit: number,
+): Promise<PageIncidentRow[]> {
+  if (monitorIds.length === 0) return [];
+  const r = await q.query<PageIncidentRow>(
+    `SELECT id, monitor_id, started_at, ended_at, title, description FROM incidents
+      WHERE monitor_id = ANY($1::text[]) AND (ended_at IS NULL OR started_at >= $2)
+      ORDER BY started_at DESC, id DESC LIMIT $3`,
+    [monitorIds, since, limit],
+  );
+  return r.rows;
+}
+
+/** The updates posted on the incidents, oldest first. */
+export async function incidentUpdates(q: Queryable, incidentIds: string[]): Promise<IncidentUpdateRow[]> {
+  if (incidentIds.length === 0) return [];
+  const r = await q.query<IncidentUpdateRow>(
+    `SELECT incident_id, message, created_at FROM incident_updates
+      WHERE incident_id = ANY($1::text[]) ORDER BY created_at, id`,
+    [incidentIds],
+  );
+  return r.rows;
+}
