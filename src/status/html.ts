@@ -106,7 +106,7 @@ export function downtimeText(ms: number): string {
   return m ? `${h} h ${m} min down` : `${h} h down`;
 }
 
-/** A day's words: "2026-11-20: 99.31% up, 10 min down". */
+/** A day's words: "2026-11-20: 99.31% up, 10 min down", "2026-11-20: 100% up", "2026-11-20: no data". */
 export function dayText(d: DayView): string {
   const status: BucketStatus = d.status;
   switch (status) {
@@ -115,8 +115,10 @@ export function dayText(d: DayView): string {
     case "paused":
       return `${d.date}: paused`;
     case "up":
-    case "down":
-      return `${d.date}: ${percentText(d.uptimePercentage ?? 100)} up, ${downtimeText(d.downtimeMs)}`;
+    case "down": {
+      const up = `${d.date}: ${percentText(d.uptimePercentage ?? 100)} up`;
+      return d.downtimeMs > 0 ? `${up}, ${downtimeText(d.downtimeMs)}` : up;
+    }
     default:
       return assertNever(status);
   }
