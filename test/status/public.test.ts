@@ -12,7 +12,6 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { GetStatusPageResponseSchema, StatusService } from "../../gen/vigil/v1/status_pb.js";
-import { newId } from "../../src/shared/ids.js";
 import { GENEROUS_LIMITS, metricOf, startTestApp, type TestApp } from "../helpers/app.js";
 import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
 import { useProject } from "../helpers/use.js";
@@ -65,32 +64,33 @@ interface PageInput {
   monitors: { monitorId: string; name?: string; section?: string }[];
 }
 
-/** A page of the project, written with SQL (the management routes are another part of #16). */
+/** A page of the project, made by its owner over the management routes (PageService). */
 async function page(app: TestApp, f: ProjectFixture, input: PageInput): Promise<string> {
-  const id = newId("pag");
-  const db = app.app.deps.db;
-  await db.query(
-    `INSERT INTO pages (id, project_id, slug, title, description, published, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, now(), now())`,
-    [id, f.projectId, input.slug, input.title, input.description ?? null, input.published ?? true],
+  const r = await app.rest.post(
+    `/v1/projects/${f.projectId}/pages`,
+    { published: true, ...input },
+    { cookie: f.owner.cookie },
   );
-  for (const [position, m] of input.monitors.entries())
-    await db.query(
-      `INSERT INTO page_monitors (page_id, project_id, monitor_id, position, name, section) VALUES ($1, $2, $3, $4, $5, $6)`,
-      [id, f.projectId, m.monitorId, position, m.name ?? null, m.section ?? null],
-    );
-  return id;
+  assert.equal(r.status, 201, r.text);
+  return r.body.data.id;
 }
 
-const setPublished = (pageId: string, published: boolean) =>
-  t.app.deps.db.query("UPDATE pages SET published = $2 WHERE id = $1", [pageId, published]);
-
-async function incidentUpdate(app: TestApp, incidentId: string, message: string, at: Date) {
-  await app.app.deps.db.query(
-    `INSERT INTO incident_updates (id, incident_id, project_id, message, created_at)
-     SELECT $1, id, project_id, $3, $4 FROM incidents WHERE id = $2`,
-    [newId("iup"), incidentId, message, at],
+async function setPublished(pageId: string, published: boolean) {
+  const r = await t.rest.patch(
+    `/v1/projects/${p.projectId}/pages/${pageId}`,
+    { published },
+    { cookie: p.owner.cookie },
   );
+  assert.equal(r.status, 200, r.text);
+}
+
+async function incidentUpdate(app: TestApp, f: ProjectFixture, incidentId: string, message: string) {
+  const r = await app.rest.post(
+    `/v1/projects/${f.projectId}/incidents/${incidentId}/updates`,
+    { message },
+    { key: f.key },
+  );
+  assert.equal(r.status, 201, r.text);
 }
 
 /** A GET over node:http: the path goes as written (fetch would resolve `..`) and nothing is decompressed. */
@@ -139,8 +139,8 @@ describe("GET /v1/status/:slug", () => {
     const incidents = (await t.rest.get(`/v1/projects/${p.projectId}/monitors/${web.id}/incidents`, { key: p.key }))
       .body.data;
     assert.equal(incidents.length, 1);
-    await incidentUpdate(t, incidents[0].id, "Investigating", new Date(Date.now() - 1000));
-    await incidentUpdate(t, incidents[0].id, "Fix deployed", new Date());
+    await incidentUpdate(t, p, incidents[0].id, "Investigating");
+    await incidentUpdate(t, p, incidents[0].id, "Fix deployed");
     await page(t, p, {
       slug: "acme-shape",
       title: "Acme",
@@ -547,7 +547,7 @@ describe("HTML, badges and feed", () => {
       { title: "<img src=x onerror=alert(2)>", description: "a & b \"quoted\" 'single'" },
       { key: p.key },
     );
-    await incidentUpdate(t, inc.id, "</li><script>alert(3)</script>", new Date());
+    await incidentUpdate(t, p, inc.id, "</li><script>alert(3)</script>");
     await page(t, p, {
       slug: "acme-html",
       title: `Acme <b>"&'`,
@@ -630,7 +630,7 @@ describe("HTML, badges and feed", () => {
     await heartbeat(t, p, m.slug, "down");
     const inc = (await t.rest.get(`/v1/projects/${p.projectId}/monitors/${m.id}/incidents`, { key: p.key })).body
       .data[0];
-    await incidentUpdate(t, inc.id, "Looking into it & more", new Date());
+    await incidentUpdate(t, p, inc.id, "Looking into it & more");
     await page(t, p, { slug: "acme-feed", title: "Feed <Co>", monitors: [{ monitorId: m.id }] });
     const r = await raw(t.url, "/status/acme-feed/feed.atom");
     assert.equal(r.status, 200);
