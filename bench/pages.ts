@@ -63,9 +63,10 @@ async function load(url: string, pid?: number): Promise<Load> {
 
 async function builds(metricsPort: number): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-  const m = /^vigil_status_page_builds_total(?:\{[^}]*\})? (\d+(?:\.\d+)?)$/m.exec(text);
-  if (!m) throw new Error("vigil_status_page_builds_total not found on /metrics");
-  return Number(m[1]);
+  // Every outcome counts: each build reads the database once, whatever it found.
+  const lines = [...text.matchAll(/^vigil_status_page_builds_total(?:\{[^}]*\})? (\d+(?:\.\d+)?)$/gm)];
+  if (!lines.length) throw new Error("vigil_status_page_builds_total not found on /metrics");
+  return lines.reduce((n, m) => n + Number(m[1]), 0);
 }
 
 /** A bare node:http server answering `body` (gzip bytes) to every request: the ceiling baseline. */
