@@ -147,8 +147,7 @@ function monitorHtml(m: MonitorView): string {
 }
 
 function incidentHtml(i: IncidentView): string {
-  const when =
-    i.endedAt === null ? `Ongoing since ${time(i.startedAt)}` : `Resolved · ${time(i.startedAt)} to ${time(i.endedAt)}`;
+  const when = i.endedAt === null ? `since ${time(i.startedAt)}` : `${time(i.startedAt)} to ${time(i.endedAt)}`;
   const updates = i.updates.length
     ? `<ol class="updates">${i.updates.map((u) => `<li>${time(u.at)}: <span class="text">${markup(u.message)}</span></li>`).join("")}</ol>`
     : "";

@@ -118,6 +118,10 @@ describe("a status page in a real browser", () => {
     assert.match((await api.locator(".st").textContent()) ?? "", /up|operational/i);
     assert.match((await api.locator("ol.days > li").last().getAttribute("class")) ?? "", /d-down/);
 
+    // The badge image may still be the one cached a moment ago (Cache-Control: max-age of at least
+    // a second): let it expire, so the picture shows one moment.
+    await new Promise((r) => setTimeout(r, 1_500));
+    await page.reload({ waitUntil: "load" });
     mkdirSync(path.dirname(SCREENSHOT), { recursive: true });
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
     assert.ok(existsSync(SCREENSHOT));
