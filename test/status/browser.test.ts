@@ -1,7 +1,8 @@
 // A published status page in a real browser (headless Chromium, Debian's /usr/bin/chromium, driven
 // by playwright-core): the monitors, their sections and 90-day bars; the page turning red when a
 // monitor misses its deadline (real timers, a one-second interval) and green again after a
-// heartbeat; and the screenshot docs/pages.md shows. The screenshot goes to .tmp/status-page.png on
+// heartbeat; on a phone, one column and 30 days; every text at WCAG AA contrast; and the screenshot
+// docs/pages.md shows. The screenshot goes to .tmp/status-page.png on
 // every run, and replaces docs/images/status-page.png with UPDATE_DOCS_IMAGES=1. Skipped, with a
 // message, where Chromium is not installed (CI installs it).
 import assert from "node:assert/strict";
@@ -43,6 +44,36 @@ async function reloadUntil(page: Page, what: string, check: () => Promise<boolea
   }
 }
 
+/**
+ * Runs in the page: [text, contrast ratio] of every visible text a reader relies on, against the
+ * first opaque background behind it (white at the top), by WCAG 2's relative luminance.
+ */
+const CONTRAST_SCRIPT = `(() => {
+  const lum = (c) => {
+    const [r, g, b] = (c.match(/[\\d.]+/g) || []).slice(0, 3).map((x) => {
+      const v = Number(x) / 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const background = (e) => {
+    for (; e; e = e.parentElement) {
+      const bg = getComputedStyle(e).backgroundColor;
+      if (bg !== "rgba(0, 0, 0, 0)" && bg !== "transparent") return bg;
+    }
+    return "rgb(255, 255, 255)";
+  };
+  const out = [];
+  for (const sel of ["h1", "h2", "h3", ".desc", ".overall", ".name", ".st", ".muted", "footer", "a"]) {
+    for (const e of Array.from(document.querySelectorAll(sel))) {
+      if (!(e.textContent || "").trim() || getComputedStyle(e).display === "none") continue;
+      const [l1, l2] = [lum(getComputedStyle(e).color), lum(background(e))].sort((a, b) => b - a);
+      out.push([sel + ": " + (e.textContent || "").trim().slice(0, 30), (l1 + 0.05) / (l2 + 0.05)]);
+    }
+  }
+  return out;
+})()`;
+
 /** The computed colour of an element, as [r, g, b]. */
 async function rgb(page: Page, selector: string): Promise<number[]> {
   const c = await page
@@ -53,7 +84,7 @@ async function rgb(page: Page, selector: string): Promise<number[]> {
 }
 
 describe("a status page in a real browser", () => {
-  it("shows the monitors and bars, turns red on a missed deadline and green after a heartbeat", async (ctx) => {
+  it("shows the monitors and bars, turns red on a missed deadline and green after a heartbeat, fits a phone, reads at AA contrast", async (ctx) => {
     if (!existsSync(CHROMIUM)) return ctx.skip(`${CHROMIUM} not installed (apt-get install chromium)`);
     await beat("checkout-api", 1_000);
     await beat("worker", 3_600_000);
@@ -117,6 +148,22 @@ describe("a status page in a real browser", () => {
     await reloadUntil(page, "the API up again", async () => /operational/i.test((await overall.textContent()) ?? ""));
     assert.match((await api.locator(".st").textContent()) ?? "", /up|operational/i);
     assert.match((await api.locator("ol.days > li").last().getAttribute("class")) ?? "", /d-down/);
+
+    // On a phone: one column, no sideways scrolling, the last 30 days per monitor.
+    const phone = await browser.newPage({ viewport: { width: 390, height: 844 }, javaScriptEnabled: false });
+    await phone.goto(`${t.url}/status/acme-status`, { waitUntil: "load" });
+    const widths = await phone.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+    assert.ok(widths[0] <= widths[1], `no horizontal scroll on a phone: ${widths}`);
+    for (let i = 0; i < 3; i++) {
+      const bars = phone.locator("li.monitor").nth(i).locator("ol.days > li");
+      const shown = await bars.evaluateAll((els) => els.filter((e) => getComputedStyle(e).display !== "none").length);
+      assert.equal(shown, 30);
+    }
+    // Every text a reader relies on meets WCAG AA contrast (4.5:1) against what is behind it.
+    // (A string: tsx would wrap the functions of a callback in a helper the page does not have.)
+    const ratios = await page.evaluate<[string, number][]>(CONTRAST_SCRIPT);
+    assert.ok(ratios.length > 10, `texts checked: ${ratios.length}`);
+    for (const [what, ratio] of ratios) assert.ok(ratio >= 4.5, `${what}: contrast ${ratio.toFixed(2)} < 4.5`);
 
     // The badge image may still be the one cached a moment ago (Cache-Control: max-age of at least
     // a second): let it expire, so the picture shows one moment.
