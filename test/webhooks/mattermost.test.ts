@@ -120,8 +120,13 @@ describe("mattermost webhooks: deliveries", () => {
     assert.ok((await hb("up")).status < 300);
     assert.ok((await hb("down")).status < 300);
     assert.ok((await hb("up")).status < 300);
+    // Two deliveries, each on its own schedule (and workflow, with Temporal): either may arrive first.
     const got = await waitFor(() => (rx.at(path).length >= 2 ? rx.at(path) : undefined), "two incident messages");
-    const [down, up] = got.map((r) => JSON.parse(r.raw));
+    const messages = got.map((r) => JSON.parse(r.raw));
+    assert.equal(messages.length, 2);
+    const down = messages.find((m) => m.attachments[0].color === "#e5484d");
+    const up = messages.find((m) => m.attachments[0].color === "#30a46c");
+    assert.ok(down && up, JSON.stringify(messages.map((m) => m.text)));
     assert.equal(down.text, "**🔴 Down: checkout-worker**");
     assert.equal(down.attachments[0].color, "#e5484d");
     assert.ok(down.attachments[0].fields.some((f: { title: string }) => f.title === "incidentId"));
