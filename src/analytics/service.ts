@@ -18,7 +18,7 @@ import { aggregate, count, group, timeseries, unique, type QueryEnv } from "./qu
 import type { Registry } from "./registry.js";
 import { parseAggregations, parseField, parseGroupBy, parseInterval, parseLimit } from "./requests.js";
 import { parseWindow } from "./time.js";
-import { valueToJson } from "./value.js";
+import { valueToJson } from "../shared/value.js";
 
 // Analytics: the canonical query model over events (handlers: authorize, validate, query, map).
 // Every query runs under its project's share of the pool (limit.ts) on one connection bound to the

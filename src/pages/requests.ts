@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { JsonValue } from "@bufbuild/protobuf";
 import type { ListValue, Value } from "@bufbuild/protobuf/wkt";
 import type { CreatePageRequest, UpdatePageRequest } from "../../gen/vigil/v1/pages_pb.js";
-import { valueToJson } from "../analytics/value.js";
+import { valueToJson } from "../shared/value.js";
 import { textSchema } from "../shared/text.js";
 import { validate } from "../shared/validate.js";
 import { MAX_PAGE_MONITORS, type PageEntry } from "./model.js";

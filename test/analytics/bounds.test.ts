@@ -6,7 +6,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import pg from "pg";
 import { AnalyticsService } from "../../gen/vigil/v1/analytics_pb.js";
-import { valueToJson } from "../../src/analytics/value.js";
+import { valueToJson } from "../../src/shared/value.js";
 import { ApiError } from "../../src/shared/errors.js";
 import { backgroundTx, queryCancellable } from "../../src/storage/db.js";
 import { startTestApp, type TestApp, eventsOf } from "../helpers/app.js";

@@ -1,6 +1,6 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import type { Value } from "@bufbuild/protobuf/wkt";
-import { badRequest } from "../shared/errors.js";
+import { badRequest } from "./errors.js";
 
 // google.protobuf.Value arrives as a message (protobuf-es does not unbox Value): back to JSON for
 // the filter parser. protobuf-es's own toJson throws a plain Error on NaN/Infinity (a 500); a
