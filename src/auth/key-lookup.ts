@@ -10,6 +10,9 @@ export interface KeyRow {
   id: string;
   project_id: string;
   environment: string;
+  kind: "secret" | "publishable";
+  /** The project's allowed origins (read with the key: no second round trip). */
+  allowed_origins: string[];
 }
 
 export class KeyLookup {
@@ -26,7 +29,7 @@ export class KeyLookup {
   private async flush(hashes: string[]): Promise<(KeyRow | undefined)[]> {
     const r = await this.db.query<KeyRow & { key_hash: string }>({
       name: "auth_keys_lookup",
-      text: "SELECT key_hash, id, project_id, environment FROM api_keys WHERE key_hash = ANY($1::text[]) AND revoked_at IS NULL",
+      text: "SELECT k.key_hash, k.id, k.project_id, k.environment, k.kind, p.allowed_origins FROM api_keys k JOIN projects p ON p.id = k.project_id WHERE k.key_hash = ANY($1::text[]) AND k.revoked_at IS NULL",
       values: [[...new Set(hashes)]],
     });
     const byHash = new Map(r.rows.map((row) => [row.key_hash, row]));

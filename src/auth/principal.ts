@@ -10,9 +10,46 @@ import { accountForToken, tokenFromCookieHeader } from "./sessions.js";
 // Who is calling, and what they may do in a project. The project always comes from the
 // credentials (an API key's own project, or a membership of the session's account).
 
+export type KeyKind = "secret" | "publishable";
+
 export type Principal =
-  | { kind: "apiKey"; keyId: string; projectId: string; environment: string }
+  | {
+      kind: "apiKey";
+      keyId: string;
+      projectId: string;
+      environment: string;
+      /** `publishable` (vk_pub_...): event ingestion only, from the project's allowed origins. */
+      keyKind: KeyKind;
+      /** The project's allowed origins (publishable keys; empty: any origin), as of this request. */
+      allowedOrigins: readonly string[];
+    }
   | { kind: "session"; accountId: string; token: string };
+
+/** What every other route answers a publishable key, over every protocol. */
+export const PUBLISHABLE_ONLY_INGESTS =
+  "a publishable key can only ingest events (POST /v1/events and /v1/events/batch): use a secret key on a server";
+
+/** Publishable secrets begin with this; secret ones with `vk_` and a base62 character. */
+export const PUBLISHABLE_PREFIX = "vk_pub_";
+
+/**
+ * allowedOrigins, checked on the actual request (a preflight carries no key) for publishable keys
+ * only: an `Origin` not in a non-empty list is refused. A request without `Origin` (not a browser,
+ * or a browser that does not send it) is not subject to it: the list keeps other sites' pages from
+ * using the key, it does not stop a non-browser client that copies it (docs/security.md).
+ */
+export function checkOrigin(p: Principal | undefined, origin: string | undefined): void {
+  if (p?.kind !== "apiKey" || p.keyKind !== "publishable" || origin === undefined) return;
+  if (p.allowedOrigins.length === 0 || p.allowedOrigins.includes(origin.toLowerCase())) return;
+  throw new OriginRefused();
+}
+
+/** 403 for an origin not in the project's allowedOrigins: answered WITHOUT CORS headers. */
+export class OriginRefused extends ApiError {
+  constructor() {
+    super(403, "forbidden", "this origin is not in the project's allowedOrigins");
+  }
+}
 
 export type Role = "owner" | "admin" | "member";
 
@@ -87,9 +124,27 @@ export class Authenticator {
     return { kind: "session", accountId, token };
   }
 
+  /**
+   * A publishable key given in the URL (`?key=vk_pub_...`, navigator.sendBeacon cannot set headers):
+   * accepted on the browser ingestion routes only (the gate decides where). A secret key must not
+   * travel in a URL (logs, proxies, browser history): refused before it is looked up.
+   */
+  async fromQueryKey(key: string): Promise<Principal> {
+    if (!key.startsWith(PUBLISHABLE_PREFIX))
+      throw unauthenticated(
+        "only a publishable key (vk_pub_...) may be sent in the URL (?key=): a secret key must never travel in a URL; send it in the Authorization header",
+      );
+    const p = await this.apiKey(key);
+    if (p.kind !== "apiKey" || p.keyKind !== "publishable") throw unauthenticated("unknown or revoked API key");
+    return p;
+  }
+
   async session(ctx: HandlerContext): Promise<Extract<Principal, { kind: "session" }>> {
     const p = await this.principal(ctx);
-    if (p.kind !== "session") throw forbidden("this route needs a signed-in session, not an API key");
+    if (p.kind !== "session")
+      throw forbidden(
+        p.keyKind === "publishable" ? PUBLISHABLE_ONLY_INGESTS : "this route needs a signed-in session, not an API key",
+      );
     return p;
   }
 
@@ -97,7 +152,14 @@ export class Authenticator {
     const row = await this.keys.find(sha256Hex(secret));
     if (!row) throw unauthenticated("unknown or revoked API key");
     this.touch(row.id);
-    return { kind: "apiKey", keyId: row.id, projectId: row.project_id, environment: row.environment };
+    return {
+      kind: "apiKey",
+      keyId: row.id,
+      projectId: row.project_id,
+      environment: row.environment,
+      keyKind: row.kind,
+      allowedOrigins: row.allowed_origins,
+    };
   }
 
   /** Records last use at most once a minute per key, off the request path. */
@@ -119,6 +181,7 @@ export class Authenticator {
   private async resolveProject(ctx: HandlerContext, projectIdParam: string, access: Access): Promise<ProjectScope> {
     const principal = await this.principal(ctx);
     if (principal.kind === "apiKey") {
+      if (principal.keyKind === "publishable") throw forbidden(PUBLISHABLE_ONLY_INGESTS);
       if (access !== "data") throw forbidden("this route needs a signed-in session, not an API key");
       if (projectIdParam !== "self" && projectIdParam !== principal.projectId) throw notFound("project");
       return { projectId: principal.projectId, principal };
@@ -136,7 +199,7 @@ export class Authenticator {
     return { projectId: projectIdParam, principal, role };
   }
 
-  /** For ingestion routes with no project in the path: the API key's project. */
+  /** For ingestion routes with no project in the path: the API key's project (secret or publishable). */
   async ingestKey(ctx: HandlerContext): Promise<ProjectScope> {
     const principal = await this.principal(ctx);
     if (principal.kind !== "apiKey") throw forbidden("event ingestion needs a project API key");

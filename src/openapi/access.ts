@@ -29,7 +29,7 @@ import { restContext } from "../transcoding/context.js";
 export type CallerKind =
   /** `(vigil.v1.no_credentials)`: no credentials. */
   | "public"
-  /** `deps.auth.project(ctx, id, "data")`: a project API key or a member's session. */
+  /** `deps.auth.project(ctx, id, "data")`: a project's secret API key or a member's session. */
   | "data"
   /** `deps.auth.project(ctx, id, role)`: a session with at least that role in the project. */
   | "member"
@@ -37,7 +37,7 @@ export type CallerKind =
   | "owner"
   /** `deps.auth.session(ctx)` (or the handler refuses an API key itself): a signed-in session. */
   | "session"
-  /** `deps.auth.ingestKey(ctx)`: a project API key only. */
+  /** `deps.auth.ingestKey(ctx)`: a project API key only, secret or publishable. */
   | "apiKey"
   /** The gate's rule alone: any valid credentials. */
   | "credentials";
@@ -62,7 +62,14 @@ export async function probeRpcs(): Promise<{ bindings: ServiceBinding[]; facts: 
   let phase: "auth" | "limits" = "auth";
   let seenAuth: CallerKind | undefined;
   let seenLimit: string | undefined;
-  const apiKey: Principal = { kind: "apiKey", keyId: "key_probe", projectId: "prj_probe", environment: "production" };
+  const apiKey: Principal = {
+    kind: "apiKey",
+    keyId: "key_probe",
+    projectId: "prj_probe",
+    environment: "production",
+    keyKind: "secret",
+    allowedOrigins: [],
+  };
   const session: Principal = { kind: "session", accountId: "usr_probe", token: "probe" };
   const pass = (kind: CallerKind) => {
     seenAuth ??= kind;

@@ -37,16 +37,17 @@ body, rate limits); \`default\` covers the rest (409 conflicts, 503 \`query_time
 
 **Authentication.** A project API key (\`Authorization: Bearer vk_...\`) or the \`vigil_session\`
 cookie set by sign-up and login; each operation says which. Cookie-authenticated writes must come from
-the same origin (403 otherwise).`;
+the same origin (403 otherwise). A publishable key (\`vk_pub_...\`, for web pages) may only ingest
+events (\`POST /v1/events\`, \`POST /v1/events/batch\`): every other operation answers it 403.`;
 
 const CALLER_TEXT: Record<CallerKind, string> = {
   public: "No credentials.",
-  data: "A project API key, or the session of any member of the project.",
+  data: "A secret project API key, or the session of any member of the project (publishable keys: 403).",
   member: "The session of a member of the project (any role); API keys are refused (403).",
   admin: "The session of an admin or owner of the project; API keys are refused (403).",
   owner: "The session of the project's owner; API keys are refused (403).",
   session: "A signed-in session (the `vigil_session` cookie); API keys are refused.",
-  apiKey: "A project API key (`Authorization: Bearer vk_...`); the project is the key's own.",
+  apiKey: "A project API key, secret or publishable (`Authorization: Bearer vk_...`); the project is the key's own.",
   credentials: "A project API key or a signed-in session.",
 };
 
@@ -242,7 +243,8 @@ export function buildDocument(input: DocumentInput): Schema {
           type: "http",
           scheme: "bearer",
           bearerFormat: "vk_...",
-          description: "A project API key: `Authorization: Bearer vk_...` (created under a project's API keys).",
+          description:
+            "A project API key: `Authorization: Bearer vk_...` (created under a project's API keys). Publishable keys (`vk_pub_...`) may only ingest events.",
         },
         session: {
           type: "apiKey",

@@ -23,6 +23,7 @@ export const toKey = (r: KeyRow) => ({
   id: r.id,
   name: r.name,
   environment: r.environment,
+  kind: r.kind,
   prefix: r.prefix,
   createdAt: r.created_at.toISOString(),
   lastUsedAt: r.last_used_at?.toISOString(),

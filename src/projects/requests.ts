@@ -8,7 +8,11 @@ const name = z.string().trim().min(1, "is required").max(200);
 
 export const createSchema = z.object({ name, platform: z.enum(PLATFORMS) });
 export const updateSchema = z.object({ name: name.optional() });
-export const keySchema = z.object({ name, environment: z.enum(ENVIRONMENTS) });
+export const keySchema = z.object({
+  name,
+  environment: z.enum(ENVIRONMENTS),
+  kind: z.enum(["secret", "publishable"]).default("secret"),
+});
 export const addMemberSchema = z.object({
   email: z.string().trim().toLowerCase().email(),
   role: z.enum(["admin", "member"]),

@@ -1,6 +1,6 @@
 import type { HandlerContext } from "@connectrpc/connect";
 import { ProjectService } from "../../gen/vigil/v1/projects_pb.js";
-import type { Access } from "../auth/principal.js";
+import { PUBLISHABLE_PREFIX, type Access } from "../auth/principal.js";
 import type { Deps } from "../platform/deps.js";
 import { ApiError, conflict, notFound } from "../shared/errors.js";
 import { bind, type Feature } from "../shared/feature.js";
@@ -13,8 +13,12 @@ import * as store from "./store.js";
 
 // Projects, members and API keys: handlers only (SQL in store.ts, validation in requests.ts).
 
-/** `vk_` + 40 random base62 characters (about 238 bits). */
-const newSecret = (): string => `vk_${randomToken(40)}`;
+/**
+ * `vk_` + 40 random base62 characters (about 238 bits); publishable keys `vk_pub_` + the same. The
+ * `_` after `pub` is not base62, so no secret key can begin with `vk_pub_` (auth relies on it).
+ */
+const newSecret = (kind: "secret" | "publishable"): string =>
+  `${kind === "publishable" ? PUBLISHABLE_PREFIX : "vk_"}${randomToken(40)}`;
 
 export function createProjectsFeature(deps: Pick<Deps, "db" | "clock" | "auth" | "limits">): Feature {
   const { db, clock, auth, limits } = deps;
@@ -117,14 +121,15 @@ export function createProjectsFeature(deps: Pick<Deps, "db" | "clock" | "auth" |
 
         async createApiKey(req, ctx) {
           const scope = await write(ctx, req.projectId, "admin");
-          const input = validate(keySchema, { name: req.name, environment: req.environment });
-          const secret = newSecret();
+          const input = validate(keySchema, { name: req.name, environment: req.environment, kind: req.kind });
+          const secret = newSecret(input.kind);
           const hash = sha256Hex(secret);
           const row = await store.insertApiKey(db, {
             id: newId("key"),
             projectId: scope.projectId,
             name: input.name,
             environment: input.environment,
+            kind: input.kind,
             prefix: secret.slice(0, 7),
             hash,
             now: clock(),

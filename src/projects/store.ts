@@ -24,6 +24,7 @@ export interface KeyRow {
   id: string;
   name: string;
   environment: string;
+  kind: string;
   prefix: string;
   created_at: Date;
   last_used_at: Date | null;
@@ -31,7 +32,7 @@ export interface KeyRow {
 
 const MEMBER_COLUMNS =
   "m.account_id, a.email, a.name, m.role, m.created_at FROM project_members m JOIN accounts a ON a.id = m.account_id";
-const KEY_COLUMNS = "id, name, environment, prefix, created_at, last_used_at";
+const KEY_COLUMNS = "id, name, environment, kind, prefix, created_at, last_used_at";
 
 /** A new project and its owner, in one transaction. */
 export async function insertProject(
@@ -139,11 +140,20 @@ export async function removeMember(q: Queryable, projectId: string, accountId: s
 
 export async function insertApiKey(
   q: Queryable,
-  k: { id: string; projectId: string; name: string; environment: string; prefix: string; hash: string; now: Date },
+  k: {
+    id: string;
+    projectId: string;
+    name: string;
+    environment: string;
+    kind: string;
+    prefix: string;
+    hash: string;
+    now: Date;
+  },
 ): Promise<KeyRow> {
   const r = await q.query<KeyRow>(
-    `INSERT INTO api_keys (id, project_id, name, environment, prefix, key_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${KEY_COLUMNS}`,
-    [k.id, k.projectId, k.name, k.environment, k.prefix, k.hash, k.now],
+    `INSERT INTO api_keys (id, project_id, name, environment, kind, prefix, key_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${KEY_COLUMNS}`,
+    [k.id, k.projectId, k.name, k.environment, k.kind, k.prefix, k.hash, k.now],
   );
   return r.rows[0];
 }

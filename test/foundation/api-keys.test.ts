@@ -19,10 +19,19 @@ describe("API keys", () => {
     assert.equal(k.prefix, k.secret.slice(0, 7));
     assert.equal(k.prefix.length, 7);
     assert.equal(k.environment, "development");
+    assert.equal(k.kind, "secret");
     assert.equal(k.lastUsedAt, null);
     const list = await t.rest.get(`/v1/projects/${p.projectId}/api-keys`, { cookie: p.owner.cookie });
     const listed = list.body.data.find((x: any) => x.id === k.id);
-    assert.deepEqual(Object.keys(listed).sort(), ["createdAt", "environment", "id", "lastUsedAt", "name", "prefix"]);
+    assert.deepEqual(Object.keys(listed).sort(), [
+      "createdAt",
+      "environment",
+      "id",
+      "kind",
+      "lastUsedAt",
+      "name",
+      "prefix",
+    ]);
     assert.ok(!list.text.includes(k.secret));
   });
 
