@@ -1,0 +1,535 @@
+import { VigilError } from "./errors.js";
+import { browserStorage, Identity, QueueStore, type Saved, type StorageLike } from "./storage.js";
+import { Stream, type Item } from "./stream.js";
+import { send, type FetchLike, type RetryOptions } from "./transport.js";
+import { inBrowser, nodeProcess, utf8Length, uuid } from "./util.js";
+
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [k: string]: JsonValue };
+export type JsonObject = { [k: string]: JsonValue };
+type Loose = Record<string, unknown>;
+
+export interface VigilOptions {
+  /** `vk_...` (server side: everything) or `vk_pub_...` (a web page: events only). */
+  apiKey: string;
+  /** The service's address. Default: `process.env.API_URL` on Node; required in a browser. */
+  apiUrl?: string;
+  /** Items per batch request. Default 100; at most 1000 (events) and 500 (metric points). */
+  flushAt?: number;
+  /** JSON bytes per batch request. Default 256 KiB. */
+  flushBytes?: number;
+  /** A queued item waits at most this long before its batch is sent. Default 1000 ms. */
+  flushIntervalMs?: number;
+  /** Items queued per stream (events; metric points). When full the OLDEST is dropped and `stats.dropped` counts it. Default 10 000. */
+  maxQueueSize?: number;
+  retry?: RetryOptions;
+  /** Per attempt, in ms; a server that does not answer in time is retried. Default 15 000. */
+  requestTimeoutMs?: number;
+  /** How long `shutdown()` and Node's exit flush wait before giving up on what is left. Default 10 000 ms. */
+  shutdownTimeoutMs?: number;
+  /** Browser: keep the queue in localStorage across loads (default true). Node: memory only. */
+  persist?: boolean;
+  /** Browser: send the queue with navigator.sendBeacon when the page is hidden (default true; publishable keys only). */
+  beacon?: boolean;
+  /** Injectable fetch (default: the global one). */
+  fetch?: FetchLike;
+  /** Called for refused items, give-ups, drops and storage failures. Default: console.warn. */
+  onError?: (err: VigilError) => void;
+  /** Storage for the persisted queue and the anonymous id (default: localStorage in a browser). */
+  storage?: StorageLike;
+}
+
+export interface TrackOptions {
+  userId?: string;
+  groupId?: string;
+  /** When it happened (default: the time of the call, kept across retries). */
+  timestamp?: Date | string;
+  context?: Loose;
+  tags?: Loose;
+  /** A source key (resolved to the project's source). */
+  source?: string;
+}
+
+export interface MetricOptions {
+  unit?: string;
+  tags?: Record<string, string | number | boolean>;
+  timestamp?: Date | string;
+}
+
+export interface HeartbeatOptions {
+  latencyMs?: number;
+  /** `up` (default) or `down`. */
+  status?: "up" | "down";
+  metadata?: Loose;
+  expectedIntervalMs?: number;
+  gracePeriodMs?: number;
+}
+
+export interface HeartbeatResult {
+  accepted: boolean;
+  monitor: { id: string; name: string; type: string; status: string; lastHeartbeatAt: string | null } & Loose;
+  statusChanged: boolean;
+}
+
+export interface VigilStats {
+  /** Items waiting or in flight (events and metric points). */
+  queued: number;
+  /** Items the server acknowledged (events, metric points, heartbeats). */
+  sent: number;
+  /** Items dropped because the queue was full (oldest first), or tracked after shutdown. */
+  dropped: number;
+  /** Items the server refused (4xx, or per-item errors), or given up on. */
+  rejected: number;
+  /** Retried requests. */
+  retries: number;
+}
+
+const MAX_EVENTS_PER_BATCH = 1000;
+const MAX_METRICS_PER_BATCH = 500;
+/** Browsers refuse a sendBeacon body over 64 KiB (summed over pending beacons); keep each under 60 KiB. */
+export const BEACON_MAX_BYTES = 60 * 1024;
+const HEARTBEAT_ATTEMPTS = 5;
+
+function positive(v: number | undefined, dflt: number, name: string, max = Infinity): number {
+  if (v === undefined) return dflt;
+  if (typeof v !== "number" || !(v > 0)) throw new TypeError(`Vigil: ${name} must be a positive number`);
+  return Math.min(v, max);
+}
+
+function iso(t: Date | string | undefined): string {
+  if (t === undefined) return new Date().toISOString();
+  return typeof t === "string" ? t : t.toISOString();
+}
+
+/** Keeps only defined fields (JSON.stringify drops undefined ones anyway; this keeps the order fixed). */
+function def<T extends Loose>(o: T): T {
+  for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k];
+  return o;
+}
+
+export class Vigil {
+  /** The browser's anonymous id (sent as `context.anonymousId`); undefined on Node. */
+  get anonymousId(): string | undefined {
+    return this.identity.anonymousId;
+  }
+  /** The user set by identify() (persisted in a browser). */
+  get userId(): string | undefined {
+    return this.identity.userId;
+  }
+
+  readonly stats: VigilStats = { queued: 0, sent: 0, dropped: 0, rejected: 0, retries: 0 };
+
+  private readonly apiUrl: string;
+  private readonly apiKey: string;
+  private readonly publishable: boolean;
+  private readonly fetchFn: FetchLike;
+  private readonly retry: Required<RetryOptions>;
+  private readonly timeoutMs: number;
+  private readonly shutdownTimeoutMs: number;
+  private readonly reportError: (e: VigilError) => void;
+  private readonly events: Stream;
+  private readonly metrics: Stream;
+  private readonly store: QueueStore | undefined;
+  private readonly identity: Identity;
+  private readonly browser: boolean;
+  private readonly abort = new AbortController();
+  private readonly detach: (() => void)[] = [];
+  private readonly maxQueueSize: number;
+  private closed = false;
+  private dropping = false;
+
+  constructor(opts: VigilOptions) {
+    if (!opts || typeof opts.apiKey !== "string" || opts.apiKey === "")
+      throw new TypeError("Vigil: apiKey is required");
+    this.browser = inBrowser();
+    const url = opts.apiUrl ?? nodeProcess()?.env?.API_URL;
+    if (!url) throw new TypeError("Vigil: apiUrl is required (or API_URL in the environment on Node)");
+    this.apiUrl = url.replace(/\/+$/, "");
+    this.apiKey = opts.apiKey;
+    this.publishable = opts.apiKey.startsWith("vk_pub_");
+    const f = opts.fetch ?? globalThis.fetch;
+    if (typeof f !== "function") throw new TypeError("Vigil: no fetch available; pass options.fetch");
+    this.fetchFn = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.retry = {
+      baseMs: positive(opts.retry?.baseMs, 200, "retry.baseMs"),
+      maxMs: positive(opts.retry?.maxMs, 30_000, "retry.maxMs"),
+      maxAttempts: positive(opts.retry?.maxAttempts, Infinity, "retry.maxAttempts"),
+    };
+    this.timeoutMs = positive(opts.requestTimeoutMs, 15_000, "requestTimeoutMs");
+    this.shutdownTimeoutMs = positive(opts.shutdownTimeoutMs, 10_000, "shutdownTimeoutMs");
+    this.reportError = opts.onError ?? ((e) => console.warn(`[vigil] ${e.message}`));
+    const flushAt = positive(opts.flushAt, 100, "flushAt", MAX_EVENTS_PER_BATCH);
+    this.maxQueueSize = positive(opts.maxQueueSize, 10_000, "maxQueueSize");
+    const common = {
+      flushBytes: positive(opts.flushBytes, 256 * 1024, "flushBytes"),
+      flushIntervalMs: positive(opts.flushIntervalMs, 1000, "flushIntervalMs"),
+      maxQueueSize: this.maxQueueSize,
+      changed: () => this.changed(),
+      dropped: (n: number) => this.onDropped(n),
+    };
+    this.events = new Stream({ ...common, flushAt, send: (items) => this.sendEvents(items) });
+    this.metrics = new Stream({
+      ...common,
+      flushAt: Math.min(flushAt, MAX_METRICS_PER_BATCH),
+      send: (items) => this.sendMetrics(items),
+    });
+
+    const storage = opts.storage ?? (this.browser ? browserStorage() : undefined);
+    this.identity = new Identity(storage, this.browser || opts.storage !== undefined);
+    if (storage && (opts.persist ?? true) && (this.browser || opts.storage !== undefined)) {
+      this.store = new QueueStore(storage, opts.apiKey, (e) => this.reportError(e));
+      const saved = this.store.adopt();
+      this.events.restore(saved.events.map(toItem));
+      this.metrics.restore(saved.metrics.map(toItem));
+      this.changed();
+    }
+    if (this.browser) this.listenForPageHide(opts.beacon ?? true);
+    this.listenForExit();
+  }
+
+  /** Queues an event; returns its client id. */
+  track(type: string, data?: Loose, opts: TrackOptions = {}): string {
+    const id = uuid();
+    const context =
+      this.identity.anonymousId && !(opts.context && "anonymousId" in opts.context)
+        ? { ...opts.context, anonymousId: this.identity.anonymousId }
+        : opts.context;
+    this.enqueue(
+      this.events,
+      id,
+      def({
+        id,
+        type,
+        timestamp: iso(opts.timestamp),
+        userId: opts.userId ?? this.identity.userId,
+        groupId: opts.groupId,
+        source: opts.source,
+        data,
+        context,
+        tags: opts.tags,
+      }),
+    );
+    return id;
+  }
+
+  /** `$page`; in a browser `data` gets url, path, title and referrer (the caller's values win). */
+  page(data?: Loose, opts?: TrackOptions): string {
+    const here: Loose = {};
+    if (this.browser) {
+      here.url = location.href;
+      here.path = location.pathname;
+      here.title = document.title;
+      if (document.referrer) here.referrer = document.referrer;
+    }
+    return this.track("$page", { ...here, ...data }, opts);
+  }
+
+  /** `$identify`: the user's traits; later events carry this userId (persisted in a browser). */
+  identify(userId: string, traits?: Loose, opts?: TrackOptions): string {
+    if (typeof userId === "string" && userId !== "") this.identity.setUser(userId);
+    return this.track("$identify", traits, { ...opts, userId });
+  }
+
+  /** `$group`: the group's traits (type, name, size...). */
+  group(groupId: string, traits?: Loose, opts?: TrackOptions): string {
+    return this.track("$group", traits, { ...opts, groupId });
+  }
+
+  /** `$error` with `{message, name, stack}` and `data`. */
+  captureError(error: unknown, data?: Loose, opts?: TrackOptions): string {
+    const e =
+      error instanceof Error
+        ? { message: error.message, name: error.name, stack: error.stack }
+        : { message: typeof error === "string" ? error : safeString(error), name: "Error" };
+    return this.track("$error", def({ ...e, ...data }), opts);
+  }
+
+  /** Forgets the identified user (and, in a browser, starts a new anonymous id): call it on log-out. */
+  reset(): void {
+    this.identity.reset(this.browser);
+  }
+
+  /** A measurement (secret keys only). Returns the point's client id. */
+  measure(name: string, value: number, opts: MetricOptions = {}): string {
+    return this.metric("measurement", name, value, opts);
+  }
+
+  /** A counter increment by `by` (>= 0; secret keys only). */
+  increment(name: string, by = 1, opts: MetricOptions = {}): string {
+    return this.metric("increment", name, by, opts);
+  }
+
+  /** A counter decrement by `by` (>= 0; secret keys only). */
+  decrement(name: string, by = 1, opts: MetricOptions = {}): string {
+    return this.metric("decrement", name, by, opts);
+  }
+
+  /**
+   * Sends a heartbeat now (not queued), with a client id so retries (network errors, 5xx, 429;
+   * up to 5 attempts) record it once. Resolves with the server's answer; rejects with a VigilError.
+   */
+  async heartbeat(slug: string, opts: HeartbeatOptions = {}): Promise<HeartbeatResult> {
+    const id = uuid();
+    if (this.closed) throw new VigilError("invalid", "heartbeat after shutdown()", { ids: [id] });
+    const body = JSON.stringify(
+      def({
+        id,
+        latencyMs: opts.latencyMs,
+        status: opts.status,
+        metadata: opts.metadata,
+        expectedIntervalMs: opts.expectedIntervalMs,
+        gracePeriodMs: opts.gracePeriodMs,
+      }),
+    );
+    try {
+      const answer = await this.post(
+        `/v1/projects/self/heartbeats/${encodeURIComponent(slug)}`,
+        body,
+        [id],
+        "heartbeat",
+        {
+          ...this.retry,
+          maxAttempts: Math.min(this.retry.maxAttempts, HEARTBEAT_ATTEMPTS),
+        },
+      );
+      this.stats.sent++;
+      return (answer.body as { data: HeartbeatResult }).data;
+    } catch (err) {
+      this.stats.rejected++;
+      throw err;
+    }
+  }
+
+  /** Sends everything queued before the call; resolves when each item is acknowledged, refused or given up. */
+  async flush(): Promise<void> {
+    await Promise.all([this.events.flush(), this.metrics.flush()]);
+  }
+
+  /**
+   * Flushes, waiting at most `shutdownTimeoutMs` (then what is left is given up: reported, and in a
+   * browser still in storage for the next load), and stops timers and listeners. Later calls are refused.
+   */
+  async shutdown(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const d of this.detach.splice(0)) d();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const deadline = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this.shutdownTimeoutMs);
+    });
+    await Promise.race([this.flush(), deadline]);
+    clearTimeout(timer);
+    if (this.events.size + this.metrics.size > 0) {
+      this.abort.abort();
+      await this.flush(); // every attempt now gives up at once
+    }
+    this.events.close();
+    this.metrics.close();
+    this.store?.saveNow();
+  }
+
+  // --- internals -----------------------------------------------------------------------------
+
+  private metric(
+    type: "measurement" | "increment" | "decrement",
+    name: string,
+    value: number,
+    opts: MetricOptions,
+  ): string {
+    const id = uuid();
+    if (this.publishable) {
+      this.stats.rejected++;
+      this.reportError(
+        new VigilError(
+          "invalid",
+          `${type} "${name}": metric points need a secret key (vk_...), not a publishable one`,
+          {
+            ids: [id],
+          },
+        ),
+      );
+      return id;
+    }
+    this.enqueue(
+      this.metrics,
+      id,
+      def({ id, type, name, value, unit: opts.unit, timestamp: iso(opts.timestamp), tags: opts.tags }),
+    );
+    return id;
+  }
+
+  private enqueue(stream: Stream, id: string, body: Loose): void {
+    if (this.closed) {
+      this.stats.dropped++;
+      this.reportError(new VigilError("invalid", "tracked after shutdown(): dropped", { ids: [id] }));
+      return;
+    }
+    let json: string;
+    try {
+      json = JSON.stringify(body);
+    } catch (err) {
+      this.stats.rejected++;
+      this.reportError(
+        new VigilError("invalid", `not JSON-serializable: ${err instanceof Error ? err.message : String(err)}`, {
+          ids: [id],
+        }),
+      );
+      return;
+    }
+    stream.push({ id, json, bytes: utf8Length(json) });
+  }
+
+  private changed(): void {
+    this.stats.queued = this.events.size + this.metrics.size;
+    // Report the next drop again once the queue has had room.
+    if (this.dropping && Math.max(this.events.size, this.metrics.size) < this.maxQueueSize) this.dropping = false;
+    this.store?.schedule(() => this.snapshot());
+  }
+
+  private snapshot(): Saved {
+    return { events: this.events.items().map((i) => i.json), metrics: this.metrics.items().map((i) => i.json) };
+  }
+
+  private onDropped(n: number): void {
+    this.stats.dropped += n;
+    if (!this.dropping) {
+      this.dropping = true;
+      this.reportError(
+        new VigilError("queue_full", `queue full: dropping the oldest items (${this.stats.dropped} dropped so far)`),
+      );
+    }
+  }
+
+  private post(path: string, body: string, ids: string[], what: string, retry = this.retry) {
+    return send({
+      fetch: this.fetchFn,
+      url: this.apiUrl + path,
+      headers: { authorization: `Bearer ${this.apiKey}`, "content-type": "application/json" },
+      body,
+      retry,
+      timeoutMs: this.timeoutMs,
+      signal: this.abort.signal,
+      onRetry: () => void this.stats.retries++,
+      what,
+      ids,
+    });
+  }
+
+  private sendEvents(items: Item[]): Promise<void> {
+    return this.sendBatch("/v1/events/batch", "events", items);
+  }
+
+  private sendMetrics(items: Item[]): Promise<void> {
+    return this.sendBatch("/v1/projects/self/metrics/batch", "metrics", items);
+  }
+
+  private async sendBatch(path: string, field: "events" | "metrics", items: Item[]): Promise<void> {
+    const ids = items.map((i) => i.id);
+    const body = `{"${field}":[${items.map((i) => i.json).join(",")}]}`;
+    try {
+      const answer = await this.post(path, body, ids, `${field} batch`);
+      const errors = (answer.body as { data?: { errors?: { index?: number; code?: string; message?: string }[] } })
+        ?.data?.errors;
+      const bad = Array.isArray(errors) ? errors.filter((e) => typeof e.index === "number" && items[e.index]) : [];
+      this.stats.sent += items.length - bad.length;
+      if (bad.length) {
+        this.stats.rejected += bad.length;
+        for (const e of bad) {
+          this.reportError(
+            new VigilError("rejected", `${field.slice(0, -1)} refused: ${e.message ?? e.code ?? "invalid"}`, {
+              status: answer.status,
+              serverCode: e.code,
+              ids: [items[e.index as number].id],
+            }),
+          );
+        }
+      }
+    } catch (err) {
+      this.stats.rejected += items.length;
+      this.reportError(err instanceof VigilError ? err : new VigilError("gave_up", String(err), { ids }));
+    }
+  }
+
+  private listenForExit(): void {
+    const proc = nodeProcess();
+    if (!proc?.on || !proc.off) return;
+    let exiting: Promise<void> | undefined;
+    const onBeforeExit = () => {
+      if (exiting || this.events.size + this.metrics.size === 0) return;
+      // The loop is empty (retry waits are unref'd): hold it open while flushing, for at most shutdownTimeoutMs.
+      const hold = setInterval(() => {}, 1000);
+      exiting = this.shutdown().finally(() => clearInterval(hold));
+    };
+    proc.on("beforeExit", onBeforeExit);
+    this.detach.push(() => proc.off?.("beforeExit", onBeforeExit));
+  }
+
+  private listenForPageHide(beacon: boolean): void {
+    const beaconed = new Set<string>();
+    const onHide = () => {
+      this.store?.saveNow(() => this.snapshot());
+      if (beacon && this.publishable) this.beacon(beaconed);
+    };
+    const onVisibility = () => {
+      if (document.visibilityState === "hidden") onHide();
+    };
+    window.addEventListener("pagehide", onHide);
+    document.addEventListener("visibilitychange", onVisibility);
+    this.detach.push(() => {
+      window.removeEventListener("pagehide", onHide);
+      document.removeEventListener("visibilitychange", onVisibility);
+    });
+  }
+
+  /**
+   * Sends queued events with navigator.sendBeacon (text/plain, the publishable key in `?key=`), in
+   * chunks under 60 KiB, each event at most once per page life. They STAY queued and stored: whether a
+   * beacon arrived is unknowable, so they are sent again by fetch (or on the next load) and the server
+   * stores each id once.
+   */
+  private beacon(beaconed: Set<string>): void {
+    const nav = globalThis.navigator as Navigator | undefined;
+    if (typeof nav?.sendBeacon !== "function") return;
+    const url = `${this.apiUrl}/v1/events/batch?key=${encodeURIComponent(this.apiKey)}`;
+    const overhead = utf8Length('{"events":[]}');
+    let chunk: Item[] = [];
+    let bytes = overhead;
+    const ship = () => {
+      if (!chunk.length) return;
+      const body = `{"events":[${chunk.map((i) => i.json).join(",")}]}`;
+      let ok = false;
+      try {
+        ok = nav.sendBeacon(url, new Blob([body], { type: "text/plain" }));
+      } catch {
+        ok = false;
+      }
+      if (ok) for (const i of chunk) beaconed.add(i.id);
+      chunk = [];
+      bytes = overhead;
+    };
+    for (const item of this.events.items()) {
+      if (beaconed.has(item.id) || item.bytes + overhead > BEACON_MAX_BYTES) continue;
+      if (chunk.length && (bytes + item.bytes + 1 > BEACON_MAX_BYTES || chunk.length >= MAX_EVENTS_PER_BATCH)) ship();
+      chunk.push(item);
+      bytes += item.bytes + 1;
+    }
+    ship();
+  }
+}
+
+function toItem(json: string): Item {
+  let id = "";
+  try {
+    id = String((JSON.parse(json) as { id?: unknown }).id ?? "");
+  } catch {
+    // QueueStore.adopt only returns parseable items with an id
+  }
+  return { id, json, bytes: utf8Length(json) };
+}
+
+function safeString(v: unknown): string {
+  try {
+    return typeof v === "object" ? JSON.stringify(v) : String(v);
+  } catch {
+    return String(v);
+  }
+}

@@ -1,0 +1,154 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { Vigil, VigilError } from "../../sdk/src/index.js";
+import { GENEROUS_LIMITS } from "../helpers/app.js";
+import { useProject } from "../helpers/use.js";
+
+// The SDK against a real Vigil (REST on a real port, real PostgreSQL): what it sends is what the
+// service stores, field by field, for every call of the API.
+
+const { t, p } = useProject(GENEROUS_LIMITS);
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+function client(extra: Partial<ConstructorParameters<typeof Vigil>[0]> = {}) {
+  const errors: VigilError[] = [];
+  const vigil = new Vigil({
+    apiKey: p.key,
+    apiUrl: t.url,
+    flushIntervalMs: 50,
+    onError: (e) => errors.push(e),
+    ...extra,
+  });
+  return { vigil, errors };
+}
+
+async function eventsOfType(type: string): Promise<any[]> {
+  const r = await t.rest.get(`/v1/projects/self/events?type=${encodeURIComponent(type)}&limit=100`, { key: p.key });
+  assert.equal(r.status, 200, r.text);
+  return r.body.data;
+}
+
+describe("the SDK against a real Vigil", () => {
+  it("track: every field arrives as given, with a client UUID per call and the call's time", async () => {
+    const { vigil, errors } = client();
+    const before = Date.now();
+    const ids = [1, 2, 3].map((n) =>
+      vigil.track(
+        "sdk.signup",
+        { n, plan: "pro" },
+        { userId: "u-1", groupId: "g-1", source: "web", tags: { env: "prod" }, context: { locale: "fr" } },
+      ),
+    );
+    const at = "2025-01-02T03:04:05.678Z";
+    vigil.track("sdk.signup", { n: 4 }, { timestamp: new Date(at) });
+    for (const id of ids) assert.match(id, UUID);
+    assert.equal(new Set(ids).size, 3);
+    await vigil.shutdown();
+    assert.deepEqual(errors, []);
+    const stored = await eventsOfType("sdk.signup");
+    assert.equal(stored.length, 4);
+    const byN = new Map(stored.map((e) => [e.data.n, e]));
+    const e1 = byN.get(1);
+    assert.deepEqual(e1.data, { n: 1, plan: "pro" });
+    assert.equal(e1.userId, "u-1");
+    assert.equal(e1.groupId, "g-1");
+    assert.match(e1.sourceId, /^src_/);
+    assert.deepEqual(e1.tags, { env: "prod" });
+    assert.equal(e1.context.locale, "fr");
+    assert.ok(Date.parse(e1.timestamp) >= before - 1 && Date.parse(e1.timestamp) <= Date.now());
+    assert.equal(byN.get(4).timestamp, at);
+    assert.deepEqual(vigil.stats, { queued: 0, sent: 4, dropped: 0, rejected: 0, retries: 0 });
+  });
+
+  it("page, identify, group and captureError store the reserved events; identify sets the user of later events", async () => {
+    const { vigil, errors } = client();
+    vigil.page({ path: "/pricing" });
+    vigil.identify("u-42", { email: "a@example.com", plan: "team" });
+    vigil.track("sdk.after-identify");
+    vigil.group("acme", { name: "Acme", size: 12 });
+    vigil.captureError(new TypeError("boom"), { route: "/x" });
+    await vigil.flush();
+    assert.deepEqual(errors, []);
+    const [page] = await eventsOfType("$page");
+    assert.equal(page.data.path, "/pricing");
+    const [ident] = await eventsOfType("$identify");
+    assert.equal(ident.userId, "u-42");
+    assert.deepEqual(ident.data, { email: "a@example.com", plan: "team" });
+    const [after] = await eventsOfType("sdk.after-identify");
+    assert.equal(after.userId, "u-42");
+    const [group] = await eventsOfType("$group");
+    assert.equal(group.groupId, "acme");
+    assert.equal(group.userId, "u-42");
+    const [err] = await eventsOfType("$error");
+    assert.equal(err.data.message, "boom");
+    assert.equal(err.data.name, "TypeError");
+    assert.match(err.data.stack, /TypeError: boom/);
+    assert.equal(err.data.route, "/x");
+    const user = await t.rest.get(`/v1/projects/self/users/u-42`, { key: p.key });
+    assert.equal(user.status, 200, user.text);
+    await vigil.shutdown();
+  });
+
+  it("measure, increment and decrement reach the metrics; the counter nets exactly", async () => {
+    const { vigil, errors } = client();
+    for (let i = 0; i < 30; i++) vigil.increment("sdk.jobs", 2);
+    vigil.decrement("sdk.jobs", 5);
+    vigil.measure("sdk.latency", 12.5, { unit: "ms", tags: { route: "/a" } });
+    await vigil.shutdown();
+    assert.deepEqual(errors, []);
+    const cur = await t.rest.post(`/v1/projects/self/metrics/current`, { name: "sdk.jobs" }, { key: p.key });
+    assert.equal(cur.status, 200, cur.text);
+    assert.equal(cur.body.data.value, 55);
+    const lat = await t.rest.post(`/v1/projects/self/metrics/current`, { name: "sdk.latency" }, { key: p.key });
+    assert.equal(lat.body.data.value, 12.5);
+    assert.equal(vigil.stats.sent, 32);
+  });
+
+  it("heartbeat: sent now, answers the monitor; a bad status is refused without a retry", async () => {
+    const { vigil } = client();
+    const r = await vigil.heartbeat("sdk-worker", { latencyMs: 41.5, metadata: { build: "abc" } });
+    assert.equal(r.accepted, true);
+    assert.equal(r.monitor.status, "up");
+    await assert.rejects(vigil.heartbeat("sdk-worker", { status: "sideways" as "up" }), (e: unknown) => {
+      assert.ok(e instanceof VigilError);
+      assert.equal(e.code, "rejected");
+      assert.equal(e.status, 400);
+      return true;
+    });
+    assert.equal(vigil.stats.retries, 0);
+    await vigil.shutdown();
+  });
+
+  it("an item the server refuses in a batch is reported alone; the others are stored", async () => {
+    const { vigil, errors } = client();
+    vigil.track("sdk.mixed", { ok: 1 });
+    const bad = vigil.track("$not-reserved", { ok: 0 });
+    vigil.track("sdk.mixed", { ok: 2 });
+    await vigil.shutdown();
+    assert.equal((await eventsOfType("sdk.mixed")).length, 2);
+    assert.equal(errors.length, 1);
+    assert.equal(errors[0].code, "rejected");
+    assert.equal(errors[0].serverCode, "reserved_type");
+    assert.deepEqual(errors[0].ids, [bad]);
+    assert.equal(vigil.stats.rejected, 1);
+    assert.equal(vigil.stats.sent, 2);
+  });
+
+  it("a revoked key: the batch is refused once (401), never retried, reported", async () => {
+    const k = await t.rest.post(
+      `/v1/projects/${p.projectId}/api-keys`,
+      { name: "to revoke", environment: "production" },
+      { cookie: p.owner.cookie },
+    );
+    await t.rest.del(`/v1/projects/${p.projectId}/api-keys/${k.body.data.id}`, { cookie: p.owner.cookie });
+    const { vigil, errors } = client({ apiKey: k.body.data.secret });
+    vigil.track("sdk.revoked");
+    await vigil.shutdown();
+    assert.equal(errors.length, 1);
+    assert.equal(errors[0].status, 401);
+    assert.equal(vigil.stats.retries, 0);
+    assert.equal(vigil.stats.rejected, 1);
+    assert.equal((await eventsOfType("sdk.revoked")).length, 0);
+  });
+});
