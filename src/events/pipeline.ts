@@ -1,4 +1,5 @@
 import type { PoolClient } from "pg";
+import type { Claim } from "./claims.js";
 
 // The ingest pipeline: the contracts between the events feature, which stores accepted events
 // (GroupCommitIngestor, ingest.ts), and the features whose work must commit with them. Which
@@ -15,6 +16,10 @@ import type { PoolClient } from "pg";
 //   the transaction: each one's pure `delta` is stored with the events (one `ingest_deltas` row per
 //   project) and the Projector (projector.ts) applies them after the commit; readers `settle()`
 //   their project first, so an answer never misses an acknowledged event.
+// - Client ids (claims.ts): an event sent with an `id` already stored in its project (or repeated
+//   within the group) is settled BEFORE any step runs: the group's claims are the transaction's
+//   first statement (or ride in the one statement), and a repeat is answered with the stored event,
+//   never handed to a preparing or committing step nor to a projection's delta.
 // - The one-statement path: a small group whose partitions and sources are cached is written by ONE
 //   guarded statement, without a transaction, only when EVERY preparing step answers from its cache
 //   (`cached` returns the SQL guard under which its answer holds, checked in the statement's own
@@ -36,6 +41,8 @@ export interface StoredEvent {
   createdAt: Date;
   /** Typed property slots (n1..n8, s1..s8) set by `preparing` steps before the insert. */
   slots?: Record<string, number | string | null>;
+  /** The client id it was sent with (claims.ts); the steps of the pipeline only ever see the first of an id. */
+  claim?: Claim;
 }
 
 /** A validated event ready to store. `source` is the caller's source key (resolved to sourceId). */
@@ -48,13 +55,20 @@ export interface NewEvent {
   data: Record<string, unknown>;
   context: Record<string, unknown>;
   tags: Record<string, unknown>;
+  /**
+   * The client id it was sent with (claims.ts): when the id is already stored in the project, the
+   * ingestor stores nothing and answers with the stored event.
+   */
+  claim?: Claim;
 }
 
 /** What features that record events (metrics' $measure/$increment/$decrement, ...) hand them to. */
 export interface Ingestor {
   /**
    * Stores the events durably (committed before the promise resolves; concurrent callers share a
-   * transaction) and resolves with them as stored. Runs the pipeline inside that transaction.
+   * transaction) and resolves with them as stored, in order. Runs the pipeline inside that
+   * transaction. An event whose `claim` is already stored (or repeats an earlier one of the same
+   * group) is not written: its place holds the event stored first.
    */
   accept(projectId: string, events: NewEvent[]): Promise<StoredEvent[]>;
 }

@@ -12,11 +12,13 @@ import { Pipeline, type Ingestor, type NewEvent, type PipelineParts } from "./pi
 import { IngestMetrics } from "./metrics.js";
 import { Projector } from "./projector.js";
 import { withCancellable } from "../storage/db.js";
-import { timestampSchema } from "../shared/time.js";
+import { HOUR_MS, timestampSchema } from "../shared/time.js";
 import { validate } from "../shared/validate.js";
 import { mergeContext, serverContext } from "./context.js";
 import { encodeCursor, eventCursor } from "./cursor.js";
 import { GroupCommitIngestor } from "./ingest.js";
+import { CLAIM_WINDOW_MS, purgeClaims } from "./claims.js";
+import { startPeriodic, type Periodic } from "../shared/periodic.js";
 import { getEvent, listEvents, rowToStored, toEventMessage } from "./store.js";
 import { uuidv7Time } from "./uuidv7.js";
 import { checkEvent, REPARSE_GROWTH, type EventRefusal } from "./validate.js";
@@ -50,6 +52,11 @@ export interface EventsFeature extends Feature {
   pipeline: Pipeline;
   /** Applies the projections' deltas after acceptance; readers of derived records settle() first. */
   derived: Projector;
+  /**
+   * Deletes the client ids (claims.ts) older than the window as of `now` (default: the clock);
+   * run hourly on worker nodes. Returns how many were deleted.
+   */
+  purgeIngestIds(now?: Date): Promise<number>;
 }
 
 /** `parts`: the ingest pipeline's participants, in order; their contract is in pipeline.ts. */
@@ -70,6 +77,10 @@ export function createEventsFeature(
   const metrics = new IngestMetrics(deps.telemetry.registry);
   const ingestor = new GroupCommitIngestor(deps, pipeline, derived, metrics);
 
+  const purgeIngestIds = (now = clock(), stopped?: () => boolean) =>
+    purgeClaims(db, new Date(now.getTime() - CLAIM_WINDOW_MS), { stopped });
+  let purge: Periodic | undefined;
+
   const contextOf = (ctx: HandlerContext, now: Date) =>
     serverContext(ctx.requestHeader, ctx.values.get(clientInfoKey), now);
 
@@ -78,6 +89,7 @@ export function createEventsFeature(
     ingestor,
     pipeline,
     derived,
+    purgeIngestIds: (now) => purgeIngestIds(now),
     services: [
       bind(
         EventService,
@@ -95,6 +107,7 @@ export function createEventsFeature(
               context: req.context,
               tags: req.tags,
               timestamp: req.timestamp,
+              id: req.id,
             };
             const check = checkEvent(raw, now);
             if (!check.ok) throw refusal(check.error);
@@ -221,7 +234,14 @@ export function createEventsFeature(
     startEveryRole() {
       derived.start();
     },
+    // Client ids older than the window (7 days) are forgotten: the same id may then be stored again.
+    async start() {
+      purge = startPeriodic(deps.log, "purging ingest ids", HOUR_MS, async (stopped) => {
+        await purgeIngestIds(clock(), stopped);
+      });
+    },
     async stop() {
+      await purge?.stop();
       await ingestor.stop();
       // After the last flush: its deltas are applied now, or by the next start.
       await derived.stop();

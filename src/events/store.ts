@@ -158,6 +158,20 @@ export async function getEvent(db: Queryable, projectId: string, id: string, ts:
   return r.rows[0];
 }
 
+/** Several events by (project, id, time of the id) at once, in any order (missing ones are absent). */
+export async function getEvents(
+  db: Queryable,
+  refs: { projectId: string; id: string; ts: Date }[],
+): Promise<EventRow[]> {
+  if (refs.length === 0) return [];
+  const r = await db.query<EventRow>(
+    `SELECT ${COLUMNS} FROM events WHERE (project_id, ts, id) IN
+       (SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::uuid[]))`,
+    [refs.map((x) => x.projectId), refs.map((x) => x.ts.toISOString()), refs.map((x) => x.id)],
+  );
+  return r.rows;
+}
+
 /** The Event message (REST: the spec's JSON) of a stored event. */
 export function toEventMessage(e: StoredEvent) {
   return {

@@ -1,6 +1,7 @@
 import type { NewEvent } from "./pipeline.js";
 import { jsonProblem, problemField } from "../shared/json.js";
 import { DAY_MS, parseTimestampMs, TIMESTAMP_MESSAGE } from "../shared/time.js";
+import { CLIENT_ID_MESSAGE, clientUuid } from "../shared/ids.js";
 
 // Validation of one incoming event (single route, batch item, or another feature's input).
 // Pure: takes the receive time, returns either the event or a {code, field, message} refusal.
@@ -103,6 +104,13 @@ export function checkEvent(raw: unknown, now: Date, sizeBound?: number): EventCh
     throw err;
   }
 
+  // The client id (claims.ts): absent or null means none; anything but a UUID is refused.
+  let id: string | undefined;
+  if (raw.id !== undefined && raw.id !== null) {
+    id = clientUuid(raw.id);
+    if (id === undefined) return refuse("id", CLIENT_ID_MESSAGE);
+  }
+
   if (type === "$identify" && userId === null) return refuse("userId", "a $identify event needs a userId");
   if (type === "$group" && groupId === null) return refuse("groupId", "a $group event needs a groupId");
 
@@ -118,17 +126,7 @@ export function checkEvent(raw: unknown, now: Date, sizeBound?: number): EventCh
     timestamp = new Date(ms);
   }
 
-  return {
-    ok: true,
-    event: {
-      type,
-      timestamp,
-      userId,
-      groupId,
-      source,
-      data,
-      context,
-      tags,
-    },
-  };
+  const event: NewEvent = { type, timestamp, userId, groupId, source, data, context, tags };
+  if (id !== undefined) event.claim = { kind: "event", id };
+  return { ok: true, event };
 }

@@ -4,6 +4,7 @@ import type { PoolClient } from "pg";
 import { from as copyFrom } from "pg-copy-streams";
 import type { SqlGuard, StoredEvent } from "./pipeline.js";
 import type { Queryable } from "../storage/db.js";
+import type { ClaimRow } from "./claims.js";
 import { newId } from "../shared/ids.js";
 
 // The statements of one ingest transaction: source resolution and the multi-row insert.
@@ -116,8 +117,14 @@ function storedSlot(e: StoredEvent, slot: string): string | number | null {
 
 const insertSqlCache = new Map<string, string>();
 
-function insertSql(slots: string[], withDeltas: boolean, guard: string): string {
-  const cacheKey = `${slots.join(",")}|${withDeltas}|${guard}`;
+/** The claims' four arrays follow $1 (created_at), $2 (rows) and, when present, $3-$4 (deltas). */
+const claimParams = (withDeltas: boolean) => {
+  const f = withDeltas ? 5 : 3;
+  return `$${f}::text[], $${f + 1}::text[], $${f + 2}::uuid[], $${f + 3}::text[]`;
+};
+
+function insertSql(slots: string[], withDeltas: boolean, withClaims: boolean, guard: string): string {
+  const cacheKey = `${slots.join(",")}|${withDeltas}|${withClaims}|${guard}`;
   let sql = insertSqlCache.get(cacheKey);
   if (sql) return sql;
   const base = ["project_id", "ts", "id", "type", "user_id", "group_id", "source_id", "data", "context", "tags"];
@@ -135,6 +142,12 @@ function insertSql(slots: string[], withDeltas: boolean, guard: string): string 
           `d AS (INSERT INTO ingest_deltas (project_id, deltas) SELECT p, d FROM unnest($3::text[], $4::json[]) AS u(p, d)${when})`,
         ]
       : []),
+    // The client ids' claims (claims.ts), plain inserts: one already taken fails the whole statement.
+    ...(withClaims
+      ? [
+          `c AS (INSERT INTO ingest_ids (project_id, kind, client_id, record_id, created_at) SELECT p, k, c, r, $1::timestamptz FROM unnest(${claimParams(withDeltas)}) WITH ORDINALITY AS u(p, k, c, r, n)${when} ORDER BY n)`,
+        ]
+      : []),
   ];
   // Row i of the recordset is the JSON array element i; keys are the column names.
   sql = `${ctes.length ? `WITH ${ctes.join(",\n")}\n` : ""}INSERT INTO events (${cols.join(", ")}, created_at)
@@ -146,7 +159,8 @@ FROM json_to_recordset($2::json) AS r(${cols.map((c, i) => `${c} ${colTypes[i]}`
 
 /**
  * One multi-row INSERT for every event of the group, slots included, with the group's derived-record
- * deltas ([projectId, JSON] rows of `ingest_deltas`). The rows travel as one JSON
+ * deltas ([projectId, JSON] rows of `ingest_deltas`) and, for the one-statement path, the claims of
+ * its client ids (in claims.ts's order; a claim already taken throws `isClaimTaken`). The rows travel as one JSON
  * document (serialized natively, parsed once by PostgreSQL): cheaper than array literals, whose
  * every JSON element would need escaping.
  */
@@ -156,6 +170,7 @@ export async function insertEvents(
   createdAt: Date,
   deltas: [string, string][] = [],
   guards: SqlGuard[] = [],
+  claims: ClaimRow[] = [],
 ): Promise<number> {
   const slots = usedSlots(events);
   const rows = new Array(events.length);
@@ -182,8 +197,15 @@ export async function insertEvents(
       deltas.map((d) => d[0]),
       deltas.map((d) => d[1]),
     );
+  if (claims.length)
+    values.push(
+      claims.map((c) => c.projectId),
+      claims.map((c) => c.kind),
+      claims.map((c) => c.clientId),
+      claims.map((c) => c.recordId),
+    );
   const guard = guards.map((g) => `(${g((v) => `$${values.push(v)}`)})`).join(" AND ");
-  const r = await client.query(insertSql(slots, deltas.length > 0, guard), values);
+  const r = await client.query(insertSql(slots, deltas.length > 0, claims.length > 0, guard), values);
   return r.rowCount ?? 0;
 }
 

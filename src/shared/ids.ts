@@ -30,3 +30,16 @@ export function newId(prefix: string): string {
 
 /** Hex SHA-256 of a secret (API key, session token): what is stored and looked up, never the secret. */
 export const sha256Hex = (v: string): string => createHash("sha256").update(v).digest("hex");
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Why a client id was refused (decisions.md "Idempotent ingestion"): the message of the 400 naming `id`. */
+export const CLIENT_ID_MESSAGE = "id must be a UUID (8-4-4-4-12 hexadecimal digits)";
+
+/**
+ * A client-generated id making an ingest request idempotent: a UUID of any version in its canonical
+ * 8-4-4-4-12 form, any case; answered lowercase (as stored). undefined when `v` is not one.
+ */
+export function clientUuid(v: unknown): string | undefined {
+  return typeof v === "string" && UUID.test(v) ? v.toLowerCase() : undefined;
+}

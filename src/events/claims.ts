@@ -1,0 +1,124 @@
+import type { PoolClient } from "pg";
+import type { Db } from "../storage/db.js";
+import { DAY_MS } from "../shared/time.js";
+import { isUniqueViolation } from "../shared/pg-errors.js";
+
+// Idempotent ingestion (decisions.md "Idempotent ingestion and browser SDKs"; table
+// `ingest_ids`, migration 1006). A request carrying a client `id` (a UUID) claims it in the SAME
+// transaction (or single statement) that stores its record. An existing claim means "already
+// stored": nothing new is written and the request is answered from the claim's `record_id`, as the
+// first one was. Used by the events ingestor (events and metric points) and the heartbeat writer.
+//
+// - Claims are inserted before any other lock of their transaction, sorted by key, so that two
+//   writers of overlapping ids wait for each other in one order (never a deadlock), and a writer
+//   never holds a monitor, source or partition lock while waiting on a claim.
+// - A concurrent duplicate waits on the first's uncommitted claim (its key), then (READ COMMITTED)
+//   finds the conflict once the first commits, or claims the id itself if the first rolled back;
+//   the record id is read after the insert, in a new snapshot that sees the first's commit.
+// - Claims live CLAIM_WINDOW_MS; `purgeClaims` deletes older ones: after that an id may be stored again.
+
+/** How long a client id is remembered (7 days). */
+export const CLAIM_WINDOW_MS = 7 * DAY_MS;
+
+export type ClaimKind = "event" | "metric" | "heartbeat";
+
+/** A client id on a record to store: what it claims, in which namespace of the project. */
+export interface Claim {
+  kind: ClaimKind;
+  /** The client's UUID, lowercase. */
+  id: string;
+}
+
+export interface ClaimRow {
+  projectId: string;
+  kind: ClaimKind;
+  clientId: string;
+  /** What a repeat is answered from: an event's id (events, metric points), a monitor's id (heartbeats), or null. */
+  recordId: string | null;
+}
+
+/** The identity of a claim in one project (for maps of claims). */
+export const claimKey = (projectId: string, kind: ClaimKind, clientId: string): string =>
+  `${projectId}\u0000${kind}\u0000${clientId}`;
+
+/** The claims in the one order every writer inserts them (no two writers wait for each other in a cycle). */
+export function sortedClaims(rows: ClaimRow[]): ClaimRow[] {
+  return rows
+    .map((r) => ({ r, k: claimKey(r.projectId, r.kind, r.clientId) }))
+    .sort((a, b) => (a.k < b.k ? -1 : a.k > b.k ? 1 : 0))
+    .map((x) => x.r);
+}
+
+/**
+ * Inserts the claims (distinct keys) inside the caller's transaction. Returns the ones that already
+ * existed (claimKey → their record id): those records are stored already and must not be written again.
+ */
+export async function claimIds(
+  client: PoolClient,
+  rows: ClaimRow[],
+  createdAt: Date,
+): Promise<Map<string, string | null>> {
+  const existing = new Map<string, string | null>();
+  if (rows.length === 0) return existing;
+  const sorted = sortedClaims(rows);
+  const cols = [
+    sorted.map((r) => r.projectId),
+    sorted.map((r) => r.kind),
+    sorted.map((r) => r.clientId),
+    sorted.map((r) => r.recordId),
+  ];
+  const won = await client.query<{ project_id: string; kind: ClaimKind; client_id: string }>({
+    name: "ingest_ids_claim",
+    text: `INSERT INTO ingest_ids (project_id, kind, client_id, record_id, created_at)
+           SELECT p, k, c, r, $5 FROM unnest($1::text[], $2::text[], $3::uuid[], $4::text[]) WITH ORDINALITY AS u(p, k, c, r, n) ORDER BY n
+           ON CONFLICT (project_id, kind, client_id) DO NOTHING
+           RETURNING project_id, kind, client_id::text`,
+    values: [...cols, createdAt],
+  });
+  if (won.rows.length === rows.length) return existing;
+  const claimed = new Set(won.rows.map((r) => claimKey(r.project_id, r.kind, r.client_id)));
+  const lost = sorted.filter((r) => !claimed.has(claimKey(r.projectId, r.kind, r.clientId)));
+  // A new statement, a new snapshot: it sees the claims of the transactions this one waited for.
+  const r = await client.query<{ project_id: string; kind: ClaimKind; client_id: string; record_id: string | null }>({
+    name: "ingest_ids_read",
+    text: `SELECT i.project_id, i.kind, i.client_id::text, i.record_id FROM ingest_ids i
+             JOIN unnest($1::text[], $2::text[], $3::uuid[]) AS u(p, k, c) ON i.project_id = u.p AND i.kind = u.k AND i.client_id = u.c`,
+    values: [lost.map((x) => x.projectId), lost.map((x) => x.kind), lost.map((x) => x.clientId)],
+  });
+  for (const row of r.rows) existing.set(claimKey(row.project_id, row.kind, row.client_id), row.record_id);
+  // A claim purged between the conflict and the read (older than the window) still counts as stored.
+  for (const x of lost) {
+    const k = claimKey(x.projectId, x.kind, x.clientId);
+    if (!existing.has(k)) existing.set(k, null);
+  }
+  return existing;
+}
+
+/**
+ * The claims of a group written by ONE statement (write.ts, the one-statement ingest path): plain
+ * inserts, so that a claim already taken fails the whole statement (nothing of it is written) and the
+ * group goes through the transaction, where `claimIds` sorts out the repeats.
+ */
+export const isClaimTaken = (err: unknown): boolean => isUniqueViolation(err, "ingest_ids_pkey");
+
+/**
+ * Deletes claims created before `before`, in chunks (each its own short statement), until none is
+ * left or `stopped()`. Returns how many were deleted.
+ */
+export async function purgeClaims(
+  db: Db,
+  before: Date,
+  opts: { chunk?: number; stopped?: () => boolean } = {},
+): Promise<number> {
+  const chunk = opts.chunk ?? 10_000;
+  let total = 0;
+  for (;;) {
+    const r = await db.query({
+      name: "ingest_ids_purge",
+      text: `DELETE FROM ingest_ids WHERE ctid = ANY(ARRAY(SELECT ctid FROM ingest_ids WHERE created_at < $1 LIMIT $2))`,
+      values: [before, chunk],
+    });
+    total += r.rowCount ?? 0;
+    if ((r.rowCount ?? 0) < chunk || opts.stopped?.()) return total;
+  }
+}
