@@ -1,5 +1,6 @@
+import { IngestEventRequestSchema } from "../../gen/vigil/v1/events_pb.js";
 import type { NewEvent } from "./pipeline.js";
-import { jsonProblem, problemField } from "../shared/json.js";
+import { itemKeys, jsonProblem, problemField, unknownItemKey } from "../shared/json.js";
 import { DAY_MS, parseTimestampMs, TIMESTAMP_MESSAGE } from "../shared/time.js";
 import { CLIENT_ID_MESSAGE, clientUuid } from "../shared/ids.js";
 
@@ -20,6 +21,9 @@ export interface EventRefusal {
   field: string;
   message: string;
 }
+
+/** An event's keys: the fields of IngestEventRequest (a batch item has the single-event shape). */
+const EVENT_KEYS = itemKeys(IngestEventRequestSchema);
 
 export type EventCheck = { ok: true; event: NewEvent } | { ok: false; error: EventRefusal };
 
@@ -67,6 +71,9 @@ export const REPARSE_GROWTH = 6;
  */
 export function checkEvent(raw: unknown, now: Date, sizeBound?: number): EventCheck {
   if (!isPlainObject(raw)) return refuse("(event)", "an event must be a JSON object");
+  // A key that is no field would be dropped without a word (Segment's `properties`): refused.
+  const unknown = unknownItemKey(raw, EVENT_KEYS);
+  if (unknown) return refuse(unknown.field, unknown.message);
   // One walk over the whole event: text PostgreSQL can store, finite numbers, bounded depth.
   const problem = jsonProblem(raw);
   if (problem) {

@@ -1,5 +1,6 @@
+import { RecordMetricRequestSchema } from "../../gen/vigil/v1/metrics_pb.js";
 import { MAX_FUTURE_MS, MIN_TIMESTAMP_MS } from "../events/validate.js";
-import { NUMBER_PROBLEM } from "../shared/json.js";
+import { itemKeys, NUMBER_PROBLEM, unknownItemKey } from "../shared/json.js";
 import { setOwn } from "../shared/objects.js";
 import { isPlainText, isStorableText } from "../shared/text.js";
 import { parseTimestampMs, TIMESTAMP_MESSAGE } from "../shared/time.js";
@@ -32,6 +33,9 @@ export interface Refusal {
 }
 
 export type MetricCheck = { ok: true; metric: MetricInput } | { ok: false; error: Refusal };
+
+/** A point's keys: the fields of RecordMetricRequest but its project (a batch's is the route's). */
+const METRIC_KEYS = itemKeys(RecordMetricRequestSchema, ["projectId"]);
 
 const INPUT_TYPES = Object.keys(EVENT_TYPE) as InputType[];
 
@@ -95,6 +99,9 @@ function checkTimestamp(v: unknown, now: Date): Date {
 function check(raw: unknown, now: Date): MetricInput {
   if (!isObject(raw)) fail("(metric)", "a metric must be a JSON object");
   const r = raw as Record<string, unknown>;
+  // A key that is no field would be dropped without a word: refused, naming it.
+  const unknown = unknownItemKey(r, METRIC_KEYS);
+  if (unknown) fail(unknown.field, unknown.message);
   const t = r.type;
   if (t === undefined || t === null || t === "") fail("type", `type is required: one of ${INPUT_TYPES.join(", ")}`);
   if (typeof t !== "string" || !INPUT_TYPES.includes(t as InputType))

@@ -28,8 +28,9 @@ lists are \`[]\`. Names are lowerCamel. 64-bit integers are plain JSON numbers (
 Timestamps are ISO 8601 strings in UTC.
 
 **Requests.** \`POST\`/\`PATCH\` bodies are JSON (\`Content-Type: application/json\`, also when empty);
-unknown fields are ignored; a value of the wrong type is a 400 naming the field. Such routes take no
-query parameters.
+a key that is no field of the body (at any depth, a field given by the path too) is a 400
+\`validation_failed\` naming it, and so is a value of the wrong type. Such routes take no query
+parameters.
 
 **Errors.** Every error is \`{"error": {"code", "message", "details?"}}\` with a snake_case \`code\`.
 Each operation lists the statuses its route answers from the rules that guard it (credentials, roles,

@@ -6,7 +6,7 @@ import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 // - output: every field is present (defaults included); an unset `optional` scalar and an unset
 //   message are `null`; 64-bit integers are JSON numbers; Struct/Value/ListValue are plain JSON;
 // - input: proto3 JSON decoded strictly; nothing is required by the decoder (handlers validate),
-//   an `optional` field may be `null`.
+//   an `optional` field may be `null`, a key that is no field is refused (`additionalProperties`).
 
 export type Schema = Record<string, unknown>;
 export type Mode = "output" | "input";
@@ -144,7 +144,7 @@ export function fieldSchema(field: DescField, mode: Mode, ctx: SchemaContext): S
 
 /**
  * A message's object schema. Output: every field is required (the writer emits all of them) and
- * nothing else appears. Input: `omit` leaves out fields taken from the path.
+ * nothing else appears. Input: nothing else is accepted; `omit` leaves out fields taken from the path.
  */
 export function messageSchema(
   msg: DescMessage,
@@ -158,10 +158,9 @@ export function messageSchema(
     properties[f.jsonName] = fieldSchema(f, mode, ctx);
   }
   const s: Schema = { type: "object", properties };
-  if (mode === "output") {
-    s.required = Object.keys(properties);
-    s.additionalProperties = false;
-  }
+  if (mode === "output") s.required = Object.keys(properties);
+  // Output: nothing else is written. Input: any other key (a path field too) is a 400 naming it.
+  s.additionalProperties = false;
   const description = ctx.describe(msg.typeName);
   if (description) s.description = description;
   return s;

@@ -1,5 +1,6 @@
+import type { DescMessage } from "@bufbuild/protobuf";
 import { z } from "zod";
-import { isStorableText, TEXT_PROBLEM } from "./text.js";
+import { isPlainText, isStorableText, TEXT_PROBLEM } from "./text.js";
 
 // The one check of free-form JSON input (event data/context/tags, identify properties, monitor
 // metadata/tags, heartbeat metadata, metric tags, webhook test data): what PostgreSQL text and
@@ -56,6 +57,55 @@ export function problemField(base: string, p: JsonProblem): string {
   let out = base;
   for (const s of p.path) out = typeof s === "number" ? `${out}[${s}]` : out ? `${out}.${s}` : s;
   return out;
+}
+
+/**
+ * A client's key as an error message may show it: control characters and unpaired surrogates
+ * escaped (as JSON would write them), at most 100 characters. The key itself is data of any length.
+ */
+export function shownKey(key: string): string {
+  let end = 0;
+  let n = 0;
+  for (const c of key) {
+    if (n++ === 100) break;
+    end += c.length; // whole code points: a pair is never cut in two
+  }
+  const short = end < key.length ? key.slice(0, end) + "…" : key;
+  return isPlainText(short) ? short : JSON.stringify(short).slice(1, -1);
+}
+
+/** The keys a loose JSON item (a batch item carried as a Value) may have: a message's JSON names. */
+export interface ItemKeys {
+  known: ReadonlySet<string>;
+  /** proto name -> JSON name, to point a `user_id` to `userId`. */
+  protoNames: ReadonlyMap<string, string>;
+}
+
+/** The JSON names of `msg`'s fields, less `omit` (JSON names of fields the item does not take). */
+export function itemKeys(msg: DescMessage, omit: readonly string[] = []): ItemKeys {
+  const fields = msg.fields.filter((f) => !omit.includes(f.jsonName));
+  return {
+    known: new Set(fields.map((f) => f.jsonName)),
+    protoNames: new Map(fields.filter((f) => f.name !== f.jsonName).map((f) => [f.name, f.jsonName])),
+  };
+}
+
+/**
+ * The first key of a loose item that is none of `keys`, as a refusal naming it (decisions.md:
+ * unknown fields are a 400 `validation_failed`; in a batch the item alone is rejected), or
+ * undefined. Keys such as `__proto__` and `constructor` are keys like any other.
+ */
+export function unknownItemKey(
+  item: Record<string, unknown>,
+  keys: ItemKeys,
+): { field: string; message: string } | undefined {
+  for (const key of Object.keys(item)) {
+    if (keys.known.has(key)) continue;
+    const field = shownKey(key);
+    const json = keys.protoNames.get(key);
+    return { field, message: json ? `unknown field '${field}' (did you mean '${json}'?)` : `unknown field '${field}'` };
+  }
+  return undefined;
 }
 
 export const isJsonObject = (v: unknown): v is Record<string, unknown> =>

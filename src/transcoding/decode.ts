@@ -1,13 +1,64 @@
 import type { DescField, DescMessage, JsonValue, Message } from "@bufbuild/protobuf";
 import { ScalarType, fromJson } from "@bufbuild/protobuf";
 import { badRequest } from "../shared/errors.js";
+import { isJsonObject, shownKey } from "../shared/json.js";
 import type { Route } from "./routes.js";
 
 // REST request -> request message: path variables, query parameters and the JSON body are merged
-// into one proto3-JSON object and decoded strictly (wrong types are a 400 naming the field).
+// into one proto3-JSON object and decoded strictly: a wrong type is a 400 naming the field, and so
+// is a key that is no field of the message, at any depth (decisions.md: a client must never lose
+// data silently, e.g. Segment's `properties` sent to /v1/events). gRPC, gRPC-web and Connect
+// decode with protobuf's own rules and never come here.
 
 function fieldByName(schema: DescMessage, name: string): DescField | undefined {
   return schema.fields.find((f) => f.jsonName === name || f.name === name);
+}
+
+/** Free-form JSON (any keys): Struct, Value, ListValue. Other well-known types are not objects in JSON. */
+const isFreeForm = (m: DescMessage) => m.typeName.startsWith("google.protobuf.");
+/** Deeper than this, fromJson's own recursion limit answers (a 400 too); the walk never overflows. */
+const MAX_DEPTH = 100;
+
+/**
+ * The first key of `json` (a message's JSON object) that names no field of `schema` (neither its
+ * JSON name nor its proto name), looking into nested messages, lists and maps of messages, as a
+ * path (`time.foo`, `aggregations[1].bar`); undefined when every key is a field.
+ */
+function unknownKey(
+  schema: DescMessage,
+  json: Record<string, unknown>,
+  path: string,
+  depth: number,
+): string | undefined {
+  if (depth > MAX_DEPTH) return undefined;
+  const at = (key: string) => (path ? `${path}.${shownKey(key)}` : shownKey(key));
+  for (const key of Object.keys(json)) {
+    const f = fieldByName(schema, key);
+    if (!f) return at(key);
+    const v = json[key];
+    if (f.fieldKind === "message" && !isFreeForm(f.message) && isJsonObject(v)) {
+      const u = unknownKey(f.message, v, at(f.jsonName), depth + 1);
+      if (u) return u;
+    } else if (f.fieldKind === "list" && f.listKind === "message" && !isFreeForm(f.message) && Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        const e: unknown = v[i];
+        const u = isJsonObject(e) ? unknownKey(f.message, e, `${at(f.jsonName)}[${i}]`, depth + 1) : undefined;
+        if (u) return u;
+      }
+    } else if (f.fieldKind === "map" && f.mapKind === "message" && !isFreeForm(f.message) && isJsonObject(v)) {
+      for (const [k, e] of Object.entries(v)) {
+        const u = isJsonObject(e) ? unknownKey(f.message, e, `${at(f.jsonName)}.${shownKey(k)}`, depth + 1) : undefined;
+        if (u) return u;
+      }
+    }
+  }
+  return undefined;
+}
+
+function unknownField(field: string): never {
+  throw badRequest(`unknown field '${field}': the request body has no such field`, [
+    { field, message: "unknown field" },
+  ]);
 }
 
 function coerceQueryValue(field: DescField, raw: string): JsonValue {
@@ -62,10 +113,27 @@ export function decodeRequest(
     if (body !== undefined && body !== null) {
       if (typeof body !== "object" || Array.isArray(body)) throw badRequest("request body must be a JSON object");
       json = { ...(body as Record<string, JsonValue>) };
+      // A field bound to the path is not the body's to give: the path would silently win.
+      for (const key of Object.keys(json)) {
+        const f = fieldByName(schema, key);
+        if (f && route.segments.some((s) => "variable" in s && s.variable === f.name))
+          throw badRequest(`field '${key}' is given by the path (${route.template}), not the body`, [
+            { field: key, message: "given by the path, not the body" },
+          ]);
+      }
+      const unknown = unknownKey(schema, json, "", 0);
+      if (unknown !== undefined) unknownField(unknown);
     }
   } else if (route.body) {
     const f = fieldByName(schema, route.body);
-    if (f && body !== undefined) json[f.jsonName] = body as JsonValue;
+    if (f && body !== undefined) {
+      // The body is that one field: its keys are checked as the client wrote them (top level).
+      if (f.fieldKind === "message" && !isFreeForm(f.message) && isJsonObject(body)) {
+        const unknown = unknownKey(f.message, body, "", 0);
+        if (unknown !== undefined) unknownField(unknown);
+      }
+      json[f.jsonName] = body as JsonValue;
+    }
   }
   // A route whose body is the whole message takes its fields from the JSON body only: query
   // parameters filling body fields let a cross-site form (or a URL with a password in it) write.
@@ -115,7 +183,7 @@ export function decodeRequest(
     }
   }
   try {
-    return { message: fromJson(schema, json, { ignoreUnknownFields: true }), jsonList: list };
+    return { message: fromJson(schema, json), jsonList: list };
   } catch (err) {
     describeDecodeError(schema, err);
   }
