@@ -135,11 +135,20 @@ describe("single event validation", () => {
     assert.equal(revokedBatch.status, 401);
   });
 
-  it("ignores a projectId in the body: the key decides", async () => {
+  it("refuses a projectId in the body (no such field: the key decides the project), storing nothing", async () => {
     const other = await project(t.rest);
-    const r = await t.rest.post("/v1/events", { type: "a", projectId: other.projectId }, { key: p.key });
-    assert.equal(r.status, 202);
-    assert.equal(r.body.data.projectId, p.projectId);
+    const type = "body-project-id";
+    const r = await t.rest.post("/v1/events", { type, projectId: other.projectId }, { key: p.key });
+    assert.equal(r.status, 400, r.text);
+    assert.equal(errorBody(r).code, "validation_failed");
+    assert.deepEqual(errorBody(r).details, [{ field: "projectId", message: "unknown field" }]);
+    for (const x of [p, other]) {
+      const list = await t.rest.get(`/v1/projects/${x.projectId}/events?type=${type}`, { key: x.key });
+      assert.deepEqual(list.body.data, []);
+    }
+    const ok = await t.rest.post("/v1/events", { type }, { key: p.key });
+    assert.equal(ok.status, 202);
+    assert.equal(ok.body.data.projectId, p.projectId);
   });
 });
 
