@@ -20,7 +20,7 @@ import { BATCH_MAX, checkMetric, type MetricInput } from "./validate.js";
 function toEvent(m: MetricInput): NewEvent {
   const data: Record<string, unknown> = { name: m.name, value: m.value };
   if (m.unit !== null) data.unit = m.unit;
-  return {
+  const event: NewEvent = {
     type: EVENT_TYPE[m.type],
     timestamp: m.timestamp,
     userId: null,
@@ -30,6 +30,10 @@ function toEvent(m: MetricInput): NewEvent {
     context: {},
     tags: m.tags,
   };
+  // A point whose id is stored already is not written (nor its point, rollups or total): it counts
+  // as accepted, as it did the first time.
+  if (m.id !== null) event.claim = { kind: "metric", id: m.id };
+  return event;
 }
 
 /** A google.protobuf.Value as plain JSON; one that cannot be JSON (NaN from a gRPC client) is a non-JSON marker. */
@@ -72,6 +76,7 @@ export function createMetricsFeature(
               unit: req.unit,
               timestamp: req.timestamp,
               tags: req.tags,
+              id: req.id,
             },
             clock(),
           );

@@ -1,5 +1,6 @@
 import { RecordMetricRequestSchema } from "../../gen/vigil/v1/metrics_pb.js";
 import { MAX_FUTURE_MS, MIN_TIMESTAMP_MS } from "../events/validate.js";
+import { CLIENT_ID_MESSAGE, clientUuid } from "../shared/ids.js";
 import { itemKeys, NUMBER_PROBLEM, unknownItemKey } from "../shared/json.js";
 import { setOwn } from "../shared/objects.js";
 import { isPlainText, isStorableText } from "../shared/text.js";
@@ -25,6 +26,8 @@ export interface MetricInput {
   unit: string | null;
   timestamp: Date;
   tags: Record<string, string | number | boolean>;
+  /** The client id (events/claims.ts): a point whose id is stored already is not recorded again. */
+  id: string | null;
 }
 
 export interface Refusal {
@@ -125,6 +128,8 @@ function check(raw: unknown, now: Date): MetricInput {
   }
   const timestamp = checkTimestamp(r.timestamp, now);
   const tags = checkTags(r.tags);
+  let id: string | null = null;
+  if (r.id !== undefined && r.id !== null) id = clientUuid(r.id) ?? fail("id", CLIENT_ID_MESSAGE);
   // -0 would read back as a decrement of 0 from a signed column; store +0.
   return {
     type,
@@ -135,6 +140,7 @@ function check(raw: unknown, now: Date): MetricInput {
     unit,
     timestamp,
     tags,
+    id,
   };
 }
 
