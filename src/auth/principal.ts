@@ -46,10 +46,15 @@ export function checkOrigin(p: Principal | undefined, origin: string | undefined
 
 /** 403 for an origin not in the project's allowedOrigins: answered WITHOUT CORS headers. */
 export class OriginRefused extends ApiError {
+  readonly originRefused = true;
   constructor() {
     super(403, "forbidden", "this origin is not in the project's allowedOrigins");
   }
 }
+
+/** (Not `instanceof`: ConnectError's Symbol.hasInstance answers true for every ConnectError.) */
+export const isOriginRefused = (err: unknown): boolean =>
+  typeof err === "object" && err !== null && (err as Partial<OriginRefused>).originRefused === true;
 
 export type Role = "owner" | "admin" | "member";
 

@@ -8,6 +8,7 @@ export const toProject = (r: ProjectRow) => ({
   platform: r.platform,
   createdAt: r.created_at.toISOString(),
   updatedAt: r.updated_at.toISOString(),
+  allowedOrigins: r.allowed_origins,
   role: r.role ?? undefined,
 });
 

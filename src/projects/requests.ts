@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { badRequest } from "../shared/errors.js";
 
 // Request parsing and validation for projects, members and API keys.
 
@@ -13,6 +14,41 @@ export const keySchema = z.object({
   environment: z.enum(ENVIRONMENTS),
   kind: z.enum(["secret", "publishable"]).default("secret"),
 });
+/** At most this many allowed origins per project. */
+export const MAX_ALLOWED_ORIGINS = 50;
+/** `scheme://host[:port]`, optionally one trailing `/`: no path, query, fragment or user info. */
+const ORIGIN = /^https?:\/\/[^/?#@\\\s]+\/?$/i;
+
+/**
+ * A PATCH's `allowedOrigins` (the ListValue's items as JSON values): each a string origin, http or
+ * https, normalised as browsers send it in `Origin` (`new URL(x).origin`: lower-cased scheme and
+ * host, punycode, default port dropped); duplicates kept once. Anything else is a 400 naming
+ * `allowedOrigins[i]`.
+ */
+export function parseAllowedOrigins(items: unknown[]): string[] {
+  if (items.length > MAX_ALLOWED_ORIGINS) {
+    const message = `at most ${MAX_ALLOWED_ORIGINS} origins`;
+    throw badRequest(`invalid request: allowedOrigins: ${message}`, [{ field: "allowedOrigins", message }]);
+  }
+  const out = new Set<string>();
+  items.forEach((item, i) => {
+    const field = `allowedOrigins[${i}]`;
+    const refuse = (message: string) => badRequest(`invalid request: ${field}: ${message}`, [{ field, message }]);
+    if (typeof item !== "string") throw refuse("must be a string origin such as https://example.com");
+    if (item.length > 300 || !ORIGIN.test(item))
+      throw refuse("must be an origin scheme://host[:port] (http or https; no path, query or fragment)");
+    let origin: string;
+    try {
+      origin = new URL(item).origin;
+    } catch {
+      throw refuse("is not a valid origin");
+    }
+    if (origin === "null") throw refuse("is not a valid origin");
+    out.add(origin);
+  });
+  return [...out];
+}
+
 export const addMemberSchema = z.object({
   email: z.string().trim().toLowerCase().email(),
   role: z.enum(["admin", "member"]),

@@ -1,4 +1,5 @@
 import type { HandlerContext } from "@connectrpc/connect";
+import type { Value } from "@bufbuild/protobuf/wkt";
 import { ProjectService } from "../../gen/vigil/v1/projects_pb.js";
 import { PUBLISHABLE_PREFIX, type Access } from "../auth/principal.js";
 import type { Deps } from "../platform/deps.js";
@@ -8,10 +9,13 @@ import { newId, randomToken, sha256Hex } from "../shared/ids.js";
 import { isUniqueViolation } from "../shared/pg-errors.js";
 import { validate } from "../shared/validate.js";
 import { toKey, toMember, toProject } from "./messages.js";
-import { addMemberSchema, createSchema, keySchema, roleSchema, updateSchema } from "./requests.js";
+import { addMemberSchema, createSchema, keySchema, parseAllowedOrigins, roleSchema, updateSchema } from "./requests.js";
 import * as store from "./store.js";
 
 // Projects, members and API keys: handlers only (SQL in store.ts, validation in requests.ts).
+
+/** A ListValue item as what requests.ts validates: its string, or a marker for any other kind. */
+const valueItem = (v: Value): unknown => (v.kind.case === "stringValue" ? v.kind.value : { notAString: v.kind.case });
 
 /**
  * `vk_` + 40 random base62 characters (about 238 bits); publishable keys `vk_pub_` + the same. The
@@ -66,7 +70,10 @@ export function createProjectsFeature(deps: Pick<Deps, "db" | "clock" | "auth" |
         async updateProject(req, ctx) {
           const scope = await write(ctx, req.projectId, "admin");
           const input = validate(updateSchema, { name: req.name });
-          if (input.name !== undefined) await store.renameProject(db, scope.projectId, input.name, clock());
+          // A ListValue: absent leaves the origins as they are, `[]` allows any origin.
+          const allowedOrigins = req.allowedOrigins && parseAllowedOrigins(req.allowedOrigins.values.map(valueItem));
+          if (input.name !== undefined || allowedOrigins !== undefined)
+            await store.updateProject(db, scope.projectId, { name: input.name, allowedOrigins }, clock());
           const row = await store.projectForMember(
             db,
             scope.projectId,

@@ -9,6 +9,8 @@ export interface ProjectRow {
   platform: string;
   created_at: Date;
   updated_at: Date;
+  /** Normalised origins publishable keys may be used from (empty: any). */
+  allowed_origins: string[];
   role?: string | null;
 }
 
@@ -78,8 +80,17 @@ export async function projectForMember(
   return r.rows[0];
 }
 
-export async function renameProject(q: Queryable, projectId: string, name: string, now: Date): Promise<void> {
-  await q.query("UPDATE projects SET name = $2, updated_at = $3 WHERE id = $1", [projectId, name, now]);
+/** Sets what is given (name, allowed origins); the rest stays. */
+export async function updateProject(
+  q: Queryable,
+  projectId: string,
+  change: { name?: string; allowedOrigins?: string[] },
+  now: Date,
+): Promise<void> {
+  await q.query(
+    "UPDATE projects SET name = COALESCE($2, name), allowed_origins = COALESCE($3::text[], allowed_origins), updated_at = $4 WHERE id = $1",
+    [projectId, change.name ?? null, change.allowedOrigins ?? null, now],
+  );
 }
 
 /** Deletes the project and, by cascade, everything in it. */

@@ -22,7 +22,7 @@ import { createFeatures } from "./features.js";
 import { createTemporalLink } from "../temporal/link.js";
 import { sdkMetrics } from "../temporal/runtime.js";
 import { isDocsPath, serveDocs } from "./docs.js";
-import { createGate } from "./gate.js";
+import { BROWSER_INGEST, createGate } from "./gate.js";
 import { createRpcHandler, protocolOf } from "./rpc.js";
 import { grpcCodeName, rpcLogLevel } from "./grpc-status.js";
 import { createStandardServices } from "./grpc-services.js";
@@ -131,6 +131,7 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
   const rest = createRestHandler({
     bindings,
     admit,
+    browserIngest: BROWSER_INGEST,
     maxBodyBytes: config.maxBodyBytes,
     log,
     shutdownSignal: shutdown.signal,

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import { getOption, hasOption, type DescMethod } from "@bufbuild/protobuf";
 import { EventService } from "../../gen/vigil/v1/events_pb.js";
 import { no_credentials } from "../../gen/vigil/v1/options_pb.js";
-import { PUBLISHABLE_ONLY_INGESTS, type CredentialHeaders, type Principal } from "../auth/principal.js";
+import { PUBLISHABLE_ONLY_INGESTS, checkOrigin, type CredentialHeaders, type Principal } from "../auth/principal.js";
 import { ApiError, forbidden } from "../shared/errors.js";
 import { isJsonContentType } from "../transcoding/body.js";
 import { NodeRequestHeaders } from "../transcoding/context.js";
@@ -19,7 +19,8 @@ import { NodeRequestHeaders } from "../transcoding/context.js";
 //    from the headers (401 for missing, unknown or revoked credentials) so that an anonymous
 //    client cannot make the service read or parse a large body.
 // 3. Publishable keys (vk_pub_...) may call the browser ingestion RPCs only: anything else is a 403
-//    here, over every protocol (src/auth refuses them too, in `project` and `session`).
+//    here, over every protocol (src/auth refuses them too, in `project` and `session`); and from an
+//    origin of the project's allowedOrigins when the request has an `Origin` (src/auth `checkOrigin`).
 
 /** The browser ingestion RPCs (decisions.md): what a publishable key may call. */
 export const BROWSER_INGEST: ReadonlySet<DescMethod> = new Set([
@@ -93,6 +94,7 @@ export function createGate(auth: { fromHeaders(h: CredentialHeaders): Promise<Pr
     const principal = await auth.fromHeaders(new NodeRequestHeaders(headers));
     if (principal.kind === "apiKey" && principal.keyKind === "publishable" && !BROWSER_INGEST.has(method))
       throw forbidden(PUBLISHABLE_ONLY_INGESTS);
+    checkOrigin(principal, header(headers, "origin"));
     return principal;
   };
 }

@@ -9,8 +9,10 @@ import { restJsonListKey, type ClientInfo } from "../shared/context.js";
 import { assertStorableMessage } from "../shared/message-check.js";
 import { textProblem } from "../shared/text.js";
 import type { Handler, ServiceBinding } from "../shared/feature.js";
+import { isOriginRefused } from "../auth/principal.js";
 import { readBody, parseJsonBody, type AnyRequest } from "./body.js";
 import { restContext } from "./context.js";
+import { answerPreflight, dropCorsHeaders, requestOrigin, setCorsHeaders } from "./cors.js";
 import { decodeRequest } from "./decode.js";
 import { messageToRestJson } from "./json.js";
 import { matchRoute, routesFor, type Route } from "./routes.js";
@@ -33,6 +35,8 @@ export interface RestOptions {
   maxBodyBytes: number;
   log: Logger;
   shutdownSignal?: AbortSignal;
+  /** The browser ingestion RPCs: CORS (src/transcoding/cors.ts), publishable keys. */
+  browserIngest?: ReadonlySet<DescMethod>;
 }
 
 function send(res: AnyResponse, status: number, body: unknown, headers?: Headers): void {
@@ -77,11 +81,24 @@ export function createRestHandler(opts: RestOptions) {
     }
   }
 
+  const browserIngest = opts.browserIngest ?? new Set<DescMethod>();
+  const isBrowserIngest = (route: Route | undefined) => !!route && browserIngest.has(route.method);
+
   return async function handleRest(req: AnyRequest, res: AnyResponse, client: ClientInfo): Promise<void> {
     const verb = (req.method ?? "GET").toUpperCase();
     let bodyRead = false;
     try {
       const url = new URL(req.url ?? "/", "http://vigil.local");
+      if (verb === "OPTIONS") {
+        const post = matchRoute(routes, "POST", url.pathname).match;
+        if (post && isBrowserIngest(post.route)) {
+          client.route = post.route.template;
+          bodyRead = true;
+          req.resume();
+          answerPreflight(res, requestOrigin(req));
+          return;
+        }
+      }
       const { match, pathMatched } = matchRoute(routes, verb, url.pathname);
       if (!match) {
         req.resume();
@@ -94,6 +111,7 @@ export function createRestHandler(opts: RestOptions) {
       }
       const { route, params } = match;
       client.route = route.template;
+      if (isBrowserIngest(route)) setCorsHeaders(res, requestOrigin(req));
       for (const [name, value] of Object.entries(params)) checkText(name, value);
       for (const [name, value] of url.searchParams) checkText(name, value);
       const values = await opts.admit(route.method, verb, req, client);
@@ -137,6 +155,8 @@ export function createRestHandler(opts: RestOptions) {
       );
     } catch (err) {
       const { status, body, headers } = toRestError(err);
+      // An origin the project does not allow: the browser must not let the page read the answer.
+      if (isOriginRefused(err) && !res.headersSent) dropCorsHeaders(res);
       if (status >= 500) opts.log.error({ err, requestId: client.requestId }, "request failed");
       if (!bodyRead) {
         // Refused before its body was read: discard what arrives, and do not keep the connection.

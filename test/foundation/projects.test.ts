@@ -10,8 +10,17 @@ describe("projects", () => {
     const a = await signup(t.rest);
     const r = await t.rest.post("/v1/projects", { name: "Shop", platform: "next" }, { cookie: a.cookie });
     assert.equal(r.status, 201);
-    assert.deepEqual(Object.keys(r.body.data).sort(), ["createdAt", "id", "name", "platform", "role", "updatedAt"]);
+    assert.deepEqual(Object.keys(r.body.data).sort(), [
+      "allowedOrigins",
+      "createdAt",
+      "id",
+      "name",
+      "platform",
+      "role",
+      "updatedAt",
+    ]);
     assert.equal(r.body.data.role, "owner");
+    assert.deepEqual(r.body.data.allowedOrigins, []);
     assert.equal(r.body.data.platform, "next");
     const list = await t.rest.get("/v1/projects", { cookie: a.cookie });
     assert.deepEqual(
