@@ -136,6 +136,8 @@ export class Vigil {
   private readonly maxQueueSize: number;
   private closed = false;
   private dropping = false;
+  /** Set when shutdown gives up: what is stored stays stored. */
+  private keepStored = false;
 
   constructor(opts: VigilOptions) {
     if (!opts || typeof opts.apiKey !== "string" || opts.apiKey === "")
@@ -245,7 +247,7 @@ export class Vigil {
 
   /** Forgets the identified user (and, in a browser, starts a new anonymous id): call it on log-out. */
   reset(): void {
-    this.identity.reset(this.browser);
+    this.identity.reset();
   }
 
   /** A measurement (secret keys only). Returns the point's client id. */
@@ -319,12 +321,15 @@ export class Vigil {
     await Promise.race([this.flush(), deadline]);
     clearTimeout(timer);
     if (this.events.size + this.metrics.size > 0) {
+      // Given up here, but a browser keeps them stored for the next load (the server dedupes).
+      this.store?.saveNow(() => this.snapshot());
+      this.keepStored = true;
       this.abort.abort();
       await this.flush(); // every attempt now gives up at once
     }
     this.events.close();
     this.metrics.close();
-    this.store?.saveNow();
+    if (!this.keepStored) this.store?.saveNow();
   }
 
   // --- internals -----------------------------------------------------------------------------
@@ -382,7 +387,7 @@ export class Vigil {
     this.stats.queued = this.events.size + this.metrics.size;
     // Report the next drop again once the queue has had room.
     if (this.dropping && Math.max(this.events.size, this.metrics.size) < this.maxQueueSize) this.dropping = false;
-    this.store?.schedule(() => this.snapshot());
+    if (!this.keepStored) this.store?.schedule(() => this.snapshot());
   }
 
   private snapshot(): Saved {

@@ -130,11 +130,12 @@ export class Identity {
   anonymousId: string | undefined;
   userId: string | undefined;
 
+  /** `enabled`: a browser, or a storage given explicitly; otherwise (Node) there is no anonymous id. */
   constructor(
     private readonly storage: StorageLike | undefined,
-    browser: boolean,
+    private readonly enabled: boolean,
   ) {
-    if (!browser) return;
+    if (!enabled) return;
     this.anonymousId = this.read("vigil:anonymousId") ?? uuid();
     this.write("vigil:anonymousId", this.anonymousId);
     this.userId = this.read("vigil:userId");
@@ -146,14 +147,14 @@ export class Identity {
   }
 
   /** Logged out: a new anonymous id, no user. */
-  reset(browser: boolean): void {
+  reset(): void {
     this.userId = undefined;
     try {
       this.storage?.removeItem("vigil:userId");
     } catch {
       // ignore
     }
-    if (browser) {
+    if (this.enabled) {
       this.anonymousId = uuid();
       this.write("vigil:anonymousId", this.anonymousId);
     }

@@ -40,6 +40,8 @@ export function parseRetryAfter(value: string | null | undefined, nowMs: number 
   const v = value.trim();
   if (v === "") return undefined;
   if (/^\d+(\.\d+)?$/.test(v)) return Math.min(Math.round(Number(v) * 1000), RETRY_AFTER_CAP_MS);
+  // An HTTP date (`Wed, 21 Oct 2015 07:28:00 GMT`); Date.parse alone would read "-5" as a year.
+  if (!/^[A-Za-z]{3},? /.test(v)) return undefined;
   const at = Date.parse(v);
   if (Number.isNaN(at)) return undefined;
   return Math.min(Math.max(0, at - nowMs), RETRY_AFTER_CAP_MS);
