@@ -2,12 +2,14 @@ import type { PoolClient } from "pg";
 import type { UptimeDeps } from "./deps.js";
 import { Coalescer } from "../shared/coalesce.js";
 import { newId } from "../shared/ids.js";
+import { notFound } from "../shared/errors.js";
+import { claimIds, claimKey, type ClaimRow } from "../events/claims.js";
 import { tx } from "../storage/db.js";
 import { lockMonitorCreation, monitorCapReached, monitorCounts } from "./cap.js";
 import { openIncidents, resolveIncidents } from "./incidents.js";
 import { writeHeartbeats, type HeartbeatRow, type MonitorWrite } from "./heartbeat-sql.js";
 import { applyHeartbeat, needsWake, type HeartbeatStatus, type MonitorState } from "./model.js";
-import { stateOf, withState, type MonitorRow } from "./store.js";
+import { monitorsBySlug, stateOf, withState, type MonitorRow } from "./store.js";
 import { notifyWake, type DeadlineChange } from "./wake.js";
 
 // The heartbeat write path, with group commit: concurrent heartbeats are written together.
@@ -37,6 +39,11 @@ export interface HeartbeatRequest {
   metadata: Record<string, unknown>;
   expectedIntervalMs?: number;
   gracePeriodMs?: number;
+  /**
+   * The client id (events/claims.ts, kind heartbeat): when it is stored already in the project the
+   * heartbeat records nothing and is answered with the monitor as it is now, statusChanged false.
+   */
+  clientId?: string;
 }
 
 export interface HeartbeatAnswer {
@@ -142,6 +149,11 @@ export class HeartbeatWriter {
         groups.set(k, g);
       }
       if (g === null) continue;
+      // A client id is claimed in the locked path's transaction: its monitor's heartbeats all go there.
+      if (b.req.clientId !== undefined) {
+        groups.set(k, null);
+        continue;
+      }
       const prev = g.outs.length ? g.outs[g.outs.length - 1].next : stateOf(g.row);
       const out = applyHeartbeat(prev, {
         at: b.req.at.getTime(),
@@ -199,11 +211,39 @@ export class HeartbeatWriter {
     return done.size ? batch.filter((b) => !done.has(b)) : batch;
   }
 
+  /**
+   * The locked path's transaction. Client ids are claimed first (before any monitor lock); a
+   * heartbeat whose id is stored already (or repeated earlier in the group) writes nothing and is
+   * answered with its monitor as it is after this transaction's writes, statusChanged false.
+   */
   private async write(
     c: PoolClient,
     reqs: HeartbeatRequest[],
   ): Promise<{ answers: (HeartbeatAnswer | Error)[]; changes: DeadlineChange[]; rows: MonitorRow[] }> {
     const now = this.deps.clock();
+    const repeats = await claimHeartbeats(c, reqs, now);
+    if (repeats.size === 0) return this.writeFresh(c, reqs, now);
+    const fresh = reqs.filter((_, i) => !repeats.has(i));
+    const out = fresh.length ? await this.writeFresh(c, fresh, now) : { answers: [], changes: [], rows: [] };
+    const current = await monitorsBySlug(
+      c,
+      reqs.filter((_, i) => repeats.has(i)),
+    );
+    let j = 0;
+    const answers = reqs.map((r, i): HeartbeatAnswer | Error => {
+      if (!repeats.has(i)) return out.answers[j++];
+      const monitor = current.get(keyOf(r.projectId, r.slug));
+      // Its monitor deleted since the first heartbeat: nothing to answer with, nothing recorded.
+      return monitor ? { monitor, statusChanged: false } : notFound("monitor");
+    });
+    return { ...out, answers };
+  }
+
+  private async writeFresh(
+    c: PoolClient,
+    reqs: HeartbeatRequest[],
+    now: Date,
+  ): Promise<{ answers: (HeartbeatAnswer | Error)[]; changes: DeadlineChange[]; rows: MonitorRow[] }> {
     const { found: rows, refused } = await this.lockMonitors(c, reqs, now);
     const state = new Map<string, MonitorState>();
     const effects = new Map<string, Effect[]>();
@@ -379,6 +419,26 @@ export class HeartbeatWriter {
 }
 
 type Created = MonitorRow & { created?: boolean };
+
+/** Claims the heartbeats' client ids; returns the indexes of those stored already or repeated earlier in `reqs`. */
+async function claimHeartbeats(c: PoolClient, reqs: HeartbeatRequest[], now: Date): Promise<Set<number>> {
+  const repeats = new Set<number>();
+  const first = new Map<string, number>();
+  const claims: ClaimRow[] = [];
+  reqs.forEach((r, i) => {
+    if (r.clientId === undefined) return;
+    const k = claimKey(r.projectId, "heartbeat", r.clientId);
+    if (first.has(k)) repeats.add(i);
+    else {
+      first.set(k, i);
+      claims.push({ projectId: r.projectId, kind: "heartbeat", clientId: r.clientId, recordId: null });
+    }
+  });
+  if (claims.length === 0) return repeats;
+  const stored = await claimIds(c, claims, now);
+  for (const k of stored.keys()) repeats.add(first.get(k)!);
+  return repeats;
+}
 
 function settle(b: Pending, a: HeartbeatAnswer | Error): void {
   if (a instanceof Error) b.reject(a);

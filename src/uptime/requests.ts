@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { CreateMonitorRequest, UpdateMonitorRequest } from "../../gen/vigil/v1/uptime_pb.js";
 import { badRequest } from "../shared/errors.js";
+import { CLIENT_ID_MESSAGE, clientUuid } from "../shared/ids.js";
 import { jsonObjectSchema } from "../shared/json.js";
 import { textSchema } from "../shared/text.js";
 import { SLUG_RE } from "./model.js";
@@ -53,7 +54,18 @@ export const updateSchema = z.object({
   tags: object.optional(),
 });
 
+/** A heartbeat's client id (decisions.md "Idempotent ingestion"): a UUID, stored lowercase. */
+const clientId = z.string().transform((v, ctx) => {
+  const id = clientUuid(v);
+  if (id === undefined) {
+    ctx.addIssue({ code: "custom", message: CLIENT_ID_MESSAGE });
+    return z.NEVER;
+  }
+  return id;
+});
+
 export const heartbeatSchema = z.object({
+  id: clientId.optional(),
   slug,
   status: z.enum(["up", "down"]).default("up"),
   latencyMs: z.number().min(0, "must not be negative").max(MAX_MS).optional(),

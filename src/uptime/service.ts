@@ -178,6 +178,7 @@ export function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBindin
       const input = validate(
         s.heartbeatSchema,
         s.present({
+          id: req.id,
           slug: req.monitorSlug,
           status: req.status,
           latencyMs: req.latencyMs,
@@ -189,8 +190,9 @@ export function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBindin
       s.assertDeadlineFloor(input, minDeadlineMs);
       const at = clock();
       // The project deleted meanwhile: answered as a request after the delete (401/404), not 500.
+      const { id: clientId, ...fields } = input;
       const a = await unlessProjectGone(
-        () => u.writer.submit({ projectId, at, ...input, slug: input.slug }),
+        () => u.writer.submit({ projectId, at, ...fields, slug: input.slug, clientId }),
         () => scope(ctx, req.projectId),
       );
       return { data: { accepted: true, monitor: monitorMessage(a.monitor, at), statusChanged: a.statusChanged } };

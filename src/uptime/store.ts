@@ -134,6 +134,19 @@ export async function monitorById(
 }
 
 /** Every monitor of the project, oldest first (the overview). */
+/** Monitors by (project, slug), keyed `${projectId}\u0000${slug}`; missing ones are absent. */
+export async function monitorsBySlug(
+  q: Queryable,
+  keys: { projectId: string; slug: string }[],
+): Promise<Map<string, MonitorRow>> {
+  const r = await q.query<MonitorRow>(
+    `SELECT m.* FROM monitors m JOIN unnest($1::text[], $2::text[]) AS k(project_id, slug)
+       ON m.project_id = k.project_id AND m.slug = k.slug`,
+    [keys.map((k) => k.projectId), keys.map((k) => k.slug)],
+  );
+  return new Map(r.rows.map((row) => [`${row.project_id}\u0000${row.slug}`, row]));
+}
+
 export async function monitorsOfProject(q: Queryable, projectId: string): Promise<MonitorRow[]> {
   return (
     await q.query<MonitorRow>("SELECT * FROM monitors WHERE project_id = $1 ORDER BY created_at, id", [projectId])
