@@ -152,3 +152,52 @@ describe("the SDK against a real Vigil", () => {
     assert.equal((await eventsOfType("sdk.revoked")).length, 0);
   });
 });
+
+describe("the SDK against a real Vigil: retries never double", () => {
+  it("answers lost AFTER the server committed (events and increments): the retries store nothing new", async () => {
+    // A fetch that lets every request reach Vigil and commit, then throws away the first two answers
+    // of each route as a dropped connection would: the SDK retries the same ids.
+    const lost = new Map<string, number>();
+    const fetchLosingAnswers = async (url: string, init: RequestInit) => {
+      const res = await fetch(url, init);
+      const n = (lost.get(url) ?? 0) + 1;
+      lost.set(url, n);
+      if (n > 2) return res;
+      await res.arrayBuffer(); // the server has answered: it committed
+      throw new TypeError("fetch failed", { cause: new Error("ECONNRESET") });
+    };
+    const { vigil, errors } = client({ fetch: fetchLosingAnswers, retry: { baseMs: 5, maxMs: 20 }, flushAt: 40 });
+    for (let i = 0; i < 100; i++) vigil.track("sdk.once", { i });
+    for (let i = 0; i < 50; i++) vigil.increment("sdk.once.count", 3);
+    await vigil.shutdown();
+    assert.deepEqual(errors, []);
+    assert.ok(vigil.stats.retries >= 4, `${vigil.stats.retries} retries`);
+    const stored = await eventsOfType("sdk.once");
+    assert.equal(stored.length, 100, "each event stored once");
+    assert.deepEqual(
+      stored.map((e) => e.data.i).sort((a, b) => a - b),
+      [...Array(100).keys()],
+    );
+    const cur = await t.rest.post(`/v1/projects/self/metrics/current`, { name: "sdk.once.count" }, { key: p.key });
+    assert.equal(cur.body.data.value, 150, "each increment counted once");
+  });
+
+  it("a publishable key (vk_pub_) tracks events; other routes answer 403 and are not retried", async () => {
+    const k = await t.rest.post(
+      `/v1/projects/${p.projectId}/api-keys`,
+      { name: "web", environment: "production", kind: "publishable" },
+      { cookie: p.owner.cookie },
+    );
+    assert.equal(k.status, 201, k.text);
+    assert.match(k.body.data.secret, /^vk_pub_/);
+    const { vigil, errors } = client({ apiKey: k.body.data.secret });
+    vigil.track("sdk.from-web", { ok: true });
+    vigil.page({ path: "/" });
+    await vigil.flush();
+    assert.deepEqual(errors, []);
+    assert.equal((await eventsOfType("sdk.from-web")).length, 1);
+    await assert.rejects(vigil.heartbeat("web"), (e: unknown) => e instanceof VigilError && e.status === 403);
+    assert.equal(vigil.stats.retries, 0);
+    await vigil.shutdown();
+  });
+});
