@@ -118,7 +118,13 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
     const protocol = CONNECT_PATH.test((req.url ?? "").split("?", 1)[0])
       ? protocolOf(req.headers["content-type"])
       : "rest";
-    const principal = await gate({ method, verb, headers: req.headers, protocol });
+    const url = req.url ?? "/";
+    // `?key=` matters only on the browser ingestion routes (sendBeacon); parsed only when there.
+    const queryKeys =
+      protocol === "rest" && url.includes("key=") && BROWSER_INGEST.has(method)
+        ? new URL(url, "http://vigil.local").searchParams.getAll("key")
+        : undefined;
+    const principal = await gate({ method, verb, headers: req.headers, protocol, queryKeys });
     return createContextValues().set(clientInfoKey, client).set(principalKey, principal);
   };
   const rpc = createRpcHandler({

@@ -3,7 +3,7 @@ import { getOption, hasOption, type DescMethod } from "@bufbuild/protobuf";
 import { EventService } from "../../gen/vigil/v1/events_pb.js";
 import { no_credentials } from "../../gen/vigil/v1/options_pb.js";
 import { PUBLISHABLE_ONLY_INGESTS, checkOrigin, type CredentialHeaders, type Principal } from "../auth/principal.js";
-import { ApiError, forbidden } from "../shared/errors.js";
+import { ApiError, forbidden, unauthenticated } from "../shared/errors.js";
 import { isJsonContentType } from "../transcoding/body.js";
 import { NodeRequestHeaders } from "../transcoding/context.js";
 
@@ -18,6 +18,7 @@ import { NodeRequestHeaders } from "../transcoding/context.js";
 // 2. Credentials. Unless the RPC is marked `(vigil.v1.no_credentials)`, the caller is resolved
 //    from the headers (401 for missing, unknown or revoked credentials) so that an anonymous
 //    client cannot make the service read or parse a large body.
+//    On the browser ingestion routes a publishable key may come in `?key=` instead (sendBeacon).
 // 3. Publishable keys (vk_pub_...) may call the browser ingestion RPCs only: anything else is a 403
 //    here, over every protocol (src/auth refuses them too, in `project` and `session`); and from an
 //    origin of the project's allowedOrigins when the request has an `Origin` (src/auth `checkOrigin`).
@@ -36,6 +37,8 @@ export interface GateRequest {
   verb: string;
   headers: IncomingHttpHeaders;
   protocol: Protocol;
+  /** REST: the values of the `key` query parameter (sendBeacon cannot set an Authorization header). */
+  queryKeys?: string[];
 }
 
 export type Gate = (r: GateRequest) => Promise<Principal | undefined>;
@@ -75,8 +78,21 @@ export function isPublic(method: DescMethod): boolean {
   return p;
 }
 
-export function createGate(auth: { fromHeaders(h: CredentialHeaders): Promise<Principal> }): Gate {
-  return async ({ method, verb, headers, protocol }) => {
+export function createGate(auth: {
+  fromHeaders(h: CredentialHeaders): Promise<Principal>;
+  fromQueryKey(key: string): Promise<Principal>;
+}): Gate {
+  return async ({ method, verb, headers, protocol, queryKeys }) => {
+    // navigator.sendBeacon: a publishable key in `?key=` on a browser ingestion route, with a
+    // text/plain body (rest.ts reads it as JSON). It carries a key, not a cookie: the cross-site
+    // rule does not apply, the origin check does.
+    if (protocol === "rest" && queryKeys?.length && BROWSER_INGEST.has(method)) {
+      if (queryKeys.length > 1 || headers.authorization !== undefined)
+        throw unauthenticated("send the key once: in the Authorization header, or as one ?key= parameter");
+      const principal = await auth.fromQueryKey(queryKeys[0]);
+      checkOrigin(principal, header(headers, "origin"));
+      return principal;
+    }
     if (!SAFE.has(verb) && headers.authorization === undefined && protocol !== "grpc") {
       if (isCrossSite(headers))
         throw forbidden(

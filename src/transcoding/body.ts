@@ -35,9 +35,15 @@ export function isJsonContentType(value: string | undefined): boolean {
   return type === "application/json" || /^application\/[a-z0-9.+-]+\+json$/.test(type);
 }
 
-export function parseJsonBody(buf: Buffer, contentType: string | undefined): unknown {
+/** `text/plain` (any charset): what navigator.sendBeacon sends a string or a text Blob as. */
+export function isTextPlain(value: string | undefined): boolean {
+  return !!value && value.split(";")[0].trim().toLowerCase() === "text/plain";
+}
+
+/** `textPlain`: a text/plain body is read as JSON too (sendBeacon on the browser ingestion routes). */
+export function parseJsonBody(buf: Buffer, contentType: string | undefined, textPlain = false): unknown {
   if (buf.length === 0) return undefined;
-  if (!isJsonContentType(contentType)) {
+  if (!isJsonContentType(contentType) && !(textPlain && isTextPlain(contentType))) {
     throw new ApiError(415, "unsupported_media_type", "request body must be JSON (Content-Type: application/json)");
   }
   try {

@@ -115,6 +115,14 @@ export function createRestHandler(opts: RestOptions) {
       for (const [name, value] of Object.entries(params)) checkText(name, value);
       for (const [name, value] of url.searchParams) checkText(name, value);
       const values = await opts.admit(route.method, verb, req, client);
+      // sendBeacon: the gate has resolved the publishable key of `?key=` (it refuses any other); the
+      // body may then be text/plain, and `key` is no field of the request message.
+      const beacon = isBrowserIngest(route) && url.searchParams.has("key");
+      let query = url.searchParams;
+      if (beacon) {
+        query = new URLSearchParams(query);
+        query.delete("key");
+      }
       let body: unknown;
       let bodyBytes = 0;
       if (verb === "POST" || verb === "PATCH" || verb === "PUT") {
@@ -122,13 +130,13 @@ export function createRestHandler(opts: RestOptions) {
         bodyRead = true;
         bodyBytes = buf.length;
         if (!isUtf8(buf)) throw new ApiError(400, "invalid_json", "request body is not valid UTF-8");
-        body = parseJsonBody(buf, req.headers["content-type"]);
+        body = parseJsonBody(buf, req.headers["content-type"], beacon);
       } else {
         bodyRead = true;
         req.resume();
       }
       const rpc = `${route.service.typeName}/${route.method.localName}`;
-      const input = decodeRequest(route, params, url.searchParams, body, jsonLists.get(rpc));
+      const input = decodeRequest(route, params, query, body, jsonLists.get(rpc));
       assertStorableMessage(route.method.input, input.message);
       const fn = impls.get(rpc);
       if (!fn) throw new ApiError(404, "not_found", `no route for ${verb} ${url.pathname}`);
