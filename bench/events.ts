@@ -4,6 +4,7 @@
 // Both write to the same PostgreSQL (embedded, in a temp dir, synchronous_commit=on): every event
 // answered 202 is durable. Loopback only; bounded in count and time.
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import http from "node:http";
@@ -109,10 +110,13 @@ async function phase(
   perRequest: number,
   concurrency: number,
   pid: number | undefined,
+  /** Every event with its own client id (a new UUID): one body per request, made before the clock starts. */
+  withIds = false,
 ): Promise<PhaseResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
-  const bodies = Array.from({ length: Math.min(requests, 200) }, () =>
-    JSON.stringify(perRequest === 1 ? event() : { events: Array.from({ length: perRequest }, event) }),
+  const item = withIds ? () => ({ ...event(), id: randomUUID() }) : event;
+  const bodies = Array.from({ length: withIds ? requests : Math.min(requests, 200) }, () =>
+    JSON.stringify(perRequest === 1 ? item() : { events: Array.from({ length: perRequest }, item) }),
   );
   const latencies: number[] = [];
   let next = 0;
@@ -166,6 +170,8 @@ const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
 const line = (name: string, r: PhaseResult) =>
   `| ${name} | ${fmt(r.events)} | ${r.seconds.toFixed(2)} | **${fmt(r.perSecond)}** | ${r.p50ms.toFixed(1)} | ${r.p99ms.toFixed(1)} | ${r.cpuCores.toFixed(2)} | ${r.pgCores.toFixed(2)} | ${((1e6 * (r.cpuCores + r.pgCores)) / r.perSecond).toFixed(0)} | ${r.peakRssMb ? Math.round(r.peakRssMb) : "-"} |`;
 
+const cpuPer = (r: PhaseResult) => ((1e6 * (r.cpuCores + r.pgCores)) / r.perSecond).toFixed(0);
+
 async function main(): Promise<void> {
   const tmp = await mkdtemp(path.join(os.tmpdir(), "vigil-bench-events-"));
   const children: ChildProcess[] = [];
@@ -207,6 +213,10 @@ async function main(): Promise<void> {
 
     const vSingle = await phase(vigilPort, key, "/v1/events", SINGLE_COUNT, 1, SINGLE_CONCURRENCY, vigil.pid);
     console.log("vigil single", vSingle);
+    // Each phase again with a client id on every event (claims.ts: one more row per event, in the same
+    // statement or transaction), right after the one without: the ratio is the cost of idempotency.
+    const vSingleIds = await phase(vigilPort, key, "/v1/events", SINGLE_COUNT, 1, SINGLE_CONCURRENCY, vigil.pid, true);
+    console.log("vigil single with ids", vSingleIds);
     const vBatch = await phase(
       vigilPort,
       key,
@@ -217,6 +227,17 @@ async function main(): Promise<void> {
       vigil.pid,
     );
     console.log("vigil batch", vBatch);
+    const vBatchIds = await phase(
+      vigilPort,
+      key,
+      "/v1/events/batch",
+      BATCH_COUNT,
+      BATCH_SIZE,
+      BATCH_CONCURRENCY,
+      vigil.pid,
+      true,
+    );
+    console.log("vigil batch with ids", vBatchIds);
     if (process.env.BENCH_PROFILE) {
       const m = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
       console.log(
@@ -232,8 +253,12 @@ async function main(): Promise<void> {
     }
     const stored =
       (await db.query("SELECT count(*)::int AS n FROM events WHERE project_id = $1", [projectId])).rows[0].n - before;
-    if (stored !== vSingle.events + vBatch.events)
-      throw new Error(`durability check failed: ${stored} stored, ${vSingle.events + vBatch.events} answered 202`);
+    const answered = vSingle.events + vBatch.events + vSingleIds.events + vBatchIds.events;
+    if (stored !== answered) throw new Error(`durability check failed: ${stored} stored, ${answered} answered 202`);
+    const claimed = (await db.query("SELECT count(*)::int AS n FROM ingest_ids WHERE project_id = $1", [projectId]))
+      .rows[0].n;
+    if (claimed !== vSingleIds.events + vBatchIds.events)
+      throw new Error(`ids check failed: ${claimed} claims, ${vSingleIds.events + vBatchIds.events} events with ids`);
     vigil.kill("SIGTERM");
     await new Promise((r) => vigil.once("exit", r));
 
@@ -278,16 +303,22 @@ async function main(): Promise<void> {
       `Each service is first warmed up with ${fmt(WARM_SINGLE)} single requests and ${WARM_BATCHES} batches (not measured).`,
       `Each phase stops at its count or after ${PHASE_CAP_MS / 1000} s. Baseline: a naive service, same HTTP, one`,
       "autocommit `INSERT` per event, no batching, no auth, no identity upserts.",
-      `Durability: after the run, the number of Vigil's rows equals the number of events answered 202 (${fmt(vSingle.events + vBatch.events)}).`,
+      `Durability: after the run, the number of Vigil's rows equals the number of events answered 202 (${fmt(answered)}),`,
+      `and the number of stored client ids equals the number of events sent with one (${fmt(claimed)}).`,
+      `"With ids": each Vigil phase again right after the one without, every event carrying its own client \`id\` (a new UUID; docs/events.md,`,
+      `idempotency), so each is claimed in \`ingest_ids\` in the same statement or transaction as the event.`,
       "",
       "| Run | Events | Seconds | Events/s | p50 ms | p99 ms | Service CPU (cores) | PostgreSQL CPU (cores) | Service + PostgreSQL CPU µs / event | Server peak RSS MB |",
       "|---|---|---|---|---|---|---|---|---|---|",
       line("Vigil, single events", vSingle),
+      line("Vigil, single events with ids", vSingleIds),
       line("Baseline, single events", nSingle),
       line("Vigil, batches", vBatch),
+      line("Vigil, batches with ids", vBatchIds),
       line("Baseline, batches", nBatch),
       "",
       `Ratios (Vigil / baseline): single **${(vSingle.perSecond / nSingle.perSecond).toFixed(1)}x**, batch **${(vBatch.perSecond / nBatch.perSecond).toFixed(1)}x**.`,
+      `Client ids (with / without, events/s): single **${(vSingleIds.perSecond / vSingle.perSecond).toFixed(2)}x**, batch **${(vBatchIds.perSecond / vBatch.perSecond).toFixed(2)}x**; CPU µs / event (service + PostgreSQL) single ${cpuPer(vSingle)} → ${cpuPer(vSingleIds)}, batch ${cpuPer(vBatch)} → ${cpuPer(vBatchIds)}.`,
       `Targets: batch >= 50,000 events/s (${vBatch.perSecond >= 50_000 ? "met" : "not met"}), single >= 5,000 events/s (${vSingle.perSecond >= 5_000 ? "met" : "not met"}).`,
       "",
     ].join("\n");
