@@ -193,11 +193,19 @@ describe("the SDK against a Vigil that crashes and a network that fails", () => 
       assert.equal(m.rows[0].points, increments, "increment points");
       assert.equal(m.rows[0].sum, expectedSum, "sum of the points");
       assert.equal(m.rows[0].total, expectedSum, "the counter's total");
-      const mc = await db.query<{ n: number }>(
-        "SELECT count(*)::int AS n FROM ingest_ids WHERE project_id = $1 AND kind = 'metric'",
+      // ...and one claim per increment, each pointing at its own stored $increment event.
+      const mc = await db.query<{ claims: number; events: number; distinct: number }>(
+        `SELECT count(*)::int AS claims, count(e.id)::int AS events, count(DISTINCT e.id)::int AS distinct
+           FROM ingest_ids i LEFT JOIN events e
+             ON e.project_id = i.project_id AND e.id::text = i.record_id AND e.type = '$increment'
+          WHERE i.project_id = $1 AND i.kind = 'metric'`,
         [p.projectId],
       );
-      assert.equal(mc.rows[0].n, increments, "ingest_ids metric claims");
+      assert.deepEqual(
+        mc.rows[0],
+        { claims: increments, events: increments, distinct: increments },
+        "ingest_ids metric claims ↔ $increment events",
+      );
     } finally {
       await db.end();
     }
