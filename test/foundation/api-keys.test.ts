@@ -77,18 +77,16 @@ describe("API keys", () => {
   });
 
   it("is refused on session routes with 403", async () => {
-    for (const [m, path] of [
+    // Each POST with a valid body of its own (an unknown field would be a 400 first).
+    for (const [m, path, body] of [
       ["GET", "/v1/projects"],
-      ["POST", "/v1/projects"],
+      ["POST", "/v1/projects", { name: "x", platform: "node" }],
       ["GET", `/v1/projects/self/api-keys`],
-      ["POST", `/v1/projects/self/api-keys`],
+      ["POST", `/v1/projects/self/api-keys`, { name: "x", environment: "preview" }],
       ["DELETE", `/v1/projects/self`],
       ["GET", `/v1/projects/self/members`],
-    ]) {
-      const r = await t.rest.req(m, path, {
-        key: p.key,
-        body: m === "POST" ? { name: "x", platform: "node", environment: "preview" } : undefined,
-      });
+    ] as [string, string, object?][]) {
+      const r = await t.rest.req(m, path, { key: p.key, body });
       assert.equal(r.status, 403, `${m} ${path}: ${r.text}`);
       assert.equal(errorBody(r).code, "forbidden");
     }
