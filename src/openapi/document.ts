@@ -48,7 +48,8 @@ const CALLER_TEXT: Record<CallerKind, string> = {
   admin: "The session of an admin or owner of the project; API keys are refused (403).",
   owner: "The session of the project's owner; API keys are refused (403).",
   session: "A signed-in session (the `vigil_session` cookie); API keys are refused.",
-  apiKey: "A project API key, secret or publishable (`Authorization: Bearer vk_...`); the project is the key's own.",
+  apiKey:
+    "A project API key, secret or publishable (`Authorization: Bearer vk_...`); the project is the key's own. For browsers: CORS, `text/plain` bodies with `?key=vk_pub_...` (sendBeacon), `Content-Encoding: gzip` (docs/clients.md).",
   credentials: "A project API key or a signed-in session.",
 };
 
@@ -67,7 +68,8 @@ const ERRORS: Record<string, string> = {
     "Valid credentials without the right to this route (wrong kind of credentials, too low a role), or a cookie-authenticated write from another origin.",
   "404": "No such resource, or a project the caller cannot see.",
   "413": "The body (or a batch) is over its limit.",
-  "415": "The body is not JSON (`Content-Type: application/json` is required, also for an empty body).",
+  "415":
+    "The body is not JSON (`Content-Type: application/json` is required, also for an empty body), or has a `Content-Encoding` the route does not take (gzip: ingestion routes only).",
   "429": "Rate limited; `Retry-After` says when to try again (`details.retryAfterSeconds` too).",
   default:
     "Any other error, in the same body, decided by the operation itself: e.g. 401 `invalid_credentials` (login), 403 (sign-up closed), 409 `conflict`, 503 `query_timeout` or `unavailable`, 500 `internal`.",

@@ -22,7 +22,8 @@ import { createFeatures } from "./features.js";
 import { createTemporalLink } from "../temporal/link.js";
 import { sdkMetrics } from "../temporal/runtime.js";
 import { isDocsPath, serveDocs } from "./docs.js";
-import { BROWSER_INGEST, createGate } from "./gate.js";
+import { createGate } from "./gate.js";
+import { BROWSER_INGEST, COMPRESSED_INGEST } from "./ingest-routes.js";
 import { createRpcHandler, protocolOf } from "./rpc.js";
 import { grpcCodeName, rpcLogLevel } from "./grpc-status.js";
 import { createStandardServices } from "./grpc-services.js";
@@ -138,6 +139,7 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
     bindings,
     admit,
     browserIngest: BROWSER_INGEST,
+    compressedIngest: COMPRESSED_INGEST,
     maxBodyBytes: config.maxBodyBytes,
     log,
     shutdownSignal: shutdown.signal,

@@ -1,11 +1,11 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { getOption, hasOption, type DescMethod } from "@bufbuild/protobuf";
-import { EventService } from "../../gen/vigil/v1/events_pb.js";
 import { no_credentials } from "../../gen/vigil/v1/options_pb.js";
 import { PUBLISHABLE_ONLY_INGESTS, checkOrigin, type CredentialHeaders, type Principal } from "../auth/principal.js";
 import { ApiError, forbidden, unauthenticated } from "../shared/errors.js";
 import { isJsonContentType } from "../transcoding/body.js";
 import { NodeRequestHeaders } from "../transcoding/context.js";
+import { BROWSER_INGEST } from "./ingest-routes.js";
 
 // The request gate: what every request passes, over every protocol, BEFORE its body is read.
 //
@@ -22,12 +22,6 @@ import { NodeRequestHeaders } from "../transcoding/context.js";
 // 3. Publishable keys (vk_pub_...) may call the browser ingestion RPCs only: anything else is a 403
 //    here, over every protocol (src/auth refuses them too, in `project` and `session`); and from an
 //    origin of the project's allowedOrigins when the request has an `Origin` (src/auth `checkOrigin`).
-
-/** The browser ingestion RPCs (decisions.md): what a publishable key may call. */
-export const BROWSER_INGEST: ReadonlySet<DescMethod> = new Set([
-  EventService.method.ingestEvent,
-  EventService.method.ingestEventBatch,
-]);
 
 export type Protocol = "rest" | "connect" | "grpc" | "grpc-web";
 

@@ -1,5 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import type { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { createGunzip } from "node:zlib";
 import type { Http2ServerRequest } from "node:http2";
 import { ApiError, tooLarge } from "../shared/errors.js";
 
@@ -25,6 +27,65 @@ export async function readBody(req: AnyRequest, maxBytes: number): Promise<Buffe
       throw tooLarge(`request body exceeds ${maxBytes} bytes`);
     }
     chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, total);
+}
+
+/**
+ * True for a gzip body, false for none (absent or `identity`); 415 for any other encoding, and for
+ * gzip on a route that does not take it (`gzipAllowed`: the ingestion routes).
+ */
+export function bodyEncoding(header: string | string[] | undefined, gzipAllowed: boolean): boolean {
+  const value = (Array.isArray(header) ? header.join(",") : (header ?? "")).trim().toLowerCase();
+  if (value === "" || value === "identity") return false;
+  if ((value === "gzip" || value === "x-gzip") && gzipAllowed) return true;
+  throw new ApiError(
+    415,
+    "unsupported_media_type",
+    gzipAllowed
+      ? "unsupported Content-Encoding: send gzip or identity"
+      : "Content-Encoding is accepted on the ingestion routes only (gzip); send this body uncompressed",
+  );
+}
+
+/**
+ * A gzip body, decompressed as it arrives: MAX_BODY_BYTES bounds the compressed bytes AND the
+ * decompressed ones, so a bomb (a few KB inflating to gigabytes) is refused with 413 after at most
+ * `maxBytes` have been inflated, never inflated whole. Corrupt or truncated gzip is a 400.
+ */
+export async function readGzipBody(req: AnyRequest, maxBytes: number): Promise<Buffer> {
+  const declared = Number(req.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    req.resume();
+    throw tooLarge(`request body exceeds ${maxBytes} bytes`);
+  }
+  let compressed = 0;
+  // destroyOnReturn: false, as in readBody: the request must outlive an early stop to be answered.
+  async function* source() {
+    for await (const chunk of (req as Readable).iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+      compressed += chunk.length;
+      if (compressed > maxBytes) throw tooLarge(`request body exceeds ${maxBytes} bytes`);
+      yield chunk;
+    }
+  }
+  const chunks: Buffer[] = [];
+  let total = 0;
+  try {
+    await pipeline(source, createGunzip(), async (inflated: AsyncIterable<Buffer>) => {
+      for await (const chunk of inflated) {
+        total += chunk.length;
+        if (total > maxBytes) throw tooLarge(`request body exceeds ${maxBytes} bytes once decompressed`);
+        chunks.push(chunk);
+      }
+    });
+  } catch (err) {
+    req.resume();
+    if (err instanceof ApiError) throw err;
+    // zlib's errors (Z_DATA_ERROR, Z_BUF_ERROR: corrupt or truncated); others (the client went away) as they are.
+    const code = (err as { code?: unknown }).code;
+    if (typeof code === "string" && code.startsWith("Z_"))
+      throw new ApiError(400, "invalid_body", "request body is not valid gzip (Content-Encoding: gzip)");
+    throw err;
   }
   return Buffer.concat(chunks, total);
 }

@@ -10,7 +10,7 @@ import { assertStorableMessage } from "../shared/message-check.js";
 import { textProblem } from "../shared/text.js";
 import type { Handler, ServiceBinding } from "../shared/feature.js";
 import { isOriginRefused } from "../auth/principal.js";
-import { readBody, parseJsonBody, type AnyRequest } from "./body.js";
+import { bodyEncoding, readBody, readGzipBody, parseJsonBody, type AnyRequest } from "./body.js";
 import { restContext } from "./context.js";
 import { answerPreflight, dropCorsHeaders, requestOrigin, setCorsHeaders } from "./cors.js";
 import { decodeRequest } from "./decode.js";
@@ -37,6 +37,8 @@ export interface RestOptions {
   shutdownSignal?: AbortSignal;
   /** The browser ingestion RPCs: CORS (src/transcoding/cors.ts), publishable keys. */
   browserIngest?: ReadonlySet<DescMethod>;
+  /** The RPCs whose REST bodies may be `Content-Encoding: gzip` (src/transcoding/body.ts). */
+  compressedIngest?: ReadonlySet<DescMethod>;
 }
 
 function send(res: AnyResponse, status: number, body: unknown, headers?: Headers): void {
@@ -126,7 +128,8 @@ export function createRestHandler(opts: RestOptions) {
       let body: unknown;
       let bodyBytes = 0;
       if (verb === "POST" || verb === "PATCH" || verb === "PUT") {
-        const buf = await readBody(req, opts.maxBodyBytes);
+        const gzip = bodyEncoding(req.headers["content-encoding"], !!opts.compressedIngest?.has(route.method));
+        const buf = await (gzip ? readGzipBody : readBody)(req, opts.maxBodyBytes);
         bodyRead = true;
         bodyBytes = buf.length;
         if (!isUtf8(buf)) throw new ApiError(400, "invalid_json", "request body is not valid UTF-8");
