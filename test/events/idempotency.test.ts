@@ -334,4 +334,44 @@ describe("idempotent ingestion across a restart", () => {
     ]);
     assert.equal(n.rows[0].n, 3);
   });
+
+  it("two nodes on one database: concurrent repeats across nodes store one event, one increment", async () => {
+    const a = await startTestApp(GENEROUS_LIMITS);
+    apps.push(a);
+    const b = await startTestApp(GENEROUS_LIMITS, { databaseUrl: a.databaseUrl });
+    apps.push(b);
+    const q = await project(a.rest);
+    for (let round = 0; round < 5; round++) {
+      const id = randomUUID();
+      const answers = await Promise.all(
+        Array.from({ length: 16 }, (_, i) =>
+          (i % 2 ? b : a).rest.post(
+            i % 4 < 2 ? "/v1/events" : "/v1/events/batch",
+            i % 4 < 2 ? { id, type: "idem.nodes" } : { events: [{ id, type: "idem.nodes" }] },
+            { key: q.key },
+          ),
+        ),
+      );
+      for (const r of answers) assert.equal(r.status, 202, r.text);
+      const ids = answers.map((r, i) => (i % 4 < 2 ? r.body.data.id : r.body.data.events[0].id));
+      assert.equal(new Set(ids).size, 1, JSON.stringify(ids));
+      const metric = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          (i % 2 ? b : a).rest.post(
+            "/v1/projects/self/metrics",
+            { id, type: "increment", name: "idem_nodes", value: 1 },
+            { key: q.key },
+          ),
+        ),
+      );
+      for (const r of metric) assert.equal(r.status, 201, r.text);
+    }
+    const n = await a.app.deps.db.query("SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND type = $2", [
+      q.projectId,
+      "idem.nodes",
+    ]);
+    assert.equal(n.rows[0].n, 5);
+    const total = await a.rest.post("/v1/projects/self/metrics/current", { name: "idem_nodes" }, { key: q.key });
+    assert.equal(total.body.data.value, 5, total.text);
+  });
 });
