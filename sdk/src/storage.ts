@@ -48,6 +48,7 @@ export class QueueStore {
   private readonly prefix: string;
   private readonly key: string;
   private scheduled = false;
+  private failing = false;
   private latest: (() => Saved) | undefined;
 
   constructor(
@@ -117,7 +118,11 @@ export class QueueStore {
     try {
       if (s.events.length === 0 && s.metrics.length === 0) this.storage.removeItem(this.key);
       else this.storage.setItem(this.key, JSON.stringify({ v: 1, at: Date.now(), ...s }));
+      this.failing = false;
     } catch (err) {
+      // Reported once until a write succeeds again (a full quota would fail every write).
+      if (this.failing) return;
+      this.failing = true;
       this.onError(
         new VigilError("storage", `could not persist the queue: ${err instanceof Error ? err.message : String(err)}`),
       );

@@ -210,6 +210,31 @@ describe("the persisted queue (localStorage)", () => {
     );
   });
 
+  it("a storage that refuses writes (quota) is reported once; the queue goes on in memory", async () => {
+    const storage = new MemoryStorage();
+    let full = true;
+    storage.setItem = (k, v) => {
+      if (full && k.startsWith("vigil:q:")) throw new Error("QuotaExceededError");
+      storage.map.set(k, v);
+    };
+    const { vigil, errors } = client({ storage, flushIntervalMs: 60_000 });
+    for (let i = 0; i < 5; i++) {
+      vigil.track("e", { i });
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    assert.deepEqual(
+      errors.map((e) => e.code),
+      ["storage"],
+    );
+    full = false;
+    vigil.track("e", { i: 5 });
+    await new Promise((r) => setTimeout(r, 1));
+    assert.equal(storage.storedEvents().length, 6, "stored again once there is room");
+    await vigil.flush();
+    assert.equal(f.events().length, 6);
+    await vigil.shutdown();
+  });
+
   it("identify persists the user across instances; reset() forgets it and changes the anonymous id", async () => {
     const storage = new MemoryStorage();
     const one = client({ storage, flushIntervalMs: 60_000 });

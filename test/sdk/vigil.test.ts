@@ -180,6 +180,14 @@ describe("the SDK against a real Vigil: retries never double", () => {
     );
     const cur = await t.rest.post(`/v1/projects/self/metrics/current`, { name: "sdk.once.count" }, { key: p.key });
     assert.equal(cur.body.data.value, 150, "each increment counted once");
+
+    const hb = await vigil2().heartbeat("sdk-once", { latencyMs: 5 });
+    const beats = await t.rest.get(`/v1/projects/self/monitors/${hb.monitor.id}/heartbeats`, { key: p.key });
+    assert.equal(beats.status, 200, beats.text);
+    assert.equal(beats.body.data.length, 1, "a heartbeat whose answers were lost twice is recorded once");
+    function vigil2() {
+      return client({ fetch: fetchLosingAnswers, retry: { baseMs: 5, maxMs: 20 } }).vigil;
+    }
   });
 
   it("a publishable key (vk_pub_) tracks events; other routes answer 403 and are not retried", async () => {
