@@ -281,6 +281,18 @@ describe("idempotent ingestion of events", () => {
     }
   });
 
+  it("a repeat whose event is gone since (retention, a user's deletion) keeps its id and stores nothing", async () => {
+    const id = randomUUID();
+    const first = await send({ id, type: "idem.gone", userId: "gone-user", timestamp: "2024-07-01T00:00:00Z" });
+    await db().query("DELETE FROM events WHERE project_id = $1 AND type = 'idem.gone'", [p.projectId]);
+    const again = await send({ id, type: "idem.gone", userId: "gone-user", timestamp: "2024-07-01T00:00:00Z" });
+    assert.equal(again.id, first.id);
+    assert.equal(again.timestamp, first.timestamp);
+    const b = await batch([{ id, type: "idem.gone" }]);
+    assert.equal(b.events[0].id, first.id);
+    assert.deepEqual(await rows("idem.gone"), []);
+  });
+
   it("forgets ids after the 7-day window (the purge), not before", async () => {
     const id = randomUUID();
     const first = await send({ id, type: "idem.purge" });
