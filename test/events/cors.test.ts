@@ -226,6 +226,7 @@ describe("allowedOrigins", () => {
   });
 
   it("refuses invalid origins with a 400 naming allowedOrigins[i]", async () => {
+    assert.equal((await setOrigins([])).status, 200);
     const cases: [unknown[], number][] = [
       [["ftp://a.example"], 0],
       [[APP, "https://a.example/path"], 1],
@@ -263,6 +264,7 @@ describe("allowedOrigins", () => {
   });
 
   it("only an owner or admin may change it; API keys and members may not", async () => {
+    assert.equal((await setOrigins([])).status, 200);
     const member = await signup(t.rest, "member");
     await t.rest.post(
       `/v1/projects/${p.projectId}/members`,
