@@ -5,7 +5,8 @@
 // server committed and the answer was lost). Thousands of tracked events and metric increments;
 // afterwards, read from PostgreSQL directly: every event stored exactly once (the count, each
 // data.seq once), the ingest_ids claims 1:1 with the stored events and with the client ids the SDK
-// sent, and the increments summing exactly.
+// sent, and the increments summing exactly. Heartbeats (sent at once, up to 5 attempts) go through
+// the same faults: whether or not one gave up, none is recorded twice.
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import pg from "pg";
@@ -97,6 +98,23 @@ describe("the SDK against a Vigil that crashes and a network that fails", () => 
       }
     })();
 
+    // Heartbeats all along: each resolves (recorded) or gives up (recorded at most once; those sent
+    // while Vigil restarts give up after their 5 attempts).
+    const beats = { ok: [] as number[], gaveUp: [] as number[] };
+    const beatErrors: string[] = [];
+    let killsDone = false;
+    const beating = (async () => {
+      // until 5 after the last restart (those go through: the faults alone rarely beat 5 attempts)
+      for (let k = 0, afterKills = 0; afterKills < 5; k++) {
+        if (killsDone) afterKills++;
+        await v.heartbeat("sdk-faults", { latencyMs: k, metadata: { seq: k }, expectedIntervalMs: 3_600_000 }).then(
+          () => beats.ok.push(k),
+          (err) => (beats.gaveUp.push(k), beatErrors.push(String(err))),
+        );
+        await sleep(200);
+      }
+    })();
+
     // The killer: SIGKILL while the proxy has a request forwarded to Vigil and not yet answered
     // (the middle of a batch), then a restart on the same port and database.
     let killedMidRequest = 0;
@@ -109,7 +127,9 @@ describe("the SDK against a Vigil that crashes and a network that fails", () => 
       await sleep(200); // the SDK meets a refused port for a while
       node = await startNode(env, port);
     }
+    killsDone = true;
     await producer;
+    await beating;
 
     // Everything queued is sent (the faults go on meanwhile).
     const deadline = Date.now() + 120_000;
@@ -117,7 +137,14 @@ describe("the SDK against a Vigil that crashes and a network that fails", () => 
     await v.shutdown();
     assert.equal(v.stats.queued, 0, `still queued after 120 s: ${JSON.stringify(v.stats)}`);
     assert.equal(v.stats.dropped, 0, JSON.stringify(v.stats));
-    assert.equal(v.stats.rejected, 0, `rejected: ${JSON.stringify(v.stats)} ${errors.map(String).join("; ")}`);
+    // Nothing queued was refused or given up (a heartbeat that gave up during a restart counts in
+    // stats.rejected and is thrown to its caller, not reported to onError).
+    assert.deepEqual(errors.map(String), [], "errors reported to onError");
+    assert.equal(v.stats.rejected, beats.gaveUp.length, `rejected: ${JSON.stringify(v.stats)}`);
+    assert.ok(
+      beatErrors.every((e) => /gave up/.test(e)),
+      `heartbeats failed otherwise than giving up: ${beatErrors.join("; ")}`,
+    );
     assert.ok(v.stats.retries > 0, JSON.stringify(v.stats));
 
     // The faults really happened, and retries really reached the server with ids it had stored.
@@ -137,7 +164,7 @@ describe("the SDK against a Vigil that crashes and a network that fails", () => 
     assert.ok(resent > 0, "no event id reached the server twice: the dedupe was not exercised");
     ctx.diagnostic(
       `${proxy.log.length} requests; faults: ${["429", "500", "drop-before", "drop-after", "500-after"].map((f) => `${f} ${count(f as Fault)}`).join(", ")}; ` +
-        `${killedMidRequest}/${KILLS} kills mid-request; ${lostAnswers.length} committed answers lost; ${resent} event ids stored then re-sent; stats ${JSON.stringify(v.stats)}`,
+        `${killedMidRequest}/${KILLS} kills mid-request; ${lostAnswers.length} committed answers lost; ${resent} event ids stored then re-sent; heartbeats ${beats.ok.length} recorded, ${beats.gaveUp.length} given up; stats ${JSON.stringify(v.stats)}`,
     );
     // A 429's Retry-After was honoured: nothing was sent on that stream for a second.
     const throttled = proxy.log.find((r) => r.fault === "429" && r.path.startsWith("/v1/events/batch"));
@@ -206,6 +233,28 @@ describe("the SDK against a Vigil that crashes and a network that fails", () => 
         { claims: increments, events: increments, distinct: increments },
         "ingest_ids metric claims ↔ $increment events",
       );
+
+      // Heartbeats: none recorded twice; each that resolved recorded; one claim per recorded heartbeat.
+      const hb = await db.query<{ seq: number; n: number }>(
+        `SELECT (h.metadata->>'seq')::int AS seq, count(*)::int AS n
+           FROM heartbeats h JOIN monitors m ON m.id = h.monitor_id
+          WHERE m.project_id = $1 AND m.slug = 'sdk-faults' GROUP BY 1`,
+        [p.projectId],
+      );
+      const beatsTwice = hb.rows.filter((r) => r.n !== 1).map((r) => `${r.seq}×${r.n}`);
+      assert.deepEqual(beatsTwice, [], "heartbeats recorded more than once");
+      const recorded = new Set(hb.rows.map((r) => r.seq));
+      assert.deepEqual(
+        beats.ok.filter((k) => !recorded.has(k)),
+        [],
+        "heartbeats answered but not recorded",
+      );
+      assert.ok(beats.ok.length >= 3, `only ${beats.ok.length} heartbeats went through`);
+      const hc = await db.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM ingest_ids WHERE project_id = $1 AND kind = 'heartbeat'",
+        [p.projectId],
+      );
+      assert.equal(hc.rows[0].n, hb.rows.length, "ingest_ids heartbeat claims ↔ recorded heartbeats");
     } finally {
       await db.end();
     }
