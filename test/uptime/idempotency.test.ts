@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { describe, it } from "node:test";
+import { after, describe, it } from "node:test";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { UptimeService } from "../../gen/vigil/v1/uptime_pb.js";
-import { GENEROUS_LIMITS } from "../helpers/app.js";
+import { GENEROUS_LIMITS, startTestApp, type TestApp } from "../helpers/app.js";
 import { errorBody, project } from "../helpers/fixtures.js";
 import { useProject } from "../helpers/use.js";
 
@@ -153,5 +153,27 @@ describe("idempotent heartbeats", () => {
       (e: unknown) =>
         e instanceof ConnectError && e.code === Code.InvalidArgument && /id must be a UUID/.test(e.message),
     );
+  });
+});
+
+describe("idempotent heartbeats on two nodes", () => {
+  let other: TestApp | undefined;
+  after(() => other?.close());
+
+  it("concurrent repeats alternating between two nodes of one database record one heartbeat", async () => {
+    other = await startTestApp(GENEROUS_LIMITS, { databaseUrl: t.databaseUrl });
+    const nodes = [t, other];
+    await ok("idem-nodes", { expectedIntervalMs: 60_000 }); // steady: both nodes may take their fast path
+    for (let round = 0; round < 5; round++) {
+      const id = randomUUID();
+      const answers = await Promise.all(
+        Array.from({ length: 12 }, (_, i) =>
+          nodes[i % 2].rest.post("/v1/projects/self/heartbeats/idem-nodes", { id, latencyMs: i }, { key: p.key }),
+        ),
+      );
+      for (const r of answers) assert.equal(r.status, 200, r.text);
+    }
+    const monitor = (await ok("idem-nodes", {})).monitor.id;
+    assert.deepEqual(await recorded(monitor), { heartbeats: 7, rolled: 7 });
   });
 });
