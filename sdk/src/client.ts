@@ -30,6 +30,11 @@ export interface VigilOptions {
   persist?: boolean;
   /** Browser: send the queue with navigator.sendBeacon when the page is hidden (default true; publishable keys only). */
   beacon?: boolean;
+  /**
+   * Gzip request bodies over 16 KiB (CompressionStream). Default: true in a browser (bandwidth),
+   * false on Node (CPU; servers usually sit on fast links).
+   */
+  gzip?: boolean;
   /** Injectable fetch (default: the global one). */
   fetch?: FetchLike;
   /** Called for refused items, give-ups, drops and storage failures. Default: console.warn. */
@@ -88,6 +93,13 @@ const MAX_METRICS_PER_BATCH = 500;
 /** Browsers refuse a sendBeacon body over 64 KiB (summed over pending beacons); keep each under 60 KiB. */
 export const BEACON_MAX_BYTES = 60 * 1024;
 const HEARTBEAT_ATTEMPTS = 5;
+/** Smaller bodies are sent as they are (gzip's gain would not pay for its time). */
+export const GZIP_MIN_BYTES = 16 * 1024;
+
+async function gzip(s: string): Promise<Uint8Array<ArrayBuffer>> {
+  const stream = new Blob([s]).stream().pipeThrough(new CompressionStream("gzip"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
 
 function positive(v: number | undefined, dflt: number, name: string, max = Infinity): number {
   if (v === undefined) return dflt;
@@ -134,6 +146,7 @@ export class Vigil {
   private readonly abort = new AbortController();
   private readonly detach: (() => void)[] = [];
   private readonly maxQueueSize: number;
+  private gzip: boolean;
   private closed = false;
   private dropping = false;
   /** Set when shutdown gives up: what is stored stays stored. */
@@ -157,6 +170,7 @@ export class Vigil {
       maxAttempts: positive(opts.retry?.maxAttempts, Infinity, "retry.maxAttempts"),
     };
     this.timeoutMs = positive(opts.requestTimeoutMs, 15_000, "requestTimeoutMs");
+    this.gzip = opts.gzip ?? this.browser;
     this.shutdownTimeoutMs = positive(opts.shutdownTimeoutMs, 10_000, "shutdownTimeoutMs");
     this.reportError = opts.onError ?? ((e) => console.warn(`[vigil] ${e.message}`));
     const flushAt = positive(opts.flushAt, 100, "flushAt", MAX_EVENTS_PER_BATCH);
@@ -404,11 +418,23 @@ export class Vigil {
     }
   }
 
-  private post(path: string, body: string, ids: string[], what: string, retry = this.retry) {
+  private post(
+    path: string,
+    body: string | Uint8Array<ArrayBuffer>,
+    ids: string[],
+    what: string,
+    retry = this.retry,
+    gzipped = false,
+  ) {
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${this.apiKey}`,
+      "content-type": "application/json",
+    };
+    if (gzipped) headers["content-encoding"] = "gzip";
     return send({
       fetch: this.fetchFn,
       url: this.apiUrl + path,
-      headers: { authorization: `Bearer ${this.apiKey}`, "content-type": "application/json" },
+      headers,
       body,
       retry,
       timeoutMs: this.timeoutMs,
@@ -431,7 +457,7 @@ export class Vigil {
     const ids = items.map((i) => i.id);
     const body = `{"${field}":[${items.map((i) => i.json).join(",")}]}`;
     try {
-      const answer = await this.post(path, body, ids, `${field} batch`);
+      const answer = await this.postMaybeGzipped(path, body, ids, `${field} batch`);
       const errors = (answer.body as { data?: { errors?: { index?: number; code?: string; message?: string }[] } })
         ?.data?.errors;
       const bad = Array.isArray(errors) ? errors.filter((e) => typeof e.index === "number" && items[e.index]) : [];
@@ -451,6 +477,29 @@ export class Vigil {
     } catch (err) {
       this.stats.rejected += items.length;
       this.reportError(err instanceof VigilError ? err : new VigilError("gave_up", String(err), { ids }));
+    }
+  }
+
+  /**
+   * Large bodies are gzipped when enabled and CompressionStream exists. A server that refuses the
+   * encoding (415: a Vigil older than gzip support) gets plain JSON, now and from then on.
+   */
+  private async postMaybeGzipped(path: string, body: string, ids: string[], what: string) {
+    if (!this.gzip || body.length < GZIP_MIN_BYTES || typeof CompressionStream === "undefined") {
+      return this.post(path, body, ids, what);
+    }
+    let zipped: Uint8Array<ArrayBuffer>;
+    try {
+      zipped = await gzip(body);
+    } catch {
+      return this.post(path, body, ids, what);
+    }
+    try {
+      return await this.post(path, zipped, ids, what, this.retry, true);
+    } catch (err) {
+      if (!(err instanceof VigilError) || err.status !== 415) throw err;
+      this.gzip = false;
+      return this.post(path, body, ids, what);
     }
   }
 

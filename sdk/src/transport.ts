@@ -51,7 +51,7 @@ export interface SendOptions {
   fetch: FetchLike;
   url: string;
   headers: Record<string, string>;
-  body: string;
+  body: string | Uint8Array<ArrayBuffer>;
   retry: Required<RetryOptions>;
   /** Per attempt; a hung server counts as a network error. */
   timeoutMs: number;

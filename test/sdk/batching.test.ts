@@ -162,6 +162,44 @@ describe("batching", () => {
     await vigil.shutdown();
   });
 
+  it("gzip: bodies over 16 KiB go gzipped (Content-Encoding), smaller ones plain; off by default on Node", async () => {
+    const { vigil } = client({ gzip: true, flushAt: 1000, flushIntervalMs: 60_000 });
+    for (let i = 0; i < 300; i++) vigil.track("big", { i, text: "lorem ipsum ".repeat(10) });
+    await vigil.flush();
+    vigil.track("small");
+    await vigil.flush();
+    const [big, small] = f.seen;
+    assert.equal(big.headers["content-encoding"], "gzip");
+    assert.equal(big.body.events.length, 300, "the decompressed body is the batch");
+    assert.ok(big.wireBytes < Buffer.byteLength(big.raw) / 5, `${big.wireBytes} bytes on the wire`);
+    assert.equal(small.headers["content-encoding"], undefined);
+    await vigil.shutdown();
+    f.seen.length = 0;
+    const plain = client({ flushAt: 1000, flushIntervalMs: 60_000 }).vigil;
+    for (let i = 0; i < 300; i++) plain.track("big", { i, text: "lorem ipsum ".repeat(10) });
+    await plain.shutdown();
+    assert.equal(f.seen[0].headers["content-encoding"], undefined);
+  });
+
+  it("gzip refused with 415 (an older server): the same batch is sent plain at once, and plain from then on", async () => {
+    f.answer = (req) =>
+      req.headers["content-encoding"]
+        ? { status: 415, body: { error: { code: "unsupported", message: "no" } } }
+        : accept(req);
+    const { vigil, errors } = client({ gzip: true, flushAt: 1000, flushIntervalMs: 60_000 });
+    for (let i = 0; i < 300; i++) vigil.track("big", { i, text: "lorem ipsum ".repeat(10) });
+    await vigil.flush();
+    for (let i = 0; i < 300; i++) vigil.track("big", { i, text: "lorem ipsum ".repeat(10) });
+    await vigil.flush();
+    assert.deepEqual(
+      f.seen.map((s) => s.headers["content-encoding"] ?? "plain"),
+      ["gzip", "plain", "plain"],
+    );
+    assert.deepEqual(errors, []);
+    assert.equal(vigil.stats.sent, 600);
+    await vigil.shutdown();
+  });
+
   it("a publishable key cannot record metric points: refused at the call, nothing sent", async () => {
     const { vigil, errors } = client({ apiKey: "vk_pub_abc", flushIntervalMs: 5 });
     vigil.increment("c");

@@ -1,5 +1,6 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { gunzipSync } from "node:zlib";
 
 // A real local HTTP server standing in for Vigil in the SDK's tests: every request is recorded with
 // its parsed body and arrival time, and each answer is programmable, including faults — a status
@@ -11,6 +12,7 @@ export interface Seen {
   query: URLSearchParams;
   headers: http.IncomingHttpHeaders;
   raw: string;
+  wireBytes: number;
   body: any;
   at: number;
   /** Requests in progress when this one arrived (itself included). */
@@ -65,7 +67,9 @@ export class FakeServer {
       const chunks: Buffer[] = [];
       req.on("data", (c) => chunks.push(c));
       req.on("end", () => {
-        const raw = Buffer.concat(chunks).toString("utf8");
+        const bytes = Buffer.concat(chunks);
+        // A gzipped body is recorded decompressed (`raw`), its size on the wire in `wireBytes`.
+        const raw = (req.headers["content-encoding"] === "gzip" ? gunzipSync(bytes) : bytes).toString("utf8");
         let body: any;
         try {
           body = JSON.parse(raw);
@@ -79,6 +83,7 @@ export class FakeServer {
           query: u.searchParams,
           headers: req.headers,
           raw,
+          wireBytes: bytes.length,
           body,
           at: Date.now(),
           concurrent,

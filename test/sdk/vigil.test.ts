@@ -190,6 +190,31 @@ describe("the SDK against a real Vigil: retries never double", () => {
     }
   });
 
+  it("gzip: a large batch gzipped is stored like a plain one", async () => {
+    const encodings: (string | undefined)[] = [];
+    const recording = (url: string, init: RequestInit) => {
+      encodings.push((init.headers as Record<string, string>)["content-encoding"]);
+      return fetch(url, init);
+    };
+    const { vigil, errors } = client({ gzip: true, flushAt: 500, fetch: recording });
+    for (let i = 0; i < 500; i++) vigil.track("sdk.gzipped", { i, text: "é lorem ipsum ".repeat(8) });
+    await vigil.shutdown();
+    assert.deepEqual(errors, []);
+    const r = await t.rest.post(
+      `/v1/projects/self/analytics/count`,
+      {
+        filters: { field: "event", operator: "equals", value: "sdk.gzipped" },
+        time: { start: "2020-01-01T00:00:00Z", end: "2100-01-01T00:00:00Z" },
+      },
+      { key: p.key },
+    );
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.body.data.count, 500);
+    const [one] = await eventsOfType("sdk.gzipped");
+    assert.equal(one.data.text, "é lorem ipsum ".repeat(8));
+    assert.deepEqual(encodings, ["gzip"], "one request, gzipped, accepted by the server");
+  });
+
   it("a publishable key (vk_pub_) tracks events; other routes answer 403 and are not retried", async () => {
     const k = await t.rest.post(
       `/v1/projects/${p.projectId}/api-keys`,
