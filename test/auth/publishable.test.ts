@@ -14,6 +14,8 @@ import { createContextValues } from "@connectrpc/connect";
 import { principalKey, type Principal } from "../../src/auth/principal.js";
 import { clientInfoKey } from "../../src/shared/context.js";
 import { restContext } from "../../src/transcoding/context.js";
+import { isPublic } from "../../src/server/gate.js";
+import { BROWSER_INGEST } from "../../src/server/ingest-routes.js";
 import { GENEROUS_LIMITS } from "../helpers/app.js";
 import { errorBody } from "../helpers/fixtures.js";
 import { useProject } from "../helpers/use.js";
@@ -115,6 +117,25 @@ describe("publishable API keys", () => {
       refused++;
     }
     assert.ok(refused >= 40, `only ${refused} routes checked`);
+  });
+
+  it("answers 403 on every other RPC of every served service over gRPC", async () => {
+    const tr = createGrpcTransport({ baseUrl: t.url });
+    const headers = { authorization: `Bearer ${pub.secret}` };
+    let refused = 0;
+    for (const service of t.app.features.flatMap((f) => f.services.map((s) => s.desc))) {
+      const client = createClient(service, tr) as unknown as Record<
+        string,
+        (req: object, opts: { headers: Record<string, string> }) => Promise<unknown>
+      >;
+      for (const method of service.methods) {
+        if (isPublic(method) || BROWSER_INGEST.has(method)) continue;
+        const e = await failure(client[method.localName]({}, { headers }));
+        assert.equal(e.code, Code.PermissionDenied, `${service.typeName}/${method.name}: ${e.message}`);
+        refused++;
+      }
+    }
+    assert.ok(refused >= 40, `only ${refused} RPCs checked`);
   });
 
   it("answers 403 over Connect, gRPC and gRPC-web, and ingests over each", async () => {
