@@ -3,7 +3,8 @@
 // bodies with keys that are no field of it (prototype-member names among them), nested ones inside
 // its message fields, and the fields it does have (JSON and proto names) as a control, so that each
 // 400 is shown to come from the extra key alone. Loose batch items (events/batch, metrics/batch) are
-// refused one by one, naming the key, over REST and gRPC alike.
+// refused one by one, naming the key, over REST and gRPC alike; the request message itself keeps
+// protobuf's rules over gRPC and Connect.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { describe, it } from "node:test";
@@ -187,6 +188,21 @@ describe("unknown fields in a REST body", () => {
     assertUnknown(o, r, "k".repeat(100) + "…");
     const nul = await send(o, objectText([["a\u0000b\n", "1"]]));
     assertUnknown(o, nul, "a\\u0000b\\n");
+  });
+});
+
+describe("the other protocols keep protobuf's rules", () => {
+  it("the Connect protocol's JSON ignores an unknown top-level key, as connect-es does (REST alone refuses it)", async () => {
+    const type = `connect-${randomUUID()}`;
+    const r = await fetch(`${t.url}/vigil.v1.EventService/IngestEvent`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${p.key}` },
+      body: JSON.stringify({ type, properties: { plan: "pro" } }),
+    });
+    assert.equal(r.status, 200, await r.clone().text());
+    const body = (await r.json()) as { data: { type: string; data: object } };
+    assert.equal(body.data.type, type);
+    assert.deepEqual(body.data.data, {});
   });
 });
 
