@@ -54,6 +54,8 @@ export class FakeServer {
   url = "";
   /** Decides each answer; `n` counts requests from 1. Default: accept. */
   answer: (req: Seen, n: number) => Fault = accept;
+  /** Answer preflights and allow any origin (what Vigil does for an allowed origin), for pages. */
+  cors = false;
   private server!: http.Server;
   private active = 0;
   private readonly hung = new Set<http.ServerResponse>();
@@ -61,6 +63,18 @@ export class FakeServer {
   static async start(): Promise<FakeServer> {
     const f = new FakeServer();
     f.server = http.createServer((req, res) => {
+      if (f.cors && req.headers.origin) {
+        res.setHeader("access-control-allow-origin", req.headers.origin);
+        res.setHeader("vary", "Origin");
+        if (req.method === "OPTIONS") {
+          res.writeHead(204, {
+            "access-control-allow-methods": "POST",
+            "access-control-allow-headers": "authorization, content-type, content-encoding",
+            "access-control-max-age": "86400",
+          });
+          return res.end();
+        }
+      }
       f.active++;
       const concurrent = f.active;
       res.on("close", () => f.active--);
