@@ -12,12 +12,14 @@ import type { AddressInfo } from "node:net";
 //   drop-after   forwarded and ANSWERED by the server (it committed), then the client's connection
 //                destroyed: the answer is lost, the client can only retry
 //   500-after    forwarded and answered by the server, then a 500 sent to the client instead
+//   delay        held `delayMs` before being forwarded (a client that timed out meanwhile has sent
+//                its retry, which may reach the server first: the original then arrives as a repeat)
 //
 // When the server cannot be reached (killed, restarting) or its connection breaks mid-request, the
 // client's connection is destroyed too, as a direct connection would be. Each request is logged
 // with the fault, the server's status (when it answered) and the client ids in its JSON body.
 
-export type Fault = "pass" | "429" | "500" | "drop-before" | "drop-after" | "500-after";
+export type Fault = "pass" | "429" | "500" | "drop-before" | "drop-after" | "500-after" | "delay";
 
 export interface ProxiedRequest {
   method: string;
@@ -45,6 +47,8 @@ export interface FaultProxy {
   setPolicy(policy: Policy): void;
   /** The Retry-After header value of the 429s (default "1"). */
   retryAfter: string;
+  /** How long a `delay` fault holds a request before forwarding it (default 1000 ms). */
+  delayMs: number;
   close(): Promise<void>;
 }
 
@@ -74,6 +78,7 @@ export async function startFaultProxy(upstream: string, policy: Policy = () => "
     inflight: () => inflight,
     setPolicy: (p) => (current = p),
     retryAfter: "1",
+    delayMs: 1000,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();
@@ -111,34 +116,39 @@ export async function startFaultProxy(upstream: string, policy: Policy = () => "
       }
       if (fault === "500") return json(500, {}, "internal");
       if (fault === "drop-before") return kill();
-      inflight++;
-      let settled = false;
-      const done = () => {
-        if (!settled) inflight--;
-        settled = true;
-      };
-      const headers = { ...req.headers, host: target.host, connection: "close" };
-      const up = http.request(
-        { host: target.hostname, port: target.port, method, path, headers, agent: false },
-        (ures) => {
-          const rchunks: Buffer[] = [];
-          ures.on("data", (c: Buffer) => rchunks.push(c));
-          ures.on("error", () => (done(), kill()));
-          ures.on("end", () => {
-            done();
-            entry.upstreamStatus = ures.statusCode;
-            if (fault === "drop-after") return kill();
-            if (fault === "500-after") return json(500, {}, "internal");
-            const h = { ...ures.headers };
-            delete h.connection;
-            delete h["keep-alive"];
-            delete h["transfer-encoding"];
-            res.writeHead(ures.statusCode ?? 502, h).end(Buffer.concat(rchunks));
-          });
-        },
-      );
-      up.on("error", () => (done(), kill()));
-      up.end(body);
+      if (fault === "delay") setTimeout(forward, proxy.delayMs);
+      else forward();
+
+      function forward() {
+        inflight++;
+        let settled = false;
+        const done = () => {
+          if (!settled) inflight--;
+          settled = true;
+        };
+        const headers = { ...req.headers, host: target.host, connection: "close" };
+        const up = http.request(
+          { host: target.hostname, port: target.port, method, path, headers, agent: false },
+          (ures) => {
+            const rchunks: Buffer[] = [];
+            ures.on("data", (c: Buffer) => rchunks.push(c));
+            ures.on("error", () => (done(), kill()));
+            ures.on("end", () => {
+              done();
+              entry.upstreamStatus = ures.statusCode;
+              if (fault === "drop-after") return kill();
+              if (fault === "500-after") return json(500, {}, "internal");
+              const h = { ...ures.headers };
+              delete h.connection;
+              delete h["keep-alive"];
+              delete h["transfer-encoding"];
+              res.writeHead(ures.statusCode ?? 502, h).end(Buffer.concat(rchunks));
+            });
+          },
+        );
+        up.on("error", () => (done(), kill()));
+        up.end(body);
+      }
     });
   });
   server.on("connection", (s) => {

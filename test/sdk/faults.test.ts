@@ -2,7 +2,8 @@
 // process (its own port, this file's database) killed with SIGKILL while batches are in flight and
 // restarted on the same port, behind a fault-injecting proxy (test/helpers/faults.ts: 429 with
 // Retry-After, 500, connections dropped before forwarding and AFTER the server answered, so the
-// server committed and the answer was lost). Thousands of tracked events and metric increments;
+// server committed and the answer was lost, and requests held past the SDK's timeout, so that its
+// retry may reach the server before the original). Thousands of tracked events and metric increments;
 // afterwards, read from PostgreSQL directly: every event stored exactly once (the count, each
 // data.seq once), the ingest_ids claims 1:1 with the stored events and with the client ids the SDK
 // sent, and the increments summing exactly. Heartbeats (sent at once, up to 5 attempts) go through
@@ -49,8 +50,8 @@ describe("the SDK against a Vigil that crashes and a network that fails", () => 
     node = await startNode(env, port);
     const p = await project(node.rest);
 
-    // Faults on the SDK's writes only, from a seeded sequence (the same run to run): 30% of the
-    // requests fail in one of five ways, the rest pass.
+    // Faults on the SDK's writes only, from a seeded sequence (the same run to run): 32% of the
+    // requests fail in one of six ways, the rest pass.
     const rnd = seeded(17);
     proxy = await startFaultProxy(node.url, ({ method }) => {
       if (method !== "POST") return "pass";
@@ -61,10 +62,12 @@ describe("the SDK against a Vigil that crashes and a network that fails", () => 
         [0.15, "drop-before"],
         [0.25, "drop-after"],
         [0.3, "500-after"],
+        [0.32, "delay"],
       ];
       return faults.find(([limit]) => r < limit)?.[1] ?? "pass";
     });
     proxy.retryAfter = "1";
+    proxy.delayMs = 1200; // past the SDK's requestTimeoutMs: it retries while the original is held
 
     const errors: unknown[] = [];
     vigil = new Vigil({
@@ -74,6 +77,7 @@ describe("the SDK against a Vigil that crashes and a network that fails", () => 
       flushIntervalMs: 20,
       maxQueueSize: 100_000,
       retry: { baseMs: 20, maxMs: 400 },
+      requestTimeoutMs: 700,
       persist: false,
       onError: (err: unknown) => errors.push(err),
     });
@@ -149,7 +153,7 @@ describe("the SDK against a Vigil that crashes and a network that fails", () => 
 
     // The faults really happened, and retries really reached the server with ids it had stored.
     const count = (f: Fault) => proxy!.log.filter((r) => r.fault === f).length;
-    for (const f of ["429", "500", "drop-before", "drop-after", "500-after"] as Fault[])
+    for (const f of ["429", "500", "drop-before", "drop-after", "500-after", "delay"] as Fault[])
       assert.ok(count(f) > 0, `no ${f} injected`);
     assert.ok(killedMidRequest >= 2, `only ${killedMidRequest} kills with a request in flight`);
     const lostAnswers = proxy.log.filter(
@@ -163,7 +167,7 @@ describe("the SDK against a Vigil that crashes and a network that fails", () => 
     const resent = [...reached.values()].filter((n) => n > 1).length;
     assert.ok(resent > 0, "no event id reached the server twice: the dedupe was not exercised");
     ctx.diagnostic(
-      `${proxy.log.length} requests; faults: ${["429", "500", "drop-before", "drop-after", "500-after"].map((f) => `${f} ${count(f as Fault)}`).join(", ")}; ` +
+      `${proxy.log.length} requests; faults: ${["429", "500", "drop-before", "drop-after", "500-after", "delay"].map((f) => `${f} ${count(f as Fault)}`).join(", ")}; ` +
         `${killedMidRequest}/${KILLS} kills mid-request; ${lostAnswers.length} committed answers lost; ${resent} event ids stored then re-sent; heartbeats ${beats.ok.length} recorded, ${beats.gaveUp.length} given up; stats ${JSON.stringify(v.stats)}`,
     );
     // A 429's Retry-After was honoured: nothing was sent on that stream for a second.
