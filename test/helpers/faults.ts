@@ -1,5 +1,6 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { gunzipSync } from "node:zlib";
 
 // A fault-injecting HTTP proxy for the SDK tests: it sits between a client and a real Vigil and,
 // request by request as its policy decides, passes the request through or breaks it in one of the
@@ -27,10 +28,11 @@ export interface ProxiedRequest {
   fault: Fault;
   /** The server's status when it answered; undefined when the request never reached it or it broke. */
   upstreamStatus?: number;
-  /** Client ids of the body's items (`events[].id`, `metrics[].id`) or of the body itself (`id`). */
+  /** Client ids of the body's items (`events[].id`, `metrics[].id`) or of the body itself (`id`); gzip read. */
   ids: string[];
   origin?: string;
   contentType?: string;
+  contentEncoding?: string;
   at: number;
   /** The Retry-After value sent with a 429. */
   retryAfter?: string;
@@ -52,9 +54,9 @@ export interface FaultProxy {
   close(): Promise<void>;
 }
 
-function idsOf(body: Buffer): string[] {
+function idsOf(body: Buffer, encoding: string | undefined): string[] {
   try {
-    const j = JSON.parse(body.toString("utf8"));
+    const j = JSON.parse((encoding === "gzip" ? gunzipSync(body) : body).toString("utf8"));
     const items: unknown[] = Array.isArray(j?.events) ? j.events : Array.isArray(j?.metrics) ? j.metrics : [j];
     return items.flatMap((x) =>
       x && typeof x === "object" && typeof (x as { id?: unknown }).id === "string" ? [(x as { id: string }).id] : [],
@@ -99,9 +101,10 @@ export async function startFaultProxy(upstream: string, policy: Policy = () => "
         method,
         path,
         fault,
-        ids: idsOf(body),
+        ids: idsOf(body, req.headers["content-encoding"]),
         origin: req.headers.origin,
         contentType: req.headers["content-type"],
+        contentEncoding: req.headers["content-encoding"],
         at: Date.now(),
       };
       log.push(entry);

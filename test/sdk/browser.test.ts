@@ -7,8 +7,9 @@
 //   2. a page tracks events and is closed with them queued: they arrive by sendBeacon
 //   3. the next page load sends the beacon's events again (the SDK cannot know a beacon arrived):
 //      the server's id dedupe stores nothing new
-//   4. a page from an origin that is not in the project's allowedOrigins: CORS refuses it, nothing
-//      is stored, the SDK reports the failure
+//   4. a batch over 16 KiB is gzipped by the SDK and accepted through CORS
+//   5. a page from an origin that is not in the project's allowedOrigins: CORS refuses it, nothing
+//      is stored, the SDK keeps it queued and retries (a CORS refusal looks like a network error)
 // Afterwards every event is in PostgreSQL exactly once. Skipped, with a message, where Chromium is
 // not installed (CI installs it).
 import assert from "node:assert/strict";
@@ -181,7 +182,21 @@ describe("the SDK in a real browser", () => {
     assert.ok(await storedOnce("close", 40), JSON.stringify(await stored("close")));
     await page.close();
 
-    // 4. An origin not in allowedOrigins: the server answers 403 without CORS headers, the browser
+    // 4. A batch over 16 KiB: the SDK gzips it (CompressionStream) and the browser sends it through
+    // CORS (content-encoding is an allowed header); stored once.
+    const gzipBefore = px.log.length;
+    page = await open(allowed.origin, 100, 50);
+    await page.evaluate(
+      `for (let i = 0; i < 100; i++) window.vigil.track("browser", { phase: "gzip", seq: i, text: "x".repeat(300) })`,
+    );
+    await until("the gzipped batch stored", () => storedOnce("gzip", 100));
+    const gzipped = px.log.slice(gzipBefore).filter((r) => r.method === "POST" && r.contentEncoding === "gzip");
+    assert.ok(gzipped.length > 0 && gzipped.every((r) => r.upstreamStatus === 202), lastRequests());
+    assert.equal(new Set(gzipped.flatMap((r) => r.ids)).size, 100, "every event in a gzipped batch");
+    await until("nothing queued", async () => (await stats(page)).queued === 0);
+    await page.close();
+
+    // 5. An origin not in allowedOrigins: the server answers 403 without CORS headers, the browser
     // refuses the answer, the SDK reports it, nothing is stored.
     const refusedBefore = px.log.length;
     page = await open(other.origin, 5, 50);
@@ -211,5 +226,6 @@ describe("the SDK in a real browser", () => {
     // Finally: every event once, nothing else.
     assert.ok(await storedOnce("reload", 30), JSON.stringify(await stored("reload")));
     assert.ok(await storedOnce("close", 40), JSON.stringify(await stored("close")));
+    assert.ok(await storedOnce("gzip", 100), JSON.stringify(await stored("gzip")));
   });
 });
