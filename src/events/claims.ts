@@ -9,9 +9,11 @@ import { isUniqueViolation } from "../shared/pg-errors.js";
 // stored": nothing new is written and the request is answered from the claim's `record_id`, as the
 // first one was. Used by the events ingestor (events and metric points) and the heartbeat writer.
 //
-// - Claims are inserted before any other lock of their transaction, sorted by key, so that two
-//   writers of overlapping ids wait for each other in one order (never a deadlock), and a writer
-//   never holds a monitor, source or partition lock while waiting on a claim.
+// - Claims are inserted sorted by key, so that two writers of overlapping ids wait for each other in
+//   one order, and at one place of every writer of their kind: events claim before any other lock
+//   of their transaction (no partition, source or registry lock is held while waiting on a claim);
+//   heartbeats claim right after their monitors' locks, in the locked path's transaction and in the
+//   fast path's single statement alike (never a deadlock between the two).
 // - A concurrent duplicate waits on the first's uncommitted claim (its key), then (READ COMMITTED)
 //   finds the conflict once the first commits, or claims the id itself if the first rolled back;
 //   the record id is read after the insert, in a new snapshot that sees the first's commit.
@@ -92,6 +94,22 @@ export async function claimIds(
     if (!existing.has(k)) existing.set(k, null);
   }
   return existing;
+}
+
+/**
+ * Which of the claims exist already (claimKey set): a plain read, no lock taken nor waited for. For
+ * a writer that must claim after other locks (heartbeats, after their monitors') and first wants
+ * to leave out what is known to be stored; the claim itself (`claimIds`) still decides.
+ */
+export async function storedClaims(client: PoolClient, rows: ClaimRow[]): Promise<Set<string>> {
+  if (rows.length === 0) return new Set();
+  const r = await client.query<{ project_id: string; kind: ClaimKind; client_id: string }>({
+    name: "ingest_ids_stored",
+    text: `SELECT i.project_id, i.kind, i.client_id::text FROM ingest_ids i
+             JOIN unnest($1::text[], $2::text[], $3::uuid[]) AS u(p, k, c) ON i.project_id = u.p AND i.kind = u.k AND i.client_id = u.c`,
+    values: [rows.map((x) => x.projectId), rows.map((x) => x.kind), rows.map((x) => x.clientId)],
+  });
+  return new Set(r.rows.map((x) => claimKey(x.project_id, x.kind, x.client_id)));
 }
 
 /**

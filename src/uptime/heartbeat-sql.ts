@@ -38,7 +38,14 @@ interface Rollup {
   max: number | null;
 }
 
-const sql = (cas: boolean) => `WITH m AS (
+/** A heartbeat's client id claimed by the compare-and-set statement (events/claims.ts). */
+export interface HeartbeatClaim {
+  projectId: string;
+  clientId: string;
+  monitorId: string;
+}
+
+const sql = (cas: boolean, claims = false) => `WITH m AS (
   UPDATE monitors m SET status = u.status, expected_interval_ms = u.ei, grace_period_ms = u.gp, last_heartbeat_at = u.lh,
          first_heartbeat_at = u.fh, up_since = u.us, deadline_at = u.dl, updated_at = $1
     FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[], $7::timestamptz[], $8::timestamptz[], $9::timestamptz[], $10::timestamptz[])
@@ -59,11 +66,22 @@ const sql = (cas: boolean) => `WITH m AS (
     total = r.total + excluded.total, successful = r.successful + excluded.successful, failed = r.failed + excluded.failed,
     latency_count = r.latency_count + excluded.latency_count, latency_sum = r.latency_sum + excluded.latency_sum,
     latency_min = LEAST(r.latency_min, excluded.latency_min), latency_max = GREATEST(r.latency_max, excluded.latency_max)
-)
+)${
+  claims
+    ? `, c AS (
+  INSERT INTO ingest_ids (project_id, kind, client_id, created_at)
+  SELECT x.p, 'heartbeat', x.c, $1 FROM unnest($26::text[], $27::uuid[], $28::text[]) WITH ORDINALITY AS x(p, c, monitor_id, n)
+   WHERE x.monitor_id IN (SELECT id FROM m) ORDER BY n
+)`
+    : ""
+}
 SELECT id, version FROM m`;
 
 const LOCKED = sql(false);
 const CAS = sql(true);
+// The claims (plain inserts, after the monitors' locks, only for the monitors written): one taken
+// already fails the whole statement, and its heartbeats go down the locked path.
+const CAS_CLAIMS = sql(true, true);
 
 /** Writes monitors (in id order, so concurrent statements lock rows in one order), heartbeats and rollups. */
 export async function writeHeartbeats(
@@ -72,14 +90,16 @@ export async function writeHeartbeats(
   monitors: MonitorWrite[],
   heartbeats: HeartbeatRow[],
   now: Date,
+  claims: HeartbeatClaim[] = [],
 ): Promise<Map<string, number>> {
   const ms = [...monitors].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const s = ms.map((m) => m.next);
   const d = (v: number | null) => (v === null ? null : new Date(v));
   const roll = rollups(heartbeats);
+  const withClaims = cas && claims.length > 0;
   const r = await c.query<{ id: string; version: number }>({
-    name: cas ? "uptime_heartbeats_cas" : "uptime_heartbeats_locked",
-    text: cas ? CAS : LOCKED,
+    name: withClaims ? "uptime_heartbeats_cas_claims" : cas ? "uptime_heartbeats_cas" : "uptime_heartbeats_locked",
+    text: withClaims ? CAS_CLAIMS : cas ? CAS : LOCKED,
     values: [
       now,
       ms.map((m) => m.id),
@@ -106,6 +126,9 @@ export async function writeHeartbeats(
       roll.map((a) => a.sum),
       roll.map((a) => a.min),
       roll.map((a) => a.max),
+      ...(withClaims
+        ? [claims.map((x) => x.projectId), claims.map((x) => x.clientId), claims.map((x) => x.monitorId)]
+        : []),
     ],
   });
   return new Map(r.rows.map((x) => [x.id, x.version]));

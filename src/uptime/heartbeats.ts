@@ -3,7 +3,8 @@ import type { UptimeDeps } from "./deps.js";
 import { Coalescer } from "../shared/coalesce.js";
 import { newId } from "../shared/ids.js";
 import { notFound } from "../shared/errors.js";
-import { claimIds, claimKey, type ClaimRow } from "../events/claims.js";
+import { claimIds, claimKey, isClaimTaken, type ClaimRow } from "../events/claims.js";
+import { knownRepeats, REPEAT, repeatedIds, sortedHeartbeatClaims } from "./heartbeat-claims.js";
 import { tx } from "../storage/db.js";
 import { lockMonitorCreation, monitorCapReached, monitorCounts } from "./cap.js";
 import { openIncidents, resolveIncidents } from "./incidents.js";
@@ -140,6 +141,8 @@ export class HeartbeatWriter {
       string,
       { row: MonitorRow; items: Pending[]; outs: { next: MonitorState; statusChanged: boolean }[] } | null
     >();
+    // A client id twice in the batch: its monitors go down the locked path, which answers the repeat.
+    const twice = repeatedIds(batch);
     for (const b of batch) {
       const k = keyOf(b.req.projectId, b.req.slug);
       let g = groups.get(k);
@@ -149,8 +152,7 @@ export class HeartbeatWriter {
         groups.set(k, g);
       }
       if (g === null) continue;
-      // A client id is claimed in the locked path's transaction: its monitor's heartbeats all go there.
-      if (b.req.clientId !== undefined) {
+      if (b.req.clientId !== undefined && twice?.has(claimKey(b.req.projectId, "heartbeat", b.req.clientId))) {
         groups.set(k, null);
         continue;
       }
@@ -179,11 +181,23 @@ export class HeartbeatWriter {
       next: g.outs[g.outs.length - 1].next,
     }));
     const heartbeats = fast.flatMap((g) => g.items.map((b) => heartbeatRow(b.req, g.row.id)));
+    // Client ids are claimed in the same statement, for the monitors it writes (events/claims.ts).
+    const claims = sortedHeartbeatClaims(
+      fast.flatMap((g) =>
+        g.items.flatMap((b) =>
+          b.req.clientId === undefined
+            ? []
+            : [{ projectId: b.req.projectId, clientId: b.req.clientId, monitorId: g.row.id }],
+        ),
+      ),
+    );
     let won: Map<string, number>;
     try {
-      won = await writeHeartbeats(this.deps.db, true, monitors, heartbeats, now);
+      won = await writeHeartbeats(this.deps.db, true, monitors, heartbeats, now, claims);
     } catch (err) {
-      this.deps.log.warn({ err }, "heartbeat compare-and-set write failed; taking the locked path");
+      // A client id stored already: nothing was written; the locked path answers the repeat.
+      if (!isClaimTaken(err))
+        this.deps.log.warn({ err }, "heartbeat compare-and-set write failed; taking the locked path");
       won = new Map();
     }
     const done = new Set<Pending>();
@@ -212,26 +226,32 @@ export class HeartbeatWriter {
   }
 
   /**
-   * The locked path's transaction. Client ids are claimed first (before any monitor lock); a
-   * heartbeat whose id is stored already (or repeated earlier in the group) writes nothing and is
-   * answered with its monitor as it is after this transaction's writes, statusChanged false.
+   * The locked path's transaction. A heartbeat whose client id is stored already (or repeated
+   * earlier in the group) writes nothing and is answered with its monitor as it is after this
+   * transaction's writes, statusChanged false. The ids known to be stored are left out first (a
+   * plain read: a repeat creates no monitor); the others are claimed right after the monitors'
+   * locks, where the fast path's statement claims them too (events/claims.ts).
    */
   private async write(
     c: PoolClient,
     reqs: HeartbeatRequest[],
   ): Promise<{ answers: (HeartbeatAnswer | Error)[]; changes: DeadlineChange[]; rows: MonitorRow[] }> {
     const now = this.deps.clock();
-    const repeats = await claimHeartbeats(c, reqs, now);
-    if (repeats.size === 0) return this.writeFresh(c, reqs, now);
+    const { repeats, claims } = await knownRepeats(c, reqs);
     const fresh = reqs.filter((_, i) => !repeats.has(i));
-    const out = fresh.length ? await this.writeFresh(c, fresh, now) : { answers: [], changes: [], rows: [] };
-    const current = await monitorsBySlug(
-      c,
-      reqs.filter((_, i) => repeats.has(i)),
-    );
+    const out = fresh.length ? await this.writeFresh(c, fresh, now, claims) : { answers: [], changes: [], rows: [] };
     let j = 0;
+    const isRepeat = reqs.map((_, i) => repeats.has(i) || out.answers[j++] === REPEAT);
+    const current = isRepeat.some(Boolean)
+      ? await monitorsBySlug(
+          c,
+          reqs.filter((_, i) => isRepeat[i]),
+        )
+      : new Map<string, MonitorRow>();
+    j = 0;
     const answers = reqs.map((r, i): HeartbeatAnswer | Error => {
-      if (!repeats.has(i)) return out.answers[j++];
+      const a = repeats.has(i) ? REPEAT : out.answers[j++];
+      if (a !== REPEAT) return a;
       const monitor = current.get(keyOf(r.projectId, r.slug));
       // Its monitor deleted since the first heartbeat: nothing to answer with, nothing recorded.
       return monitor ? { monitor, statusChanged: false } : notFound("monitor");
@@ -239,18 +259,25 @@ export class HeartbeatWriter {
     return { ...out, answers };
   }
 
+  /** Locks, claims `claims` (REPEAT for those stored meanwhile), applies and writes the heartbeats. */
   private async writeFresh(
     c: PoolClient,
     reqs: HeartbeatRequest[],
     now: Date,
-  ): Promise<{ answers: (HeartbeatAnswer | Error)[]; changes: DeadlineChange[]; rows: MonitorRow[] }> {
+    claims: ClaimRow[],
+  ): Promise<{ answers: (HeartbeatAnswer | Error | typeof REPEAT)[]; changes: DeadlineChange[]; rows: MonitorRow[] }> {
     const { found: rows, refused } = await this.lockMonitors(c, reqs, now);
+    const raced = claims.length ? await claimIds(c, claims, now) : undefined;
     const state = new Map<string, MonitorState>();
     const effects = new Map<string, Effect[]>();
-    const answers: (HeartbeatAnswer | Error)[] = [];
+    const answers: (HeartbeatAnswer | Error | typeof REPEAT)[] = [];
     const heartbeats: HeartbeatRow[] = [];
 
     for (const req of reqs) {
+      if (raced?.size && req.clientId !== undefined && raced.has(claimKey(req.projectId, "heartbeat", req.clientId))) {
+        answers.push(REPEAT);
+        continue;
+      }
       // A new slug over the project's monitor cap: refused, nothing recorded.
       if (refused.has(keyOf(req.projectId, req.slug))) {
         answers.push(monitorCapReached(this.deps.config.uptime.maxMonitorsPerProject));
@@ -287,7 +314,8 @@ export class HeartbeatWriter {
     const changes: DeadlineChange[] = [];
     const written: MonitorRow[] = [];
     for (const row of new Map([...rows.values()].map((r) => [r.id, r])).values()) {
-      const next = state.get(row.id)!;
+      const next = state.get(row.id);
+      if (next === undefined) continue; // locked for heartbeats that turned out repeats only
       const before = (row as Created).created ? null : (row.deadline_at?.getTime() ?? null);
       changes.push({
         id: row.id,
@@ -299,7 +327,7 @@ export class HeartbeatWriter {
       if (version !== undefined) written.push({ ...withState(row, next, now), version });
     }
     for (const a of answers)
-      if (!(a instanceof Error)) a.monitor.version = versions.get(a.monitor.id) ?? a.monitor.version;
+      if (a !== REPEAT && !(a instanceof Error)) a.monitor.version = versions.get(a.monitor.id) ?? a.monitor.version;
     await notifyWake(c, changes, this.deps.config.temporal !== undefined);
     return { answers, changes, rows: written };
   }
@@ -419,26 +447,6 @@ export class HeartbeatWriter {
 }
 
 type Created = MonitorRow & { created?: boolean };
-
-/** Claims the heartbeats' client ids; returns the indexes of those stored already or repeated earlier in `reqs`. */
-async function claimHeartbeats(c: PoolClient, reqs: HeartbeatRequest[], now: Date): Promise<Set<number>> {
-  const repeats = new Set<number>();
-  const first = new Map<string, number>();
-  const claims: ClaimRow[] = [];
-  reqs.forEach((r, i) => {
-    if (r.clientId === undefined) return;
-    const k = claimKey(r.projectId, "heartbeat", r.clientId);
-    if (first.has(k)) repeats.add(i);
-    else {
-      first.set(k, i);
-      claims.push({ projectId: r.projectId, kind: "heartbeat", clientId: r.clientId, recordId: null });
-    }
-  });
-  if (claims.length === 0) return repeats;
-  const stored = await claimIds(c, claims, now);
-  for (const k of stored.keys()) repeats.add(first.get(k)!);
-  return repeats;
-}
 
 function settle(b: Pending, a: HeartbeatAnswer | Error): void {
   if (a instanceof Error) b.reject(a);

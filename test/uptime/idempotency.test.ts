@@ -56,7 +56,22 @@ describe("idempotent heartbeats", () => {
     await ok("idem-steady", {});
     const id = randomUUID();
     await new Promise((r) => setTimeout(r, 20));
-    const first = await ok("idem-steady", { id, latencyMs: 7 });
+    // The statements the pool runs outside transactions: the fast path's compare-and-set is one.
+    const pool = t.app.deps.db;
+    const names: string[] = [];
+    const query = pool.query;
+    pool.query = ((...args: Parameters<typeof query>) => {
+      const q = args[0] as { name?: string };
+      if (typeof q === "object" && q?.name) names.push(q.name);
+      return (query as (...a: unknown[]) => unknown).apply(pool, args);
+    }) as typeof query;
+    let first;
+    try {
+      first = await ok("idem-steady", { id, latencyMs: 7 });
+    } finally {
+      pool.query = query;
+    }
+    assert.ok(names.includes("uptime_heartbeats_cas_claims"), `the fast path claimed the id: ${names}`);
     assert.deepEqual(await recorded(warm.monitor.id), { heartbeats: 3, rolled: 3 });
     await new Promise((r) => setTimeout(r, 20));
     const again = await ok("idem-steady", { id, latencyMs: 7 });
