@@ -1,105 +1,24 @@
 import { VigilError } from "./errors.js";
-import { browserStorage, Identity, QueueStore, type Saved, type StorageLike } from "./storage.js";
+import type {
+  HeartbeatOptions,
+  HeartbeatResult,
+  Loose,
+  MetricOptions,
+  TrackOptions,
+  VigilOptions,
+  VigilStats,
+} from "./options.js";
+import { watchPageHide } from "./page.js";
+import { browserStorage, Identity, QueueStore, type Saved } from "./storage.js";
 import { Stream, type Item } from "./stream.js";
-import { send, type FetchLike, type RetryOptions } from "./transport.js";
+import { gzip, send, type FetchLike, type RetryOptions } from "./transport.js";
 import { inBrowser, nodeProcess, utf8Length, uuid } from "./util.js";
-
-export type JsonValue = string | number | boolean | null | JsonValue[] | { [k: string]: JsonValue };
-export type JsonObject = { [k: string]: JsonValue };
-type Loose = Record<string, unknown>;
-
-export interface VigilOptions {
-  /** `vk_...` (server side: everything) or `vk_pub_...` (a web page: events only). */
-  apiKey: string;
-  /** The service's address. Default: `process.env.API_URL` on Node; required in a browser. */
-  apiUrl?: string;
-  /** Items per batch request. Default 100; at most 1000 (events) and 500 (metric points). */
-  flushAt?: number;
-  /** JSON bytes per batch request. Default 256 KiB. */
-  flushBytes?: number;
-  /** A queued item waits at most this long before its batch is sent. Default 1000 ms. */
-  flushIntervalMs?: number;
-  /** Items queued per stream (events; metric points). When full the OLDEST is dropped and `stats.dropped` counts it. Default 10 000. */
-  maxQueueSize?: number;
-  retry?: RetryOptions;
-  /** Per attempt, in ms; a server that does not answer in time is retried. Default 15 000. */
-  requestTimeoutMs?: number;
-  /** How long `shutdown()` and Node's exit flush wait before giving up on what is left. Default 10 000 ms. */
-  shutdownTimeoutMs?: number;
-  /** Browser: keep the queue in localStorage across loads (default true). Node: memory only. */
-  persist?: boolean;
-  /** Browser: send the queue with navigator.sendBeacon when the page is hidden (default true; publishable keys only). */
-  beacon?: boolean;
-  /**
-   * Gzip request bodies over 16 KiB (CompressionStream). Default: true in a browser (bandwidth),
-   * false on Node (CPU; servers usually sit on fast links).
-   */
-  gzip?: boolean;
-  /** Injectable fetch (default: the global one). */
-  fetch?: FetchLike;
-  /** Called for refused items, give-ups, drops and storage failures. Default: console.warn. */
-  onError?: (err: VigilError) => void;
-  /** Storage for the persisted queue and the anonymous id (default: localStorage in a browser). */
-  storage?: StorageLike;
-}
-
-export interface TrackOptions {
-  userId?: string;
-  groupId?: string;
-  /** When it happened (default: the time of the call, kept across retries). */
-  timestamp?: Date | string;
-  context?: Loose;
-  tags?: Loose;
-  /** A source key (resolved to the project's source). */
-  source?: string;
-}
-
-export interface MetricOptions {
-  unit?: string;
-  tags?: Record<string, string | number | boolean>;
-  timestamp?: Date | string;
-}
-
-export interface HeartbeatOptions {
-  latencyMs?: number;
-  /** `up` (default) or `down`. */
-  status?: "up" | "down";
-  metadata?: Loose;
-  expectedIntervalMs?: number;
-  gracePeriodMs?: number;
-}
-
-export interface HeartbeatResult {
-  accepted: boolean;
-  monitor: { id: string; name: string; type: string; status: string; lastHeartbeatAt: string | null } & Loose;
-  statusChanged: boolean;
-}
-
-export interface VigilStats {
-  /** Items waiting or in flight (events and metric points). */
-  queued: number;
-  /** Items the server acknowledged (events, metric points, heartbeats). */
-  sent: number;
-  /** Items dropped because the queue was full (oldest first), or tracked after shutdown. */
-  dropped: number;
-  /** Items the server refused (4xx, or per-item errors), or given up on. */
-  rejected: number;
-  /** Retried requests. */
-  retries: number;
-}
 
 const MAX_EVENTS_PER_BATCH = 1000;
 const MAX_METRICS_PER_BATCH = 500;
-/** Browsers refuse a sendBeacon body over 64 KiB (summed over pending beacons); keep each under 60 KiB. */
-export const BEACON_MAX_BYTES = 60 * 1024;
 const HEARTBEAT_ATTEMPTS = 5;
 /** Smaller bodies are sent as they are (gzip's gain would not pay for its time). */
 export const GZIP_MIN_BYTES = 16 * 1024;
-
-async function gzip(s: string): Promise<Uint8Array<ArrayBuffer>> {
-  const stream = new Blob([s]).stream().pipeThrough(new CompressionStream("gzip"));
-  return new Uint8Array(await new Response(stream).arrayBuffer());
-}
 
 function positive(v: number | undefined, dflt: number, name: string, max = Infinity): number {
   if (v === undefined) return dflt;
@@ -198,7 +117,16 @@ export class Vigil {
       this.metrics.restore(saved.metrics.map(toItem));
       this.changed();
     }
-    if (this.browser) this.listenForPageHide(opts.beacon ?? true);
+    if (this.browser) {
+      const beacon = (opts.beacon ?? true) && this.publishable;
+      this.detach.push(
+        watchPageHide({
+          save: () => this.store?.saveNow(() => this.snapshot()),
+          beacon: beacon ? () => this.events.items() : undefined,
+          url: `${this.apiUrl}/v1/events/batch?key=${encodeURIComponent(this.apiKey)}`,
+        }),
+      );
+    }
     this.listenForExit();
   }
 
@@ -515,58 +443,6 @@ export class Vigil {
     };
     proc.on("beforeExit", onBeforeExit);
     this.detach.push(() => proc.off?.("beforeExit", onBeforeExit));
-  }
-
-  private listenForPageHide(beacon: boolean): void {
-    const beaconed = new Set<string>();
-    const onHide = () => {
-      this.store?.saveNow(() => this.snapshot());
-      if (beacon && this.publishable) this.beacon(beaconed);
-    };
-    const onVisibility = () => {
-      if (document.visibilityState === "hidden") onHide();
-    };
-    window.addEventListener("pagehide", onHide);
-    document.addEventListener("visibilitychange", onVisibility);
-    this.detach.push(() => {
-      window.removeEventListener("pagehide", onHide);
-      document.removeEventListener("visibilitychange", onVisibility);
-    });
-  }
-
-  /**
-   * Sends queued events with navigator.sendBeacon (text/plain, the publishable key in `?key=`), in
-   * chunks under 60 KiB, each event at most once per page life. They STAY queued and stored: whether a
-   * beacon arrived is unknowable, so they are sent again by fetch (or on the next load) and the server
-   * stores each id once.
-   */
-  private beacon(beaconed: Set<string>): void {
-    const nav = globalThis.navigator as Navigator | undefined;
-    if (typeof nav?.sendBeacon !== "function") return;
-    const url = `${this.apiUrl}/v1/events/batch?key=${encodeURIComponent(this.apiKey)}`;
-    const overhead = utf8Length('{"events":[]}');
-    let chunk: Item[] = [];
-    let bytes = overhead;
-    const ship = () => {
-      if (!chunk.length) return;
-      const body = `{"events":[${chunk.map((i) => i.json).join(",")}]}`;
-      let ok = false;
-      try {
-        ok = nav.sendBeacon(url, new Blob([body], { type: "text/plain" }));
-      } catch {
-        ok = false;
-      }
-      if (ok) for (const i of chunk) beaconed.add(i.id);
-      chunk = [];
-      bytes = overhead;
-    };
-    for (const item of this.events.items()) {
-      if (beaconed.has(item.id) || item.bytes + overhead > BEACON_MAX_BYTES) continue;
-      if (chunk.length && (bytes + item.bytes + 1 > BEACON_MAX_BYTES || chunk.length >= MAX_EVENTS_PER_BATCH)) ship();
-      chunk.push(item);
-      bytes += item.bytes + 1;
-    }
-    ship();
   }
 }
 

@@ -1,16 +1,16 @@
 // @vigil/sdk: Vigil's client for Node 20+ and browsers (sdk/README.md). ESM, no runtime dependencies.
-export {
-  Vigil,
-  BEACON_MAX_BYTES,
-  type VigilOptions,
-  type TrackOptions,
-  type MetricOptions,
-  type HeartbeatOptions,
-  type HeartbeatResult,
-  type VigilStats,
-  type JsonObject,
-  type JsonValue,
-} from "./client.js";
+export { Vigil, GZIP_MIN_BYTES } from "./client.js";
+export type {
+  VigilOptions,
+  TrackOptions,
+  MetricOptions,
+  HeartbeatOptions,
+  HeartbeatResult,
+  VigilStats,
+  JsonObject,
+  JsonValue,
+} from "./options.js";
+export { BEACON_MAX_BYTES } from "./page.js";
 export { VigilError, type VigilErrorCode } from "./errors.js";
 export { backoffDelay, parseRetryAfter, type RetryOptions, type FetchLike } from "./transport.js";
 export type { StorageLike } from "./storage.js";

@@ -162,3 +162,9 @@ export async function send(o: SendOptions): Promise<Answer> {
       throw new VigilError("gave_up", `${o.what}: gave up (aborted; last: ${out.why})`, { ids: o.ids });
   }
 }
+
+/** Gzips a body with CompressionStream (Node 20+, browsers). */
+export async function gzip(s: string): Promise<Uint8Array<ArrayBuffer>> {
+  const stream = new Blob([s]).stream().pipeThrough(new CompressionStream("gzip"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
