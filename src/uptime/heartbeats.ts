@@ -192,12 +192,14 @@ export class HeartbeatWriter {
       ),
     );
     let won: Map<string, number>;
+    let taken = false;
     try {
       won = await writeHeartbeats(this.deps.db, true, monitors, heartbeats, now, claims);
     } catch (err) {
-      // A client id stored already: nothing was written; the locked path answers the repeat.
-      if (!isClaimTaken(err))
-        this.deps.log.warn({ err }, "heartbeat compare-and-set write failed; taking the locked path");
+      // A client id stored already: nothing was written; the locked path answers the repeat (the
+      // remembered rows are still right).
+      taken = isClaimTaken(err);
+      if (!taken) this.deps.log.warn({ err }, "heartbeat compare-and-set write failed; taking the locked path");
       won = new Map();
     }
     const done = new Set<Pending>();
@@ -206,7 +208,7 @@ export class HeartbeatWriter {
     for (const g of fast) {
       const version = won.get(g.row.id);
       if (version === undefined) {
-        this.known.delete(keyOf(g.row.project_id, g.row.slug));
+        if (!taken) this.known.delete(keyOf(g.row.project_id, g.row.slug));
         continue;
       }
       g.items.forEach((b, i) => {
