@@ -6,6 +6,7 @@ import { eventsOf, GENEROUS_LIMITS, metricOf, startTestApp, type TestApp } from 
 import { errorBody, project } from "../helpers/fixtures.js";
 import { useProject } from "../helpers/use.js";
 import { loadVigil, struct, unary } from "../clients/grpc-js-util.js";
+import { purgeClaims } from "../../src/events/claims.js";
 import { Receiver, waitFor } from "../webhooks/receiver.js";
 
 // Idempotent ingestion (decisions.md "Idempotent ingestion and browser SDKs"): an event with a client
@@ -291,6 +292,25 @@ describe("idempotent ingestion of events", () => {
     const b = await batch([{ id, type: "idem.gone" }]);
     assert.equal(b.events[0].id, first.id);
     assert.deepEqual(await rows("idem.gone"), []);
+  });
+
+  it("purges in chunks until nothing older is left, and stops when asked", async () => {
+    const q = await project(t.rest);
+    const old = new Date(Date.now() - 8 * 86_400_000);
+    const insert = (n: number, at: Date) =>
+      db().query(
+        "INSERT INTO ingest_ids (project_id, kind, client_id, created_at) SELECT $1, 'event', gen_random_uuid(), $2 FROM generate_series(1, $3)",
+        [q.projectId, at, n],
+      );
+    const left = async () =>
+      (await db().query("SELECT count(*)::int AS n FROM ingest_ids WHERE project_id = $1", [q.projectId])).rows[0].n;
+    await insert(7, old);
+    await insert(3, new Date());
+    const cutoff = new Date(Date.now() - 7 * 86_400_000);
+    assert.equal(await purgeClaims(db(), cutoff, { chunk: 2, stopped: () => true }), 2, "one chunk, then stopped");
+    assert.equal(await left(), 8);
+    assert.equal(await purgeClaims(db(), cutoff, { chunk: 2 }), 5);
+    assert.equal(await left(), 3, "the recent ones stay");
   });
 
   it("forgets ids after the 7-day window (the purge), not before", async () => {
