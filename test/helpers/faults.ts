@@ -38,7 +38,8 @@ export interface ProxiedRequest {
   retryAfter?: string;
 }
 
-export type Policy = (req: { method: string; path: string; n: number }) => Fault;
+/** Decides each request's fault: its method, path, number (from 0) and the client ids of its body. */
+export type Policy = (req: { method: string; path: string; n: number; ids: string[] }) => Fault;
 
 export interface FaultProxy {
   url: string;
@@ -96,12 +97,13 @@ export async function startFaultProxy(upstream: string, policy: Policy = () => "
       const body = Buffer.concat(chunks);
       const method = req.method ?? "GET";
       const path = req.url ?? "/";
-      const fault = current({ method, path, n: n++ });
+      const ids = idsOf(body, req.headers["content-encoding"]);
+      const fault = current({ method, path, n: n++, ids });
       const entry: ProxiedRequest = {
         method,
         path,
         fault,
-        ids: idsOf(body, req.headers["content-encoding"]),
+        ids,
         origin: req.headers.origin,
         contentType: req.headers["content-type"],
         contentEncoding: req.headers["content-encoding"],

@@ -138,6 +138,23 @@ describe("the SDK against a Vigil that crashes and a network that fails", () => 
     // Everything queued is sent (the faults go on meanwhile).
     const deadline = Date.now() + 120_000;
     while (v.stats.queued > 0 && Date.now() < deadline) await v.flush();
+
+    // Heartbeats whose every first attempt is recorded by Vigil and its answer lost: each retry must
+    // find the claim and record nothing.
+    const firstSeen = new Set<string>();
+    proxy.setPolicy(({ path, ids }) => {
+      if (!path.includes("/heartbeats/") || ids.length !== 1 || firstSeen.has(ids[0])) return "pass";
+      firstSeen.add(ids[0]);
+      return "drop-after";
+    });
+    for (let k = 1000; k < 1005; k++) {
+      await v.heartbeat("sdk-faults", { latencyMs: k, metadata: { seq: k } });
+      beats.ok.push(k);
+    }
+    const repeatedBeats = proxy.log.filter(
+      (r) => r.path.includes("/heartbeats/") && r.fault === "drop-after" && (r.upstreamStatus ?? 999) < 300,
+    ).length;
+    assert.ok(repeatedBeats >= 5, `${repeatedBeats} heartbeats recorded with their answer lost`);
     await v.shutdown();
     assert.equal(v.stats.queued, 0, `still queued after 120 s: ${JSON.stringify(v.stats)}`);
     assert.equal(v.stats.dropped, 0, JSON.stringify(v.stats));
@@ -166,9 +183,12 @@ describe("the SDK against a Vigil that crashes and a network that fails", () => 
         for (const id of r.ids) reached.set(id, (reached.get(id) ?? 0) + 1);
     const resent = [...reached.values()].filter((n) => n > 1).length;
     assert.ok(resent > 0, "no event id reached the server twice: the dedupe was not exercised");
+    const heartbeatAnswersLost = proxy.log.filter(
+      (r) => r.path.includes("/heartbeats/") && r.fault !== "pass" && r.upstreamStatus !== undefined,
+    ).length;
     ctx.diagnostic(
       `${proxy.log.length} requests; faults: ${["429", "500", "drop-before", "drop-after", "500-after", "delay"].map((f) => `${f} ${count(f as Fault)}`).join(", ")}; ` +
-        `${killedMidRequest}/${KILLS} kills mid-request; ${lostAnswers.length} committed answers lost; ${resent} event ids stored then re-sent; heartbeats ${beats.ok.length} recorded, ${beats.gaveUp.length} given up; stats ${JSON.stringify(v.stats)}`,
+        `${killedMidRequest}/${KILLS} kills mid-request; ${lostAnswers.length} committed answers lost; ${resent} event ids stored then re-sent; heartbeats ${beats.ok.length} recorded, ${beats.gaveUp.length} given up, ${heartbeatAnswersLost} faulted after reaching Vigil; stats ${JSON.stringify(v.stats)}`,
     );
     // A 429's Retry-After was honoured: nothing was sent on that stream for a second.
     const throttled = proxy.log.find((r) => r.fault === "429" && r.path.startsWith("/v1/events/batch"));
