@@ -113,8 +113,18 @@ export class Vigil {
     if (storage && (opts.persist ?? true) && (this.browser || opts.storage !== undefined)) {
       this.store = new QueueStore(storage, opts.apiKey, (e) => this.reportError(e));
       const saved = this.store.adopt();
-      this.events.restore(saved.events.map(toItem));
-      this.metrics.restore(saved.metrics.map(toItem));
+      this.events.restore(saved.events.map((j) => toItem(j, saved.sentAt)));
+      this.metrics.restore(saved.metrics.map((j) => toItem(j, saved.sentAt)));
+      if (saved.expired.length) {
+        this.stats.rejected += saved.expired.length;
+        this.reportError(
+          new VigilError(
+            "gave_up",
+            `${saved.expired.length} stored item(s) first sent more than 6 days ago are not sent again (the server remembers ids for 7 days)`,
+            { ids: saved.expired },
+          ),
+        );
+      }
       this.changed();
     }
     if (this.browser) {
@@ -333,7 +343,13 @@ export class Vigil {
   }
 
   private snapshot(): Saved {
-    return { events: this.events.items().map((i) => i.json), metrics: this.metrics.items().map((i) => i.json) };
+    const sentAt: Record<string, number> = {};
+    const json = (items: Item[]) =>
+      items.map((i) => {
+        if (i.sentAt !== undefined) sentAt[i.id] = i.sentAt;
+        return i.json;
+      });
+    return { events: json(this.events.items()), metrics: json(this.metrics.items()), sentAt };
   }
 
   private onDropped(n: number): void {
@@ -384,6 +400,9 @@ export class Vigil {
   private async sendBatch(path: string, field: "events" | "metrics", items: Item[]): Promise<void> {
     const ids = items.map((i) => i.id);
     const body = `{"${field}":[${items.map((i) => i.json).join(",")}]}`;
+    const now = Date.now();
+    for (const i of items) i.sentAt ??= now;
+    this.changed(); // persists the first-send times
     try {
       const answer = await this.postMaybeGzipped(path, body, ids, `${field} batch`);
       const errors = (answer.body as { data?: { errors?: { index?: number; code?: string; message?: string }[] } })
@@ -446,14 +465,14 @@ export class Vigil {
   }
 }
 
-function toItem(json: string): Item {
+function toItem(json: string, sentAt: Record<string, number> = {}): Item {
   let id = "";
   try {
     id = String((JSON.parse(json) as { id?: unknown }).id ?? "");
   } catch {
     // QueueStore.adopt only returns parseable items with an id
   }
-  return { id, json, bytes: utf8Length(json) };
+  return { id, json, bytes: utf8Length(json), sentAt: sentAt[id] };
 }
 
 function safeString(v: unknown): string {

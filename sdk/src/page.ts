@@ -22,8 +22,8 @@ export interface PageHide {
 export function watchPageHide(o: PageHide): () => void {
   const beaconed = new Set<string>();
   const onHide = () => {
-    o.save();
     if (o.beacon) sendBeacons(o.url, o.beacon(), beaconed);
+    o.save(); // with the beacons' first-send times
   };
   const onVisibility = () => {
     if (document.visibilityState === "hidden") onHide();
@@ -55,7 +55,13 @@ export function sendBeacons(url: string, items: Item[], beaconed: Set<string>): 
     } catch {
       ok = false;
     }
-    if (ok) for (const i of chunk) beaconed.add(i.id);
+    if (ok) {
+      const now = Date.now();
+      for (const i of chunk) {
+        beaconed.add(i.id);
+        i.sentAt ??= now;
+      }
+    }
     chunk = [];
     bytes = overhead;
     return ok;

@@ -20,7 +20,16 @@ export interface StorageLike {
 export interface Saved {
   events: string[];
   metrics: string[];
+  /** Client id → when the item was first sent (ms), for the items sent at least once. */
+  sentAt?: Record<string, number>;
 }
+
+/**
+ * A stored item first sent longer ago than this is not sent again: the server remembers ids for 7
+ * days, so a re-send after that could store twice an item whose first request (or beacon) had
+ * arrived. A day's margin for clocks. Items never sent are kept however old.
+ */
+export const RESEND_WINDOW_MS = 6 * 24 * 3600 * 1000;
 
 export function browserStorage(): StorageLike | undefined {
   try {
@@ -35,10 +44,13 @@ export function browserStorage(): StorageLike | undefined {
   }
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The item's client id; anything but a UUID (a damaged or foreign entry) is not adopted. */
 function idOf(json: string): string | undefined {
   try {
     const v = JSON.parse(json) as { id?: unknown };
-    return typeof v?.id === "string" ? v.id : undefined;
+    return typeof v?.id === "string" && UUID.test(v.id) ? v.id : undefined;
   } catch {
     return undefined;
   }
@@ -61,14 +73,14 @@ export class QueueStore {
   }
 
   /** Adopts every stored queue of this api key (removing those keys), items deduplicated by id, oldest key first. */
-  adopt(): Saved {
+  adopt(now = Date.now()): Saved & { expired: string[] } {
     const keys: string[] = [];
     for (let i = 0; i < this.storage.length; i++) {
       const k = this.storage.key(i);
       if (k && k.startsWith(this.prefix) && k !== this.key) keys.push(k);
     }
     const seen = new Set<string>();
-    const out: Saved = { events: [], metrics: [] };
+    const out: Saved & { expired: string[] } = { events: [], metrics: [], sentAt: {}, expired: [] };
     const loaded: { at: number; saved: Saved }[] = [];
     for (const k of keys) {
       try {
@@ -79,6 +91,7 @@ export class QueueStore {
             saved: {
               events: Array.isArray(v.events) ? v.events.filter((x) => typeof x === "string") : [],
               metrics: Array.isArray(v.metrics) ? v.metrics.filter((x) => typeof x === "string") : [],
+              sentAt: v.sentAt && typeof v.sentAt === "object" ? v.sentAt : {},
             },
           });
         }
@@ -88,12 +101,25 @@ export class QueueStore {
       this.storage.removeItem(k);
     }
     loaded.sort((a, b) => a.at - b.at);
+    // The earliest first-send of each id over every entry (two tabs may have sent it).
+    const firstSent = new Map<string, number>();
+    for (const { saved } of loaded) {
+      for (const [id, at] of Object.entries(saved.sentAt ?? {})) {
+        if (typeof at === "number" && !(at >= (firstSent.get(id) ?? Infinity))) firstSent.set(id, at);
+      }
+    }
     for (const { saved } of loaded) {
       for (const kind of ["events", "metrics"] as const) {
         for (const json of saved[kind]) {
           const id = idOf(json);
           if (!id || seen.has(id)) continue;
           seen.add(id);
+          const sent = firstSent.get(id);
+          if (sent !== undefined && now - sent > RESEND_WINDOW_MS) {
+            out.expired.push(id);
+            continue;
+          }
+          if (sent !== undefined) out.sentAt![id] = sent;
           out[kind].push(json);
         }
       }

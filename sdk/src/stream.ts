@@ -8,6 +8,8 @@ export interface Item {
   id: string;
   json: string;
   bytes: number;
+  /** When it was first put in a request or a beacon (ms): it may be stored from then on. */
+  sentAt?: number;
 }
 
 export interface StreamConfig {

@@ -184,6 +184,51 @@ describe("the persisted queue (localStorage)", () => {
     await vigil.shutdown();
   });
 
+  it("a stored item first sent over 6 days ago is not sent again (the server's 7-day id window); one never sent is", async () => {
+    const storage = new MemoryStorage();
+    const day = 24 * 3600 * 1000;
+    const ids = ["1", "2", "3"].map((n) => `00000000-0000-4000-8000-00000000000${n}`);
+    const json = ids.map((id, i) => JSON.stringify({ id, type: "e", data: { i } }));
+    storage.setItem(
+      `vigil:q:${fnv1a("vk_test")}:old`,
+      JSON.stringify({
+        v: 1,
+        at: Date.now() - 8 * day,
+        events: json,
+        metrics: [],
+        sentAt: { [ids[0]]: Date.now() - 7 * day, [ids[1]]: Date.now() - 5 * day },
+      }),
+    );
+    const { vigil, errors } = client({ storage });
+    await vigil.flush();
+    assert.deepEqual(
+      f.events().map((e) => e.id),
+      [ids[1], ids[2]],
+    );
+    assert.equal(errors.length, 1);
+    assert.equal(errors[0].code, "gave_up");
+    assert.deepEqual(errors[0].ids, [ids[0]]);
+    assert.equal(vigil.stats.rejected, 1);
+    await vigil.shutdown();
+  });
+
+  it("an item's first send is stored with it (in flight, the entry says when it was sent)", async () => {
+    const storage = new MemoryStorage();
+    f.answer = () => "hang";
+    const { vigil } = client({ storage, shutdownTimeoutMs: 10 });
+    const t0 = Date.now();
+    const id = vigil.track("e");
+    const queued = vigil.track("later");
+    await f.until(() => f.seen.length === 1, 2000, "the request");
+    vigil.track("third");
+    await new Promise((r) => setTimeout(r, 1));
+    const entry = JSON.parse([...storage.map.entries()].find(([k]) => k.startsWith("vigil:q:"))![1]);
+    assert.ok(entry.sentAt[id] >= t0 && entry.sentAt[id] <= Date.now(), JSON.stringify(entry.sentAt));
+    assert.equal(entry.events.length, 3);
+    assert.equal(typeof entry.sentAt[queued], f.seen[0].body.events.length === 2 ? "number" : "undefined");
+    await vigil.shutdown();
+  });
+
   it("a refused batch leaves storage too (it will never be accepted); a queue is per api key", async () => {
     const storage = new MemoryStorage();
     f.answer = () => ({ status: 400, body: { error: { code: "validation_failed", message: "no" } } });
