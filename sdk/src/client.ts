@@ -75,7 +75,9 @@ export class Vigil {
     if (!opts || typeof opts.apiKey !== "string" || opts.apiKey === "")
       throw new TypeError("Vigil: apiKey is required");
     this.browser = inBrowser();
-    const url = opts.apiUrl ?? nodeProcess()?.env?.API_URL;
+    // process.env also exists on edge runtimes (Next.js), where process.versions.node does not.
+    const url =
+      opts.apiUrl ?? (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.API_URL;
     if (!url) throw new TypeError("Vigil: apiUrl is required (or API_URL in the environment on Node)");
     this.apiUrl = url.replace(/\/+$/, "");
     this.apiKey = opts.apiKey;
