@@ -68,6 +68,12 @@ export class Stream {
       this.head++;
       dropped++;
     }
+    // Dropped items stay in the array below `head` until compacted: compact once they are half of
+    // it, so a long stall (a request in flight, items dropped) does not grow memory.
+    if (this.head > 1024 && this.head * 2 > this.pending.length) {
+      this.pending = this.pending.slice(this.head);
+      this.head = 0;
+    }
     if (dropped) this.c.dropped(dropped);
     this.c.changed();
     if (dropped) this.settle();

@@ -74,6 +74,9 @@ type Outcome =
   { ok: true; answer: Answer } | { ok: false; retry: boolean; why: string; answer?: Answer; waitMs?: number };
 
 async function attempt(o: SendOptions): Promise<Outcome> {
+  // Already given up (shutdown's deadline passed): no request at all. An 'abort' listener added now
+  // would never fire, and the request would wait for the server or the timeout.
+  if (o.signal?.aborted) return { ok: false, retry: false, why: "aborted" };
   const ctrl = new AbortController();
   const onAbort = () => ctrl.abort();
   o.signal?.addEventListener("abort", onAbort, { once: true });

@@ -99,6 +99,22 @@ describe("shutdown and exit", () => {
     await assert.rejects(vigil.heartbeat("x"), VigilError);
   });
 
+  it("at shutdown's deadline every remaining batch gives up at once, without another request", async () => {
+    f.answer = () => "hang";
+    const { vigil, errors } = client({ flushAt: 10, requestTimeoutMs: 5000, shutdownTimeoutMs: 100 });
+    const ids = Array.from({ length: 50 }, (_, i) => vigil.track("e", { i }));
+    await f.until(() => f.seen.length === 1, 2000, "the first request");
+    const t0 = Date.now();
+    await vigil.shutdown();
+    assert.ok(Date.now() - t0 < 1500, `shutdown took ${Date.now() - t0} ms`);
+    assert.equal(f.seen.length, 1);
+    assert.deepEqual(
+      errors.flatMap((e) => (e.code === "gave_up" ? e.ids : [])),
+      ids,
+    );
+    assert.equal(vigil.stats.rejected, 50);
+  });
+
   it("flush() waits for what was queued before it, through retries", async () => {
     f.answer = (req, n) => (n <= 2 ? { status: 503 } : accept(req));
     const { vigil } = client();
@@ -301,5 +317,22 @@ describe("the persisted queue (localStorage)", () => {
     assert.notEqual(y.context.anonymousId, anon);
     await one.vigil.shutdown();
     await two.vigil.shutdown();
+  });
+});
+
+describe("the bounded queue under a long stall", () => {
+  it("100 000 calls while a request hangs: memory stays bounded (dropped items are released)", async () => {
+    f.answer = () => "hang";
+    const { vigil } = client({ flushAt: 10, maxQueueSize: 1000, requestTimeoutMs: 60_000, shutdownTimeoutMs: 10 });
+    const pad = "x".repeat(1000);
+    global.gc?.();
+    const before = process.memoryUsage().heapUsed;
+    for (let i = 0; i < 100_000; i++) vigil.track("e", { i, pad });
+    global.gc?.();
+    const grown = process.memoryUsage().heapUsed - before;
+    assert.equal(vigil.stats.dropped, 100_000 - 1000);
+    // Kept: ~1000 items of ~1.1 KB. Without releasing the dropped ones: ~110 MB.
+    assert.ok(grown < 30e6, `heap grew ${(grown / 1e6).toFixed(1)} MB`);
+    await vigil.shutdown();
   });
 });
