@@ -16,7 +16,12 @@ import { inBrowser, nodeProcess, utf8Length, uuid } from "./util.js";
 
 const MAX_EVENTS_PER_BATCH = 1000;
 const MAX_METRICS_PER_BATCH = 500;
-const HEARTBEAT_ATTEMPTS = 5;
+/**
+ * A heartbeat's attempts: with the default backoff (200 ms doubling, full jitter, 30 s cap) its
+ * retries span up to ~100 s (~50 s expected), so a heartbeat sent while Vigil restarts or is
+ * redeployed still arrives, well within usual grace periods; then it rejects with `gave_up`.
+ */
+const HEARTBEAT_ATTEMPTS = 10;
 /** Smaller bodies are sent as they are (gzip's gain would not pay for its time). */
 export const GZIP_MIN_BYTES = 16 * 1024;
 
@@ -221,7 +226,7 @@ export class Vigil {
 
   /**
    * Sends a heartbeat now (not queued), with a client id so retries (network errors, 5xx, 429;
-   * up to 5 attempts) record it once. Resolves with the server's answer; rejects with a VigilError.
+   * up to 10 attempts) record it once. Resolves with the server's answer; rejects with a VigilError.
    */
   async heartbeat(slug: string, opts: HeartbeatOptions = {}): Promise<HeartbeatResult> {
     const id = uuid();

@@ -6,7 +6,7 @@
 // retry may reach the server before the original). Thousands of tracked events and metric increments;
 // afterwards, read from PostgreSQL directly: every event stored exactly once (the count, each
 // data.seq once), the ingest_ids claims 1:1 with the stored events and with the client ids the SDK
-// sent, and the increments summing exactly. Heartbeats (sent at once, up to 5 attempts) go through
+// sent, and the increments summing exactly. Heartbeats (sent at once, up to 10 attempts) go through
 // the same faults: whether or not one gave up, none is recorded twice.
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
@@ -103,12 +103,12 @@ describe("the SDK against a Vigil that crashes and a network that fails", () => 
     })();
 
     // Heartbeats all along: each resolves (recorded) or gives up (recorded at most once; those sent
-    // while Vigil restarts give up after their 5 attempts).
+    // while Vigil restarts give up after their 10 attempts with this test's short backoff).
     const beats = { ok: [] as number[], gaveUp: [] as number[] };
     const beatErrors: string[] = [];
     let killsDone = false;
     const beating = (async () => {
-      // until 5 after the last restart (those go through: the faults alone rarely beat 5 attempts)
+      // until 5 after the last restart (those go through: the faults alone rarely beat 10 attempts)
       for (let k = 0, afterKills = 0; afterKills < 5; k++) {
         if (killsDone) afterKills++;
         await v.heartbeat("sdk-faults", { latencyMs: k, metadata: { seq: k }, expectedIntervalMs: 3_600_000 }).then(

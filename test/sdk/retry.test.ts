@@ -1,32 +1,13 @@
 import assert from "node:assert/strict";
-import { after, before, beforeEach, describe, it } from "node:test";
-import { backoffDelay, parseRetryAfter, Vigil, VigilError } from "../../sdk/src/index.js";
-import { accept, FakeServer, type Fault } from "./fake-server.js";
+import { describe, it } from "node:test";
+import { backoffDelay, parseRetryAfter, VigilError } from "../../sdk/src/index.js";
+import { accept, FakeServer, type Fault, useFakeServer } from "./fake-server.js";
 
 // Retries against a real local HTTP server injecting faults: 500/502/503, 429 with Retry-After
 // (seconds and HTTP date), connections reset before an answer, a server that never answers. Never
 // a retry on another 4xx. The retried request is the same bytes (same ids), so the server dedupes.
 
-let f: FakeServer;
-before(async () => (f = await FakeServer.start()));
-after(() => f.close());
-beforeEach(() => {
-  f.seen.length = 0;
-  f.answer = accept;
-});
-
-function client(opts: Partial<ConstructorParameters<typeof Vigil>[0]> = {}) {
-  const errors: VigilError[] = [];
-  const vigil = new Vigil({
-    apiKey: "vk_test",
-    apiUrl: f.url,
-    flushIntervalMs: 5,
-    retry: { baseMs: 20, maxMs: 200 },
-    onError: (e) => errors.push(e),
-    ...opts,
-  });
-  return { vigil, errors };
-}
+const { f, client } = useFakeServer({ flushIntervalMs: 5, retry: { baseMs: 20, maxMs: 200 } });
 
 /** Fails the first `n` requests with `fault`, then accepts. */
 function failFirst(n: number, fault: Fault) {
@@ -232,7 +213,7 @@ describe("retries against a faulty server", () => {
     await vigil.shutdown();
   });
 
-  it("heartbeat: retried with the same id on 5xx and resets, at most 5 attempts, then rejects", async () => {
+  it("heartbeat: retried with the same id on 5xx and resets, at most 10 attempts, then rejects", async () => {
     f.answer = failFirst(2, { status: 500 });
     const { vigil } = client();
     const r = await vigil.heartbeat("job", { latencyMs: 3 });
@@ -242,7 +223,7 @@ describe("retries against a faulty server", () => {
     f.seen.length = 0;
     f.answer = () => "reset";
     await assert.rejects(vigil.heartbeat("job"), (e: unknown) => e instanceof VigilError && e.code === "gave_up");
-    assert.equal(f.seen.length, 5);
+    assert.equal(f.seen.length, 10);
     await vigil.shutdown();
   });
 });
