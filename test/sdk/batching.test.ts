@@ -1,26 +1,14 @@
 import assert from "node:assert/strict";
-import { after, before, beforeEach, describe, it } from "node:test";
-import { Vigil, VigilError } from "../../sdk/src/index.js";
-import { accept, FakeServer } from "./fake-server.js";
+import { describe, it } from "node:test";
+import { Vigil } from "../../sdk/src/index.js";
+import { accept, useFakeServer } from "./fake-server.js";
 
 // Batching by count, bytes and interval, one request in flight per stream with order kept, and the
 // shape of what is sent (a client UUID per item, fixed at the call), against a real local HTTP server.
 
-let f: FakeServer;
-before(async () => (f = await FakeServer.start()));
-after(() => f.close());
-beforeEach(() => {
-  f.seen.length = 0;
-  f.answer = accept;
-});
+const { f, client } = useFakeServer();
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-
-function client(opts: Partial<ConstructorParameters<typeof Vigil>[0]> = {}) {
-  const errors: VigilError[] = [];
-  const vigil = new Vigil({ apiKey: "vk_test", apiUrl: f.url, onError: (e) => errors.push(e), ...opts });
-  return { vigil, errors };
-}
 
 describe("batching", () => {
   it("by count: a batch leaves as soon as flushAt items wait, without waiting for the interval", async () => {

@@ -1,6 +1,8 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { after, before, beforeEach } from "node:test";
 import { gunzipSync } from "node:zlib";
+import { Vigil, type VigilError, type VigilOptions } from "../../sdk/src/index.js";
 
 // A real local HTTP server standing in for Vigil in the SDK's tests: every request is recorded with
 // its parsed body and arrival time, and each answer is programmable, including faults — a status
@@ -60,8 +62,13 @@ export class FakeServer {
   private active = 0;
   private readonly hung = new Set<http.ServerResponse>();
 
-  static async start(): Promise<FakeServer> {
-    const f = new FakeServer();
+  static start(): Promise<FakeServer> {
+    return new FakeServer().listen();
+  }
+
+  async listen(): Promise<this> {
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
+    const f = this;
     f.server = http.createServer((req, res) => {
       if (f.cors && req.headers.origin) {
         res.setHeader("access-control-allow-origin", req.headers.origin);
@@ -139,4 +146,24 @@ export class FakeServer {
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
+}
+
+/**
+ * One FakeServer for a test file (started before its tests, closed after, emptied and answering
+ * `accept` again before each), and a client factory against it: `defaults`, then each call's options.
+ */
+export function useFakeServer(defaults: Partial<VigilOptions> = {}) {
+  const f = new FakeServer();
+  before(() => f.listen());
+  after(() => f.close());
+  beforeEach(() => {
+    f.seen.length = 0;
+    f.answer = accept;
+  });
+  function client(opts: Partial<VigilOptions> = {}) {
+    const errors: VigilError[] = [];
+    const vigil = new Vigil({ apiKey: "vk_test", apiUrl: f.url, onError: (e) => errors.push(e), ...defaults, ...opts });
+    return { vigil, errors };
+  }
+  return { f, client };
 }

@@ -1,35 +1,16 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import path from "node:path";
-import { after, before, beforeEach, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { Vigil, VigilError, type StorageLike } from "../../sdk/src/index.js";
 import { fnv1a } from "../../sdk/src/util.js";
-import { accept, FakeServer, type Seen } from "./fake-server.js";
+import { accept, useFakeServer } from "./fake-server.js";
 
 // The bounded queue's drop policy and counter, shutdown and exit flushes, and the persisted queue
 // (an injected Web Storage double standing in for localStorage: reloads, acknowledgement, two tabs).
 
-let f: FakeServer;
-before(async () => (f = await FakeServer.start()));
-after(() => f.close());
-beforeEach(() => {
-  f.seen.length = 0;
-  f.answer = accept;
-});
-
-function client(opts: Partial<ConstructorParameters<typeof Vigil>[0]> = {}) {
-  const errors: VigilError[] = [];
-  const vigil = new Vigil({
-    apiKey: "vk_test",
-    apiUrl: f.url,
-    flushIntervalMs: 5,
-    retry: { baseMs: 10, maxMs: 50 },
-    onError: (e) => errors.push(e),
-    ...opts,
-  });
-  return { vigil, errors };
-}
+const { f, client } = useFakeServer({ flushIntervalMs: 5, retry: { baseMs: 10, maxMs: 50 } });
 
 class MemoryStorage implements StorageLike {
   readonly map = new Map<string, string>();
