@@ -124,6 +124,33 @@ describe("idempotent ingestion of events", () => {
       x.events.map((e: { id: string }) => e.id),
     );
     assert.equal((await rows("idem.big")).length, 300);
+
+    // Half of a large batch (a COPY-sized group) stored already: the stored half answers its first
+    // ids, the new half is stored once.
+    const mixed = [
+      ...big.slice(0, 150),
+      ...Array.from({ length: 150 }, (_, i) => ({ id: randomUUID(), type: "idem.big", data: { i: 300 + i } })),
+    ];
+    const z = await batch(mixed);
+    assert.equal(z.accepted, 300);
+    assert.deepEqual(
+      z.events.slice(0, 150).map((e: { id: string }) => e.id),
+      x.events.slice(0, 150).map((e: { id: string }) => e.id),
+    );
+    assert.equal((await rows("idem.big")).length, 450);
+  });
+
+  it("stores each event once when large batches of the same ids race", async () => {
+    const items = Array.from({ length: 250 }, (_, i) => ({ id: randomUUID(), type: "idem.big-race", data: { i } }));
+    const answers = await Promise.all(Array.from({ length: 6 }, () => batch(items)));
+    for (const a of answers) {
+      assert.equal(a.accepted, 250);
+      assert.deepEqual(
+        a.events.map((e: { id: string }) => e.id),
+        answers[0].events.map((e: { id: string }) => e.id),
+      );
+    }
+    assert.equal((await rows("idem.big-race")).length, 250);
   });
 
   it("stores one event for 20 concurrent requests with one id (single and batch)", async () => {
