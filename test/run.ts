@@ -24,6 +24,7 @@ import { createPool } from "../src/storage/db.js";
 import { migrate } from "../src/storage/migrate.js";
 import { startTemporal, temporalCli, type TemporalServer } from "./helpers/temporal.js";
 import { preflight, PreflightError } from "./preflight.js";
+import { buildDashboard } from "./helpers/dashboard.js";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const args = process.argv.slice(2);
@@ -111,6 +112,14 @@ async function runAll(cli: string, temporal: TemporalServer): Promise<number> {
   const temporalFiles = given.length
     ? given
     : TEMPORAL_PASS_DIRS.flatMap((d) => testFiles(path.join(root, d))).filter((f) => !NOT_IN_TEMPORAL_PASS.has(rel(f)));
+
+  // The dashboard (web/), built once for the run from the current sources: every test app serves
+  // it (test/helpers/app.ts), the browser tests drive it (test/helpers/dashboard.ts).
+  if (!process.env.VIGIL_TEST_DASHBOARD_DIR) {
+    const started = Date.now();
+    process.env.VIGIL_TEST_DASHBOARD_DIR = await buildDashboard();
+    console.log(`npm test: dashboard built in ${Date.now() - started} ms (${process.env.VIGIL_TEST_DASHBOARD_DIR})`);
+  }
 
   const runPass = (title: string, list: string[], extraEnv: Record<string, string>, concurrency = 2) => {
     console.log(`\n=== ${title}: ${list.length} file(s) ===\n`);

@@ -19,6 +19,8 @@ export const envSchema = z.object({
   HOST: z.string().default("127.0.0.1"),
   GRPC_PORT: z.coerce.number().int().min(0).optional(),
   DATA_DIR: z.string().default("./data"),
+  // The dashboard's build (web/, `npm run build:web`); unset: web/dist of this installation.
+  DASHBOARD_DIR: z.string().optional(),
   // Empty (compose's `${SESSION_SECRET:-}`) means unset: generated once in DATA_DIR.
   SESSION_SECRET: z
     .string()
@@ -118,6 +120,8 @@ export interface Config {
   host: string;
   grpcPort?: number;
   dataDir: string;
+  /** The dashboard's built files; undefined: web/dist beside src/. */
+  dashboardDir?: string;
   sessionSecret?: string;
   databaseUrl?: string;
   redisUrl?: string;
@@ -227,6 +231,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     host: e.HOST,
     grpcPort: e.GRPC_PORT,
     dataDir: e.DATA_DIR,
+    dashboardDir: e.DASHBOARD_DIR || undefined,
     sessionSecret: e.SESSION_SECRET,
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,

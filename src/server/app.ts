@@ -22,6 +22,7 @@ import { createFeatures } from "./features.js";
 import { createTemporalLink } from "../temporal/link.js";
 import { sdkMetrics } from "../temporal/runtime.js";
 import { isDocsPath, serveDocs } from "./docs.js";
+import { createDashboard, DEFAULT_DASHBOARD_DIR } from "./dashboard.js";
 import { createGate } from "./gate.js";
 import { BROWSER_INGEST, COMPRESSED_INGEST } from "./ingest-routes.js";
 import { createRpcHandler, protocolOf } from "./rpc.js";
@@ -162,6 +163,7 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
     return c;
   }
 
+  const dashboard = createDashboard(config.dashboardDir ?? DEFAULT_DASHBOARD_DIR);
   // Plain HTTP routes of features (the public status pages), tried before the REST transcoder.
   const httpRoutes = features.flatMap((f) => (f.http ? [f.http] : []));
 
@@ -227,6 +229,12 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
           },
         }),
       );
+      return;
+    }
+    // The dashboard (src/server/dashboard.ts): /, its client routes and /assets/*, GET only.
+    if (dashboard.matches(path, req.method)) {
+      client.route = path.startsWith("/assets/") ? "/assets/*" : "dashboard";
+      dashboard.serve(req, res, path);
       return;
     }
     // The API reference (src/server/docs.ts): /openapi.json, /docs and its assets.

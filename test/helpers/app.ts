@@ -54,6 +54,8 @@ export async function startTestApp(
     LOG_LEVEL: process.env.VIGIL_TEST_LOG ?? "silent",
     PG_POOL_SIZE: "5",
     METRICS_PORT: "0",
+    // The dashboard build of this test run (test/run.ts), when it made one.
+    ...(process.env.VIGIL_TEST_DASHBOARD_DIR ? { DASHBOARD_DIR: process.env.VIGIL_TEST_DASHBOARD_DIR } : {}),
     ...temporalPassEnv(), // npm test's Temporal pass: TEMPORAL_ADDRESS of the shared dev server
     ...env,
   });
