@@ -1,4 +1,15 @@
 # Vigil: one image for API nodes (ROLE=api), workers (ROLE=worker) or both (ROLE=all).
+
+# The dashboard (web/, docs/dashboard.md) is built here, with the dev dependencies (Vite, Preact),
+# and only its output goes into the image.
+FROM node:20-bookworm-slim AS dashboard
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY gen ./gen
+COPY web ./web
+RUN npm run build:web
+
 FROM node:20-bookworm-slim
 
 ENV NODE_ENV=production
@@ -12,6 +23,7 @@ COPY proto ./proto
 COPY gen ./gen
 COPY src ./src
 COPY workflows ./workflows
+COPY --from=dashboard /app/web/dist ./web/dist
 
 # Listen on every interface inside the container; data for the embedded default goes to /data.
 ENV HOST=0.0.0.0 PORT=3000 DATA_DIR=/data
