@@ -1,0 +1,164 @@
+// The webhooks screens in a real browser against a real local receiver (node:http on 127.0.0.1;
+// WEBHOOK_ALLOW_PRIVATE=true, short backoff, two attempts): create an http webhook from the UI
+// (its secret shown once verifies the deliveries' signatures), a delivery that fails shows its
+// attempts in the log, the Retry button makes it succeed without a reload, a test send is told in
+// words, disabling stops deliveries, and a member sees no write controls.
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { signup } from "../helpers/fixtures.js";
+import { useDashboard } from "../helpers/dashboard.js";
+import { Receiver, waitFor } from "../webhooks/receiver.js";
+import { verifyWebhook } from "../../sdk/src/index.js";
+
+const { t, p, dash, pageErrors, available, SKIP } = useDashboard({
+  WEBHOOK_ALLOW_PRIVATE: "true",
+  WEBHOOK_BACKOFF_BASE_MS: "50",
+  WEBHOOK_MAX_ATTEMPTS: "2",
+  WEBHOOK_TIMEOUT_MS: "2000",
+});
+
+let rx: Receiver;
+before(async () => {
+  rx = await Receiver.start();
+});
+after(async () => {
+  await rx.close();
+});
+
+async function track(type: string, data: Record<string, unknown> = {}) {
+  const r = await t.rest.post("/v1/events", { type, userId: "u1", data }, { key: p.key });
+  assert.equal(r.status, 202, r.text);
+  return r.body.data as { id: string };
+}
+
+describe("dashboard: webhooks", () => {
+  it("creates an http webhook, shows failed attempts, retries to success, tests, disables", async (ctx) => {
+    if (!available()) return ctx.skip(SKIP);
+    // The project has seen order.paid: the form offers it.
+    await track("order.paid", { amount: 1 });
+    let failing = true;
+    const url = rx.on("/orders", () =>
+      failing ? { status: 500, body: "receiver is down: try later" } : { status: 200, body: "thanks" },
+    );
+
+    const { context, page } = await dash.open(p.owner);
+    await page.goto(`/projects/${p.projectId}/webhooks`);
+    await page.getByRole("heading", { name: "No webhooks yet" }).waitFor();
+    await page.getByRole("button", { name: "New webhook" }).click();
+    const form = page.getByRole("form", { name: "New webhook" });
+    // Discord asks for the channel's webhook URL; http for an endpoint.
+    await form.getByLabel("Kind").selectOption("discord");
+    await form.getByLabel("Discord webhook URL").waitFor();
+    await form.getByLabel("Kind").selectOption("http");
+    await form.getByLabel("Name").fill("Orders");
+    await form.getByLabel("Endpoint URL").fill(url);
+    await form.getByRole("checkbox", { name: "order.paid" }).check();
+    await form.getByRole("checkbox", { name: /incident\.started/ }).check();
+    await form.getByRole("button", { name: "Create webhook" }).click();
+
+    const secret = (await page.getByTestId("secret").textContent())?.trim() ?? "";
+    assert.match(secret, /^whsec_/);
+    await page.getByRole("button", { name: "Done" }).click();
+    // Shown once: gone after Done, and not in the list or a reload.
+    await page.getByTestId("secret").waitFor({ state: "detached" });
+    const row = page.getByRole("row").filter({ hasText: "Orders" });
+    await row.getByText("enabled").waitFor();
+    await row.getByText("incident.started").waitFor();
+    await page.reload();
+    await row.waitFor();
+    assert.equal(await page.getByText(secret).count(), 0);
+    await dash.screenshot(page, "webhooks");
+
+    // An event of the watched type: the receiver answers 500 twice, the delivery is abandoned.
+    const ev = await track("order.paid", { amount: 42 });
+    await row.getByRole("link", { name: "Orders" }).click();
+    await page.waitForURL(/\/webhooks\/wh_/);
+    const delivery = page.getByRole("listitem").filter({ hasText: "order.paid" });
+    await delivery.getByText("abandoned").waitFor({ timeout: 15_000 });
+    const attempts = delivery.getByRole("row").filter({ hasText: "HTTP 500" });
+    assert.equal(await attempts.count(), 2);
+    await attempts.first().getByText("receiver is down: try later").waitFor();
+    assert.equal(rx.at("/orders").length, 2);
+
+    // The receiver recovers; Retry from the log: a third attempt, 200, shown without a reload.
+    failing = false;
+    await delivery.getByRole("button", { name: /^Retry delivery/ }).click();
+    await delivery.getByText("succeeded").waitFor({ timeout: 15_000 });
+    await delivery.getByRole("row").filter({ hasText: "HTTP 200" }).getByText("thanks").waitFor();
+    assert.equal(
+      await delivery
+        .getByRole("row")
+        .filter({ hasText: /HTTP \d{3}/ })
+        .count(),
+      3,
+    );
+    assert.equal(await delivery.getByRole("button", { name: /^Retry delivery/ }).count(), 0);
+    // The secret the screen showed verifies what was received (the SDK's verifyWebhook).
+    const last = rx.at("/orders").at(-1)!;
+    const verified = await verifyWebhook(last.raw, last.headers as Record<string, string>, secret);
+    assert.equal(verified.type, "order.paid");
+    assert.equal((verified.data as { id: string }).id, ev.id);
+    await assert.rejects(verifyWebhook(last.raw, last.headers as Record<string, string>, `${secret}x`));
+    await dash.screenshot(page, "webhook-deliveries");
+
+    // Send a test: the outcome in words.
+    await page.getByRole("button", { name: "Send a test" }).click();
+    await page
+      .getByRole("status")
+      .filter({ hasText: /Test delivered: the endpoint answered 200/ })
+      .waitFor({ timeout: 15_000 });
+    assert.equal(rx.at("/orders").length, 4);
+
+    // Disable: new events create no delivery. A second (enabled) webhook watching the same type
+    // receives the event, so the first one had its chance.
+    await page.getByRole("button", { name: "Disable" }).click();
+    await page.getByText(/Disabled: new events create no deliveries/).waitFor();
+    const control = await t.rest.post(
+      `/v1/projects/${p.projectId}/webhooks`,
+      { name: "control", url: rx.on("/control", () => ({ status: 200 })), events: ["order.paid"] },
+      { cookie: p.owner.cookie },
+    );
+    assert.equal(control.status, 201, control.text);
+    const after = await track("order.paid", { amount: 7 });
+    await waitFor(
+      () => rx.at("/control").find((r) => JSON.parse(r.raw).data.id === after.id),
+      "the control webhook's delivery",
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(rx.at("/orders").length, 4);
+    await page.getByRole("button", { name: "Refresh" }).click();
+    assert.equal(await page.getByRole("listitem").filter({ hasText: "order.paid" }).count(), 1);
+
+    await page.goto(`/projects/${p.projectId}/webhooks`);
+    await page.getByRole("row").filter({ hasText: "Orders" }).getByText("disabled").waitFor();
+    assert.deepEqual(pageErrors, []);
+    await context.close();
+  });
+
+  it("shows a member no write controls", async (ctx) => {
+    if (!available()) return ctx.skip(SKIP);
+    const member = await signup(t.rest, "member");
+    const added = await t.rest.post(
+      `/v1/projects/${p.projectId}/members`,
+      { email: member.email, role: "member" },
+      { cookie: p.owner.cookie },
+    );
+    assert.equal(added.status, 201, added.text);
+    const made = await t.rest.post(
+      `/v1/projects/${p.projectId}/webhooks`,
+      { name: "for members", url: rx.on("/members", () => ({ status: 200 })), events: ["signup"] },
+      { cookie: p.owner.cookie },
+    );
+    assert.equal(made.status, 201, made.text);
+    const hookId = made.body.data.id as string;
+    const { context, page } = await dash.open(member);
+    for (const path of ["webhooks", `webhooks/${hookId}`]) {
+      await page.goto(`/projects/${p.projectId}/${path}`);
+      await page.getByRole("heading", { name: /managed by the project's owner and admins/ }).waitFor();
+      assert.equal(await page.getByRole("main").getByRole("button").count(), 0, path);
+      assert.equal(await page.getByRole("alert").count(), 0, path);
+    }
+    assert.deepEqual(pageErrors, []);
+    await context.close();
+  });
+});
