@@ -1,5 +1,6 @@
 import { fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
+import type { ComponentChildren } from "preact";
 import { useEffect, useId, useMemo, useState } from "preact/hooks";
 import { api } from "../api.js";
 import { useAsync } from "./hooks.js";
@@ -388,24 +389,28 @@ export function FilterBuilder(props: {
           typesId,
           kinds,
         }}
+        extra={
+          (dirty || props.value) && (
+            <span class="filters-actions">
+              <Button type="submit" variant={dirty ? "primary" : "secondary"} disabled={!dirty}>
+                Apply filters
+              </Button>
+              {(props.value || draft.children.length > 0) && (
+                <Button
+                  onClick={() => {
+                    setDraft(newGroup());
+                    setShowProblems(false);
+                    props.onChange(undefined);
+                  }}
+                >
+                  Clear
+                </Button>
+              )}
+              {dirty && draft.children.length > 0 && <span class="muted">Not applied yet.</span>}
+            </span>
+          )
+        }
       />
-      <div class="filters-actions">
-        <Button type="submit" variant={dirty ? "primary" : "secondary"} disabled={!dirty}>
-          Apply filters
-        </Button>
-        {(props.value || draft.children.length > 0) && (
-          <Button
-            onClick={() => {
-              setDraft(newGroup());
-              setShowProblems(false);
-              props.onChange(undefined);
-            }}
-          >
-            Clear
-          </Button>
-        )}
-        {dirty && draft.children.length > 0 && <span class="muted">Not applied yet.</span>}
-      </div>
     </form>
   );
 }
@@ -418,11 +423,27 @@ interface Ctx {
   kinds: Map<string, FieldSuggestion["kind"]>;
 }
 
-function GroupView({ group, depth, root, ctx }: { group: DraftGroup; depth: number; root?: boolean; ctx: Ctx }) {
+function GroupView({
+  group,
+  depth,
+  root,
+  ctx,
+  extra,
+}: {
+  group: DraftGroup;
+  depth: number;
+  root?: boolean;
+  ctx: Ctx;
+  /** Shown after the add buttons (the root's Apply and Clear). */
+  extra?: ComponentChildren;
+}) {
   const set = (f: (g: DraftGroup) => DraftGroup) => ctx.update(group.id, (n) => f(n as DraftGroup));
   const label = root ? "Filters" : `Group at level ${depth}`;
   return (
-    <fieldset class={root ? "filter-group filter-root" : "filter-group"} data-testid="filter-group">
+    <fieldset
+      class={`filter-group${root ? " filter-root" : ""}${group.children.length ? "" : " filter-empty"}`}
+      data-testid="filter-group"
+    >
       <legend class="visually-hidden">{label}</legend>
       <div class="filter-group-head">
         {group.children.length === 0 ? (
@@ -479,6 +500,7 @@ function GroupView({ group, depth, root, ctx }: { group: DraftGroup; depth: numb
             + Group
           </Button>
         )}
+        {extra}
       </div>
     </fieldset>
   );
