@@ -1,0 +1,200 @@
+// The uptime screens in a real browser against a real Vigil (real timers, the embedded deadline
+// scheduler): the empty state's heartbeat command; monitors appearing from heartbeats sent over
+// REST with their status, 24-hour sparkline and 90-day bars; a one-second monitor created in the
+// dashboard missing its deadline, turning red on the list and its incident appearing on its page
+// without a reload; editing the incident and posting an update (kept across a reload); pause,
+// resume and delete for the owner; none of those controls for a member.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { Page } from "playwright-core";
+import { signup } from "../helpers/fixtures.js";
+import { useDashboard } from "../helpers/dashboard.js";
+import { waitFor } from "../uptime/util.js";
+
+const { t, p, dash, pageErrors, available, SKIP } = useDashboard();
+
+const base = () => `/v1/projects/${p.projectId}`;
+const beat = async (slug: string, body: Record<string, unknown> = {}) => {
+  const r = await t.rest.post(`${base()}/heartbeats/${slug}`, body, { key: p.key });
+  assert.equal(r.status, 200, r.text);
+  return r.body.data.monitor;
+};
+/** The monitor's card on the list (by its heading). */
+const card = (page: Page, name: string) =>
+  page
+    .getByRole("list", { name: "Monitors" })
+    .getByRole("listitem")
+    .filter({ has: page.getByRole("heading", { name, exact: true }) });
+const today = () => new Date().toISOString().slice(0, 10);
+
+describe("dashboard: uptime", () => {
+  it("shows the heartbeat command, then monitors from heartbeats with status, sparkline and 90-day bars", async (ctx) => {
+    if (!available()) return ctx.skip(SKIP);
+    const { context, page } = await dash.open(p.owner);
+    await page.goto(`/projects/${p.projectId}/uptime`);
+    await page.getByRole("heading", { name: "No monitors yet" }).waitFor();
+    const curl = await page.getByTestId("heartbeat-curl").textContent();
+    assert.match(curl ?? "", new RegExp(`/v1/projects/${p.projectId}/heartbeats/nightly-backup`));
+    assert.match(curl ?? "", /Authorization: Bearer \$VIGIL_KEY/);
+
+    // Heartbeats over REST create the monitors; the list shows them without a reload.
+    for (const latencyMs of [42, 38, 51, 47]) await beat("backup-job", { expectedIntervalMs: 3_600_000, latencyMs });
+    await beat("api-worker", { expectedIntervalMs: 60_000, gracePeriodMs: 30_000, latencyMs: 120 });
+    await beat("search-indexer", { expectedIntervalMs: 300_000, status: "down" });
+
+    const backup = card(page, "backup-job");
+    await backup.getByText("up", { exact: true }).waitFor({ timeout: 10_000 });
+    await card(page, "api-worker").getByText("up", { exact: true }).waitFor();
+    await card(page, "search-indexer").getByText("down", { exact: true }).waitFor();
+    await backup.getByText("1 h + 30 s grace").waitFor(); // expected interval and the default grace
+    await backup.getByText("just now").waitFor(); // last heartbeat
+
+    // 90 bars, one per day, each labelled; today is up, the days before the monitor existed have no data.
+    const bars = backup.getByRole("group", { name: "Last 90 days of backup-job" }).getByRole("img");
+    await bars.first().waitFor();
+    assert.equal(await bars.count(), 90);
+    assert.equal(await bars.last().getAttribute("aria-label"), `${today()}: 100 % up`);
+    assert.match((await bars.first().getAttribute("aria-label")) ?? "", /^\d{4}-\d{2}-\d{2}: no data$/);
+    const down = card(page, "search-indexer").getByRole("group", { name: "Last 90 days of search-indexer" });
+    assert.match((await down.getByRole("img").last().getAttribute("aria-label")) ?? "", /: [\d.]+ % up, .+ down$/);
+    // The sparkline: the hourly latency of the last 24 hours.
+    await backup
+      .getByRole("img", {
+        name: /^Last 24 hours of backup-job: latency [\d.]+–[\d.]+ ms \(hourly average\); no downtime$/,
+      })
+      .waitFor();
+    await dash.screenshot(page, "uptime");
+    assert.deepEqual(pageErrors, []);
+    await context.close();
+  });
+
+  it("turns a one-second monitor down on the list and shows its incident, to edit and update, without reload", async (ctx) => {
+    if (!available()) return ctx.skip(SKIP);
+    const { context, page } = await dash.open(p.owner);
+    await page.goto(`/projects/${p.projectId}/uptime`);
+    await page.getByRole("button", { name: "New monitor" }).click();
+    await page.getByLabel("Name").fill("Flaky cron");
+    await page.getByLabel("Expected interval (seconds)").fill("0.01");
+    await page.getByRole("button", { name: "Create monitor" }).click();
+    // The server's validation message, next to the field it names.
+    await page.getByText("at least 100", { exact: true }).waitFor();
+    await page.getByLabel("Expected interval (seconds)").fill("1");
+    await page.getByLabel("Grace period (seconds)").fill("0");
+    await page.getByRole("button", { name: "Create monitor" }).click();
+    await page.getByRole("heading", { name: "Monitor “Flaky cron” created" }).waitFor();
+    await page.getByRole("button", { name: "Done" }).click();
+    const flaky = card(page, "Flaky cron");
+    await flaky.getByText("unknown", { exact: true }).waitFor();
+    await flaky.getByText("after the first heartbeat").waitFor();
+
+    // Its page, open in a second tab before anything happens.
+    const href = await flaky.getByRole("link", { name: "Flaky cron" }).getAttribute("href");
+    assert.match(href ?? "", new RegExp(`^/projects/${p.projectId}/uptime/mon_`));
+    const detail = await context.newPage();
+    await detail.goto(href!);
+    await detail.getByRole("heading", { name: "Incidents" }).waitFor();
+    await detail.getByText(/^No incidents\./).waitFor();
+    // Marks both documents: a reload would lose the marks.
+    for (const pg of [page, detail]) await pg.evaluate(() => ((window as unknown as { mark: number }).mark = 1));
+
+    await beat("flaky-cron", { latencyMs: 5 });
+    // No heartbeat within a second: down on the list, the incident on its page.
+    await flaky.getByText("down", { exact: true }).waitFor({ timeout: 10_000 });
+    const incident = detail
+      .getByRole("listitem")
+      .filter({ has: detail.getByRole("heading", { name: "Flaky cron is down" }) });
+    await incident.waitFor({ timeout: 10_000 });
+    await incident.getByText("open", { exact: true }).waitFor();
+    await detail
+      .getByRole("heading", { name: /Flaky cron/, level: 1 })
+      .getByText("down", { exact: true })
+      .waitFor();
+    for (const pg of [page, detail])
+      assert.equal(await pg.evaluate(() => (window as unknown as { mark?: number }).mark), 1, "not reloaded");
+    const today90 = card(page, "Flaky cron")
+      .getByRole("group", { name: "Last 90 days of Flaky cron" })
+      .getByRole("img");
+    await waitFor(
+      async () => /down$/.test((await today90.last().getAttribute("aria-label")) ?? ""),
+      10_000,
+      "a red day",
+    );
+
+    // Edit the incident's title and description; kept across a reload.
+    await incident.getByRole("button", { name: /^Edit incident/ }).click();
+    await detail.getByLabel("Incident title").fill("Cron host lost power");
+    await detail.getByLabel("Incident description").fill("The rack's PDU tripped at 03:12.\nMoved to the spare host.");
+    await detail.getByRole("button", { name: "Save incident" }).click();
+    await detail.getByRole("heading", { name: "Cron host lost power" }).waitFor();
+    await detail.reload();
+    const edited = detail
+      .getByRole("listitem")
+      .filter({ has: detail.getByRole("heading", { name: "Cron host lost power" }) });
+    await edited.getByText("The rack's PDU tripped at 03:12.", { exact: false }).waitFor();
+
+    // Post an update: shown in the incident's updates, and kept.
+    await edited.getByLabel("Post an update").fill("Power is back; watching the next runs.");
+    await edited.getByRole("button", { name: "Post update" }).click();
+    const updates = edited.getByRole("list", { name: "Updates of “Cron host lost power”" });
+    await updates.getByText("Power is back; watching the next runs.").waitFor();
+    assert.equal(await edited.getByLabel("Post an update").inputValue(), "");
+    const stored = await t.rest.get(`${base()}/monitors/${href!.split("/").pop()}/incidents`, { key: p.key });
+    assert.equal(stored.body.data[0].title, "Cron host lost power");
+    assert.equal(stored.body.data[0].description, "The rack's PDU tripped at 03:12.\nMoved to the spare host.");
+    await detail.reload();
+    await detail.getByText("Power is back; watching the next runs.").waitFor();
+    await dash.screenshot(detail, "monitor");
+    assert.deepEqual(pageErrors, []);
+    await context.close();
+  });
+
+  it("pauses, resumes and deletes for the owner; shows a member none of those; an unknown monitor is not found", async (ctx) => {
+    if (!available()) return ctx.skip(SKIP);
+    const { context, page } = await dash.open(p.owner);
+    await page.goto(`/projects/${p.projectId}/uptime`);
+    const backup = card(page, "backup-job");
+    await backup.getByRole("button", { name: "Pause backup-job" }).click();
+    await backup.getByText("paused", { exact: true }).waitFor();
+    const paused = await t.rest.get(`${base()}/monitors/overview`, { key: p.key });
+    assert.equal(paused.body.data.find((m: { slug: string }) => m.slug === "backup-job").status, "paused");
+    await backup.getByRole("button", { name: "Resume backup-job" }).click();
+    await backup.getByText("unknown", { exact: true }).waitFor();
+
+    const worker = card(page, "api-worker");
+    const workerId = (await worker.getByRole("link", { name: "api-worker" }).getAttribute("href"))!.split("/").pop();
+    await worker.getByRole("button", { name: "Delete" }).click();
+    await worker.getByRole("button", { name: "Yes, delete api-worker" }).click();
+    await worker.waitFor({ state: "detached" });
+    assert.equal((await t.rest.get(`${base()}/monitors/${workerId}`, { key: p.key })).status, 404);
+
+    // A deleted (or never existing) monitor's page says so in words.
+    await page.goto(`/projects/${p.projectId}/uptime/${workerId}`);
+    await page
+      .getByRole("alert")
+      .filter({ hasText: /not found/i })
+      .waitFor();
+
+    const member = await signup(t.rest, "uptime-member");
+    const added = await t.rest.post(
+      `${base()}/members`,
+      { email: member.email, role: "member" },
+      { cookie: p.owner.cookie },
+    );
+    assert.equal(added.status, 201, added.text);
+    const m = await dash.open(member);
+    await m.page.goto(`/projects/${p.projectId}/uptime`);
+    await card(m.page, "backup-job").waitFor();
+    assert.equal(await m.page.getByRole("button", { name: /^(Pause|Resume|Delete)/ }).count(), 0);
+    assert.equal(await m.page.getByRole("button", { name: "New monitor" }).count(), 0);
+    await card(m.page, "Flaky cron").getByRole("link", { name: "Flaky cron" }).click();
+    await m.page.getByRole("heading", { name: "Incidents" }).waitFor();
+    assert.equal(await m.page.getByRole("button", { name: /^(Pause|Resume|Delete)/ }).count(), 0);
+    assert.ok(await m.page.getByLabel("Expected interval (seconds)").isDisabled());
+    await m.page.getByText("Only the project's owner and admins can change a monitor.").waitFor();
+    // A member may still post an incident update (decisions.md: "member or above").
+    assert.ok((await m.page.getByLabel("Post an update").count()) > 0);
+    assert.deepEqual(pageErrors, []);
+    await m.context.close();
+    await context.close();
+  });
+});
