@@ -311,7 +311,7 @@ async function chartRun(context: BrowserContext, url: string): Promise<ChartRun>
 
 /** Frame gaps, long tasks and the tail's lag, recorded in the page from its first script on. */
 const TAIL_PROBE = `(() => {
-  const m = (window.__tail = { gaps: [], longTasks: [], lags: [], rows: 0, recording: false });
+  const m = (window.__tail = { gaps: [], longTasks: [], lags: [], recording: false, since: 0 });
   try {
     new PerformanceObserver((l) => { if (m.recording) for (const e of l.getEntries()) m.longTasks.push(e.duration); })
       .observe({ type: "longtask", buffered: false });
@@ -324,8 +324,9 @@ const TAIL_PROBE = `(() => {
       const el = document.querySelector('[data-testid="tail"]');
       const v = el ? el.getAttribute("data-newest-ts") || "" : "";
       const newest = /^[0-9]+$/.test(v) ? Number(v) : Date.parse(v);
-      if (newest > 0) m.lags.push(Date.now() - newest);
-      m.rows = document.querySelectorAll('[data-testid="tail-row"]').length;
+      // Nothing sent before the phase started counts as shown late (idle, this is the age of the
+      // newest event; under load, the time since the newest shown event was sent).
+      if (newest > 0) m.lags.push(Date.now() - Math.max(newest, m.since));
     }
     requestAnimationFrame(frame);
   };
@@ -350,6 +351,13 @@ interface TailStats {
   rows: number;
   sent: number;
   latePacerP99: number;
+  /** Share of the main thread (seconds per second) in all tasks, script, layout, style. */
+  taskShare: number;
+  scriptShare: number;
+  layoutShare: number;
+  styleShare: number;
+  heapMb: number;
+  nodes: number;
 }
 
 async function tailPhase(
@@ -357,24 +365,42 @@ async function tailPhase(
   seconds: number,
   send?: (ms: number) => Promise<{ sent: number; late: number[] }>,
 ) {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send("Performance.enable");
+  const metrics = async () =>
+    Object.fromEntries((await cdp.send("Performance.getMetrics")).metrics.map((x) => [x.name, x.value]));
+  const before = await metrics();
+  const profile = !!process.env.DASHBOARD_BENCH_PROFILE && !!send;
+  if (profile) {
+    await cdp.send("Profiler.enable");
+    await cdp.send("Profiler.setSamplingInterval", { interval: 200 });
+    await cdp.send("Profiler.start");
+  }
   await page.evaluate(() => {
-    const m = (window as unknown as { __tail: { recording: boolean } }).__tail;
+    const m = (window as unknown as { __tail: { recording: boolean; since: number } }).__tail;
     m.recording = true;
+    m.since = Date.now();
   });
   const sent = send ? await send(seconds * 1000) : (await new Promise((r) => setTimeout(r, seconds * 1000)), null);
   const m = await page.evaluate(() => {
     const t = (
       window as unknown as {
-        __tail: { gaps: number[]; longTasks: number[]; lags: number[]; rows: number; recording: boolean };
+        __tail: { gaps: number[]; longTasks: number[]; lags: number[]; recording: boolean };
       }
     ).__tail;
     t.recording = false;
-    const out = { gaps: t.gaps, longTasks: t.longTasks, lags: t.lags, rows: t.rows };
+    const rows = document.querySelectorAll('[data-testid="tail-row"]').length;
+    const out = { gaps: t.gaps, longTasks: t.longTasks, lags: t.lags, rows };
     t.gaps = [];
     t.longTasks = [];
     t.lags = [];
     return out;
   });
+  if (profile) printProfile((await cdp.send("Profiler.stop")).profile);
+  const after = await metrics();
+  await cdp.detach();
+  // Main-thread seconds per second spent in script, layout and style (Chromium's own counters).
+  const busy = (k: string) => (after[k] - before[k]) / seconds;
   const q = Math.max(1, Math.floor(m.lags.length / 4));
   const stats: TailStats = {
     seconds,
@@ -393,8 +419,33 @@ async function tailPhase(
     rows: m.rows,
     sent: sent?.sent ?? 0,
     latePacerP99: sent?.late.length ? quantile(sent.late, 0.99) : 0,
+    scriptShare: busy("ScriptDuration"),
+    layoutShare: busy("LayoutDuration"),
+    styleShare: busy("RecalcStyleDuration"),
+    taskShare: busy("TaskDuration"),
+    heapMb: after.JSHeapUsedSize / 1e6,
+    nodes: after.Nodes,
   };
   return stats;
+}
+
+/** DASHBOARD_BENCH_PROFILE=1: the page's CPU profile under load, self time per function (top 25). */
+function printProfile(p: {
+  nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[];
+  samples?: number[];
+  timeDeltas?: number[];
+}): void {
+  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const self = new Map<string, number>();
+  (p.samples ?? []).forEach((id, i) => {
+    const f = byId.get(id)!.callFrame;
+    const k = `${f.functionName || "(anonymous)"} ${f.url.replace(/^.*\//, "")}:${f.lineNumber}`;
+    self.set(k, (self.get(k) ?? 0) + (p.timeDeltas?.[i] ?? 0) / 1000);
+  });
+  const total = [...self.values()].reduce((a, b) => a + b, 0);
+  console.log(`page CPU profile under load (self ms of ${total.toFixed(0)} ms sampled):`);
+  for (const [k, v] of [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 25))
+    console.log(`  ${v.toFixed(0).padStart(7)} ms  ${k}`);
 }
 
 /** Sends `rate` events/s for `ms` as 10 batches a second, each due at a fixed time from the start. */
@@ -613,14 +664,15 @@ async function main(): Promise<void> {
       console.log("tail idle", idle, "busy", busy);
       const ms = (n: number) => (Number.isFinite(n) ? `${fmt(n)} ms` : "-");
       const r = (label: string, s: TailStats) =>
-        `| ${label} | ${s.seconds} s | ${fmt(s.frames)} (${fmt(s.frames / s.seconds)}/s) | ${ms(s.worstGapMs)} | ${ms(s.p99GapMs)} | ${s.gapsOver100} | ${s.longTasks} (${ms(s.longTaskMs)}, worst ${ms(s.worstLongTaskMs)}) | ${ms(s.lagP50)} / ${ms(s.lagP95)} / ${ms(s.lagMax)} | ${ms(s.lagFirstQ)} → ${ms(s.lagLastQ)} |`;
+        `| ${label} | ${s.seconds} s | ${fmt(s.frames)} (${fmt(s.frames / s.seconds)}/s) | ${ms(s.worstGapMs)} | ${ms(s.p99GapMs)} | ${s.gapsOver100} | ${s.longTasks} (${ms(s.longTaskMs)}, worst ${ms(s.worstLongTaskMs)}) | ${pct(s.taskShare)} (${pct(s.scriptShare)} / ${pct(s.layoutShare)} / ${pct(s.styleShare)}) | ${label.startsWith("idle") ? "-" : `${ms(s.lagP50)} / ${ms(s.lagP95)} / ${ms(s.lagMax)}`} | ${label.startsWith("idle") ? "-" : `${ms(s.lagFirstQ)} → ${ms(s.lagLastQ)}`} |`;
+      const pct = (x: number) => `${Math.round(100 * x)} %`;
       out.push(
         "### The live tail at 1,000 events/s",
         "",
-        `The events screen's live tail in a new project (\`/projects/:id/events?live=1\`) while ${fmt(TAIL_RATE)} events/s arrive over REST for ${TAIL_SECONDS} s (${fmt(busy.sent)} events in batches of ${Math.round(TAIL_RATE / 10)} every 100 ms, due times fixed from the start; the sender's lateness p99 ${fmt(busy.latePacerP99, 1)} ms), against the same page idle. Measured in the page: every animation frame's gap (requestAnimationFrame), long tasks (PerformanceObserver 'longtask', > 50 ms), and on every frame the lag from the newest shown event's timestamp (\`data-newest-ts\`) to now (it includes the up to 100 ms of batching; idle, it is the age of the last event). ${busy.rows} rows on screen at the end.`,
+        `The events screen's live tail in a new project (\`/projects/:id/events?live=1\`) while ${fmt(TAIL_RATE)} events/s arrive over REST for ${TAIL_SECONDS} s (${fmt(busy.sent)} events in batches of ${Math.round(TAIL_RATE / 10)} every 100 ms, due times fixed from the start; the sender's lateness p99 ${fmt(busy.latePacerP99, 1)} ms), against the same page idle. Measured in the page: every animation frame's gap (requestAnimationFrame), long tasks (PerformanceObserver 'longtask', > 50 ms), and the main thread's busy share (Chromium's TaskDuration, ScriptDuration, LayoutDuration, RecalcStyleDuration per second), and on every frame the lag from the newest shown event's timestamp (\`data-newest-ts\`, or the phase's start when none sent since is shown yet) to now (it includes the tail's 1 s poll and the up to 100 ms of batching). ${busy.rows} rows on screen at the end (${fmt(busy.nodes)} DOM nodes, JS heap ${fmt(busy.heapMb)} MB; idle ${fmt(idle.nodes)} nodes).`,
         "",
-        "| Page | Time | Frames | Worst frame gap | p99 frame gap | Gaps > 100 ms | Long tasks (total, worst) | Lag p50 / p95 / max | Lag first → last quarter |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| Page | Time | Frames | Worst frame gap | p99 frame gap | Gaps > 100 ms | Long tasks (total, worst) | Main thread busy (script / layout / style) | Lag p50 / p95 / max | Lag first → last quarter |",
+        "|---|---|---|---|---|---|---|---|---|---|",
         r("idle (baseline)", idle),
         r(`${fmt(TAIL_RATE)} events/s`, busy),
         "",
