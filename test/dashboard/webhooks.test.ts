@@ -38,7 +38,11 @@ describe("dashboard: webhooks", () => {
     await track("order.paid", { amount: 1 });
     let failing = true;
     const url = rx.on("/orders", () =>
-      failing ? { status: 500, body: "receiver is down: try later" } : { status: 200, body: "thanks" },
+      // Slow answers: the log shows each delivery unfinished first, so only its own refresh can show
+      // the outcome (a reload right after the click would not).
+      failing
+        ? { status: 500, body: "receiver is down: try later", delayMs: 300 }
+        : { status: 200, body: "thanks", delayMs: 800 },
     );
 
     const { context, page } = await dash.open(p.owner);
