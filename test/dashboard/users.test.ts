@@ -129,6 +129,20 @@ describe("dashboard: users", () => {
     await page.goto(`/projects/${p.projectId}/users/carol`);
     await page.getByRole("heading", { name: "carol", level: 1 }).waitFor();
     await page.getByText("No events carry this user's id").waitFor();
+    // Hostile property names and values are data: shown as text, nothing runs, nothing breaks.
+    const hostile = await t.rest.req("POST", `/v1/projects/${p.projectId}/identify`, {
+      raw: '{"externalId":"mallory","properties":{"__proto__":{"polluted":true},"constructor":"ctor","<img src=x onerror=alert(1)>":"<b>bold</b>"}}',
+      contentType: "application/json",
+      cookie: p.owner.cookie,
+    });
+    assert.equal(hostile.status, 200, hostile.text);
+    page.on("dialog", (d) => pageErrors.push(`dialog: ${d.message()}`));
+    await page.goto(`/projects/${p.projectId}/users/mallory`);
+    const hostileProps = page.getByRole("table", { name: "Properties" });
+    await hostileProps.getByRole("row", { name: /constructor\s+ctor/ }).waitFor();
+    await hostileProps.getByText("<img src=x onerror=alert(1)>", { exact: true }).waitFor();
+    await hostileProps.getByText("<b>bold</b>", { exact: true }).waitFor();
+    await hostileProps.getByRole("row", { name: /__proto__\s+\{\s+"polluted": true\s+\}/ }).waitFor();
     // An unknown user: not found, in words.
     await page.goto(`/projects/${p.projectId}/users/usr_nobody`);
     await page

@@ -71,7 +71,8 @@ export function Users() {
   const offset = (page - 1) * PAGE_SIZE;
   const users = useAsync(async () => {
     const r = await api.identity.listUsers({ projectId: project.id, limit: PAGE_SIZE, offset });
-    return { users: r.data, total: Number(r.meta?.total ?? 0) };
+    // The offset travels with its answer: until the next page arrives, the range shown is this one's.
+    return { users: r.data, total: Number(r.meta?.total ?? 0), offset };
   }, [project.id, offset]);
   const counts = useAsync(async () => {
     const list = users.data?.users;
@@ -79,7 +80,7 @@ export function Users() {
     return list ? { list, counts: await eventCounts(project.id, list) } : undefined;
   }, [project.id, users.data]);
   const data = users.data;
-  const last = data ? Math.min(offset + data.users.length, data.total) : 0;
+  const last = data ? Math.min(data.offset + data.users.length, data.total) : 0;
   return (
     <>
       <PageHeader
@@ -132,15 +133,18 @@ export function Users() {
           </table>
           <nav class="pager" aria-label="Pages of users">
             <span class="muted" role="status">
-              {offset + 1}–{last} of {formatNumber(data.total)}
+              {data.offset + 1}–{last} of {formatNumber(data.total)}
             </span>
             <Button
-              disabled={page <= 1}
+              disabled={page <= 1 || users.loading}
               onClick={() => setQuery({ page: page > 2 ? String(page - 1) : undefined }, true)}
             >
               Previous
             </Button>
-            <Button disabled={last >= data.total} onClick={() => setQuery({ page: String(page + 1) }, true)}>
+            <Button
+              disabled={last >= data.total || users.loading}
+              onClick={() => setQuery({ page: String(page + 1) }, true)}
+            >
               Next
             </Button>
           </nav>
@@ -205,7 +209,7 @@ export function UserDetail() {
             </div>
           </div>
           <Properties properties={u.properties} />
-          <UserEvents externalId={u.externalId} />
+          <UserEvents key={u.id} externalId={u.externalId} />
         </>
       )}
     </>
