@@ -109,6 +109,7 @@ describe("dashboard: uptime", () => {
       .getByRole("heading", { name: /Flaky cron/, level: 1 })
       .getByText("down", { exact: true })
       .waitFor();
+    await detail.getByText(/down for .+ \(since /).waitFor();
     for (const pg of [page, detail])
       assert.equal(await pg.evaluate(() => (window as unknown as { mark?: number }).mark), 1, "not reloaded");
     const today90 = card(page, "Flaky cron")

@@ -408,6 +408,7 @@ export function MonitorDetail() {
     setSlot(Math.floor(Date.now() / PICTURE_MS));
   }, REFRESH_MS);
   const m = monitor.data;
+  const open = m?.status === "down" ? incidents.data?.find((i) => i.status === "open") : undefined;
   const gone = monitor.error && !m;
   const back = (
     <p class="back">
@@ -436,6 +437,13 @@ export function MonitorDetail() {
             <code>{m.slug}</code> · last heartbeat{" "}
             <span title={formatTime(m.lastHeartbeatAt)}>{timeAgo(m.lastHeartbeatAt)}</span>
             {m.status === "up" && <> · up for {formatDuration(m.timeUp)}</>}
+            {open && (
+              <>
+                {" "}
+                · down for {formatDuration(Date.now() - Date.parse(open.startedAt))} (since {formatTime(open.startedAt)}
+                )
+              </>
+            )}
             {m.deadlineAt && <> · down {timeAgo(m.deadlineAt)} without a heartbeat</>}
           </>
         }
@@ -877,7 +885,9 @@ function Heartbeats({ monitor: m }: { monitor: Monitor }) {
             {rows.map((h) => (
               <tr key={h.id}>
                 <td>
-                  <time dateTime={h.at}>{formatTime(h.at)}</time>
+                  <time dateTime={h.at} title={h.at}>
+                    {formatTime(h.at)}
+                  </time>
                 </td>
                 <td>
                   <StatusBadge status={h.status} />
