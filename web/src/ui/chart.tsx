@@ -1,10 +1,14 @@
-import { useEffect, useRef } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 
 // Time series charts (analytics counts, metric series, monitor latencies) through uPlot: canvas,
 // tens of thousands of points without effort, ~50 KB. One wrapper so every chart has the same
 // axes, colours, size handling and accessible name.
+//
+// After uPlot has drawn, the container carries `data-rendered="<number of x points>"` (set again on
+// every redraw): the dashboard benchmark and the browser tests wait for it to know the data is on
+// the canvas, not merely fetched.
 
 export interface Series {
   label: string;
@@ -22,6 +26,8 @@ export function TimeChart(props: {
   series: Series[];
   height?: number;
   kind?: "line" | "bars";
+  /** Draws lines across missing values (null) instead of leaving a gap (sparse measurements). */
+  spanGaps?: boolean;
   /** Formats a y value on the axis and in the legend. */
   format?: (v: number) => string;
 }) {
@@ -35,8 +41,10 @@ export function TimeChart(props: {
     const opts: uPlot.Options = {
       width: Math.max(200, el.clientWidth),
       height: props.height ?? 260,
+      hooks: { draw: [(u) => (el.dataset.rendered = String(u.data[0].length))] },
       scales: { x: { time: true } },
-      legend: { show: props.series.length > 0 },
+      // One series: its name is the chart's title, and the numbers are in ChartTable.
+      legend: { show: props.series.length > 1 },
       axes: [
         { stroke: "#475569", grid: { stroke: "#e2e8f0" } },
         {
@@ -54,7 +62,13 @@ export function TimeChart(props: {
           width: 2,
           fill: props.kind === "bars" ? COLORS[i % COLORS.length] + "cc" : COLORS[i % COLORS.length] + "14",
           paths: bars,
-          points: { show: false },
+          spanGaps: props.spanGaps,
+          // Lines with few values (or values between gaps) would be invisible without their points.
+          points: {
+            show: props.kind !== "bars" && s.values.filter((v) => v !== null).length <= 120,
+            size: 6,
+            fill: COLORS[i % COLORS.length],
+          },
           value: fmt ? (_u: uPlot, v: number | null) => (v === null ? "—" : fmt(v)) : undefined,
         })),
       ],
@@ -68,9 +82,61 @@ export function TimeChart(props: {
     resize.observe(el);
     return () => {
       resize.disconnect();
+      delete el.dataset.rendered;
       plot.current?.destroy();
       plot.current = undefined;
     };
-  }, [props.x, props.series, props.height, props.kind, props.format]);
+  }, [props.x, props.series, props.height, props.kind, props.format, props.spanGaps]);
   return <div class="chart" ref={box} role="img" aria-label={props.title} />;
+}
+
+/**
+ * The chart's numbers as a table, behind a "Show the numbers" disclosure (for screen readers,
+ * copying, and checking a value): rendered only while open, so a long series costs nothing.
+ */
+export function ChartTable(props: {
+  x: number[];
+  series: Series[];
+  format?: (v: number) => string;
+  /** Formats an x value (default: the local date and time). */
+  formatX?: (t: number) => string;
+}) {
+  const [open, setOpen] = useState(false);
+  const fx = props.formatX ?? ((t: number) => new Date(t * 1000).toLocaleString());
+  const fy = props.format ?? ((v: number) => String(v));
+  return (
+    <details class="chart-table" onToggle={(e) => setOpen((e.currentTarget as HTMLDetailsElement).open)}>
+      <summary>Show the numbers</summary>
+      {open && (
+        <div class="chart-table-scroll">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Time</th>
+                {props.series.map((s) => (
+                  <th key={s.label} scope="col" class="num">
+                    {s.label}
+                  </th>
+                ))}
+              </tr>
+            </thead>
+            <tbody>
+              {props.x.map((t, i) => (
+                <tr key={t}>
+                  <td>
+                    <time dateTime={new Date(t * 1000).toISOString()}>{fx(t)}</time>
+                  </td>
+                  {props.series.map((s) => (
+                    <td key={s.label} class="num">
+                      {s.values[i] === null || s.values[i] === undefined ? "—" : fy(s.values[i] as number)}
+                    </td>
+                  ))}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </details>
+  );
 }
