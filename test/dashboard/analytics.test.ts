@@ -1,0 +1,190 @@
+// The analytics screen in a real browser over events sent over REST with known timestamps: the
+// 7-day hourly chart's points and the total match what was sent, an event-type filter narrows
+// them, a group-by table, a percentile equal to PostgreSQL's exact value, unique values, the URL
+// reproducing the whole query in a fresh page, and an impossible query explained in words.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { Page } from "playwright-core";
+import { useDashboard } from "../helpers/dashboard.js";
+import { project } from "../helpers/fixtures.js";
+
+const { t, p, dash, pageErrors, available, SKIP } = useDashboard();
+
+const HOUR = 3_600_000;
+const hour = Math.floor(Date.now() / HOUR) * HOUR;
+const at = (h: number, min: number) => new Date(hour - h * HOUR + min * 60_000).toISOString();
+/** Bucket start (ISO, as the chart's table writes it) -> events sent into it. */
+const sent = new Map([
+  [new Date(hour - 3 * HOUR).toISOString(), 2],
+  [new Date(hour - 27 * HOUR).toISOString(), 3],
+  [new Date(hour - 50 * HOUR).toISOString(), 4],
+]);
+const events = [
+  { type: "purchase", timestamp: at(3, 10), data: { plan: "pro", amount: 10 } },
+  { type: "purchase", timestamp: at(3, 40), data: { plan: "pro", amount: 20 } },
+  { type: "purchase", timestamp: at(27, 5), data: { plan: "free", amount: 30 } },
+  { type: "purchase", timestamp: at(27, 6), data: { plan: "pro", amount: 40 } },
+  { type: "purchase", timestamp: at(27, 59), data: { plan: "free", amount: 50 } },
+  { type: "signup", timestamp: at(50, 1), data: { plan: "pro" } },
+  { type: "signup", timestamp: at(50, 2), data: { plan: "free" } },
+  { type: "signup", timestamp: at(50, 3), data: { plan: "free" } },
+  { type: "signup", timestamp: at(50, 4), data: { plan: "free" } },
+];
+
+async function send() {
+  const r = await t.rest.post("/v1/events/batch", { events }, { key: p.key });
+  assert.ok(r.status === 202 || r.status === 201 || r.status === 200, r.text);
+  assert.equal(r.body.data.accepted, events.length, r.text);
+}
+
+/** The chart's points as the "Show the numbers" table lists them: bucket start -> count. */
+async function chartPoints(page: Page): Promise<Map<string, number>> {
+  const card = page.getByRole("region", { name: /^Events per/ });
+  await card.getByText("Show the numbers").click();
+  const rows = card.locator("details tbody tr");
+  await rows.first().waitFor();
+  const out = new Map<string, number>();
+  for (const row of await rows.all()) {
+    const time = await row.locator("time").getAttribute("datetime");
+    out.set(time!, Number((await row.locator("td").nth(1).innerText()).replace(/,/g, "")));
+  }
+  await card.getByText("Show the numbers").click();
+  return out;
+}
+
+const total = (page: Page) => page.getByTestId("total");
+
+describe("dashboard: analytics", () => {
+  it("shows the 7-day hourly chart and total of what was sent, narrowed by type and grouped", async (ctx) => {
+    if (!available()) return ctx.skip(SKIP);
+    await send();
+    const { context, page } = await dash.open(p.owner, { width: 1280, height: 1180 });
+    await page.goto(`/projects/${p.projectId}/analytics?range=7d&interval=hour`);
+    const chart = page.locator(".chart[data-rendered]");
+    await chart.waitFor();
+    await page.getByTestId("total").filter({ hasText: "9" }).waitFor();
+    const points = await chartPoints(page);
+    // Every hour of the 7 days is a point (the first one partial), drawn by uPlot.
+    assert.ok(points.size === 168 || points.size === 169, `${points.size} points`);
+    assert.equal(await chart.getAttribute("data-rendered"), String(points.size));
+    assert.deepEqual(new Map([...points].filter(([, n]) => n > 0)), sent);
+    assert.equal(await page.getByRole("img", { name: "Events over time" }).count(), 1);
+
+    // Filter by type and group by plan: the URL changes, the table shows the groups.
+    await page.getByLabel("Event type").fill("signup");
+    await page.getByLabel("Group by").fill("plan");
+    await page.getByRole("button", { name: "Apply" }).click();
+    await page.waitForURL(/type=signup/);
+    await total(page).filter({ hasText: /^4$/ }).waitFor();
+    const groups = page.getByRole("table", { name: "Events by plan" });
+    await groups.locator("tbody tr").nth(1).waitFor();
+    assert.deepEqual(await rows(groups), [
+      ["free", "3", "75.0%"],
+      ["pro", "1", "25.0%"],
+    ]);
+    // A series per top group, drawn once the main chart is.
+    await page.locator('[aria-label="Events by plan, top 2"][data-rendered]').waitFor();
+
+    // All types again: the groups over every event.
+    await page.getByLabel("Event type").fill("");
+    await page.getByRole("button", { name: "Apply" }).click();
+    await total(page).filter({ hasText: /^9$/ }).waitFor();
+    await groups.getByRole("cell", { name: "5", exact: true }).waitFor();
+    assert.deepEqual(await rows(groups), [
+      ["free", "5", "55.6%"],
+      ["pro", "4", "44.4%"],
+    ]);
+    await page.locator('[aria-label="Events by plan, top 2"][data-rendered]').waitFor();
+    await dash.screenshot(page, "analytics");
+    assert.deepEqual(pageErrors, []);
+    await context.close();
+  });
+
+  it("computes exact percentiles and unique values, and the URL reproduces the query in a fresh page", async (ctx) => {
+    if (!available()) return ctx.skip(SKIP);
+    const { context, page } = await dash.open(p.owner);
+    await page.goto(`/projects/${p.projectId}/analytics`);
+    await page.locator(".chart[data-rendered]").waitFor();
+    await page.getByLabel("Measure").selectOption("p90");
+    await page.getByLabel("Field").fill("amount");
+    await page.getByLabel("Event type").fill("purchase");
+    await page.getByRole("button", { name: "Apply" }).click();
+    // percentile_cont(0.9) of 10, 20, 30, 40, 50: 40 + 0.6 * 10.
+    await page.getByTestId("measure").filter({ hasText: /^46$/ }).waitFor();
+    const summary = page.getByRole("table", { name: "Summary of amount" });
+    await summary.locator("td").first().waitFor();
+    assert.deepEqual(await summary.locator("td").allInnerTexts(), [
+      "5",
+      "150",
+      "30",
+      "10",
+      "50",
+      "30",
+      "46",
+      "48",
+      "49.6",
+    ]);
+    await total(page).filter({ hasText: /^5$/ }).waitFor();
+    const shared = page.url();
+    assert.match(shared, /measure=p90/);
+    assert.match(shared, /field=amount/);
+
+    // The same address in a new browser context shows the same answer.
+    const other = await dash.open(p.owner);
+    await other.page.goto(shared);
+    await other.page.getByTestId("measure").filter({ hasText: /^46$/ }).waitFor();
+    assert.equal(await other.page.getByLabel("Measure").inputValue(), "p90");
+    assert.equal(await other.page.getByLabel("Field").inputValue(), "amount");
+    assert.equal(await other.page.getByLabel("Event type").inputValue(), "purchase");
+    await other.page.getByTestId("total").filter({ hasText: /^5$/ }).waitFor();
+    await other.context.close();
+
+    // Unique values of a field, most frequent first.
+    await page.getByLabel("Measure").selectOption("unique");
+    await page.getByLabel("Field").fill("plan");
+    await page.getByLabel("Event type").fill("");
+    await page.getByRole("button", { name: "Apply" }).click();
+    const values = page.getByRole("table", { name: "Values of plan" });
+    await values.getByRole("cell", { name: "free" }).waitFor();
+    assert.deepEqual(
+      (await rows(values)).map((r) => r.slice(0, 2)),
+      [
+        ["free", "5"],
+        ["pro", "4"],
+      ],
+    );
+    assert.deepEqual(pageErrors, []);
+    await context.close();
+  });
+
+  it("explains an impossible query in words, and tells a new project how to send events", async (ctx) => {
+    if (!available()) return ctx.skip(SKIP);
+    const { context, page } = await dash.open(p.owner);
+    // 30 days of minutes is 43,200 buckets: over the 10,000 the API allows.
+    await page.goto(`/projects/${p.projectId}/analytics?range=30d&interval=minute`);
+    await page
+      .getByRole("alert")
+      .filter({ hasText: /more than 10000 minute buckets; use a larger interval/ })
+      .waitFor();
+    // A field name the filter grammar refuses: the server's reason, next to the measure.
+    await page.goto(`/projects/${p.projectId}/analytics?measure=avg&field=a%20b`);
+    await page.getByRole("alert").filter({ hasText: /field/i }).first().waitFor();
+
+    const fresh = await project(t.rest);
+    const empty = await dash.open(fresh.owner);
+    await empty.page.goto(`/projects/${fresh.projectId}/analytics`);
+    await empty.page.getByRole("heading", { name: "No events yet" }).waitFor();
+    await empty.page.getByText(`/v1/events -H "authorization: Bearer`).waitFor();
+    await dash.screenshot(empty.page, "analytics-empty");
+    assert.deepEqual(pageErrors, []);
+    await empty.context.close();
+    await context.close();
+  });
+});
+
+async function rows(table: ReturnType<Page["getByRole"]>): Promise<string[][]> {
+  const out: string[][] = [];
+  for (const row of await table.locator("tbody tr").all())
+    out.push((await row.locator("td").allInnerTexts()).map((s) => s.trim()).filter(Boolean));
+  return out;
+}
