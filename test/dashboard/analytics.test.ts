@@ -54,6 +54,15 @@ async function chartPoints(page: Page): Promise<Map<string, number>> {
 
 const total = (page: Page) => page.getByTestId("total");
 
+/** Narrows to one event type with the filter builder. */
+async function filterType(page: Page, type: string) {
+  await page.getByRole("button", { name: "+ Filter events" }).click();
+  await page.getByRole("button", { name: "+ Condition" }).click();
+  await page.getByLabel("Field", { exact: true }).fill("type");
+  await page.getByLabel("Value", { exact: true }).fill(type);
+  await page.getByRole("button", { name: "Apply filters" }).click();
+}
+
 describe("dashboard: analytics", () => {
   it("shows the 7-day hourly chart and total of what was sent, narrowed by type and grouped", async (ctx) => {
     if (!available()) return ctx.skip(SKIP);
@@ -71,10 +80,11 @@ describe("dashboard: analytics", () => {
     assert.equal(await page.getByRole("img", { name: "Events over time" }).count(), 1);
 
     // Filter by type and group by plan: the URL changes, the table shows the groups.
-    await page.getByLabel("Event type").fill("signup");
+    await filterType(page, "signup");
+    await page.waitForURL(/filter=.*signup/);
     await page.getByLabel("Group by").fill("plan");
-    await page.getByRole("button", { name: "Apply" }).click();
-    await page.waitForURL(/type=signup/);
+    await page.getByRole("button", { name: "Apply", exact: true }).click();
+    await page.waitForURL(/group=plan/);
     await total(page).filter({ hasText: /^4$/ }).waitFor();
     const groups = page.getByRole("table", { name: "Events by plan" });
     await groups.locator("tbody tr").nth(1).waitFor();
@@ -86,8 +96,9 @@ describe("dashboard: analytics", () => {
     await page.locator('[aria-label="Events by plan, top 2"][data-rendered]').waitFor();
 
     // All types again: the groups over every event.
-    await page.getByLabel("Event type").fill("");
-    await page.getByRole("button", { name: "Apply" }).click();
+    await page.getByRole("button", { name: "Clear" }).click();
+    await page.getByRole("button", { name: "+ Filter events" }).waitFor();
+    assert.doesNotMatch(page.url(), /filter=/);
     await total(page).filter({ hasText: /^9$/ }).waitFor();
     await groups.getByRole("cell", { name: "5", exact: true }).waitFor();
     assert.deepEqual(await rows(groups), [
@@ -105,10 +116,10 @@ describe("dashboard: analytics", () => {
     const { context, page } = await dash.open(p.owner);
     await page.goto(`/projects/${p.projectId}/analytics`);
     await page.locator(".chart[data-rendered]").waitFor();
-    await page.getByLabel("Measure").selectOption("p90");
-    await page.getByLabel("Field").fill("amount");
-    await page.getByLabel("Event type").fill("purchase");
-    await page.getByRole("button", { name: "Apply" }).click();
+    await page.getByLabel("Measure", { exact: true }).selectOption("p90");
+    await page.getByLabel("Field to measure").fill("amount");
+    await page.getByRole("button", { name: "Apply", exact: true }).click();
+    await filterType(page, "purchase");
     // percentile_cont(0.9) of 10, 20, 30, 40, 50: 40 + 0.6 * 10.
     await page.getByTestId("measure").filter({ hasText: /^46$/ }).waitFor();
     const summary = page.getByRole("table", { name: "Summary of amount" });
@@ -133,17 +144,18 @@ describe("dashboard: analytics", () => {
     const other = await dash.open(p.owner);
     await other.page.goto(shared);
     await other.page.getByTestId("measure").filter({ hasText: /^46$/ }).waitFor();
-    assert.equal(await other.page.getByLabel("Measure").inputValue(), "p90");
-    assert.equal(await other.page.getByLabel("Field").inputValue(), "amount");
-    assert.equal(await other.page.getByLabel("Event type").inputValue(), "purchase");
+    assert.equal(await other.page.getByLabel("Measure", { exact: true }).inputValue(), "p90");
+    assert.equal(await other.page.getByLabel("Field to measure").inputValue(), "amount");
+    assert.equal(await other.page.getByLabel("Field", { exact: true }).inputValue(), "type");
+    assert.equal(await other.page.getByLabel("Value", { exact: true }).inputValue(), "purchase");
     await other.page.getByTestId("total").filter({ hasText: /^5$/ }).waitFor();
     await other.context.close();
 
     // Unique values of a field, most frequent first.
-    await page.getByLabel("Measure").selectOption("unique");
-    await page.getByLabel("Field").fill("plan");
-    await page.getByLabel("Event type").fill("");
-    await page.getByRole("button", { name: "Apply" }).click();
+    await page.getByLabel("Measure", { exact: true }).selectOption("unique");
+    await page.getByLabel("Field to measure").fill("plan");
+    await page.getByRole("button", { name: "Apply", exact: true }).click();
+    await page.getByRole("button", { name: "Clear" }).click();
     const values = page.getByRole("table", { name: "Values of plan" });
     await values.getByRole("cell", { name: "free" }).waitFor();
     assert.deepEqual(

@@ -7,6 +7,7 @@ import { ChartTable, TimeChart, type Series } from "../ui/chart.js";
 import { formatNumber } from "../ui/format.js";
 import { useAsync } from "../ui/hooks.js";
 import { Button, CopyButton, Empty, ErrorMessage, Field, Loading, PageHeader, Select } from "../ui/kit.js";
+import { FilterBuilder, filterFromQuery, filterToQuery, type Filter } from "../ui/filters.js";
 import { rangeOf, TimeRangePicker, type Range } from "../ui/time-range.js";
 import { useQueryState } from "../ui/url-state.js";
 import "./analytics.css";
@@ -57,18 +58,6 @@ export function defaultInterval(range: Range): Interval {
   return "month";
 }
 
-/** The filter tree of the query (the event-type filter, `type=a,b`), or undefined for none. */
-function filterOf(query: Record<string, string>): JsonValue | undefined {
-  const types = (query.type ?? "")
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean);
-  if (types.length === 0) return undefined;
-  return types.length === 1
-    ? { field: "type", operator: "equals", value: types[0] }
-    : { field: "type", operator: "in", value: types };
-}
-
 const asValue = (v: JsonValue | undefined): Value | undefined =>
   v === undefined ? undefined : fromJson(ValueSchema, v);
 
@@ -106,7 +95,8 @@ export function Analytics() {
     .split(",")
     .map((s) => s.trim())
     .filter(Boolean);
-  const filters = filterOf(query);
+  const applied = filterFromQuery(query.filter);
+  const filters = applied as unknown as JsonValue | undefined;
   const filterKey = JSON.stringify(filters ?? null);
   const time = { start: frozen.from, end: frozen.to };
   const needsField = measure !== "count";
@@ -136,7 +126,10 @@ export function Analytics() {
         subtitle="Count your events over time, break them down and measure their fields."
         actions={<CopyButton text={location.href} label="Copy link" />}
       />
-      <QueryBuilder query={query} set={set} measure={measure} interval={interval} />
+      <div class="card query-card">
+        <QueryBuilder query={query} set={set} measure={measure} interval={interval} />
+        <Filters projectId={project.id} value={applied} onChange={(f) => set({ filter: filterToQuery(f) }, true)} />
+      </div>
       {series.error && !series.loading && <ErrorMessage error={series.error} />}
       {anyEvents.data === false ? (
         <NoEventsYet projectId={project.id} />
@@ -153,7 +146,7 @@ export function Analytics() {
                   <span class="stat" data-testid="total">
                     {total === undefined ? "…" : formatNumber(total)}
                   </span>
-                  <span class="muted">{filters ? `${query.type} events` : "events"}</span>
+                  <span class="muted">{filters ? "matching events" : "events"}</span>
                 </div>
               </div>
             </div>
@@ -197,20 +190,18 @@ function QueryBuilder(props: {
   // Text inputs apply on Enter or "Apply" (not on every keystroke: each change is a query).
   const [field, setField] = useState(query.field ?? "");
   const [group, setGroup] = useState(query.group ?? "");
-  const [type, setType] = useState(query.type ?? "");
   useEffect(() => {
     setField(query.field ?? "");
     setGroup(query.group ?? "");
-    setType(query.type ?? "");
-  }, [query.field, query.group, query.type]);
-  const dirty = field !== (query.field ?? "") || group !== (query.group ?? "") || type !== (query.type ?? "");
+  }, [query.field, query.group]);
+  const dirty = field !== (query.field ?? "") || group !== (query.group ?? "");
   return (
     <form
-      class="card query-builder"
+      class="query-builder"
       aria-label="Query"
       onSubmit={(e) => {
         e.preventDefault();
-        set({ field: field.trim(), group: group.trim(), type: type.trim() }, true);
+        set({ field: field.trim(), group: group.trim() }, true);
       }}
     >
       <div class="toolbar">
@@ -224,7 +215,7 @@ function QueryBuilder(props: {
         />
         {measure !== "count" && (
           <Field
-            label="Field"
+            label="Field to measure"
             name="field"
             value={field}
             onValue={setField}
@@ -234,16 +225,6 @@ function QueryBuilder(props: {
             autoComplete="off"
           />
         )}
-        <Field
-          label="Event type"
-          name="type"
-          value={type}
-          onValue={setType}
-          placeholder="all types"
-          title="One type, or several separated by commas"
-          spellcheck={false}
-          autoComplete="off"
-        />
         <Field
           label="Group by"
           name="group"
@@ -271,6 +252,32 @@ function QueryBuilder(props: {
         </div>
       </div>
     </form>
+  );
+}
+
+/**
+ * The filter builder (ui/filters.tsx), mounted when a filter is applied or the person asks for
+ * one: it reads the project's field suggestions (two requests), which the default view, whose
+ * only request is the chart's, does without.
+ */
+function Filters(props: { projectId: string; value: Filter | undefined; onChange: (f: Filter | undefined) => void }) {
+  const [open, setOpen] = useState(false);
+  if (!open && !props.value)
+    return (
+      <div class="filters-closed">
+        <Button onClick={() => setOpen(true)}>+ Filter events</Button>
+        <span class="muted">Every event counts.</span>
+      </div>
+    );
+  return (
+    <FilterBuilder
+      projectId={props.projectId}
+      value={props.value}
+      onChange={(f) => {
+        if (!f) setOpen(false);
+        props.onChange(f);
+      }}
+    />
   );
 }
 
