@@ -78,6 +78,13 @@ describe("dashboard: uptime", () => {
     await page.getByRole("button", { name: "Create monitor" }).click();
     // The server's validation message, next to the field it names.
     await page.getByText("at least 100", { exact: true }).waitFor();
+    // Careless input: words and numbers past int64 are refused by the server, in words, not a crash.
+    await page.getByLabel("Expected interval (seconds)").fill("1e300");
+    await page.getByRole("button", { name: "Create monitor" }).click();
+    await page.getByText(/^at most/).waitFor();
+    await page.getByLabel("Expected interval (seconds)").fill("soon");
+    await page.getByRole("button", { name: "Create monitor" }).click();
+    await page.getByText("at least 100", { exact: true }).waitFor();
     await page.getByLabel("Expected interval (seconds)").fill("1");
     await page.getByLabel("Grace period (seconds)").fill("0");
     await page.getByRole("button", { name: "Create monitor" }).click();

@@ -32,14 +32,16 @@ const REFRESH_MS = 2_000;
 const PICTURE_MS = 30_000;
 
 const HOUR_MS = 3_600_000;
+const INT64_MAX = 2n ** 63n - 1n;
 
 /** Seconds (as typed, decimals allowed) to the int64 milliseconds of the API; undefined when blank. */
 function msOf(seconds: string): bigint | undefined {
   const t = seconds.trim();
   if (t === "") return undefined;
-  const v = Number(t);
-  // Not a number: sent as NaN would not encode; -1 lets the server name the field in its answer.
-  return Number.isFinite(v) ? BigInt(Math.round(v * 1000)) : -1n;
+  const v = Number(t) * 1000;
+  // Not a number (NaN does not encode) or past int64: a value the server refuses, naming the field.
+  if (!Number.isFinite(v)) return -1n;
+  return v >= 2 ** 63 ? INT64_MAX : BigInt(Math.round(v));
 }
 const secondsOf = (ms: bigint) => String(Number(ms) / 1000);
 
