@@ -205,7 +205,7 @@ describe("dashboard: uptime", () => {
     await m.context.close();
     await context.close();
   });
-  it("pages a monitor's heartbeats, newest first; a hostile monitor name is shown as text", async (ctx) => {
+  it("pages a monitor's heartbeats, newest first; edits its settings; a hostile monitor name is shown as text", async (ctx) => {
     if (!available()) return ctx.skip(SKIP);
     for (let i = 0; i < 23; i++) await beat("pager", { latencyMs: i, metadata: { run: i } });
     const hostile = '<img src=x onerror="window.pwned=1">';
@@ -231,6 +231,20 @@ describe("dashboard: uptime", () => {
     await table.getByRole("cell", { name: "22 ms", exact: true }).waitFor();
     assert.equal((await latencies()).length, 20);
     assert.equal(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned), undefined);
+
+    // Its settings: a slug another monitor has is refused in words; a new interval is kept.
+    const pagerId = page.url().split("/").pop();
+    await page.getByLabel("Slug").fill("hostile");
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await page.getByRole("alert").filter({ hasText: /slug/i }).first().waitFor();
+    await page.getByLabel("Slug").fill("pager");
+    await page.getByLabel("Expected interval (seconds)").fill("120");
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await page.getByRole("status").filter({ hasText: "Saved." }).waitFor();
+    const saved = await t.rest.get(`${base()}/monitors/${pagerId}`, { key: p.key });
+    assert.equal(saved.body.data.expectedIntervalMs, 120_000);
+    assert.equal(saved.body.data.slug, "pager");
+    await page.getByText("Every 2 min from the job").waitFor();
     assert.deepEqual(pageErrors, []);
     await context.close();
   });
