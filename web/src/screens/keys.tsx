@@ -86,51 +86,55 @@ export function Keys() {
             </Empty>
           )}
           {keys.data && keys.data.length > 0 && (
-            <table class="keys-table">
-              <caption class="visually-hidden">API keys</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Kind</th>
-                  <th scope="col">Environment</th>
-                  <th scope="col">Prefix</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Last used</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {keys.data.map((k) => (
-                  <tr key={k.id}>
-                    <td>{k.name}</td>
-                    <td>
-                      <span class={`badge ${k.kind === "publishable" ? "badge-warn" : "badge-neutral"}`}>{k.kind}</span>
-                    </td>
-                    <td>{k.environment}</td>
-                    <td>
-                      <code>{k.prefix}…</code>
-                    </td>
-                    <td>{formatTime(k.createdAt)}</td>
-                    <td title={k.lastUsedAt ? formatTime(k.lastUsedAt) : undefined}>{timeAgo(k.lastUsedAt)}</td>
-                    <td class="row-actions">
-                      <ConfirmButton
-                        label="Revoke"
-                        confirmLabel={`Revoke ${k.name}`}
-                        busy={revoke.busy}
-                        onConfirm={async () => {
-                          const r = await revoke.run(() =>
-                            api.projects.revokeApiKey({ projectId: project.id, keyId: k.id }),
-                          );
-                          if (r) keys.reload();
-                        }}
-                      />
-                    </td>
+            <div class="table-wrap">
+              <table class="keys-table">
+                <caption class="visually-hidden">API keys</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Name</th>
+                    <th scope="col">Kind</th>
+                    <th scope="col">Environment</th>
+                    <th scope="col">Prefix</th>
+                    <th scope="col">Created</th>
+                    <th scope="col">Last used</th>
+                    <th scope="col">
+                      <span class="visually-hidden">Actions</span>
+                    </th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
+                </thead>
+                <tbody>
+                  {keys.data.map((k) => (
+                    <tr key={k.id}>
+                      <td>{k.name}</td>
+                      <td>
+                        <span class={`badge ${k.kind === "publishable" ? "badge-warn" : "badge-neutral"}`}>
+                          {k.kind}
+                        </span>
+                      </td>
+                      <td>{k.environment}</td>
+                      <td>
+                        <code>{k.prefix}…</code>
+                      </td>
+                      <td>{formatTime(k.createdAt)}</td>
+                      <td title={k.lastUsedAt ? formatTime(k.lastUsedAt) : undefined}>{timeAgo(k.lastUsedAt)}</td>
+                      <td class="row-actions">
+                        <ConfirmButton
+                          label="Revoke"
+                          confirmLabel={`Revoke ${k.name}`}
+                          busy={revoke.busy}
+                          onConfirm={async () => {
+                            const r = await revoke.run(() =>
+                              api.projects.revokeApiKey({ projectId: project.id, keyId: k.id }),
+                            );
+                            if (r) keys.reload();
+                          }}
+                        />
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
           )}
         </>
       ) : (

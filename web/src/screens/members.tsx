@@ -69,64 +69,66 @@ export function Members() {
       )}
       {members.loading && !list && <Loading />}
       {list && (
-        <table class="members-table">
-          <caption class="visually-hidden">Members of {project.name}</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Email</th>
-              <th scope="col">Role</th>
-              <th scope="col">Added</th>
-              {canAdmin && (
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              )}
-            </tr>
-          </thead>
-          <tbody>
-            {list.map((m) => {
-              const controls = canAdmin && m.role !== "owner";
-              return (
-                <tr key={m.userId}>
-                  <td>
-                    {m.name || <span class="muted">—</span>}
-                    {m.userId === account?.id && <span class="muted"> (you)</span>}
-                  </td>
-                  <td>{m.email}</td>
-                  <td>
-                    {controls ? (
-                      <Select
-                        label={`Role of ${m.email}`}
-                        hideLabel
-                        value={m.role as AssignableRole}
-                        options={ROLES}
-                        onValue={(role) => setRole(m, role)}
-                      />
-                    ) : (
-                      <span class={`badge ${m.role === "owner" ? "badge-good" : "badge-neutral"}`}>{m.role}</span>
-                    )}
-                  </td>
-                  <td>{formatTime(m.createdAt)}</td>
-                  {canAdmin && (
-                    <td class="row-actions">
+        <div class="table-wrap">
+          <table class="members-table">
+            <caption class="visually-hidden">Members of {project.name}</caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Email</th>
+                <th scope="col">Role</th>
+                <th scope="col">Added</th>
+                {canAdmin && (
+                  <th scope="col">
+                    <span class="visually-hidden">Actions</span>
+                  </th>
+                )}
+              </tr>
+            </thead>
+            <tbody>
+              {list.map((m) => {
+                const controls = canAdmin && m.role !== "owner";
+                return (
+                  <tr key={m.userId}>
+                    <td>
+                      {m.name || <span class="muted">—</span>}
+                      {m.userId === account?.id && <span class="muted"> (you)</span>}
+                    </td>
+                    <td>{m.email}</td>
+                    <td>
                       {controls ? (
-                        <ConfirmButton
-                          label="Remove"
-                          confirmLabel={`Remove ${m.email}`}
-                          busy={change.busy}
-                          onConfirm={() => remove(m)}
+                        <Select
+                          label={`Role of ${m.email}`}
+                          hideLabel
+                          value={m.role as AssignableRole}
+                          options={ROLES}
+                          onValue={(role) => setRole(m, role)}
                         />
                       ) : (
-                        <span class="muted">Cannot be removed</span>
+                        <span class={`badge ${m.role === "owner" ? "badge-good" : "badge-neutral"}`}>{m.role}</span>
                       )}
                     </td>
-                  )}
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
+                    <td>{formatTime(m.createdAt)}</td>
+                    {canAdmin && (
+                      <td class="row-actions">
+                        {controls ? (
+                          <ConfirmButton
+                            label="Remove"
+                            confirmLabel={`Remove ${m.email}`}
+                            busy={change.busy}
+                            onConfirm={() => remove(m)}
+                          />
+                        ) : (
+                          <span class="muted">Cannot be removed</span>
+                        )}
+                      </td>
+                    )}
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
       )}
       {list && list.length === 1 && (
         <p class="muted alone">

@@ -100,37 +100,39 @@ export function Users() {
       )}
       {data && data.users.length > 0 && (
         <>
-          <table class="users-table">
-            <caption class="visually-hidden">Users</caption>
-            <thead>
-              <tr>
-                <th scope="col">User</th>
-                <th scope="col">Properties</th>
-                <th scope="col" class="num">
-                  Events
-                </th>
-                <th scope="col">First seen</th>
-                <th scope="col">Last seen</th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.users.map((u) => (
-                <tr key={u.id}>
-                  <td>
-                    <a href={`/projects/${project.id}/users/${encodeURIComponent(u.id)}`}>{u.externalId}</a>
-                  </td>
-                  <td>
-                    <CompactProperties properties={u.properties} />
-                  </td>
-                  <td class="num" data-testid="event-count">
-                    {counts.data?.list === data.users ? formatNumber(counts.data.counts.get(u.externalId) ?? 0) : "…"}
-                  </td>
-                  <td title={formatTime(u.firstSeenAt)}>{timeAgo(u.firstSeenAt)}</td>
-                  <td title={formatTime(u.lastSeenAt)}>{timeAgo(u.lastSeenAt)}</td>
+          <div class="table-wrap">
+            <table class="users-table">
+              <caption class="visually-hidden">Users</caption>
+              <thead>
+                <tr>
+                  <th scope="col">User</th>
+                  <th scope="col">Properties</th>
+                  <th scope="col" class="num">
+                    Events
+                  </th>
+                  <th scope="col">First seen</th>
+                  <th scope="col">Last seen</th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {data.users.map((u) => (
+                  <tr key={u.id}>
+                    <td>
+                      <a href={`/projects/${project.id}/users/${encodeURIComponent(u.id)}`}>{u.externalId}</a>
+                    </td>
+                    <td>
+                      <CompactProperties properties={u.properties} />
+                    </td>
+                    <td class="num" data-testid="event-count">
+                      {counts.data?.list === data.users ? formatNumber(counts.data.counts.get(u.externalId) ?? 0) : "…"}
+                    </td>
+                    <td title={formatTime(u.firstSeenAt)}>{timeAgo(u.firstSeenAt)}</td>
+                    <td title={formatTime(u.lastSeenAt)}>{timeAgo(u.lastSeenAt)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
           <nav class="pager" aria-label="Pages of users">
             <span class="muted" role="status">
               {data.offset + 1}–{last} of {formatNumber(data.total)}
@@ -227,31 +229,33 @@ function Properties({ properties }: { properties: JsonObject | undefined }) {
           onto the user.
         </p>
       ) : (
-        <table class="props-table">
-          <caption class="visually-hidden">Properties</caption>
-          <thead>
-            <tr>
-              <th scope="col">Property</th>
-              <th scope="col">Value</th>
-            </tr>
-          </thead>
-          <tbody>
-            {entries.map(([k, v]) => (
-              <tr key={k}>
-                <th scope="row">{k}</th>
-                <td>
-                  {v !== null && typeof v === "object" ? (
-                    <pre>{JSON.stringify(v, null, 2)}</pre>
-                  ) : typeof v === "string" ? (
-                    v
-                  ) : (
-                    <code>{JSON.stringify(v)}</code>
-                  )}
-                </td>
+        <div class="table-wrap">
+          <table class="props-table">
+            <caption class="visually-hidden">Properties</caption>
+            <thead>
+              <tr>
+                <th scope="col">Property</th>
+                <th scope="col">Value</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {entries.map(([k, v]) => (
+                <tr key={k}>
+                  <th scope="row">{k}</th>
+                  <td>
+                    {v !== null && typeof v === "object" ? (
+                      <pre>{JSON.stringify(v, null, 2)}</pre>
+                    ) : typeof v === "string" ? (
+                      v
+                    ) : (
+                      <code>{JSON.stringify(v)}</code>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
     </section>
   );
@@ -287,31 +291,33 @@ function UserEvents({ externalId }: { externalId: string }) {
         </p>
       )}
       {events.length > 0 && (
-        <table class="user-events">
-          <caption class="visually-hidden">Events of {externalId}</caption>
-          <thead>
-            <tr>
-              <th scope="col">Time</th>
-              <th scope="col">Type</th>
-              <th scope="col">Data</th>
-            </tr>
-          </thead>
-          <tbody>
-            {events.map((e) => (
-              <tr key={e.id}>
-                <td class="nowrap" title={e.timestamp}>
-                  {formatTime(e.timestamp)}
-                </td>
-                <td>
-                  <code>{e.type}</code>
-                </td>
-                <td>
-                  <CompactProperties properties={e.data} show={4} />
-                </td>
+        <div class="table-wrap">
+          <table class="user-events">
+            <caption class="visually-hidden">Events of {externalId}</caption>
+            <thead>
+              <tr>
+                <th scope="col">Time</th>
+                <th scope="col">Type</th>
+                <th scope="col">Data</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {events.map((e) => (
+                <tr key={e.id}>
+                  <td class="nowrap" title={e.timestamp}>
+                    {formatTime(e.timestamp)}
+                  </td>
+                  <td>
+                    <code>{e.type}</code>
+                  </td>
+                  <td>
+                    <CompactProperties properties={e.data} show={4} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       <ErrorMessage error={more.error} />
       {pages?.next && (
