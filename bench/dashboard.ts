@@ -283,6 +283,16 @@ interface ChartRun {
   points: number;
   /** The timeseries RPC as the page saw it (Resource Timing), ms. */
   rpcMs: number;
+  steps: [string, number, number][];
+}
+
+/** The median start and end of each step over the runs (steps keyed by name, in the first run's order). */
+function waterfall(runs: ChartRun[]): string[] {
+  const names = [...new Set(runs.flatMap((r) => r.steps.map((x) => x[0])))];
+  return names.map((n) => {
+    const xs = runs.flatMap((r) => r.steps.filter((x) => x[0] === n));
+    return `| ${n} | ${fmt(median(xs.map((x) => x[1])))} | ${fmt(median(xs.map((x) => x[2])))} | ${xs.length}/${runs.length} |`;
+  });
 }
 
 async function chartRun(context: BrowserContext, url: string): Promise<ChartRun> {
@@ -300,7 +310,21 @@ async function chartRun(context: BrowserContext, url: string): Promise<ChartRun>
       .getEntriesByType("resource")
       .filter((e) => /timeseries/i.test(e.name))
       .map((e) => e.duration);
-    return { ms: c.ms, points: c.points, rpcMs: rpc.length ? Math.max(...rpc) : NaN };
+    // The page's waterfall: what the chart waited for, [start, end] ms from navigation start.
+    const nav = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming;
+    const steps: [string, number, number][] = [
+      ["page (HTML)", nav.requestStart, nav.responseEnd],
+      ["scripts run (DOMContentLoaded)", nav.domContentLoadedEventStart, nav.domContentLoadedEventEnd],
+    ];
+    for (const e of performance.getEntriesByType("resource") as PerformanceResourceTiming[]) {
+      const name = e.name
+        .replace(/^https?:\/\/[^/]+/, "")
+        .replace(/^\/vigil\.v1\./, "")
+        .replace(/-[\w-]{8}\./, ".");
+      if (e.startTime < c.ms) steps.push([name, e.startTime, e.responseEnd]);
+    }
+    steps.push(["chart drawn", c.ms, c.ms]);
+    return { ms: c.ms, points: c.points, rpcMs: rpc.length ? Math.max(...rpc) : NaN, steps };
   });
   await page.close();
   if (errors.length) throw new Error(`chart page errors: ${errors.join("; ")}`);
@@ -640,6 +664,12 @@ async function main(): Promise<void> {
         "|---|---|---|---|---|---|---|",
         row("cold cache", cold),
         row("warm cache", warm),
+        "",
+        "Where the time goes (cold runs; medians, ms from navigation start; the requests the page made before the chart was drawn):",
+        "",
+        "| Step | Start | End | In runs |",
+        "|---|---|---|---|",
+        ...waterfall(cold),
         "",
       );
     }
