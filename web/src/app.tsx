@@ -195,9 +195,12 @@ function InProject({ screen: Screen }: { screen: FunctionComponent }) {
   const { account } = useSession();
   const loc = useLocation();
   const [tick, setTick] = useState(0);
+  // Loaded at once, side by side with the session's Me (the cookie is the same): keyed on the
+  // account's id, it was asked again when Me answered and the screen's own requests waited for that
+  // second round trip (bench/dashboard.ts's waterfall). A sign-in after a sign-out still reloads it.
   const project = useAsync(
     () => api.projects.getProject({ projectId }).then((r) => r.data),
-    [projectId, tick, account?.id],
+    [projectId, tick, account !== null],
   );
   useEffect(() => {
     if (account === null) loc.route(`/login?next=${encodeURIComponent(loc.url)}`, true);
