@@ -139,6 +139,55 @@ describe("dashboard: webhooks", () => {
     await context.close();
   });
 
+  it("creates a discord webhook (no secret), shows URL errors by the field, pages the delivery log", async (ctx) => {
+    if (!available()) return ctx.skip(SKIP);
+    const { context, page } = await dash.open(p.owner);
+    await page.goto(`/projects/${p.projectId}/webhooks`);
+    await page.getByRole("button", { name: "New webhook" }).click();
+    const form = page.getByRole("form", { name: "New webhook" });
+    await form.getByLabel("Kind").selectOption("discord");
+    await form.getByLabel("Name").fill("Team channel");
+    await form.getByLabel("Discord webhook URL").fill("ftp://discord.example/api/webhooks/1/x");
+    // A type typed in (none seen yet), added with Enter.
+    await form.getByLabel("Another event type").fill("deploy.finished");
+    await form.getByLabel("Another event type").press("Enter");
+    await form.getByRole("checkbox", { name: "deploy.finished" }).waitFor();
+    await form.getByRole("button", { name: "Create webhook" }).click();
+    // The server's validation message, under the URL field.
+    const urlNote = await form.getByLabel("Discord webhook URL").getAttribute("aria-describedby");
+    await page.locator(`[id="${urlNote}"].field-error`).waitFor();
+    await form.getByLabel("Discord webhook URL").fill(rx.on("/discord", () => ({ status: 204 })));
+    await form.getByRole("button", { name: "Create webhook" }).click();
+    const row = page.getByRole("row").filter({ hasText: "Team channel" });
+    await row.getByRole("cell", { name: "Discord", exact: true }).waitFor();
+    assert.equal(await page.getByTestId("secret").count(), 0);
+
+    // 23 test deliveries: the log shows the newest 20, then the 3 older ones.
+    const id = (await row.getByRole("link", { name: "Team channel" }).getAttribute("href"))!.split("/").at(-1)!;
+    for (let i = 0; i < 23; i++) {
+      const r = await t.rest.post(`/v1/projects/${p.projectId}/webhooks/${id}/test`, {}, { cookie: p.owner.cookie });
+      assert.equal(r.status, 202, r.text);
+    }
+    await waitFor(() => rx.at("/discord").length >= 23, "the test deliveries");
+    await row.getByRole("link", { name: "Team channel" }).click();
+    const items = page.getByRole("listitem").filter({ hasText: "webhook.test" });
+    await page.getByRole("button", { name: "Older →" }).waitFor();
+    assert.equal(await items.count(), 20);
+    const newest = await items.first().getAttribute("aria-label");
+    await page.getByRole("button", { name: "Older →" }).click();
+    await page.getByText("Page 2").waitFor();
+    await waitFor(async () => (await items.count()) === 3, "the second page");
+    assert.ok(await page.getByRole("button", { name: "Older →" }).isDisabled());
+    await page.getByRole("button", { name: "← Newer" }).click();
+    await page.getByText("Page 1").waitFor();
+    assert.equal(await items.first().getAttribute("aria-label"), newest);
+    // The status filter: nothing failed.
+    await page.getByRole("combobox", { name: "Show" }).selectOption("abandoned");
+    await page.getByRole("heading", { name: "No abandoned deliveries" }).waitFor();
+    assert.deepEqual(pageErrors, []);
+    await context.close();
+  });
+
   it("shows a member no write controls", async (ctx) => {
     if (!available()) return ctx.skip(SKIP);
     const member = await signup(t.rest, "member");
