@@ -113,24 +113,26 @@ export function Webhooks() {
           </Empty>
         )
       ) : (
-        <table class="webhooks">
-          <thead>
-            <tr>
-              <th>Name</th>
-              <th>Kind</th>
-              <th>Event types</th>
-              <th>State</th>
-              <th>
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {hooks.map((w) => (
-              <WebhookRow key={w.id} projectId={project.id} hook={w} onChanged={list.reload} />
-            ))}
-          </tbody>
-        </table>
+        <div class="table-wrap">
+          <table class="webhooks">
+            <thead>
+              <tr>
+                <th>Name</th>
+                <th>Kind</th>
+                <th>Event types</th>
+                <th>State</th>
+                <th>
+                  <span class="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {hooks.map((w) => (
+                <WebhookRow key={w.id} projectId={project.id} hook={w} onChanged={list.reload} />
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
     </>
   );
@@ -721,39 +723,41 @@ function DeliveryItem(props: { projectId: string; webhookId: string; delivery: D
 
 function Attempts({ attempts }: { attempts: DeliveryAttempt[] }) {
   return (
-    <table class="attempts">
-      <thead>
-        <tr>
-          <th>#</th>
-          <th>Time</th>
-          <th>Answer</th>
-          <th class="num">Duration</th>
-          <th>Response</th>
-        </tr>
-      </thead>
-      <tbody>
-        {attempts.map((a, i) => {
-          const ok = a.statusCode !== undefined && a.statusCode >= 200 && a.statusCode < 300;
-          return (
-            <tr key={i}>
-              <td>{i + 1}</td>
-              <td>{formatTime(a.at)}</td>
-              <td>
-                {a.statusCode !== undefined ? (
-                  <span class={`code ${ok ? "code-ok" : "code-bad"}`}>HTTP {a.statusCode}</span>
-                ) : (
-                  <span class="code code-bad">no answer</span>
-                )}
-              </td>
-              <td class="num">{formatDuration(a.durationMs)}</td>
-              <td class="response">
-                {a.error && a.error !== `HTTP ${a.statusCode}` && <div class="attempt-error">{a.error}</div>}
-                {a.responseBody ? <pre>{a.responseBody}</pre> : !a.error && <span class="muted">(empty body)</span>}
-              </td>
-            </tr>
-          );
-        })}
-      </tbody>
-    </table>
+    <div class="table-wrap">
+      <table class="attempts">
+        <thead>
+          <tr>
+            <th>#</th>
+            <th>Time</th>
+            <th>Answer</th>
+            <th class="num">Duration</th>
+            <th>Response</th>
+          </tr>
+        </thead>
+        <tbody>
+          {attempts.map((a, i) => {
+            const ok = a.statusCode !== undefined && a.statusCode >= 200 && a.statusCode < 300;
+            return (
+              <tr key={i}>
+                <td>{i + 1}</td>
+                <td>{formatTime(a.at)}</td>
+                <td>
+                  {a.statusCode !== undefined ? (
+                    <span class={`code ${ok ? "code-ok" : "code-bad"}`}>HTTP {a.statusCode}</span>
+                  ) : (
+                    <span class="code code-bad">no answer</span>
+                  )}
+                </td>
+                <td class="num">{formatDuration(a.durationMs)}</td>
+                <td class="response">
+                  {a.error && a.error !== `HTTP ${a.statusCode}` && <div class="attempt-error">{a.error}</div>}
+                  {a.responseBody ? <pre>{a.responseBody}</pre> : !a.error && <span class="muted">(empty body)</span>}
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </div>
   );
 }
