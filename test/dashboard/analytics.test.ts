@@ -182,6 +182,27 @@ describe("dashboard: analytics", () => {
     await page.goto(`/projects/${p.projectId}/analytics?measure=avg&field=a%20b`);
     await page.getByRole("alert").filter({ hasText: /field/i }).first().waitFor();
 
+    // Hostile field names and values: prototype members as keys, markup as a value, shown as text.
+    const hostile = JSON.parse('{"__proto__": "p", "constructor": "<b>x</b>", "toString": 3}');
+    const sentHostile = await t.rest.post(
+      "/v1/events/batch",
+      { events: [1, 2].map(() => ({ type: "hostile", data: hostile })) },
+      { key: p.key },
+    );
+    assert.equal(sentHostile.body?.data?.accepted, 2, sentHostile.text);
+    const filter = encodeURIComponent(
+      JSON.stringify({ and: [{ field: "type", operator: "equals", value: "hostile" }] }),
+    );
+    await page.goto(
+      `/projects/${p.projectId}/analytics?range=24h&filter=${filter}&group=__proto__,constructor,toString&measure=unique&field=constructor`,
+    );
+    const hostileGroups = page.getByRole("table", { name: "Events by __proto__, constructor, toString" });
+    await hostileGroups.getByRole("cell", { name: "<b>x</b>" }).waitFor();
+    assert.deepEqual(await rows(hostileGroups), [["p", "<b>x</b>", "3", "2", "100.0%"]]);
+    const hostileValues = page.getByRole("table", { name: "Values of constructor" });
+    await hostileValues.getByRole("cell", { name: "<b>x</b>" }).waitFor();
+    assert.equal(await page.locator("main b").count(), 0);
+
     const fresh = await project(t.rest);
     const empty = await dash.open(fresh.owner);
     await empty.page.goto(`/projects/${fresh.projectId}/analytics`);
