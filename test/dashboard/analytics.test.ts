@@ -107,6 +107,12 @@ describe("dashboard: analytics", () => {
     ]);
     await page.locator('[aria-label="Events by plan, top 2"][data-rendered]').waitFor();
     await dash.screenshot(page, "analytics");
+
+    // An event sent now: Refresh moves the window up to now and asks again.
+    const late = await t.rest.post("/v1/events", { type: "late" }, { key: p.key });
+    assert.equal(late.status, 202, late.text);
+    await page.getByRole("button", { name: "Refresh" }).click();
+    await total(page).filter({ hasText: /^10$/ }).waitFor();
     assert.deepEqual(pageErrors, []);
     await context.close();
   });

@@ -115,6 +115,17 @@ describe("dashboard: metrics", () => {
     await page.locator('[aria-label="jobs.done, sum (net change) per 1 hour"][data-rendered]').waitFor();
     assert.deepEqual(await chartValues(page), { [iso(2)]: "8", [iso(1)]: "-2" });
 
+    // A new point: Refresh asks for the list's current values and the chart again.
+    const more = await t.rest.post(
+      `/v1/projects/${p.projectId}/metrics`,
+      { type: "increment", name: "jobs.done", value: 4 },
+      { key: p.key },
+    );
+    assert.equal(more.status, 201, more.text);
+    await page.getByRole("button", { name: "Refresh" }).click();
+    await page.getByTestId("overall").filter({ hasText: /^10$/ }).waitFor();
+    await page.getByRole("table", { name: "Metrics" }).getByText("10", { exact: true }).waitFor();
+
     // The same address in a fresh page shows the same query.
     const other = await dash.open(p.owner);
     await other.page.goto(page.url());

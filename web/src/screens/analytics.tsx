@@ -84,7 +84,9 @@ export function Analytics() {
   const range = rangeOf(query, "7d");
   // A preset range is relative to now: it is computed once per query change, so a re-render does
   // not move the window (and refetch) on its own.
-  const key = JSON.stringify([query.range, query.from, query.to]);
+  // Refresh: a preset range moves up to now and every panel asks again.
+  const [refreshed, setRefreshed] = useState(0);
+  const key = JSON.stringify([query.range, query.from, query.to, refreshed]);
   const frozen = useMemo(() => range, [key]);
   const measure: Measure = MEASURES.some((m) => m.value === query.measure) ? (query.measure as Measure) : "count";
   const interval: Interval = INTERVALS.includes(query.interval as Interval)
@@ -124,7 +126,14 @@ export function Analytics() {
       <PageHeader
         title="Analytics"
         subtitle="Count your events over time, break them down and measure their fields."
-        actions={<CopyButton text={location.href} label="Copy link" />}
+        actions={
+          <>
+            <Button onClick={() => setRefreshed((n) => n + 1)} busy={series.loading}>
+              Refresh
+            </Button>
+            <CopyButton text={location.href} label="Copy link" />
+          </>
+        }
       />
       <div class="card query-card">
         <QueryBuilder query={query} set={set} measure={measure} interval={interval} />

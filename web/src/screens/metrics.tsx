@@ -1,10 +1,10 @@
-import { useMemo } from "preact/hooks";
+import { useMemo, useState } from "preact/hooks";
 import { api } from "../api.js";
 import { useProject } from "../session.js";
 import { ChartTable, TimeChart, type Series } from "../ui/chart.js";
 import { formatNumber, formatTime, timeAgo } from "../ui/format.js";
 import { useAsync } from "../ui/hooks.js";
-import { CopyButton, Empty, ErrorMessage, Loading, PageHeader, Select } from "../ui/kit.js";
+import { Button, CopyButton, Empty, ErrorMessage, Loading, PageHeader, Select } from "../ui/kit.js";
 import { rangeOf, TimeRangePicker, type Range } from "../ui/time-range.js";
 import { useQueryState } from "../ui/url-state.js";
 import "./analytics.css";
@@ -71,7 +71,12 @@ const formatValue = (v: number | null | undefined, unit?: string) =>
 export function Metrics() {
   const { project } = useProject();
   const [query, set] = useQueryState();
-  const names = useAsync(() => api.metrics.listMetrics({ projectId: project.id }).then((r) => r.data), [project.id]);
+  // Refresh: the list, current values and chart are asked again (a preset range moves up to now).
+  const [refreshed, setRefreshed] = useState(0);
+  const names = useAsync(
+    () => api.metrics.listMetrics({ projectId: project.id }).then((r) => r.data),
+    [project.id, refreshed],
+  );
   const list = names.data ?? [];
   const chosen = list.find((m) => m.name === query.metric) ?? (query.metric ? undefined : list[0]);
   return (
@@ -79,7 +84,16 @@ export function Metrics() {
       <PageHeader
         title="Metrics"
         subtitle="Measurements and counters your apps record, with their current value and history."
-        actions={list.length > 0 && <CopyButton text={location.href} label="Copy link" />}
+        actions={
+          list.length > 0 && (
+            <>
+              <Button onClick={() => setRefreshed((n) => n + 1)} busy={names.loading}>
+                Refresh
+              </Button>
+              <CopyButton text={location.href} label="Copy link" />
+            </>
+          )
+        }
       />
       <ErrorMessage error={names.error} />
       {names.loading && !names.data && <Loading />}
@@ -98,7 +112,14 @@ export function Metrics() {
             }}
           />
           {chosen ? (
-            <MetricChart projectId={project.id} name={chosen.name} type={chosen.type} query={query} set={set} />
+            <MetricChart
+              projectId={project.id}
+              name={chosen.name}
+              type={chosen.type}
+              query={query}
+              set={set}
+              refreshed={refreshed}
+            />
           ) : (
             <ErrorMessage error={`This project has no metric named “${query.metric}”. Choose one from the list.`} />
           )}
@@ -126,7 +147,7 @@ function MetricList(props: {
           ),
         ),
       ),
-    [projectId, names.map((m) => m.name).join("\n")],
+    [projectId, names],
   );
   return (
     <section class="card metric-list" aria-labelledby="metric-list-title">
@@ -180,9 +201,10 @@ function MetricChart(props: {
   type: string;
   query: Record<string, string>;
   set: (changes: Record<string, string | undefined>, push?: boolean) => void;
+  refreshed: number;
 }) {
   const { projectId, name, type, query, set } = props;
-  const key = JSON.stringify([query.range, query.from, query.to]);
+  const key = JSON.stringify([query.range, query.from, query.to, props.refreshed]);
   const range = useMemo(() => rangeOf(query, "24h"), [key]);
   const counter = type === "counter";
   const fallbackAgg: Aggregation = counter ? "sum" : "avg";
