@@ -12,6 +12,7 @@ import type { ColumnBlocks } from "./column-blocks.js";
 import { AnalyticsMetrics } from "./metrics.js";
 import { NO_SLOTS } from "./sql.js";
 import { queryEvents, toEventMessage } from "./events.js";
+import { knownTypes, pickFields, sampledFields } from "./known.js";
 import { parseFilters } from "./filters.js";
 import { ProjectLimiter } from "./limit.js";
 import { aggregate, count, group, timeseries, unique, type QueryEnv } from "./queries.js";
@@ -125,6 +126,21 @@ export function createAnalyticsFeature(
           const lim = parseLimit(req.limit, 100, 1000);
           const groups = await run(ctx, scope.projectId, (e) => group(e, scope.projectId, w, filter, fields, lim));
           return { data: { groups } };
+        },
+        async listFields(req, ctx) {
+          const scope = await auth.project(ctx, req.projectId, "data");
+          const now = clock();
+          const known = await run(ctx, scope.projectId, async (e) => ({
+            types: await knownTypes(e.db, scope.projectId, now),
+            ...(await sampledFields(e.db, scope.projectId)),
+          }));
+          return {
+            data: {
+              types: known.types.map((t) => ({ type: t.type, count: BigInt(t.count) })),
+              fields: pickFields(known.rows).map((f) => ({ ...f, count: BigInt(f.count) })),
+              sampled: known.sampled,
+            },
+          };
         },
       }),
     ],

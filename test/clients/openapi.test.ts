@@ -261,6 +261,7 @@ describe("every operation against the document", () => {
     });
     await ok("Unique", { body: { field: "type", time: WINDOW } });
     await ok("Group", { body: { groupBy: ["type"], time: WINDOW } });
+    await ok("ListFields", {});
   });
 
   it("metrics", async () => {

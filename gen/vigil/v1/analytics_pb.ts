@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file vigil/v1/analytics.proto.
  */
 export const file_vigil_v1_analytics: GenFile = /*@__PURE__*/
-  fileDesc("Chh2aWdpbC92MS9hbmFseXRpY3MucHJvdG8SCHZpZ2lsLnYxIkMKCVRpbWVSYW5nZRISCgVzdGFydBgBIAEoCUgAiAEBEhAKA2VuZBgCIAEoCUgBiAEBQggKBl9zdGFydEIGCgRfZW5kIksKC1BhZ2VSZXF1ZXN0EhIKBWxpbWl0GAEgASgDSACIAQESEwoGY3Vyc29yGAIgASgJSAGIAQFCCAoGX2xpbWl0QgkKB19jdXJzb3IiRgoIUGFnZUluZm8SGAoLbmV4dF9jdXJzb3IYASABKAlIAIgBARIQCghoYXNfbW9yZRgCIAEoCEIOCgxfbmV4dF9jdXJzb3IixwIKDFF1ZXJpZWRFdmVudBIKCgJpZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEgwKBHR5cGUYAyABKAkSEQoJdGltZXN0YW1wGAQgASgJEhQKB3VzZXJfaWQYBSABKAlIAIgBARIVCghncm91cF9pZBgGIAEoCUgBiAEBEhYKCXNvdXJjZV9pZBgHIAEoCUgCiAEBEiUKBGRhdGEYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EigKB2NvbnRleHQYCSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiUKBHRhZ3MYCiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhIKCmNyZWF0ZWRfYXQYCyABKAlCCgoIX3VzZXJfaWRCCwoJX2dyb3VwX2lkQgwKCl9zb3VyY2VfaWQinwEKElF1ZXJ5RXZlbnRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEicKB2ZpbHRlcnMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIQoEdGltZRgDIAEoCzITLnZpZ2lsLnYxLlRpbWVSYW5nZRIpCgpwYWdpbmF0aW9uGAQgASgLMhUudmlnaWwudjEuUGFnZVJlcXVlc3QiYwoTUXVlcnlFdmVudHNSZXNwb25zZRIkCgRkYXRhGAEgAygLMhYudmlnaWwudjEuUXVlcmllZEV2ZW50EiYKCnBhZ2luYXRpb24YAiABKAsyEi52aWdpbC52MS5QYWdlSW5mbyJuCgxDb3VudFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRInCgdmaWx0ZXJzGAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEiEKBHRpbWUYAyABKAsyEy52aWdpbC52MS5UaW1lUmFuZ2UiHAoLQ291bnRSZXN1bHQSDQoFY291bnQYASABKAMiNAoNQ291bnRSZXNwb25zZRIjCgRkYXRhGAEgASgLMhUudmlnaWwudjEuQ291bnRSZXN1bHQihQEKEVRpbWVzZXJpZXNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSJwoHZmlsdGVycxgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIhCgR0aW1lGAMgASgLMhMudmlnaWwudjEuVGltZVJhbmdlEhAKCGludGVydmFsGAQgASgJIi8KEFRpbWVzZXJpZXNCdWNrZXQSDAoEdGltZRgBIAEoCRINCgVjb3VudBgCIAEoAyI/ChBUaW1lc2VyaWVzUmVzdWx0EisKB2J1Y2tldHMYASADKAsyGi52aWdpbC52MS5UaW1lc2VyaWVzQnVja2V0Ij4KElRpbWVzZXJpZXNSZXNwb25zZRIoCgRkYXRhGAEgASgLMhoudmlnaWwudjEuVGltZXNlcmllc1Jlc3VsdCJMCgtBZ2dyZWdhdGlvbhIMCgRuYW1lGAEgASgJEhIKBWZpZWxkGAIgASgJSACIAQESEQoJb3BlcmF0aW9uGAMgASgJQggKBl9maWVsZCKfAQoQQWdncmVnYXRlUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEicKB2ZpbHRlcnMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIQoEdGltZRgDIAEoCzITLnZpZ2lsLnYxLlRpbWVSYW5nZRIrCgxhZ2dyZWdhdGlvbnMYBCADKAsyFS52aWdpbC52MS5BZ2dyZWdhdGlvbiI/ChFBZ2dyZWdhdGlvblJlc3VsdBIMCgRuYW1lGAEgASgJEhIKBXZhbHVlGAIgASgBSACIAQFCCAoGX3ZhbHVlIj8KD0FnZ3JlZ2F0ZVJlc3VsdBIsCgdyZXN1bHRzGAEgAygLMhsudmlnaWwudjEuQWdncmVnYXRpb25SZXN1bHQiPAoRQWdncmVnYXRlUmVzcG9uc2USJwoEZGF0YRgBIAEoCzIZLnZpZ2lsLnYxLkFnZ3JlZ2F0ZVJlc3VsdCKcAQoNVW5pcXVlUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEicKB2ZpbHRlcnMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIQoEdGltZRgDIAEoCzITLnZpZ2lsLnYxLlRpbWVSYW5nZRINCgVmaWVsZBgEIAEoCRISCgVsaW1pdBgFIAEoA0gAiAEBQggKBl9saW1pdCJDCgtVbmlxdWVWYWx1ZRIlCgV2YWx1ZRgBIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRINCgVjb3VudBgCIAEoAyI1CgxVbmlxdWVSZXN1bHQSJQoGdmFsdWVzGAEgAygLMhUudmlnaWwudjEuVW5pcXVlVmFsdWUiNgoOVW5pcXVlUmVzcG9uc2USJAoEZGF0YRgBIAEoCzIWLnZpZ2lsLnYxLlVuaXF1ZVJlc3VsdCKeAQoMR3JvdXBSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSJwoHZmlsdGVycxgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIhCgR0aW1lGAMgASgLMhMudmlnaWwudjEuVGltZVJhbmdlEhAKCGdyb3VwX2J5GAQgAygJEhIKBWxpbWl0GAUgASgDSACIAQFCCAoGX2xpbWl0IjYKC0dyb3VwUmVzdWx0EicKBmdyb3VwcxgBIAMoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiNAoNR3JvdXBSZXNwb25zZRIjCgRkYXRhGAEgASgLMhUudmlnaWwudjEuR3JvdXBSZXN1bHQy6gUKEEFuYWx5dGljc1NlcnZpY2USfQoLUXVlcnlFdmVudHMSHC52aWdpbC52MS5RdWVyeUV2ZW50c1JlcXVlc3QaHS52aWdpbC52MS5RdWVyeUV2ZW50c1Jlc3BvbnNlIjGC0+STAis6ASoiJi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vZXZlbnRzL3F1ZXJ5Em4KBUNvdW50EhYudmlnaWwudjEuQ291bnRSZXF1ZXN0GhcudmlnaWwudjEuQ291bnRSZXNwb25zZSI0gtPkkwIuOgEqIikvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L2FuYWx5dGljcy9jb3VudBKCAQoKVGltZXNlcmllcxIbLnZpZ2lsLnYxLlRpbWVzZXJpZXNSZXF1ZXN0GhwudmlnaWwudjEuVGltZXNlcmllc1Jlc3BvbnNlIjmC0+STAjM6ASoiLi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vYW5hbHl0aWNzL3RpbWVzZXJpZXMSfgoJQWdncmVnYXRlEhoudmlnaWwudjEuQWdncmVnYXRlUmVxdWVzdBobLnZpZ2lsLnYxLkFnZ3JlZ2F0ZVJlc3BvbnNlIjiC0+STAjI6ASoiLS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vYW5hbHl0aWNzL2FnZ3JlZ2F0ZRJyCgZVbmlxdWUSFy52aWdpbC52MS5VbmlxdWVSZXF1ZXN0GhgudmlnaWwudjEuVW5pcXVlUmVzcG9uc2UiNYLT5JMCLzoBKiIqL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9hbmFseXRpY3MvdW5pcXVlEm4KBUdyb3VwEhYudmlnaWwudjEuR3JvdXBSZXF1ZXN0GhcudmlnaWwudjEuR3JvdXBSZXNwb25zZSI0gtPkkwIuOgEqIikvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L2FuYWx5dGljcy9ncm91cGIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_struct]);
+  fileDesc("Chh2aWdpbC92MS9hbmFseXRpY3MucHJvdG8SCHZpZ2lsLnYxIkMKCVRpbWVSYW5nZRISCgVzdGFydBgBIAEoCUgAiAEBEhAKA2VuZBgCIAEoCUgBiAEBQggKBl9zdGFydEIGCgRfZW5kIksKC1BhZ2VSZXF1ZXN0EhIKBWxpbWl0GAEgASgDSACIAQESEwoGY3Vyc29yGAIgASgJSAGIAQFCCAoGX2xpbWl0QgkKB19jdXJzb3IiRgoIUGFnZUluZm8SGAoLbmV4dF9jdXJzb3IYASABKAlIAIgBARIQCghoYXNfbW9yZRgCIAEoCEIOCgxfbmV4dF9jdXJzb3IixwIKDFF1ZXJpZWRFdmVudBIKCgJpZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEgwKBHR5cGUYAyABKAkSEQoJdGltZXN0YW1wGAQgASgJEhQKB3VzZXJfaWQYBSABKAlIAIgBARIVCghncm91cF9pZBgGIAEoCUgBiAEBEhYKCXNvdXJjZV9pZBgHIAEoCUgCiAEBEiUKBGRhdGEYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EigKB2NvbnRleHQYCSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiUKBHRhZ3MYCiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhIKCmNyZWF0ZWRfYXQYCyABKAlCCgoIX3VzZXJfaWRCCwoJX2dyb3VwX2lkQgwKCl9zb3VyY2VfaWQinwEKElF1ZXJ5RXZlbnRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEicKB2ZpbHRlcnMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIQoEdGltZRgDIAEoCzITLnZpZ2lsLnYxLlRpbWVSYW5nZRIpCgpwYWdpbmF0aW9uGAQgASgLMhUudmlnaWwudjEuUGFnZVJlcXVlc3QiYwoTUXVlcnlFdmVudHNSZXNwb25zZRIkCgRkYXRhGAEgAygLMhYudmlnaWwudjEuUXVlcmllZEV2ZW50EiYKCnBhZ2luYXRpb24YAiABKAsyEi52aWdpbC52MS5QYWdlSW5mbyJuCgxDb3VudFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRInCgdmaWx0ZXJzGAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEiEKBHRpbWUYAyABKAsyEy52aWdpbC52MS5UaW1lUmFuZ2UiHAoLQ291bnRSZXN1bHQSDQoFY291bnQYASABKAMiNAoNQ291bnRSZXNwb25zZRIjCgRkYXRhGAEgASgLMhUudmlnaWwudjEuQ291bnRSZXN1bHQihQEKEVRpbWVzZXJpZXNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSJwoHZmlsdGVycxgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIhCgR0aW1lGAMgASgLMhMudmlnaWwudjEuVGltZVJhbmdlEhAKCGludGVydmFsGAQgASgJIi8KEFRpbWVzZXJpZXNCdWNrZXQSDAoEdGltZRgBIAEoCRINCgVjb3VudBgCIAEoAyI/ChBUaW1lc2VyaWVzUmVzdWx0EisKB2J1Y2tldHMYASADKAsyGi52aWdpbC52MS5UaW1lc2VyaWVzQnVja2V0Ij4KElRpbWVzZXJpZXNSZXNwb25zZRIoCgRkYXRhGAEgASgLMhoudmlnaWwudjEuVGltZXNlcmllc1Jlc3VsdCJMCgtBZ2dyZWdhdGlvbhIMCgRuYW1lGAEgASgJEhIKBWZpZWxkGAIgASgJSACIAQESEQoJb3BlcmF0aW9uGAMgASgJQggKBl9maWVsZCKfAQoQQWdncmVnYXRlUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEicKB2ZpbHRlcnMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIQoEdGltZRgDIAEoCzITLnZpZ2lsLnYxLlRpbWVSYW5nZRIrCgxhZ2dyZWdhdGlvbnMYBCADKAsyFS52aWdpbC52MS5BZ2dyZWdhdGlvbiI/ChFBZ2dyZWdhdGlvblJlc3VsdBIMCgRuYW1lGAEgASgJEhIKBXZhbHVlGAIgASgBSACIAQFCCAoGX3ZhbHVlIj8KD0FnZ3JlZ2F0ZVJlc3VsdBIsCgdyZXN1bHRzGAEgAygLMhsudmlnaWwudjEuQWdncmVnYXRpb25SZXN1bHQiPAoRQWdncmVnYXRlUmVzcG9uc2USJwoEZGF0YRgBIAEoCzIZLnZpZ2lsLnYxLkFnZ3JlZ2F0ZVJlc3VsdCKcAQoNVW5pcXVlUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEicKB2ZpbHRlcnMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIQoEdGltZRgDIAEoCzITLnZpZ2lsLnYxLlRpbWVSYW5nZRINCgVmaWVsZBgEIAEoCRISCgVsaW1pdBgFIAEoA0gAiAEBQggKBl9saW1pdCJDCgtVbmlxdWVWYWx1ZRIlCgV2YWx1ZRgBIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRINCgVjb3VudBgCIAEoAyI1CgxVbmlxdWVSZXN1bHQSJQoGdmFsdWVzGAEgAygLMhUudmlnaWwudjEuVW5pcXVlVmFsdWUiNgoOVW5pcXVlUmVzcG9uc2USJAoEZGF0YRgBIAEoCzIWLnZpZ2lsLnYxLlVuaXF1ZVJlc3VsdCKeAQoMR3JvdXBSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSJwoHZmlsdGVycxgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIhCgR0aW1lGAMgASgLMhMudmlnaWwudjEuVGltZVJhbmdlEhAKCGdyb3VwX2J5GAQgAygJEhIKBWxpbWl0GAUgASgDSACIAQFCCAoGX2xpbWl0IjYKC0dyb3VwUmVzdWx0EicKBmdyb3VwcxgBIAMoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiNAoNR3JvdXBSZXNwb25zZRIjCgRkYXRhGAEgASgLMhUudmlnaWwudjEuR3JvdXBSZXN1bHQiJwoRTGlzdEZpZWxkc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCSIoCglLbm93blR5cGUSDAoEdHlwZRgBIAEoCRINCgVjb3VudBgCIAEoAyI4CgpLbm93bkZpZWxkEg0KBWZpZWxkGAEgASgJEgwKBGtpbmQYAiABKAkSDQoFY291bnQYAyABKAMiaAoLS25vd25GaWVsZHMSIgoFdHlwZXMYASADKAsyEy52aWdpbC52MS5Lbm93blR5cGUSJAoGZmllbGRzGAIgAygLMhQudmlnaWwudjEuS25vd25GaWVsZBIPCgdzYW1wbGVkGAMgASgFIjkKEkxpc3RGaWVsZHNSZXNwb25zZRIjCgRkYXRhGAEgASgLMhUudmlnaWwudjEuS25vd25GaWVsZHMy5wYKEEFuYWx5dGljc1NlcnZpY2USfQoLUXVlcnlFdmVudHMSHC52aWdpbC52MS5RdWVyeUV2ZW50c1JlcXVlc3QaHS52aWdpbC52MS5RdWVyeUV2ZW50c1Jlc3BvbnNlIjGC0+STAis6ASoiJi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vZXZlbnRzL3F1ZXJ5Em4KBUNvdW50EhYudmlnaWwudjEuQ291bnRSZXF1ZXN0GhcudmlnaWwudjEuQ291bnRSZXNwb25zZSI0gtPkkwIuOgEqIikvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L2FuYWx5dGljcy9jb3VudBKCAQoKVGltZXNlcmllcxIbLnZpZ2lsLnYxLlRpbWVzZXJpZXNSZXF1ZXN0GhwudmlnaWwudjEuVGltZXNlcmllc1Jlc3BvbnNlIjmC0+STAjM6ASoiLi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vYW5hbHl0aWNzL3RpbWVzZXJpZXMSfgoJQWdncmVnYXRlEhoudmlnaWwudjEuQWdncmVnYXRlUmVxdWVzdBobLnZpZ2lsLnYxLkFnZ3JlZ2F0ZVJlc3BvbnNlIjiC0+STAjI6ASoiLS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vYW5hbHl0aWNzL2FnZ3JlZ2F0ZRJyCgZVbmlxdWUSFy52aWdpbC52MS5VbmlxdWVSZXF1ZXN0GhgudmlnaWwudjEuVW5pcXVlUmVzcG9uc2UiNYLT5JMCLzoBKiIqL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9hbmFseXRpY3MvdW5pcXVlEm4KBUdyb3VwEhYudmlnaWwudjEuR3JvdXBSZXF1ZXN0GhcudmlnaWwudjEuR3JvdXBSZXNwb25zZSI0gtPkkwIuOgEqIikvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L2FuYWx5dGljcy9ncm91cBJ7CgpMaXN0RmllbGRzEhsudmlnaWwudjEuTGlzdEZpZWxkc1JlcXVlc3QaHC52aWdpbC52MS5MaXN0RmllbGRzUmVzcG9uc2UiMoLT5JMCLBIqL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9hbmFseXRpY3MvZmllbGRzYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_struct]);
 
 /**
  * Inclusive window; both bounds ISO 8601 with a timezone (Z or an offset).
@@ -662,6 +662,130 @@ export const GroupResponseSchema: GenMessage<GroupResponse> = /*@__PURE__*/
   messageDesc(file_vigil_v1_analytics, 24);
 
 /**
+ * @generated from message vigil.v1.ListFieldsRequest
+ */
+export type ListFieldsRequest = Message<"vigil.v1.ListFieldsRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+};
+
+/**
+ * Describes the message vigil.v1.ListFieldsRequest.
+ * Use `create(ListFieldsRequestSchema)` to create a new message.
+ */
+export const ListFieldsRequestSchema: GenMessage<ListFieldsRequest> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_analytics, 25);
+
+/**
+ * @generated from message vigil.v1.KnownType
+ */
+export type KnownType = Message<"vigil.v1.KnownType"> & {
+  /**
+   * @generated from field: string type = 1;
+   */
+  type: string;
+
+  /**
+   * Events of the type in the last 30 days.
+   *
+   * @generated from field: int64 count = 2;
+   */
+  count: bigint;
+};
+
+/**
+ * Describes the message vigil.v1.KnownType.
+ * Use `create(KnownTypeSchema)` to create a new message.
+ */
+export const KnownTypeSchema: GenMessage<KnownType> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_analytics, 26);
+
+/**
+ * @generated from message vigil.v1.KnownField
+ */
+export type KnownField = Message<"vigil.v1.KnownField"> & {
+  /**
+   * A field name of the filter model (`data.plan`, `context.page.url`).
+   *
+   * @generated from field: string field = 1;
+   */
+  field: string;
+
+  /**
+   * The JSON type seen most often: string, number, boolean, object or array.
+   *
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * Sampled events that have it.
+   *
+   * @generated from field: int64 count = 3;
+   */
+  count: bigint;
+};
+
+/**
+ * Describes the message vigil.v1.KnownField.
+ * Use `create(KnownFieldSchema)` to create a new message.
+ */
+export const KnownFieldSchema: GenMessage<KnownField> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_analytics, 27);
+
+/**
+ * @generated from message vigil.v1.KnownFields
+ */
+export type KnownFields = Message<"vigil.v1.KnownFields"> & {
+  /**
+   * Most frequent first (at most 200).
+   *
+   * @generated from field: repeated vigil.v1.KnownType types = 1;
+   */
+  types: KnownType[];
+
+  /**
+   * Most frequent first (at most 300); names that a filter can address only.
+   *
+   * @generated from field: repeated vigil.v1.KnownField fields = 2;
+   */
+  fields: KnownField[];
+
+  /**
+   * How many of the latest events the fields were read from.
+   *
+   * @generated from field: int32 sampled = 3;
+   */
+  sampled: number;
+};
+
+/**
+ * Describes the message vigil.v1.KnownFields.
+ * Use `create(KnownFieldsSchema)` to create a new message.
+ */
+export const KnownFieldsSchema: GenMessage<KnownFields> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_analytics, 28);
+
+/**
+ * @generated from message vigil.v1.ListFieldsResponse
+ */
+export type ListFieldsResponse = Message<"vigil.v1.ListFieldsResponse"> & {
+  /**
+   * @generated from field: vigil.v1.KnownFields data = 1;
+   */
+  data?: KnownFields | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.ListFieldsResponse.
+ * Use `create(ListFieldsResponseSchema)` to create a new message.
+ */
+export const ListFieldsResponseSchema: GenMessage<ListFieldsResponse> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_analytics, 29);
+
+/**
  * The canonical query model: one filter language (conditions, and/or groups
  * to depth 5) and one inclusive time window serve the event query and every
  * analytics route. Read access: an API key of the project or the session of
@@ -720,6 +844,19 @@ export const AnalyticsService: GenService<{
     methodKind: "unary";
     input: typeof GroupRequestSchema;
     output: typeof GroupResponseSchema;
+  },
+  /**
+   * The project's known event types and fields, for suggestions in a filter
+   * builder: types from the last 30 days (daily rollups), fields (`data.*`,
+   * `context.*`, `tags.*`, top-level keys and one level below) from its latest
+   * 500 events. Bounded reads: cheap on a project of any size.
+   *
+   * @generated from rpc vigil.v1.AnalyticsService.ListFields
+   */
+  listFields: {
+    methodKind: "unary";
+    input: typeof ListFieldsRequestSchema;
+    output: typeof ListFieldsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_vigil_v1_analytics, 0);

@@ -123,46 +123,20 @@ export const BUILTIN_FIELDS: FieldSuggestion[] = [
   { field: "createdAt", kind: "time" },
 ];
 
-/** Known keys of a project: its event types and fields seen in its recent events. */
+/**
+ * Known keys of a project (AnalyticsService.ListFields): its event types of the last 30 days and the
+ * fields of its latest events, most frequent first, after the event's own fields.
+ */
 export function useFieldSuggestions(projectId: string): Suggestions {
-  const known = useAsync(async () => {
-    const end = new Date();
-    const start = new Date(end.getTime() - 30 * 86_400_000);
-    const [types, recent] = await Promise.all([
-      api.analytics.unique({
-        projectId,
-        field: "type",
-        limit: 200n,
-        time: { start: start.toISOString(), end: end.toISOString() },
-      }),
-      api.events.listEvents({ projectId, limit: 50 }),
-    ]);
-    const fields = new Map<string, FieldSuggestion>();
-    for (const e of recent.data)
-      for (const [root, obj] of [
-        ["data", e.data],
-        ["context", e.context],
-        ["tags", e.tags],
-      ] as const)
-        for (const [k, v] of Object.entries(obj ?? {})) {
-          const field = `${root}.${k}`;
-          const f = fields.get(field) ?? { field, kind: jsonKind(v), count: 0 };
-          f.count = (f.count ?? 0) + 1;
-          fields.set(field, f);
-        }
-    return {
-      types: (types.data?.values ?? []).map((v) => String(v.value)),
-      fields: [...fields.values()].sort((a, b) => (b.count ?? 0) - (a.count ?? 0)),
-    };
-  }, [projectId]);
-  return useMemo(
-    () => ({ fields: [...BUILTIN_FIELDS, ...(known.data?.fields ?? [])], types: known.data?.types ?? [] }),
-    [known.data],
-  );
+  const known = useAsync((signal) => api.analytics.listFields({ projectId }, { signal }), [projectId]);
+  return useMemo(() => {
+    const d = known.data?.data;
+    const fields: FieldSuggestion[] = [...BUILTIN_FIELDS];
+    for (const f of d?.fields ?? [])
+      fields.push({ field: f.field, kind: f.kind as FieldSuggestion["kind"], count: Number(f.count) });
+    return { fields, types: (d?.types ?? []).map((t) => t.type) };
+  }, [known.data]);
 }
-
-const jsonKind = (v: JsonValue): FieldSuggestion["kind"] =>
-  Array.isArray(v) ? "array" : v === null ? undefined : (typeof v as "string" | "number" | "boolean" | "object");
 
 // ---------------------------------------------------------------------------------------------
 // The draft the builder edits
