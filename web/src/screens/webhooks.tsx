@@ -624,9 +624,7 @@ function DeliveryLog({ projectId, webhookId, sent }: { projectId: string; webhoo
               setCursors([undefined]);
             }}
           />
-          <Button onClick={page.reload} busy={page.loading && Boolean(deliveries)}>
-            Refresh
-          </Button>
+          <Button onClick={page.reload}>Refresh</Button>
         </div>
       </div>
       <ErrorMessage error={page.error} />
