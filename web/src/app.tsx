@@ -1,5 +1,5 @@
 import type { ComponentChildren, FunctionComponent } from "preact";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { ErrorBoundary, LocationProvider, Route, Router, useLocation, useRoute } from "preact-iso";
 import { api } from "./api.js";
 import { ProjectContext, SessionProvider, useSession, type Role } from "./session.js";
@@ -169,7 +169,14 @@ function Shell({
 /** The signed-in person's projects; listed again when the current one is renamed. */
 function ProjectSwitcher({ projectId, projectName }: { projectId: string; projectName?: string }) {
   const loc = useLocation();
-  const projects = useAsync(() => api.projects.listProjects({}).then((r) => r.data), [projectName]);
+  // Listed again when the shown name changes (a rename), not when it first arrives: that second
+  // request ran beside every screen's first one.
+  const names = useRef({ last: projectName, changes: 0 });
+  if (projectName !== undefined && projectName !== names.current.last) {
+    if (names.current.last !== undefined) names.current.changes++;
+    names.current.last = projectName;
+  }
+  const projects = useAsync(() => api.projects.listProjects({}).then((r) => r.data), [names.current.changes]);
   const section = loc.path.split("/")[3] ?? "events";
   return (
     <label class="switcher">
