@@ -22,14 +22,16 @@ async function send(key: string, events: Record<string, unknown>[]) {
 
 /** The ids of the listed rows, in order. */
 const rowIds = (page: Page, testid: string) =>
-  page.locator(`[data-testid="${testid}"] tr`).evaluateAll((rows) => rows.map((r) => r.getAttribute("data-id")));
+  page
+    .locator(`[data-testid="${testid}"] > [role="row"]`)
+    .evaluateAll((rows) => rows.map((r) => r.getAttribute("data-id")));
 
 /** Waits until the list shows exactly `n` rows. */
 async function waitRows(page: Page, n: number, testid = "events") {
-  await page.waitForFunction(([id, count]) => document.querySelectorAll(`[data-testid="${id}"] tr`).length === count, [
-    testid,
-    n,
-  ] as const);
+  await page.waitForFunction(
+    ([id, count]) => document.querySelectorAll(`[data-testid="${id}"] > [role="row"]`).length === count,
+    [testid, n] as const,
+  );
 }
 
 const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
@@ -55,7 +57,7 @@ describe("dashboard: events", () => {
     await send(p.key, first);
     await waitRows(page, 3, "tail");
     const url = page.url();
-    assert.deepEqual(await page.getByTestId("tail-row").locator("td.col-user").allTextContents(), ["u2", "u1", "u0"]);
+    assert.deepEqual(await page.getByTestId("tail-row").locator(".col-user").allTextContents(), ["u2", "u1", "u0"]);
     // The empty state left once the first event came.
     await page.getByRole("heading", { name: "No events yet" }).waitFor({ state: "detached" });
 
@@ -80,7 +82,7 @@ describe("dashboard: events", () => {
     assert.equal(await page.getByTestId("tail-row").count(), 43);
     await page.getByRole("button", { name: "Resume" }).click();
     await waitRows(page, 44, "tail");
-    assert.equal(await page.getByTestId("tail-row").first().locator("td.col-user").textContent(), "late");
+    assert.equal(await page.getByTestId("tail-row").first().locator(".col-user").textContent(), "late");
     await dash.screenshot(page, "events");
     await context.close();
   });
@@ -126,7 +128,7 @@ describe("dashboard: events", () => {
     await second.getByLabel("Value", { exact: true }).fill("75");
     await page.getByRole("button", { name: "Apply filters" }).click();
     await waitRows(page, 5);
-    const users = await page.getByTestId("events").locator("td.col-user").allTextContents();
+    const users = await page.getByTestId("events").locator(".col-user").allTextContents();
     assert.deepEqual(users, ["buyer11", "buyer10", "buyer9", "buyer8", "buyer7"]);
     // The URL carries the filter, typed: the number stays a number.
     const url = new URL(page.url());
@@ -138,7 +140,7 @@ describe("dashboard: events", () => {
     });
     await page.reload();
     await waitRows(page, 5);
-    assert.deepEqual(await page.getByTestId("events").locator("td.col-user").allTextContents(), users);
+    assert.deepEqual(await page.getByTestId("events").locator(".col-user").allTextContents(), users);
     assert.equal(await page.getByLabel("Field").first().inputValue(), "type");
 
     // or: switch the root to "any", then nest a group (plan in [pro] AND amount <= 20).
@@ -176,7 +178,7 @@ describe("dashboard: events", () => {
         },
       ],
     });
-    const orUsers = await page.getByTestId("events").locator("td.col-user").allTextContents();
+    const orUsers = await page.getByTestId("events").locator(".col-user").allTextContents();
     assert.deepEqual(orUsers.filter((u) => u.startsWith("buyer")).sort(), ["buyer0", "buyer2"]);
     await page.goto(page.url());
     await waitRows(page, 8);
@@ -218,7 +220,7 @@ describe("dashboard: events", () => {
     await page.getByRole("button", { name: "Older →" }).click();
     await page.getByText("Page 2").waitFor();
     await page.waitForFunction(
-      (id) => document.querySelector(`[data-testid="events"] tr`)?.getAttribute("data-id") !== id,
+      (id) => document.querySelector(`[data-testid="events"] > [role="row"]`)?.getAttribute("data-id") !== id,
       seen[0],
     );
     await waitRows(page, 50);
@@ -247,16 +249,17 @@ describe("dashboard: events", () => {
     assert.deepEqual(await rowIds(page, "events"), seen.slice(50, 100));
 
     // The detail: by keyboard (Enter on the row's link), with the event's data in full.
-    const row = page.getByTestId("events").locator("tr").first();
+    const row = page.getByTestId("events").locator('[role="row"]').first();
     const id = await row.getAttribute("data-id");
     await row.getByRole("link").focus();
     await page.keyboard.press("Enter");
     const detail = page.getByTestId("event-detail");
     await detail.waitFor();
     assert.equal(new URL(page.url()).searchParams.get("event"), id);
-    const user = (await row.locator("td.col-user").textContent()) ?? "";
+    const user = (await row.locator(".col-user").textContent()) ?? "";
     const data = JSON.parse((await detail.getByTestId("event-data").textContent()) ?? "");
     assert.deepEqual(data, events[Number(user.slice(1))].data);
+    await dash.screenshot(page, "events-detail");
     assert.match((await detail.textContent()) ?? "", /userAgent/);
     // The URL is the event's address: opened on its own, it shows the same event.
     const { context: second, page: other } = await dash.open(q.owner);
