@@ -84,6 +84,16 @@ describe("dashboard: events", () => {
     await waitRows(page, 44, "tail");
     assert.equal(await page.getByTestId("tail-row").first().locator(".col-user").textContent(), "late");
     await dash.screenshot(page, "events");
+
+    // A filter the server refuses: its words, and the tail stops asking until resumed.
+    await page.getByRole("button", { name: "+ Condition" }).click();
+    await page.getByLabel("Field").fill("timestamp");
+    await page.getByLabel("Operator").selectOption("gt");
+    assert.equal(await page.getByLabel("Value type").inputValue(), "time");
+    await page.getByLabel("Value", { exact: true }).fill("last week");
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await page.getByRole("alert").filter({ hasText: "timestamp" }).waitFor();
+    await page.getByRole("status").filter({ hasText: "Paused" }).waitFor();
     await context.close();
   });
 

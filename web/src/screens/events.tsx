@@ -1,7 +1,7 @@
 import { Component } from "preact";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { QueriedEvent } from "../../../gen/vigil/v1/analytics_pb.js";
-import { api } from "../api.js";
+import { api, Code, ConnectError } from "../api.js";
 import { useProject } from "../session.js";
 import { filterFromQuery, filterToQuery, filterToValue, FilterBuilder, type Filter } from "../ui/filters.js";
 import { formatTime } from "../ui/format.js";
@@ -291,6 +291,8 @@ function Tail(props: {
       }
     } catch (err) {
       setError(err);
+      // A query the server refuses (a bad filter value) would be refused every second: stop asking.
+      if (err instanceof ConnectError && err.code === Code.InvalidArgument) setPaused(true);
     } finally {
       s.busy = false;
       setStarted(true);
