@@ -282,6 +282,8 @@ describe("dashboard: events", () => {
     await second.close();
     await page.keyboard.press("Escape");
     await detail.waitFor({ state: "detached" });
+    // Focus is back on the row the detail was opened from.
+    assert.equal(await page.evaluate(() => document.activeElement?.closest("[data-id]")?.getAttribute("data-id")), id);
     assert.equal(new URL(page.url()).searchParams.get("event"), null);
     await context.close();
     assert.deepEqual(pageErrors, []);

@@ -401,10 +401,15 @@ function EventDetail(props: { projectId: string; eventId: string; onClose: () =>
   );
   const close = useRef<HTMLButtonElement>(null);
   useEffect(() => {
+    // Focus moves into the panel, and back where it was (the row's link) when the panel closes.
+    const before = document.activeElement instanceof HTMLElement ? document.activeElement : null;
     close.current?.focus();
     const onKey = (e: KeyboardEvent) => e.key === "Escape" && props.onClose();
     addEventListener("keydown", onKey);
-    return () => removeEventListener("keydown", onKey);
+    return () => {
+      removeEventListener("keydown", onKey);
+      if (before?.isConnected) before.focus();
+    };
   }, [props.eventId]);
   const e = ev.data?.data;
   return (
