@@ -13,11 +13,9 @@ import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import pino from "pino";
-import { assignSlots, backfillSlots } from "../src/analytics/assign.js";
 import { buildPending } from "../src/analytics/blocks/build.js";
-import { rebuildRollups } from "../src/analytics/rollups.js";
+import { finishBackfill, loadGenerated } from "./_events-load.js";
 import { parseConfig } from "../src/config/index.js";
-import { ensurePartitions, weekStart } from "../src/events/partitions.js";
 import { buildApp } from "../src/server/app.js";
 import { project } from "../test/helpers/fixtures.js";
 import { RestClient } from "../test/helpers/rest.js";
@@ -26,7 +24,6 @@ import { writeBenchSection } from "./_shared.js";
 const EVENTS = Number(process.env.BENCH_ANALYTICS_EVENTS ?? 10_000_000);
 const DAYS = Number(process.env.BENCH_ANALYTICS_DAYS ?? 90);
 const RUNS = Number(process.env.BENCH_ANALYTICS_RUNS ?? 7);
-const CHUNK = 500_000;
 const HOUR = 3_600_000,
   DAY = 24 * HOUR,
   WEEK = 7 * DAY;
@@ -124,49 +121,13 @@ async function load(db: import("../src/storage/db.js").Db, rest: RestClient): Pr
   const pid = p.projectId;
   const now = Date.now();
   const start = now - DAYS * DAY;
-  const c = await db.connect();
-  const weeks: number[] = [];
-  for (let w = weekStart(start); w <= now; w += WEEK) weeks.push(w);
-  await ensurePartitions(c, weeks);
-  c.release();
   await db.query(
     `CREATE TABLE bench_baseline (id uuid PRIMARY KEY, project_id text NOT NULL, type text NOT NULL, "timestamp" timestamptz NOT NULL, user_id text, data jsonb NOT NULL, context jsonb NOT NULL, tags jsonb NOT NULL)`,
   );
   console.log(`loading ${EVENTS.toLocaleString("en-US")} events over ${DAYS} days...`);
   let t0 = performance.now();
-  const gen = (a: number, b: number) => [pid, new Date(start), DAYS * DAY, a, b];
-  // A first sample (spread over the whole range: row g lands at a quasi-random time) is loaded,
-  // and the registry assigns slots on it; the rest is then loaded with the slot columns filled by
-  // the same expressions the backfill uses (what the ingest hook does for new events), so the
-  // service's backfill below only rewrites the sample instead of every row.
-  const SAMPLE = Math.min(EVENTS, 20_000);
-  await db.query(
-    `INSERT INTO events (project_id, ts, id, type, user_id, data, context, tags) SELECT * FROM (${GEN}) x`,
-    gen(1, SAMPLE),
-  );
-  const assigned = await assignSlots(db, pid, new Date(), { sample: 20_000, minShare: 0.01 });
-  const props = (
-    await db.query<{ key: string; kind: "n" | "s"; slot: number }>(
-      "SELECT key, kind, slot FROM analytics_properties WHERE project_id = $1",
-      [pid],
-    )
-  ).rows;
-  const slotCols = props.map((x) => `${x.kind}${x.slot}`);
-  const slotExprs = props.map((x) => {
-    const k = `'${x.key.replace(/'/g, "''")}'`;
-    return x.kind === "n"
-      ? `CASE WHEN jsonb_typeof(data -> ${k}) = 'number' THEN (data ->> ${k})::float8 END`
-      : `CASE WHEN jsonb_typeof(data -> ${k}) = 'string' THEN data ->> ${k} END`;
-  });
-  for (let a = SAMPLE + 1; a <= EVENTS; a += CHUNK) {
-    const b = Math.min(EVENTS, a + CHUNK - 1);
-    await db.query(
-      `INSERT INTO events (project_id, ts, id, type, user_id, data, context, tags${slotCols.map((c) => `, ${c}`).join("")})
-       SELECT project_id, ts, id, type, user_id, data, context, tags${slotExprs.map((e) => `, ${e}`).join("")} FROM (${GEN}) x`,
-      gen(a, b),
-    );
-    process.stdout.write(".");
-  }
+  // Row g lands at a quasi-random time of the range (bench/_events-load.ts).
+  const { weeks, assigned } = await loadGenerated(db, pid, GEN, { events: EVENTS, start, spanMs: DAYS * DAY });
   // The baseline holds the very same rows, copied per weekly partition (no second generation).
   for (const w of weeks) {
     await db.query(
@@ -179,12 +140,7 @@ async function load(db: import("../src/storage/db.js").Db, rest: RestClient): Pr
   await db.query(`CREATE INDEX ON bench_baseline (project_id, type, "timestamp")`);
   const loadS = (performance.now() - t0) / 1000;
   t0 = performance.now();
-  await rebuildRollups(db, pid, new Date(start - DAY), new Date(now + DAY));
-  await backfillSlots(db, pid, new Date());
-  const pending = (
-    await db.query("SELECT key FROM analytics_properties WHERE project_id = $1 AND state <> 'active'", [pid])
-  ).rows;
-  if (pending.length) throw new Error(`slots not active after the backfill: ${pending.map((r) => r.key).join(", ")}`);
+  await finishBackfill(db, pid, { start, end: now });
   const backfillS = (performance.now() - t0) / 1000;
   // Index-only scans need the visibility map set; after a bulk load that is VACUUM's job (in
   // production autovacuum does it for insert-only partitions: autovacuum_vacuum_insert_threshold).

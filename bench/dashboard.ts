@@ -27,10 +27,8 @@ import os from "node:os";
 import path from "node:path";
 import pino from "pino";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
-import { assignSlots, backfillSlots } from "../src/analytics/assign.js";
 import { buildPending } from "../src/analytics/blocks/build.js";
-import { rebuildRollups } from "../src/analytics/rollups.js";
-import { ensurePartitions, weekStart } from "../src/events/partitions.js";
+import { finishBackfill, loadGenerated } from "./_events-load.js";
 import { createPool, type Db } from "../src/storage/db.js";
 import { startEmbeddedPostgres } from "../src/storage/embedded.js";
 import { GENEROUS_LIMITS } from "../test/helpers/app.js";
@@ -45,10 +43,8 @@ const KEEP_DIR = process.env.DASHBOARD_BENCH_DIR;
 const LOAD_ONLY = process.argv.includes("--load-only");
 const ONLY = (process.argv.find((a) => a.startsWith("--only="))?.slice(7) ?? "first,chart,tail").split(",");
 const DAYS = 7;
-const CHUNK = 500_000;
 const HOUR = 3_600_000,
-  DAY = 24 * HOUR,
-  WEEK = 7 * DAY;
+  DAY = 24 * HOUR;
 const JS_BUDGET_KB = 300;
 const CHART_BUDGET_MS = 1000;
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
@@ -133,61 +129,15 @@ async function load(db: Db, base: string): Promise<Loaded> {
   );
   const now = Date.now();
   const start = now - DAYS * DAY;
-  const c = await db.connect();
-  const weeks: number[] = [];
-  for (let w = weekStart(start); w <= now; w += WEEK) weeks.push(w);
-  await ensurePartitions(c, weeks);
-  c.release();
   console.log(`loading ${fmt(EVENTS)} events over the last ${DAYS} days...`);
-  let t0 = performance.now();
-  const gen = (a: number, b: number) => [projectId, new Date(start), DAYS * DAY, a, b];
-  // A first sample (spread over the whole range) is loaded and the registry assigns slots on it;
-  // the rest is loaded with the slot columns filled by the backfill's expressions.
-  const SAMPLE = Math.min(EVENTS, 20_000);
-  await db.query(
-    `INSERT INTO events (project_id, ts, id, type, user_id, data, context, tags) SELECT * FROM (${GEN}) x`,
-    gen(1, SAMPLE),
-  );
-  const assigned = await assignSlots(db, projectId, new Date(), { sample: 20_000, minShare: 0.01 });
-  const props = (
-    await db.query<{ key: string; kind: "n" | "s"; slot: number }>(
-      "SELECT key, kind, slot FROM analytics_properties WHERE project_id = $1",
-      [projectId],
-    )
-  ).rows;
-  const slotCols = props.map((x) => `${x.kind}${x.slot}`);
-  const slotExprs = props.map((x) => {
-    const k = `'${x.key.replace(/'/g, "''")}'`;
-    return x.kind === "n"
-      ? `CASE WHEN jsonb_typeof(data -> ${k}) = 'number' THEN (data ->> ${k})::float8 END`
-      : `CASE WHEN jsonb_typeof(data -> ${k}) = 'string' THEN data ->> ${k} END`;
-  });
-  for (let a = SAMPLE + 1; a <= EVENTS; a += CHUNK) {
-    const b = Math.min(EVENTS, a + CHUNK - 1);
-    await db.query(
-      `INSERT INTO events (project_id, ts, id, type, user_id, data, context, tags${slotCols.map((x) => `, ${x}`).join("")})
-       SELECT project_id, ts, id, type, user_id, data, context, tags${slotExprs.map((e) => `, ${e}`).join("")} FROM (${GEN}) x`,
-      gen(a, b),
-    );
-    process.stdout.write(".");
-  }
-  const loadS = (performance.now() - t0) / 1000;
+  const { assigned, loadS } = await loadGenerated(db, projectId, GEN, { events: EVENTS, start, spanMs: DAYS * DAY });
   console.log(`\nloaded in ${loadS.toFixed(0)} s`);
-  t0 = performance.now();
-  await rebuildRollups(db, projectId, new Date(start - DAY), new Date(now + DAY));
-  const rollupsS = (performance.now() - t0) / 1000;
+  const { rollupsS, slotsS } = await finishBackfill(db, projectId, { start, end: now });
   console.log(`rollups in ${rollupsS.toFixed(0)} s`);
-  t0 = performance.now();
-  await backfillSlots(db, projectId, new Date());
-  const pending = (
-    await db.query("SELECT key FROM analytics_properties WHERE project_id = $1 AND state <> 'active'", [projectId])
-  ).rows;
-  if (pending.length) throw new Error(`slots not active after the backfill: ${pending.map((r) => r.key).join(", ")}`);
-  const slotsS = (performance.now() - t0) / 1000;
   console.log(`slots (${assigned.join(", ")}) in ${slotsS.toFixed(0)} s`);
   await db.query("VACUUM ANALYZE events");
   await db.query("VACUUM ANALYZE analytics_rollups");
-  t0 = performance.now();
+  const t0 = performance.now();
   const built = await buildPending(db, projectId, () => new Date(), { sealMs: 0, rebuildMs: 0 });
   const blocksS = (performance.now() - t0) / 1000;
   console.log(`${built.built} column blocks in ${blocksS.toFixed(0)} s`);
