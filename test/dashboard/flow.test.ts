@@ -26,7 +26,13 @@ after(async () => {
   await rx.close();
 });
 
-const rows = (page: Page, testid: string) => page.locator(`[data-testid="${testid}"] tr`);
+/** The rows of a list of the events screen (`events` or `tail`). */
+const rows = (page: Page, testid: string) => page.locator(`[data-testid="${testid}"] > [role="row"]`);
+const waitRows = (page: Page, testid: string, n: number) =>
+  page.waitForFunction(
+    ([id, count]) => document.querySelectorAll(`[data-testid="${id}"] > [role="row"]`).length === count,
+    [testid, n] as const,
+  );
 
 describe("dashboard: the whole path", () => {
   it("sign up → project → key → live tail → filter → chart → incident → webhook retried", async (ctx) => {
@@ -65,7 +71,7 @@ describe("dashboard: the whole path", () => {
     }));
     const views = Array.from({ length: 9 }, (_, i) => ({ type: "page_view", userId: `viewer${i}`, data: { i } }));
     await send([...purchases, ...views]);
-    await page.waitForFunction(() => document.querySelectorAll('[data-testid="tail"] tr').length === 15);
+    await waitRows(page, "tail", 15);
     await dash.screenshot(page, "flow-tail");
 
     // A filter narrows them: purchases over 30 → 3.
@@ -80,8 +86,8 @@ describe("dashboard: the whole path", () => {
     await second.getByLabel("Value type").selectOption("number");
     await second.getByLabel("Value", { exact: true }).fill("30");
     await page.getByRole("button", { name: "Apply filters" }).click();
-    await page.waitForFunction(() => document.querySelectorAll('[data-testid="events"] tr').length === 3);
-    assert.deepEqual((await rows(page, "events").locator("td.col-user").allTextContents()).sort(), [
+    await waitRows(page, "events", 3);
+    assert.deepEqual((await rows(page, "events").locator(".col-user").allTextContents()).sort(), [
       "buyer3",
       "buyer4",
       "buyer5",
