@@ -13,7 +13,9 @@ describe("REST edge cases", () => {
   it("answers unknown routes with a JSON 404", async () => {
     for (const [m, path] of [
       ["GET", "/v1/nope"],
-      ["GET", "/"],
+      ["GET", "/nope"],
+      // GET / is the dashboard (src/server/dashboard.ts); any other verb there is the API's.
+      ["POST", "/"],
       ["PUT", "/v1/projects"],
       ["POST", "/v1/projects/x/y/z/w"],
     ]) {
