@@ -229,7 +229,7 @@ function NewKey({ created, onDone }: { created: CreatedApiKey; onDone: () => voi
     >
       <h3>Send a first event</h3>
       <p>Paste this into a terminal; the event appears under Events.</p>
-      <div class="curl">
+      <div class="first-curl">
         <pre data-copy={curl} data-testid="curl">
           {curl}
         </pre>
