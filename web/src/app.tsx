@@ -96,13 +96,19 @@ function Redirect({ to, relative }: { to: string; relative?: boolean }) {
   return null;
 }
 
-/** Renders its children for a signed-in person; sends anyone else to the sign-in page and back. */
-function SignedIn({ children }: { children: ComponentChildren }) {
+/** The signed-in account (undefined while Me runs); anyone signed out is sent to sign in, and back. */
+function useSignedIn() {
   const { account } = useSession();
   const loc = useLocation();
   useEffect(() => {
     if (account === null) loc.route(`/login?next=${encodeURIComponent(loc.url)}`, true);
   }, [account]);
+  return account;
+}
+
+/** Renders its children for a signed-in person. */
+function SignedIn({ children }: { children: ComponentChildren }) {
+  const account = useSignedIn();
   if (!account) return <Loading />;
   return <Shell>{children}</Shell>;
 }
@@ -199,8 +205,7 @@ function ProjectSwitcher({ projectId, projectName }: { projectId: string; projec
 function InProject({ screen: Screen }: { screen: FunctionComponent }) {
   const { params } = useRoute();
   const projectId = params.projectId;
-  const { account } = useSession();
-  const loc = useLocation();
+  const account = useSignedIn();
   const [tick, setTick] = useState(0);
   // Loaded at once, side by side with the session's Me (the cookie is the same): keyed on the
   // account's id, it was asked again when Me answered and the screen's own requests waited for that
@@ -209,9 +214,6 @@ function InProject({ screen: Screen }: { screen: FunctionComponent }) {
     () => api.projects.getProject({ projectId }).then((r) => r.data),
     [projectId, tick, account !== null],
   );
-  useEffect(() => {
-    if (account === null) loc.route(`/login?next=${encodeURIComponent(loc.url)}`, true);
-  }, [account]);
   if (!account) return <Loading />;
   let body: ComponentChildren;
   if (project.error && !project.data) body = <ErrorMessage error={project.error} />;

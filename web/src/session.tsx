@@ -2,7 +2,7 @@ import { createContext, type ComponentChildren } from "preact";
 import { useContext, useEffect, useState } from "preact/hooks";
 import type { Account } from "../../gen/vigil/v1/auth_pb.js";
 import type { Project } from "../../gen/vigil/v1/projects_pb.js";
-import { api, Code, ConnectError, onSignedOut } from "./api.js";
+import { api, onSignedOut } from "./api.js";
 
 // Who is signed in (AuthService.Me over the session cookie), and the project a screen works on.
 
@@ -19,7 +19,8 @@ export function SessionProvider({ children }: { children: ComponentChildren }) {
   useEffect(() => {
     api.auth.me({}).then(
       (r) => setAccount(r.data ?? null),
-      (err) => setAccount(err instanceof ConnectError && err.code === Code.Unauthenticated ? null : null),
+      // Unauthenticated, or Vigil unreachable: the sign-in page says which when it is used.
+      () => setAccount(null),
     );
     return onSignedOut(() => setAccount(null));
   }, []);
