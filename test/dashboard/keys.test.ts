@@ -92,7 +92,7 @@ describe("dashboard: API keys", () => {
     if (!available()) return ctx.skip(SKIP);
     const { context, page } = await dash.open(p.owner);
     await page.goto(`/projects/${p.projectId}/keys`);
-    await page.getByText("Any origin").waitFor();
+    await page.getByText("Any origin", { exact: true }).waitFor();
     await page.getByRole("button", { name: "Edit allowed origins" }).click();
     const box = page.getByLabel("Origins, one per line");
     await box.fill("https://shop.example.com\nftp://files.example.com");
@@ -109,7 +109,10 @@ describe("dashboard: API keys", () => {
     await page.getByRole("button", { name: "Edit allowed origins" }).click();
     await box.fill("");
     await page.getByRole("button", { name: "Save origins" }).click();
-    await page.getByText("Any origin").waitFor();
+    // Exact: the form's hint ("Leave empty to allow any origin") matches a loose "Any origin"
+    // before the save has landed; the view's <strong>Any origin</strong> shows only after it.
+    await page.getByText("Any origin", { exact: true }).waitFor();
+    await page.getByRole("button", { name: "Edit allowed origins" }).waitFor();
     const again = await t.rest.get(`/v1/projects/${p.projectId}`, { cookie: p.owner.cookie });
     assert.deepEqual(again.body.data.allowedOrigins, []);
     assert.deepEqual(pageErrors, []);
