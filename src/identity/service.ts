@@ -64,6 +64,17 @@ export function createIdentityFeature(
           if (!row) throw notFound("user");
           return { data: toUser(row, true) };
         },
+        // BASE STUBS (branch h19): the jobs helper implements deleteUser, the export helper exportUser.
+        async deleteUser(req, ctx) {
+          const scope = await auth.project(ctx, req.projectId, "admin");
+          await derived.settle(scope.projectId);
+          throw notFound("user");
+        },
+        async exportUser(req, ctx) {
+          const scope = await auth.project(ctx, req.projectId, "data");
+          await derived.settle(scope.projectId);
+          throw notFound("user");
+        },
       }),
     ],
   };

@@ -7,6 +7,7 @@ import { createEventsFeature } from "../events/service.js";
 import { userHoursProjection } from "../events/user-hours.js";
 import { identityProjection } from "../identity/projection.js";
 import { createIdentityFeature } from "../identity/service.js";
+import { createJobsFeature } from "../jobs/service.js";
 import { metricsCommitting } from "../metrics/committing.js";
 import { createMetricsFeature } from "../metrics/service.js";
 import { createPagesFeature } from "../pages/service.js";
@@ -67,6 +68,7 @@ export async function createFeatures(deps: Deps): Promise<Feature[]> {
     createProjectsFeature(deps),
     events,
     identity,
+    createJobsFeature(deps),
     analytics,
     metrics,
     webhooks,

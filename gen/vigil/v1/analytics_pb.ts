@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file vigil/v1/analytics.proto.
  */
 export const file_vigil_v1_analytics: GenFile = /*@__PURE__*/
-  fileDesc("Chh2aWdpbC92MS9hbmFseXRpY3MucHJvdG8SCHZpZ2lsLnYxIkMKCVRpbWVSYW5nZRISCgVzdGFydBgBIAEoCUgAiAEBEhAKA2VuZBgCIAEoCUgBiAEBQggKBl9zdGFydEIGCgRfZW5kIksKC1BhZ2VSZXF1ZXN0EhIKBWxpbWl0GAEgASgDSACIAQESEwoGY3Vyc29yGAIgASgJSAGIAQFCCAoGX2xpbWl0QgkKB19jdXJzb3IiRgoIUGFnZUluZm8SGAoLbmV4dF9jdXJzb3IYASABKAlIAIgBARIQCghoYXNfbW9yZRgCIAEoCEIOCgxfbmV4dF9jdXJzb3IixwIKDFF1ZXJpZWRFdmVudBIKCgJpZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEgwKBHR5cGUYAyABKAkSEQoJdGltZXN0YW1wGAQgASgJEhQKB3VzZXJfaWQYBSABKAlIAIgBARIVCghncm91cF9pZBgGIAEoCUgBiAEBEhYKCXNvdXJjZV9pZBgHIAEoCUgCiAEBEiUKBGRhdGEYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EigKB2NvbnRleHQYCSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiUKBHRhZ3MYCiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhIKCmNyZWF0ZWRfYXQYCyABKAlCCgoIX3VzZXJfaWRCCwoJX2dyb3VwX2lkQgwKCl9zb3VyY2VfaWQinwEKElF1ZXJ5RXZlbnRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEicKB2ZpbHRlcnMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIQoEdGltZRgDIAEoCzITLnZpZ2lsLnYxLlRpbWVSYW5nZRIpCgpwYWdpbmF0aW9uGAQgASgLMhUudmlnaWwudjEuUGFnZVJlcXVlc3QiYwoTUXVlcnlFdmVudHNSZXNwb25zZRIkCgRkYXRhGAEgAygLMhYudmlnaWwudjEuUXVlcmllZEV2ZW50EiYKCnBhZ2luYXRpb24YAiABKAsyEi52aWdpbC52MS5QYWdlSW5mbyJuCgxDb3VudFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRInCgdmaWx0ZXJzGAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEiEKBHRpbWUYAyABKAsyEy52aWdpbC52MS5UaW1lUmFuZ2UiHAoLQ291bnRSZXN1bHQSDQoFY291bnQYASABKAMiNAoNQ291bnRSZXNwb25zZRIjCgRkYXRhGAEgASgLMhUudmlnaWwudjEuQ291bnRSZXN1bHQihQEKEVRpbWVzZXJpZXNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSJwoHZmlsdGVycxgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIhCgR0aW1lGAMgASgLMhMudmlnaWwudjEuVGltZVJhbmdlEhAKCGludGVydmFsGAQgASgJIi8KEFRpbWVzZXJpZXNCdWNrZXQSDAoEdGltZRgBIAEoCRINCgVjb3VudBgCIAEoAyI/ChBUaW1lc2VyaWVzUmVzdWx0EisKB2J1Y2tldHMYASADKAsyGi52aWdpbC52MS5UaW1lc2VyaWVzQnVja2V0Ij4KElRpbWVzZXJpZXNSZXNwb25zZRIoCgRkYXRhGAEgASgLMhoudmlnaWwudjEuVGltZXNlcmllc1Jlc3VsdCJMCgtBZ2dyZWdhdGlvbhIMCgRuYW1lGAEgASgJEhIKBWZpZWxkGAIgASgJSACIAQESEQoJb3BlcmF0aW9uGAMgASgJQggKBl9maWVsZCKfAQoQQWdncmVnYXRlUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEicKB2ZpbHRlcnMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIQoEdGltZRgDIAEoCzITLnZpZ2lsLnYxLlRpbWVSYW5nZRIrCgxhZ2dyZWdhdGlvbnMYBCADKAsyFS52aWdpbC52MS5BZ2dyZWdhdGlvbiI/ChFBZ2dyZWdhdGlvblJlc3VsdBIMCgRuYW1lGAEgASgJEhIKBXZhbHVlGAIgASgBSACIAQFCCAoGX3ZhbHVlIj8KD0FnZ3JlZ2F0ZVJlc3VsdBIsCgdyZXN1bHRzGAEgAygLMhsudmlnaWwudjEuQWdncmVnYXRpb25SZXN1bHQiPAoRQWdncmVnYXRlUmVzcG9uc2USJwoEZGF0YRgBIAEoCzIZLnZpZ2lsLnYxLkFnZ3JlZ2F0ZVJlc3VsdCKcAQoNVW5pcXVlUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEicKB2ZpbHRlcnMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIQoEdGltZRgDIAEoCzITLnZpZ2lsLnYxLlRpbWVSYW5nZRINCgVmaWVsZBgEIAEoCRISCgVsaW1pdBgFIAEoA0gAiAEBQggKBl9saW1pdCJDCgtVbmlxdWVWYWx1ZRIlCgV2YWx1ZRgBIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRINCgVjb3VudBgCIAEoAyI1CgxVbmlxdWVSZXN1bHQSJQoGdmFsdWVzGAEgAygLMhUudmlnaWwudjEuVW5pcXVlVmFsdWUiNgoOVW5pcXVlUmVzcG9uc2USJAoEZGF0YRgBIAEoCzIWLnZpZ2lsLnYxLlVuaXF1ZVJlc3VsdCKeAQoMR3JvdXBSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSJwoHZmlsdGVycxgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIhCgR0aW1lGAMgASgLMhMudmlnaWwudjEuVGltZVJhbmdlEhAKCGdyb3VwX2J5GAQgAygJEhIKBWxpbWl0GAUgASgDSACIAQFCCAoGX2xpbWl0IjYKC0dyb3VwUmVzdWx0EicKBmdyb3VwcxgBIAMoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiNAoNR3JvdXBSZXNwb25zZRIjCgRkYXRhGAEgASgLMhUudmlnaWwudjEuR3JvdXBSZXN1bHQiJwoRTGlzdEZpZWxkc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCSIoCglLbm93blR5cGUSDAoEdHlwZRgBIAEoCRINCgVjb3VudBgCIAEoAyI4CgpLbm93bkZpZWxkEg0KBWZpZWxkGAEgASgJEgwKBGtpbmQYAiABKAkSDQoFY291bnQYAyABKAMiaAoLS25vd25GaWVsZHMSIgoFdHlwZXMYASADKAsyEy52aWdpbC52MS5Lbm93blR5cGUSJAoGZmllbGRzGAIgAygLMhQudmlnaWwudjEuS25vd25GaWVsZBIPCgdzYW1wbGVkGAMgASgFIjkKEkxpc3RGaWVsZHNSZXNwb25zZRIjCgRkYXRhGAEgASgLMhUudmlnaWwudjEuS25vd25GaWVsZHMy5wYKEEFuYWx5dGljc1NlcnZpY2USfQoLUXVlcnlFdmVudHMSHC52aWdpbC52MS5RdWVyeUV2ZW50c1JlcXVlc3QaHS52aWdpbC52MS5RdWVyeUV2ZW50c1Jlc3BvbnNlIjGC0+STAis6ASoiJi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vZXZlbnRzL3F1ZXJ5Em4KBUNvdW50EhYudmlnaWwudjEuQ291bnRSZXF1ZXN0GhcudmlnaWwudjEuQ291bnRSZXNwb25zZSI0gtPkkwIuOgEqIikvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L2FuYWx5dGljcy9jb3VudBKCAQoKVGltZXNlcmllcxIbLnZpZ2lsLnYxLlRpbWVzZXJpZXNSZXF1ZXN0GhwudmlnaWwudjEuVGltZXNlcmllc1Jlc3BvbnNlIjmC0+STAjM6ASoiLi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vYW5hbHl0aWNzL3RpbWVzZXJpZXMSfgoJQWdncmVnYXRlEhoudmlnaWwudjEuQWdncmVnYXRlUmVxdWVzdBobLnZpZ2lsLnYxLkFnZ3JlZ2F0ZVJlc3BvbnNlIjiC0+STAjI6ASoiLS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vYW5hbHl0aWNzL2FnZ3JlZ2F0ZRJyCgZVbmlxdWUSFy52aWdpbC52MS5VbmlxdWVSZXF1ZXN0GhgudmlnaWwudjEuVW5pcXVlUmVzcG9uc2UiNYLT5JMCLzoBKiIqL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9hbmFseXRpY3MvdW5pcXVlEm4KBUdyb3VwEhYudmlnaWwudjEuR3JvdXBSZXF1ZXN0GhcudmlnaWwudjEuR3JvdXBSZXNwb25zZSI0gtPkkwIuOgEqIikvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L2FuYWx5dGljcy9ncm91cBJ7CgpMaXN0RmllbGRzEhsudmlnaWwudjEuTGlzdEZpZWxkc1JlcXVlc3QaHC52aWdpbC52MS5MaXN0RmllbGRzUmVzcG9uc2UiMoLT5JMCLBIqL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9hbmFseXRpY3MvZmllbGRzYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_struct]);
+  fileDesc("Chh2aWdpbC92MS9hbmFseXRpY3MucHJvdG8SCHZpZ2lsLnYxIkMKCVRpbWVSYW5nZRISCgVzdGFydBgBIAEoCUgAiAEBEhAKA2VuZBgCIAEoCUgBiAEBQggKBl9zdGFydEIGCgRfZW5kIksKC1BhZ2VSZXF1ZXN0EhIKBWxpbWl0GAEgASgDSACIAQESEwoGY3Vyc29yGAIgASgJSAGIAQFCCAoGX2xpbWl0QgkKB19jdXJzb3IiRgoIUGFnZUluZm8SGAoLbmV4dF9jdXJzb3IYASABKAlIAIgBARIQCghoYXNfbW9yZRgCIAEoCEIOCgxfbmV4dF9jdXJzb3IixwIKDFF1ZXJpZWRFdmVudBIKCgJpZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEgwKBHR5cGUYAyABKAkSEQoJdGltZXN0YW1wGAQgASgJEhQKB3VzZXJfaWQYBSABKAlIAIgBARIVCghncm91cF9pZBgGIAEoCUgBiAEBEhYKCXNvdXJjZV9pZBgHIAEoCUgCiAEBEiUKBGRhdGEYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EigKB2NvbnRleHQYCSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiUKBHRhZ3MYCiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhIKCmNyZWF0ZWRfYXQYCyABKAlCCgoIX3VzZXJfaWRCCwoJX2dyb3VwX2lkQgwKCl9zb3VyY2VfaWQinwEKElF1ZXJ5RXZlbnRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEicKB2ZpbHRlcnMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIQoEdGltZRgDIAEoCzITLnZpZ2lsLnYxLlRpbWVSYW5nZRIpCgpwYWdpbmF0aW9uGAQgASgLMhUudmlnaWwudjEuUGFnZVJlcXVlc3QiYwoTUXVlcnlFdmVudHNSZXNwb25zZRIkCgRkYXRhGAEgAygLMhYudmlnaWwudjEuUXVlcmllZEV2ZW50EiYKCnBhZ2luYXRpb24YAiABKAsyEi52aWdpbC52MS5QYWdlSW5mbyKWAQoTRXhwb3J0RXZlbnRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEicKB2ZpbHRlcnMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIQoEdGltZRgDIAEoCzITLnZpZ2lsLnYxLlRpbWVSYW5nZRIOCgZmb3JtYXQYBCABKAkSDwoHY29sdW1ucxgFIAMoCSJuCgxDb3VudFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRInCgdmaWx0ZXJzGAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEiEKBHRpbWUYAyABKAsyEy52aWdpbC52MS5UaW1lUmFuZ2UiHAoLQ291bnRSZXN1bHQSDQoFY291bnQYASABKAMiNAoNQ291bnRSZXNwb25zZRIjCgRkYXRhGAEgASgLMhUudmlnaWwudjEuQ291bnRSZXN1bHQihQEKEVRpbWVzZXJpZXNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSJwoHZmlsdGVycxgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIhCgR0aW1lGAMgASgLMhMudmlnaWwudjEuVGltZVJhbmdlEhAKCGludGVydmFsGAQgASgJIi8KEFRpbWVzZXJpZXNCdWNrZXQSDAoEdGltZRgBIAEoCRINCgVjb3VudBgCIAEoAyI/ChBUaW1lc2VyaWVzUmVzdWx0EisKB2J1Y2tldHMYASADKAsyGi52aWdpbC52MS5UaW1lc2VyaWVzQnVja2V0Ij4KElRpbWVzZXJpZXNSZXNwb25zZRIoCgRkYXRhGAEgASgLMhoudmlnaWwudjEuVGltZXNlcmllc1Jlc3VsdCJMCgtBZ2dyZWdhdGlvbhIMCgRuYW1lGAEgASgJEhIKBWZpZWxkGAIgASgJSACIAQESEQoJb3BlcmF0aW9uGAMgASgJQggKBl9maWVsZCKfAQoQQWdncmVnYXRlUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEicKB2ZpbHRlcnMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIQoEdGltZRgDIAEoCzITLnZpZ2lsLnYxLlRpbWVSYW5nZRIrCgxhZ2dyZWdhdGlvbnMYBCADKAsyFS52aWdpbC52MS5BZ2dyZWdhdGlvbiI/ChFBZ2dyZWdhdGlvblJlc3VsdBIMCgRuYW1lGAEgASgJEhIKBXZhbHVlGAIgASgBSACIAQFCCAoGX3ZhbHVlIj8KD0FnZ3JlZ2F0ZVJlc3VsdBIsCgdyZXN1bHRzGAEgAygLMhsudmlnaWwudjEuQWdncmVnYXRpb25SZXN1bHQiPAoRQWdncmVnYXRlUmVzcG9uc2USJwoEZGF0YRgBIAEoCzIZLnZpZ2lsLnYxLkFnZ3JlZ2F0ZVJlc3VsdCKcAQoNVW5pcXVlUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEicKB2ZpbHRlcnMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIQoEdGltZRgDIAEoCzITLnZpZ2lsLnYxLlRpbWVSYW5nZRINCgVmaWVsZBgEIAEoCRISCgVsaW1pdBgFIAEoA0gAiAEBQggKBl9saW1pdCJDCgtVbmlxdWVWYWx1ZRIlCgV2YWx1ZRgBIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRINCgVjb3VudBgCIAEoAyI1CgxVbmlxdWVSZXN1bHQSJQoGdmFsdWVzGAEgAygLMhUudmlnaWwudjEuVW5pcXVlVmFsdWUiNgoOVW5pcXVlUmVzcG9uc2USJAoEZGF0YRgBIAEoCzIWLnZpZ2lsLnYxLlVuaXF1ZVJlc3VsdCKeAQoMR3JvdXBSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSJwoHZmlsdGVycxgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIhCgR0aW1lGAMgASgLMhMudmlnaWwudjEuVGltZVJhbmdlEhAKCGdyb3VwX2J5GAQgAygJEhIKBWxpbWl0GAUgASgDSACIAQFCCAoGX2xpbWl0IjYKC0dyb3VwUmVzdWx0EicKBmdyb3VwcxgBIAMoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiNAoNR3JvdXBSZXNwb25zZRIjCgRkYXRhGAEgASgLMhUudmlnaWwudjEuR3JvdXBSZXN1bHQiJwoRTGlzdEZpZWxkc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCSIoCglLbm93blR5cGUSDAoEdHlwZRgBIAEoCRINCgVjb3VudBgCIAEoAyI4CgpLbm93bkZpZWxkEg0KBWZpZWxkGAEgASgJEgwKBGtpbmQYAiABKAkSDQoFY291bnQYAyABKAMiaAoLS25vd25GaWVsZHMSIgoFdHlwZXMYASADKAsyEy52aWdpbC52MS5Lbm93blR5cGUSJAoGZmllbGRzGAIgAygLMhQudmlnaWwudjEuS25vd25GaWVsZBIPCgdzYW1wbGVkGAMgASgFIjkKEkxpc3RGaWVsZHNSZXNwb25zZRIjCgRkYXRhGAEgASgLMhUudmlnaWwudjEuS25vd25GaWVsZHMy5wYKEEFuYWx5dGljc1NlcnZpY2USfQoLUXVlcnlFdmVudHMSHC52aWdpbC52MS5RdWVyeUV2ZW50c1JlcXVlc3QaHS52aWdpbC52MS5RdWVyeUV2ZW50c1Jlc3BvbnNlIjGC0+STAis6ASoiJi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vZXZlbnRzL3F1ZXJ5Em4KBUNvdW50EhYudmlnaWwudjEuQ291bnRSZXF1ZXN0GhcudmlnaWwudjEuQ291bnRSZXNwb25zZSI0gtPkkwIuOgEqIikvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L2FuYWx5dGljcy9jb3VudBKCAQoKVGltZXNlcmllcxIbLnZpZ2lsLnYxLlRpbWVzZXJpZXNSZXF1ZXN0GhwudmlnaWwudjEuVGltZXNlcmllc1Jlc3BvbnNlIjmC0+STAjM6ASoiLi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vYW5hbHl0aWNzL3RpbWVzZXJpZXMSfgoJQWdncmVnYXRlEhoudmlnaWwudjEuQWdncmVnYXRlUmVxdWVzdBobLnZpZ2lsLnYxLkFnZ3JlZ2F0ZVJlc3BvbnNlIjiC0+STAjI6ASoiLS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vYW5hbHl0aWNzL2FnZ3JlZ2F0ZRJyCgZVbmlxdWUSFy52aWdpbC52MS5VbmlxdWVSZXF1ZXN0GhgudmlnaWwudjEuVW5pcXVlUmVzcG9uc2UiNYLT5JMCLzoBKiIqL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9hbmFseXRpY3MvdW5pcXVlEm4KBUdyb3VwEhYudmlnaWwudjEuR3JvdXBSZXF1ZXN0GhcudmlnaWwudjEuR3JvdXBSZXNwb25zZSI0gtPkkwIuOgEqIikvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L2FuYWx5dGljcy9ncm91cBJ7CgpMaXN0RmllbGRzEhsudmlnaWwudjEuTGlzdEZpZWxkc1JlcXVlc3QaHC52aWdpbC52MS5MaXN0RmllbGRzUmVzcG9uc2UiMoLT5JMCLBIqL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9hbmFseXRpY3MvZmllbGRzYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_struct]);
 
 /**
  * Inclusive window; both bounds ISO 8601 with a timezone (Z or an offset).
@@ -213,6 +213,52 @@ export const QueryEventsResponseSchema: GenMessage<QueryEventsResponse> = /*@__P
   messageDesc(file_vigil_v1_analytics, 5);
 
 /**
+ * The body of events/query without pagination, plus the file's format.
+ *
+ * @generated from message vigil.v1.ExportEventsRequest
+ */
+export type ExportEventsRequest = Message<"vigil.v1.ExportEventsRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: google.protobuf.Value filters = 2;
+   */
+  filters?: Value | undefined;
+
+  /**
+   * @generated from field: vigil.v1.TimeRange time = 3;
+   */
+  time?: TimeRange | undefined;
+
+  /**
+   * `ndjson` (default) or `csv`.
+   *
+   * @generated from field: string format = 4;
+   */
+  format: string;
+
+  /**
+   * CSV only: the columns, in order: event fields (id, projectId, type,
+   * timestamp, userId, groupId, sourceId, createdAt) or `data.<path>`,
+   * `context.<path>`, `tags.<key>`. Default: id, type, timestamp, userId,
+   * groupId, sourceId. Refused for ndjson.
+   *
+   * @generated from field: repeated string columns = 5;
+   */
+  columns: string[];
+};
+
+/**
+ * Describes the message vigil.v1.ExportEventsRequest.
+ * Use `create(ExportEventsRequestSchema)` to create a new message.
+ */
+export const ExportEventsRequestSchema: GenMessage<ExportEventsRequest> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_analytics, 6);
+
+/**
  * @generated from message vigil.v1.CountRequest
  */
 export type CountRequest = Message<"vigil.v1.CountRequest"> & {
@@ -237,7 +283,7 @@ export type CountRequest = Message<"vigil.v1.CountRequest"> & {
  * Use `create(CountRequestSchema)` to create a new message.
  */
 export const CountRequestSchema: GenMessage<CountRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 6);
+  messageDesc(file_vigil_v1_analytics, 7);
 
 /**
  * @generated from message vigil.v1.CountResult
@@ -254,7 +300,7 @@ export type CountResult = Message<"vigil.v1.CountResult"> & {
  * Use `create(CountResultSchema)` to create a new message.
  */
 export const CountResultSchema: GenMessage<CountResult> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 7);
+  messageDesc(file_vigil_v1_analytics, 8);
 
 /**
  * @generated from message vigil.v1.CountResponse
@@ -271,7 +317,7 @@ export type CountResponse = Message<"vigil.v1.CountResponse"> & {
  * Use `create(CountResponseSchema)` to create a new message.
  */
 export const CountResponseSchema: GenMessage<CountResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 8);
+  messageDesc(file_vigil_v1_analytics, 9);
 
 /**
  * @generated from message vigil.v1.TimeseriesRequest
@@ -305,7 +351,7 @@ export type TimeseriesRequest = Message<"vigil.v1.TimeseriesRequest"> & {
  * Use `create(TimeseriesRequestSchema)` to create a new message.
  */
 export const TimeseriesRequestSchema: GenMessage<TimeseriesRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 9);
+  messageDesc(file_vigil_v1_analytics, 10);
 
 /**
  * @generated from message vigil.v1.TimeseriesBucket
@@ -329,7 +375,7 @@ export type TimeseriesBucket = Message<"vigil.v1.TimeseriesBucket"> & {
  * Use `create(TimeseriesBucketSchema)` to create a new message.
  */
 export const TimeseriesBucketSchema: GenMessage<TimeseriesBucket> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 10);
+  messageDesc(file_vigil_v1_analytics, 11);
 
 /**
  * @generated from message vigil.v1.TimeseriesResult
@@ -346,7 +392,7 @@ export type TimeseriesResult = Message<"vigil.v1.TimeseriesResult"> & {
  * Use `create(TimeseriesResultSchema)` to create a new message.
  */
 export const TimeseriesResultSchema: GenMessage<TimeseriesResult> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 11);
+  messageDesc(file_vigil_v1_analytics, 12);
 
 /**
  * @generated from message vigil.v1.TimeseriesResponse
@@ -363,7 +409,7 @@ export type TimeseriesResponse = Message<"vigil.v1.TimeseriesResponse"> & {
  * Use `create(TimeseriesResponseSchema)` to create a new message.
  */
 export const TimeseriesResponseSchema: GenMessage<TimeseriesResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 12);
+  messageDesc(file_vigil_v1_analytics, 13);
 
 /**
  * @generated from message vigil.v1.Aggregation
@@ -392,7 +438,7 @@ export type Aggregation = Message<"vigil.v1.Aggregation"> & {
  * Use `create(AggregationSchema)` to create a new message.
  */
 export const AggregationSchema: GenMessage<Aggregation> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 13);
+  messageDesc(file_vigil_v1_analytics, 14);
 
 /**
  * @generated from message vigil.v1.AggregateRequest
@@ -424,7 +470,7 @@ export type AggregateRequest = Message<"vigil.v1.AggregateRequest"> & {
  * Use `create(AggregateRequestSchema)` to create a new message.
  */
 export const AggregateRequestSchema: GenMessage<AggregateRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 14);
+  messageDesc(file_vigil_v1_analytics, 15);
 
 /**
  * @generated from message vigil.v1.AggregationResult
@@ -448,7 +494,7 @@ export type AggregationResult = Message<"vigil.v1.AggregationResult"> & {
  * Use `create(AggregationResultSchema)` to create a new message.
  */
 export const AggregationResultSchema: GenMessage<AggregationResult> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 15);
+  messageDesc(file_vigil_v1_analytics, 16);
 
 /**
  * @generated from message vigil.v1.AggregateResult
@@ -465,7 +511,7 @@ export type AggregateResult = Message<"vigil.v1.AggregateResult"> & {
  * Use `create(AggregateResultSchema)` to create a new message.
  */
 export const AggregateResultSchema: GenMessage<AggregateResult> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 16);
+  messageDesc(file_vigil_v1_analytics, 17);
 
 /**
  * @generated from message vigil.v1.AggregateResponse
@@ -482,7 +528,7 @@ export type AggregateResponse = Message<"vigil.v1.AggregateResponse"> & {
  * Use `create(AggregateResponseSchema)` to create a new message.
  */
 export const AggregateResponseSchema: GenMessage<AggregateResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 17);
+  messageDesc(file_vigil_v1_analytics, 18);
 
 /**
  * @generated from message vigil.v1.UniqueRequest
@@ -521,7 +567,7 @@ export type UniqueRequest = Message<"vigil.v1.UniqueRequest"> & {
  * Use `create(UniqueRequestSchema)` to create a new message.
  */
 export const UniqueRequestSchema: GenMessage<UniqueRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 18);
+  messageDesc(file_vigil_v1_analytics, 19);
 
 /**
  * One distinct value and how many events carry it.
@@ -547,7 +593,7 @@ export type UniqueValue = Message<"vigil.v1.UniqueValue"> & {
  * Use `create(UniqueValueSchema)` to create a new message.
  */
 export const UniqueValueSchema: GenMessage<UniqueValue> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 19);
+  messageDesc(file_vigil_v1_analytics, 20);
 
 /**
  * @generated from message vigil.v1.UniqueResult
@@ -567,7 +613,7 @@ export type UniqueResult = Message<"vigil.v1.UniqueResult"> & {
  * Use `create(UniqueResultSchema)` to create a new message.
  */
 export const UniqueResultSchema: GenMessage<UniqueResult> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 20);
+  messageDesc(file_vigil_v1_analytics, 21);
 
 /**
  * @generated from message vigil.v1.UniqueResponse
@@ -584,7 +630,7 @@ export type UniqueResponse = Message<"vigil.v1.UniqueResponse"> & {
  * Use `create(UniqueResponseSchema)` to create a new message.
  */
 export const UniqueResponseSchema: GenMessage<UniqueResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 21);
+  messageDesc(file_vigil_v1_analytics, 22);
 
 /**
  * @generated from message vigil.v1.GroupRequest
@@ -623,7 +669,7 @@ export type GroupRequest = Message<"vigil.v1.GroupRequest"> & {
  * Use `create(GroupRequestSchema)` to create a new message.
  */
 export const GroupRequestSchema: GenMessage<GroupRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 22);
+  messageDesc(file_vigil_v1_analytics, 23);
 
 /**
  * @generated from message vigil.v1.GroupResult
@@ -642,7 +688,7 @@ export type GroupResult = Message<"vigil.v1.GroupResult"> & {
  * Use `create(GroupResultSchema)` to create a new message.
  */
 export const GroupResultSchema: GenMessage<GroupResult> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 23);
+  messageDesc(file_vigil_v1_analytics, 24);
 
 /**
  * @generated from message vigil.v1.GroupResponse
@@ -659,7 +705,7 @@ export type GroupResponse = Message<"vigil.v1.GroupResponse"> & {
  * Use `create(GroupResponseSchema)` to create a new message.
  */
 export const GroupResponseSchema: GenMessage<GroupResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 24);
+  messageDesc(file_vigil_v1_analytics, 25);
 
 /**
  * @generated from message vigil.v1.ListFieldsRequest
@@ -676,7 +722,7 @@ export type ListFieldsRequest = Message<"vigil.v1.ListFieldsRequest"> & {
  * Use `create(ListFieldsRequestSchema)` to create a new message.
  */
 export const ListFieldsRequestSchema: GenMessage<ListFieldsRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 25);
+  messageDesc(file_vigil_v1_analytics, 26);
 
 /**
  * @generated from message vigil.v1.KnownType
@@ -700,7 +746,7 @@ export type KnownType = Message<"vigil.v1.KnownType"> & {
  * Use `create(KnownTypeSchema)` to create a new message.
  */
 export const KnownTypeSchema: GenMessage<KnownType> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 26);
+  messageDesc(file_vigil_v1_analytics, 27);
 
 /**
  * @generated from message vigil.v1.KnownField
@@ -733,7 +779,7 @@ export type KnownField = Message<"vigil.v1.KnownField"> & {
  * Use `create(KnownFieldSchema)` to create a new message.
  */
 export const KnownFieldSchema: GenMessage<KnownField> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 27);
+  messageDesc(file_vigil_v1_analytics, 28);
 
 /**
  * @generated from message vigil.v1.KnownFields
@@ -766,7 +812,7 @@ export type KnownFields = Message<"vigil.v1.KnownFields"> & {
  * Use `create(KnownFieldsSchema)` to create a new message.
  */
 export const KnownFieldsSchema: GenMessage<KnownFields> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 28);
+  messageDesc(file_vigil_v1_analytics, 29);
 
 /**
  * @generated from message vigil.v1.ListFieldsResponse
@@ -783,7 +829,7 @@ export type ListFieldsResponse = Message<"vigil.v1.ListFieldsResponse"> & {
  * Use `create(ListFieldsResponseSchema)` to create a new message.
  */
 export const ListFieldsResponseSchema: GenMessage<ListFieldsResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 29);
+  messageDesc(file_vigil_v1_analytics, 30);
 
 /**
  * The canonical query model: one filter language (conditions, and/or groups

@@ -6,13 +6,18 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
+import type { Event } from "./events_pb.js";
+import { file_vigil_v1_events } from "./events_pb.js";
+import type { Job } from "./jobs_pb.js";
+import { file_vigil_v1_jobs } from "./jobs_pb.js";
+import { file_vigil_v1_options } from "./options_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file vigil/v1/identity.proto.
  */
 export const file_vigil_v1_identity: GenFile = /*@__PURE__*/
-  fileDesc("Chd2aWdpbC92MS9pZGVudGl0eS5wcm90bxIIdmlnaWwudjEivwEKBFVzZXISCgoCaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRITCgtleHRlcm5hbF9pZBgDIAEoCRIrCgpwcm9wZXJ0aWVzGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIYCgtldmVudF9jb3VudBgFIAEoA0gAiAEBEhUKDWZpcnN0X3NlZW5fYXQYBiABKAkSFAoMbGFzdF9zZWVuX2F0GAcgASgJQg4KDF9ldmVudF9jb3VudCJnCg9JZGVudGlmeVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRITCgtleHRlcm5hbF9pZBgCIAEoCRIrCgpwcm9wZXJ0aWVzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCIwChBJZGVudGlmeVJlc3BvbnNlEhwKBGRhdGEYASABKAsyDi52aWdpbC52MS5Vc2VyImQKEExpc3RVc2Vyc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBEhMKBm9mZnNldBgDIAEoBUgBiAEBQggKBl9saW1pdEIJCgdfb2Zmc2V0IlQKEUxpc3RVc2Vyc1Jlc3BvbnNlEhwKBGRhdGEYASADKAsyDi52aWdpbC52MS5Vc2VyEiEKBG1ldGEYAiABKAsyEy52aWdpbC52MS5Vc2Vyc01ldGEiOQoJVXNlcnNNZXRhEg0KBXRvdGFsGAEgASgDEg0KBWxpbWl0GAIgASgFEg4KBm9mZnNldBgDIAEoBSI1Cg5HZXRVc2VyUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkiLwoPR2V0VXNlclJlc3BvbnNlEhwKBGRhdGEYASABKAsyDi52aWdpbC52MS5Vc2VyMuUCCg9JZGVudGl0eVNlcnZpY2UScAoISWRlbnRpZnkSGS52aWdpbC52MS5JZGVudGlmeVJlcXVlc3QaGi52aWdpbC52MS5JZGVudGlmeVJlc3BvbnNlIi2C0+STAic6ASoiIi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vaWRlbnRpZnkSbQoJTGlzdFVzZXJzEhoudmlnaWwudjEuTGlzdFVzZXJzUmVxdWVzdBobLnZpZ2lsLnYxLkxpc3RVc2Vyc1Jlc3BvbnNlIieC0+STAiESHy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vdXNlcnMScQoHR2V0VXNlchIYLnZpZ2lsLnYxLkdldFVzZXJSZXF1ZXN0GhkudmlnaWwudjEuR2V0VXNlclJlc3BvbnNlIjGC0+STAisSKS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vdXNlcnMve3VzZXJfaWR9YgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_struct]);
+  fileDesc("Chd2aWdpbC92MS9pZGVudGl0eS5wcm90bxIIdmlnaWwudjEivwEKBFVzZXISCgoCaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRITCgtleHRlcm5hbF9pZBgDIAEoCRIrCgpwcm9wZXJ0aWVzGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIYCgtldmVudF9jb3VudBgFIAEoA0gAiAEBEhUKDWZpcnN0X3NlZW5fYXQYBiABKAkSFAoMbGFzdF9zZWVuX2F0GAcgASgJQg4KDF9ldmVudF9jb3VudCJnCg9JZGVudGlmeVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRITCgtleHRlcm5hbF9pZBgCIAEoCRIrCgpwcm9wZXJ0aWVzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCIwChBJZGVudGlmeVJlc3BvbnNlEhwKBGRhdGEYASABKAsyDi52aWdpbC52MS5Vc2VyImQKEExpc3RVc2Vyc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBEhMKBm9mZnNldBgDIAEoBUgBiAEBQggKBl9saW1pdEIJCgdfb2Zmc2V0IlQKEUxpc3RVc2Vyc1Jlc3BvbnNlEhwKBGRhdGEYASADKAsyDi52aWdpbC52MS5Vc2VyEiEKBG1ldGEYAiABKAsyEy52aWdpbC52MS5Vc2Vyc01ldGEiOQoJVXNlcnNNZXRhEg0KBXRvdGFsGAEgASgDEg0KBWxpbWl0GAIgASgFEg4KBm9mZnNldBgDIAEoBSI1Cg5HZXRVc2VyUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkiLwoPR2V0VXNlclJlc3BvbnNlEhwKBGRhdGEYASABKAsyDi52aWdpbC52MS5Vc2VyIjgKEURlbGV0ZVVzZXJSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCSIxChJEZWxldGVVc2VyUmVzcG9uc2USGwoEZGF0YRgBIAEoCzINLnZpZ2lsLnYxLkpvYiI4ChFFeHBvcnRVc2VyUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkiSwoKVXNlckV4cG9ydBIcCgR1c2VyGAEgASgLMg4udmlnaWwudjEuVXNlchIfCgZldmVudHMYAiADKAsyDy52aWdpbC52MS5FdmVudCI4ChJFeHBvcnRVc2VyUmVzcG9uc2USIgoEZGF0YRgBIAEoCzIULnZpZ2lsLnYxLlVzZXJFeHBvcnQy6gQKD0lkZW50aXR5U2VydmljZRJwCghJZGVudGlmeRIZLnZpZ2lsLnYxLklkZW50aWZ5UmVxdWVzdBoaLnZpZ2lsLnYxLklkZW50aWZ5UmVzcG9uc2UiLYLT5JMCJzoBKiIiL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9pZGVudGlmeRJtCglMaXN0VXNlcnMSGi52aWdpbC52MS5MaXN0VXNlcnNSZXF1ZXN0GhsudmlnaWwudjEuTGlzdFVzZXJzUmVzcG9uc2UiJ4LT5JMCIRIfL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS91c2VycxJxCgdHZXRVc2VyEhgudmlnaWwudjEuR2V0VXNlclJlcXVlc3QaGS52aWdpbC52MS5HZXRVc2VyUmVzcG9uc2UiMYLT5JMCKxIpL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS91c2Vycy97dXNlcl9pZH0SfwoKRGVsZXRlVXNlchIbLnZpZ2lsLnYxLkRlbGV0ZVVzZXJSZXF1ZXN0GhwudmlnaWwudjEuRGVsZXRlVXNlclJlc3BvbnNlIjbI8xjKAYLT5JMCKyopL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS91c2Vycy97dXNlcl9pZH0SgQEKCkV4cG9ydFVzZXISGy52aWdpbC52MS5FeHBvcnRVc2VyUmVxdWVzdBocLnZpZ2lsLnYxLkV4cG9ydFVzZXJSZXNwb25zZSI4gtPkkwIyEjAvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L3VzZXJzL3t1c2VyX2lkfS9leHBvcnRiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_struct, file_vigil_v1_events, file_vigil_v1_jobs, file_vigil_v1_options]);
 
 /**
  * @generated from message vigil.v1.User
@@ -225,6 +230,106 @@ export const GetUserResponseSchema: GenMessage<GetUserResponse> = /*@__PURE__*/
   messageDesc(file_vigil_v1_identity, 7);
 
 /**
+ * @generated from message vigil.v1.DeleteUserRequest
+ */
+export type DeleteUserRequest = Message<"vigil.v1.DeleteUserRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+};
+
+/**
+ * Describes the message vigil.v1.DeleteUserRequest.
+ * Use `create(DeleteUserRequestSchema)` to create a new message.
+ */
+export const DeleteUserRequestSchema: GenMessage<DeleteUserRequest> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_identity, 8);
+
+/**
+ * @generated from message vigil.v1.DeleteUserResponse
+ */
+export type DeleteUserResponse = Message<"vigil.v1.DeleteUserResponse"> & {
+  /**
+   * @generated from field: vigil.v1.Job data = 1;
+   */
+  data?: Job | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.DeleteUserResponse.
+ * Use `create(DeleteUserResponseSchema)` to create a new message.
+ */
+export const DeleteUserResponseSchema: GenMessage<DeleteUserResponse> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_identity, 9);
+
+/**
+ * @generated from message vigil.v1.ExportUserRequest
+ */
+export type ExportUserRequest = Message<"vigil.v1.ExportUserRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+};
+
+/**
+ * Describes the message vigil.v1.ExportUserRequest.
+ * Use `create(ExportUserRequestSchema)` to create a new message.
+ */
+export const ExportUserRequestSchema: GenMessage<ExportUserRequest> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_identity, 10);
+
+/**
+ * @generated from message vigil.v1.UserExport
+ */
+export type UserExport = Message<"vigil.v1.UserExport"> & {
+  /**
+   * @generated from field: vigil.v1.User user = 1;
+   */
+  user?: User | undefined;
+
+  /**
+   * @generated from field: repeated vigil.v1.Event events = 2;
+   */
+  events: Event[];
+};
+
+/**
+ * Describes the message vigil.v1.UserExport.
+ * Use `create(UserExportSchema)` to create a new message.
+ */
+export const UserExportSchema: GenMessage<UserExport> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_identity, 11);
+
+/**
+ * @generated from message vigil.v1.ExportUserResponse
+ */
+export type ExportUserResponse = Message<"vigil.v1.ExportUserResponse"> & {
+  /**
+   * @generated from field: vigil.v1.UserExport data = 1;
+   */
+  data?: UserExport | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.ExportUserResponse.
+ * Use `create(ExportUserResponseSchema)` to create a new message.
+ */
+export const ExportUserResponseSchema: GenMessage<ExportUserResponse> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_identity, 12);
+
+/**
  * Users of a project. Identify is a session route (any member); reads follow
  * the project-data rule (API key of the project or a member's session).
  *
@@ -258,6 +363,28 @@ export const IdentityService: GenService<{
     methodKind: "unary";
     input: typeof GetUserRequestSchema;
     output: typeof GetUserResponseSchema;
+  },
+  /**
+   * Deletes the user (by id or externalId) and every event with their
+   * externalId as `userId`, with everything derived from them, as a durable
+   * job (owner or admin). 202 with the job; GET .../jobs/{jobId} follows it.
+   *
+   * @generated from rpc vigil.v1.IdentityService.DeleteUser
+   */
+  deleteUser: {
+    methodKind: "unary";
+    input: typeof DeleteUserRequestSchema;
+    output: typeof DeleteUserResponseSchema;
+  },
+  /**
+   * The user record and all their events, oldest first (project data rule).
+   *
+   * @generated from rpc vigil.v1.IdentityService.ExportUser
+   */
+  exportUser: {
+    methodKind: "unary";
+    input: typeof ExportUserRequestSchema;
+    output: typeof ExportUserResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_vigil_v1_identity, 0);

@@ -5,7 +5,7 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
-import type { ListValue } from "@bufbuild/protobuf/wkt";
+import type { ListValue, Value } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
 import { file_vigil_v1_options } from "./options_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file vigil/v1/projects.proto.
  */
 export const file_vigil_v1_projects: GenFile = /*@__PURE__*/
-  fileDesc("Chd2aWdpbC92MS9wcm9qZWN0cy5wcm90bxIIdmlnaWwudjEikgEKB1Byb2plY3QSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIQCghwbGF0Zm9ybRgDIAEoCRISCgpjcmVhdGVkX2F0GAQgASgJEhIKCnVwZGF0ZWRfYXQYBSABKAkSEQoEcm9sZRgGIAEoCUgAiAEBEhcKD2FsbG93ZWRfb3JpZ2lucxgHIAMoCUIHCgVfcm9sZSI2ChRDcmVhdGVQcm9qZWN0UmVxdWVzdBIMCgRuYW1lGAEgASgJEhAKCHBsYXRmb3JtGAIgASgJIjgKFUNyZWF0ZVByb2plY3RSZXNwb25zZRIfCgRkYXRhGAEgASgLMhEudmlnaWwudjEuUHJvamVjdCIVChNMaXN0UHJvamVjdHNSZXF1ZXN0IjcKFExpc3RQcm9qZWN0c1Jlc3BvbnNlEh8KBGRhdGEYASADKAsyES52aWdpbC52MS5Qcm9qZWN0IicKEUdldFByb2plY3RSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkiNQoSR2V0UHJvamVjdFJlc3BvbnNlEh8KBGRhdGEYASABKAsyES52aWdpbC52MS5Qcm9qZWN0InsKFFVwZGF0ZVByb2plY3RSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEQoEbmFtZRgCIAEoCUgAiAEBEjMKD2FsbG93ZWRfb3JpZ2lucxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5MaXN0VmFsdWVCBwoFX25hbWUiOAoVVXBkYXRlUHJvamVjdFJlc3BvbnNlEh8KBGRhdGEYASABKAsyES52aWdpbC52MS5Qcm9qZWN0IioKFERlbGV0ZVByb2plY3RSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkiFwoVRGVsZXRlUHJvamVjdFJlc3BvbnNlImYKBk1lbWJlchIPCgd1c2VyX2lkGAEgASgJEg0KBWVtYWlsGAIgASgJEhEKBG5hbWUYAyABKAlIAIgBARIMCgRyb2xlGAQgASgJEhIKCmNyZWF0ZWRfYXQYBSABKAlCBwoFX25hbWUiKAoSTGlzdE1lbWJlcnNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkiNQoTTGlzdE1lbWJlcnNSZXNwb25zZRIeCgRkYXRhGAEgAygLMhAudmlnaWwudjEuTWVtYmVyIkMKEEFkZE1lbWJlclJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIMCgRyb2xlGAMgASgJIjMKEUFkZE1lbWJlclJlc3BvbnNlEh4KBGRhdGEYASABKAsyEC52aWdpbC52MS5NZW1iZXIiSAoTVXBkYXRlTWVtYmVyUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSDAoEcm9sZRgDIAEoCSI2ChRVcGRhdGVNZW1iZXJSZXNwb25zZRIeCgRkYXRhGAEgASgLMhAudmlnaWwudjEuTWVtYmVyIjoKE1JlbW92ZU1lbWJlclJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJIhYKFFJlbW92ZU1lbWJlclJlc3BvbnNlIpUBCgZBcGlLZXkSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRITCgtlbnZpcm9ubWVudBgDIAEoCRIOCgZwcmVmaXgYBCABKAkSEgoKY3JlYXRlZF9hdBgFIAEoCRIZCgxsYXN0X3VzZWRfYXQYBiABKAlIAIgBARIMCgRraW5kGAcgASgJQg8KDV9sYXN0X3VzZWRfYXQirAEKDUNyZWF0ZWRBcGlLZXkSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRITCgtlbnZpcm9ubWVudBgDIAEoCRIOCgZwcmVmaXgYBCABKAkSEgoKY3JlYXRlZF9hdBgFIAEoCRIZCgxsYXN0X3VzZWRfYXQYBiABKAlIAIgBARIOCgZzZWNyZXQYByABKAkSDAoEa2luZBgIIAEoCUIPCg1fbGFzdF91c2VkX2F0ImgKE0NyZWF0ZUFwaUtleVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC2Vudmlyb25tZW50GAMgASgJEhEKBGtpbmQYBCABKAlIAIgBAUIHCgVfa2luZCI9ChRDcmVhdGVBcGlLZXlSZXNwb25zZRIlCgRkYXRhGAEgASgLMhcudmlnaWwudjEuQ3JlYXRlZEFwaUtleSIoChJMaXN0QXBpS2V5c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCSI1ChNMaXN0QXBpS2V5c1Jlc3BvbnNlEh4KBGRhdGEYASADKAsyEC52aWdpbC52MS5BcGlLZXkiOQoTUmV2b2tlQXBpS2V5UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg4KBmtleV9pZBgCIAEoCSIWChRSZXZva2VBcGlLZXlSZXNwb25zZTLLCwoOUHJvamVjdFNlcnZpY2USbgoNQ3JlYXRlUHJvamVjdBIeLnZpZ2lsLnYxLkNyZWF0ZVByb2plY3RSZXF1ZXN0Gh8udmlnaWwudjEuQ3JlYXRlUHJvamVjdFJlc3BvbnNlIhzI8xjJAYLT5JMCEToBKiIML3YxL3Byb2plY3RzEmMKDExpc3RQcm9qZWN0cxIdLnZpZ2lsLnYxLkxpc3RQcm9qZWN0c1JlcXVlc3QaHi52aWdpbC52MS5MaXN0UHJvamVjdHNSZXNwb25zZSIUgtPkkwIOEgwvdjEvcHJvamVjdHMSagoKR2V0UHJvamVjdBIbLnZpZ2lsLnYxLkdldFByb2plY3RSZXF1ZXN0GhwudmlnaWwudjEuR2V0UHJvamVjdFJlc3BvbnNlIiGC0+STAhsSGS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0SdgoNVXBkYXRlUHJvamVjdBIeLnZpZ2lsLnYxLlVwZGF0ZVByb2plY3RSZXF1ZXN0Gh8udmlnaWwudjEuVXBkYXRlUHJvamVjdFJlc3BvbnNlIiSC0+STAh46ASoyGS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0SeAoNRGVsZXRlUHJvamVjdBIeLnZpZ2lsLnYxLkRlbGV0ZVByb2plY3RSZXF1ZXN0Gh8udmlnaWwudjEuRGVsZXRlUHJvamVjdFJlc3BvbnNlIibI8xjMAYLT5JMCGyoZL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfRJ1CgtMaXN0TWVtYmVycxIcLnZpZ2lsLnYxLkxpc3RNZW1iZXJzUmVxdWVzdBodLnZpZ2lsLnYxLkxpc3RNZW1iZXJzUmVzcG9uc2UiKYLT5JMCIxIhL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9tZW1iZXJzEncKCUFkZE1lbWJlchIaLnZpZ2lsLnYxLkFkZE1lbWJlclJlcXVlc3QaGy52aWdpbC52MS5BZGRNZW1iZXJSZXNwb25zZSIxyPMYyQGC0+STAiY6ASoiIS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vbWVtYmVycxKFAQoMVXBkYXRlTWVtYmVyEh0udmlnaWwudjEuVXBkYXRlTWVtYmVyUmVxdWVzdBoeLnZpZ2lsLnYxLlVwZGF0ZU1lbWJlclJlc3BvbnNlIjaC0+STAjA6ASoyKy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vbWVtYmVycy97dXNlcl9pZH0ShwEKDFJlbW92ZU1lbWJlchIdLnZpZ2lsLnYxLlJlbW92ZU1lbWJlclJlcXVlc3QaHi52aWdpbC52MS5SZW1vdmVNZW1iZXJSZXNwb25zZSI4yPMYzAGC0+STAi0qKy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vbWVtYmVycy97dXNlcl9pZH0SgQEKDENyZWF0ZUFwaUtleRIdLnZpZ2lsLnYxLkNyZWF0ZUFwaUtleVJlcXVlc3QaHi52aWdpbC52MS5DcmVhdGVBcGlLZXlSZXNwb25zZSIyyPMYyQGC0+STAic6ASoiIi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vYXBpLWtleXMSdgoLTGlzdEFwaUtleXMSHC52aWdpbC52MS5MaXN0QXBpS2V5c1JlcXVlc3QaHS52aWdpbC52MS5MaXN0QXBpS2V5c1Jlc3BvbnNlIiqC0+STAiQSIi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vYXBpLWtleXMShwEKDFJldm9rZUFwaUtleRIdLnZpZ2lsLnYxLlJldm9rZUFwaUtleVJlcXVlc3QaHi52aWdpbC52MS5SZXZva2VBcGlLZXlSZXNwb25zZSI4yPMYzAGC0+STAi0qKy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vYXBpLWtleXMve2tleV9pZH1iBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_struct, file_vigil_v1_options]);
+  fileDesc("Chd2aWdpbC92MS9wcm9qZWN0cy5wcm90bxIIdmlnaWwudjEi6gEKB1Byb2plY3QSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIQCghwbGF0Zm9ybRgDIAEoCRISCgpjcmVhdGVkX2F0GAQgASgJEhIKCnVwZGF0ZWRfYXQYBSABKAkSEQoEcm9sZRgGIAEoCUgAiAEBEhcKD2FsbG93ZWRfb3JpZ2lucxgHIAMoCRIbCg5yZXRlbnRpb25fZGF5cxgIIAEoBUgBiAEBEiYKCXJldGVudGlvbhgJIAEoCzITLnZpZ2lsLnYxLlJldGVudGlvbkIHCgVfcm9sZUIRCg9fcmV0ZW50aW9uX2RheXMiqwEKCVJldGVudGlvbhIRCgRkYXlzGAEgASgFSACIAQESDgoGc291cmNlGAIgASgJEhMKBmN1dG9mZhgDIAEoCUgBiAEBEhgKC2xhc3RfcnVuX2F0GAQgASgJSAKIAQESGAoLbmV4dF9ydW5fYXQYBSABKAlIA4gBAUIHCgVfZGF5c0IJCgdfY3V0b2ZmQg4KDF9sYXN0X3J1bl9hdEIOCgxfbmV4dF9ydW5fYXQiNgoUQ3JlYXRlUHJvamVjdFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIQCghwbGF0Zm9ybRgCIAEoCSI4ChVDcmVhdGVQcm9qZWN0UmVzcG9uc2USHwoEZGF0YRgBIAEoCzIRLnZpZ2lsLnYxLlByb2plY3QiFQoTTGlzdFByb2plY3RzUmVxdWVzdCI3ChRMaXN0UHJvamVjdHNSZXNwb25zZRIfCgRkYXRhGAEgAygLMhEudmlnaWwudjEuUHJvamVjdCInChFHZXRQcm9qZWN0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJIjUKEkdldFByb2plY3RSZXNwb25zZRIfCgRkYXRhGAEgASgLMhEudmlnaWwudjEuUHJvamVjdCKrAQoUVXBkYXRlUHJvamVjdFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIRCgRuYW1lGAIgASgJSACIAQESMwoPYWxsb3dlZF9vcmlnaW5zGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLkxpc3RWYWx1ZRIuCg5yZXRlbnRpb25fZGF5cxgEIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZUIHCgVfbmFtZSI4ChVVcGRhdGVQcm9qZWN0UmVzcG9uc2USHwoEZGF0YRgBIAEoCzIRLnZpZ2lsLnYxLlByb2plY3QiKgoURGVsZXRlUHJvamVjdFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCSIXChVEZWxldGVQcm9qZWN0UmVzcG9uc2UiZgoGTWVtYmVyEg8KB3VzZXJfaWQYASABKAkSDQoFZW1haWwYAiABKAkSEQoEbmFtZRgDIAEoCUgAiAEBEgwKBHJvbGUYBCABKAkSEgoKY3JlYXRlZF9hdBgFIAEoCUIHCgVfbmFtZSIoChJMaXN0TWVtYmVyc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCSI1ChNMaXN0TWVtYmVyc1Jlc3BvbnNlEh4KBGRhdGEYASADKAsyEC52aWdpbC52MS5NZW1iZXIiQwoQQWRkTWVtYmVyUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg0KBWVtYWlsGAIgASgJEgwKBHJvbGUYAyABKAkiMwoRQWRkTWVtYmVyUmVzcG9uc2USHgoEZGF0YRgBIAEoCzIQLnZpZ2lsLnYxLk1lbWJlciJIChNVcGRhdGVNZW1iZXJSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIMCgRyb2xlGAMgASgJIjYKFFVwZGF0ZU1lbWJlclJlc3BvbnNlEh4KBGRhdGEYASABKAsyEC52aWdpbC52MS5NZW1iZXIiOgoTUmVtb3ZlTWVtYmVyUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkiFgoUUmVtb3ZlTWVtYmVyUmVzcG9uc2UilQEKBkFwaUtleRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC2Vudmlyb25tZW50GAMgASgJEg4KBnByZWZpeBgEIAEoCRISCgpjcmVhdGVkX2F0GAUgASgJEhkKDGxhc3RfdXNlZF9hdBgGIAEoCUgAiAEBEgwKBGtpbmQYByABKAlCDwoNX2xhc3RfdXNlZF9hdCKsAQoNQ3JlYXRlZEFwaUtleRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC2Vudmlyb25tZW50GAMgASgJEg4KBnByZWZpeBgEIAEoCRISCgpjcmVhdGVkX2F0GAUgASgJEhkKDGxhc3RfdXNlZF9hdBgGIAEoCUgAiAEBEg4KBnNlY3JldBgHIAEoCRIMCgRraW5kGAggASgJQg8KDV9sYXN0X3VzZWRfYXQiaAoTQ3JlYXRlQXBpS2V5UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEwoLZW52aXJvbm1lbnQYAyABKAkSEQoEa2luZBgEIAEoCUgAiAEBQgcKBV9raW5kIj0KFENyZWF0ZUFwaUtleVJlc3BvbnNlEiUKBGRhdGEYASABKAsyFy52aWdpbC52MS5DcmVhdGVkQXBpS2V5IigKEkxpc3RBcGlLZXlzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJIjUKE0xpc3RBcGlLZXlzUmVzcG9uc2USHgoEZGF0YRgBIAMoCzIQLnZpZ2lsLnYxLkFwaUtleSI5ChNSZXZva2VBcGlLZXlSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDgoGa2V5X2lkGAIgASgJIhYKFFJldm9rZUFwaUtleVJlc3BvbnNlMssLCg5Qcm9qZWN0U2VydmljZRJuCg1DcmVhdGVQcm9qZWN0Eh4udmlnaWwudjEuQ3JlYXRlUHJvamVjdFJlcXVlc3QaHy52aWdpbC52MS5DcmVhdGVQcm9qZWN0UmVzcG9uc2UiHMjzGMkBgtPkkwIROgEqIgwvdjEvcHJvamVjdHMSYwoMTGlzdFByb2plY3RzEh0udmlnaWwudjEuTGlzdFByb2plY3RzUmVxdWVzdBoeLnZpZ2lsLnYxLkxpc3RQcm9qZWN0c1Jlc3BvbnNlIhSC0+STAg4SDC92MS9wcm9qZWN0cxJqCgpHZXRQcm9qZWN0EhsudmlnaWwudjEuR2V0UHJvamVjdFJlcXVlc3QaHC52aWdpbC52MS5HZXRQcm9qZWN0UmVzcG9uc2UiIYLT5JMCGxIZL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfRJ2Cg1VcGRhdGVQcm9qZWN0Eh4udmlnaWwudjEuVXBkYXRlUHJvamVjdFJlcXVlc3QaHy52aWdpbC52MS5VcGRhdGVQcm9qZWN0UmVzcG9uc2UiJILT5JMCHjoBKjIZL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfRJ4Cg1EZWxldGVQcm9qZWN0Eh4udmlnaWwudjEuRGVsZXRlUHJvamVjdFJlcXVlc3QaHy52aWdpbC52MS5EZWxldGVQcm9qZWN0UmVzcG9uc2UiJsjzGMwBgtPkkwIbKhkvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9EnUKC0xpc3RNZW1iZXJzEhwudmlnaWwudjEuTGlzdE1lbWJlcnNSZXF1ZXN0Gh0udmlnaWwudjEuTGlzdE1lbWJlcnNSZXNwb25zZSIpgtPkkwIjEiEvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L21lbWJlcnMSdwoJQWRkTWVtYmVyEhoudmlnaWwudjEuQWRkTWVtYmVyUmVxdWVzdBobLnZpZ2lsLnYxLkFkZE1lbWJlclJlc3BvbnNlIjHI8xjJAYLT5JMCJjoBKiIhL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9tZW1iZXJzEoUBCgxVcGRhdGVNZW1iZXISHS52aWdpbC52MS5VcGRhdGVNZW1iZXJSZXF1ZXN0Gh4udmlnaWwudjEuVXBkYXRlTWVtYmVyUmVzcG9uc2UiNoLT5JMCMDoBKjIrL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9tZW1iZXJzL3t1c2VyX2lkfRKHAQoMUmVtb3ZlTWVtYmVyEh0udmlnaWwudjEuUmVtb3ZlTWVtYmVyUmVxdWVzdBoeLnZpZ2lsLnYxLlJlbW92ZU1lbWJlclJlc3BvbnNlIjjI8xjMAYLT5JMCLSorL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9tZW1iZXJzL3t1c2VyX2lkfRKBAQoMQ3JlYXRlQXBpS2V5Eh0udmlnaWwudjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBoeLnZpZ2lsLnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlIjLI8xjJAYLT5JMCJzoBKiIiL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9hcGkta2V5cxJ2CgtMaXN0QXBpS2V5cxIcLnZpZ2lsLnYxLkxpc3RBcGlLZXlzUmVxdWVzdBodLnZpZ2lsLnYxLkxpc3RBcGlLZXlzUmVzcG9uc2UiKoLT5JMCJBIiL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9hcGkta2V5cxKHAQoMUmV2b2tlQXBpS2V5Eh0udmlnaWwudjEuUmV2b2tlQXBpS2V5UmVxdWVzdBoeLnZpZ2lsLnYxLlJldm9rZUFwaUtleVJlc3BvbnNlIjjI8xjMAYLT5JMCLSorL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9hcGkta2V5cy97a2V5X2lkfWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_struct, file_vigil_v1_options]);
 
 /**
  * @generated from message vigil.v1.Project
@@ -59,6 +59,21 @@ export type Project = Message<"vigil.v1.Project"> & {
    * @generated from field: repeated string allowed_origins = 7;
    */
   allowedOrigins: string[];
+
+  /**
+   * Days events, metric points and heartbeats are kept, as set on the project;
+   * absent: the operator's default (RETENTION_DAYS) applies.
+   *
+   * @generated from field: optional int32 retention_days = 8;
+   */
+  retentionDays?: number | undefined;
+
+  /**
+   * What is in force and when it is next enforced.
+   *
+   * @generated from field: vigil.v1.Retention retention = 9;
+   */
+  retention?: Retention | undefined;
 };
 
 /**
@@ -67,6 +82,55 @@ export type Project = Message<"vigil.v1.Project"> & {
  */
 export const ProjectSchema: GenMessage<Project> = /*@__PURE__*/
   messageDesc(file_vigil_v1_projects, 0);
+
+/**
+ * The retention in force for a project (docs/lifecycle.md).
+ *
+ * @generated from message vigil.v1.Retention
+ */
+export type Retention = Message<"vigil.v1.Retention"> & {
+  /**
+   * Days kept; absent: kept forever.
+   *
+   * @generated from field: optional int32 days = 1;
+   */
+  days?: number | undefined;
+
+  /**
+   * Where `days` comes from: `project`, `default` (RETENTION_DAYS) or `none`.
+   *
+   * @generated from field: string source = 2;
+   */
+  source: string;
+
+  /**
+   * Records older than this (a UTC day boundary) are removed by the next run.
+   *
+   * @generated from field: optional string cutoff = 3;
+   */
+  cutoff?: string | undefined;
+
+  /**
+   * The last completed enforcement run (any node), absent before the first.
+   *
+   * @generated from field: optional string last_run_at = 4;
+   */
+  lastRunAt?: string | undefined;
+
+  /**
+   * When the next run is due.
+   *
+   * @generated from field: optional string next_run_at = 5;
+   */
+  nextRunAt?: string | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.Retention.
+ * Use `create(RetentionSchema)` to create a new message.
+ */
+export const RetentionSchema: GenMessage<Retention> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_projects, 1);
 
 /**
  * @generated from message vigil.v1.CreateProjectRequest
@@ -88,7 +152,7 @@ export type CreateProjectRequest = Message<"vigil.v1.CreateProjectRequest"> & {
  * Use `create(CreateProjectRequestSchema)` to create a new message.
  */
 export const CreateProjectRequestSchema: GenMessage<CreateProjectRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 1);
+  messageDesc(file_vigil_v1_projects, 2);
 
 /**
  * @generated from message vigil.v1.CreateProjectResponse
@@ -105,7 +169,7 @@ export type CreateProjectResponse = Message<"vigil.v1.CreateProjectResponse"> & 
  * Use `create(CreateProjectResponseSchema)` to create a new message.
  */
 export const CreateProjectResponseSchema: GenMessage<CreateProjectResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 2);
+  messageDesc(file_vigil_v1_projects, 3);
 
 /**
  * @generated from message vigil.v1.ListProjectsRequest
@@ -118,7 +182,7 @@ export type ListProjectsRequest = Message<"vigil.v1.ListProjectsRequest"> & {
  * Use `create(ListProjectsRequestSchema)` to create a new message.
  */
 export const ListProjectsRequestSchema: GenMessage<ListProjectsRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 3);
+  messageDesc(file_vigil_v1_projects, 4);
 
 /**
  * @generated from message vigil.v1.ListProjectsResponse
@@ -135,7 +199,7 @@ export type ListProjectsResponse = Message<"vigil.v1.ListProjectsResponse"> & {
  * Use `create(ListProjectsResponseSchema)` to create a new message.
  */
 export const ListProjectsResponseSchema: GenMessage<ListProjectsResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 4);
+  messageDesc(file_vigil_v1_projects, 5);
 
 /**
  * @generated from message vigil.v1.GetProjectRequest
@@ -152,7 +216,7 @@ export type GetProjectRequest = Message<"vigil.v1.GetProjectRequest"> & {
  * Use `create(GetProjectRequestSchema)` to create a new message.
  */
 export const GetProjectRequestSchema: GenMessage<GetProjectRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 5);
+  messageDesc(file_vigil_v1_projects, 6);
 
 /**
  * @generated from message vigil.v1.GetProjectResponse
@@ -169,7 +233,7 @@ export type GetProjectResponse = Message<"vigil.v1.GetProjectResponse"> & {
  * Use `create(GetProjectResponseSchema)` to create a new message.
  */
 export const GetProjectResponseSchema: GenMessage<GetProjectResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 6);
+  messageDesc(file_vigil_v1_projects, 7);
 
 /**
  * @generated from message vigil.v1.UpdateProjectRequest
@@ -192,6 +256,14 @@ export type UpdateProjectRequest = Message<"vigil.v1.UpdateProjectRequest"> & {
    * @generated from field: google.protobuf.ListValue allowed_origins = 3;
    */
   allowedOrigins?: ListValue | undefined;
+
+  /**
+   * Days to keep (an integer from 1 to RETENTION_MAX_DAYS), or null to use the
+   * operator's default again. A Value, so that null and an absent field differ.
+   *
+   * @generated from field: google.protobuf.Value retention_days = 4;
+   */
+  retentionDays?: Value | undefined;
 };
 
 /**
@@ -199,7 +271,7 @@ export type UpdateProjectRequest = Message<"vigil.v1.UpdateProjectRequest"> & {
  * Use `create(UpdateProjectRequestSchema)` to create a new message.
  */
 export const UpdateProjectRequestSchema: GenMessage<UpdateProjectRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 7);
+  messageDesc(file_vigil_v1_projects, 8);
 
 /**
  * @generated from message vigil.v1.UpdateProjectResponse
@@ -216,7 +288,7 @@ export type UpdateProjectResponse = Message<"vigil.v1.UpdateProjectResponse"> & 
  * Use `create(UpdateProjectResponseSchema)` to create a new message.
  */
 export const UpdateProjectResponseSchema: GenMessage<UpdateProjectResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 8);
+  messageDesc(file_vigil_v1_projects, 9);
 
 /**
  * @generated from message vigil.v1.DeleteProjectRequest
@@ -233,7 +305,7 @@ export type DeleteProjectRequest = Message<"vigil.v1.DeleteProjectRequest"> & {
  * Use `create(DeleteProjectRequestSchema)` to create a new message.
  */
 export const DeleteProjectRequestSchema: GenMessage<DeleteProjectRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 9);
+  messageDesc(file_vigil_v1_projects, 10);
 
 /**
  * @generated from message vigil.v1.DeleteProjectResponse
@@ -246,7 +318,7 @@ export type DeleteProjectResponse = Message<"vigil.v1.DeleteProjectResponse"> & 
  * Use `create(DeleteProjectResponseSchema)` to create a new message.
  */
 export const DeleteProjectResponseSchema: GenMessage<DeleteProjectResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 10);
+  messageDesc(file_vigil_v1_projects, 11);
 
 /**
  * @generated from message vigil.v1.Member
@@ -283,7 +355,7 @@ export type Member = Message<"vigil.v1.Member"> & {
  * Use `create(MemberSchema)` to create a new message.
  */
 export const MemberSchema: GenMessage<Member> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 11);
+  messageDesc(file_vigil_v1_projects, 12);
 
 /**
  * @generated from message vigil.v1.ListMembersRequest
@@ -300,7 +372,7 @@ export type ListMembersRequest = Message<"vigil.v1.ListMembersRequest"> & {
  * Use `create(ListMembersRequestSchema)` to create a new message.
  */
 export const ListMembersRequestSchema: GenMessage<ListMembersRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 12);
+  messageDesc(file_vigil_v1_projects, 13);
 
 /**
  * @generated from message vigil.v1.ListMembersResponse
@@ -317,7 +389,7 @@ export type ListMembersResponse = Message<"vigil.v1.ListMembersResponse"> & {
  * Use `create(ListMembersResponseSchema)` to create a new message.
  */
 export const ListMembersResponseSchema: GenMessage<ListMembersResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 13);
+  messageDesc(file_vigil_v1_projects, 14);
 
 /**
  * @generated from message vigil.v1.AddMemberRequest
@@ -344,7 +416,7 @@ export type AddMemberRequest = Message<"vigil.v1.AddMemberRequest"> & {
  * Use `create(AddMemberRequestSchema)` to create a new message.
  */
 export const AddMemberRequestSchema: GenMessage<AddMemberRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 14);
+  messageDesc(file_vigil_v1_projects, 15);
 
 /**
  * @generated from message vigil.v1.AddMemberResponse
@@ -361,7 +433,7 @@ export type AddMemberResponse = Message<"vigil.v1.AddMemberResponse"> & {
  * Use `create(AddMemberResponseSchema)` to create a new message.
  */
 export const AddMemberResponseSchema: GenMessage<AddMemberResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 15);
+  messageDesc(file_vigil_v1_projects, 16);
 
 /**
  * @generated from message vigil.v1.UpdateMemberRequest
@@ -388,7 +460,7 @@ export type UpdateMemberRequest = Message<"vigil.v1.UpdateMemberRequest"> & {
  * Use `create(UpdateMemberRequestSchema)` to create a new message.
  */
 export const UpdateMemberRequestSchema: GenMessage<UpdateMemberRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 16);
+  messageDesc(file_vigil_v1_projects, 17);
 
 /**
  * @generated from message vigil.v1.UpdateMemberResponse
@@ -405,7 +477,7 @@ export type UpdateMemberResponse = Message<"vigil.v1.UpdateMemberResponse"> & {
  * Use `create(UpdateMemberResponseSchema)` to create a new message.
  */
 export const UpdateMemberResponseSchema: GenMessage<UpdateMemberResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 17);
+  messageDesc(file_vigil_v1_projects, 18);
 
 /**
  * @generated from message vigil.v1.RemoveMemberRequest
@@ -427,7 +499,7 @@ export type RemoveMemberRequest = Message<"vigil.v1.RemoveMemberRequest"> & {
  * Use `create(RemoveMemberRequestSchema)` to create a new message.
  */
 export const RemoveMemberRequestSchema: GenMessage<RemoveMemberRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 18);
+  messageDesc(file_vigil_v1_projects, 19);
 
 /**
  * @generated from message vigil.v1.RemoveMemberResponse
@@ -440,7 +512,7 @@ export type RemoveMemberResponse = Message<"vigil.v1.RemoveMemberResponse"> & {
  * Use `create(RemoveMemberResponseSchema)` to create a new message.
  */
 export const RemoveMemberResponseSchema: GenMessage<RemoveMemberResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 19);
+  messageDesc(file_vigil_v1_projects, 20);
 
 /**
  * @generated from message vigil.v1.ApiKey
@@ -491,7 +563,7 @@ export type ApiKey = Message<"vigil.v1.ApiKey"> & {
  * Use `create(ApiKeySchema)` to create a new message.
  */
 export const ApiKeySchema: GenMessage<ApiKey> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 20);
+  messageDesc(file_vigil_v1_projects, 21);
 
 /**
  * Only the create response carries the full secret.
@@ -545,7 +617,7 @@ export type CreatedApiKey = Message<"vigil.v1.CreatedApiKey"> & {
  * Use `create(CreatedApiKeySchema)` to create a new message.
  */
 export const CreatedApiKeySchema: GenMessage<CreatedApiKey> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 21);
+  messageDesc(file_vigil_v1_projects, 22);
 
 /**
  * @generated from message vigil.v1.CreateApiKeyRequest
@@ -579,7 +651,7 @@ export type CreateApiKeyRequest = Message<"vigil.v1.CreateApiKeyRequest"> & {
  * Use `create(CreateApiKeyRequestSchema)` to create a new message.
  */
 export const CreateApiKeyRequestSchema: GenMessage<CreateApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 22);
+  messageDesc(file_vigil_v1_projects, 23);
 
 /**
  * @generated from message vigil.v1.CreateApiKeyResponse
@@ -596,7 +668,7 @@ export type CreateApiKeyResponse = Message<"vigil.v1.CreateApiKeyResponse"> & {
  * Use `create(CreateApiKeyResponseSchema)` to create a new message.
  */
 export const CreateApiKeyResponseSchema: GenMessage<CreateApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 23);
+  messageDesc(file_vigil_v1_projects, 24);
 
 /**
  * @generated from message vigil.v1.ListApiKeysRequest
@@ -613,7 +685,7 @@ export type ListApiKeysRequest = Message<"vigil.v1.ListApiKeysRequest"> & {
  * Use `create(ListApiKeysRequestSchema)` to create a new message.
  */
 export const ListApiKeysRequestSchema: GenMessage<ListApiKeysRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 24);
+  messageDesc(file_vigil_v1_projects, 25);
 
 /**
  * @generated from message vigil.v1.ListApiKeysResponse
@@ -630,7 +702,7 @@ export type ListApiKeysResponse = Message<"vigil.v1.ListApiKeysResponse"> & {
  * Use `create(ListApiKeysResponseSchema)` to create a new message.
  */
 export const ListApiKeysResponseSchema: GenMessage<ListApiKeysResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 25);
+  messageDesc(file_vigil_v1_projects, 26);
 
 /**
  * @generated from message vigil.v1.RevokeApiKeyRequest
@@ -652,7 +724,7 @@ export type RevokeApiKeyRequest = Message<"vigil.v1.RevokeApiKeyRequest"> & {
  * Use `create(RevokeApiKeyRequestSchema)` to create a new message.
  */
 export const RevokeApiKeyRequestSchema: GenMessage<RevokeApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 26);
+  messageDesc(file_vigil_v1_projects, 27);
 
 /**
  * @generated from message vigil.v1.RevokeApiKeyResponse
@@ -665,7 +737,7 @@ export type RevokeApiKeyResponse = Message<"vigil.v1.RevokeApiKeyResponse"> & {
  * Use `create(RevokeApiKeyResponseSchema)` to create a new message.
  */
 export const RevokeApiKeyResponseSchema: GenMessage<RevokeApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_projects, 27);
+  messageDesc(file_vigil_v1_projects, 28);
 
 /**
  * Projects, their members and their API keys. Session routes: the caller's
