@@ -111,6 +111,9 @@ export const envSchema = z.object({
   // often health Watch streams re-read readiness.
   GRPC_REFLECTION: z.enum(["on", "off"]).default("on"),
   GRPC_HEALTH_POLL_MS: intFrom(1_000, 50),
+  // Deleted projects' data (src/lifecycle/purge.ts; docs/lifecycle.md): how often the sweeper runs, rows per batch.
+  PURGE_INTERVAL_MS: intFrom(60_000, 50),
+  PURGE_BATCH_ROWS: intFrom(5_000, 1),
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -170,6 +173,8 @@ export interface Config {
   analyticsLimits: { maxFilterNodes: number; maxConcurrentPerProject: number; queueTimeoutMs: number };
   /** grpc.reflection.v1/v1alpha served or not; health Watch's readiness poll period. */
   grpc: { reflection: boolean; healthPollMs: number };
+  /** The sweeper of deleted projects' rows: pass interval, rows per batch (one short statement). */
+  purge: { intervalMs: number; batchRows: number };
 }
 
 /** Temporal mode (TEMPORAL_ADDRESS set): src/temporal/, docs/temporal.md. */
@@ -320,6 +325,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       queueTimeoutMs: e.ANALYTICS_QUEUE_TIMEOUT_MS,
     },
     grpc: { reflection: e.GRPC_REFLECTION === "on", healthPollMs: e.GRPC_HEALTH_POLL_MS },
+    purge: { intervalMs: e.PURGE_INTERVAL_MS, batchRows: e.PURGE_BATCH_ROWS },
   };
 }
 

@@ -93,10 +93,19 @@ export async function updateProject(
   );
 }
 
-/** Deletes the project and, by cascade, everything in it. */
+/**
+ * Deletes the project row (its members, API keys, sources, monitors, webhooks and pages go with it
+ * by cascade) and queues the rest of its data for the purge sweeper (src/lifecycle/purge.ts), in
+ * one statement: the project is gone and queued together, or neither.
+ */
 export async function deleteProject(q: Queryable, projectId: string): Promise<void> {
   // The cascade may deadlock with a write in flight (a heartbeat locking its monitor): run it again.
-  await retryDeadlock(() => q.query("DELETE FROM projects WHERE id = $1", [projectId]));
+  await retryDeadlock(() =>
+    q.query(
+      "WITH d AS (DELETE FROM projects WHERE id = $1 RETURNING id) INSERT INTO deleted_projects (id, deleted_at) SELECT id, now() FROM d ON CONFLICT (id) DO NOTHING",
+      [projectId],
+    ),
+  );
 }
 
 export async function listMembers(q: Queryable, projectId: string): Promise<MemberRow[]> {

@@ -8,6 +8,7 @@ import { userHoursProjection } from "../events/user-hours.js";
 import { identityProjection } from "../identity/projection.js";
 import { createIdentityFeature } from "../identity/service.js";
 import { createJobsFeature } from "../jobs/service.js";
+import { createPurgeFeature } from "../lifecycle/purge.js";
 import { metricsCommitting } from "../metrics/committing.js";
 import { createMetricsFeature } from "../metrics/service.js";
 import { createPagesFeature } from "../pages/service.js";
@@ -74,6 +75,8 @@ export async function createFeatures(deps: Deps): Promise<Feature[]> {
     webhooks,
     uptime,
     createPagesFeature(deps),
+    // Deleted projects: removes the rows they still own, in the background (worker role).
+    createPurgeFeature(deps),
     // Public status pages (reads pages, monitors and incidents; serves its own HTTP routes too).
     createStatusFeature(deps),
     // Last: the Temporal worker starts once every feature is ready.

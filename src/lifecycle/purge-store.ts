@@ -1,0 +1,116 @@
+import pg from "pg";
+import type { Queryable } from "../storage/db.js";
+
+// SQL of the purge sweeper (purge.ts): which projects wait to be purged, which tables hold a
+// project's rows, and one bounded batch of deletion at a time (each statement its own short
+// transaction, so a kill -9 loses at most the batch in flight and a restart simply goes on).
+
+export interface DeletedProjectRow {
+  id: string;
+  deleted_at: Date;
+  swept_from: Date | null;
+}
+
+/** A table with a `project_id` column (a partitioned table counts once, for all its partitions). */
+export interface OwnedTable {
+  name: string;
+  /** Its primary key's columns; empty when it has none (rows are then addressed by tableoid + ctid). */
+  key: string[];
+}
+
+/** Projects deleted and not yet purged, oldest first. */
+export async function deletedProjects(q: Queryable): Promise<DeletedProjectRow[]> {
+  const r = await q.query<DeletedProjectRow>(
+    "SELECT id, deleted_at, swept_from FROM deleted_projects ORDER BY deleted_at, id",
+  );
+  return r.rows;
+}
+
+/** Marks when the sweeper first saw the project (after the delete committed); returns that time. */
+export async function markSwept(q: Queryable, id: string): Promise<Date> {
+  const r = await q.query<{ swept_from: Date }>(
+    "UPDATE deleted_projects SET swept_from = COALESCE(swept_from, now()) WHERE id = $1 RETURNING swept_from",
+    [id],
+  );
+  return r.rows[0]?.swept_from ?? new Date(0);
+}
+
+/** The purge is done: the project's last trace. */
+export async function forgetDeletedProject(q: Queryable, id: string): Promise<void> {
+  await q.query("DELETE FROM deleted_projects WHERE id = $1", [id]);
+}
+
+/**
+ * Every table of the schema with a `project_id` column, found in the catalog so that a table added
+ * later (by any feature) is purged without a change here. Partitions are reached through their parent.
+ */
+export async function ownedTables(q: Queryable): Promise<OwnedTable[]> {
+  const r = await q.query<{ name: string; key: string[] | null }>(
+    `SELECT c.relname AS name,
+            (SELECT array_agg(ka.attname::text ORDER BY k.ord)
+               FROM pg_index i
+               CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
+               JOIN pg_attribute ka ON ka.attrelid = i.indrelid AND ka.attnum = k.attnum
+              WHERE i.indrelid = c.oid AND i.indisprimary) AS key
+       FROM pg_class c
+       JOIN pg_namespace n ON n.oid = c.relnamespace
+       JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'project_id' AND NOT a.attisdropped
+      WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+      ORDER BY c.relname`,
+  );
+  return r.rows.map((x) => ({ name: x.name, key: x.key ?? [] }));
+}
+
+const ident = (name: string): string => pg.escapeIdentifier(name);
+
+/** Deletes at most `limit` rows of the project from `table`; returns how many it deleted. */
+export async function deleteBatch(q: Queryable, table: OwnedTable, projectId: string, limit: number): Promise<number> {
+  const t = ident(table.name);
+  const cols = table.key.length ? table.key.map(ident).join(", ") : "tableoid, ctid";
+  const r = await q.query(
+    `DELETE FROM ${t} WHERE (${cols}) IN (SELECT ${cols} FROM ${t} WHERE project_id = $1 LIMIT $2)`,
+    [projectId, limit],
+  );
+  return r.rowCount ?? 0;
+}
+
+/** The metric tables keyed by metric, not project: reached through the project's metrics. */
+const METRIC_CHILDREN: { name: string; key: string }[] = [
+  { name: "metric_points", key: "metric_id, ts, event_id" },
+  { name: "metric_rollups", key: "metric_id, level, bucket, op" },
+];
+
+/** Deletes at most `limit` points or rollups of the project's metrics (before the metrics rows go). */
+export async function deleteMetricChildrenBatch(q: Queryable, projectId: string, limit: number): Promise<number> {
+  let deleted = 0;
+  for (const { name, key } of METRIC_CHILDREN) {
+    const r = await q.query(
+      `DELETE FROM ${name} WHERE (${key}) IN (SELECT ${key} FROM ${name} WHERE metric_id IN (SELECT id FROM metrics WHERE project_id = $1) LIMIT $2)`,
+      [projectId, limit],
+    );
+    deleted += r.rowCount ?? 0;
+    if (deleted >= limit) break;
+  }
+  return deleted;
+}
+
+/**
+ * True when no other client transaction of this database began before `since`: every write that may
+ * have started before the sweep (its credentials checked before the delete) has ended.
+ */
+export async function writersBeforeEnded(q: Queryable, since: Date): Promise<boolean> {
+  const r = await q.query(
+    `SELECT 1 FROM pg_stat_activity
+      WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()
+        AND xact_start IS NOT NULL AND xact_start < $1
+      LIMIT 1`,
+    [since],
+  );
+  return r.rowCount === 0;
+}
+
+/** The database's clock (the one transactions' start times are read against). */
+export async function dbNow(q: Queryable): Promise<Date> {
+  const r = await q.query<{ now: Date }>("SELECT clock_timestamp() AS now");
+  return r.rows[0].now;
+}

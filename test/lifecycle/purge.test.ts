@@ -1,0 +1,362 @@
+// Deleting a project really removes its data (docs/lifecycle.md "Deleting a project"): the request
+// deletes the project row and queues it; the sweeper (src/lifecycle/purge.ts) then removes every row
+// the project owned, in every table with a project_id column (found here in information_schema, so a
+// table the sweeper forgot fails this test) and its metrics' points and rollups, while another
+// project's rows, ingest and reads are untouched; kill -9 mid-purge and a restart finish it.
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdtemp } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { after, describe, it } from "node:test";
+import pg from "pg";
+import { GENEROUS_LIMITS } from "../helpers/app.js";
+import { createTestDatabase } from "../helpers/db.js";
+import { project, type ProjectFixture } from "../helpers/fixtures.js";
+import { RestClient } from "../helpers/rest.js";
+import { useApp } from "../helpers/use.js";
+import { freePort } from "../../src/shared/net.js";
+
+let db: pg.Client;
+const { t } = useApp(
+  {
+    ...GENEROUS_LIMITS,
+    PURGE_INTERVAL_MS: "100",
+    PURGE_BATCH_ROWS: "500",
+    WEBHOOK_ALLOW_PRIVATE: "true",
+    // No slot pass: the other project's rows must not change on their own between two counts.
+    ANALYTICS_SLOT_INTERVAL_MS: "0",
+  },
+  {},
+  async () => {
+    db = new pg.Client({ connectionString: t.databaseUrl });
+    await db.connect();
+  },
+);
+after(() => db?.end());
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const q = (name: string) => pg.escapeIdentifier(name);
+
+/** Rows of the project in every table that has a project_id column, plus those reached through its metrics and monitors. */
+async function ownedRows(
+  c: pg.Client,
+  projectId: string,
+  through: { metricIds: number[]; monitorIds: string[] },
+): Promise<Record<string, number>> {
+  const tables = await c.query<{ table_name: string }>(
+    `SELECT c.table_name FROM information_schema.columns c
+       JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
+      WHERE c.table_schema = current_schema() AND c.column_name = 'project_id' AND t.table_type = 'BASE TABLE'
+      ORDER BY c.table_name`,
+  );
+  const out: Record<string, number> = {};
+  for (const { table_name } of tables.rows) {
+    const r = await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${q(table_name)} WHERE project_id = $1`, [
+      projectId,
+    ]);
+    out[table_name] = r.rows[0].n;
+  }
+  for (const [table, column, ids] of [
+    ["metric_points", "metric_id", through.metricIds],
+    ["metric_rollups", "metric_id", through.metricIds],
+    ["heartbeats", "monitor_id", through.monitorIds],
+    ["heartbeat_rollups", "monitor_id", through.monitorIds],
+  ] as const) {
+    const r = await c.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM ${q(table)} WHERE ${q(column)}::text = ANY($1::text[])`,
+      [ids.map(String)],
+    );
+    out[`${table} (via ${column})`] = r.rows[0].n;
+  }
+  return out;
+}
+
+async function idsThrough(c: pg.Client, projectId: string) {
+  const m = await c.query<{ id: number }>("SELECT id FROM metrics WHERE project_id = $1", [projectId]);
+  const mon = await c.query<{ id: string }>("SELECT id FROM monitors WHERE project_id = $1", [projectId]);
+  return { metricIds: m.rows.map((r) => r.id), monitorIds: mon.rows.map((r) => r.id) };
+}
+
+const nonZero = (rows: Record<string, number>) =>
+  Object.fromEntries(Object.entries(rows).filter(([, n]) => n > 0)) as Record<string, number>;
+
+/** Data in as many tables as the API reaches, plus a column block and a registry slot written directly. */
+async function seed(p: ProjectFixture, tag: string): Promise<void> {
+  const post = async (path: string, body: unknown, auth: { key?: string; cookie?: string }, want: number[]) => {
+    const r = await t.rest.post(path, body, auth);
+    assert.ok(want.includes(r.status), `${path} ${r.status} ${r.text}`);
+    return r;
+  };
+  const monitor = await post(`/v1/projects/${p.projectId}/heartbeats/api-${tag}`, {}, { key: p.key }, [200]);
+  await post(
+    `/v1/projects/${p.projectId}/webhooks`,
+    { name: "w", type: "http", url: "http://127.0.0.1:9/hook", events: ["page"] },
+    { cookie: p.owner.cookie },
+    [201],
+  );
+  await post(
+    `/v1/projects/${p.projectId}/pages`,
+    {
+      slug: `purge-${tag}-${randomUUID().slice(0, 8)}`,
+      title: "Status",
+      monitors: [{ monitorId: monitor.body.data.monitor.id }],
+    },
+    { cookie: p.owner.cookie },
+    [201],
+  );
+  await post(
+    "/v1/events/batch",
+    {
+      events: Array.from({ length: 60 }, (_, i) => ({
+        id: randomUUID(),
+        type: "page",
+        userId: `${tag}-u${i % 5}`,
+        groupId: `${tag}-g`,
+        source: "web",
+        data: { marker: `${tag}-marker`, n: i },
+      })),
+    },
+    { key: p.key },
+    [200, 202],
+  );
+  await post("/v1/events", { type: "$group", groupId: `${tag}-g`, data: { name: tag } }, { key: p.key }, [202]);
+  for (const [type, value] of [
+    ["measurement", 5],
+    ["measurement", 7],
+    ["increment", 2],
+  ] as const)
+    await post(`/v1/projects/${p.projectId}/metrics`, { type, name: `m-${type}`, value }, { key: p.key }, [201]);
+  await post(
+    `/v1/projects/${p.projectId}/identify`,
+    { externalId: `${tag}-u0`, properties: { plan: "pro" } },
+    { cookie: p.owner.cookie },
+    [200, 201],
+  );
+  // Reads settle the derived rows (users, groups, rollups, user-hours).
+  const users = await t.rest.get(`/v1/projects/${p.projectId}/users`, { key: p.key });
+  assert.equal(users.status, 200, users.text);
+  const hour = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000 - 3_600_000);
+  await db.query(
+    "INSERT INTO analytics_blocks (project_id, hour, rows, keys, built_at) VALUES ($1, $2, 1, '{}', now()) ON CONFLICT DO NOTHING",
+    [p.projectId, hour],
+  );
+  await db.query(
+    "INSERT INTO analytics_block_columns (project_id, hour, name, body) VALUES ($1, $2, 'ts', '\\x00') ON CONFLICT DO NOTHING",
+    [p.projectId, hour],
+  );
+  await db.query(
+    "INSERT INTO analytics_properties (project_id, key, kind, slot, state, assigned_at) VALUES ($1, 'marker', 's', 1, 'backfilling', now()) ON CONFLICT DO NOTHING",
+    [p.projectId],
+  );
+}
+
+async function waitFor(what: string, ms: number, cond: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+const pendingPurge = async (c: pg.Client, id: string) =>
+  (await c.query("SELECT 1 FROM deleted_projects WHERE id = $1", [id])).rowCount === 1;
+
+describe("deleting a project", () => {
+  it("removes every row it owned in every table, keeps another project's, and its key fails at once", async () => {
+    const gone = await project(t.rest);
+    const kept = await project(t.rest);
+    await seed(gone, "gone");
+    await seed(kept, "kept");
+    // A pending projection of the deleted project (as if its projector had not run yet).
+    await db.query("INSERT INTO ingest_deltas (project_id, deltas) VALUES ($1, '{}')", [gone.projectId]);
+
+    const goneIds = await idsThrough(db, gone.projectId);
+    const keptIds = await idsThrough(db, kept.projectId);
+    const before = nonZero(await ownedRows(db, gone.projectId, goneIds));
+    // The scan really sees the data it must then find gone.
+    for (const table of [
+      "events",
+      "users",
+      "groups",
+      "sources",
+      "metrics",
+      "metric_points (via metric_id)",
+      "metric_rollups (via metric_id)",
+      "analytics_rollups",
+      "analytics_blocks",
+      "analytics_block_columns",
+      "analytics_properties",
+      "event_user_hours",
+      "ingest_ids",
+      "ingest_deltas",
+      "monitors",
+      "heartbeats (via monitor_id)",
+      "webhooks",
+      "pages",
+      "page_monitors",
+      "api_keys",
+      "project_members",
+    ])
+      assert.ok(before[table] > 0, `no ${table} row before the delete: ${JSON.stringify(before)}`);
+    // The other project's rows, once nothing changes them any more (webhook deliveries are expanded in the background).
+    let keptBefore = await ownedRows(db, kept.projectId, keptIds);
+    await waitFor("the other project's rows to settle", 10_000, async () => {
+      await sleep(300);
+      const again = await ownedRows(db, kept.projectId, keptIds);
+      const same = JSON.stringify(again) === JSON.stringify(keptBefore);
+      keptBefore = again;
+      return same;
+    });
+
+    const del = await t.rest.del(`/v1/projects/${gone.projectId}`, { cookie: gone.owner.cookie });
+    assert.equal(del.status, 204, del.text);
+    // At once: the key is refused, the project is not found.
+    const ingest = await t.rest.post("/v1/events", { type: "late" }, { key: gone.key });
+    assert.equal(ingest.status, 401, ingest.text);
+    const read = await t.rest.get(`/v1/projects/${gone.projectId}`, { cookie: gone.owner.cookie });
+    assert.equal(read.status, 404, read.text);
+
+    await waitFor("the purge to finish", 20_000, async () => !(await pendingPurge(db, gone.projectId)));
+    assert.deepEqual(nonZero(await ownedRows(db, gone.projectId, goneIds)), {});
+    assert.deepEqual(await ownedRows(db, kept.projectId, keptIds), keptBefore);
+    // The other project still answers over the API.
+    const list = await t.rest.get(`/v1/projects/${kept.projectId}/events?limit=100`, { key: kept.key });
+    assert.equal(list.status, 200, list.text);
+    assert.equal(list.body.data.length, keptBefore.events);
+  });
+
+  it("keeps another project's ingest and reads working during a large purge", async () => {
+    const big = await project(t.rest);
+    const other = await project(t.rest);
+    // One event through the API creates this week's partition; the bulk goes in directly.
+    assert.equal((await t.rest.post("/v1/events", { type: "bulk" }, { key: big.key })).status, 202);
+    const ROWS = 150_000;
+    await db.query(
+      "INSERT INTO events (project_id, ts, id, type, user_id, data) SELECT $1, (SELECT max(ts) FROM events WHERE project_id = $1), gen_random_uuid(), 'bulk', 'u' || (g % 100), jsonb_build_object('g', g) FROM generate_series(1, $2) g",
+      [big.projectId, ROWS],
+    );
+    const del = await t.rest.del(`/v1/projects/${big.projectId}`, { cookie: big.owner.cookie });
+    assert.equal(del.status, 204, del.text);
+
+    const latencies: number[] = [];
+    let accepted = 0;
+    let sawPurging = 0;
+    for (let i = 0; (await pendingPurge(db, big.projectId)) && i < 2_000; i++) {
+      const left = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM events WHERE project_id = $1", [
+        big.projectId,
+      ]);
+      if (left.rows[0].n > 0 && left.rows[0].n < ROWS) sawPurging++;
+      const start = Date.now();
+      const w = await t.rest.post("/v1/events", { type: "during", data: { i } }, { key: other.key });
+      assert.equal(w.status, 202, w.text);
+      const r = await t.rest.get(`/v1/projects/${other.projectId}/events?limit=5`, { key: other.key });
+      assert.equal(r.status, 200, r.text);
+      latencies.push(Date.now() - start);
+      accepted++;
+    }
+    assert.equal(await pendingPurge(db, big.projectId), false, "the purge did not finish");
+    // The writes and reads really ran while the purge was half done.
+    assert.ok(sawPurging >= 3, `only ${sawPurging} rounds ran during the purge`);
+    const worst = Math.max(...latencies);
+    assert.ok(worst < 1_500, `an ingest + read took ${worst} ms during the purge`);
+    const stored = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM events WHERE project_id = $1", [
+      other.projectId,
+    ]);
+    assert.equal(stored.rows[0].n, accepted);
+    const left = await db.query("SELECT 1 FROM events WHERE project_id = $1 LIMIT 1", [big.projectId]);
+    assert.equal(left.rowCount, 0);
+  });
+});
+
+// kill -9 of a real Vigil in the middle of a purge, then a restart on the same database.
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
+const children: ChildProcess[] = [];
+after(() => {
+  for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
+});
+
+async function startServer(env: Record<string, string>): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  children.push(child);
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
+    try {
+      if ((await fetch(`http://127.0.0.1:${env.PORT}/health`)).status === 200) return child;
+    } catch {
+      /* not listening yet */
+    }
+    if (Date.now() > deadline) throw new Error("server did not become healthy");
+    await sleep(100);
+  }
+}
+
+async function kill9(child: ChildProcess): Promise<void> {
+  const exited = new Promise((r) => child.once("exit", r));
+  child.kill("SIGKILL");
+  await exited;
+}
+
+describe("a purge across kill -9", () => {
+  it("is finished by the restarted node", async () => {
+    const databaseUrl = await createTestDatabase();
+    const port = await freePort();
+    const env = {
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      DATA_DIR: await mkdtemp(path.join(os.tmpdir(), "vigil-purge-")),
+      SESSION_SECRET: "purge-test-session-secret-0123456789",
+      LOG_LEVEL: "error",
+      TEMPORAL_ADDRESS: "",
+      METRICS_PORT: "0",
+      PURGE_INTERVAL_MS: "100",
+      PURGE_BATCH_ROWS: "200",
+      ...GENEROUS_LIMITS,
+    };
+    const c = new pg.Client({ connectionString: databaseUrl });
+    await c.connect();
+    try {
+      let child = await startServer(env);
+      const rest = new RestClient(`http://127.0.0.1:${port}`);
+      const p = await project(rest);
+      assert.equal((await rest.post("/v1/events", { type: "bulk", userId: "u1" }, { key: p.key })).status, 202);
+      const ROWS = 100_000;
+      await c.query(
+        "INSERT INTO events (project_id, ts, id, type) SELECT $1, (SELECT max(ts) FROM events WHERE project_id = $1), gen_random_uuid(), 'bulk' FROM generate_series(1, $2) g",
+        [p.projectId, ROWS],
+      );
+      const count = async () =>
+        (await c.query<{ n: number }>("SELECT count(*)::int AS n FROM events WHERE project_id = $1", [p.projectId]))
+          .rows[0].n;
+      assert.equal((await rest.del(`/v1/projects/${p.projectId}`, { cookie: p.owner.cookie })).status, 204);
+      // Kill it once the purge has begun, well before it can end.
+      await waitFor("the purge to begin", 20_000, async () => (await count()) < ROWS);
+      await kill9(child);
+      const leftAtKill = await count();
+      assert.ok(leftAtKill > 0, "the purge ended before the kill: nothing left to resume");
+      assert.equal(await pendingPurge(c, p.projectId), true);
+      await sleep(300);
+      assert.equal(await count(), leftAtKill, "rows still vanish with no Vigil running");
+
+      child = await startServer(env);
+      await waitFor(
+        "the restarted node to finish the purge",
+        60_000,
+        async () => !(await pendingPurge(c, p.projectId)),
+      );
+      assert.equal(await count(), 0);
+      const scan = await ownedRows(c, p.projectId, { metricIds: [], monitorIds: [] });
+      assert.deepEqual(nonZero(scan), {});
+      await kill9(child);
+    } finally {
+      await c.end();
+    }
+  });
+});
