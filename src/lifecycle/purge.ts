@@ -2,7 +2,6 @@ import type pg from "pg";
 import type { Deps } from "../platform/deps.js";
 import type { Feature } from "../shared/feature.js";
 import { startPeriodic, type Periodic } from "../shared/periodic.js";
-import type { Queryable } from "../storage/db.js";
 import * as store from "./purge-store.js";
 
 // The purge sweeper (docs/lifecycle.md "Deleting a project"). DELETE /v1/projects/:id removes the
@@ -34,7 +33,7 @@ export interface PurgeOptions {
  * Removes one batch after another of the project's rows until none is left (or `stopped`); returns
  * the number of rows deleted.
  */
-export async function sweepProject(c: Queryable, projectId: string, opts: PurgeOptions): Promise<number> {
+export async function sweepProject(c: store.Queryable, projectId: string, opts: PurgeOptions): Promise<number> {
   const tables = order(await store.ownedTables(c));
   let deleted = 0;
   const drain = async (batch: () => Promise<number>) => {

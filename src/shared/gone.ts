@@ -3,8 +3,9 @@ import { isDeadlock, isForeignKeyViolation } from "./pg-errors.js";
 
 // A write whose project is deleted while it is in flight: the credentials were checked before the
 // delete committed, the insert ran after it, and PostgreSQL reports a foreign-key violation on the
-// project (or on a row the delete cascaded away: a monitor, a metric). That is no server error: the
-// request answers as one made after the delete does. The delete's cascade and a write's transaction
+// project (or on a row the delete cascaded away: a monitor), or a metric row is found gone (removed
+// by the purge of the deleted project). That is no server error: the request answers as one made
+// after the delete does. The delete's cascade and a write's transaction
 // can also lock rows in opposite orders; PostgreSQL then aborts one of them (deadlock_detected), and
 // that one is simply run again.
 

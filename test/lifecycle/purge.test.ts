@@ -16,6 +16,7 @@ import { createTestDatabase } from "../helpers/db.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
 import { RestClient } from "../helpers/rest.js";
 import { useApp } from "../helpers/use.js";
+import { ownedTables } from "../../src/lifecycle/purge-store.js";
 import { freePort } from "../../src/shared/net.js";
 
 let db: pg.Client;
@@ -164,6 +165,37 @@ const pendingPurge = async (c: pg.Client, id: string) =>
   (await c.query("SELECT 1 FROM deleted_projects WHERE id = $1", [id])).rowCount === 1;
 
 describe("deleting a project", () => {
+  it("sweeps the tables with a project_id column, not those emptied by the delete's own cascade", async () => {
+    const names = (await ownedTables(db)).map((x) => x.name);
+    for (const table of [
+      "events",
+      "users",
+      "groups",
+      "metrics",
+      "analytics_rollups",
+      "analytics_blocks",
+      "analytics_block_columns",
+      "analytics_properties",
+      "analytics_registry_versions",
+      "event_user_hours",
+      "ingest_ids",
+      "ingest_deltas",
+    ])
+      assert.ok(names.includes(table), `${table} is not swept: ${names.join(", ")}`);
+    for (const table of [
+      "api_keys",
+      "project_members",
+      "sources",
+      "monitors",
+      "incidents",
+      "webhooks",
+      "webhook_deliveries",
+      "pages",
+      "page_monitors",
+    ])
+      assert.ok(!names.includes(table), `${table} went with the project row, yet is swept`);
+  });
+
   it("removes every row it owned in every table, keeps another project's, and its key fails at once", async () => {
     const gone = await project(t.rest);
     const kept = await project(t.rest);
