@@ -17,7 +17,7 @@ import * as store from "./purge-store.js";
 // the delete may commit after it (users, groups, metrics have no foreign key to the project any
 // more), and the sweep that follows it catches its rows.
 
-const PURGE_LOCK = 0x76_69_67_19; // pg advisory lock id of the purge sweeper ("vig" 0x19)
+export const PURGE_LOCK = 0x76_69_67_19; // pg advisory lock id of the purge sweeper ("vig" 0x19)
 
 /** Tables emptied first (in this order): pending projections would re-create derived rows. */
 const FIRST = ["ingest_deltas", "events"];

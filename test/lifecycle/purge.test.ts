@@ -16,6 +16,7 @@ import { createTestDatabase } from "../helpers/db.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
 import { RestClient } from "../helpers/rest.js";
 import { useApp } from "../helpers/use.js";
+import { PURGE_LOCK } from "../../src/lifecycle/purge.js";
 import { ownedTables } from "../../src/lifecycle/purge-store.js";
 import { freePort } from "../../src/shared/net.js";
 
@@ -257,6 +258,30 @@ describe("deleting a project", () => {
     const list = await t.rest.get(`/v1/projects/${kept.projectId}/events?limit=100`, { key: kept.key });
     assert.equal(list.status, 200, list.text);
     assert.equal(list.body.data.length, keptBefore.events);
+  });
+
+  it("sweeps on one node at a time: while another session holds the sweeper's lock, nothing is purged", async () => {
+    const p = await project(t.rest);
+    assert.equal((await t.rest.post("/v1/events", { type: "locked", userId: "u1" }, { key: p.key })).status, 202);
+    const holder = new pg.Client({ connectionString: t.databaseUrl });
+    await holder.connect();
+    try {
+      await holder.query("SELECT pg_advisory_lock($1)", [PURGE_LOCK]);
+      assert.equal((await t.rest.del(`/v1/projects/${p.projectId}`, { cookie: p.owner.cookie })).status, 204);
+      await sleep(1_000); // ten sweeper intervals
+      const rows = await db.query("SELECT 1 FROM events WHERE project_id = $1", [p.projectId]);
+      assert.equal(rows.rowCount, 1, "a sweep ran without the lock");
+      assert.equal(await pendingPurge(db, p.projectId), true);
+      await holder.query("SELECT pg_advisory_unlock($1)", [PURGE_LOCK]);
+      await waitFor(
+        "the purge to finish once the lock is free",
+        20_000,
+        async () => !(await pendingPurge(db, p.projectId)),
+      );
+      assert.equal((await db.query("SELECT 1 FROM events WHERE project_id = $1", [p.projectId])).rowCount, 0);
+    } finally {
+      await holder.end();
+    }
   });
 
   it("keeps another project's ingest and reads working during a large purge", async () => {
