@@ -2,6 +2,7 @@ import type pg from "pg";
 import type { Deps } from "../platform/deps.js";
 import type { Feature } from "../shared/feature.js";
 import { startPeriodic, type Periodic } from "../shared/periodic.js";
+import { PurgeMetrics } from "./purge-metrics.js";
 import * as store from "./purge-store.js";
 
 // The purge sweeper (docs/lifecycle.md "Deleting a project"). DELETE /v1/projects/:id removes the
@@ -27,6 +28,7 @@ const LAST = ["metrics"];
 export interface PurgeOptions {
   batchRows: number;
   stopped: () => boolean;
+  metrics?: PurgeMetrics;
 }
 
 /**
@@ -41,6 +43,7 @@ export async function sweepProject(c: store.Queryable, projectId: string, opts: 
       if (opts.stopped()) return;
       const n = await batch();
       deleted += n;
+      opts.metrics?.rows.inc(n);
       if (n < opts.batchRows) return;
     }
   };
@@ -73,7 +76,9 @@ export async function purgePass(
     const got = await c.query<{ ok: boolean }>("SELECT pg_try_advisory_lock($1) AS ok", [PURGE_LOCK]);
     if (!got.rows[0]?.ok) return finished;
     try {
-      for (const p of await store.deletedProjects(c)) {
+      const pending = await store.deletedProjects(c);
+      opts.metrics?.pending.set(pending.length);
+      for (const p of pending) {
         if (opts.stopped()) break;
         await store.markSwept(c, p.id);
         const started = await store.dbNow(c);
@@ -84,6 +89,8 @@ export async function purgePass(
         if (deleted === 0 && (await store.writersBeforeEnded(c, started))) {
           await store.forgetDeletedProject(c, p.id);
           finished.push(p.id);
+          opts.metrics?.finished.inc();
+          opts.metrics?.pending.dec();
           log?.info({ projectId: p.id, deletedAt: p.deleted_at }, "deleted project: purge finished");
         }
       }
@@ -101,15 +108,16 @@ export async function purgePass(
 }
 
 /** The sweeper as a feature: no RPC, background work on worker nodes. */
-export function createPurgeFeature(deps: Pick<Deps, "db" | "log" | "config">): Feature {
+export function createPurgeFeature(deps: Pick<Deps, "db" | "log" | "config" | "telemetry">): Feature {
   const { db, log, config } = deps;
+  const metrics = new PurgeMetrics(deps.telemetry.registry);
   let loop: Periodic | undefined;
   return {
     name: "purge",
     services: [],
     async start() {
       loop = startPeriodic(log, "project purge", config.purge.intervalMs, async (stopped) => {
-        await purgePass(db, { batchRows: config.purge.batchRows, stopped }, log);
+        await purgePass(db, { batchRows: config.purge.batchRows, stopped, metrics }, log);
       });
     },
     async stop() {

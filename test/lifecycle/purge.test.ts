@@ -11,7 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import pg from "pg";
-import { GENEROUS_LIMITS } from "../helpers/app.js";
+import { GENEROUS_LIMITS, metricOf } from "../helpers/app.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
 import { RestClient } from "../helpers/rest.js";
@@ -243,6 +243,9 @@ describe("deleting a project", () => {
       return same;
     });
 
+    const total = async (name: string) => (await metricOf(t.app, name).get()).values.reduce((n, v) => n + v.value, 0);
+    const rowsBefore = await total("vigil_purge_rows_deleted_total");
+    const finishedBefore = await total("vigil_purge_projects_finished_total");
     const del = await t.rest.del(`/v1/projects/${gone.projectId}`, { cookie: gone.owner.cookie });
     assert.equal(del.status, 204, del.text);
     // At once: the key is refused, the project is not found.
@@ -253,6 +256,11 @@ describe("deleting a project", () => {
 
     await waitFor("the purge to finish", 20_000, async () => !(await pendingPurge(db, gone.projectId)));
     assert.deepEqual(nonZero(await ownedRows(db, gone.projectId, goneIds)), {});
+    // The metrics count what the sweep removed (the cascade took the rest in the request).
+    const swept = ["events", "users", "groups", "metrics", "event_user_hours", "ingest_ids", "ingest_deltas"];
+    const least = swept.reduce((n, table) => n + before[table], 0);
+    assert.ok((await total("vigil_purge_rows_deleted_total")) - rowsBefore >= least);
+    assert.equal((await total("vigil_purge_projects_finished_total")) - finishedBefore, 1);
     assert.deepEqual(await ownedRows(db, kept.projectId, keptIds), keptBefore);
     // The other project still answers over the API.
     const list = await t.rest.get(`/v1/projects/${kept.projectId}/events?limit=100`, { key: kept.key });
