@@ -5,6 +5,7 @@ import type { Node } from "./filters.js";
 import { rawScan } from "./plan.js";
 import type { SlotMap } from "./sql.js";
 import type { Window } from "./time.js";
+import type { EventJson } from "./export-format.js";
 
 // POST .../events/query: matching events newest first, keyset pages on (ts DESC, id DESC).
 // The cursor (the shared format, src/shared/cursor.ts; tag evq1): the last row's ts in epoch
@@ -54,4 +55,55 @@ export async function queryEvents(
 /** The same Event message as the event list answers. */
 export function toEventMessage(r: EventRow) {
   return storedToMessage(rowToStored(r));
+}
+
+/** Where an export has got to: the last written row's ts (epoch microseconds) and id. */
+export interface ExportPosition {
+  us: string;
+  id: string;
+}
+
+/**
+ * POST .../events/export: the next `limit` matching events after `after`, oldest first (keyset on
+ * (ts, id) ascending: each batch is one bounded, index-ordered read, so an export of any size holds
+ * one batch in memory and no statement or snapshot open between batches).
+ */
+export async function exportBatch(
+  db: Queryable,
+  projectId: string,
+  w: Window | null,
+  filter: Node | null,
+  slots: SlotMap,
+  limit: number,
+  after: ExportPosition | null,
+): Promise<EventRow[]> {
+  const s = rawScan(projectId, w, filter, slots);
+  let where = s.where;
+  if (after)
+    where += ` AND (e.ts, e.id) > (timestamptz 'epoch' + ${s.params.add(after.us)}::bigint * interval '1 microsecond', ${s.params.add(after.id)}::uuid)`;
+  const r = await db.query<EventRow>(
+    `SELECT e.id, e.project_id, e.type, e.ts, e.user_id, e.group_id, e.source_id, e.data, e.context, e.tags, e.created_at,
+            (extract(epoch FROM e.ts) * 1000000)::bigint::text AS us
+     FROM events e WHERE ${where} ORDER BY e.ts ASC, e.id ASC LIMIT ${s.params.add(limit)}`,
+    s.params.values,
+  );
+  return r.rows;
+}
+
+/** An event as the event list's REST JSON writes it (unset optional fields `null`): NDJSON's line, CSV's source. */
+export function toEventJson(r: EventRow): EventJson {
+  const m = toEventMessage(r);
+  return {
+    id: m.id,
+    projectId: m.projectId,
+    type: m.type,
+    timestamp: m.timestamp,
+    userId: m.userId ?? null,
+    groupId: m.groupId ?? null,
+    sourceId: m.sourceId ?? null,
+    data: m.data,
+    context: m.context,
+    tags: m.tags,
+    createdAt: m.createdAt,
+  };
 }

@@ -11,7 +11,8 @@ import type { Periodic } from "../shared/periodic.js";
 import type { ColumnBlocks } from "./column-blocks.js";
 import { AnalyticsMetrics } from "./metrics.js";
 import { NO_SLOTS } from "./sql.js";
-import { queryEvents, toEventMessage } from "./events.js";
+import { exportBatch, queryEvents, toEventJson, toEventMessage, type ExportPosition } from "./events.js";
+import { CONTENT_TYPES, csvHeader, csvLine, ndjsonLine, parseExport } from "./export-format.js";
 import { knownTypes, pickFields, sampledFields } from "./known.js";
 import { parseFilters } from "./filters.js";
 import { ProjectLimiter } from "./limit.js";
@@ -33,6 +34,9 @@ export interface AnalyticsWiring {
   /** Column blocks (blocks/create.ts), or null when off: whole hours answered in this process. */
   blocks: ColumnBlocks | null;
 }
+
+/** Events per export batch (one read, one chunk). */
+const EXPORT_BATCH = 1000;
 
 export function createAnalyticsFeature(
   deps: Pick<Deps, "db" | "auth" | "clock" | "config" | "log" | "telemetry">,
@@ -64,85 +68,122 @@ export function createAnalyticsFeature(
   return {
     name: "analytics",
     services: [
-      bind(AnalyticsService, {
-        async queryEvents(req, ctx) {
-          const scope = await auth.project(ctx, req.projectId, "data");
-          const filter = filtersOf(req.filters);
-          const w = parseWindow(req.time, false);
-          const lim = parseLimit(req.pagination?.limit, 50, 100, "pagination.limit");
-          const page = await run(ctx, scope.projectId, (e) =>
-            queryEvents(e.db, scope.projectId, w, filter, e.slots, lim, req.pagination?.cursor || null),
-          );
-          return {
-            data: page.rows.map(toEventMessage),
-            pagination: { nextCursor: page.nextCursor ?? undefined, hasMore: page.nextCursor !== null },
-          };
+      bind(
+        AnalyticsService,
+        {
+          async queryEvents(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            const filter = filtersOf(req.filters);
+            const w = parseWindow(req.time, false);
+            const lim = parseLimit(req.pagination?.limit, 50, 100, "pagination.limit");
+            const page = await run(ctx, scope.projectId, (e) =>
+              queryEvents(e.db, scope.projectId, w, filter, e.slots, lim, req.pagination?.cursor || null),
+            );
+            return {
+              data: page.rows.map(toEventMessage),
+              pagination: { nextCursor: page.nextCursor ?? undefined, hasMore: page.nextCursor !== null },
+            };
+          },
+          async *exportEvents(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            const filter = filtersOf(req.filters);
+            const w = parseWindow(req.time, false);
+            const { format, columns } = parseExport(req.format, req.columns);
+            const slots = fast ? await registry.slots(scope.projectId, clock().getTime()) : NO_SLOTS;
+            let contentType: string | undefined = CONTENT_TYPES[format];
+            let text = format === "csv" ? csvHeader(columns) : "";
+            let after: ExportPosition | null = null;
+            // Keyset batches, oldest first: one batch in memory, each read under the project's share of
+            // the pool and cancelled with the request. A chunk per batch; the consumer's pace (REST:
+            // the socket's drain, RPC: the stream's) decides when the next batch is read.
+            for (;;) {
+              const rows = await limiter.run(scope.projectId, ctx.signal, () =>
+                withCancellable(db, ctx.signal, (c) =>
+                  exportBatch(c, scope.projectId, w, filter, slots, EXPORT_BATCH, after),
+                ),
+              );
+              for (const r of rows) {
+                const e = toEventJson(r);
+                text += format === "csv" ? csvLine(columns, e) : ndjsonLine(e);
+              }
+              // The first chunk always goes out (it carries the content type, and CSV's header).
+              if (text !== "" || contentType !== undefined) {
+                yield { contentType, data: Buffer.from(text) };
+                contentType = undefined;
+                text = "";
+              }
+              if (rows.length < EXPORT_BATCH) return;
+              const last = rows[rows.length - 1];
+              after = { us: last.us, id: last.id };
+            }
+          },
+          async count(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            const filter = filtersOf(req.filters);
+            const w = parseWindow(req.time, true)!;
+            return {
+              data: { count: BigInt(await run(ctx, scope.projectId, (e) => count(e, scope.projectId, w, filter))) },
+            };
+          },
+          async timeseries(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            const filter = filtersOf(req.filters);
+            const w = parseWindow(req.time, true)!;
+            const interval = parseInterval(req.interval);
+            const buckets = await run(ctx, scope.projectId, (e) => timeseries(e, scope.projectId, w, filter, interval));
+            return { data: { buckets: buckets.map((b) => ({ time: b.time, count: BigInt(b.count) })) } };
+          },
+          async aggregate(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            const filter = filtersOf(req.filters);
+            const w = parseWindow(req.time, true)!;
+            const aggs = parseAggregations(req.aggregations);
+            const results = await run(ctx, scope.projectId, (e) => aggregate(e, scope.projectId, w, filter, aggs));
+            return { data: { results: results.map((r) => ({ name: r.name, value: r.value ?? undefined })) } };
+          },
+          async unique(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            const filter = filtersOf(req.filters);
+            const w = parseWindow(req.time, true)!;
+            const field = parseField(req.field, "field");
+            const lim = parseLimit(req.limit, 100, 1000);
+            const values = await run(ctx, scope.projectId, (e) => unique(e, scope.projectId, w, filter, field, lim));
+            return {
+              data: {
+                values: values.map((v) => ({
+                  value: fromJson(ValueSchema, v.value as JsonValue),
+                  count: BigInt(v.count),
+                })),
+              },
+            };
+          },
+          async group(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            const filter = filtersOf(req.filters);
+            const w = parseWindow(req.time, true)!;
+            const fields = parseGroupBy(req.groupBy);
+            const lim = parseLimit(req.limit, 100, 1000);
+            const groups = await run(ctx, scope.projectId, (e) => group(e, scope.projectId, w, filter, fields, lim));
+            return { data: { groups } };
+          },
+          async listFields(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            const now = clock();
+            const known = await run(ctx, scope.projectId, async (e) => ({
+              types: await knownTypes(e.db, scope.projectId, now),
+              ...(await sampledFields(e.db, scope.projectId)),
+            }));
+            return {
+              data: {
+                types: known.types.map((t) => ({ type: t.type, count: BigInt(t.count) })),
+                fields: pickFields(known.rows).map((f) => ({ ...f, count: BigInt(f.count) })),
+                sampled: known.sampled,
+              },
+            };
+          },
         },
-        async count(req, ctx) {
-          const scope = await auth.project(ctx, req.projectId, "data");
-          const filter = filtersOf(req.filters);
-          const w = parseWindow(req.time, true)!;
-          return {
-            data: { count: BigInt(await run(ctx, scope.projectId, (e) => count(e, scope.projectId, w, filter))) },
-          };
-        },
-        async timeseries(req, ctx) {
-          const scope = await auth.project(ctx, req.projectId, "data");
-          const filter = filtersOf(req.filters);
-          const w = parseWindow(req.time, true)!;
-          const interval = parseInterval(req.interval);
-          const buckets = await run(ctx, scope.projectId, (e) => timeseries(e, scope.projectId, w, filter, interval));
-          return { data: { buckets: buckets.map((b) => ({ time: b.time, count: BigInt(b.count) })) } };
-        },
-        async aggregate(req, ctx) {
-          const scope = await auth.project(ctx, req.projectId, "data");
-          const filter = filtersOf(req.filters);
-          const w = parseWindow(req.time, true)!;
-          const aggs = parseAggregations(req.aggregations);
-          const results = await run(ctx, scope.projectId, (e) => aggregate(e, scope.projectId, w, filter, aggs));
-          return { data: { results: results.map((r) => ({ name: r.name, value: r.value ?? undefined })) } };
-        },
-        async unique(req, ctx) {
-          const scope = await auth.project(ctx, req.projectId, "data");
-          const filter = filtersOf(req.filters);
-          const w = parseWindow(req.time, true)!;
-          const field = parseField(req.field, "field");
-          const lim = parseLimit(req.limit, 100, 1000);
-          const values = await run(ctx, scope.projectId, (e) => unique(e, scope.projectId, w, filter, field, lim));
-          return {
-            data: {
-              values: values.map((v) => ({
-                value: fromJson(ValueSchema, v.value as JsonValue),
-                count: BigInt(v.count),
-              })),
-            },
-          };
-        },
-        async group(req, ctx) {
-          const scope = await auth.project(ctx, req.projectId, "data");
-          const filter = filtersOf(req.filters);
-          const w = parseWindow(req.time, true)!;
-          const fields = parseGroupBy(req.groupBy);
-          const lim = parseLimit(req.limit, 100, 1000);
-          const groups = await run(ctx, scope.projectId, (e) => group(e, scope.projectId, w, filter, fields, lim));
-          return { data: { groups } };
-        },
-        async listFields(req, ctx) {
-          const scope = await auth.project(ctx, req.projectId, "data");
-          const now = clock();
-          const known = await run(ctx, scope.projectId, async (e) => ({
-            types: await knownTypes(e.db, scope.projectId, now),
-            ...(await sampledFields(e.db, scope.projectId)),
-          }));
-          return {
-            data: {
-              types: known.types.map((t) => ({ type: t.type, count: BigInt(t.count) })),
-              fields: pickFields(known.rows).map((f) => ({ ...f, count: BigInt(f.count) })),
-              sampled: known.sampled,
-            },
-          };
-        },
-      }),
+        { streamContentTypes: { exportEvents: ["application/x-ndjson", "text/csv"] } },
+      ),
     ],
     async start() {
       if (config.analytics.slotIntervalMs > 0) worker = startSlotWorker(deps);

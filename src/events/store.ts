@@ -204,3 +204,22 @@ export function rowToStored(r: EventRow): StoredEvent {
     createdAt: r.created_at,
   };
 }
+
+/**
+ * Every event of a user (by externalId), oldest first: through event_user_hours (the user's hours;
+ * events has no user_id index), each hour a range scan of the primary key filtered on user_id.
+ */
+export async function userEvents(db: Queryable, projectId: string, userId: string): Promise<EventRow[]> {
+  const r = await db.query<EventRow>(
+    `SELECT ${COLUMNS.split(", ")
+      .map((c) => `e.${c}`)
+      .join(", ")}
+     FROM event_user_hours h
+     JOIN events e ON e.project_id = h.project_id AND e.ts >= h.hour AND e.ts < h.hour + interval '1 hour'
+                  AND e.user_id = h.user_id
+     WHERE h.project_id = $1 AND h.user_id = $2
+     ORDER BY e.ts ASC, e.id ASC`,
+    [projectId, userId],
+  );
+  return r.rows;
+}

@@ -9,6 +9,8 @@ import { jsonObjectSchema } from "../shared/json.js";
 import { textSchema } from "../shared/text.js";
 import { validate } from "../shared/validate.js";
 import { getUser, identify, listUsers, toUser } from "./store.js";
+import { rowToStored, toEventMessage, userEvents } from "../events/store.js";
+import { withCancellable } from "../storage/db.js";
 
 // Users of a project: maintained from events by the pipeline's identity projection
 // (projection.ts), identified from the dashboard, read by API key or member session.
@@ -64,7 +66,7 @@ export function createIdentityFeature(
           if (!row) throw notFound("user");
           return { data: toUser(row, true) };
         },
-        // BASE STUBS (branch h19): the jobs helper implements deleteUser, the export helper exportUser.
+        // BASE STUB (branch h19): the jobs helper implements deleteUser.
         async deleteUser(req, ctx) {
           const scope = await auth.project(ctx, req.projectId, "admin");
           await derived.settle(scope.projectId);
@@ -73,7 +75,11 @@ export function createIdentityFeature(
         async exportUser(req, ctx) {
           const scope = await auth.project(ctx, req.projectId, "data");
           await derived.settle(scope.projectId);
-          throw notFound("user");
+          const row = req.userId.length <= 256 ? await getUser(db, scope.projectId, req.userId) : undefined;
+          if (!row) throw notFound("user");
+          // One read: the user's events are found through their hours (event_user_hours), oldest first.
+          const events = await withCancellable(db, ctx.signal, (c) => userEvents(c, scope.projectId, row.external_id));
+          return { data: { user: toUser(row, true), events: events.map((e) => toEventMessage(rowToStored(e))) } };
         },
       }),
     ],

@@ -12,7 +12,7 @@ import { isPublic } from "../server/gate.js";
 import { clientInfoKey } from "../shared/context.js";
 import type { Deps } from "../platform/deps.js";
 import { ApiError } from "../shared/errors.js";
-import type { ServiceBinding } from "../shared/feature.js";
+import { isStreaming, type ServiceBinding } from "../shared/feature.js";
 import { IngestPressure } from "../shared/pressure.js";
 import { Telemetry } from "../shared/telemetry.js";
 import { createPool } from "../storage/db.js";
@@ -123,7 +123,10 @@ export async function probeRpcs(): Promise<{ bindings: ServiceBinding[]; facts: 
         const run = async (p: "auth" | "limits", input = create(method.input)) => {
           phase = p;
           try {
-            await fn(input, probeContext(b, method, apiKey));
+            const out = fn(input, probeContext(b, method, apiKey));
+            // A server stream runs (up to its auth, checks and first chunk) when it is first read.
+            if (isStreaming(method)) await (out as AsyncIterable<unknown>)[Symbol.asyncIterator]().next();
+            else await out;
             return undefined;
           } catch (err) {
             return err;

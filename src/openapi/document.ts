@@ -1,5 +1,5 @@
 import type { DescField, DescMethod } from "@bufbuild/protobuf";
-import type { ServiceBinding } from "../shared/feature.js";
+import { isStreaming, type ServiceBinding } from "../shared/feature.js";
 import { routesFor, type Route } from "../transcoding/routes.js";
 import type { CallerKind, RpcFacts } from "./access.js";
 import type { Describe } from "./comments.js";
@@ -104,7 +104,7 @@ function queryParameters(method: DescMethod, omit: Set<string>, ctx: SchemaConte
   return out;
 }
 
-function operation(route: Route, facts: RpcFacts, ctx: SchemaContext): Schema {
+function operation(route: Route, binding: ServiceBinding, facts: RpcFacts, ctx: SchemaContext): Schema {
   const { method, service } = route;
   const field = (name: string) => method.input.fields.find((f) => f.name === name)!;
   const pathFields = new Set(route.segments.flatMap((x) => ("variable" in x ? [x.variable] : [])));
@@ -144,9 +144,16 @@ function operation(route: Route, facts: RpcFacts, ctx: SchemaContext): Schema {
     `**gRPC:** \`${rpc}\``,
   ];
   const success = String(route.successStatus);
+  const streamTypes = isStreaming(method) ? (binding.streamContentTypes?.[method.localName] ?? []) : undefined;
   const responses: Record<string, Schema> = {
-    [success]:
-      route.successStatus === 204
+    [success]: streamTypes
+      ? {
+          // An HttpBody stream: the body is the file itself, of the types its binding declares.
+          description:
+            "The file, streamed (chunked). An error before its first byte is the JSON error below; a failure after it cuts the transfer.",
+          content: Object.fromEntries(streamTypes.map((t) => [t, { schema: { type: "string" } }])),
+        }
+      : route.successStatus === 204
         ? { description: "Done; no body." }
         : {
             description: "Success.",
@@ -185,7 +192,8 @@ export function buildDocument(input: DocumentInput): Schema {
     const facts = input.facts.get(`${route.service.typeName}/${route.method.name}`);
     if (!facts) throw new Error(`no implementation found for ${route.service.typeName}/${route.method.name}`);
     const p = pathOf(route, (name) => route.method.input.fields.find((f) => f.name === name)!);
-    const op = operation(route, facts, ctx);
+    const binding = input.bindings.find((b) => b.desc === route.service)!;
+    const op = operation(route, binding, facts, ctx);
     if (operationIds.has(op.operationId as string)) op.operationId = `${tagOf(route.service.name)}${route.method.name}`;
     operationIds.add(op.operationId as string);
     (paths[p] ??= {})[route.verb.toLowerCase()] = op;

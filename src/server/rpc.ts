@@ -35,7 +35,7 @@ import type { Protocol } from "./gate.js";
 //    past protobuf-es's recursion limit): INVALID_ARGUMENT, where connect-es would answer INTERNAL;
 // 4. the decoded message checked for unstorable text and non-finite numbers (an interceptor).
 //
-// Then connect-es reads the very same bytes. All Vigil RPCs are unary.
+// Then connect-es reads the very same bytes. Vigil RPCs are unary or server-streaming.
 
 export interface RpcOptions {
   bindings: ServiceBinding[];
@@ -60,13 +60,29 @@ export function protocolOf(contentType: string | undefined): Exclude<Protocol, "
  * `outcomeKey`, when the call set one). The standard services' router uses it too (grpc-services.ts).
  */
 export const richErrors: Interceptor = (next) => async (req) => {
-  try {
-    return await next(req);
-  } catch (err) {
+  const fail = (err: unknown) => {
     const e = rpcError(err);
     const outcome = req.contextValues.get(outcomeKey);
     if (outcome) outcome.code = e.code;
-    throw e;
+    return e;
+  };
+  try {
+    const res = await next(req);
+    if (!res.stream) return res;
+    // A server stream fails while it is read (before or after its first message): same treatment.
+    const messages = res.message;
+    return {
+      ...res,
+      message: (async function* () {
+        try {
+          yield* messages;
+        } catch (err) {
+          throw fail(err);
+        }
+      })(),
+    };
+  } catch (err) {
+    throw fail(err);
   }
 };
 
@@ -74,8 +90,22 @@ export const richErrors: Interceptor = (next) => async (req) => {
 export const outcomeKey = createContextKey<{ code?: Code } | undefined>(undefined);
 
 const checkMessages: Interceptor = (next) => async (req) => {
-  if (!req.stream) assertStorableMessage(req.method.input, req.message);
-  return next(req);
+  if (!req.stream) {
+    assertStorableMessage(req.method.input, req.message);
+    return next(req);
+  }
+  // A server-streaming call's one request message arrives as a stream of one: checked as it is read.
+  const input = req.message;
+  const method = req.method;
+  return next({
+    ...req,
+    message: (async function* () {
+      for await (const m of input) {
+        assertStorableMessage(method.input, m);
+        yield m;
+      }
+    })(),
+  });
 };
 
 const invalid = (what: string) => new ApiError(400, "invalid_message", `request message is not valid: ${what}`);
@@ -111,16 +141,18 @@ async function checkBody(
 ): Promise<void> {
   const type = String(req.headers["content-type"] ?? "").toLowerCase();
   const json = /[+/]json\b/.test(type);
-  if (protocol === "connect") {
+  // Connect's streaming calls (a server stream's one request too) send enveloped messages, like gRPC.
+  const connectStream = protocol === "connect" && type.startsWith("application/connect+");
+  if (protocol === "connect" && !connectStream) {
     const bytes = await decompress(req.headers["content-encoding"] as string | undefined, body, max);
     if (json ? !isUtf8(bytes) : false) throw invalid("JSON is not valid UTF-8");
     if (!json) parses(method, bytes);
     return;
   }
-  // gRPC and gRPC-web: length-prefixed frames (flags, 4-byte length, message).
+  // gRPC, gRPC-web and Connect streams: length-prefixed frames (flags, 4-byte length, message).
   let data: Uint8Array = body;
   if (type.startsWith("application/grpc-web-text")) data = Buffer.from(body.toString("latin1"), "base64");
-  const encoding = req.headers["grpc-encoding"] as string | undefined;
+  const encoding = req.headers[connectStream ? "connect-content-encoding" : "grpc-encoding"] as string | undefined;
   let pos = 0;
   while (pos < data.length) {
     if (data.length - pos < 5) throw invalid("truncated frame header");

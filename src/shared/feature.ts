@@ -2,6 +2,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type {
   DescMessage,
+  DescMethod,
+  DescMethodServerStreaming,
   DescMethodUnary,
   DescService,
   JsonValue,
@@ -25,11 +27,20 @@ import { isQueryCanceled } from "./pg-errors.js";
 // or missing method, a misspelled request field and a response field the output message does not
 // have (at any depth) are compile errors (test/foundation/service-types.test.ts proves each).
 
-/** A handler as the RPC router and the REST transcoder call it: `bind()` erased its types. */
-export type Handler = (
+/** A unary handler as the RPC router and the REST transcoder call it: `bind()` erased its types. */
+export type UnaryHandler = (
   req: Message,
   ctx: HandlerContext,
 ) => Promise<MessageInitShape<DescMessage>> | MessageInitShape<DescMessage>;
+
+/** A server-streaming handler (an async generator of the output messages), types erased likewise. */
+export type StreamHandler = (req: Message, ctx: HandlerContext) => AsyncIterable<MessageInitShape<DescMessage>>;
+
+/** Which one a method's handler is follows from its descriptor's `methodKind` (see `isStreaming`). */
+export type Handler = UnaryHandler | StreamHandler;
+
+/** A server-streaming method: its handler is a `StreamHandler`. */
+export const isStreaming = (method: DescMethod): boolean => method.methodKind === "server_streaming";
 
 /** Only `bind()` makes a ServiceBinding: a hand-built `{ desc, impl }` would skip its checks. */
 declare const bound: unique symbol;
@@ -37,7 +48,7 @@ declare const bound: unique symbol;
 export interface ServiceBinding {
   readonly [bound]: true;
   desc: DescService;
-  /** Per method (local name). Every vigil.v1 RPC is unary: neither adapter serves streams. */
+  /** Per method (local name): unary, or server-streaming where the method's `methodKind` says so. */
   impl: Record<string, Handler>;
   /**
    * REST only: per method (local name), one `repeated google.protobuf.Value` field (local name)
@@ -46,10 +57,15 @@ export interface ServiceBinding {
    * into JSON. The handler must read it.
    */
   restJsonList?: Record<string, string>;
+  /** Per server-streaming method (local name): the content types its HttpBody chunks carry (OpenAPI). */
+  streamContentTypes?: Record<string, string[]>;
 }
 
-/** The methods of a service whose every RPC is unary (a streaming method makes `bind` refuse it). */
-type UnaryService = DescService & { method: Record<string, DescMethodUnary> };
+/**
+ * A service whose every RPC is unary or server-streaming: both adapters serve those (a client or
+ * bidirectional stream makes `bind` refuse the service).
+ */
+type BindableService = DescService & { method: Record<string, DescMethodUnary | DescMethodServerStreaming> };
 
 type Primitive = string | number | bigint | boolean | Date | Uint8Array | null | undefined;
 
@@ -77,45 +93,58 @@ type NoExtra<A, S> = A extends Primitive
           : { [K in keyof A]: K extends keyof S ? NoExtra<A[K], NonNullable<S[K]>> : never };
 
 type Returned<F> = F extends (...args: never[]) => infer R ? Awaited<R> : never;
+/** What a server-streaming handler yields. */
+type Yielded<F> = F extends (...args: never[]) => AsyncIterable<infer Y> ? Y : never;
 
 /**
- * What a handler of method `M` may return, given that it returns `R`: a valid init of the output
- * message and nothing the message does not have.
+ * What a handler of a method with output `O` may return (or yield, for a stream), given that it
+ * returns `R`: a valid init of the output message and nothing the message does not have.
  */
-type Reply<M, R> =
-  M extends DescMethodUnary<DescMessage, infer O>
-    ? [R] extends [never]
-      ? MessageInitShape<O>
-      : R extends MessageInitShape<O>
-        ? NoExtra<R, MessageShape<O>>
-        : MessageInitShape<O>
-    : never;
-type Request<M> = M extends DescMethodUnary<infer In, DescMessage> ? MessageShape<In> : never;
+type Reply<O extends DescMessage, R> = [R] extends [never]
+  ? MessageInitShape<O>
+  : R extends MessageInitShape<O>
+    ? NoExtra<R, MessageShape<O>>
+    : MessageInitShape<O>;
+
+/**
+ * A method's handler as connect-es types it (`ServiceImpl`), with its reply checked against `F`
+ * (the handler as written): unary returns one message, server-streaming yields them.
+ */
+type HandlerOf<M, F> =
+  M extends DescMethodServerStreaming<infer In, infer O>
+    ? (req: MessageShape<In>, ctx: HandlerContext) => AsyncIterable<Reply<O, Yielded<F>>>
+    : M extends DescMethodUnary<infer In, infer O>
+      ? (req: MessageShape<In>, ctx: HandlerContext) => Promise<Reply<O, Returned<F>>> | Reply<O, Returned<F>>
+      : never;
 
 /**
  * `ServiceImpl<S>` (connect-es's type of a service's handlers) with each handler's reply checked
  * against what `I` (the handlers as written) returns, and no method the service does not have.
  */
-type Checked<S extends UnaryService, I> = {
-  [M in keyof S["method"]]: (
-    req: Request<S["method"][M]>,
-    ctx: HandlerContext,
-  ) => Promise<Reply<S["method"][M], Returned<I[M & keyof I]>>> | Reply<S["method"][M], Returned<I[M & keyof I]>>;
+type Checked<S extends BindableService, I> = {
+  [M in keyof S["method"]]: HandlerOf<S["method"][M], I[M & keyof I]>;
 } & { [M in Exclude<keyof I, keyof S["method"]>]: never };
 
-/** The `repeated google.protobuf.Value` fields of a method's input (local names). */
-type ValueListField<M> =
-  M extends DescMethodUnary<infer In, DescMessage>
-    ? { [K in keyof MessageShape<In>]: MessageShape<In>[K] extends Value[] ? K : never }[keyof MessageShape<In>]
-    : never;
+/** The server-streaming methods of a service (local names). */
+type StreamingMethod<S extends BindableService> = {
+  [M in keyof S["method"]]: S["method"][M] extends DescMethodServerStreaming ? M : never;
+}[keyof S["method"]];
 
-export interface BindOptions<S extends UnaryService> {
+/** The `repeated google.protobuf.Value` fields of a method's input (local names). */
+type ValueListField<M> = M extends
+  DescMethodUnary<infer In, DescMessage> | DescMethodServerStreaming<infer In, DescMessage>
+  ? { [K in keyof MessageShape<In>]: MessageShape<In>[K] extends Value[] ? K : never }[keyof MessageShape<In>]
+  : never;
+
+export interface BindOptions<S extends BindableService> {
   /** See ServiceBinding.restJsonList. */
   restJsonList?: { [M in keyof S["method"]]?: ValueListField<S["method"][M]> };
+  /** See ServiceBinding.streamContentTypes: required in spirit for every HttpBody stream (the OpenAPI test reads it). */
+  streamContentTypes?: { [M in StreamingMethod<S>]?: string[] };
 }
 
 /** Binds a generated service descriptor to its handlers, typed as connect-es types them. */
-export function bind<S extends UnaryService, I extends Checked<S, I>>(
+export function bind<S extends BindableService, I extends Checked<S, I>>(
   desc: S,
   impl: I,
   opts: BindOptions<S> = {},
@@ -126,6 +155,7 @@ export function bind<S extends UnaryService, I extends Checked<S, I>>(
     desc,
     impl: typed as unknown as Record<string, Handler>,
     restJsonList: opts.restJsonList as Record<string, string> | undefined,
+    streamContentTypes: opts.streamContentTypes as Record<string, string[]> | undefined,
   };
   return binding as ServiceBinding;
 }
@@ -177,25 +207,42 @@ export function jsonListItems(ctx: HandlerContext, field: Value[]): JsonListItem
  * Every handler runs through this: ApiError / ConnectError pass through; anything else is logged
  * with its stack and becomes a bare `internal` error, so no SQL or stack reaches a client. When the
  * request's signal has aborted (the client left), the failure is Canceled and logged at debug.
+ * A server stream is guarded the same way wherever it fails: before its first message or after.
  */
 export function guardImpl(binding: ServiceBinding, log: Logger): ServiceBinding {
   const impl: Record<string, Handler> = {};
+  const guard = (err: unknown, ctx: HandlerContext, name: string): unknown => {
+    if (err instanceof ConnectError && err.code !== 13 && err.code !== 2) return err;
+    // The client went away (or the node is shutting down) and the work failed with it: not a
+    // server error, so not logged as one and not answered as a 5xx.
+    if (ctx.signal.aborted) {
+      log.debug({ err, rpc: `${binding.desc.typeName}/${name}` }, "request cancelled");
+      return requestCancelled();
+    }
+    // A statement stopped by STATEMENT_TIMEOUT_MS on any route: a clear 503, not a bare 500.
+    if (isQueryCanceled(err)) return queryTimeout();
+    log.error({ err, rpc: `${binding.desc.typeName}/${name}` }, "unhandled error in handler");
+    return internal();
+  };
   for (const [name, fn] of Object.entries(binding.impl)) {
-    impl[name] = async (req, ctx) => {
-      try {
-        return await fn(req, ctx);
-      } catch (err) {
-        if (err instanceof ConnectError && err.code !== 13 && err.code !== 2) throw err;
-        // The client went away (or the node is shutting down) and the work failed with it: not a
-        // server error, so not logged as one and not answered as a 5xx.
-        if (ctx.signal.aborted) {
-          log.debug({ err, rpc: `${binding.desc.typeName}/${name}` }, "request cancelled");
-          throw requestCancelled();
+    const method = binding.desc.methods.find((m) => m.localName === name);
+    if (method && isStreaming(method)) {
+      const stream = fn as StreamHandler;
+      impl[name] = async function* (req: Message, ctx: HandlerContext) {
+        try {
+          yield* stream(req, ctx);
+        } catch (err) {
+          throw guard(err, ctx, name);
         }
-        // A statement stopped by STATEMENT_TIMEOUT_MS on any route: a clear 503, not a bare 500.
-        if (isQueryCanceled(err)) throw queryTimeout();
-        log.error({ err, rpc: `${binding.desc.typeName}/${name}` }, "unhandled error in handler");
-        throw internal();
+      };
+      continue;
+    }
+    const unary = fn as UnaryHandler;
+    impl[name] = async (req: Message, ctx: HandlerContext) => {
+      try {
+        return await unary(req, ctx);
+      } catch (err) {
+        throw guard(err, ctx, name);
       }
     };
   }

@@ -8,7 +8,8 @@ import { ApiError, badRequest, toRestError } from "../shared/errors.js";
 import { restJsonListKey, type ClientInfo } from "../shared/context.js";
 import { assertStorableMessage } from "../shared/message-check.js";
 import { textProblem } from "../shared/text.js";
-import type { Handler, ServiceBinding } from "../shared/feature.js";
+import { isStreaming, type Handler, type StreamHandler, type UnaryHandler } from "../shared/feature.js";
+import type { ServiceBinding } from "../shared/feature.js";
 import { isOriginRefused } from "../auth/principal.js";
 import { bodyEncoding, readBody, readGzipBody, parseJsonBody, type AnyRequest } from "./body.js";
 import { restContext } from "./context.js";
@@ -60,6 +61,59 @@ function send(res: AnyResponse, status: number, body: unknown, headers?: Headers
   res.end(payload);
 }
 
+/**
+ * A server-streaming RPC whose output is google.api.HttpBody (createRestHandler refuses any other): status
+ * 200, the content type of the first chunk, then each chunk's bytes as they come, written with
+ * backpressure (the next chunk is asked for once the socket has drained). A failure before the
+ * first chunk throws (the caller answers the usual JSON error); after it the response is cut
+ * (destroyed: no clean end, so a client sees a truncated transfer, never a complete-looking file).
+ * The client going away ends the stream: `return()` runs the handler's `finally`, and its signal
+ * (restContext) has aborted any statement in flight.
+ */
+async function streamBody(res: AnyResponse, chunks: AsyncIterable<unknown>, headers?: Headers): Promise<void> {
+  const it = chunks[Symbol.asyncIterator]();
+  const first = await it.next();
+  const body = (v: unknown) => v as { contentType?: string; data?: Uint8Array };
+  let closed = false;
+  const onClose = () => (closed = true);
+  res.once("close", onClose);
+  try {
+    headers?.forEach((value, key) => {
+      if (key !== "vigil-error-code" && key !== "content-type" && key !== "content-length") res.setHeader(key, value);
+    });
+    const head = first.done ? {} : body(first.value);
+    res.writeHead(200, { "content-type": head.contentType || "application/octet-stream" });
+    let next = first;
+    while (!next.done) {
+      const data = body(next.value).data;
+      if (data && data.length > 0 && !(res as NodeJS.WritableStream).write(data)) {
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            res.off("drain", done);
+            res.off("close", done);
+            resolve();
+          };
+          res.on("drain", done);
+          res.on("close", done);
+        });
+      }
+      if (closed || res.destroyed) {
+        await it.return?.();
+        return;
+      }
+      next = await it.next();
+    }
+    res.end();
+  } catch (err) {
+    // Headers are out: nothing to answer in JSON. Cut the transfer so it cannot pass for a whole file.
+    await it.return?.().catch(() => undefined);
+    res.destroy(err instanceof Error ? err : undefined);
+    throw err;
+  } finally {
+    res.off("close", onClose);
+  }
+}
+
 /** Path variables and query parameters are text too: NUL and lone surrogates are a 400 naming them. */
 export function checkText(name: string, value: string): void {
   const why = textProblem(value) ?? textProblem(name);
@@ -72,6 +126,12 @@ export function createRestHandler(opts: RestOptions) {
   const jsonLists = new Map<string, DescField>();
   for (const b of opts.bindings) {
     for (const [name, fn] of Object.entries(b.impl)) impls.set(`${b.desc.typeName}/${name}`, fn);
+    for (const m of b.desc.methods) {
+      if (isStreaming(m) && m.output.typeName !== "google.api.HttpBody")
+        throw new Error(
+          `${b.desc.typeName}/${m.name}: REST streams google.api.HttpBody only, not ${m.output.typeName}`,
+        );
+    }
     for (const [name, field] of Object.entries(b.restJsonList ?? {})) {
       const f = b.desc.methods.find((m) => m.localName === name)?.input.fields.find((x) => x.localName === field);
       if (!f || f.fieldKind !== "list" || f.listKind !== "message" || f.message.typeName !== "google.protobuf.Value") {
@@ -153,7 +213,11 @@ export function createRestHandler(opts: RestOptions) {
         shutdownSignal: opts.shutdownSignal,
         response: res,
       });
-      const result = await fn(input.message, ctx);
+      if (isStreaming(route.method)) {
+        await streamBody(res, (fn as StreamHandler)(input.message, ctx), ctx.touchedResponseHeader);
+        return;
+      }
+      const result = await (fn as UnaryHandler)(input.message, ctx);
       const output = create(route.method.output, result);
       const status = route.successStatus;
       send(

@@ -65,6 +65,10 @@ export function checkResponse(o: Operation, res: Res): void {
   if (res.status < 400) assert.ok(explicit, `${o.id}: success status ${status} must be listed explicitly`);
   if (!resolved.content) {
     assert.equal(res.text, "", `${o.id}: ${status} is documented without a body`);
+  } else if (!resolved.content["application/json"]) {
+    // A streamed file (HttpBody): its media type must be one the operation documents.
+    const media = (res.headers.get("content-type") ?? "").split(";", 1)[0].trim();
+    assert.ok(media in resolved.content, `${o.id}: ${status} content-type ${media} is not documented`);
   } else {
     assert.match(res.headers.get("content-type") ?? "", /^application\/json/, `${o.id}: ${status} content-type`);
     const validate = validatorAt(`${at}/content/application~1json/schema`);

@@ -240,12 +240,15 @@ describe("every operation against the document", () => {
     await ok("Identify", { body: { externalId: "u1", properties: { plan: "pro" } } });
     await ok("ListUsers", { query: { limit: "5" } });
     await ok("GetUser", { params: { userId: "u1" } });
+    await ok("ExportUser", { params: { userId: "u1" } });
   });
 
   it("analytics", async () => {
     await ok("QueryEvents", {
       body: { filters: { field: "type", operator: "equals", value: "order.paid" }, pagination: { limit: 10 } },
     });
+    await ok("ExportEvents", { body: { time: WINDOW } });
+    await ok("ExportEvents", { body: { format: "csv", columns: ["id", "data.amount"] } });
     await ok("Count", { body: { time: WINDOW } });
     await ok("Timeseries", {
       body: { interval: "day", time: { start: "2020-01-01T00:00:00Z", end: "2020-01-03T00:00:00Z" } },

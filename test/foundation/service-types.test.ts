@@ -49,10 +49,15 @@ interface Snippet {
 const header = (s: Service) =>
   `import { ${s.name} } from ${JSON.stringify(s.module)};\nimport { bind } from ${JSON.stringify(FEATURE)};\n`;
 
-/** A handler per method that compiles: reads every request field, returns an empty response. */
+/**
+ * A handler per method that compiles: reads every request field, returns an empty response (a
+ * server-streaming method: an async generator that yields one).
+ */
 function handler(s: Service, method: string, body?: string): string {
   const m = s.desc.methods.find((x) => x.localName === method)!;
   const reads = m.input.fields.map((f) => `void req.${f.localName};`).join(" ");
+  if (m.methodKind === "server_streaming")
+    return `  async *${method}(req, ctx) { void ctx; ${reads} ${body ?? "yield {};"} },\n`;
   return `  async ${method}(req, ctx) { void ctx; ${reads} ${body ?? "return {};"} },\n`;
 }
 
@@ -115,10 +120,16 @@ function snippetsFor(s: Service): Snippet[] {
   return out;
 }
 
+const STREAM_AS_UNARY = /Property '\[Symbol.asyncIterator\]' is missing in type 'Promise<\{\}>'/;
+const UNARY_AS_STREAM =
+  /Type 'AsyncGenerator<\{\}, void, unknown>' is not assignable to type 'MessageInit<CountResponse> | Promise<MessageInit<CountResponse>>'/;
+
 /** Mistakes that only some services can make, written out. */
 function handWritten(services: Service[]): { service: Service; snippet: Snippet }[] {
   const events = services.find((s) => s.name === "EventService")!;
   const projects = services.find((s) => s.name === "ProjectService")!;
+  const analytics = services.find((s) => s.name === "AnalyticsService")!;
+  const stream = (code: string) => impl(analytics, { exportEvents: `  ${code},\n` });
   const ok = `{ restJsonList: { ingestEventBatch: "events" } }`;
   return [
     {
@@ -157,13 +168,65 @@ function handWritten(services: Service[]): { service: Service; snippet: Snippet 
         expect: { message: /'ingestEvents' does not exist in type/, at: "ingestEvents" },
       },
     },
+    // Server streams (AnalyticsService.ExportEvents): yielded messages are checked like replies.
     {
-      // grpc.health.v1.Health/Watch streams: neither the RPC adapter nor the transcoder serves that.
-      service: { name: "Health", module: path.join(ROOT, "gen/grpc/health/v1/health_pb.js"), desc: events.desc },
+      service: analytics,
       snippet: {
-        mistake: "a service with a streaming method",
-        code: `export const b = bind(Health, { async check() { return {}; }, async list() { return {}; }, async *watch() {} });\n`,
-        expect: { message: /is not assignable to parameter of type 'UnaryService'/, at: "Health" },
+        mistake: "",
+        code: `export const b = bind(AnalyticsService, ${stream('async *exportEvents(req) { yield { contentType: "text/csv", data: new Uint8Array() }; yield { data: new TextEncoder().encode(req.format) }; }')}, { streamContentTypes: { exportEvents: ["text/csv"] } });\n`,
+      },
+    },
+    {
+      service: analytics,
+      snippet: {
+        mistake: "a server stream yielding a field the message does not have",
+        code: `export const b = bind(AnalyticsService, ${stream('async *exportEvents() { yield { contentType: "x", dataTypo: 1 }; }')});\n`,
+        expect: { message: /dataTypo: never/, at: "exportEvents" },
+      },
+    },
+    {
+      service: analytics,
+      snippet: {
+        mistake: "a server stream reading a misspelled request field",
+        code: `export const b = bind(AnalyticsService, ${stream("async *exportEvents(req) { void req.formatTypo; yield {}; }")});\n`,
+        expect: { message: /Property 'formatTypo' does not exist on type 'ExportEventsRequest'/, at: "formatTypo" },
+      },
+    },
+    {
+      service: analytics,
+      snippet: {
+        mistake: "a server-streaming method written as a unary handler",
+        code: `export const b = bind(AnalyticsService, ${stream("async exportEvents() { return {}; }")});\n`,
+        expect: { message: STREAM_AS_UNARY, at: "exportEvents" },
+      },
+    },
+    {
+      service: analytics,
+      snippet: {
+        mistake: "a unary method written as a server stream",
+        code: `export const b = bind(AnalyticsService, ${impl(analytics, { count: "  async *count() { yield {}; },\n" })});\n`,
+        expect: { message: UNARY_AS_STREAM, at: "count" },
+      },
+    },
+    {
+      service: analytics,
+      snippet: {
+        mistake: "streamContentTypes naming a unary method",
+        code: `export const b = bind(AnalyticsService, ${impl(analytics)}, { streamContentTypes: { count: ["text/csv"] } });\n`,
+        expect: { message: /'count' does not exist in type/, at: "count" },
+      },
+    },
+    {
+      // grpc.reflection.v1's ServerReflectionInfo is bidirectional: neither adapter serves that.
+      service: {
+        name: "ServerReflection",
+        module: path.join(ROOT, "gen/grpc/reflection/v1/reflection_pb.js"),
+        desc: events.desc,
+      },
+      snippet: {
+        mistake: "a service with a bidirectional streaming method",
+        code: `export const b = bind(ServerReflection, { async *serverReflectionInfo() {} });\n`,
+        expect: { message: /is not assignable to parameter of type 'BindableService'/, at: "ServerReflection" },
       },
     },
     {

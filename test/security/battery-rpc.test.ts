@@ -44,12 +44,22 @@ async function call(
   input: Record<string, unknown>,
   headers: Record<string, string>,
 ): Promise<Outcome> {
-  const client = createClient(s, transport) as unknown as Record<string, (i: unknown, o: unknown) => Promise<unknown>>;
+  const client = createClient(s, transport) as unknown as Record<
+    string,
+    (i: unknown, o: unknown) => Promise<unknown> | AsyncIterable<unknown>
+  >;
   try {
-    const res = await client[m.localName](create(m.input, input as never), {
+    const out = client[m.localName](create(m.input, input as never), {
       headers,
       signal: AbortSignal.timeout(10_000),
     });
+    // A server stream (ExportEvents) fails or succeeds as it is read: read it all.
+    let res: unknown;
+    if (m.methodKind === "server_streaming") {
+      const all: unknown[] = [];
+      for await (const x of out as AsyncIterable<unknown>) all.push(x);
+      res = all;
+    } else res = await out;
     assertNoLeak(
       JSON.stringify(res, (_k, v) => (typeof v === "bigint" ? String(v) : v)),
       [a.key, b.key, revokedKey],

@@ -1,0 +1,367 @@
+import assert from "node:assert/strict";
+import http from "node:http";
+import { describe, it } from "node:test";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import * as grpc from "@grpc/grpc-js";
+import { AnalyticsService } from "../../gen/vigil/v1/analytics_pb.js";
+import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
+import { ingest } from "../helpers/events.js";
+import { useProject } from "../helpers/use.js";
+import { loadVigil } from "../clients/grpc-js-util.js";
+
+// POST /v1/projects/:id/events/export (AnalyticsService.ExportEvents, a stream of google.api.HttpBody)
+// over REST, Connect and gRPC (@grpc/grpc-js), and GET .../users/:userId/export.
+
+let other: ProjectFixture;
+const { t, p } = useProject({}, {}, async () => {
+  await ingest(t.rest, p.key, EVENTS);
+  other = await project(t.rest);
+  await ingest(t.rest, other.key, [{ type: "theirs", userId: "u1", timestamp: "2024-03-01T00:00:00Z" }]);
+});
+
+const TRICKY = 'a,b "quoted"\r\nnext line\nand ünïcode';
+const EVENTS: { type: string; timestamp: string; userId?: string; data?: object; tags?: object }[] = [
+  { type: "signup", userId: "u1", timestamp: "2024-03-01T10:00:00Z", data: { plan: "pro", note: TRICKY } },
+  { type: "order.paid", userId: "u1", timestamp: "2024-03-02T10:00:00Z", data: { amount: 12.5, items: [1, 2] } },
+  { type: "order.paid", userId: "u2", timestamp: "2024-03-03T10:00:00Z", data: { amount: 7 }, tags: { env: "prod" } },
+  { type: "visit", timestamp: "2024-03-04T10:00:00Z", data: JSON.parse('{"__proto__":"p","constructor":"c"}') },
+  { type: "order.paid", userId: "u1", timestamp: "2024-03-05T10:00:00Z", data: { amount: 1 } },
+];
+
+const path = () => `/v1/projects/${p.projectId}/events/export`;
+
+/** Every event of events/query (newest first), as the event list writes them. */
+async function queried(body: object): Promise<unknown[]> {
+  const r = await t.rest.post(
+    `/v1/projects/${p.projectId}/events/query`,
+    { ...body, pagination: { limit: 100 } },
+    { key: p.key },
+  );
+  assert.equal(r.status, 200, r.text);
+  return r.body.data;
+}
+
+const ndjson = (text: string): { timestamp: string; type: string; userId: string | null }[] =>
+  text
+    .split("\n")
+    .filter((l) => l !== "")
+    .map((l) => JSON.parse(l));
+
+/** A minimal RFC 4180 reader (quoted fields, doubled quotes, CRLF records), independent of the writer. */
+function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let i = 0;
+  while (i < text.length) {
+    let cell = "";
+    if (text[i] === '"') {
+      i++;
+      for (;;) {
+        const q = text.indexOf('"', i);
+        assert.ok(q >= 0, "unterminated quoted field");
+        cell += text.slice(i, q);
+        i = q + 1;
+        if (text[i] === '"') {
+          cell += '"';
+          i++;
+        } else break;
+      }
+    } else {
+      const m = /^[^,\r\n"]*/.exec(text.slice(i))![0];
+      cell = m;
+      i += m.length;
+    }
+    row.push(cell);
+    if (text[i] === ",") i++;
+    else if (text.startsWith("\r\n", i)) {
+      rows.push(row);
+      row = [];
+      i += 2;
+    } else assert.fail(`unexpected character at ${i}: ${JSON.stringify(text.slice(i, i + 10))}`);
+  }
+  assert.equal(row.length, 0, "the last record ends with CRLF");
+  return rows;
+}
+
+describe("events export over REST", () => {
+  it("NDJSON: every event, oldest first, in the event list's shape", async () => {
+    const r = await t.rest.post(path(), {}, { key: p.key });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.headers.get("content-type"), "application/x-ndjson");
+    const lines = ndjson(r.text);
+    assert.equal(lines.length, EVENTS.length);
+    assert.deepEqual(lines, (await queried({})).reverse());
+    assert.deepEqual(
+      lines.map((e) => e.timestamp),
+      EVENTS.map((e) => new Date(e.timestamp).toISOString()),
+    );
+  });
+
+  it("the canonical filters and time window of events/query", async () => {
+    const body = {
+      filters: { field: "type", operator: "equals", value: "order.paid" },
+      time: { start: "2024-03-02T00:00:00Z", end: "2024-03-04T00:00:00Z" },
+    };
+    const r = await t.rest.post(path(), body, { key: p.key });
+    assert.equal(r.status, 200, r.text);
+    const lines = ndjson(r.text);
+    assert.deepEqual(
+      lines.map((e) => [e.type, e.userId]),
+      [
+        ["order.paid", "u1"],
+        ["order.paid", "u2"],
+      ],
+    );
+    assert.deepEqual(lines, (await queried(body)).reverse());
+    const none = await t.rest.post(
+      path(),
+      { filters: { field: "type", operator: "equals", value: "nope" } },
+      { key: p.key },
+    );
+    assert.equal(none.status, 200);
+    assert.equal(none.text, "");
+  });
+
+  it("CSV: header row, chosen columns, RFC 4180 quoting of commas, quotes and newlines", async () => {
+    const columns = [
+      "timestamp",
+      "type",
+      "userId",
+      "data.note",
+      "data.amount",
+      "data.items",
+      "tags.env",
+      "data.__proto__",
+    ];
+    const r = await t.rest.post(path(), { format: "csv", columns }, { key: p.key });
+    assert.equal(r.status, 200, r.text);
+    assert.match(r.headers.get("content-type") ?? "", /^text\/csv/);
+    const rows = parseCsv(r.text);
+    assert.deepEqual(rows[0], columns);
+    assert.deepEqual(rows.slice(1), [
+      ["2024-03-01T10:00:00.000Z", "signup", "u1", TRICKY, "", "", "", ""],
+      ["2024-03-02T10:00:00.000Z", "order.paid", "u1", "", "12.5", "[1,2]", "", ""],
+      ["2024-03-03T10:00:00.000Z", "order.paid", "u2", "", "7", "", "prod", ""],
+      ["2024-03-04T10:00:00.000Z", "visit", "", "", "", "", "", "p"],
+      ["2024-03-05T10:00:00.000Z", "order.paid", "u1", "", "1", "", "", ""],
+    ]);
+    assert.ok(r.text.includes(`"${TRICKY.replaceAll('"', '""')}"`), "the tricky cell is quoted with doubled quotes");
+  });
+
+  it("CSV: the default columns", async () => {
+    const r = await t.rest.post(path(), { format: "csv" }, { key: p.key });
+    assert.equal(r.status, 200, r.text);
+    const rows = parseCsv(r.text);
+    assert.deepEqual(rows[0], ["id", "type", "timestamp", "userId", "groupId", "sourceId"]);
+    assert.equal(rows.length, EVENTS.length + 1);
+  });
+
+  it("a bad format, bad columns or columns with ndjson are a 400 naming the field", async () => {
+    const cases: [object, string][] = [
+      [{ format: "xml" }, "format"],
+      [{ format: "CSV" }, "format"],
+      [{ format: 1 }, "format"],
+      [{ format: "ndjson", columns: ["id"] }, "columns"],
+      [{ columns: ["id"] }, "columns"],
+      [{ format: "csv", columns: ["nope"] }, "columns.0"],
+      [{ format: "csv", columns: ["id", "data."] }, "columns.1"],
+      [{ format: "csv", columns: ["data.a b"] }, "columns.0"],
+      [{ format: "csv", columns: ["constructor"] }, "columns.0"],
+      [{ format: "csv", columns: ["id", "id"] }, "columns"],
+      [{ format: "csv", columns: Array.from({ length: 101 }, (_, i) => `data.c${i}`) }, "columns"],
+      [{ format: "csv", columns: "id" }, "columns"],
+      [{ format: "csv", pagination: { limit: 1 } }, "pagination"],
+      [{ filters: { field: "type", operator: "bogus", value: 1 } }, "filters"],
+      [{ time: { start: "yesterday" } }, "time"],
+    ];
+    for (const [body, field] of cases) {
+      const r = await t.rest.post(path(), body, { key: p.key });
+      assert.equal(r.status, 400, `${JSON.stringify(body).slice(0, 80)}: ${r.status} ${r.text}`);
+      assert.match(r.headers.get("content-type") ?? "", /^application\/json/);
+      const e = errorBody(r);
+      const named = JSON.stringify(e.details ?? "") + e.message;
+      assert.ok(named.includes(field), `${JSON.stringify(body).slice(0, 80)} should name ${field}: ${r.text}`);
+    }
+  });
+
+  it("another tenant's project is a 404, a missing key 401, NUL in a filter 400", async () => {
+    const r = await t.rest.post(`/v1/projects/${other.projectId}/events/export`, {}, { key: p.key });
+    assert.equal(r.status, 404, r.text);
+    assert.equal(errorBody(r).code, "not_found");
+    assert.ok(!r.text.includes("theirs"));
+    assert.equal((await t.rest.post(path(), {}, {})).status, 401);
+    const nul = await t.rest.post(
+      path(),
+      { filters: { field: "type", operator: "equals", value: "a\u0000b" } },
+      { key: p.key },
+    );
+    assert.equal(nul.status, 400, nul.text);
+  });
+});
+
+describe("events export over Connect and gRPC", () => {
+  const decode = (chunks: { contentType: string; data: Uint8Array }[]) =>
+    Buffer.concat(chunks.map((c) => Buffer.from(c.data))).toString("utf8");
+
+  for (const [name, transport] of [
+    ["Connect", () => createConnectTransport({ baseUrl: t.url, httpVersion: "1.1" })],
+    ["gRPC (connect-es)", () => createGrpcTransport({ baseUrl: t.url })],
+  ] as const) {
+    it(`${name}: the same NDJSON and CSV as REST; errors are codes`, async () => {
+      const client = createClient(AnalyticsService, transport());
+      const headers = { authorization: `Bearer ${p.key}` };
+      const chunks = [];
+      for await (const c of client.exportEvents({ projectId: p.projectId }, { headers })) chunks.push(c);
+      assert.equal(chunks[0].contentType, "application/x-ndjson");
+      const rest = await t.rest.post(path(), {}, { key: p.key });
+      assert.equal(decode(chunks), rest.text);
+      const csv = [];
+      for await (const c of client.exportEvents({ projectId: p.projectId, format: "csv" }, { headers })) csv.push(c);
+      assert.match(csv[0].contentType, /^text\/csv/);
+      assert.equal(decode(csv), (await t.rest.post(path(), { format: "csv" }, { key: p.key })).text);
+      const fail = async (req: object) => {
+        try {
+          for await (const _ of client.exportEvents(req, { headers })) void _;
+        } catch (e) {
+          return ConnectError.from(e as Error);
+        }
+        assert.fail("expected an error");
+      };
+      assert.equal((await fail({ projectId: p.projectId, format: "xml" })).code, Code.InvalidArgument);
+      assert.equal((await fail({ projectId: other.projectId })).code, Code.NotFound);
+    });
+  }
+
+  it("@grpc/grpc-js: a server stream of HttpBody chunks", async () => {
+    const Analytics = loadVigil().AnalyticsService;
+    const client = new Analytics(`127.0.0.1:${t.port}`, grpc.credentials.createInsecure());
+    try {
+      const md = new grpc.Metadata();
+      md.set("authorization", `Bearer ${p.key}`);
+      const read = (req: object) =>
+        new Promise<{ chunks: { contentType: string; data: Buffer }[]; err?: grpc.ServiceError }>((resolve) => {
+          const chunks: { contentType: string; data: Buffer }[] = [];
+          const call = (
+            client as unknown as Record<string, (r: object, m: grpc.Metadata) => grpc.ClientReadableStream<never>>
+          ).exportEvents(req, md);
+          call.on("data", (c: { contentType: string; data: Buffer }) => chunks.push(c));
+          call.on("error", (err: grpc.ServiceError) => resolve({ chunks, err }));
+          call.on("end", () => resolve({ chunks }));
+        });
+      const ok = await read({ projectId: p.projectId, format: "csv", columns: ["type", "data.note"] });
+      assert.equal(ok.err, undefined);
+      assert.match(ok.chunks[0].contentType, /^text\/csv/);
+      const rows = parseCsv(Buffer.concat(ok.chunks.map((c) => c.data)).toString("utf8"));
+      assert.deepEqual(rows[1], ["signup", TRICKY]);
+      assert.equal(rows.length, EVENTS.length + 1);
+      const bad = await read({ projectId: p.projectId, format: "csv", columns: ["__proto__"] });
+      assert.equal(bad.err?.code, grpc.status.INVALID_ARGUMENT);
+      const theirs = await read({ projectId: other.projectId });
+      assert.equal(theirs.err?.code, grpc.status.NOT_FOUND);
+    } finally {
+      client.close();
+    }
+  });
+});
+
+describe("a big export", () => {
+  it("streams in chunks; a client that stops reading mid-stream does not hang the server", async () => {
+    const big = await project(t.rest);
+    const pad = "x".repeat(2000);
+    await ingest(
+      t.rest,
+      big.key,
+      Array.from({ length: 6000 }, (_, i) => ({
+        type: "bulk",
+        timestamp: new Date(Date.UTC(2024, 0, 1) + i * 1000).toISOString(),
+        data: { i, pad },
+      })),
+    );
+    // A reader that takes the headers and a little of the body, then stops reading and leaves.
+    const url = new URL(`/v1/projects/${big.projectId}/events/export`, t.url);
+    const got = await new Promise<number>((resolve, reject) => {
+      const req = http.request(url, {
+        method: "POST",
+        headers: { authorization: `Bearer ${big.key}`, "content-type": "application/json" },
+      });
+      req.on("response", (res) => {
+        assert.equal(res.statusCode, 200);
+        let n = 0;
+        res.on("data", (c: Buffer) => {
+          n += c.length;
+          if (n > 64 * 1024) {
+            res.pause();
+            // Stall a while (the server must wait on backpressure, not buffer the whole export), then go.
+            setTimeout(() => {
+              req.destroy();
+              resolve(n);
+            }, 300);
+          }
+        });
+        res.on("error", () => undefined);
+      });
+      req.on("error", (e) =>
+        e.message.includes("aborted") || e.message.includes("socket hang up") ? undefined : reject(e),
+      );
+      req.end("{}");
+    });
+    assert.ok(got > 0);
+    // The server goes on answering, the whole export still works, and its query is not left running.
+    const full = await t.rest.post(
+      `/v1/projects/${big.projectId}/events/export`,
+      { format: "csv", columns: ["data.i"] },
+      { key: big.key },
+    );
+    assert.equal(full.status, 200);
+    const rows = parseCsv(full.text);
+    assert.equal(rows.length, 6001);
+    assert.deepEqual(
+      rows.slice(1).map((r) => Number(r[0])),
+      Array.from({ length: 6000 }, (_, i) => i),
+    );
+    const deadline = Date.now() + 5000;
+    for (;;) {
+      const r = await t.rest.post(`/v1/projects/${p.projectId}/events/export`, {}, { key: p.key });
+      assert.equal(r.status, 200);
+      const pg = await import("pg");
+      const c = new pg.default.Client({ connectionString: t.databaseUrl });
+      await c.connect();
+      const active = await c.query(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%ORDER BY e.ts ASC, e.id ASC%' AND pid <> pg_backend_pid()",
+      );
+      await c.end();
+      if (active.rows[0].n === 0) break;
+      assert.ok(Date.now() < deadline, "an export query is still running after its client left");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  });
+});
+
+describe("user export", () => {
+  it("data: {user, events}: the user record and all their events, oldest first", async () => {
+    const r = await t.rest.get(`/v1/projects/${p.projectId}/users/u1/export`, { key: p.key });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.body.data.user.externalId, "u1");
+    assert.equal(r.body.data.user.eventCount, 3);
+    const list = (await queried({ filters: { field: "userId", operator: "equals", value: "u1" } })).reverse();
+    assert.deepEqual(r.body.data.events, list);
+    assert.deepEqual(
+      r.body.data.events.map((e: { type: string }) => e.type),
+      ["signup", "order.paid", "order.paid"],
+    );
+    // By the user record's id too.
+    const byId = await t.rest.get(`/v1/projects/${p.projectId}/users/${r.body.data.user.id}/export`, { key: p.key });
+    assert.deepEqual(byId.body, r.body);
+  });
+
+  it("an unknown user, another tenant's user and hostile ids are 404", async () => {
+    for (const id of ["nobody", "__proto__", "constructor", "x".repeat(300)]) {
+      const r = await t.rest.get(`/v1/projects/${p.projectId}/users/${encodeURIComponent(id)}/export`, { key: p.key });
+      assert.equal(r.status, 404, `${id.slice(0, 20)}: ${r.text}`);
+    }
+    const theirs = await t.rest.get(`/v1/projects/${other.projectId}/users/u1/export`, { key: p.key });
+    assert.equal(theirs.status, 404);
+    assert.ok(!theirs.text.includes("theirs"));
+  });
+});
