@@ -86,6 +86,12 @@ export const envSchema = z.object({
   WEBHOOK_ALLOW_PRIVATE: bool.default(false),
   PG_POOL_SIZE: intFrom(10, 1),
   UPTIME_RAW_RETENTION_DAYS: intFrom(7, 1),
+  // Data retention (src/lifecycle/retention.ts; docs/lifecycle.md): the default days kept (unset: forever),
+  // the most a project may set (also caps the default), and how often the enforcement pass runs.
+  RETENTION_DAYS: z.coerce.number().int().min(1).optional(),
+  RETENTION_MAX_DAYS: intFrom(3650, 1),
+  RETENTION_INTERVAL_MS: intFrom(3_600_000, 50),
+  RETENTION_BATCH_ROWS: intFrom(5_000, 1),
   ANALYTICS_FAST_PATHS: bool.default(true),
   ANALYTICS_SLOT_INTERVAL_MS: intFrom(60_000, 0),
   ANALYTICS_SLOT_SAMPLE: intFrom(20_000, 100),
@@ -154,6 +160,8 @@ export interface Config {
   pgPoolSize: number;
   /** Raw heartbeats are kept this long; older windows read hourly rollups. */
   uptime: { rawRetentionDays: number; maxMonitorsPerProject: number };
+  /** Retention: default days (undefined: forever; capped by maxDays), the most a project may set, pass period. */
+  retention: { defaultDays?: number; maxDays: number; intervalMs: number; batchRows: number };
   /** Rollups and typed slots on (default) or off; slot assignment pass interval (0: no worker). */
   analytics: {
     fastPaths: boolean;
@@ -301,6 +309,12 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     },
     pgPoolSize: e.PG_POOL_SIZE,
     uptime: { rawRetentionDays: e.UPTIME_RAW_RETENTION_DAYS, maxMonitorsPerProject: e.MAX_MONITORS_PER_PROJECT },
+    retention: {
+      defaultDays: e.RETENTION_DAYS === undefined ? undefined : Math.min(e.RETENTION_DAYS, e.RETENTION_MAX_DAYS),
+      maxDays: e.RETENTION_MAX_DAYS,
+      intervalMs: e.RETENTION_INTERVAL_MS,
+      batchRows: e.RETENTION_BATCH_ROWS,
+    },
     analytics: {
       fastPaths: e.ANALYTICS_FAST_PATHS,
       slotIntervalMs: e.ANALYTICS_SLOT_INTERVAL_MS,

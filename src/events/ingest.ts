@@ -1,3 +1,4 @@
+import { isNoPartition } from "../shared/pg-errors.js";
 import type { PoolClient } from "pg";
 import type { Deps } from "../platform/deps.js";
 import type { IngestMetrics } from "./metrics.js";
@@ -168,6 +169,18 @@ export class GroupCommitIngestor implements Ingestor {
    * client id was stored already (or repeated within the group), each with the event answered for it.
    */
   private async write(all: StoredEvent[], allSourceKeys: (string | null)[]): Promise<Repeats | undefined> {
+    try {
+      return await this.writeOnce(all, allSourceKeys);
+    } catch (err) {
+      // A remembered partition dropped since by retention (on any node): forget it and write again,
+      // which recreates it. Nothing was written (the statement or the transaction failed whole).
+      if (!isNoPartition(err)) throw err;
+      this.partitions.forget(all.map((e) => e.timestamp.getTime()));
+      return this.writeOnce(all, allSourceKeys);
+    }
+  }
+
+  private async writeOnce(all: StoredEvent[], allSourceKeys: (string | null)[]): Promise<Repeats | undefined> {
     const { db, clock } = this.deps;
     const { pipeline } = this;
     const started = process.hrtime.bigint();

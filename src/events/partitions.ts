@@ -38,6 +38,11 @@ export class PartitionCache {
   remember(weeks: number[]): void {
     for (const w of weeks) this.known.add(w);
   }
+
+  /** Forgets the weeks of `timestamps`: their partition was dropped (retention) since it was remembered. */
+  forget(timestamps: Iterable<number>): void {
+    for (const ms of timestamps) this.known.delete(weekStart(ms));
+  }
 }
 
 /** Creates the partitions for `weeks` when missing, inside the caller's transaction. */

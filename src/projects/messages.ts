@@ -1,14 +1,18 @@
+import type { retentionView } from "../lifecycle/model.js";
 import type { KeyRow, MemberRow, ProjectRow } from "./store.js";
 
 // Rows of projects, members and API keys → the API's messages.
 
-export const toProject = (r: ProjectRow) => ({
+/** `retention`: what is in force for the project (lifecycle/model.ts retentionView). */
+export const toProject = (r: ProjectRow, retention: ReturnType<typeof retentionView>) => ({
   id: r.id,
   name: r.name,
   platform: r.platform,
   createdAt: r.created_at.toISOString(),
   updatedAt: r.updated_at.toISOString(),
   allowedOrigins: r.allowed_origins,
+  retentionDays: r.retention_days ?? undefined,
+  retention,
   role: r.role ?? undefined,
 });
 

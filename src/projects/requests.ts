@@ -49,6 +49,19 @@ export function parseAllowedOrigins(items: unknown[]): string[] {
   return [...out];
 }
 
+/**
+ * A PATCH's `retentionDays` (the Value as JSON): an integer from 1 to `maxDays`, or null (the operator's
+ * default again). Anything else (a string, 0, -1, 1.5, 1e308, a list or object) is a 400 naming it.
+ */
+export function parseRetentionDays(value: unknown, maxDays: number): number | null {
+  if (value === null) return null;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > maxDays) {
+    const message = `must be an integer from 1 to ${maxDays} (days), or null for the default`;
+    throw badRequest(`invalid request: retentionDays: ${message}`, [{ field: "retentionDays", message }]);
+  }
+  return value;
+}
+
 export const addMemberSchema = z.object({
   email: z.string().trim().toLowerCase().email(),
   role: z.enum(["admin", "member"]),

@@ -8,14 +8,32 @@ import { bind, type Feature } from "../shared/feature.js";
 import { newId, randomToken, sha256Hex } from "../shared/ids.js";
 import { isUniqueViolation } from "../shared/pg-errors.js";
 import { validate } from "../shared/validate.js";
+import { retentionView } from "../lifecycle/model.js";
+import * as lifecycle from "../lifecycle/store.js";
 import { toKey, toMember, toProject } from "./messages.js";
-import { addMemberSchema, createSchema, keySchema, parseAllowedOrigins, roleSchema, updateSchema } from "./requests.js";
+import {
+  addMemberSchema,
+  createSchema,
+  keySchema,
+  parseAllowedOrigins,
+  parseRetentionDays,
+  roleSchema,
+  updateSchema,
+} from "./requests.js";
 import * as store from "./store.js";
 
 // Projects, members and API keys: handlers only (SQL in store.ts, validation in requests.ts).
 
 /** A ListValue item as what requests.ts validates: its string, or a marker for any other kind. */
 const valueItem = (v: Value): unknown => (v.kind.case === "stringValue" ? v.kind.value : { notAString: v.kind.case });
+
+/** A Value as the JSON it carries at the top level (lists and objects as markers: never valid where used). */
+const valueJson = (v: Value): unknown =>
+  v.kind.case === "nullValue"
+    ? null
+    : v.kind.case === "numberValue" || v.kind.case === "stringValue" || v.kind.case === "boolValue"
+      ? v.kind.value
+      : { notAScalar: v.kind.case };
 
 /**
  * `vk_` + 40 random base62 characters (about 238 bits); publishable keys `vk_pub_` + the same. The
@@ -24,8 +42,15 @@ const valueItem = (v: Value): unknown => (v.kind.case === "stringValue" ? v.kind
 const newSecret = (kind: "secret" | "publishable"): string =>
   `${kind === "publishable" ? PUBLISHABLE_PREFIX : "vk_"}${randomToken(40)}`;
 
-export function createProjectsFeature(deps: Pick<Deps, "db" | "clock" | "auth" | "limits">): Feature {
-  const { db, clock, auth, limits } = deps;
+export function createProjectsFeature(deps: Pick<Deps, "db" | "clock" | "auth" | "limits" | "config">): Feature {
+  const { db, clock, auth, limits, config } = deps;
+  /** Rows → messages, with the retention in force (the last pass read once per answer). */
+  const toProjects = async (rows: store.ProjectRow[]) => {
+    const last = await lifecycle.lastRunAt(db);
+    const now = clock().getTime();
+    return rows.map((r) => toProject(r, retentionView(r.retention_days, config.retention, now, last)));
+  };
+  const one = async (row: store.ProjectRow) => (await toProjects([row]))[0];
   /** Management writes count per project (RATE_LIMIT_WRITES_PER_MINUTE). */
   const write = async (ctx: HandlerContext, projectId: string, access: Access) => {
     const scope = await auth.project(ctx, projectId, access);
@@ -50,37 +75,45 @@ export function createProjectsFeature(deps: Pick<Deps, "db" | "clock" | "auth" |
             ownerId: p.accountId,
             now,
           });
-          return { data: toProject(row) };
+          return { data: await one(row) };
         },
         async listProjects(_req, ctx) {
           const p = await auth.session(ctx);
-          return { data: (await store.projectsOfAccount(db, p.accountId)).map(toProject) };
+          return { data: await toProjects(await store.projectsOfAccount(db, p.accountId)) };
         },
         async getProject(req, ctx) {
           const scope = await auth.project(ctx, req.projectId, "data");
           if (scope.principal.kind === "apiKey") {
             const row = await store.projectById(db, scope.projectId);
             if (!row) throw notFound("project");
-            return { data: toProject(row) };
+            return { data: await one(row) };
           }
           const row = await store.projectForMember(db, scope.projectId, scope.principal.accountId);
           if (!row) throw notFound("project");
-          return { data: toProject(row) };
+          return { data: await one(row) };
         },
         async updateProject(req, ctx) {
           const scope = await write(ctx, req.projectId, "admin");
           const input = validate(updateSchema, { name: req.name });
           // A ListValue: absent leaves the origins as they are, `[]` allows any origin.
           const allowedOrigins = req.allowedOrigins && parseAllowedOrigins(req.allowedOrigins.values.map(valueItem));
-          if (input.name !== undefined || allowedOrigins !== undefined)
-            await store.updateProject(db, scope.projectId, { name: input.name, allowedOrigins }, clock());
+          // A Value: absent leaves it, null returns to the operator's default.
+          const retentionDays =
+            req.retentionDays && parseRetentionDays(valueJson(req.retentionDays), config.retention.maxDays);
+          if (input.name !== undefined || allowedOrigins !== undefined || retentionDays !== undefined)
+            await store.updateProject(
+              db,
+              scope.projectId,
+              { name: input.name, allowedOrigins, retentionDays },
+              clock(),
+            );
           const row = await store.projectForMember(
             db,
             scope.projectId,
             (scope.principal as { accountId: string }).accountId,
           );
           if (!row) throw notFound("project");
-          return { data: toProject(row) };
+          return { data: await one(row) };
         },
         async deleteProject(req, ctx) {
           const scope = await write(ctx, req.projectId, "owner");

@@ -11,6 +11,8 @@ export interface ProjectRow {
   updated_at: Date;
   /** Normalised origins publishable keys may be used from (empty: any). */
   allowed_origins: string[];
+  /** The project's own retention (NULL: the operator's default). */
+  retention_days: number | null;
   role?: string | null;
 }
 
@@ -80,16 +82,24 @@ export async function projectForMember(
   return r.rows[0];
 }
 
-/** Sets what is given (name, allowed origins); the rest stays. */
+/** Sets what is given (name, allowed origins, retention days: null sets it back to the default); the rest stays. */
 export async function updateProject(
   q: Queryable,
   projectId: string,
-  change: { name?: string; allowedOrigins?: string[] },
+  change: { name?: string; allowedOrigins?: string[]; retentionDays?: number | null },
   now: Date,
 ): Promise<void> {
   await q.query(
-    "UPDATE projects SET name = COALESCE($2, name), allowed_origins = COALESCE($3::text[], allowed_origins), updated_at = $4 WHERE id = $1",
-    [projectId, change.name ?? null, change.allowedOrigins ?? null, now],
+    `UPDATE projects SET name = COALESCE($2, name), allowed_origins = COALESCE($3::text[], allowed_origins),
+       retention_days = CASE WHEN $5::boolean THEN $6::integer ELSE retention_days END, updated_at = $4 WHERE id = $1`,
+    [
+      projectId,
+      change.name ?? null,
+      change.allowedOrigins ?? null,
+      now,
+      change.retentionDays !== undefined,
+      change.retentionDays ?? null,
+    ],
   );
 }
 

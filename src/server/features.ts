@@ -9,6 +9,7 @@ import { identityProjection } from "../identity/projection.js";
 import { createIdentityFeature } from "../identity/service.js";
 import { createJobsFeature } from "../jobs/service.js";
 import { createPurgeFeature } from "../lifecycle/purge.js";
+import { createRetentionFeature } from "../lifecycle/retention.js";
 import { metricsCommitting } from "../metrics/committing.js";
 import { createMetricsFeature } from "../metrics/service.js";
 import { createPagesFeature } from "../pages/service.js";
@@ -70,6 +71,8 @@ export async function createFeatures(deps: Deps): Promise<Feature[]> {
     events,
     identity,
     createJobsFeature(deps),
+    // Retention (src/lifecycle/retention.ts): the background pass removing expired data.
+    createRetentionFeature(deps, events.derived),
     analytics,
     metrics,
     webhooks,

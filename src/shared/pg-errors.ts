@@ -21,3 +21,10 @@ export const isQueryCanceled = (err: unknown): boolean => codeOf(err) === "57014
 
 /** undefined_table (42P01). */
 export const isUndefinedTable = (err: unknown): boolean => codeOf(err) === "42P01";
+
+/**
+ * check_violation (23514) raised by a partitioned insert whose row has no partition: the week's partition
+ * was dropped (retention) after this process remembered it (events/partitions.ts PartitionCache).
+ */
+export const isNoPartition = (err: unknown): boolean =>
+  codeOf(err) === "23514" && /^no partition of relation/.test((err as { message?: string }).message ?? "");

@@ -58,7 +58,9 @@ function buildInSnapshot(db: Db, projectId: string, hour: number, now: Date): Pr
       FROM events WHERE project_id = $1 AND ts >= $2 AND ts < $3`;
     const r = (await c.query(sql, params)).rows[0];
     const rows = (r.type as string[] | null)?.length ?? 0;
-    if (rows !== r.expected) return false;
+    // An hour with no rollup left (expired by retention, or deleted, after pendingHours listed it) gets no
+    // block: an empty one would only outlive the pass that removed the hour's blocks.
+    if (rows === 0 || rows !== r.expected) return false;
     const columns = new Map<string, Column>();
     columns.set("type", stringColumn(r.type ?? []));
     columns.set("user_id", stringColumn(r.user_id ?? []));
