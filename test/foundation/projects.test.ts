@@ -16,6 +16,8 @@ describe("projects", () => {
       "id",
       "name",
       "platform",
+      "retention",
+      "retentionDays",
       "role",
       "updatedAt",
     ]);
