@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtemp } from "node:fs/promises";
+import { mkdtemp, readFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
@@ -20,6 +20,7 @@ import { PURGE_LOCK } from "../../src/lifecycle/purge.js";
 import { ownedTables } from "../../src/lifecycle/purge-store.js";
 import { freePort } from "../../src/shared/net.js";
 
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
 let db: pg.Client;
 const { t } = useApp(
   {
@@ -202,8 +203,13 @@ describe("deleting a project", () => {
     const kept = await project(t.rest);
     await seed(gone, "gone");
     await seed(kept, "kept");
-    // A pending projection of the deleted project (as if its projector had not run yet).
+    // A pending projection (the projector may apply it before the delete; the scan after must find none either way).
     await db.query("INSERT INTO ingest_deltas (project_id, deltas) VALUES ($1, '{}')", [gone.projectId]);
+    // A table added later, with no primary key and no foreign key: found in the catalog all the same.
+    await db.query("CREATE TABLE purge_probe (project_id text NOT NULL, note text)");
+    await db.query("INSERT INTO purge_probe SELECT p, 'x' FROM unnest($1::text[]) p, generate_series(1, 3)", [
+      [gone.projectId, kept.projectId],
+    ]);
 
     const goneIds = await idsThrough(db, gone.projectId);
     const keptIds = await idsThrough(db, kept.projectId);
@@ -223,12 +229,12 @@ describe("deleting a project", () => {
       "analytics_properties",
       "event_user_hours",
       "ingest_ids",
-      "ingest_deltas",
       "monitors",
       "heartbeats (via monitor_id)",
       "webhooks",
       "pages",
       "page_monitors",
+      "purge_probe",
       "api_keys",
       "project_members",
     ])
@@ -266,6 +272,25 @@ describe("deleting a project", () => {
     const list = await t.rest.get(`/v1/projects/${kept.projectId}/events?limit=100`, { key: kept.key });
     assert.equal(list.status, 200, list.text);
     assert.equal(list.body.data.length, keptBefore.events);
+  });
+
+  it("purges what projects deleted before the migration left behind (its backfill)", async () => {
+    const ghost = `prj_ghost${randomUUID().slice(0, 8)}`;
+    const day = new Date(Math.floor(Date.now() / 86_400_000) * 86_400_000);
+    await db.query(
+      "INSERT INTO analytics_rollups (project_id, grain, bucket, type, count) VALUES ($1, 2, $2, 'x', 1)",
+      [ghost, day],
+    );
+    await db.query("INSERT INTO event_user_hours (project_id, user_id, hour, minutes) VALUES ($1, 'u', $2, 1)", [
+      ghost,
+      day,
+    ]);
+    // The migration's last statement, run again now that there is something for it to find.
+    const sql = await readFile(path.join(root, "src/storage/migrations/8002_project_purge.sql"), "utf8");
+    await db.query(sql.slice(sql.indexOf("INSERT INTO deleted_projects")));
+    assert.equal(await pendingPurge(db, ghost), true);
+    await waitFor("the ghost's purge", 20_000, async () => !(await pendingPurge(db, ghost)));
+    assert.deepEqual(nonZero(await ownedRows(db, ghost, { metricIds: [], monitorIds: [] })), {});
   });
 
   it("sweeps on one node at a time: while another session holds the sweeper's lock, nothing is purged", async () => {
@@ -336,7 +361,6 @@ describe("deleting a project", () => {
 });
 
 // kill -9 of a real Vigil in the middle of a purge, then a restart on the same database.
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
 const children: ChildProcess[] = [];
 after(() => {
   for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
