@@ -51,6 +51,7 @@ describe("model", () => {
 
 const { t, p } = useProject({
   ...GENEROUS_LIMITS,
+  WEBHOOK_ALLOW_PRIVATE: "true",
   RETENTION_INTERVAL_MS: "200",
   ANALYTICS_BLOCK_INTERVAL_MS: "100",
   ANALYTICS_BLOCK_SEAL_MS: "0",
@@ -219,6 +220,21 @@ describe("the pass", () => {
       [mon.body.data.id, new Date(CUTOFF - 10 * DAY_MS), new Date(CUTOFF)],
     );
 
+    // Webhook deliveries: an expired event's delivery goes, a kept event's and an incident's stay.
+    const hook = await t.rest.post(
+      `${projectUrl()}/webhooks`,
+      { name: "h", url: "http://127.0.0.1:9/hook", events: ["visit"] },
+      { cookie: p.owner.cookie },
+    );
+    assert.equal(hook.status, 201, hook.text);
+    await q.query(
+      `INSERT INTO webhook_deliveries (id, webhook_id, project_id, event_id, event_type, event_ts, payload, status, attempt_limit, created_at, updated_at)
+       VALUES ('whd_old', $1, $2, 'e1', 'visit', $3, NULL, 'succeeded', 1, now(), now()),
+              ('whd_new', $1, $2, 'e2', 'visit', $4, NULL, 'succeeded', 1, now(), now()),
+              ('whd_incident', $1, $2, 'i1', 'incident.opened', NULL, '{}', 'succeeded', 1, now(), now())`,
+      [hook.body.data.id, p.projectId, new Date(CUTOFF - DAY_MS), new Date(CUTOFF)],
+    );
+
     const post = (route: string, body: unknown) => t.rest.post(`${projectUrl()}/${route}`, body, { key: p.key });
     const count = async (filters?: unknown) => {
       const r = await post("analytics/count", { time: RANGE, filters });
@@ -284,6 +300,14 @@ describe("the pass", () => {
       "SELECT count(*)::int AS n FROM heartbeats h JOIN monitors m ON m.id = h.monitor_id WHERE m.project_id = $1";
     assert.equal(await left(`${beats} AND h.at < $2`), 0);
     assert.equal(await left(`${beats} AND h.at >= $2`), 2);
+
+    const deliveries = await q.query("SELECT id FROM webhook_deliveries WHERE project_id = $1 ORDER BY id", [
+      p.projectId,
+    ]);
+    assert.deepEqual(
+      deliveries.rows.map((r) => r.id),
+      ["whd_incident", "whd_new"],
+    );
 
     // The week only A had was dropped whole; the week B shares stays, with B's event.
     const exists = async (ms: number) =>
