@@ -10,7 +10,9 @@ import { textSchema } from "../shared/text.js";
 import { validate } from "../shared/validate.js";
 import { getUser, identify, listUsers, toUser } from "./store.js";
 import { rowToStored, toEventMessage, userEvents } from "../events/store.js";
-import { withCancellable } from "../storage/db.js";
+import { toJob } from "../jobs/messages.js";
+import { insertJob } from "../jobs/store.js";
+import { tx, withCancellable } from "../storage/db.js";
 
 // Users of a project: maintained from events by the pipeline's identity projection
 // (projection.ts), identified from the dashboard, read by API key or member session.
@@ -66,11 +68,22 @@ export function createIdentityFeature(
           if (!row) throw notFound("user");
           return { data: toUser(row, true) };
         },
-        // BASE STUB (branch h19): the jobs helper implements deleteUser.
         async deleteUser(req, ctx) {
           const scope = await auth.project(ctx, req.projectId, "admin");
           await derived.settle(scope.projectId);
-          throw notFound("user");
+          // The job is stored with the request (same transaction) and runs in the background (src/jobs/).
+          const job = await tx(db, async (c) => {
+            const row = req.userId.length <= 256 ? await getUser(c, scope.projectId, req.userId) : undefined;
+            if (!row) throw notFound("user");
+            return insertJob(
+              c,
+              scope.projectId,
+              "user.delete",
+              { userId: row.id, externalId: row.external_id },
+              clock(),
+            );
+          });
+          return { data: toJob(job) };
         },
         async exportUser(req, ctx) {
           const scope = await auth.project(ctx, req.projectId, "data");

@@ -70,7 +70,8 @@ export async function createFeatures(deps: Deps): Promise<Feature[]> {
     createProjectsFeature(deps),
     events,
     identity,
-    createJobsFeature(deps),
+    // Durable jobs (src/jobs/): deleting a person runs here, resumed after a restart.
+    createJobsFeature(deps, events.derived),
     // Retention (src/lifecycle/retention.ts): the background pass removing expired data.
     createRetentionFeature(deps, events.derived),
     analytics,

@@ -1,0 +1,55 @@
+import { assertNever } from "../shared/never.js";
+
+// Jobs: pure decisions (statuses, transitions, the table of kinds). src/jobs/runner.ts runs them.
+
+export const JOB_STATUSES = ["pending", "running", "succeeded", "failed"] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+/** Which status may follow which: running may restart as running (a resumed job after its runner died). */
+const NEXT: Record<JobStatus, readonly JobStatus[]> = {
+  pending: ["running"],
+  running: ["running", "succeeded", "failed"],
+  succeeded: [],
+  failed: [],
+};
+
+export function canMove(from: JobStatus, to: JobStatus): boolean {
+  return NEXT[from].includes(to);
+}
+
+export function isFinished(status: JobStatus): boolean {
+  return status === "succeeded" || status === "failed";
+}
+
+/**
+ * The kinds of job and what each carries in `params`. A new kind added here is a compile error in
+ * every exhaustive switch over JobKind (the runner's, the validation below) until it is handled.
+ */
+export interface JobParamsByKind {
+  /** Deleting a user and their data: the user record's id and its externalId (events' userId). */
+  "user.delete": { userId: string; externalId: string };
+}
+export type JobKind = keyof JobParamsByKind;
+export const JOB_KINDS: readonly JobKind[] = ["user.delete"];
+
+export function isJobKind(kind: string): kind is JobKind {
+  return (JOB_KINDS as readonly string[]).includes(kind);
+}
+
+/** A job's params as stored (jsonb), checked against its kind; undefined when they do not fit. */
+export function parseParams<K extends JobKind>(kind: K, params: unknown): JobParamsByKind[K] | undefined;
+export function parseParams(kind: JobKind, params: unknown): JobParamsByKind[JobKind] | undefined {
+  if (typeof params !== "object" || params === null) return undefined;
+  const p = params as Record<string, unknown>;
+  switch (kind) {
+    case "user.delete":
+      return typeof p.userId === "string" && typeof p.externalId === "string"
+        ? { userId: p.userId, externalId: p.externalId }
+        : undefined;
+    default:
+      return assertNever(kind, "job kind");
+  }
+}
+
+/** A failure that retrying cannot fix: the job is marked failed with this message (words, no data). */
+export class JobFailure extends Error {}
