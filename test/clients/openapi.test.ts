@@ -241,6 +241,8 @@ describe("every operation against the document", () => {
     await ok("ListUsers", { query: { limit: "5" } });
     await ok("GetUser", { params: { userId: "u1" } });
     await ok("ExportUser", { params: { userId: "u1" } });
+    const deletion = await ok("DeleteUser", { params: { userId: "u2" } });
+    await ok("GetJob", { params: { jobId: deletion.data.jobId } });
   });
 
   it("analytics", async () => {
