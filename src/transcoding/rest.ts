@@ -70,7 +70,7 @@ function send(res: AnyResponse, status: number, body: unknown, headers?: Headers
  * The client going away ends the stream: `return()` runs the handler's `finally`, and its signal
  * (restContext) has aborted any statement in flight.
  */
-async function streamBody(res: AnyResponse, chunks: AsyncIterable<unknown>, headers?: Headers): Promise<void> {
+export async function streamBody(res: AnyResponse, chunks: AsyncIterable<unknown>, headers?: Headers): Promise<void> {
   const it = chunks[Symbol.asyncIterator]();
   const first = await it.next();
   const body = (v: unknown) => v as { contentType?: string; data?: Uint8Array };

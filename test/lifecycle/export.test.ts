@@ -23,7 +23,12 @@ const { t, p } = useProject({}, {}, async () => {
 const TRICKY = 'a,b "quoted"\r\nnext line\nand ünïcode';
 const EVENTS: { type: string; timestamp: string; userId?: string; data?: object; tags?: object }[] = [
   { type: "signup", userId: "u1", timestamp: "2024-03-01T10:00:00Z", data: { plan: "pro", note: TRICKY } },
-  { type: "order.paid", userId: "u1", timestamp: "2024-03-02T10:00:00Z", data: { amount: 12.5, items: [1, 2] } },
+  {
+    type: "order.paid",
+    userId: "u1",
+    timestamp: "2024-03-02T10:00:00Z",
+    data: { amount: 12.5, items: [1, 2], note: "first\r\nsecond" },
+  },
   { type: "order.paid", userId: "u2", timestamp: "2024-03-03T10:00:00Z", data: { amount: 7 }, tags: { env: "prod" } },
   { type: "visit", timestamp: "2024-03-04T10:00:00Z", data: JSON.parse('{"__proto__":"p","constructor":"c"}') },
   { type: "order.paid", userId: "u1", timestamp: "2024-03-05T10:00:00Z", data: { amount: 1 } },
@@ -141,12 +146,13 @@ describe("events export over REST", () => {
     assert.deepEqual(rows[0], columns);
     assert.deepEqual(rows.slice(1), [
       ["2024-03-01T10:00:00.000Z", "signup", "u1", TRICKY, "", "", "", ""],
-      ["2024-03-02T10:00:00.000Z", "order.paid", "u1", "", "12.5", "[1,2]", "", ""],
+      ["2024-03-02T10:00:00.000Z", "order.paid", "u1", "first\r\nsecond", "12.5", "[1,2]", "", ""],
       ["2024-03-03T10:00:00.000Z", "order.paid", "u2", "", "7", "", "prod", ""],
       ["2024-03-04T10:00:00.000Z", "visit", "", "", "", "", "", "p"],
       ["2024-03-05T10:00:00.000Z", "order.paid", "u1", "", "1", "", "", ""],
     ]);
     assert.ok(r.text.includes(`"${TRICKY.replaceAll('"', '""')}"`), "the tricky cell is quoted with doubled quotes");
+    assert.ok(r.text.includes('"first\r\nsecond"'), "a cell with only a line break is quoted");
   });
 
   it("CSV: the default columns", async () => {
@@ -363,5 +369,61 @@ describe("user export", () => {
     const theirs = await t.rest.get(`/v1/projects/${other.projectId}/users/u1/export`, { key: p.key });
     assert.equal(theirs.status, 404);
     assert.ok(!theirs.text.includes("theirs"));
+  });
+});
+
+describe("REST streaming of HttpBody (streamBody)", () => {
+  it("pulls the next chunk only once the socket drains, and closes the stream when the client leaves", async () => {
+    const { streamBody } = await import("../../src/transcoding/rest.js");
+    let pulled = 0;
+    let finished = false;
+    let served: Promise<unknown> = Promise.resolve();
+    async function* chunks() {
+      try {
+        for (; pulled < 200;) {
+          pulled++;
+          yield { contentType: "application/x-ndjson", data: Buffer.alloc(1024 * 1024, 0x61) };
+        }
+      } finally {
+        finished = true;
+      }
+    }
+    const server = http.createServer((_req, res) => {
+      served = streamBody(res, chunks()).catch((e: unknown) => e);
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    try {
+      const port = (server.address() as { port: number }).port;
+      await new Promise<void>((resolve, reject) => {
+        const req = http.request({ port, host: "127.0.0.1", method: "GET" });
+        req.on("response", (res) => {
+          assert.equal(res.headers["content-type"], "application/x-ndjson");
+          let n = 0;
+          res.on("data", (c: Buffer) => {
+            n += c.length;
+            if (n > 64 * 1024 && !res.isPaused()) {
+              res.pause();
+              setTimeout(() => {
+                // Backpressure: a paused reader holds the stream to what the socket buffers can take.
+                assert.ok(pulled < 40, `${pulled} chunks pulled for a reader that stopped after 64 KB`);
+                req.destroy();
+                resolve();
+              }, 500);
+            }
+          });
+          res.on("error", () => undefined);
+        });
+        req.on("error", (e) => (/aborted|hang up/.test(e.message) ? undefined : reject(e)));
+        req.end();
+      });
+      const deadline = Date.now() + 3000;
+      while (!finished && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      assert.ok(finished, "the handler's stream was not closed after its client left");
+      await served;
+      assert.ok(pulled < 40, `${pulled} chunks pulled`);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
   });
 });
