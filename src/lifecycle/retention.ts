@@ -12,7 +12,7 @@ import * as store from "./store.js";
 // 1. whole weekly partitions of events are dropped when every project with rows in them has a cutoff past
 //    their end (checked under an exclusive lock, so no row arrives between the check and the drop);
 // 2. what remains older than each project's cutoff is deleted in bounded batches (short transactions):
-//    events, metric points, heartbeats, event webhook deliveries, then the derived analytics rows
+//    event webhook deliveries, events, metric points, heartbeats, then the derived analytics rows
 //    (rollups at every grain, column blocks, user-hours). Derived deltas are settled first, so a pending
 //    delta cannot bring an expired bucket back.
 // Every step deletes by "older than the cutoff" only: a pass cut short (kill -9) is finished by the next.

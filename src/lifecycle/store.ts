@@ -119,12 +119,15 @@ const TRIMS = {
 
 export type TrimTarget = keyof typeof TRIMS;
 
-/** In the order the pass runs them: raw rows first, then what is derived from them. */
+/**
+ * In the order the pass runs them: event deliveries first (none is then sent with its event gone), raw
+ * rows, then what is derived from them.
+ */
 export const TRIM_ORDER: readonly TrimTarget[] = [
+  "webhookDeliveries",
   "events",
   "metricPoints",
   "heartbeats",
-  "webhookDeliveries",
   "rollups",
   "blocks",
   "userHours",
