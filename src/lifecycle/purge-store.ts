@@ -1,4 +1,5 @@
-import pg from "pg";
+import type pg from "pg";
+import { isUndefinedTable } from "../shared/pg-errors.js";
 
 // SQL of the purge sweeper (purge.ts): which projects wait to be purged, which tables hold a
 // project's rows, and one bounded batch of deletion at a time (each statement its own short
@@ -16,8 +17,11 @@ export interface DeletedProjectRow {
 /** A table with a `project_id` column (a partitioned table counts once, for all its partitions). */
 export interface OwnedTable {
   name: string;
-  /** Its primary key's columns; empty when it has none (rows are then addressed by tableoid + ctid). */
-  key: string[];
+  /**
+   * The tables that hold its rows, as quoted SQL names: itself, or its partitions (at any depth) when
+   * it is partitioned.
+   */
+  leaves: string[];
 }
 
 /** Projects deleted and not yet purged, oldest first. */
@@ -51,7 +55,7 @@ export async function forgetDeletedProject(q: Queryable, id: string): Promise<vo
  * project_id index.
  */
 export async function ownedTables(q: Queryable): Promise<OwnedTable[]> {
-  const r = await q.query<{ name: string; key: string[] | null }>(
+  const r = await q.query<{ name: string; leaves: string[] }>(
     `WITH RECURSIVE cascaded AS (
        SELECT 'projects'::regclass::oid AS oid
        UNION
@@ -63,11 +67,13 @@ export async function ownedTables(q: Queryable): Promise<OwnedTable[]> {
              WHERE NOT fa.attnotnull)
      )
      SELECT c.relname AS name,
-            (SELECT array_agg(ka.attname::text ORDER BY k.ord)
-               FROM pg_index i
-               CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
-               JOIN pg_attribute ka ON ka.attrelid = i.indrelid AND ka.attnum = k.attnum
-              WHERE i.indrelid = c.oid AND i.indisprimary) AS key
+            CASE WHEN c.relkind = 'p' THEN
+              ARRAY(SELECT format('%I.%I', ln.nspname, lc.relname)
+                      FROM pg_partition_tree(c.oid) l
+                      JOIN pg_class lc ON lc.oid = l.relid
+                      JOIN pg_namespace ln ON ln.oid = lc.relnamespace
+                     WHERE l.isleaf ORDER BY 1)
+            ELSE ARRAY[format('%I.%I', n.nspname, c.relname)] END AS leaves
        FROM pg_class c
        JOIN pg_namespace n ON n.oid = c.relnamespace
        JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'project_id' AND NOT a.attisdropped
@@ -75,34 +81,39 @@ export async function ownedTables(q: Queryable): Promise<OwnedTable[]> {
         AND c.oid NOT IN (SELECT oid FROM cascaded)
       ORDER BY c.relname`,
   );
-  return r.rows.map((x) => ({ name: x.name, key: x.key ?? [] }));
+  return r.rows;
 }
 
-const ident = (name: string): string => pg.escapeIdentifier(name);
-
-/** Deletes at most `limit` rows of the project from `table`; returns how many it deleted. */
-export async function deleteBatch(q: Queryable, table: OwnedTable, projectId: string, limit: number): Promise<number> {
-  const t = ident(table.name);
-  const cols = table.key.length ? table.key.map(ident).join(", ") : "tableoid, ctid";
-  const r = await q.query(
-    `DELETE FROM ${t} WHERE (${cols}) IN (SELECT ${cols} FROM ${t} WHERE project_id = $1 LIMIT $2)`,
-    [projectId, limit],
-  );
-  return r.rowCount ?? 0;
+/**
+ * Deletes at most `limit` rows of the project from one leaf table (a plain table or a partition);
+ * returns how many. The rows are found through the table's project_id index and deleted by ctid (a
+ * TID scan): a key join (`(pk) IN (SELECT ...)`) was planned as a hash join over every partition of
+ * `events`, all tenants' rows read for each batch. A partition dropped meanwhile (retention) has
+ * nothing left to delete.
+ */
+export async function deleteBatch(q: Queryable, leaf: string, projectId: string, limit: number): Promise<number> {
+  const t = leaf; // quoted by ownedTables (format %I)
+  try {
+    const r = await q.query(
+      `DELETE FROM ${t} WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${t} WHERE project_id = $1 LIMIT $2))`,
+      [projectId, limit],
+    );
+    return r.rowCount ?? 0;
+  } catch (err) {
+    if (isUndefinedTable(err)) return 0;
+    throw err;
+  }
 }
 
 /** The metric tables keyed by metric, not project: reached through the project's metrics. */
-const METRIC_CHILDREN: { name: string; key: string }[] = [
-  { name: "metric_points", key: "metric_id, ts, event_id" },
-  { name: "metric_rollups", key: "metric_id, level, bucket, op" },
-];
+const METRIC_CHILDREN = ["metric_points", "metric_rollups"];
 
 /** Deletes at most `limit` points or rollups of the project's metrics (before the metrics rows go). */
 export async function deleteMetricChildrenBatch(q: Queryable, projectId: string, limit: number): Promise<number> {
   let deleted = 0;
-  for (const { name, key } of METRIC_CHILDREN) {
+  for (const name of METRIC_CHILDREN) {
     const r = await q.query(
-      `DELETE FROM ${name} WHERE (${key}) IN (SELECT ${key} FROM ${name} WHERE metric_id IN (SELECT id FROM metrics WHERE project_id = $1) LIMIT $2)`,
+      `DELETE FROM ${name} WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${name} WHERE metric_id IN (SELECT id FROM metrics WHERE project_id = $1) LIMIT $2))`,
       [projectId, limit],
     );
     deleted += r.rowCount ?? 0;

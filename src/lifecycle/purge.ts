@@ -49,7 +49,7 @@ export async function sweepProject(c: store.Queryable, projectId: string, opts: 
   };
   for (const t of tables) {
     if (LAST.includes(t.name)) await drain(() => store.deleteMetricChildrenBatch(c, projectId, opts.batchRows));
-    await drain(() => store.deleteBatch(c, t, projectId, opts.batchRows));
+    for (const leaf of t.leaves) await drain(() => store.deleteBatch(c, leaf, projectId, opts.batchRows));
   }
   return deleted;
 }
