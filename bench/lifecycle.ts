@@ -41,7 +41,7 @@ const CONCURRENCY = num("BENCH_LIFECYCLE_CONCURRENCY", 4);
 /** How long to wait for the retention pass to finish (after the ingest window) before giving up. */
 const PASS_WAIT_S = num("BENCH_LIFECYCLE_PASS_WAIT_S", 1800);
 const ONLY = (process.env.BENCH_LIFECYCLE_ONLY ?? "export,delete,ingest").split(",");
-const FULL = SMALL === 1_000_000 && LARGE === 10_000_000 && USER_EVENTS === 100_000;
+const FULL = SMALL === 1_000_000 && LARGE === 10_000_000 && USER_EVENTS === 100_000 && RETENTION_EVENTS === 2_000_000;
 const DAY = 86_400_000;
 const DELETED_USER = "bench-delete-me";
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
@@ -379,9 +379,13 @@ async function main(): Promise<number> {
       }
     }
 
-    const sizes = `BENCH_LIFECYCLE_SMALL=${SMALL} BENCH_LIFECYCLE_LARGE=${LARGE} BENCH_LIFECYCLE_USER_EVENTS=${USER_EVENTS} BENCH_LIFECYCLE_RETENTION_EVENTS=${RETENTION_EVENTS} BENCH_LIFECYCLE_INGEST_S=${INGEST_S}`;
+    const sizes = Object.entries(process.env)
+      .filter(([k]) => k.startsWith("BENCH_LIFECYCLE_") && k !== "BENCH_LIFECYCLE_NO_WRITE")
+      .map(([k, v]) => `${k}=${v}`)
+      .sort()
+      .join(" ");
     const body = [
-      `Run ${new Date().toISOString().slice(0, 10)}: \`${FULL ? "" : `${sizes} `}npm run bench lifecycle\`${FULL ? " (the full sizes of the issue)" : " — **a reduced run**, not the issue's sizes (1M / 10M events, a user with 100,000 events)"}.`,
+      `Run ${new Date().toISOString().slice(0, 10)}: \`${sizes ? `${sizes} ` : ""}npm run bench lifecycle\`${FULL ? " (the full sizes of the issue)" : " — **a reduced run**, not the issue's sizes (1M / 10M events, a user with 100,000 events)"}.`,
       `Phases run: ${ONLY.join(", ")}. One spawned Vigil (\`npm start\`'s command line, ROLE=all) on an embedded PostgreSQL; events bulk-loaded with SQL (bench/_events-load.ts) with the service's rollup and slot backfill.`,
       `Machine: 2 cores, shared with other work (1-minute load average ${os.loadavg()[0].toFixed(1)} at the end).`,
       "",
