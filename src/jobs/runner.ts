@@ -1,6 +1,6 @@
 import type { PoolClient } from "pg";
 import type { DerivedRecords } from "../events/pipeline.js";
-import { deleteUserBatch, deleteUserRecord } from "../identity/deletion.js";
+import { deleteUserBatch, deleteUserRecord } from "./user-delete.js";
 import type { Deps } from "../platform/deps.js";
 import { assertNever } from "../shared/never.js";
 import { startPeriodic, type Periodic } from "../shared/periodic.js";

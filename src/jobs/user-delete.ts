@@ -3,7 +3,7 @@ import { minuteRanges } from "../events/user-hours.js";
 import { DAY_MS, HOUR_MS, MINUTE_MS } from "../shared/time.js";
 import { LEVELS, bucketStart } from "../metrics/model.js";
 
-// Deleting a user's data (the `user.delete` job, src/jobs/runner.ts; docs/lifecycle.md "## Deleting a
+// Deleting a user's data (the `user.delete` job, run by runner.ts; docs/lifecycle.md "## Deleting a
 // person"). Each batch is one short transaction on the job's connection and is idempotent: it
 // deletes the events of a few of the user's hours (found through event_user_hours, the user's access
 // path) together with everything derived from them, then those hours' event_user_hours rows. A batch
