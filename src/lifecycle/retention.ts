@@ -80,16 +80,26 @@ async function enforce(deps: PassDeps, derived: DerivedRecords, stopped: () => b
   }
 
   // 2. Batched trims per project.
+  const weeks = (await store.eventPartitions(db)).map(partitionWeek).filter((w): w is number => w !== undefined);
   for (const [projectId, cutoff] of cutoffs) {
     if (cutoff === undefined) continue;
     await derived.settle(projectId);
     const batch = config.retention.batchRows; // rows per delete statement (RETENTION_BATCH_ROWS)
     for (const what of store.TRIM_ORDER) {
-      for (;;) {
-        if (stopped()) return;
-        const n = await store.trimBatch(db, what, projectId, new Date(cutoff), batch);
-        result.deleted += n;
-        if (n < batch) break;
+      // Events one partition at a time (those that start before the cutoff), the rest table by table.
+      const steps =
+        what === "events"
+          ? weeks
+              .filter((w) => w < cutoff)
+              .map((w) => () => store.trimEventsBatch(db, w, projectId, new Date(cutoff), batch))
+          : [() => store.trimBatch(db, what, projectId, new Date(cutoff), batch)];
+      for (const step of steps) {
+        for (;;) {
+          if (stopped()) return;
+          const n = await step();
+          result.deleted += n;
+          if (n < batch) break;
+        }
       }
     }
   }

@@ -1,6 +1,7 @@
 import type { Db, Queryable } from "../storage/db.js";
 import { tx } from "../storage/db.js";
 import { partitionName } from "../events/partitions.js";
+import { isUndefinedTable } from "../shared/pg-errors.js";
 
 // SQL of the retention pass (src/lifecycle/retention.ts). Every delete is bounded (`limit` rows per
 // statement, one short transaction each) and conditioned only on "older than the cutoff", so running
@@ -85,39 +86,65 @@ export async function dropPartitionIf(
 
 /**
  * One bounded delete of a project's expired rows of `what`; returns the rows deleted (fewer than
- * `limit`: nothing is left).
+ * `limit`: nothing is left). Rows are found through an index and deleted by ctid (a TID scan): a key
+ * join (`(pk) IN (SELECT ... LIMIT n)`) may be planned as a hash join that reads the whole table.
  */
-export async function trimBatch(q: Queryable, what: TrimTarget, projectId: string, cutoff: Date, limit: number) {
+export async function trimBatch(q: Queryable, what: TableTrim, projectId: string, cutoff: Date, limit: number) {
   const r = await q.query(TRIMS[what], [projectId, cutoff, limit]);
   return r.rowCount ?? 0;
 }
 
-/** Each a delete of at most $3 rows of project $1 older than $2, by primary key. */
+/**
+ * The same for one weekly partition of events (ctids are only unique within one table). A partition
+ * dropped meanwhile has nothing left: 0.
+ */
+export async function trimEventsBatch(
+  q: Queryable,
+  weekStartMs: number,
+  projectId: string,
+  cutoff: Date,
+  limit: number,
+) {
+  const t = partitionName(weekStartMs); // digits only: safe as an identifier
+  try {
+    const r = await q.query(
+      `DELETE FROM ${t} WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${t} WHERE project_id = $1 AND ts < $2 LIMIT $3))`,
+      [projectId, cutoff, limit],
+    );
+    return r.rowCount ?? 0;
+  } catch (err) {
+    if (isUndefinedTable(err)) return 0;
+    throw err;
+  }
+}
+
+/** Each a delete of at most $3 rows of project $1 older than $2. */
 const TRIMS = {
-  events: `DELETE FROM events WHERE (project_id, ts, id) IN (
-      SELECT project_id, ts, id FROM events WHERE project_id = $1 AND ts < $2 ORDER BY ts LIMIT $3)`,
-  metricPoints: `DELETE FROM metric_points WHERE (metric_id, ts, event_id) IN (
-      SELECT p.metric_id, p.ts, p.event_id FROM metrics m CROSS JOIN LATERAL (
-        SELECT metric_id, ts, event_id FROM metric_points WHERE metric_id = m.id AND ts < $2 LIMIT $3) p
-      WHERE m.project_id = $1 LIMIT $3)`,
-  heartbeats: `DELETE FROM heartbeats WHERE (monitor_id, at, id) IN (
-      SELECT h.monitor_id, h.at, h.id FROM monitors m CROSS JOIN LATERAL (
-        SELECT monitor_id, at, id FROM heartbeats WHERE monitor_id = m.id AND at < $2 LIMIT $3) h
-      WHERE m.project_id = $1 LIMIT $3)`,
-  // Event deliveries only (incident and test deliveries have no event_ts).
-  webhookDeliveries: `DELETE FROM webhook_deliveries WHERE id IN (
-      SELECT id FROM webhook_deliveries WHERE project_id = $1 AND event_ts < $2 LIMIT $3)`,
+  metricPoints: `DELETE FROM metric_points WHERE ctid = ANY(ARRAY(
+      SELECT p.ctid FROM metrics m CROSS JOIN LATERAL (
+        SELECT ctid FROM metric_points WHERE metric_id = m.id AND ts < $2 LIMIT $3) p
+      WHERE m.project_id = $1 LIMIT $3))`,
+  heartbeats: `DELETE FROM heartbeats WHERE ctid = ANY(ARRAY(
+      SELECT h.ctid FROM monitors m CROSS JOIN LATERAL (
+        SELECT ctid FROM heartbeats WHERE monitor_id = m.id AND at < $2 LIMIT $3) h
+      WHERE m.project_id = $1 LIMIT $3))`,
+  // Event deliveries only (incident and test deliveries have no event_ts); index of 8003_retention.sql.
+  webhookDeliveries: `DELETE FROM webhook_deliveries WHERE ctid = ANY(ARRAY(
+      SELECT ctid FROM webhook_deliveries WHERE project_id = $1 AND event_ts < $2 LIMIT $3))`,
   // Whole minute/hour/day buckets: the cutoff is a UTC day boundary.
-  rollups: `DELETE FROM analytics_rollups WHERE (project_id, grain, bucket, type) IN (
-      SELECT project_id, grain, bucket, type FROM analytics_rollups WHERE project_id = $1 AND grain IN (0, 1, 2) AND bucket < $2 LIMIT $3)`,
+  rollups: `DELETE FROM analytics_rollups WHERE ctid = ANY(ARRAY(
+      SELECT ctid FROM analytics_rollups WHERE project_id = $1 AND grain IN (0, 1, 2) AND bucket < $2 LIMIT $3))`,
   // Columns go by cascade.
-  blocks: `DELETE FROM analytics_blocks WHERE (project_id, hour) IN (
-      SELECT project_id, hour FROM analytics_blocks WHERE project_id = $1 AND hour < $2 LIMIT $3)`,
-  userHours: `DELETE FROM event_user_hours WHERE (project_id, user_id, hour) IN (
-      SELECT project_id, user_id, hour FROM event_user_hours WHERE project_id = $1 AND hour < $2 LIMIT $3)`,
+  blocks: `DELETE FROM analytics_blocks WHERE ctid = ANY(ARRAY(
+      SELECT ctid FROM analytics_blocks WHERE project_id = $1 AND hour < $2 LIMIT $3))`,
+  // Its key leads with user_id: the scan reads the project's rows (one pass per run, bounded batches).
+  userHours: `DELETE FROM event_user_hours WHERE ctid = ANY(ARRAY(
+      SELECT ctid FROM event_user_hours WHERE project_id = $1 AND hour < $2 LIMIT $3))`,
 } as const;
 
-export type TrimTarget = keyof typeof TRIMS;
+/** The trims of whole tables; `events` is trimmed partition by partition (trimEventsBatch). */
+export type TableTrim = keyof typeof TRIMS;
+export type TrimTarget = TableTrim | "events";
 
 /**
  * In the order the pass runs them: event deliveries first (none is then sent with its event gone), raw
