@@ -82,7 +82,15 @@ export async function purgePass(
         if (opts.stopped()) break;
         await store.markSwept(c, p.id);
         const started = await store.dbNow(c);
-        const deleted = await sweepProject(c, p.id, opts);
+        let deleted: number;
+        try {
+          deleted = await sweepProject(c, p.id, opts);
+        } catch (err) {
+          // One project's failure (a table added with a restricting foreign key, say) must not stop
+          // the others' purge; it is tried again on the next pass.
+          log?.error({ err, projectId: p.id }, "deleted project: purge failed");
+          continue;
+        }
         if (opts.stopped()) break;
         if (deleted > 0) log?.info({ projectId: p.id, deleted }, "deleted project: rows purged");
         // A clean sweep after every older write ended: nothing of the project can appear any more.

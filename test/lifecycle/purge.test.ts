@@ -317,6 +317,32 @@ describe("deleting a project", () => {
     }
   });
 
+  it("a project whose purge fails does not hold up the others", async () => {
+    const stuck = await project(t.rest);
+    const next = await project(t.rest);
+    for (const p of [stuck, next])
+      assert.equal((await t.rest.post("/v1/events", { type: "x" }, { key: p.key })).status, 202);
+    // A row the sweeper cannot delete: a restricting foreign key from a table it does not sweep.
+    await db.query("CREATE TABLE purge_guard (project_id text NOT NULL, id int PRIMARY KEY)");
+    await db.query("CREATE TABLE purge_guard_ref (guard int NOT NULL REFERENCES purge_guard ON DELETE RESTRICT)");
+    await db.query("INSERT INTO purge_guard VALUES ($1, 1)", [stuck.projectId]);
+    await db.query("INSERT INTO purge_guard_ref VALUES (1)");
+    try {
+      assert.equal((await t.rest.del(`/v1/projects/${stuck.projectId}`, { cookie: stuck.owner.cookie })).status, 204);
+      assert.equal((await t.rest.del(`/v1/projects/${next.projectId}`, { cookie: next.owner.cookie })).status, 204);
+      await waitFor("the second project's purge", 20_000, async () => !(await pendingPurge(db, next.projectId)));
+      assert.equal(await pendingPurge(db, stuck.projectId), true);
+    } finally {
+      await db.query("DROP TABLE purge_guard_ref");
+    }
+    await waitFor(
+      "the first project's purge, once unblocked",
+      20_000,
+      async () => !(await pendingPurge(db, stuck.projectId)),
+    );
+    assert.equal((await db.query("SELECT 1 FROM purge_guard")).rowCount, 0);
+  });
+
   it("keeps another project's ingest and reads working during a large purge", async () => {
     const big = await project(t.rest);
     const other = await project(t.rest);
