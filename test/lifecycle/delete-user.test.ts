@@ -55,7 +55,13 @@ function userEvents(userId: string, marker: string, hours: number, groupOnly: st
     );
   }
   out.push(
-    { type: "$group", userId, groupId: "g-shared", data: { mk: marker, plan: "victim" }, timestamp: iso(T0 + 5000) },
+    {
+      type: "$group",
+      userId,
+      groupId: "g-shared",
+      data: { mk: marker, plan: "victim", [`from_${marker}`]: 1 },
+      timestamp: iso(T0 + 5000),
+    },
     // A type and a group only this user has: their rollup rows and group row must go.
     { type: `only-${groupOnly}`, userId, groupId: groupOnly, data: { m: marker }, timestamp: iso(T0 + 6000) },
   );
@@ -183,11 +189,16 @@ describe("deleting a user", () => {
     const victimId = victimRecord.body.data.id as string;
     // The webhook's deliveries of the victim's pages exist before.
     const deadline = Date.now() + 10_000;
-    while ((await db.query("SELECT 1 FROM webhook_deliveries WHERE project_id = $1", [p.projectId])).rows.length < 1) {
+    const pages = [...mine, ...theirs].filter((e: any) => e.type === "page").length;
+    const deliveries = async () =>
+      (await db.query("SELECT count(*)::int AS n FROM webhook_deliveries WHERE project_id = $1", [p.projectId])).rows[0]
+        .n as number;
+    while ((await deliveries()) < pages) {
       assert.ok(Date.now() < deadline, "deliveries expanded");
       await new Promise((r) => setTimeout(r, 50));
     }
-    assert.ok((await whereFound(db, victim)).length > 0, "the scan finds the victim before");
+    const before = await whereFound(db, victim);
+    assert.ok(before.includes("analytics_block_columns.body"), `the scan finds the victim in blocks: ${before}`);
     assert.ok((await whereFound(db, marker)).includes("events.data"), "the scan finds the marker before");
 
     // Deleted by the record's id (the externalId works as well: the gRPC test below).
@@ -221,6 +232,14 @@ describe("deleting a user", () => {
       otherEvents.body,
     );
     await derivedConsistent(p.projectId);
+    // The victim's event deliveries went with their events; the other user's stay.
+    assert.equal(await deliveries(), pages / 2);
+    const dangling = await db.query(
+      `SELECT 1 FROM webhook_deliveries d WHERE d.project_id = $1 AND NOT EXISTS
+         (SELECT 1 FROM events e WHERE e.project_id = d.project_id AND e.ts = d.event_ts AND e.id::text = d.event_id)`,
+      [p.projectId],
+    );
+    assert.deepEqual(dangling.rows, []);
 
     // Nowhere any more: not the user's id, externalId or the marker from their events' data.
     assert.deepEqual(await whereFound(db, victim), []);
