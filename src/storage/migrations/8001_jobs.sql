@@ -20,5 +20,4 @@ CREATE TABLE jobs (
 -- The runner's queue: only unfinished jobs.
 CREATE INDEX jobs_open_idx ON jobs (created_at, id) WHERE status IN ('pending', 'running');
 
--- Deleting a user's events removes their event webhook deliveries (by the event's time and id).
-CREATE INDEX webhook_deliveries_event_idx ON webhook_deliveries (project_id, event_ts) WHERE event_ts IS NOT NULL;
+-- A user's event webhook deliveries are found by (project_id, event_ts): the index of 8003_retention.sql.
