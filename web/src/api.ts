@@ -5,6 +5,7 @@ import { AnalyticsService } from "../../gen/vigil/v1/analytics_pb.js";
 import { AuthService } from "../../gen/vigil/v1/auth_pb.js";
 import { EventService } from "../../gen/vigil/v1/events_pb.js";
 import { IdentityService } from "../../gen/vigil/v1/identity_pb.js";
+import { JobsService } from "../../gen/vigil/v1/jobs_pb.js";
 import { MetricsService } from "../../gen/vigil/v1/metrics_pb.js";
 import { PageService } from "../../gen/vigil/v1/pages_pb.js";
 import { ProjectService } from "../../gen/vigil/v1/projects_pb.js";
@@ -45,6 +46,7 @@ export const api = {
   events: createClient(EventService, transport),
   analytics: createClient(AnalyticsService, transport),
   identity: createClient(IdentityService, transport),
+  jobs: createClient(JobsService, transport),
   metrics: createClient(MetricsService, transport),
   uptime: createClient(UptimeService, transport),
   webhooks: createClient(WebhookService, transport),

@@ -2,13 +2,15 @@ import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { useState } from "preact/hooks";
 import { useRoute } from "preact-iso";
 import type { QueriedEvent } from "../../../gen/vigil/v1/analytics_pb.js";
-import type { User } from "../../../gen/vigil/v1/identity_pb.js";
+import { toJsonString } from "@bufbuild/protobuf";
+import { ExportUserResponseSchema, type User } from "../../../gen/vigil/v1/identity_pb.js";
+import type { Job } from "../../../gen/vigil/v1/jobs_pb.js";
 import { api } from "../api.js";
 import { useProject } from "../session.js";
 import { filterToValue } from "../ui/filters.js";
 import { formatNumber, formatTime, timeAgo } from "../ui/format.js";
-import { useAction, useAsync } from "../ui/hooks.js";
-import { Button, Empty, ErrorMessage, Loading, PageHeader } from "../ui/kit.js";
+import { useAction, useAsync, useInterval } from "../ui/hooks.js";
+import { Button, ConfirmButton, Empty, ErrorMessage, Loading, PageHeader, StatusBadge } from "../ui/kit.js";
 import { useQueryState } from "../ui/url-state.js";
 import "./users.css";
 
@@ -176,7 +178,7 @@ function NoUsers({ projectId }: { projectId: string }) {
 }
 
 export function UserDetail() {
-  const { project } = useProject();
+  const { project, canAdmin } = useProject();
   const { params } = useRoute();
   const userId = params.userId;
   const user = useAsync(
@@ -212,6 +214,7 @@ export function UserDetail() {
           </div>
           <Properties properties={u.properties} />
           <UserEvents key={u.id} externalId={u.externalId} />
+          <UserData key={`data-${u.id}`} user={u} canAdmin={canAdmin} />
         </>
       )}
     </>
@@ -333,6 +336,87 @@ function UserEvents({ externalId }: { externalId: string }) {
           </Button>
         </div>
       )}
+    </section>
+  );
+}
+
+/** Saves `text` as a file the browser downloads (no server round trip: the data is here already). */
+function download(name: string, type: string, text: string) {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = name;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(url), 0);
+}
+
+/**
+ * A person's data on request (decisions.md "Data lifecycle"): export the record and every event as
+ * JSON (the REST shape of GET .../users/:userId/export), or delete them (owner or admin), which runs
+ * as a job whose status is followed here until it ends.
+ */
+function UserData({ user, canAdmin }: { user: User; canAdmin: boolean }) {
+  const { project } = useProject();
+  const exporting = useAction();
+  const removing = useAction();
+  const [job, setJob] = useState<Job | undefined>();
+  const running = job !== undefined && (job.status === "pending" || job.status === "running");
+  useInterval(
+    () => {
+      if (!job) return;
+      api.jobs.getJob({ projectId: project.id, jobId: job.jobId }).then(
+        (r) => r.data && setJob(r.data),
+        () => undefined, // the next tick tries again; a lasting failure shows as a job that does not move
+      );
+    },
+    running ? 1000 : undefined,
+  );
+  return (
+    <section class="card" aria-labelledby="user-data-title">
+      <h2 id="user-data-title">This person's data</h2>
+      <div class="actions">
+        <Button
+          busy={exporting.busy}
+          onClick={async () => {
+            const r = await exporting.run(() => api.identity.exportUser({ projectId: project.id, userId: user.id }));
+            if (r)
+              download(
+                `user-${user.id}.json`,
+                "application/json",
+                toJsonString(ExportUserResponseSchema, r, { prettySpaces: 2 }),
+              );
+          }}
+        >
+          Export as JSON
+        </Button>
+        {canAdmin && !job && (
+          <ConfirmButton
+            label="Delete user and events"
+            busy={removing.busy}
+            onConfirm={async () => {
+              const r = await removing.run(() => api.identity.deleteUser({ projectId: project.id, userId: user.id }));
+              if (r?.data) setJob(r.data);
+            }}
+          />
+        )}
+      </div>
+      {!canAdmin && <p class="muted">Only the project's owner and admins can delete a user.</p>}
+      {job && (
+        <p role="status" data-testid="delete-job">
+          Deleting: <StatusBadge status={job.status} />{" "}
+          {job.status === "succeeded" ? (
+            <>
+              {formatNumber(job.eventsDeleted)} events removed.{" "}
+              <a href={`/projects/${project.id}/users`}>Back to users</a>
+            </>
+          ) : job.status === "failed" ? (
+            (job.error ?? "The job failed.")
+          ) : (
+            `${formatNumber(job.eventsDeleted)} events removed so far.`
+          )}
+        </p>
+      )}
+      <ErrorMessage error={exporting.error ?? removing.error} />
     </section>
   );
 }
