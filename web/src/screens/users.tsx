@@ -186,6 +186,24 @@ export function UserDetail() {
     [project.id, userId],
   );
   const u = user.data;
+  // Once the deletion job has succeeded, what was shown is gone from the server: say so instead.
+  const [deleted, setDeleted] = useState<Job | undefined>();
+  if (u && deleted)
+    return (
+      <>
+        <p class="back">
+          <a href={`/projects/${project.id}/users`}>← Users</a>
+        </p>
+        <PageHeader title={u.externalId} subtitle={`User ${u.id}`} />
+        <section class="card" role="status" data-testid="user-deleted">
+          <h2>Deleted</h2>
+          <p>
+            This user and their {formatNumber(deleted.eventsDeleted)} events were deleted, with everything derived from
+            them. <a href={`/projects/${project.id}/users`}>Back to users</a>
+          </p>
+        </section>
+      </>
+    );
   return (
     <>
       <p class="back">
@@ -214,7 +232,7 @@ export function UserDetail() {
           </div>
           <Properties properties={u.properties} />
           <UserEvents key={u.id} externalId={u.externalId} />
-          <UserData key={`data-${u.id}`} user={u} canAdmin={canAdmin} />
+          <UserData key={`data-${u.id}`} user={u} canAdmin={canAdmin} onDeleted={setDeleted} />
         </>
       )}
     </>
@@ -355,7 +373,7 @@ function download(name: string, type: string, text: string) {
  * JSON (the REST shape of GET .../users/:userId/export), or delete them (owner or admin), which runs
  * as a job whose status is followed here until it ends.
  */
-function UserData({ user, canAdmin }: { user: User; canAdmin: boolean }) {
+function UserData({ user, canAdmin, onDeleted }: { user: User; canAdmin: boolean; onDeleted: (job: Job) => void }) {
   const { project } = useProject();
   const exporting = useAction();
   const removing = useAction();
@@ -365,14 +383,18 @@ function UserData({ user, canAdmin }: { user: User; canAdmin: boolean }) {
     () => {
       if (!job) return;
       api.jobs.getJob({ projectId: project.id, jobId: job.jobId }).then(
-        (r) => r.data && setJob(r.data),
+        (r) => {
+          if (!r.data) return;
+          setJob(r.data);
+          if (r.data.status === "succeeded") onDeleted(r.data);
+        },
         () => undefined, // the next tick tries again; a lasting failure shows as a job that does not move
       );
     },
     running ? 1000 : undefined,
   );
   return (
-    <section class="card" aria-labelledby="user-data-title">
+    <section class="card user-data" aria-labelledby="user-data-title">
       <h2 id="user-data-title">This person's data</h2>
       <div class="actions">
         <Button
