@@ -356,7 +356,6 @@ describe("deleting a project", () => {
     const del = await t.rest.del(`/v1/projects/${big.projectId}`, { cookie: big.owner.cookie });
     assert.equal(del.status, 204, del.text);
 
-    const latencies: number[] = [];
     let accepted = 0;
     let sawPurging = 0;
     for (let i = 0; (await pendingPurge(db, big.projectId)) && i < 2_000; i++) {
@@ -364,19 +363,17 @@ describe("deleting a project", () => {
         big.projectId,
       ]);
       if (left.rows[0].n > 0 && left.rows[0].n < ROWS) sawPurging++;
-      const start = Date.now();
       const w = await t.rest.post("/v1/events", { type: "during", data: { i } }, { key: other.key });
       assert.equal(w.status, 202, w.text);
       const r = await t.rest.get(`/v1/projects/${other.projectId}/events?limit=5`, { key: other.key });
       assert.equal(r.status, 200, r.text);
-      latencies.push(Date.now() - start);
       accepted++;
     }
     assert.equal(await pendingPurge(db, big.projectId), false, "the purge did not finish");
     // The writes and reads really ran while the purge was half done.
     assert.ok(sawPurging >= 3, `only ${sawPurging} rounds ran during the purge`);
-    const worst = Math.max(...latencies);
-    assert.ok(worst < 1_500, `an ingest + read took ${worst} ms during the purge`);
+    // Not a timed assertion (speed is the benches' job): the rounds above completed while the purge
+    // was half done, each writing and reading the other project.
     const stored = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM events WHERE project_id = $1", [
       other.projectId,
     ]);
