@@ -87,6 +87,13 @@ describe("@grpc/grpc-js against every vigil.v1 service", () => {
     );
     assert.equal(who.res.data.externalId, "u-1");
 
+    // Deleting a person starts a job (202 over REST); the job is read back by its id.
+    const del = await rpc("IdentityService", "deleteUser")({ projectId: p.projectId, userId: "u-1" }, cookie);
+    assert.match(del.res.data.jobId, /^job_/);
+    const job = await rpc("JobsService", "getJob")({ projectId: p.projectId, jobId: del.res.data.jobId }, cookie);
+    assert.equal(job.res.data.jobId, del.res.data.jobId);
+    assert.ok(["pending", "running", "succeeded"].includes(job.res.data.status), job.res.data.status);
+
     const metric = await rpc("MetricsService", "recordMetric")(
       { projectId: p.projectId, type: "measurement", name: "latency", value: { numberValue: 12.5 } },
       bearer(),
