@@ -88,7 +88,8 @@ export async function deleteUserBatch(
         ...part.flatMap(([from, to]) => [new Date(from).toISOString(), new Date(to).toISOString()]),
       ],
     );
-    deleted.push(...r.rows);
+    // One push per row: a spread of a statement's rows (a day of a busy user) can overflow the stack.
+    for (const row of r.rows) deleted.push(row);
   }
   const hourList = hours.rows.map((h) => h.hour.toISOString());
 

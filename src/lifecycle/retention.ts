@@ -61,7 +61,9 @@ async function enforce(deps: PassDeps, derived: DerivedRecords, stopped: () => b
     const { days } = retentionInForce(p.retention_days, config.retention);
     cutoffs.set(p.id, days === undefined ? undefined : cutoffOf(now, days));
   }
-  const latest = Math.max(-Infinity, ...[...cutoffs.values()].filter((c): c is number => c !== undefined));
+  // A fold, not Math.max(...spread): a spread of one argument per project overflows the call stack.
+  let latest = -Infinity;
+  for (const c of cutoffs.values()) if (c !== undefined && c > latest) latest = c;
 
   // 1. Whole partitions, oldest first; only weeks that ended before the latest cutoff can qualify.
   for (const name of await store.eventPartitions(db)) {
