@@ -1,64 +1,30 @@
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import { after, describe, it } from "node:test";
 import pg from "pg";
+import { startNode, type Node } from "../helpers/cluster.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { project } from "../helpers/fixtures.js";
-import { RestClient } from "../helpers/rest.js";
-import { freePort } from "../../src/shared/net.js";
 
 // 202 means durable: kill -9 the real server mid-stream, restart it on the same database, and
 // find every event that was answered 202 (and the identities they created).
 
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
-
-async function startServer(env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-  const url = `http://127.0.0.1:${env.PORT}/health`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
-    try {
-      if ((await fetch(url)).status === 200) return child;
-    } catch {
-      /* not listening yet */
-    }
-    if (Date.now() > deadline) throw new Error("server did not become healthy");
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-const children: ChildProcess[] = [];
-after(() => {
-  for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
+const nodes: Node[] = [];
+after(async () => {
+  for (const n of nodes) await n.kill("SIGKILL");
 });
 
 describe("crash safety", () => {
   it("keeps every event answered 202 across kill -9 and restart", async () => {
     const databaseUrl = await createTestDatabase();
-    const port = await freePort();
     const env = {
       DATABASE_URL: databaseUrl,
-      PORT: String(port),
-      HOST: "127.0.0.1",
-      DATA_DIR: await mkdtemp(path.join(os.tmpdir(), "vigil-crash-")),
-      SESSION_SECRET: "crash-test-session-secret-0123456789",
-      LOG_LEVEL: "error",
       RATE_LIMIT_EVENTS_PER_MINUTE: "1000000",
       RATE_LIMIT_BATCHES_PER_MINUTE: "1000000",
       TEMPORAL_ADDRESS: "",
-      METRICS_PORT: "0",
     };
-    let child = await startServer(env);
-    children.push(child);
-    const rest = new RestClient(`http://127.0.0.1:${port}`);
+    let node = await startNode(env);
+    nodes.push(node);
+    const { rest } = node;
     const p = await project(rest);
 
     const acked: string[] = [];
@@ -93,16 +59,16 @@ describe("crash safety", () => {
     };
     const workers = Array.from({ length: 12 }, (_, w) => worker(w));
     while (acked.length < 1500) await new Promise((r) => setTimeout(r, 10));
-    child.kill("SIGKILL");
-    await new Promise((r) => child.once("exit", r));
+    await node.kill("SIGKILL");
     const ackedAtKill = acked.length;
     await new Promise((r) => setTimeout(r, 200));
     stop = true;
     await Promise.all(workers);
     assert.ok(failures > 0, "requests were in flight when the server died");
 
-    child = await startServer(env);
-    children.push(child);
+    // The restarted node on the same database (and port: a client would come back to it).
+    node = await startNode(env, node.port);
+    nodes.push(node);
     const db = new pg.Client({ connectionString: databaseUrl });
     await db.connect();
     try {
@@ -135,7 +101,6 @@ describe("crash safety", () => {
     const sample = acked[Math.floor(acked.length / 2)];
     const got = await rest.get(`/v1/projects/self/events/${sample}`, { key: p.key });
     assert.equal(got.status, 200);
-    child.kill("SIGTERM");
-    await new Promise((r) => child.once("exit", r));
+    await node.kill("SIGTERM");
   });
 });

@@ -4,21 +4,18 @@
 // table the sweeper forgot fails this test) and its metrics' points and rollups, while another
 // project's rows, ingest and reads are untouched; kill -9 mid-purge and a restart finish it.
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtemp, readFile } from "node:fs/promises";
-import os from "node:os";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import pg from "pg";
 import { GENEROUS_LIMITS, metricOf } from "../helpers/app.js";
+import { startNode, type Node } from "../helpers/cluster.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
-import { RestClient } from "../helpers/rest.js";
 import { useApp } from "../helpers/use.js";
 import { PURGE_LOCK } from "../../src/lifecycle/purge.js";
 import { ownedTables } from "../../src/lifecycle/purge-store.js";
-import { freePort } from "../../src/shared/net.js";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
 let db: pg.Client;
@@ -384,50 +381,17 @@ describe("deleting a project", () => {
 });
 
 // kill -9 of a real Vigil in the middle of a purge, then a restart on the same database.
-const children: ChildProcess[] = [];
-after(() => {
-  for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
+const nodes: Node[] = [];
+after(async () => {
+  for (const n of nodes) await n.kill("SIGKILL");
 });
-
-async function startServer(env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-  children.push(child);
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
-    try {
-      if ((await fetch(`http://127.0.0.1:${env.PORT}/health`)).status === 200) return child;
-    } catch {
-      /* not listening yet */
-    }
-    if (Date.now() > deadline) throw new Error("server did not become healthy");
-    await sleep(100);
-  }
-}
-
-async function kill9(child: ChildProcess): Promise<void> {
-  const exited = new Promise((r) => child.once("exit", r));
-  child.kill("SIGKILL");
-  await exited;
-}
 
 describe("a purge across kill -9", () => {
   it("is finished by the restarted node", async () => {
     const databaseUrl = await createTestDatabase();
-    const port = await freePort();
     const env = {
       DATABASE_URL: databaseUrl,
-      PORT: String(port),
-      HOST: "127.0.0.1",
-      DATA_DIR: await mkdtemp(path.join(os.tmpdir(), "vigil-purge-")),
-      SESSION_SECRET: "purge-test-session-secret-0123456789",
-      LOG_LEVEL: "error",
       TEMPORAL_ADDRESS: "",
-      METRICS_PORT: "0",
       PURGE_INTERVAL_MS: "100",
       PURGE_BATCH_ROWS: "200",
       ...GENEROUS_LIMITS,
@@ -435,8 +399,9 @@ describe("a purge across kill -9", () => {
     const c = new pg.Client({ connectionString: databaseUrl });
     await c.connect();
     try {
-      let child = await startServer(env);
-      const rest = new RestClient(`http://127.0.0.1:${port}`);
+      let node = await startNode(env);
+      nodes.push(node);
+      const { rest } = node;
       const p = await project(rest);
       assert.equal((await rest.post("/v1/events", { type: "bulk", userId: "u1" }, { key: p.key })).status, 202);
       const ROWS = 100_000;
@@ -450,14 +415,15 @@ describe("a purge across kill -9", () => {
       assert.equal((await rest.del(`/v1/projects/${p.projectId}`, { cookie: p.owner.cookie })).status, 204);
       // Kill it once the purge has begun, well before it can end.
       await waitFor("the purge to begin", 20_000, async () => (await count()) < ROWS);
-      await kill9(child);
+      await node.kill("SIGKILL");
       const leftAtKill = await count();
       assert.ok(leftAtKill > 0, "the purge ended before the kill: nothing left to resume");
       assert.equal(await pendingPurge(c, p.projectId), true);
       await sleep(300);
       assert.equal(await count(), leftAtKill, "rows still vanish with no Vigil running");
 
-      child = await startServer(env);
+      node = await startNode(env, node.port);
+      nodes.push(node);
       await waitFor(
         "the restarted node to finish the purge",
         60_000,
@@ -466,7 +432,7 @@ describe("a purge across kill -9", () => {
       assert.equal(await count(), 0);
       const scan = await ownedRows(c, p.projectId, { metricIds: [], monitorIds: [] });
       assert.deepEqual(nonZero(scan), {});
-      await kill9(child);
+      await node.kill("SIGKILL");
     } finally {
       await c.end();
     }
