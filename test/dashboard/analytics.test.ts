@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Page } from "playwright-core";
-import { useDashboard } from "../helpers/dashboard.js";
+import { runShownCurl, useDashboard } from "../helpers/dashboard.js";
 import { project } from "../helpers/fixtures.js";
 
 const { t, p, dash, pageErrors, available, SKIP } = useDashboard();
@@ -213,8 +213,12 @@ describe("dashboard: analytics", () => {
     const empty = await dash.open(fresh.owner);
     await empty.page.goto(`/projects/${fresh.projectId}/analytics`);
     await empty.page.getByRole("heading", { name: "No events yet" }).waitFor();
-    await empty.page.getByText(`/v1/events -H "authorization: Bearer`).waitFor();
+    const curl = await empty.page.locator("pre.curl").textContent();
+    assert.ok(curl?.includes(`${t.url}/v1/events`), curl ?? "");
     await dash.screenshot(empty.page, "analytics-empty");
+    // The command works as pasted (after the screenshot: it sends the project's first event).
+    const sent = await runShownCurl(curl!, fresh.key);
+    assert.equal(sent.status, 202, sent.out);
     assert.deepEqual(pageErrors, []);
     await empty.context.close();
     await context.close();

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Page } from "playwright-core";
 import { project } from "../helpers/fixtures.js";
-import { useDashboard } from "../helpers/dashboard.js";
+import { runShownCurl, useDashboard } from "../helpers/dashboard.js";
 
 const { t, p, dash, pageErrors, available, SKIP } = useDashboard();
 
@@ -45,6 +45,12 @@ describe("dashboard: events", () => {
     const keysLink = page.getByRole("link", { name: "Create an API key" });
     assert.equal(await keysLink.getAttribute("href"), `/projects/${p.projectId}/keys`);
     await dash.screenshot(page, "events-empty");
+    // Its curl works as pasted once VIGIL_KEY is exported (sent with another project's key, so
+    // this project stays empty for the tail below).
+    const curl = (await page.locator(".events-empty pre").textContent())!;
+    assert.ok(curl.includes(`${t.url}/v1/events`), curl);
+    const sent = await runShownCurl(curl, (await project(t.rest)).key);
+    assert.equal(sent.status, 202, sent.out);
 
     await page.getByRole("button", { name: "Live tail" }).click();
     await page.waitForURL(/[?&]live=1/);

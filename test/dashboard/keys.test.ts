@@ -4,14 +4,11 @@
 // last use shown; revoking a key makes it a 401; the allowed origins of publishable keys edited
 // (a bad entry's error in words); a member sees no key controls.
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { describe, it } from "node:test";
 import { signup } from "../helpers/fixtures.js";
-import { useDashboard } from "../helpers/dashboard.js";
+import { runShownCurl, useDashboard } from "../helpers/dashboard.js";
 
 const { t, p, dash, pageErrors, available, SKIP } = useDashboard();
-const run = promisify(execFile);
 
 describe("dashboard: API keys", () => {
   it("creates both kinds, shows each secret once with a working curl, revokes", async (ctx) => {
@@ -36,8 +33,8 @@ describe("dashboard: API keys", () => {
     assert.ok(curl.includes(secret), curl);
     assert.ok(curl.includes(`${t.url}/v1/events`), curl);
     // The command works as written: run it through a shell, as a person pasting it would.
-    const out = await run("bash", ["-c", `${curl} -w '\\n%{http_code}'`]);
-    assert.match(out.stdout.trim(), /\n202$/, out.stdout);
+    const pasted = await runShownCurl(curl, "");
+    assert.equal(pasted.status, 202, pasted.out);
     // And the key works over REST too.
     const sent = await t.rest.post("/v1/events", { type: "signup", userId: "u1" }, { key: secret });
     assert.equal(sent.status, 202, sent.text);

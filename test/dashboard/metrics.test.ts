@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Page } from "playwright-core";
-import { useDashboard } from "../helpers/dashboard.js";
+import { runShownCurl, useDashboard } from "../helpers/dashboard.js";
 import { project } from "../helpers/fixtures.js";
 
 const { t, p, dash, pageErrors, available, SKIP } = useDashboard();
@@ -146,8 +146,12 @@ describe("dashboard: metrics", () => {
     const { context, page } = await dash.open(fresh.owner);
     await page.goto(`/projects/${fresh.projectId}/metrics`);
     await page.getByRole("heading", { name: "No metrics yet" }).waitFor();
-    await page.getByText(`/v1/projects/${fresh.projectId}/metrics -H "authorization: Bearer`).waitFor();
+    const curl = await page.locator("pre.curl").textContent();
+    assert.ok(curl?.includes(`${t.url}/v1/projects/${fresh.projectId}/metrics`), curl ?? "");
     await dash.screenshot(page, "metrics-empty");
+    // The command works as pasted (after the screenshot: it records the project's first metric).
+    const sent = await runShownCurl(curl!, fresh.key);
+    assert.equal(sent.status, 201, sent.out);
     assert.deepEqual(pageErrors, []);
     await context.close();
   });

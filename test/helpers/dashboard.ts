@@ -1,8 +1,10 @@
+import { execFile } from "node:child_process";
 import { existsSync, mkdirSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { after, before } from "node:test";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import type { Account } from "./fixtures.js";
@@ -15,6 +17,17 @@ import { useProject } from "./use.js";
 // DASHBOARD_DIR); a file run some other way builds its own.
 
 export const CHROMIUM = "/usr/bin/chromium";
+
+/**
+ * Runs a `curl` the dashboard shows through bash, as a person pasting it would after
+ * `export VIGIL_KEY=<key>`; the HTTP status it got (and what it printed, for messages).
+ */
+export async function runShownCurl(curl: string, key: string): Promise<{ status: number; out: string }> {
+  const { stdout } = await promisify(execFile)("bash", ["-c", `${curl} -w '\\n%{http_code}'`], {
+    env: { ...process.env, VIGIL_KEY: key },
+  });
+  return { status: Number(stdout.trim().split("\n").pop()), out: stdout };
+}
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 /** Builds web/ with Vite into a fresh temp directory and returns it. */

@@ -4,6 +4,7 @@ import { useEffect, useMemo, useState } from "preact/hooks";
 import { api } from "../api.js";
 import { useProject } from "../session.js";
 import { ChartTable, TimeChart, type Series } from "../ui/chart.js";
+import { curlPost } from "../ui/curl.js";
 import { formatNumber } from "../ui/format.js";
 import { useAsync } from "../ui/hooks.js";
 import { Button, CopyButton, Empty, ErrorMessage, Field, Loading, PageHeader, Select } from "../ui/kit.js";
@@ -307,8 +308,7 @@ function CountChart({ buckets }: { buckets: { time: string; count: bigint }[] | 
 
 /** Shown when the project has no event at all. */
 function NoEventsYet({ projectId }: { projectId: string }) {
-  const curl = `curl -X POST ${location.origin}/v1/events -H "authorization: Bearer <API key>" \\
-  -H 'content-type: application/json' -d '{"type":"signup","userId":"u1","data":{"plan":"pro","duration":120}}'`;
+  const curl = curlPost("/v1/events", { type: "signup", userId: "u1", data: { plan: "pro", duration: 120 } });
   return (
     <Empty title="No events yet">
       <p>

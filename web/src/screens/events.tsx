@@ -3,6 +3,7 @@ import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { QueriedEvent } from "../../../gen/vigil/v1/analytics_pb.js";
 import { api, Code, ConnectError } from "../api.js";
 import { useProject } from "../session.js";
+import { curlPost } from "../ui/curl.js";
 import { filterFromQuery, filterToQuery, filterToValue, FilterBuilder, type Filter } from "../ui/filters.js";
 import { formatTime } from "../ui/format.js";
 import { useAsync, useInterval } from "../ui/hooks.js";
@@ -149,10 +150,7 @@ export function Events() {
 
 /** A project without events: how to send the first one. */
 function FirstEvent({ projectId }: { projectId: string }) {
-  const curl = `curl -X POST ${location.origin}/v1/events \\
-  -H "Authorization: Bearer <your API key>" \\
-  -H "Content-Type: application/json" \\
-  -d '{"type": "signup", "userId": "user_1", "data": {"plan": "pro"}}'`;
+  const curl = curlPost("/v1/events", { type: "signup", userId: "user_1", data: { plan: "pro" } });
   return (
     <div class="events-empty">
       <Empty title="No events yet">

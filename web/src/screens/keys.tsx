@@ -4,6 +4,7 @@ import { useId, useState } from "preact/hooks";
 import type { CreatedApiKey } from "../../../gen/vigil/v1/projects_pb.js";
 import { api, fieldErrors } from "../api.js";
 import { useProject } from "../session.js";
+import { curlPost } from "../ui/curl.js";
 import { formatTime, timeAgo } from "../ui/format.js";
 import { useAction, useAsync } from "../ui/hooks.js";
 import {
@@ -43,15 +44,8 @@ const KINDS: { value: Kind; label: string; what: string }[] = [
 ];
 
 /** The first request a new key can make: one event to this Vigil (docs/clients.md, docs/events.md). */
-export function firstCurl(origin: string, secret: string): string {
-  const body = JSON.stringify({ type: "hello", userId: "user-1", data: { from: "curl" } });
-  return [
-    `curl -s ${origin}/v1/events \\`,
-    `  -H 'authorization: Bearer ${secret}' \\`,
-    `  -H 'content-type: application/json' \\`,
-    `  -d '${body}'`,
-  ].join("\n");
-}
+const firstCurl = (secret: string) =>
+  curlPost("/v1/events", { type: "hello", userId: "user-1", data: { from: "curl" } }, secret);
 
 export function Keys() {
   const { project, canAdmin } = useProject();
@@ -220,7 +214,7 @@ function CreateKey({ onCreated }: { onCreated: (k: CreatedApiKey) => void }) {
 
 /** The secret of a key just created: shown once, with a first request to paste into a terminal. */
 function NewKey({ created, onDone }: { created: CreatedApiKey; onDone: () => void }) {
-  const curl = firstCurl(location.origin, created.secret);
+  const curl = firstCurl(created.secret);
   return (
     <SecretOnce
       title={`Your new ${created.kind} key “${created.name}” (${created.environment})`}

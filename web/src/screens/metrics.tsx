@@ -2,6 +2,7 @@ import { useMemo, useState } from "preact/hooks";
 import { api } from "../api.js";
 import { useProject } from "../session.js";
 import { ChartTable, TimeChart, type Series } from "../ui/chart.js";
+import { curlPost } from "../ui/curl.js";
 import { formatNumber, formatTime, timeAgo } from "../ui/format.js";
 import { useAsync } from "../ui/hooks.js";
 import { Button, CopyButton, Empty, ErrorMessage, Loading, PageHeader, Select } from "../ui/kit.js";
@@ -297,8 +298,12 @@ function MetricChart(props: {
 
 /** The empty state: how to record a first metric. */
 function NoMetricsYet({ projectId }: { projectId: string }) {
-  const curl = `curl -X POST ${location.origin}/v1/projects/${projectId}/metrics -H "authorization: Bearer <API key>" \\
-  -H 'content-type: application/json' -d '{"type":"measurement","name":"queue.depth","value":42,"unit":"jobs"}'`;
+  const curl = curlPost(`/v1/projects/${projectId}/metrics`, {
+    type: "measurement",
+    name: "queue.depth",
+    value: 42,
+    unit: "jobs",
+  });
   return (
     <Empty title="No metrics yet">
       <p>

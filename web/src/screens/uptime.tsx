@@ -5,6 +5,7 @@ import type { Heartbeat, Incident, Monitor } from "../../../gen/vigil/v1/uptime_
 import { api, fieldErrors } from "../api.js";
 import { useProject } from "../session.js";
 import { TimeChart } from "../ui/chart.js";
+import { curlPost } from "../ui/curl.js";
 import { formatDuration, formatNumber, formatPercent, formatTime, timeAgo } from "../ui/format.js";
 import { useAction, useAsync, useInterval } from "../ui/hooks.js";
 import {
@@ -47,10 +48,9 @@ const secondsOf = (ms: bigint) => String(Number(ms) / 1000);
 
 /** The `curl` that sends a heartbeat (and creates the monitor on the first one). */
 function heartbeatCurl(projectId: string, slug: string, intervalMs?: number) {
-  const body = intervalMs ? ` \\\n  -d '{"expectedIntervalMs": ${intervalMs}}'` : "";
-  return (
-    `curl -X POST ${location.origin}/v1/projects/${projectId}/heartbeats/${slug} \\\n` +
-    `  -H "Authorization: Bearer $VIGIL_KEY" -H 'Content-Type: application/json'${body}`
+  return curlPost(
+    `/v1/projects/${projectId}/heartbeats/${slug}`,
+    intervalMs ? { expectedIntervalMs: intervalMs } : undefined,
   );
 }
 

@@ -7,6 +7,7 @@ import { ExportUserResponseSchema, type User } from "../../../gen/vigil/v1/ident
 import type { Job } from "../../../gen/vigil/v1/jobs_pb.js";
 import { api } from "../api.js";
 import { useProject } from "../session.js";
+import { curlPost } from "../ui/curl.js";
 import { filterToValue } from "../ui/filters.js";
 import { formatNumber, formatTime, timeAgo } from "../ui/format.js";
 import { useAction, useAsync, useInterval } from "../ui/hooks.js";
@@ -159,9 +160,7 @@ export function Users() {
 }
 
 function NoUsers({ projectId }: { projectId: string }) {
-  const example = `curl -s ${location.origin}/v1/events \\
-  -H "authorization: Bearer $VIGIL_KEY" -H 'content-type: application/json' \\
-  -d '{"type":"signup","userId":"user-1"}'`;
+  const example = curlPost("/v1/events", { type: "signup", userId: "user-1" });
   return (
     <Empty title="No users yet">
       <p>
