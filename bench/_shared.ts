@@ -1,5 +1,5 @@
 // Helpers shared by the bench suites (bench/run.ts skips files starting with "_").
-import type { ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import http from "node:http";
@@ -62,6 +62,37 @@ export function vigilArgs(): string[] {
   const argv = start.trim().split(/\s+/);
   if (argv[0] !== "node") throw new Error(`package.json start script must run node: ${start}`);
   return argv.slice(1);
+}
+
+/**
+ * Starts a Vigil as `npm start` runs it (vigilArgs), on `databaseUrl`, at 127.0.0.1:`port`, with the
+ * benches' defaults: no Redis, no Temporal, no metrics listener, warnings only, stderr passed
+ * through. `env` adds settings or overrides these; `nodeFlags` go before the start script's (a CPU
+ * profile). Wait for it with waitHealthy.
+ */
+export function spawnVigil(o: {
+  databaseUrl: string;
+  port: number;
+  dataDir: string;
+  env?: Record<string, string>;
+  nodeFlags?: string[];
+}): ChildProcess {
+  return spawn(process.execPath, [...(o.nodeFlags ?? []), ...vigilArgs()], {
+    cwd: root,
+    stdio: ["ignore", "ignore", "inherit"],
+    env: {
+      ...process.env,
+      DATABASE_URL: o.databaseUrl,
+      PORT: String(o.port),
+      HOST: "127.0.0.1",
+      DATA_DIR: o.dataDir,
+      METRICS_PORT: "off",
+      LOG_LEVEL: "warn",
+      REDIS_URL: "",
+      TEMPORAL_ADDRESS: "",
+      ...o.env,
+    },
+  });
 }
 
 /** Waits up to 60 s for a spawned Vigil to answer /health. */

@@ -2,15 +2,12 @@
 // skips files starting with "_"): a `temporal server start-dev` of their own (the test helper's
 // startTemporal, which finds or obtains the official CLI), a database per Vigil process on one
 // embedded PostgreSQL, Vigil processes started as `npm start` runs them, and history counts.
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
-import path from "node:path";
 import { Client, Connection } from "@temporalio/client";
 import pg from "pg";
 import { startTemporal, type TemporalServer } from "../test/helpers/temporal.js";
-import { freePort, processCpuSeconds, vigilArgs } from "./_shared.js";
-
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
+import { freePort, processCpuSeconds, spawnVigil } from "./_shared.js";
 
 export interface BenchTemporal {
   server: TemporalServer;
@@ -95,22 +92,7 @@ export async function startVigil(
 ): Promise<BenchVigil> {
   const port = await freePort();
   const metricsPort = await freePort();
-  const child = spawn(process.execPath, vigilArgs(), {
-    cwd: root,
-    stdio: ["ignore", "ignore", "inherit"],
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      PORT: String(port),
-      METRICS_PORT: String(metricsPort),
-      HOST: "127.0.0.1",
-      DATA_DIR: dataDir,
-      LOG_LEVEL: "warn",
-      REDIS_URL: "",
-      TEMPORAL_ADDRESS: "",
-      ...env,
-    },
-  });
+  const child = spawnVigil({ databaseUrl, port, dataDir, env: { METRICS_PORT: String(metricsPort), ...env } });
   const temporal = Boolean(env.TEMPORAL_ADDRESS);
   let ready = false;
   for (let i = 0; i < 900 && !ready; i++) {

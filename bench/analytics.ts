@@ -27,7 +27,6 @@ const RUNS = Number(process.env.BENCH_ANALYTICS_RUNS ?? 7);
 const HOUR = 3_600_000,
   DAY = 24 * HOUR,
   WEEK = 7 * DAY;
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 async function timeIt(fn: () => Promise<unknown>, runs = RUNS): Promise<{ median: number; first: number }> {

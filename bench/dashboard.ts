@@ -19,7 +19,7 @@
 // VACUUM ANALYZE; the measuring starts once all of that is done. DASHBOARD_BENCH_DIR=<dir> keeps the
 // data directory and reuses a loaded set of the same size (a 10M load takes a long while on 2 cores).
 // Flags: --load-only (load and stop), --only=first,chart,tail (some parts).
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
@@ -33,7 +33,7 @@ import { createPool, type Db } from "../src/storage/db.js";
 import { startEmbeddedPostgres } from "../src/storage/embedded.js";
 import { GENEROUS_LIMITS } from "../test/helpers/app.js";
 import { buildDashboard, CHROMIUM } from "../test/helpers/dashboard.js";
-import { freePort, post, setupProject, vigilArgs, waitHealthy, writeBenchSection } from "./_shared.js";
+import { freePort, post, setupProject, spawnVigil, waitHealthy, writeBenchSection } from "./_shared.js";
 
 const EVENTS = Number(process.env.DASHBOARD_BENCH_EVENTS ?? 10_000_000);
 const RUNS = Number(process.env.DASHBOARD_BENCH_RUNS ?? 7);
@@ -47,7 +47,6 @@ const HOUR = 3_600_000,
   DAY = 24 * HOUR;
 const JS_BUDGET_KB = 300;
 const CHART_BUDGET_MS = 1000;
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const PASSWORD = "bench password 1";
 
 const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
@@ -484,20 +483,12 @@ async function main(): Promise<void> {
     dashDir = await buildDashboard();
     const buildS = (performance.now() - t0) / 1000;
     const port = await freePort();
-    vigil = spawn(process.execPath, vigilArgs(), {
-      cwd: root,
-      stdio: ["ignore", "ignore", "inherit"],
+    vigil = spawnVigil({
+      databaseUrl: pgh.url,
+      port,
+      dataDir: path.join(dataDir, "vigil"),
       env: {
-        ...process.env,
-        DATABASE_URL: pgh.url,
-        PORT: String(port),
-        METRICS_PORT: String(await freePort()),
-        HOST: "127.0.0.1",
-        DATA_DIR: path.join(dataDir, "vigil"),
         DASHBOARD_DIR: dashDir,
-        LOG_LEVEL: "warn",
-        REDIS_URL: "",
-        TEMPORAL_ADDRESS: "",
         // The bench builds rollups, slots and blocks itself before measuring (nothing left for
         // the background passes to do; none runs during the measurements).
         ANALYTICS_SLOT_INTERVAL_MS: "0",

@@ -19,7 +19,7 @@ import {
   postgresCpuSeconds,
   processCpuSeconds,
   setupProject,
-  vigilArgs,
+  spawnVigil,
   waitHealthy,
   writeBenchSection,
 } from "./_shared.js";
@@ -181,21 +181,15 @@ async function main(): Promise<void> {
     const vigilPort = await freePort();
     const metricsPort = await freePort();
     const profile = process.env.BENCH_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-    const vigil = spawn(process.execPath, [...profile, ...vigilArgs()], {
-      cwd: root,
-      stdio: ["ignore", "ignore", "inherit"],
+    const vigil = spawnVigil({
+      databaseUrl: pgHandle.url,
+      port: vigilPort,
+      dataDir: path.join(tmp, "vigil"),
+      nodeFlags: profile,
       env: {
-        ...process.env,
-        DATABASE_URL: pgHandle.url,
-        PORT: String(vigilPort),
         METRICS_PORT: String(metricsPort),
-        HOST: "127.0.0.1",
-        DATA_DIR: path.join(tmp, "vigil"),
-        LOG_LEVEL: "warn",
         RATE_LIMIT_EVENTS_PER_MINUTE: "100000000",
         RATE_LIMIT_BATCHES_PER_MINUTE: "100000000",
-        REDIS_URL: "",
-        TEMPORAL_ADDRESS: "",
       },
     });
     children.push(vigil);

@@ -18,7 +18,7 @@
 // event_user_hours rows (its access path) are built with the same SQL as migration 1005.
 // Writes the "Data lifecycle" section of docs/benchmarks.md (with the sizes run) unless
 // BENCH_LIFECYCLE_NO_WRITE=1.
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import http from "node:http";
@@ -29,7 +29,7 @@ import { startEmbeddedPostgres } from "../src/storage/embedded.js";
 import { createPool, type Db } from "../src/storage/db.js";
 import { GENEROUS_LIMITS } from "../test/helpers/app.js";
 import { finishBackfill, loadGenerated } from "./_events-load.js";
-import { freePort, post, vigilArgs, waitHealthy, writeBenchSection } from "./_shared.js";
+import { freePort, post, spawnVigil, waitHealthy, writeBenchSection } from "./_shared.js";
 
 const num = (name: string, d: number) => Number(process.env[name] ?? d);
 const SMALL = num("BENCH_LIFECYCLE_SMALL", 1_000_000);
@@ -44,7 +44,6 @@ const ONLY = (process.env.BENCH_LIFECYCLE_ONLY ?? "export,delete,ingest").split(
 const FULL = SMALL === 1_000_000 && LARGE === 10_000_000 && USER_EVENTS === 100_000 && RETENTION_EVENTS === 2_000_000;
 const DAY = 86_400_000;
 const DELETED_USER = "bench-delete-me";
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
 
 /** One event per row number g over [$2, $2 + $3 ms); every `every`-th row belongs to DELETED_USER. */
@@ -194,19 +193,11 @@ async function main(): Promise<number> {
   });
   try {
     const port = await freePort();
-    vigil = spawn(process.execPath, vigilArgs(), {
-      cwd: root,
-      stdio: ["ignore", "ignore", "inherit"],
+    vigil = spawnVigil({
+      databaseUrl: pgh.url,
+      port,
+      dataDir: path.join(dir, "vigil"),
       env: {
-        ...process.env,
-        DATABASE_URL: pgh.url,
-        PORT: String(port),
-        METRICS_PORT: "off",
-        HOST: "127.0.0.1",
-        DATA_DIR: path.join(dir, "vigil"),
-        LOG_LEVEL: "warn",
-        REDIS_URL: "",
-        TEMPORAL_ADDRESS: "",
         ANALYTICS_SLOT_INTERVAL_MS: "0",
         ANALYTICS_BLOCK_INTERVAL_MS: "0",
         RETENTION_INTERVAL_MS: "1000",

@@ -25,7 +25,6 @@ const RUNS = Number(process.env.BENCH_METRICS_RUNS ?? 25);
 const HOUR = 3600_000,
   DAY = 24 * HOUR;
 
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const log = (...a: unknown[]) => console.log(...a);
 
 function pct(xs: number[], p: number): number {

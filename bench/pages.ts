@@ -17,9 +17,8 @@ import autocannon from "autocannon";
 import pg from "pg";
 import pino from "pino";
 import { startEmbeddedPostgres } from "../src/storage/embedded.js";
-import { freePort, processCpuSeconds, setupProject, vigilArgs, waitHealthy, writeBenchSection } from "./_shared.js";
+import { freePort, processCpuSeconds, setupProject, spawnVigil, waitHealthy, writeBenchSection } from "./_shared.js";
 
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const QUICK = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1";
 const MONITORS = 50;
 const DAYS = 90;
@@ -124,19 +123,12 @@ async function main(): Promise<void> {
   try {
     const port = await freePort();
     const metricsPort = await freePort();
-    vigil = spawn(process.execPath, vigilArgs(), {
-      cwd: root,
-      stdio: ["ignore", "ignore", "inherit"],
+    vigil = spawnVigil({
+      databaseUrl: pgh.url,
+      port,
+      dataDir: path.join(tmp, "vigil"),
       env: {
-        ...process.env,
-        DATABASE_URL: pgh.url,
-        PORT: String(port),
         METRICS_PORT: String(metricsPort),
-        HOST: "127.0.0.1",
-        DATA_DIR: path.join(tmp, "vigil"),
-        LOG_LEVEL: "warn",
-        REDIS_URL: "",
-        TEMPORAL_ADDRESS: "",
         STATUS_PAGE_REFRESH_MS: String(REFRESH_MS),
         RATE_LIMIT_STATUS_READS_PER_MINUTE: "1000000000",
       },

@@ -17,7 +17,7 @@ import pg from "pg";
 import pino from "pino";
 import { Vigil } from "../sdk/src/index.js";
 import { startEmbeddedPostgres } from "../src/storage/embedded.js";
-import { freePort, setupProject, vigilArgs, waitHealthy, writeBenchSection } from "./_shared.js";
+import { freePort, setupProject, spawnVigil, waitHealthy, writeBenchSection } from "./_shared.js";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const QUICK = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1";
@@ -161,22 +161,11 @@ async function main(): Promise<void> {
   const pgHandle = await startEmbeddedPostgres(tmp, pino({ level: "warn" }));
   try {
     const port = await freePort();
-    const vigilChild = spawn(process.execPath, vigilArgs(), {
-      cwd: root,
-      stdio: ["ignore", "ignore", "inherit"],
-      env: {
-        ...process.env,
-        DATABASE_URL: pgHandle.url,
-        PORT: String(port),
-        METRICS_PORT: "off",
-        HOST: "127.0.0.1",
-        DATA_DIR: path.join(tmp, "vigil"),
-        LOG_LEVEL: "warn",
-        RATE_LIMIT_EVENTS_PER_MINUTE: "100000000",
-        RATE_LIMIT_BATCHES_PER_MINUTE: "100000000",
-        REDIS_URL: "",
-        TEMPORAL_ADDRESS: "",
-      },
+    const vigilChild = spawnVigil({
+      databaseUrl: pgHandle.url,
+      port,
+      dataDir: path.join(tmp, "vigil"),
+      env: { RATE_LIMIT_EVENTS_PER_MINUTE: "100000000", RATE_LIMIT_BATCHES_PER_MINUTE: "100000000" },
     });
     children.push(vigilChild);
     await waitHealthy(port, vigilChild);

@@ -28,7 +28,7 @@ import {
   postgresCpuSeconds,
   processCpuSeconds,
   setupProject,
-  vigilArgs,
+  spawnVigil,
   waitHealthy,
   writeBenchSection,
 } from "./_shared.js";
@@ -191,19 +191,13 @@ async function embeddedAndBaseline(pgUrl: string, db: pg.Client, tmp: string, ch
   const vigilPort = await freePort();
   const metricsPort = await freePort();
   const profile = process.env.BENCH_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const vigil = spawn(process.execPath, [...profile, ...vigilArgs()], {
-    cwd: root,
-    stdio: ["ignore", "ignore", "inherit"],
+  const vigil = spawnVigil({
+    databaseUrl: pgUrl,
+    port: vigilPort,
+    dataDir: path.join(tmp, "vigil"),
+    nodeFlags: profile,
     env: {
-      ...process.env,
-      DATABASE_URL: pgUrl,
-      PORT: String(vigilPort),
       METRICS_PORT: String(metricsPort),
-      HOST: "127.0.0.1",
-      DATA_DIR: path.join(tmp, "vigil"),
-      LOG_LEVEL: "warn",
-      REDIS_URL: "",
-      TEMPORAL_ADDRESS: "",
       PG_POOL_SIZE: POOL,
       MAX_MONITORS_PER_PROJECT: String(MONITORS),
       RATE_LIMIT_HEARTBEATS_PER_MINUTE: "100000000",

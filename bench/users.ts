@@ -5,7 +5,7 @@
 // SQL on the same database (no HTTP, no auth: the baseline is favoured).
 // The events are loaded with SQL (generate_series), and event_user_hours with the migration's own
 // backfill statement (tested equal to what the projector writes).
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
@@ -14,7 +14,7 @@ import pg from "pg";
 import pino from "pino";
 import { ensurePartitions, weekStart } from "../src/events/partitions.js";
 import { startEmbeddedPostgres } from "../src/storage/embedded.js";
-import { freePort, setupProject, vigilArgs, waitHealthy, writeBenchSection } from "./_shared.js";
+import { freePort, setupProject, spawnVigil, waitHealthy, writeBenchSection } from "./_shared.js";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const QUICK = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1";
@@ -33,20 +33,7 @@ async function main(): Promise<void> {
   const db = new pg.Client({ connectionString: pgh.url });
   try {
     const port = await freePort();
-    vigil = spawn(process.execPath, vigilArgs(), {
-      cwd: root,
-      stdio: ["ignore", "ignore", "inherit"],
-      env: {
-        ...process.env,
-        DATABASE_URL: pgh.url,
-        PORT: String(port),
-        HOST: "127.0.0.1",
-        DATA_DIR: path.join(tmp, "vigil"),
-        LOG_LEVEL: "warn",
-        REDIS_URL: "",
-        TEMPORAL_ADDRESS: "",
-      },
-    });
+    vigil = spawnVigil({ databaseUrl: pgh.url, port, dataDir: path.join(tmp, "vigil") });
     await waitHealthy(port, vigil);
     const { key, projectId } = await setupProject(port);
     await db.connect();

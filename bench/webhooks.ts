@@ -10,7 +10,7 @@
 //      `temporal server start-dev` of its own (bench/_temporal.ts), and their ratios.
 // Bounded in count and time; loopback only. `--quick` for a smaller run; --temporal-only,
 // --no-temporal; BENCH_SCALE scales the Temporal comparison's events (2,000 at 1).
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import http from "node:http";
 import net from "node:net";
@@ -18,7 +18,7 @@ import os from "node:os";
 import path from "node:path";
 import pino from "pino";
 import { startEmbeddedPostgres } from "../src/storage/embedded.js";
-import { freePort, postgresCpuSeconds, vigilArgs, writeBenchSection } from "./_shared.js";
+import { freePort, postgresCpuSeconds, spawnVigil, writeBenchSection } from "./_shared.js";
 import {
   createDatabase,
   startBenchTemporal,
@@ -29,7 +29,6 @@ import {
   type BenchVigil,
 } from "./_temporal.js";
 
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const QUICK = process.argv.includes("--quick");
 const EVENTS = QUICK ? 5_000 : 20_000;
 const BATCH = 500;
@@ -142,20 +141,14 @@ async function embeddedSection(
   rxPort: number,
 ): Promise<void> {
   const port = await freePort();
-  const vigil = spawn(process.execPath, vigilArgs(), {
-    cwd: root,
-    stdio: ["ignore", "ignore", "inherit"],
+  const vigil = spawnVigil({
+    databaseUrl,
+    port,
+    dataDir: path.join(tmp, "vigil"),
     env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      PORT: String(port),
-      DATA_DIR: path.join(tmp, "vigil"),
-      LOG_LEVEL: "warn",
       RATE_LIMIT_EVENTS_PER_MINUTE: "100000000",
       RATE_LIMIT_BATCHES_PER_MINUTE: "100000000",
       WEBHOOK_ALLOW_PRIVATE: "true",
-      REDIS_URL: "",
-      TEMPORAL_ADDRESS: "",
     },
   });
   children.push(vigil);
