@@ -11,7 +11,8 @@
 //
 // Sizes (environment): BENCH_LIFECYCLE_SMALL (default 1,000,000), BENCH_LIFECYCLE_LARGE
 // (10,000,000), BENCH_LIFECYCLE_USER_EVENTS (100,000, part of LARGE), BENCH_LIFECYCLE_RETENTION_EVENTS
-// (2,000,000), BENCH_LIFECYCLE_INGEST_S (20, the longest ingest window), BENCH_LIFECYCLE_CONCURRENCY
+// (2,000,000), BENCH_LIFECYCLE_NEIGHBOUR_EVENTS (200,000: a project without retention sharing the
+// expiring project's weeks, so the pass trims rows rather than dropping partitions), BENCH_LIFECYCLE_INGEST_S (20, the longest ingest window), BENCH_LIFECYCLE_CONCURRENCY
 // (4), BENCH_LIFECYCLE_ONLY (comma-separated phases: export,delete,ingest), BENCH_LIFECYCLE_PASS_WAIT_S
 // (1800, how long to wait for the retention pass). Events are bulk-loaded
 // with SQL (bench/_events-load.ts) with the service's rollup/slot backfill; the deleted user's
@@ -25,6 +26,7 @@ import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import pino from "pino";
+import { parseConfig } from "../src/config/index.js";
 import { startEmbeddedPostgres } from "../src/storage/embedded.js";
 import { createPool, type Db } from "../src/storage/db.js";
 import { GENEROUS_LIMITS } from "../test/helpers/app.js";
@@ -36,12 +38,24 @@ const SMALL = num("BENCH_LIFECYCLE_SMALL", 1_000_000);
 const LARGE = num("BENCH_LIFECYCLE_LARGE", 10_000_000);
 const USER_EVENTS = num("BENCH_LIFECYCLE_USER_EVENTS", 100_000);
 const RETENTION_EVENTS = num("BENCH_LIFECYCLE_RETENTION_EVENTS", 2_000_000);
+/** Events of a project without retention in the expiring project's weeks: no week can be dropped whole. */
+const NEIGHBOUR_EVENTS = num("BENCH_LIFECYCLE_NEIGHBOUR_EVENTS", 200_000);
+/** The retention settings the spawned Vigil runs with (it inherits this environment). */
+const { retention } = parseConfig({
+  RETENTION_BATCH_ROWS: process.env.RETENTION_BATCH_ROWS,
+  RETENTION_DUTY_CYCLE: process.env.RETENTION_DUTY_CYCLE,
+});
 const INGEST_S = num("BENCH_LIFECYCLE_INGEST_S", 20);
 const CONCURRENCY = num("BENCH_LIFECYCLE_CONCURRENCY", 4);
 /** How long to wait for the retention pass to finish (after the ingest window) before giving up. */
 const PASS_WAIT_S = num("BENCH_LIFECYCLE_PASS_WAIT_S", 1800);
 const ONLY = (process.env.BENCH_LIFECYCLE_ONLY ?? "export,delete,ingest").split(",");
-const FULL = SMALL === 1_000_000 && LARGE === 10_000_000 && USER_EVENTS === 100_000 && RETENTION_EVENTS === 2_000_000;
+const FULL =
+  SMALL === 1_000_000 &&
+  LARGE === 10_000_000 &&
+  USER_EVENTS === 100_000 &&
+  RETENTION_EVENTS === 2_000_000 &&
+  ["export", "delete", "ingest"].every((p) => ONLY.includes(p));
 const DAY = 86_400_000;
 const DELETED_USER = "bench-delete-me";
 const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
@@ -321,8 +335,11 @@ async function main(): Promise<number> {
       try {
         const live = await api.project("live");
         const old = await api.project("expiring");
-        // Every event 30 to 60 days old: all expire with retentionDays 7.
+        // Every event 30 to 60 days old: all expire with retentionDays 7. A neighbour without
+        // retention has events in the same weeks, so the pass must trim rows (the harder path).
         await load(db, old.id, RETENTION_EVENTS, now - 60 * DAY, 30 * DAY);
+        const neighbour = await api.project("kept");
+        await load(db, neighbour.id, NEIGHBOUR_EVENTS, now - 60 * DAY, 30 * DAY);
         const alone = await ingest(port, live.key, INGEST_S);
         console.log(`ingest alone: ${fmt(alone.events / alone.s)} events/s`);
         const cutoff = new Date(now - 8 * DAY);
@@ -352,7 +369,7 @@ async function main(): Promise<number> {
         out.push(
           "### Ingest throughput while a retention pass runs",
           "",
-          `Closed loop: ${CONCURRENCY} clients each posting \`POST /v1/events/batch\` of 200 events (current timestamps) into one project, as fast as answered. First alone for ${INGEST_S} s; then \`PATCH\` another project to \`retentionDays: 7\` while it holds ${fmt(RETENTION_EVENTS)} events 30 to 60 days old (RETENTION_INTERVAL_MS=1000), and the same load until the pass had removed every expired event (checked every 250 ms with SQL) or ${INGEST_S} s; then alone again for ${INGEST_S} s.`,
+          `Closed loop: ${CONCURRENCY} clients each posting \`POST /v1/events/batch\` of 200 events (current timestamps) into one project, as fast as answered. First alone for ${INGEST_S} s; then \`PATCH\` another project to \`retentionDays: 7\` while it holds ${fmt(RETENTION_EVENTS)} events 30 to 60 days old, in weeks shared with ${fmt(NEIGHBOUR_EVENTS)} events of a project without retention (so no week is dropped whole: the pass deletes rows in batches of RETENTION_BATCH_ROWS=${retention.batchRows}, RETENTION_DUTY_CYCLE=${retention.dutyCycle}${process.env.RETENTION_DUTY_CYCLE ? "" : " (the default)"}, RETENTION_INTERVAL_MS=1000), and the same load until the pass had removed every expired event (checked every 250 ms with SQL) or ${INGEST_S} s; then alone again for ${INGEST_S} s.`,
           "",
           "| | Window | Events ingested | Events/s |",
           "|---|---|---|---|",

@@ -92,6 +92,9 @@ export const envSchema = z.object({
   RETENTION_MAX_DAYS: intFrom(3650, 1),
   RETENTION_INTERVAL_MS: intFrom(3_600_000, 50),
   RETENTION_BATCH_ROWS: intFrom(5_000, 1),
+  // The share of wall time the pass's delete batches may take (it rests the rest), so that a large
+  // trim leaves ingest its throughput: docs/benchmarks.md "Data lifecycle".
+  RETENTION_DUTY_CYCLE: z.coerce.number().gt(0).max(1).default(0.15),
   ANALYTICS_FAST_PATHS: bool.default(true),
   ANALYTICS_SLOT_INTERVAL_MS: intFrom(60_000, 0),
   ANALYTICS_SLOT_SAMPLE: intFrom(20_000, 100),
@@ -161,7 +164,7 @@ export interface Config {
   /** Raw heartbeats are kept this long; older windows read hourly rollups. */
   uptime: { rawRetentionDays: number; maxMonitorsPerProject: number };
   /** Retention: default days (undefined: forever; capped by maxDays), the most a project may set, pass period. */
-  retention: { defaultDays?: number; maxDays: number; intervalMs: number; batchRows: number };
+  retention: { defaultDays?: number; maxDays: number; intervalMs: number; batchRows: number; dutyCycle: number };
   /** Rollups and typed slots on (default) or off; slot assignment pass interval (0: no worker). */
   analytics: {
     fastPaths: boolean;
@@ -314,6 +317,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       maxDays: e.RETENTION_MAX_DAYS,
       intervalMs: e.RETENTION_INTERVAL_MS,
       batchRows: e.RETENTION_BATCH_ROWS,
+      dutyCycle: e.RETENTION_DUTY_CYCLE,
     },
     analytics: {
       fastPaths: e.ANALYTICS_FAST_PATHS,

@@ -1,7 +1,7 @@
 import type { DerivedRecords } from "../events/pipeline.js";
 import type { Deps } from "../platform/deps.js";
 import type { Feature } from "../shared/feature.js";
-import { startPeriodic, type Periodic } from "../shared/periodic.js";
+import { dutyCycle, startPeriodic, type Periodic } from "../shared/periodic.js";
 import { WEEK_MS } from "../shared/time.js";
 import { cutoffOf, partitionDroppable, partitionWeek, retentionInForce } from "./model.js";
 import * as store from "./store.js";
@@ -14,7 +14,8 @@ import * as store from "./store.js";
 // 2. what remains older than each project's cutoff is deleted in bounded batches (short transactions):
 //    event webhook deliveries, events, metric points, heartbeats, then the derived analytics rows
 //    (rollups at every grain, column blocks, user-hours). Derived deltas are settled first, so a pending
-//    delta cannot bring an expired bucket back.
+//    delta cannot bring an expired bucket back. The batches keep to RETENTION_DUTY_CYCLE of the wall
+//    time (resting in between), so a large trim does not take ingest's share of the database.
 // Every step deletes by "older than the cutoff" only: a pass cut short (kill -9) is finished by the next.
 
 const LOCK = "SELECT pg_try_advisory_lock(hashtextextended('vigil:retention', 0)) AS ok";
@@ -83,6 +84,7 @@ async function enforce(deps: PassDeps, derived: DerivedRecords, stopped: () => b
 
   // 2. Batched trims per project.
   const weeks = (await store.eventPartitions(db)).map(partitionWeek).filter((w): w is number => w !== undefined);
+  const paced = dutyCycle(config.retention.dutyCycle, stopped);
   for (const [projectId, cutoff] of cutoffs) {
     if (cutoff === undefined) continue;
     await derived.settle(projectId);
@@ -98,7 +100,7 @@ async function enforce(deps: PassDeps, derived: DerivedRecords, stopped: () => b
       for (const step of steps) {
         for (;;) {
           if (stopped()) return;
-          const n = await step();
+          const n = await paced(step);
           result.deleted += n;
           if (n < batch) break;
         }

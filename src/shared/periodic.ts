@@ -1,3 +1,4 @@
+import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
 
 // A background pass run every `intervalMs`, never two at once; stop() waits for the running one.
@@ -28,5 +29,25 @@ export function startPeriodic(
       clearInterval(timer);
       await running;
     },
+  };
+}
+
+/**
+ * A duty cycle for a background pass's batches: `paced(work)` runs one batch, then waits so that
+ * batches take at most `duty` of the wall time (a batch of 40 ms at duty 0.25 is followed by 120 ms
+ * of rest; duty 1 never waits). The pass then leaves the database most of its time for the work
+ * requests are waiting on (ingest), on any node, whatever the batch size. A rest is at most
+ * `maxRestMs` and ends early once `stopped()`.
+ */
+export function dutyCycle(duty: number, stopped: () => boolean, maxRestMs = 5_000) {
+  if (!(duty > 0 && duty <= 1)) throw new RangeError(`duty cycle must be in (0, 1]: ${duty}`);
+  return async <T>(work: () => Promise<T>): Promise<T> => {
+    const t0 = performance.now();
+    const result = await work();
+    const until = performance.now() + Math.min(maxRestMs, ((performance.now() - t0) * (1 - duty)) / duty);
+    while (!stopped() && performance.now() < until) {
+      await new Promise((r) => setTimeout(r, Math.min(100, until - performance.now())));
+    }
+    return result;
   };
 }
