@@ -19,7 +19,13 @@ export interface EventRow extends StoredEventRow {
 const US = /^-?\d{1,17}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-export const queryCursor = cursorFormat<{ us: string; id: string }>("evq1", {
+/** A position in a keyset scan of events: the last row's ts (epoch microseconds) and id. */
+export interface EventPosition {
+  us: string;
+  id: string;
+}
+
+export const queryCursor = cursorFormat<EventPosition>("evq1", {
   parts: 2,
   write: (p) => [p.us, p.id],
   read: ([us, id]) => (US.test(us) && UUID.test(id) ? { us, id } : undefined),
@@ -34,22 +40,41 @@ export async function queryEvents(
   limit: number,
   cursor: string | null,
 ): Promise<{ rows: EventRow[]; nextCursor: string | null }> {
+  const after = cursor ? queryCursor.read(cursor, "pagination.cursor") : null;
+  const read = await keysetScan(db, projectId, w, filter, slots, "newest", after, limit + 1);
+  const rows = read.slice(0, limit);
+  const more = read.length > limit;
+  return { rows, nextCursor: more ? queryCursor.encode(rows[rows.length - 1]) : null };
+}
+
+/**
+ * The matching events past `after` (exclusive) in (ts, id) order, newest or oldest first, at most
+ * `limit`: one bounded, index-ordered read. The event list pages with it (newest first, a cursor)
+ * and the export walks with it (oldest first, batch after batch).
+ */
+async function keysetScan(
+  db: Queryable,
+  projectId: string,
+  w: Window | null,
+  filter: Node | null,
+  slots: SlotMap,
+  order: "newest" | "oldest",
+  after: EventPosition | null,
+  limit: number,
+): Promise<EventRow[]> {
   const s = rawScan(projectId, w, filter, slots);
+  const [past, dir] = order === "newest" ? ["<", "DESC"] : [">", "ASC"];
   let where = s.where;
-  if (cursor) {
-    const c = queryCursor.read(cursor, "pagination.cursor");
-    where += ` AND (e.ts, e.id) < (timestamptz 'epoch' + ${s.params.add(c.us)}::bigint * interval '1 microsecond', ${s.params.add(c.id)}::uuid)`;
+  if (after) {
+    where += ` AND (e.ts, e.id) ${past} (timestamptz 'epoch' + ${s.params.add(after.us)}::bigint * interval '1 microsecond', ${s.params.add(after.id)}::uuid)`;
   }
-  const lim = s.params.add(limit + 1);
   const r = await db.query<EventRow>(
     `SELECT e.id, e.project_id, e.type, e.ts, e.user_id, e.group_id, e.source_id, e.data, e.context, e.tags, e.created_at,
             (extract(epoch FROM e.ts) * 1000000)::bigint::text AS us
-     FROM events e WHERE ${where} ORDER BY e.ts DESC, e.id DESC LIMIT ${lim}`,
+     FROM events e WHERE ${where} ORDER BY e.ts ${dir}, e.id ${dir} LIMIT ${s.params.add(limit)}`,
     s.params.values,
   );
-  const rows = r.rows.slice(0, limit);
-  const more = r.rows.length > limit;
-  return { rows, nextCursor: more ? queryCursor.encode(rows[rows.length - 1]) : null };
+  return r.rows;
 }
 
 /** The same Event message as the event list answers. */
@@ -57,37 +82,21 @@ export function toEventMessage(r: EventRow) {
   return storedToMessage(rowToStored(r));
 }
 
-/** Where an export has got to: the last written row's ts (epoch microseconds) and id. */
-export interface ExportPosition {
-  us: string;
-  id: string;
-}
-
 /**
- * POST .../events/export: the next `limit` matching events after `after`, oldest first (keyset on
- * (ts, id) ascending: each batch is one bounded, index-ordered read, so an export of any size holds
- * one batch in memory and no statement or snapshot open between batches).
+ * POST .../events/export: the next `limit` matching events after `after`, oldest first (each batch
+ * one bounded read, so an export of any size holds one batch in memory and no statement or snapshot
+ * open between batches).
  */
-export async function exportBatch(
+export function exportBatch(
   db: Queryable,
   projectId: string,
   w: Window | null,
   filter: Node | null,
   slots: SlotMap,
   limit: number,
-  after: ExportPosition | null,
+  after: EventPosition | null,
 ): Promise<EventRow[]> {
-  const s = rawScan(projectId, w, filter, slots);
-  let where = s.where;
-  if (after)
-    where += ` AND (e.ts, e.id) > (timestamptz 'epoch' + ${s.params.add(after.us)}::bigint * interval '1 microsecond', ${s.params.add(after.id)}::uuid)`;
-  const r = await db.query<EventRow>(
-    `SELECT e.id, e.project_id, e.type, e.ts, e.user_id, e.group_id, e.source_id, e.data, e.context, e.tags, e.created_at,
-            (extract(epoch FROM e.ts) * 1000000)::bigint::text AS us
-     FROM events e WHERE ${where} ORDER BY e.ts ASC, e.id ASC LIMIT ${s.params.add(limit)}`,
-    s.params.values,
-  );
-  return r.rows;
+  return keysetScan(db, projectId, w, filter, slots, "oldest", after, limit);
 }
 
 /** An event as the event list's REST JSON writes it (unset optional fields `null`): NDJSON's line, CSV's source. */

@@ -11,7 +11,7 @@ import type { Periodic } from "../shared/periodic.js";
 import type { ColumnBlocks } from "./column-blocks.js";
 import { AnalyticsMetrics } from "./metrics.js";
 import { NO_SLOTS } from "./sql.js";
-import { exportBatch, queryEvents, toEventJson, toEventMessage, type ExportPosition } from "./events.js";
+import { exportBatch, queryEvents, toEventJson, toEventMessage, type EventPosition } from "./events.js";
 import { CONTENT_TYPES, csvHeader, csvLine, ndjsonLine, parseExport } from "./export-format.js";
 import { knownTypes, pickFields, sampledFields } from "./known.js";
 import { parseFilters } from "./filters.js";
@@ -92,7 +92,7 @@ export function createAnalyticsFeature(
             const slots = fast ? await registry.slots(scope.projectId, clock().getTime()) : NO_SLOTS;
             let contentType: string | undefined = CONTENT_TYPES[format];
             let text = format === "csv" ? csvHeader(columns) : "";
-            let after: ExportPosition | null = null;
+            let after: EventPosition | null = null;
             // Keyset batches, oldest first: one batch in memory, each read under the project's share of
             // the pool and cancelled with the request. A chunk per batch; the consumer's pace (REST:
             // the socket's drain, RPC: the stream's) decides when the next batch is read.
