@@ -5,22 +5,10 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { useDashboard } from "../helpers/dashboard.js";
+import { SECTIONS } from "../../web/src/sections.js";
 
 // Webhooks to a local address (no DNS here; nothing is delivered in this test).
 const { t, p, dash, pageErrors, available, SKIP } = useDashboard({ WEBHOOK_ALLOW_PRIVATE: "true" });
-
-const SCREENS: [path: string, heading: string][] = [
-  ["events", "Events"],
-  ["analytics", "Analytics"],
-  ["metrics", "Metrics"],
-  ["uptime", "Uptime"],
-  ["webhooks", "Webhooks"],
-  ["pages", "Status pages"],
-  ["users", "Users"],
-  ["keys", "API keys"],
-  ["members", "Members"],
-  ["settings", "Settings"],
-];
 
 describe("dashboard: a phone-wide window", () => {
   it("fits every project screen in 390 px and keeps the navigation", async (ctx) => {
@@ -53,29 +41,30 @@ describe("dashboard: a phone-wide window", () => {
     assert.equal(hook.status, 201, hook.text);
 
     const { context, page } = await dash.open(p.owner, { width: 390, height: 844 });
-    for (const [path, heading] of SCREENS) {
+    // Every section of the sidebar; each one's label is its screen's heading.
+    for (const [path, heading] of SECTIONS) {
       await page.goto(`/projects/${p.projectId}/${path}`);
       await page.getByRole("heading", { name: heading, exact: true, level: 1 }).waitFor();
       await page.waitForLoadState("networkidle");
       // The screens with the widest content show it before they are measured.
       if (path === "events") await page.getByText("user-29-a-very-long-value", { exact: false }).first().waitFor();
       if (path === "keys") await page.locator("table.keys-table").waitFor();
+      // The page's width, and what sticks out past the window (named in the failure message).
       const widths = await page.evaluate(() => ({
         page: document.documentElement.scrollWidth,
         window: window.innerWidth,
-      }));
-      if (widths.page > widths.window) {
-        await dash.screenshot(page, `narrow-${path}-too-wide`);
-        console.log(
-          await page.evaluate(() =>
-            [...document.querySelectorAll("body *")]
-              .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1)
-              .slice(0, 8)
-              .map((e) => `${e.tagName}.${e.className} ${Math.round(e.getBoundingClientRect().right)}`),
+        wider: [...document.querySelectorAll("body *")]
+          .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1)
+          .slice(0, 8)
+          .map(
+            (e) => `${e.tagName.toLowerCase()}.${e.className} ends at ${Math.round(e.getBoundingClientRect().right)}`,
           ),
-        );
-      }
-      assert.ok(widths.page <= widths.window, `/${path} is ${widths.page} px wide in a ${widths.window} px window`);
+      }));
+      if (widths.page > widths.window) await dash.screenshot(page, `narrow-${path}-too-wide`);
+      assert.ok(
+        widths.page <= widths.window,
+        `/${path} is ${widths.page} px wide in a ${widths.window} px window: ${widths.wider.join(", ")}`,
+      );
       // The navigation is on screen and leads to the other sections.
       const nav = page.getByRole("navigation").getByRole("link", { name: "Users", exact: true });
       assert.equal(await nav.isVisible(), true, `/${path}: the Users link is visible`);

@@ -2,6 +2,7 @@ import type { ComponentChildren, FunctionComponent } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ErrorBoundary, LocationProvider, Route, Router, useLocation, useRoute } from "preact-iso";
 import { api } from "./api.js";
+import { SECTIONS } from "./sections.js";
 import { ProjectContext, SessionProvider, useSession, type Role } from "./session.js";
 import { useAsync } from "./ui/hooks.js";
 import { ErrorMessage, Loading } from "./ui/kit.js";
@@ -20,20 +21,6 @@ import { Users, UserDetail } from "./screens/users.js";
 
 // The application: routes (the same paths Vigil answers with index.html, src/server/dashboard.ts),
 // the signed-in shell and the project sections. Each screen lives in screens/<name>.tsx.
-
-/** The sections of a project, in the sidebar's order: [path under /projects/:id, label]. */
-export const SECTIONS: [string, string][] = [
-  ["events", "Events"],
-  ["analytics", "Analytics"],
-  ["metrics", "Metrics"],
-  ["uptime", "Uptime"],
-  ["webhooks", "Webhooks"],
-  ["pages", "Status pages"],
-  ["users", "Users"],
-  ["keys", "API keys"],
-  ["members", "Members"],
-  ["settings", "Settings"],
-];
 
 export function App() {
   return (
