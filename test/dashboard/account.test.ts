@@ -4,7 +4,7 @@
 // project is "not found".
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { signup } from "../helpers/fixtures.js";
+import { memberOf, signup } from "../helpers/fixtures.js";
 import { useDashboard } from "../helpers/dashboard.js";
 
 const { t, p, dash, pageErrors, available, SKIP } = useDashboard();
@@ -72,13 +72,7 @@ describe("dashboard: account and projects", () => {
 
   it("shows a member no owner controls, and another tenant's project as not found", async (ctx) => {
     if (!available()) return ctx.skip(SKIP);
-    const member = await signup(t.rest, "member");
-    const added = await t.rest.post(
-      `/v1/projects/${p.projectId}/members`,
-      { email: member.email, role: "member" },
-      { cookie: p.owner.cookie },
-    );
-    assert.equal(added.status, 201, added.text);
+    const member = await memberOf(t.rest, p);
     const { context, page } = await dash.open(member);
     await page.goto(`/projects/${p.projectId}/settings`);
     await page.getByText("Only the project's owner can delete it.").waitFor();

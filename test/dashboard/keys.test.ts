@@ -5,7 +5,7 @@
 // (a bad entry's error in words); a member sees no key controls.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { signup } from "../helpers/fixtures.js";
+import { memberOf } from "../helpers/fixtures.js";
 import { runShownCurl, useDashboard } from "../helpers/dashboard.js";
 
 const { t, p, dash, pageErrors, available, SKIP } = useDashboard();
@@ -118,13 +118,7 @@ describe("dashboard: API keys", () => {
 
   it("shows a member no key controls and the origins read-only", async (ctx) => {
     if (!available()) return ctx.skip(SKIP);
-    const member = await signup(t.rest, "member");
-    const added = await t.rest.post(
-      `/v1/projects/${p.projectId}/members`,
-      { email: member.email, role: "member" },
-      { cookie: p.owner.cookie },
-    );
-    assert.equal(added.status, 201, added.text);
+    const member = await memberOf(t.rest, p);
     const { context, page } = await dash.open(member);
     await page.goto(`/projects/${p.projectId}/keys`);
     await page.getByRole("heading", { name: /managed by the project's owner and admins/ }).waitFor();

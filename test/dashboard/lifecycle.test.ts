@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { describe, it } from "node:test";
-import { signup } from "../helpers/fixtures.js";
+import { memberOf } from "../helpers/fixtures.js";
 import { useDashboard } from "../helpers/dashboard.js";
 
 const { t, p, dash, pageErrors, available, SKIP } = useDashboard({ RETENTION_DAYS: "400" });
@@ -109,13 +109,7 @@ describe("dashboard: data lifecycle", () => {
 
   it("shows a member the retention and no delete button", async (ctx) => {
     if (!available()) return ctx.skip(SKIP);
-    const member = await signup(t.rest, "lifecycle-member");
-    const added = await t.rest.post(
-      `/v1/projects/${p.projectId}/members`,
-      { email: member.email, role: "member" },
-      { cookie: p.owner.cookie },
-    );
-    assert.equal(added.status, 201, added.text);
+    const member = await memberOf(t.rest, p, "lifecycle-member");
     await t.rest.post("/v1/events", { type: "visit", userId: "gina" }, { key: p.key });
     const user = await t.rest.get(`/v1/projects/${p.projectId}/users/gina`, { key: p.key });
     const { context, page } = await dash.open(member);

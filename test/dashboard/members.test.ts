@@ -3,7 +3,7 @@
 // reads the list without controls; the server's changes are checked over REST.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { signup } from "../helpers/fixtures.js";
+import { memberOf, signup } from "../helpers/fixtures.js";
 import { useDashboard } from "../helpers/dashboard.js";
 
 const { t, p, dash, pageErrors, available, SKIP } = useDashboard();
@@ -72,12 +72,7 @@ describe("dashboard: members", () => {
     assert.equal((await t.rest.get(`/v1/projects/${p.projectId}`, { cookie: ana.cookie })).status, 404);
 
     // Removed by someone else meanwhile: the server's refusal in words, and the list follows.
-    const cy = await signup(t.rest, "cy");
-    await t.rest.post(
-      `/v1/projects/${p.projectId}/members`,
-      { email: cy.email, role: "member" },
-      { cookie: p.owner.cookie },
-    );
+    const cy = await memberOf(t.rest, p, "cy");
     await page.reload();
     const cyRow = page.getByRole("row").filter({ hasText: cy.email });
     await cyRow.getByRole("button", { name: "Remove" }).click();
@@ -94,13 +89,7 @@ describe("dashboard: members", () => {
 
   it("shows a member the list read-only", async (ctx) => {
     if (!available()) return ctx.skip(SKIP);
-    const bo = await signup(t.rest, "bo");
-    const added = await t.rest.post(
-      `/v1/projects/${p.projectId}/members`,
-      { email: bo.email, role: "member" },
-      { cookie: p.owner.cookie },
-    );
-    assert.equal(added.status, 201, added.text);
+    const bo = await memberOf(t.rest, p, "bo");
     const { context, page } = await dash.open(bo);
     await page.goto(`/projects/${p.projectId}/members`);
     await page.getByRole("row").filter({ hasText: p.owner.email }).waitFor();

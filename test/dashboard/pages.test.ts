@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { describe, it } from "node:test";
-import { signup } from "../helpers/fixtures.js";
+import { memberOf } from "../helpers/fixtures.js";
 import { useDashboard } from "../helpers/dashboard.js";
 import { waitFor } from "../webhooks/receiver.js";
 
@@ -158,13 +158,7 @@ describe("dashboard: status pages", () => {
       { cookie: p.owner.cookie },
     );
     assert.equal(made.status, 201, made.text);
-    const member = await signup(t.rest, "member");
-    const added = await t.rest.post(
-      `/v1/projects/${p.projectId}/members`,
-      { email: member.email, role: "member" },
-      { cookie: p.owner.cookie },
-    );
-    assert.equal(added.status, 201, added.text);
+    const member = await memberOf(t.rest, p);
     const { context, page } = await dash.open(member);
     await page.goto(`/projects/${p.projectId}/pages`);
     await page.getByRole("listitem", { name: "Seen by members" }).getByText("published").waitFor();

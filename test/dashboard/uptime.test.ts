@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Page } from "playwright-core";
-import { signup } from "../helpers/fixtures.js";
+import { memberOf } from "../helpers/fixtures.js";
 import { useDashboard } from "../helpers/dashboard.js";
 import { waitFor } from "../uptime/util.js";
 
@@ -182,13 +182,7 @@ describe("dashboard: uptime", () => {
       .filter({ hasText: /not found/i })
       .waitFor();
 
-    const member = await signup(t.rest, "uptime-member");
-    const added = await t.rest.post(
-      `${base()}/members`,
-      { email: member.email, role: "member" },
-      { cookie: p.owner.cookie },
-    );
-    assert.equal(added.status, 201, added.text);
+    const member = await memberOf(t.rest, p, "uptime-member");
     const m = await dash.open(member);
     await m.page.goto(`/projects/${p.projectId}/uptime`);
     await card(m.page, "backup-job").waitFor();

@@ -5,7 +5,7 @@
 // words, disabling stops deliveries, and a member sees no write controls.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { signup } from "../helpers/fixtures.js";
+import { memberOf } from "../helpers/fixtures.js";
 import { useDashboard } from "../helpers/dashboard.js";
 import { Receiver, waitFor } from "../webhooks/receiver.js";
 import { verifyWebhook } from "../../sdk/src/index.js";
@@ -190,13 +190,7 @@ describe("dashboard: webhooks", () => {
 
   it("shows a member no write controls", async (ctx) => {
     if (!available()) return ctx.skip(SKIP);
-    const member = await signup(t.rest, "member");
-    const added = await t.rest.post(
-      `/v1/projects/${p.projectId}/members`,
-      { email: member.email, role: "member" },
-      { cookie: p.owner.cookie },
-    );
-    assert.equal(added.status, 201, added.text);
+    const member = await memberOf(t.rest, p);
     const made = await t.rest.post(
       `/v1/projects/${p.projectId}/webhooks`,
       { name: "for members", url: rx.on("/members", () => ({ status: 200 })), events: ["signup"] },

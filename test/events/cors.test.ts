@@ -7,7 +7,7 @@ import { describe, it } from "node:test";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { EventService } from "../../gen/vigil/v1/events_pb.js";
-import { errorBody, signup } from "../helpers/fixtures.js";
+import { errorBody, memberOf } from "../helpers/fixtures.js";
 import type { Res } from "../helpers/rest.js";
 import { useProject } from "../helpers/use.js";
 
@@ -265,14 +265,7 @@ describe("allowedOrigins", () => {
 
   it("only an owner or admin may change it; API keys and members may not", async () => {
     assert.equal((await setOrigins([])).status, 200);
-    const member = await signup(t.rest, "member");
-    await t.rest.post(
-      `/v1/projects/${p.projectId}/members`,
-      { email: member.email, role: "member" },
-      {
-        cookie: p.owner.cookie,
-      },
-    );
+    const member = await memberOf(t.rest, p);
     const m = await t.rest.patch(`/v1/projects/${p.projectId}`, { allowedOrigins: [EVIL] }, { cookie: member.cookie });
     assert.equal(m.status, 403, m.text);
     const k = await t.rest.patch("/v1/projects/self", { allowedOrigins: [EVIL] }, { key: p.key });

@@ -39,6 +39,23 @@ export async function project(rest: RestClient, platform = "node"): Promise<Proj
   return { owner, projectId: p.body.data.id, key: k.body.data.secret, keyId: k.body.data.id };
 }
 
+/** Signs up an account and adds it to `p` with `role` (by its owner); the account. */
+export async function memberOf(
+  rest: RestClient,
+  p: Pick<ProjectFixture, "projectId" | "owner">,
+  name = "member",
+  role: "member" | "admin" = "member",
+): Promise<Account> {
+  const account = await signup(rest, name);
+  const r = await rest.post(
+    `/v1/projects/${p.projectId}/members`,
+    { email: account.email, role },
+    { cookie: p.owner.cookie },
+  );
+  if (r.status !== 201) throw new Error(`add member failed: ${r.status} ${r.text}`);
+  return account;
+}
+
 /** Two tenants, an account in neither, and a revoked key of the first: what the security batteries attack with. */
 export interface Tenants {
   a: ProjectFixture;

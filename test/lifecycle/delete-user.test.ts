@@ -5,7 +5,7 @@ import * as grpc from "@grpc/grpc-js";
 import pg from "pg";
 import { startNode, type Node } from "../helpers/cluster.js";
 import { createTestDatabase } from "../helpers/db.js";
-import { errorBody, project, signup, type ProjectFixture } from "../helpers/fixtures.js";
+import { errorBody, memberOf, project, type ProjectFixture } from "../helpers/fixtures.js";
 import type { RestClient } from "../helpers/rest.js";
 import { useProject } from "../helpers/use.js";
 import { grpcError, loadVigil, unary } from "../clients/grpc-js-util.js";
@@ -276,15 +276,7 @@ describe("deleting a user", () => {
     // Not a member of that project: 404 (decisions.md), as for any of its routes.
     assert.equal((await t.rest.get(`/v1/projects/${q.projectId}/jobs/${jobId}`, { cookie })).status, 404);
 
-    const m = await signup(t.rest, "member");
-    const add = await t.rest.post(
-      `/v1/projects/${q.projectId}/members`,
-      { email: m.email, role: "member" },
-      {
-        cookie: q.owner.cookie,
-      },
-    );
-    assert.equal(add.status, 201, add.text);
+    const m = await memberOf(t.rest, q);
     assert.equal((await t.rest.del(`/v1/projects/${q.projectId}/users/theirs`, { cookie: m.cookie })).status, 403);
     assert.equal((await t.rest.get(`/v1/projects/${q.projectId}/jobs/${jobId}`, { cookie: m.cookie })).status, 403);
     // An API key reads data but does not delete people.

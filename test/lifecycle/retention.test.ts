@@ -12,7 +12,7 @@ import { eventsOf, GENEROUS_LIMITS, startTestApp } from "../helpers/app.js";
 import { startNode, type Node } from "../helpers/cluster.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { ingest, pageAllEvents } from "../helpers/events.js";
-import { project, signup } from "../helpers/fixtures.js";
+import { memberOf, project } from "../helpers/fixtures.js";
 import { useProject } from "../helpers/use.js";
 
 // Retention (docs/lifecycle.md "Retention"): the PATCH and what a project shows, the pass over events and
@@ -140,13 +140,7 @@ describe("PATCH retentionDays", () => {
     const other = await project(t.rest);
     const r = await t.rest.patch(`/v1/projects/${other.projectId}`, { retentionDays: 1 }, { cookie: p.owner.cookie });
     assert.ok(r.status === 404 || r.status === 403, r.text);
-    const member = await signup(t.rest, "member");
-    const add = await t.rest.post(
-      `${projectUrl()}/members`,
-      { email: member.email, role: "member" },
-      { cookie: p.owner.cookie },
-    );
-    assert.equal(add.status, 201, add.text);
+    const member = await memberOf(t.rest, p);
     const m = await t.rest.patch(projectUrl(), { retentionDays: 1 }, { cookie: member.cookie });
     assert.equal(m.status, 403, m.text);
     const k = await t.rest.patch(projectUrl(), { retentionDays: 1 }, { key: p.key });

@@ -5,7 +5,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { fromJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { MetricsService } from "../../gen/vigil/v1/metrics_pb.js";
-import { errorBody, project, signup } from "../helpers/fixtures.js";
+import { errorBody, memberOf, project } from "../helpers/fixtures.js";
 import { useProject } from "../helpers/use.js";
 
 // Recording: POST .../metrics and .../metrics/batch over the real port, the 409 type rule,
@@ -256,14 +256,8 @@ describe("credentials and tenants", () => {
 
   it("no credentials and revoked keys are 401; a member's session and 'self' work", async () => {
     assert.equal((await t.rest.post(path(), { type: "measurement", name: "x", value: 1 })).status, 401);
-    const q = await signup(t.rest, "q");
     const proj = await project(t.rest);
-    const add = await t.rest.post(
-      `/v1/projects/${proj.projectId}/members`,
-      { email: q.email, role: "member" },
-      { cookie: proj.owner.cookie },
-    );
-    assert.equal(add.status, 201, add.text);
+    const q = await memberOf(t.rest, proj, "q");
     const viaSession = await t.rest.post(
       path(proj.projectId),
       { type: "measurement", name: "m", value: 2 },

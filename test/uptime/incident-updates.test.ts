@@ -4,7 +4,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { UptimeService } from "../../gen/vigil/v1/uptime_pb.js";
 import { GENEROUS_LIMITS } from "../helpers/app.js";
-import { errorBody, project, signup, type Account, type ProjectFixture } from "../helpers/fixtures.js";
+import { type Account, errorBody, memberOf, project, type ProjectFixture } from "../helpers/fixtures.js";
 import { useProject } from "../helpers/use.js";
 
 // Incident updates (decisions.md: Status pages): POST/GET .../incidents/:incidentId/updates. Short
@@ -35,13 +35,7 @@ async function incidentOf(fx: ProjectFixture, slug: string): Promise<{ incidentI
 
 const { t, p } = useProject(GENEROUS_LIMITS, { clock }, async () => {
   other = await project(t.rest);
-  member = await signup(t.rest, "member");
-  const add = await t.rest.post(
-    `/v1/projects/${p.projectId}/members`,
-    { email: member.email, role: "member" },
-    { cookie: p.owner.cookie },
-  );
-  assert.equal(add.status, 201, add.text);
+  member = await memberOf(t.rest, p);
   ({ incidentId } = await incidentOf(p, "api"));
   ({ incidentId: otherIncidentId } = await incidentOf(other, "api"));
 });

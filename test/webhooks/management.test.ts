@@ -3,7 +3,7 @@ import { after, before, describe, it } from "node:test";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { WebhookService } from "../../gen/vigil/v1/webhooks_pb.js";
-import { errorBody, project, signup } from "../helpers/fixtures.js";
+import { errorBody, memberOf, project } from "../helpers/fixtures.js";
 import { Receiver, waitFor } from "./receiver.js";
 import { useProject } from "../helpers/use.js";
 
@@ -195,10 +195,8 @@ describe("webhook management", () => {
       const r2 = await t.rest.req(m, path.replace(p.projectId, other.projectId), { cookie: other.owner.cookie, body });
       assert.equal(r2.status, 404, `${m} ${path} in own project`);
     }
-    const member = await signup(t.rest, "member");
-    const admin = await signup(t.rest, "admin");
-    await t.rest.post(`/v1/projects/${p.projectId}/members`, { email: member.email, role: "member" }, owner());
-    await t.rest.post(`/v1/projects/${p.projectId}/members`, { email: admin.email, role: "admin" }, owner());
+    const member = await memberOf(t.rest, p);
+    const admin = await memberOf(t.rest, p, "admin", "admin");
     for (const [m, path, body] of [["GET", base()], ["POST", base(), { url: PUBLIC, events: ["a"] }], ...paths] as [
       string,
       string,
