@@ -49,10 +49,11 @@ export async function queryEvents(
 
 /**
  * The matching events past `after` (exclusive) in (ts, id) order, newest or oldest first, at most
- * `limit`: one bounded, index-ordered read. The event list pages with it (newest first, a cursor)
- * and the export walks with it (oldest first, batch after batch).
+ * `limit`: one bounded, index-ordered read. The event list pages with it (newest first, a cursor);
+ * the export walks with it (POST .../events/export: oldest first, batch after batch, so an export of
+ * any size holds one batch in memory and no statement or snapshot open between batches).
  */
-async function keysetScan(
+export async function keysetScan(
   db: Queryable,
   projectId: string,
   w: Window | null,
@@ -80,23 +81,6 @@ async function keysetScan(
 /** The same Event message as the event list answers. */
 export function toEventMessage(r: EventRow) {
   return storedToMessage(rowToStored(r));
-}
-
-/**
- * POST .../events/export: the next `limit` matching events after `after`, oldest first (each batch
- * one bounded read, so an export of any size holds one batch in memory and no statement or snapshot
- * open between batches).
- */
-export function exportBatch(
-  db: Queryable,
-  projectId: string,
-  w: Window | null,
-  filter: Node | null,
-  slots: SlotMap,
-  limit: number,
-  after: EventPosition | null,
-): Promise<EventRow[]> {
-  return keysetScan(db, projectId, w, filter, slots, "oldest", after, limit);
 }
 
 /** An event as the event list's REST JSON writes it (unset optional fields `null`): NDJSON's line, CSV's source. */

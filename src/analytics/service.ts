@@ -11,7 +11,7 @@ import type { Periodic } from "../shared/periodic.js";
 import type { ColumnBlocks } from "./column-blocks.js";
 import { AnalyticsMetrics } from "./metrics.js";
 import { NO_SLOTS } from "./sql.js";
-import { exportBatch, queryEvents, toEventJson, toEventMessage, type EventPosition } from "./events.js";
+import { keysetScan, queryEvents, toEventJson, toEventMessage, type EventPosition } from "./events.js";
 import { CONTENT_TYPES, csvHeader, csvLine, ndjsonLine, parseExport } from "./export-format.js";
 import { knownTypes, pickFields, sampledFields } from "./known.js";
 import { parseFilters } from "./filters.js";
@@ -99,7 +99,7 @@ export function createAnalyticsFeature(
             for (;;) {
               const rows = await limiter.run(scope.projectId, ctx.signal, () =>
                 withCancellable(db, ctx.signal, (c) =>
-                  exportBatch(c, scope.projectId, w, filter, slots, EXPORT_BATCH, after),
+                  keysetScan(c, scope.projectId, w, filter, slots, "oldest", after, EXPORT_BATCH),
                 ),
               );
               for (const r of rows) {
