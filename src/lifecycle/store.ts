@@ -1,7 +1,7 @@
 import type { Db, Queryable } from "../storage/db.js";
 import { tx } from "../storage/db.js";
 import { partitionName } from "../events/partitions.js";
-import { isUndefinedTable } from "../shared/pg-errors.js";
+import { isLockNotAvailable, isUndefinedTable } from "../shared/pg-errors.js";
 
 // SQL of the retention pass (src/lifecycle/retention.ts). Every delete is bounded (`limit` rows per
 // statement, one short transaction each) and conditioned only on "older than the cutoff", so running
@@ -79,7 +79,7 @@ export async function dropPartitionIf(
       return true;
     });
   } catch (err) {
-    if ((err as { code?: string }).code === "55P03") return false; // lock_not_available
+    if (isLockNotAvailable(err)) return false;
     throw err;
   }
 }

@@ -19,6 +19,9 @@ export const isDeadlock = (err: unknown): boolean => codeOf(err) === "40P01";
 /** query_canceled (57014): the statement timeout, or a cancel request. */
 export const isQueryCanceled = (err: unknown): boolean => codeOf(err) === "57014";
 
+/** lock_not_available (55P03): a lock not granted within `lock_timeout`. */
+export const isLockNotAvailable = (err: unknown): boolean => codeOf(err) === "55P03";
+
 /** undefined_table (42P01). */
 export const isUndefinedTable = (err: unknown): boolean => codeOf(err) === "42P01";
 
