@@ -259,8 +259,9 @@ describe("deleting a project", () => {
 
     await waitFor("the purge to finish", 20_000, async () => !(await pendingPurge(db, gone.projectId)));
     assert.deepEqual(nonZero(await ownedRows(db, gone.projectId, goneIds)), {});
-    // The metrics count what the sweep removed (the cascade took the rest in the request).
-    const swept = ["events", "users", "groups", "metrics", "event_user_hours", "ingest_ids", "ingest_deltas"];
+    // The metrics count what the sweep removed (the cascade took the rest in the request). Not ingest_deltas:
+    // the projector consumes those rows on its own, so the count taken before may exceed what the sweep found.
+    const swept = ["events", "users", "groups", "metrics", "event_user_hours", "ingest_ids"];
     const least = swept.reduce((n, table) => n + before[table], 0);
     assert.ok((await total("vigil_purge_rows_deleted_total")) - rowsBefore >= least);
     assert.equal((await total("vigil_purge_projects_finished_total")) - finishedBefore, 1);
