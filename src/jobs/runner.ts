@@ -2,6 +2,7 @@ import type { PoolClient } from "pg";
 import type { DerivedRecords } from "../events/pipeline.js";
 import { deleteUserBatch, deleteUserRecord } from "./user-delete.js";
 import type { Deps } from "../platform/deps.js";
+import { txOn } from "../storage/db.js";
 import { assertNever } from "../shared/never.js";
 import { startPeriodic, type Periodic } from "../shared/periodic.js";
 import { JobFailure, isFinished, isJobKind, parseParams, type JobParamsByKind } from "./model.js";
@@ -36,18 +37,19 @@ export function createJobRunner(deps: Pick<Deps, "db" | "log" | "clock">, derive
   const { db, log, clock } = deps;
   let loop: Periodic | undefined;
 
-  /** One transaction on the job's own connection (the one holding its lock); no statement timeout. */
-  async function inTx<T>(c: PoolClient, fn: () => Promise<T>): Promise<T> {
-    await c.query("BEGIN");
-    try {
-      await c.query("SET LOCAL statement_timeout = 0");
-      const out = await fn();
-      await c.query("COMMIT");
-      return out;
-    } catch (err) {
-      await c.query("ROLLBACK").catch(() => undefined);
-      throw err;
-    }
+  /**
+   * One transaction on the job's own connection (the one holding its lock); no statement timeout.
+   * A failed ROLLBACK needs no flag here: the error goes on up to `attempt`, which destroys the connection.
+   */
+  function inTx<T>(c: PoolClient, fn: () => Promise<T>): Promise<T> {
+    return txOn(
+      c,
+      async () => {
+        await c.query("SET LOCAL statement_timeout = 0");
+        return fn();
+      },
+      () => undefined,
+    );
   }
 
   /** user.delete: the user's hours in batches, then the user record. False when stopped before the end. */

@@ -47,20 +47,35 @@ export function createPool(url: string, max: number, opts: PoolOptions = {}): Db
 }
 
 /**
- * Runs fn in a transaction; rolls back on any error. A connection whose ROLLBACK failed is
- * destroyed rather than returned to the pool.
+ * Runs fn in a transaction on a connection the caller holds (one with a session lock, say); rolls
+ * back on any error and rethrows it. A failed ROLLBACK is reported to `onBroken`: that connection
+ * must not be reused.
+ */
+export async function txOn<T>(c: pg.PoolClient, fn: () => Promise<T>, onBroken: () => void): Promise<T> {
+  try {
+    await c.query("BEGIN");
+    const out = await fn();
+    await c.query("COMMIT");
+    return out;
+  } catch (err) {
+    await c.query("ROLLBACK").catch(onBroken);
+    throw err;
+  }
+}
+
+/**
+ * Runs fn in a transaction on a pooled connection; rolls back on any error. A connection whose
+ * ROLLBACK failed is destroyed rather than returned to the pool.
  */
 export async function tx<T>(db: Db, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
   const c = await db.connect();
   let broken = false;
   try {
-    await c.query("BEGIN");
-    const out = await fn(c);
-    await c.query("COMMIT");
-    return out;
-  } catch (err) {
-    await c.query("ROLLBACK").catch(() => (broken = true));
-    throw err;
+    return await txOn(
+      c,
+      () => fn(c),
+      () => (broken = true),
+    );
   } finally {
     c.release(broken);
   }
