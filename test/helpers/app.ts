@@ -10,6 +10,8 @@ import type { UptimeFeature } from "../../src/uptime/service.js";
 import { createTestDatabase } from "./db.js";
 import { RestClient } from "./rest.js";
 import { temporalPassEnv } from "./temporal.js";
+// Any file with an in-process Vigil: an uncaught exception fails it (see ./uncaught.ts).
+import "./uncaught.js";
 
 export interface TestApp {
   app: App;
