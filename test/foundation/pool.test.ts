@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { createPool } from "../../src/storage/db.js";
+import { createPool, tx } from "../../src/storage/db.js";
 import { createTestDatabase } from "../helpers/db.js";
 
 // Every pool connection carries the service's session settings; options given in DATABASE_URL are kept.
@@ -18,6 +18,45 @@ describe("connection pool", () => {
     } finally {
       await plain.end();
       await withOptions.end();
+    }
+  });
+
+  it("tx rolls back on error and rethrows; a connection whose ROLLBACK failed is destroyed, not pooled again", async () => {
+    const url = await createTestDatabase();
+    const pool = createPool(url, 2);
+    try {
+      await pool.query("CREATE TABLE tx_probe (n int)");
+      await assert.rejects(
+        tx(pool, async (c) => {
+          await c.query("INSERT INTO tx_probe VALUES (1)");
+          throw new Error("boom");
+        }),
+        /boom/,
+      );
+      assert.equal((await pool.query("SELECT count(*)::int AS n FROM tx_probe")).rows[0].n, 0);
+      assert.equal(pool.idleCount, 1, "a cleanly rolled-back connection goes back to the pool");
+
+      // The session is killed mid-transaction: the ROLLBACK cannot run, the connection is dropped.
+      let pid = 0;
+      await assert.rejects(
+        tx(pool, async (c) => {
+          pid = (await c.query("SELECT pg_backend_pid() AS pid")).rows[0].pid;
+          await c.query("INSERT INTO tx_probe VALUES (2)");
+          const other = await pool.connect();
+          try {
+            await other.query("SELECT pg_terminate_backend($1)", [pid]);
+          } finally {
+            other.release();
+          }
+          await c.query("SELECT 1");
+        }),
+      );
+      assert.equal((await pool.query("SELECT count(*)::int AS n FROM tx_probe")).rows[0].n, 0);
+      const pids = new Set<number>();
+      for (let i = 0; i < 4; i++) pids.add((await pool.query("SELECT pg_backend_pid() AS pid")).rows[0].pid);
+      assert.ok(!pids.has(pid), "the terminated connection was handed out again");
+    } finally {
+      await pool.end();
     }
   });
 });

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import pg from "pg";
+import { setTimeout as sleep } from "node:timers/promises";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { ProjectService } from "../../gen/vigil/v1/projects_pb.js";
@@ -514,6 +515,46 @@ describe("one node at a time", () => {
         assert.ok(Date.now() < deadline, "a pass completed once the lock was free");
     } finally {
       await c.end();
+    }
+  });
+
+  it("the server ending the pass's lock connection mid-pass (a restart, a failover) crashes nothing; the next pass completes", async () => {
+    assert.equal((await patch({ retentionDays: DAYS })).status, 200);
+    const derived = eventsOf(t.app).derived;
+    const admin = new pg.Client({ connectionString: t.databaseUrl });
+    await admin.connect();
+    let ended: number | undefined;
+    try {
+      // Between two statements of the pass (the settle before its trims), PostgreSQL ends the session
+      // that holds the lock: idle, checked out of the pool, it gets the FATAL with no query to fail.
+      const ending = {
+        async settle(projectId: string) {
+          if (ended === undefined) {
+            const holder = await admin.query<{ pid: number }>(
+              `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
+                 AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('vigil:retention', 0)`,
+            );
+            assert.equal(holder.rowCount, 1, "the pass holds the retention lock");
+            ended = holder.rows[0].pid;
+            await admin.query("SELECT pg_terminate_backend($1)", [ended]);
+            await sleep(200); // the FATAL reaches the idle client
+          }
+          return derived.settle(projectId);
+        },
+      };
+      const deadline = Date.now() + 10_000;
+      while (!(await runRetentionPass(t.app.deps, ending)).completed || ended === undefined)
+        assert.ok(Date.now() < deadline, "a pass ran to its end while the app's own loop let it have the lock");
+      // The ended session took its lock with it; the pool did not hand the dead connection out again.
+      const again = Date.now() + 10_000;
+      while (!(await runRetentionPass(t.app.deps, derived)).completed)
+        assert.ok(Date.now() < again, "a later pass got the lock and completed");
+      const live = await admin.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1", [ended]);
+      assert.equal(live.rowCount, 0);
+      assert.equal((await t.rest.get("/health")).status, 200);
+    } finally {
+      await admin.end();
+      await patch({ retentionDays: null });
     }
   });
 });
