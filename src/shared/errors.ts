@@ -1,5 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { BadRequestSchema, ErrorInfoSchema, RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { isDatabaseUnreachable } from "./pg-errors.js";
 
 // One error type for every layer. REST answers `{error: {code, message, details}}` with `status`;
 // gRPC/Connect clients see the matching Code, the snake_case code in `vigil-error-code` metadata,
@@ -72,6 +73,11 @@ export const rateLimited = (retryAfterSeconds: number) =>
     { "retry-after": String(retryAfterSeconds) },
   );
 export const internal = () => new ApiError(500, "internal", "internal server error");
+/** The database is unreachable (shared/pg-errors.ts isDatabaseUnreachable): 503, worth a retry in a second. */
+export const databaseUnavailable = () =>
+  new ApiError(503, "unavailable", "the service cannot reach its database; try again shortly", undefined, {
+    "retry-after": "1",
+  });
 /** The error of a request whose client went away (Connect's Canceled; REST 499, never written). */
 export const requestCancelled = () => new ConnectError("the client went away", Code.Canceled);
 /** A statement ran past STATEMENT_TIMEOUT_MS (PostgreSQL 57014): the server's bound, not the client's input. */
@@ -111,6 +117,7 @@ export function rpcError(err: unknown): ConnectError {
   let e: ConnectError;
   if (err instanceof ConnectError) e = err;
   else if (isClientGone(err)) e = requestCancelled();
+  else if (isDatabaseUnreachable(err)) e = databaseUnavailable();
   else e = new ConnectError("internal server error", Code.Internal);
   if (e.details.length > 0) return e;
   const api = e instanceof ApiError ? e : undefined;
@@ -156,6 +163,7 @@ export function toRestError(err: unknown): {
       body: { error: { code: "canceled", message: "the client went away" } },
       headers: new Headers(),
     };
+  if (isDatabaseUnreachable(err)) return toRestError(databaseUnavailable());
   return {
     status: 500,
     body: { error: { code: "internal", message: "internal server error" } },

@@ -16,8 +16,8 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { ConnectError } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { restJsonListKey, type ClientInfo } from "./context.js";
-import { internal, queryTimeout, requestCancelled } from "./errors.js";
-import { isQueryCanceled } from "./pg-errors.js";
+import { databaseUnavailable, internal, queryTimeout, requestCancelled } from "./errors.js";
+import { isDatabaseUnreachable, isQueryCanceled } from "./pg-errors.js";
 
 // A feature (auth, projects, events, ...) contributes Connect services and, optionally,
 // background work started on worker nodes.
@@ -221,6 +221,11 @@ export function guardImpl(binding: ServiceBinding, log: Logger): ServiceBinding 
     }
     // A statement stopped by STATEMENT_TIMEOUT_MS on any route: a clear 503, not a bare 500.
     if (isQueryCanceled(err)) return queryTimeout();
+    // The database restarting, failing over or out of reach: a 503 to retry, not a bare 500.
+    if (isDatabaseUnreachable(err)) {
+      log.warn({ err, rpc: `${binding.desc.typeName}/${name}` }, "database unreachable");
+      return databaseUnavailable();
+    }
     log.error({ err, rpc: `${binding.desc.typeName}/${name}` }, "unhandled error in handler");
     return internal();
   };

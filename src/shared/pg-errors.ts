@@ -31,3 +31,37 @@ export const isUndefinedTable = (err: unknown): boolean => codeOf(err) === "42P0
  */
 export const isNoPartition = (err: unknown): boolean =>
   codeOf(err) === "23514" && /^no partition of relation/.test((err as { message?: string }).message ?? "");
+
+/** SQLSTATEs of a database that is not there for us: connection_exception (class 08), the server
+ * shutting down or starting up (57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now)
+ * and too_many_connections (53300). */
+const UNREACHABLE_STATES = new Set(["57P01", "57P02", "57P03", "53300"]);
+/** Socket errors of a connection to it (refused, reset, timed out, unresolvable). */
+const UNREACHABLE_SOCKET = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+]);
+/** node-postgres's own errors for a connection lost or unusable (fixed English texts of the library). */
+const UNREACHABLE_MESSAGE =
+  /^(Connection terminated( unexpectedly)?|Client has encountered a connection error and is not queryable|timeout exceeded when trying to connect)$/;
+
+/**
+ * The database could not be reached, or ended the connection (a restart, a failover, an outage):
+ * the request may succeed if tried again shortly. Answered 503 `unavailable`, not 500.
+ */
+export function isDatabaseUnreachable(err: unknown): boolean {
+  const code = codeOf(err);
+  if (
+    typeof code === "string" &&
+    (code.startsWith("08") || UNREACHABLE_STATES.has(code) || UNREACHABLE_SOCKET.has(code))
+  )
+    return true;
+  const message = (err as { message?: unknown } | null)?.message;
+  return typeof message === "string" && UNREACHABLE_MESSAGE.test(message);
+}

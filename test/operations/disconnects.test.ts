@@ -167,16 +167,14 @@ describe("client disconnects", () => {
     assert.deepEqual(loud(), []);
   });
 
-  it("guardImpl: a handler failing after its client left is Canceled, logged at debug; otherwise internal, logged as an error", async () => {
+  it("guardImpl: a handler failing after its client left is Canceled, logged at debug; a lost database is unavailable, logged as a warning; anything else internal, logged as an error", async () => {
     const seen: { level: number; msg: string }[] = [];
     const log = pino(
       { level: "debug" },
       new Writable({ write: (c, _e, cb) => (seen.push(JSON.parse(String(c))), cb()) }),
     );
-    const guarded = guardImpl(
-      bind(HealthService, { check: () => Promise.reject(new Error("Connection terminated")) }),
-      log,
-    );
+    let failure = new Error("Connection terminated");
+    const guarded = guardImpl(bind(HealthService, { check: () => Promise.reject(failure) }), log);
     const left = new AbortController();
     left.abort(new Error("client disconnected"));
     const cancelled = await Promise.resolve(
@@ -187,13 +185,21 @@ describe("client disconnects", () => {
       seen.map((l) => [l.level, l.msg]),
       [[20, "request cancelled"]],
     );
-    const failed = await Promise.resolve(
-      guarded.impl.check(create(CheckRequestSchema), { signal: new AbortController().signal } as HandlerContext),
-    ).catch((e: unknown) => e);
+    const call = () =>
+      Promise.resolve(
+        guarded.impl.check(create(CheckRequestSchema), { signal: new AbortController().signal } as HandlerContext),
+      ).catch((e: unknown) => e);
+    const lost = await call();
+    assert.ok(lost instanceof ConnectError && lost.code === Code.Unavailable, String(lost));
+    failure = Object.assign(new Error("a bug"), { code: "42703" });
+    const failed = await call();
     assert.ok(failed instanceof ConnectError && failed.code === Code.Internal, String(failed));
     assert.deepEqual(
       seen.slice(1).map((l) => [l.level, l.msg]),
-      [[50, "unhandled error in handler"]],
+      [
+        [40, "database unreachable"],
+        [50, "unhandled error in handler"],
+      ],
     );
   });
 

@@ -1,0 +1,143 @@
+import assert from "node:assert/strict";
+import net from "node:net";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import pg from "pg";
+import * as grpc from "@grpc/grpc-js";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { EventService } from "../../gen/vigil/v1/events_pb.js";
+import { GENEROUS_LIMITS, startTestApp, type TestApp } from "../helpers/app.js";
+import { createTestDatabase } from "../helpers/db.js";
+import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
+import { grpcError, loadVigil, unary } from "../clients/grpc-js-util.js";
+
+// The database out of reach (docs/operations.md "PostgreSQL restarts and failovers"): Vigil talks to
+// PostgreSQL through a TCP proxy the test can cut (every open connection dropped, new ones refused)
+// and restore. While it is cut, every protocol answers a clear 503 `unavailable` with Retry-After
+// (gRPC UNAVAILABLE), never a 500 and never a 202; once it is back, the same node serves again and
+// holds exactly the events it acknowledged.
+
+/** A TCP proxy to PostgreSQL (its unix socket or host:port) that can drop everything and refuse. */
+async function cuttableProxy(databaseUrl: string) {
+  const u = new URL(databaseUrl);
+  const host = decodeURIComponent(u.hostname);
+  const upstream = host.startsWith("/")
+    ? { path: path.join(host, `.s.PGSQL.${u.port || 5432}`) }
+    : { host, port: Number(u.port || 5432) };
+  const open = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const up = net.connect(upstream);
+    open.add(client).add(up);
+    const drop = () => {
+      client.destroy();
+      up.destroy();
+      open.delete(client);
+      open.delete(up);
+    };
+    client.on("error", drop).on("close", drop);
+    up.on("error", drop).on("close", drop);
+    client.pipe(up).pipe(client);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const port = (server.address() as net.AddressInfo).port;
+  const proxied = new URL(databaseUrl);
+  proxied.hostname = "127.0.0.1";
+  proxied.port = String(port);
+  return {
+    url: proxied.toString(),
+    async cut() {
+      await new Promise<void>((r) => {
+        server.close(() => r());
+        for (const s of open) s.destroy();
+        open.clear();
+      });
+    },
+    restore: () => new Promise<void>((r) => server.listen(port, "127.0.0.1", r)),
+    close: async () => {
+      for (const s of open) s.destroy();
+      if (server.listening) await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+let t: TestApp;
+let p: ProjectFixture;
+let proxy: Awaited<ReturnType<typeof cuttableProxy>>;
+let direct: pg.Client;
+const grpcClients: grpc.Client[] = [];
+
+before(async () => {
+  const databaseUrl = await createTestDatabase();
+  proxy = await cuttableProxy(databaseUrl);
+  t = await startTestApp({ ...GENEROUS_LIMITS, PG_POOL_SIZE: "4" }, { databaseUrl: proxy.url });
+  p = await project(t.rest);
+  direct = new pg.Client({ connectionString: databaseUrl });
+  await direct.connect();
+});
+after(async () => {
+  for (const c of grpcClients) c.close();
+  await proxy.restore().catch(() => undefined);
+  await t?.close();
+  await direct?.end();
+  await proxy?.close();
+});
+
+const storedTypes = async () =>
+  (
+    await direct.query<{ type: string }>("SELECT type FROM events WHERE project_id = $1 ORDER BY type", [p.projectId])
+  ).rows.map((r) => r.type);
+
+describe("the database out of reach", () => {
+  it("answers 503 unavailable over REST, Connect and gRPC, accepts nothing, and serves again once it is back", async () => {
+    assert.equal((await t.rest.post("/v1/events", { type: "before" }, { key: p.key })).status, 202);
+
+    await proxy.cut();
+    // REST: ingestion with a key, a read with a key, a session route.
+    for (const call of [
+      () => t.rest.post("/v1/events", { type: "during" }, { key: p.key }),
+      () => t.rest.post("/v1/events/batch", { events: [{ type: "during" }] }, { key: p.key }),
+      () => t.rest.get(`/v1/projects/${p.projectId}/events`, { key: p.key }),
+      () => t.rest.get(`/v1/projects/${p.projectId}`, { cookie: p.owner.cookie }),
+    ]) {
+      const r = await call();
+      assert.equal(r.status, 503, r.text);
+      assert.deepEqual(errorBody(r), {
+        code: "unavailable",
+        message: "the service cannot reach its database; try again shortly",
+      });
+      assert.equal(r.headers.get("retry-after"), "1");
+      assert.doesNotMatch(r.text, /ECONN|terminated|postgres|SELECT|at /i);
+    }
+    // Connect.
+    const events = createClient(EventService, createConnectTransport({ baseUrl: t.url, httpVersion: "1.1" }));
+    try {
+      await events.ingestEvent({ type: "during" }, { headers: { authorization: `Bearer ${p.key}` } });
+      assert.fail("accepted while the database was out of reach");
+    } catch (err) {
+      const e = ConnectError.from(err);
+      assert.equal(e.code, Code.Unavailable, e.message);
+    }
+    // gRPC through @grpc/grpc-js.
+    const c = new (loadVigil().EventService)(`127.0.0.1:${t.port}`, grpc.credentials.createInsecure());
+    grpcClients.push(c);
+    const e = await grpcError(unary(c, "ingestEvent")({ type: "during" }, { authorization: `Bearer ${p.key}` }));
+    assert.equal(e.code, grpc.status.UNAVAILABLE, e.details);
+    // The node itself says so.
+    assert.equal((await t.rest.get("/health")).status, 503);
+
+    await proxy.restore();
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const r = await t.rest.post("/v1/events", { type: "after" }, { key: p.key });
+      if (r.status === 202) break;
+      assert.equal(r.status, 503, r.text);
+      assert.ok(Date.now() < deadline, "the node did not serve again once the database was back");
+      await sleep(100);
+    }
+    assert.equal((await t.rest.get("/health")).status, 200);
+    // Exactly what was acknowledged: nothing of the refused requests.
+    assert.deepEqual(await storedTypes(), ["after", "before"]);
+  });
+});
