@@ -42,10 +42,10 @@ export function createPool(url: string, max: number, opts: PoolOptions = {}): Db
   }
   const pool = new pg.Pool({ connectionString, max, idleTimeoutMillis: 30_000, options });
   // A client losing its connection must not crash the process. Idle in the pool, the pool drops
-  // and replaces it ("error" on the pool). Checked out but between statements (a job's or a
-  // retention pass's held connection, an export waiting for its reader), pg emits "error" on the
-  // client itself, an uncaught exception without a listener: the holder sees the failure on its
-  // next statement instead, and the pool discards the client on release (it is no longer queryable).
+  // and replaces it ("error" on the pool). Checked out but between statements (the lock connection
+  // of a job, of a retention or of a purge pass), pg emits "error" on the client itself, an
+  // uncaught exception without a listener: the holder sees the failure on its next statement
+  // instead, and the pool discards the client on release (it is no longer queryable).
   pool.on("error", () => undefined);
   pool.on("connect", (client) => client.on("error", () => undefined));
   return pool;
