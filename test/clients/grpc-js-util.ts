@@ -49,11 +49,17 @@ export interface Proxy {
   up: number;
   down: number;
   reset(): void;
+  /** Drops every open connection and stops listening: new ones are refused. */
   close(): Promise<void>;
+  /** Listens again on the same port. */
+  reopen(): Promise<void>;
 }
 
-/** A TCP proxy to 127.0.0.1:target that counts connections and bytes. */
-export async function countingProxy(target: number): Promise<Proxy> {
+/**
+ * A TCP proxy to 127.0.0.1:target (or any `net.connect` target: a unix socket's path) that counts
+ * connections and bytes.
+ */
+export async function countingProxy(target: number | net.NetConnectOpts): Promise<Proxy> {
   const sockets = new Set<net.Socket>();
   const p: Proxy = {
     port: 0,
@@ -69,10 +75,11 @@ export async function countingProxy(target: number): Promise<Proxy> {
         for (const s of sockets) s.destroy();
         server.close(() => resolve());
       }),
+    reopen: () => new Promise<void>((resolve) => server.listen(p.port, "127.0.0.1", resolve)),
   };
   const server = net.createServer((client) => {
     p.connections++;
-    const upstream = net.connect(target, "127.0.0.1");
+    const upstream = typeof target === "number" ? net.connect(target, "127.0.0.1") : net.connect(target);
     for (const s of [client, upstream]) {
       sockets.add(s);
       s.on("close", () => sockets.delete(s));

@@ -11,7 +11,7 @@ import { EventService } from "../../gen/vigil/v1/events_pb.js";
 import { GENEROUS_LIMITS, startTestApp, type TestApp } from "../helpers/app.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
-import { grpcError, loadVigil, unary } from "../clients/grpc-js-util.js";
+import { countingProxy, grpcError, loadVigil, unary, type Proxy } from "../clients/grpc-js-util.js";
 
 // The database out of reach (docs/operations.md "PostgreSQL restarts and failovers"): Vigil talks to
 // PostgreSQL through a TCP proxy the test can cut (every open connection dropped, new ones refused)
@@ -19,66 +19,33 @@ import { grpcError, loadVigil, unary } from "../clients/grpc-js-util.js";
 // (gRPC UNAVAILABLE), never a 500 and never a 202; once it is back, the same node serves again and
 // holds exactly the events it acknowledged.
 
-/** A TCP proxy to PostgreSQL (its unix socket or host:port) that can drop everything and refuse. */
-async function cuttableProxy(databaseUrl: string) {
+/** PostgreSQL's address for `net.connect`: its unix socket (the embedded server) or host:port. */
+function upstreamOf(databaseUrl: string): net.NetConnectOpts {
   const u = new URL(databaseUrl);
   const host = decodeURIComponent(u.hostname);
-  const upstream = host.startsWith("/")
-    ? { path: path.join(host, `.s.PGSQL.${u.port || 5432}`) }
-    : { host, port: Number(u.port || 5432) };
-  const open = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    const up = net.connect(upstream);
-    open.add(client).add(up);
-    const drop = () => {
-      client.destroy();
-      up.destroy();
-      open.delete(client);
-      open.delete(up);
-    };
-    client.on("error", drop).on("close", drop);
-    up.on("error", drop).on("close", drop);
-    client.pipe(up).pipe(client);
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const port = (server.address() as net.AddressInfo).port;
-  const proxied = new URL(databaseUrl);
-  proxied.hostname = "127.0.0.1";
-  proxied.port = String(port);
-  return {
-    url: proxied.toString(),
-    async cut() {
-      await new Promise<void>((r) => {
-        server.close(() => r());
-        for (const s of open) s.destroy();
-        open.clear();
-      });
-    },
-    restore: () => new Promise<void>((r) => server.listen(port, "127.0.0.1", r)),
-    close: async () => {
-      for (const s of open) s.destroy();
-      if (server.listening) await new Promise<void>((r) => server.close(() => r()));
-    },
-  };
+  const port = Number(u.port || 5432);
+  return host.startsWith("/") ? { path: path.join(host, `.s.PGSQL.${port}`) } : { host, port };
 }
 
 let t: TestApp;
 let p: ProjectFixture;
-let proxy: Awaited<ReturnType<typeof cuttableProxy>>;
+let proxy: Proxy;
 let direct: pg.Client;
 const grpcClients: grpc.Client[] = [];
 
 before(async () => {
   const databaseUrl = await createTestDatabase();
-  proxy = await cuttableProxy(databaseUrl);
-  t = await startTestApp({ ...GENEROUS_LIMITS, PG_POOL_SIZE: "4" }, { databaseUrl: proxy.url });
+  proxy = await countingProxy(upstreamOf(databaseUrl));
+  const proxied = new URL(databaseUrl);
+  proxied.hostname = "127.0.0.1";
+  proxied.port = String(proxy.port);
+  t = await startTestApp({ ...GENEROUS_LIMITS, PG_POOL_SIZE: "4" }, { databaseUrl: proxied.toString() });
   p = await project(t.rest);
   direct = new pg.Client({ connectionString: databaseUrl });
   await direct.connect();
 });
 after(async () => {
   for (const c of grpcClients) c.close();
-  await proxy.restore().catch(() => undefined);
   await t?.close();
   await direct?.end();
   await proxy?.close();
@@ -93,7 +60,7 @@ describe("the database out of reach", () => {
   it("answers 503 unavailable over REST, Connect and gRPC, accepts nothing, and serves again once it is back", async () => {
     assert.equal((await t.rest.post("/v1/events", { type: "before" }, { key: p.key })).status, 202);
 
-    await proxy.cut();
+    await proxy.close();
     // REST: ingestion with a key, a read with a key, a session route.
     for (const call of [
       () => t.rest.post("/v1/events", { type: "during" }, { key: p.key }),
@@ -127,7 +94,7 @@ describe("the database out of reach", () => {
     // The node itself says so.
     assert.equal((await t.rest.get("/health")).status, 503);
 
-    await proxy.restore();
+    await proxy.reopen();
     const deadline = Date.now() + 20_000;
     for (;;) {
       const r = await t.rest.post("/v1/events", { type: "after" }, { key: p.key });
