@@ -134,6 +134,9 @@ describe("the SDK in a real browser", () => {
     const stats = (page: Page) =>
       page.evaluate("({ ...window.vigil.stats })") as Promise<{ queued: number; sent: number; retries: number }>;
     const posts = () => px.log.filter((r) => r.method === "POST" && r.path.startsWith("/v1/events"));
+    // Stored means committed, which comes before Vigil's answer reaches the proxy: wait for the answers.
+    const answered = (requests: typeof px.log) =>
+      until("their answers at the proxy", () => requests.every((r) => r.upstreamStatus !== undefined));
 
     // 1. Tracked while the API is unavailable, reloaded with the events queued, sent after the reload.
     px.setPolicy(() => "drop-before");
@@ -163,6 +166,7 @@ describe("the SDK in a real browser", () => {
       .slice(postsBefore)
       .filter((r) => r.path.includes("key=") && /^text\/plain/.test(r.contentType ?? ""));
     assert.ok(beacons.length > 0, `no text/plain beacon with ?key=: ${JSON.stringify(posts().slice(postsBefore))}`);
+    await answered(beacons);
     assert.ok(
       beacons.every((b) => b.upstreamStatus === 202),
       `beacon answers: ${beacons.map((b) => b.upstreamStatus)}`,
@@ -191,6 +195,7 @@ describe("the SDK in a real browser", () => {
     );
     await until("the gzipped batch stored", () => storedOnce("gzip", 100));
     const gzipped = px.log.slice(gzipBefore).filter((r) => r.method === "POST" && r.contentEncoding === "gzip");
+    await answered(gzipped);
     assert.ok(gzipped.length > 0 && gzipped.every((r) => r.upstreamStatus === 202), lastRequests());
     assert.equal(new Set(gzipped.flatMap((r) => r.ids)).size, 100, "every event in a gzipped batch");
     await until("nothing queued", async () => (await stats(page)).queued === 0);
