@@ -6,8 +6,7 @@ import type { Db } from "./db.js";
 
 // Versioned SQL migrations, applied in file-name order, each in its own transaction,
 // under an advisory lock so that several nodes starting together apply each once.
-// Ranges: 0xxx foundation, 1xxx events/identity, 2xxx analytics, 3xxx metrics,
-// 4xxx uptime, 5xxx webhooks, 6xxx operations.
+// The numbering ranges per feature: docs/architecture.md "Storage" (test/foundation/docs.test.ts).
 
 const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), "migrations");
 const LOCK_KEY = 7_482_019_331;
