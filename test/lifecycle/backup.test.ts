@@ -7,7 +7,7 @@ import pg from "pg";
 import { startTestApp, type TestApp } from "../helpers/app.js";
 import { createTestDatabase, adminUrl } from "../helpers/db.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
-import { debianServer, dump, pgTools, restore, startCluster, type Cluster, type PgTools } from "../helpers/pgtools.js";
+import { dump, dumpableServer, emptyDatabase, restore, type Cluster, type PgTools } from "../helpers/pgtools.js";
 
 // Backups (docs/operations.md "## Backups"): a Vigil with data (events, users, metrics, a monitor
 // with heartbeats, a webhook) is dumped with pg_dump -Fc, restored with pg_restore into a fresh,
@@ -32,33 +32,6 @@ let tmp: string;
 let restoredUrl: string;
 let monitorId: string;
 let webhookId: string;
-
-async function serverMajor(url: string): Promise<number> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    const r = await c.query<{ v: number }>("SELECT current_setting('server_version_num')::int AS v");
-    const major = Math.floor(r.rows[0].v / 10000);
-    assert.ok(major >= 13, `server version ${r.rows[0].v}`);
-    return major;
-  } finally {
-    await c.end();
-  }
-}
-
-/** An empty database (from template0) on the server of `base`; its URL. */
-async function emptyDatabase(base: string, name: string): Promise<string> {
-  const c = new pg.Client({ connectionString: base });
-  await c.connect();
-  try {
-    await c.query(`CREATE DATABASE ${name} TEMPLATE template0`);
-  } finally {
-    await c.end();
-  }
-  const u = new URL(base);
-  u.pathname = `/${name}`;
-  return u.toString();
-}
 
 /** The answers compared before and after the restore, by route. */
 async function answers(app: TestApp): Promise<Record<string, unknown>> {
@@ -116,26 +89,11 @@ let before_: Record<string, unknown>;
 
 before(async () => {
   tmp = await mkdtemp(path.join(os.tmpdir(), "vigil-backup-"));
-  const runServer = adminUrl();
-  const major = await serverMajor(runServer);
-  const direct = await pgTools(major);
-  let base: string;
-  let sourceUrl: string;
-  if (direct) {
-    tools = direct;
-    base = runServer;
-    sourceUrl = await createTestDatabase();
-  } else {
-    const deb = await debianServer();
-    if (!deb)
-      throw new Error(
-        `no pg_dump for PostgreSQL ${major} and no Debian PostgreSQL (/usr/lib/postgresql/*/bin) to run a cluster of: apt-get install postgresql`,
-      );
-    tools = deb;
-    cluster = await startCluster(deb);
-    base = cluster.adminUrl;
-    sourceUrl = await emptyDatabase(base, "vigil_backup_source");
-  }
+  const server = await dumpableServer(adminUrl());
+  tools = server.tools;
+  cluster = server.cluster;
+  const base = server.adminUrl;
+  const sourceUrl = cluster ? await emptyDatabase(base, "vigil_backup_source") : await createTestDatabase();
   source = await startTestApp({}, { databaseUrl: sourceUrl });
   p = await project(source.rest);
   const key = { key: p.key };
