@@ -148,7 +148,8 @@ describe("migrating a database", () => {
 
   after(async () => {
     for (const d of dirs) await rm(d, { recursive: true, force: true });
-    if (server?.cluster) return server.cluster.stop();
+    if (!server) return;
+    if (server.cluster) return server.cluster.stop();
     const c = new pg.Client({ connectionString: server.adminUrl });
     await c.connect();
     try {
