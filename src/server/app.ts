@@ -26,7 +26,7 @@ import { createDashboard, DEFAULT_DASHBOARD_DIR } from "./dashboard.js";
 import { createGate } from "./gate.js";
 import { BROWSER_INGEST, COMPRESSED_INGEST } from "./ingest-routes.js";
 import { createRpcHandler, protocolOf } from "./rpc.js";
-import { grpcCodeName, rpcLogLevel } from "./grpc-status.js";
+import { grpcCodeName, requestStatus, rpcLogLevel } from "./grpc-status.js";
 import { createStandardServices } from "./grpc-services.js";
 import { listen, type Listener } from "./listen.js";
 import { listenMetrics, type MetricsListener } from "./metrics.js";
@@ -188,7 +188,9 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
     res.on("finish", () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const route = client.route ?? "unmatched";
-      telemetry.recordRequest(protocol, route, res.statusCode, seconds);
+      // Over gRPC and gRPC-web the HTTP status is 200 whatever the outcome: the metric counts such a
+      // call under the HTTP status its gRPC code maps to, so error rates read the same for every protocol.
+      telemetry.recordRequest(protocol, route, requestStatus(res.statusCode, protocol, client.rpcCode), seconds);
       // An RPC's outcome is its gRPC status (HTTP 200 over gRPC even when it failed): counted and
       // logged by it, at its level (src/server/grpc-status.ts).
       const grpcCode = client.rpcCode === undefined ? undefined : grpcCodeName(client.rpcCode);
