@@ -6,6 +6,7 @@ import pino from "pino";
 import { parseConfig } from "../../src/config/index.js";
 import { startTestApp, type TestApp } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
+import { metricTypes, promlint } from "../helpers/promlint.js";
 
 const lines: any[] = [];
 let t: TestApp;
@@ -74,6 +75,19 @@ describe("logs and metrics", () => {
     const accepted = Number(/vigil_events_accepted_total (\d+)/.exec(text)![1]);
     assert.ok(accepted >= 3, `accepted ${accepted}`);
     assert.match(text, /vigil_http_requests_total\{protocol="rest",route="\/v1\/events\/batch",status="202"\} 1/);
+  });
+
+  it("passes promtool check metrics: counters and only counters end in _total", async () => {
+    // Some traffic first, so labelled families have series (labels are linted too).
+    await t.rest.post("/v1/events", { type: "lint" }, { key: p.key });
+    await t.rest.get(`/v1/projects/${p.projectId}/events`, { key: p.key });
+    const text = await (await fetch(`${t.metricsUrl}/metrics`)).text();
+    assert.deepEqual(promlint(text), []);
+    const types = metricTypes(text);
+    assert.ok(types.size > 20, `only ${types.size} families`);
+    for (const [name, type] of types) assert.equal(name.endsWith("_total"), type === "counter", `${name} is a ${type}`);
+    // The per-type gauges stay: their sum is what the dropped *_total gauges showed.
+    assert.equal(types.get("vigil_nodejs_active_handles"), "gauge");
   });
 
   it("does not serve /metrics on the API port (REST, any method), only on METRICS_PORT", async () => {
