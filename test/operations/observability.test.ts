@@ -1,5 +1,6 @@
 // What operators see: one structured log line per request and Prometheus metrics.
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { Writable } from "node:stream";
 import { after, before, describe, it } from "node:test";
 import pino from "pino";
@@ -7,6 +8,20 @@ import { parseConfig } from "../../src/config/index.js";
 import { startTestApp, type TestApp } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
 import { metricTypes, promlint } from "../helpers/promlint.js";
+
+/** `promtool check metrics` on `text`: its exit code and output, or undefined when promtool is not installed. */
+function promtoolCheck(text: string): Promise<{ code: number | null; output: string } | undefined> {
+  return new Promise((resolve) => {
+    const child = spawn("promtool", ["check", "metrics"], { stdio: ["pipe", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (d) => (output += d));
+    child.stderr.on("data", (d) => (output += d));
+    child.on("error", () => resolve(undefined)); // ENOENT: not installed
+    child.on("close", (code) => resolve({ code, output }));
+    child.stdin.on("error", () => undefined);
+    child.stdin.end(text);
+  });
+}
 
 const lines: any[] = [];
 let t: TestApp;
@@ -88,6 +103,9 @@ describe("logs and metrics", () => {
     for (const [name, type] of types) assert.equal(name.endsWith("_total"), type === "counter", `${name} is a ${type}`);
     // The per-type gauges stay: their sum is what the dropped *_total gauges showed.
     assert.equal(types.get("vigil_nodejs_active_handles"), "gauge");
+    // promtool itself too, where it is installed (go install github.com/prometheus/prometheus/cmd/promtool@latest).
+    const promtool = await promtoolCheck(text);
+    if (promtool !== undefined) assert.equal(promtool.code, 0, promtool.output);
   });
 
   it("does not serve /metrics on the API port (REST, any method), only on METRICS_PORT", async () => {
