@@ -8,6 +8,7 @@ import type {
   VigilOptions,
   VigilStats,
 } from "./options.js";
+import { CorsWatch } from "./cors.js";
 import { watchPageHide } from "./page.js";
 import { browserStorage, Identity, QueueStore, type Saved } from "./storage.js";
 import { Stream, type Item } from "./stream.js";
@@ -70,6 +71,8 @@ export class Vigil {
   private readonly abort = new AbortController();
   private readonly detach: (() => void)[] = [];
   private readonly maxQueueSize: number;
+  /** A browser page calling Vigil on another origin: tells a CORS refusal from an outage (cors.ts). */
+  private readonly cors: CorsWatch | undefined;
   private gzip: boolean;
   private closed = false;
   private dropping = false;
@@ -114,6 +117,17 @@ export class Vigil {
       flushAt: Math.min(flushAt, MAX_METRICS_PER_BATCH),
       send: (items) => this.sendMetrics(items),
     });
+
+    const page = this.browser ? crossOriginPage(this.apiUrl) : undefined;
+    this.cors =
+      page === undefined
+        ? undefined
+        : new CorsWatch({
+            fetch: this.fetchFn,
+            origin: page,
+            timeoutMs: this.timeoutMs,
+            report: (e) => this.reportError(e),
+          });
 
     const storage = opts.storage ?? (this.browser ? browserStorage() : undefined);
     this.identity = new Identity(storage, this.browser || opts.storage !== undefined);
@@ -391,6 +405,8 @@ export class Vigil {
       timeoutMs: this.timeoutMs,
       signal: this.abort.signal,
       onRetry: () => void this.stats.retries++,
+      onAnswer: () => this.cors?.answered(),
+      onNetworkError: () => this.cors?.networkError(this.apiUrl + path, ids),
       what,
       ids,
     });
@@ -480,6 +496,16 @@ function toItem(json: string, sentAt: Record<string, number> = {}): Item {
     // QueueStore.adopt only returns parseable items with an id
   }
   return { id, json, bytes: utf8Length(json), sentAt: sentAt[id] };
+}
+
+/** The page's origin when `apiUrl` is on another one (CORS applies), else undefined. */
+function crossOriginPage(apiUrl: string): string | undefined {
+  try {
+    const here = location.origin;
+    return new URL(apiUrl, location.href).origin === here ? undefined : here;
+  } catch {
+    return undefined;
+  }
 }
 
 function safeString(v: unknown): string {

@@ -9,7 +9,13 @@ export type VigilErrorCode =
   /** The call could not be turned into a request (not JSON-serializable, wrong key kind, after shutdown...). */
   | "invalid"
   /** localStorage refused a write (quota); the queue stays in memory. */
-  | "storage";
+  | "storage"
+  /**
+   * Browser: Vigil answers this page, but the browser withholds the answers to its keyed requests
+   * (CORS): most likely the page's origin is not in the project's allowedOrigins. Reported once per
+   * streak of failures; the items stay queued and are retried.
+   */
+  | "origin_refused";
 
 /** Every error the SDK reports (to `onError`, or thrown by `heartbeat()`). */
 export class VigilError extends Error {

@@ -59,6 +59,10 @@ export interface SendOptions {
   signal?: AbortSignal;
   /** Called before each retry's wait. */
   onRetry?: (attempt: number, waitMs: number, why: string) => void;
+  /** Each attempt that got an HTTP answer (any status). */
+  onAnswer?: () => void;
+  /** Each attempt fetch rejected (a network error; in a browser also a CORS refusal), not a timeout or an abort. */
+  onNetworkError?: () => void;
   random?: () => number;
   /** Used only in error messages ("events batch", "heartbeat api"). */
   what: string;
@@ -71,7 +75,8 @@ export interface Answer {
 }
 
 type Outcome =
-  { ok: true; answer: Answer } | { ok: false; retry: boolean; why: string; answer?: Answer; waitMs?: number };
+  | { ok: true; answer: Answer }
+  | { ok: false; retry: boolean; why: string; answer?: Answer; waitMs?: number; network?: boolean };
 
 async function attempt(o: SendOptions): Promise<Outcome> {
   // Already given up (shutdown's deadline passed): no request at all. An 'abort' listener added now
@@ -107,7 +112,7 @@ async function attempt(o: SendOptions): Promise<Outcome> {
       : ctrl.signal.aborted
         ? `no answer within ${o.timeoutMs} ms`
         : describe(err);
-    return { ok: false, retry: !o.signal?.aborted, why };
+    return { ok: false, retry: !o.signal?.aborted, why, network: !o.signal?.aborted && !ctrl.signal.aborted };
   } finally {
     clearTimeout(timer);
     o.signal?.removeEventListener("abort", onAbort);
@@ -140,6 +145,8 @@ function serverCode(body: unknown): string | undefined {
 export async function send(o: SendOptions): Promise<Answer> {
   for (let n = 1; ; n++) {
     const out = await attempt(o);
+    if (out.ok || out.answer) o.onAnswer?.();
+    else if (out.network) o.onNetworkError?.();
     if (out.ok) return out.answer;
     if (!out.retry) {
       if (out.answer) {

@@ -41,19 +41,25 @@ export const PUBLISHABLE_PREFIX = "vk_pub_";
 export function checkOrigin(p: Principal | undefined, origin: string | undefined): void {
   if (p?.kind !== "apiKey" || p.keyKind !== "publishable" || origin === undefined) return;
   if (p.allowedOrigins.length === 0 || p.allowedOrigins.includes(origin.toLowerCase())) return;
-  throw new OriginRefused();
+  throw new OriginRefused(p.projectId, origin);
 }
 
-/** 403 for an origin not in the project's allowedOrigins: answered WITHOUT CORS headers. */
+/**
+ * 403 for an origin not in the project's allowedOrigins: answered WITHOUT CORS headers. It names
+ * the project and the origin for the server's log (the browser keeps the answer from the page).
+ */
 export class OriginRefused extends ApiError {
   readonly originRefused = true;
-  constructor() {
+  constructor(
+    readonly projectId: string,
+    readonly origin: string,
+  ) {
     super(403, "forbidden", "this origin is not in the project's allowedOrigins");
   }
 }
 
 /** (Not `instanceof`: ConnectError's Symbol.hasInstance answers true for every ConnectError.) */
-export const isOriginRefused = (err: unknown): boolean =>
+export const isOriginRefused = (err: unknown): err is OriginRefused =>
   typeof err === "object" && err !== null && (err as Partial<OriginRefused>).originRefused === true;
 
 export type Role = "owner" | "admin" | "member";

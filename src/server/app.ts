@@ -5,7 +5,7 @@ import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { createContextValues, type ContextValues } from "@connectrpc/connect";
 import pino, { type Logger } from "pino";
-import { Authenticator, principalKey } from "../auth/principal.js";
+import { Authenticator, isOriginRefused, principalKey, type OriginRefused } from "../auth/principal.js";
 import type { Config } from "../config/index.js";
 import { systemClock, type Clock } from "../shared/clock.js";
 import { clientInfoKey, type ClientInfo } from "../shared/context.js";
@@ -13,6 +13,7 @@ import type { Deps } from "../platform/deps.js";
 import { guardImpl, type Feature } from "../shared/feature.js";
 import { Telemetry } from "../shared/telemetry.js";
 import { IngestPressure } from "../shared/pressure.js";
+import { createLogThrottle } from "../shared/log-throttle.js";
 import { createRateLimiter } from "../shared/ratelimit.js";
 import { createPool, type Db } from "../storage/db.js";
 import { startEmbeddedPostgres, type EmbeddedHandle } from "../storage/embedded.js";
@@ -26,7 +27,7 @@ import { createDashboard, DEFAULT_DASHBOARD_DIR } from "./dashboard.js";
 import { createGate } from "./gate.js";
 import { BROWSER_INGEST, COMPRESSED_INGEST } from "./ingest-routes.js";
 import { createRpcHandler, protocolOf } from "./rpc.js";
-import { grpcCodeName, rpcLogLevel } from "./grpc-status.js";
+import { grpcCodeName, requestStatus, rpcLogLevel } from "./grpc-status.js";
 import { createStandardServices } from "./grpc-services.js";
 import { listen, type Listener } from "./listen.js";
 import { listenMetrics, type MetricsListener } from "./metrics.js";
@@ -111,6 +112,19 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
   // Every request passes the gate (cross-site checks, credentials) before its body is read, over
   // every protocol; the caller it resolved travels in the context values.
   const gate = createGate(deps.auth);
+  // A page whose origin the project does not allow cannot read its 403 (no CORS headers): its
+  // browser reports a CORS error to the page's console only. The operator learns it here: a
+  // warning naming the project and the origin (never the key), once per minute per pair.
+  const originThrottle = createLogThrottle({ intervalMs: 60_000, maxKeys: 1000 });
+  const logOriginRefused = (err: OriginRefused, client: ClientInfo) => {
+    client.projectId = err.projectId;
+    const skipped = originThrottle(`${err.projectId} ${err.origin}`);
+    if (skipped !== undefined)
+      log.warn(
+        { projectId: err.projectId, origin: err.origin, requestId: client.requestId, refusedSinceLastLine: skipped },
+        "publishable key used from an origin not in the project's allowedOrigins: refused",
+      );
+  };
   const admit = async (
     method: DescMethod,
     verb: string,
@@ -126,7 +140,10 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
       protocol === "rest" && url.includes("key=") && BROWSER_INGEST.has(method)
         ? new URL(url, "http://vigil.local").searchParams.getAll("key")
         : undefined;
-    const principal = await gate({ method, verb, headers: req.headers, protocol, queryKeys });
+    const principal = await gate({ method, verb, headers: req.headers, protocol, queryKeys }).catch((err: unknown) => {
+      if (isOriginRefused(err)) logOriginRefused(err, client);
+      throw err;
+    });
     return createContextValues().set(clientInfoKey, client).set(principalKey, principal);
   };
   const rpc = createRpcHandler({
@@ -188,7 +205,9 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
     res.on("finish", () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const route = client.route ?? "unmatched";
-      telemetry.recordRequest(protocol, route, res.statusCode, seconds);
+      // Over gRPC and gRPC-web the HTTP status is 200 whatever the outcome: the metric counts such a
+      // call under the HTTP status its gRPC code maps to, so error rates read the same for every protocol.
+      telemetry.recordRequest(protocol, route, requestStatus(res.statusCode, protocol, client.rpcCode), seconds);
       // An RPC's outcome is its gRPC status (HTTP 200 over gRPC even when it failed): counted and
       // logged by it, at its level (src/server/grpc-status.ts).
       const grpcCode = client.rpcCode === undefined ? undefined : grpcCodeName(client.rpcCode);

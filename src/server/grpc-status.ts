@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { anyPack } from "@bufbuild/protobuf/wkt";
 import { Code, encodeBinaryHeader } from "@connectrpc/connect";
-import { codeFromHttpStatus } from "@connectrpc/connect/protocol-connect";
+import { codeFromHttpStatus, codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
 import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
@@ -109,6 +109,19 @@ export function watchStatus(
     finish(webStatus);
   }
   return { ...uRes, body: watched() };
+}
+
+/**
+ * The status `vigil_http_requests_total` counts a request under. gRPC and gRPC-web answer HTTP 200
+ * whatever the RPC's outcome (it travels in the trailers), so a finished call counts under the HTTP
+ * status its gRPC code maps to, by the table the Connect protocol uses (connect-es's
+ * `codeToHttpStatus`: InvalidArgument 400, Unauthenticated 401, Unavailable 503...; OK 200). Any
+ * other answer (REST, Connect, a gRPC call refused with a non-200 status) counts as it was sent.
+ */
+export function requestStatus(httpStatus: number, protocol: Protocol, rpcCode: number | undefined): number {
+  if (protocol !== "grpc" && protocol !== "grpc-web") return httpStatus;
+  if (httpStatus !== 200 || rpcCode === undefined) return httpStatus;
+  return rpcCode === 0 ? 200 : codeToHttpStatus(rpcCode);
 }
 
 /** The status code's name as gRPC's own libraries print it ("OK", "InvalidArgument", ...). */

@@ -5,6 +5,13 @@ import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client
 // than one feature records into (scheduler lag by kind, refusals by limit). Each feature registers
 // its own on `registry` (events/metrics.ts, analytics/, uptime/, webhooks/).
 
+/** prom-client's default gauges named like counters (see the constructor). */
+const TOTAL_NAMED_GAUGES = [
+  "vigil_nodejs_active_handles_total",
+  "vigil_nodejs_active_requests_total",
+  "vigil_nodejs_active_resources_total",
+];
+
 export class Telemetry {
   readonly registry = new Registry();
 
@@ -76,5 +83,9 @@ export class Telemetry {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: "vigil_" });
+    // prom-client makes these three gauges end in `_total`, a counter's suffix: Prometheus's naming
+    // rules (`promtool check metrics`) refuse that. Each is the sum of the per-type gauge it stands
+    // beside (`vigil_nodejs_active_handles{type}`...), which stays: sum it for the total.
+    for (const name of TOTAL_NAMED_GAUGES) this.registry.removeSingleMetric(name);
   }
 }

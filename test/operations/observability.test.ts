@@ -1,11 +1,27 @@
 // What operators see: one structured log line per request and Prometheus metrics.
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { Writable } from "node:stream";
 import { after, before, describe, it } from "node:test";
 import pino from "pino";
 import { parseConfig } from "../../src/config/index.js";
 import { startTestApp, type TestApp } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
+import { metricTypes, promlint } from "../helpers/promlint.js";
+
+/** `promtool check metrics` on `text`: its exit code and output, or undefined when promtool is not installed. */
+function promtoolCheck(text: string): Promise<{ code: number | null; output: string } | undefined> {
+  return new Promise((resolve) => {
+    const child = spawn("promtool", ["check", "metrics"], { stdio: ["pipe", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (d) => (output += d));
+    child.stderr.on("data", (d) => (output += d));
+    child.on("error", () => resolve(undefined)); // ENOENT: not installed
+    child.on("close", (code) => resolve({ code, output }));
+    child.stdin.on("error", () => undefined);
+    child.stdin.end(text);
+  });
+}
 
 const lines: any[] = [];
 let t: TestApp;
@@ -74,6 +90,22 @@ describe("logs and metrics", () => {
     const accepted = Number(/vigil_events_accepted_total (\d+)/.exec(text)![1]);
     assert.ok(accepted >= 3, `accepted ${accepted}`);
     assert.match(text, /vigil_http_requests_total\{protocol="rest",route="\/v1\/events\/batch",status="202"\} 1/);
+  });
+
+  it("passes promtool check metrics: counters and only counters end in _total", async () => {
+    // Some traffic first, so labelled families have series (labels are linted too).
+    await t.rest.post("/v1/events", { type: "lint" }, { key: p.key });
+    await t.rest.get(`/v1/projects/${p.projectId}/events`, { key: p.key });
+    const text = await (await fetch(`${t.metricsUrl}/metrics`)).text();
+    assert.deepEqual(promlint(text), []);
+    const types = metricTypes(text);
+    assert.ok(types.size > 20, `only ${types.size} families`);
+    for (const [name, type] of types) assert.equal(name.endsWith("_total"), type === "counter", `${name} is a ${type}`);
+    // The per-type gauges stay: their sum is what the dropped *_total gauges showed.
+    assert.equal(types.get("vigil_nodejs_active_handles"), "gauge");
+    // promtool itself too, where it is installed (go install github.com/prometheus/prometheus/cmd/promtool@latest).
+    const promtool = await promtoolCheck(text);
+    if (promtool !== undefined) assert.equal(promtool.code, 0, promtool.output);
   });
 
   it("does not serve /metrics on the API port (REST, any method), only on METRICS_PORT", async () => {

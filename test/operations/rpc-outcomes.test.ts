@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import pino from "pino";
+import * as grpc from "@grpc/grpc-js";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
@@ -11,6 +12,7 @@ import { EventService } from "../../gen/vigil/v1/events_pb.js";
 import { WebhookService } from "../../gen/vigil/v1/webhooks_pb.js";
 import { GENEROUS_LIMITS, startTestApp, type TestApp } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
+import { grpcError, loadVigil, struct, unary } from "../clients/grpc-js-util.js";
 
 let t: TestApp;
 let p: ProjectFixture;
@@ -110,15 +112,16 @@ describe("RPC outcomes in metrics and logs", () => {
       assert.equal(series(after, "grpc_server_handled_total", health("NotFound")), 1, `${protocol} health NotFound`);
       assert.equal(series(after, "grpc_server_handled_total", health("OK")), 1, `${protocol} health OK`);
     }
-    // The HTTP view stays what it is: gRPC answers 200 whatever the outcome.
-    assert.equal(
-      series(text, "vigil_http_requests_total", {
-        protocol: "grpc",
-        route: "/vigil.v1.EventService/IngestEvent",
-        status: "200",
-      }),
-      4,
-    );
+    // vigil_http_requests_total: a gRPC or gRPC-web call (both labelled protocol "grpc" there) counts
+    // under the HTTP status its code maps to, not the 200 on the wire; Connect's status is real.
+    const http = (protocol: string, route: string, status: string) =>
+      series(text, "vigil_http_requests_total", { protocol, route: `/vigil.v1.${route}`, status });
+    assert.equal(http("grpc", "EventService/IngestEvent", "200"), 2, "grpc OK");
+    assert.equal(http("grpc", "EventService/IngestEvent", "401"), 2, "grpc Unauthenticated");
+    assert.equal(http("grpc", "WebhookService/ListWebhooks", "403"), 2, "grpc PermissionDenied");
+    assert.equal(http("grpc", "WebhookService/ListWebhooks", "200"), 0, "no failed call counted as 200");
+    assert.equal(http("connect", "EventService/IngestEvent", "401"), 1, "connect Unauthenticated");
+    assert.equal(http("connect", "WebhookService/ListWebhooks", "403"), 1, "connect PermissionDenied");
   });
 
   it("logs each RPC with its gRPC code, at the level the code calls for", async () => {
@@ -146,5 +149,42 @@ describe("RPC outcomes in metrics and logs", () => {
     );
     // REST lines carry no gRPC code.
     assert.ok(lines.some((l) => l.msg === "request" && l.protocol === "rest" && !("grpcCode" in l)));
+  });
+
+  it("counts a failed @grpc/grpc-js call under its code's HTTP status in vigil_http_requests_total", async () => {
+    const services = loadVigil();
+    const c = new services.EventService(new URL(t.url).host, grpc.credentials.createInsecure());
+    try {
+      const counts = async () => {
+        const text = await (await fetch(`${t.metricsUrl}/metrics`)).text();
+        const at = (status: string) =>
+          series(text, "vigil_http_requests_total", {
+            protocol: "grpc",
+            route: "/vigil.v1.EventService/IngestEvent",
+            status,
+          });
+        return { ok: at("200"), unauthenticated: at("401"), invalid: at("400") };
+      };
+      const before = await counts();
+      const ingest = unary(c, "ingestEvent");
+      const auth = { authorization: `Bearer ${p.key}` };
+      assert.equal((await grpcError(ingest({ type: "x" }))).code, grpc.status.UNAUTHENTICATED);
+      assert.equal((await grpcError(ingest({ type: "x" }, { authorization: "Bearer nope" }))).code, 16);
+      const invalid = await grpcError(ingest({ type: "" }, auth));
+      assert.equal(invalid.code, grpc.status.INVALID_ARGUMENT, invalid.details);
+      await ingest({ type: "x", data: struct({ n: 1 }) }, auth);
+      const now = await counts();
+      assert.deepEqual(
+        {
+          ok: now.ok - before.ok,
+          unauthenticated: now.unauthenticated - before.unauthenticated,
+          invalid: now.invalid - before.invalid,
+        },
+        { ok: 1, unauthenticated: 2, invalid: 1 },
+        "only the successful call counts as 200",
+      );
+    } finally {
+      c.close();
+    }
   });
 });

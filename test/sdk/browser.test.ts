@@ -9,7 +9,8 @@
 //      the server's id dedupe stores nothing new
 //   4. a batch over 16 KiB is gzipped by the SDK and accepted through CORS
 //   5. a page from an origin that is not in the project's allowedOrigins: CORS refuses it, nothing
-//      is stored, the SDK keeps it queued and retries (a CORS refusal looks like a network error)
+//      is stored, the SDK keeps it queued and retries (a CORS refusal looks like a network error),
+//      tells onError once (origin_refused), and the server logs one warning naming the origin
 // Afterwards every event is in PostgreSQL exactly once. Skipped, with a message, where Chromium is
 // not installed (CI installs it).
 import assert from "node:assert/strict";
@@ -17,6 +18,7 @@ import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { after, describe, it } from "node:test";
 import pg from "pg";
+import pino from "pino";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { GENEROUS_LIMITS } from "../helpers/app.js";
 import { startFaultProxy, type FaultProxy } from "../helpers/faults.js";
@@ -37,12 +39,15 @@ const PAGE = `<!doctype html><meta charset="utf-8"><title>SDK test page</title>
     flushAt: Number(q.get("flushAt")),
     flushIntervalMs: Number(q.get("flushIntervalMs")),
     retry: { baseMs: 50, maxMs: 300 },
-    onError: (e) => window.sdkErrors.push(String((e && e.message) || e)),
+    onError: (e) => window.sdkErrors.push(e.code + ": " + e.message),
   });
   window.ready = true;
 </script>`;
 
-const { t, p } = useProject(GENEROUS_LIMITS);
+// The server's log lines (a refused origin is logged as a warning naming it).
+const logLines: Record<string, unknown>[] = [];
+const log = pino({ level: "info" }, { write: (s: string) => void logLines.push(JSON.parse(s)) });
+const { t, p } = useProject(GENEROUS_LIMITS, { log });
 let browser: Browser | undefined;
 let proxy: FaultProxy | undefined;
 const origins: StaticOrigin[] = [];
@@ -201,8 +206,10 @@ describe("the SDK in a real browser", () => {
     await until("nothing queued", async () => (await stats(page)).queued === 0);
     await page.close();
 
-    // 5. An origin not in allowedOrigins: the server answers 403 without CORS headers, the browser
-    // refuses the answer, the SDK reports it, nothing is stored.
+    // 5. An origin not in allowedOrigins: the server answers 403 without CORS headers and logs a
+    // warning naming the origin; the browser refuses the answer (the page sees a network error);
+    // the SDK tells it from an outage (Vigil answers its keyless check) and reports it to onError
+    // once, however many retries follow; nothing is stored.
     const refusedBefore = px.log.length;
     page = await open(other.origin, 5, 50);
     const consoleErrors: string[] = [];
@@ -218,15 +225,27 @@ describe("the SDK in a real browser", () => {
       [403],
       "the other origin's requests are answered 403",
     );
-    await until("the SDK reporting the failure", async () => {
-      const errors = (await page.evaluate("window.sdkErrors.length")) as number;
-      return errors > 0 || (await stats(page)).retries > 0;
-    });
+    const sdkErrors = () => page.evaluate("window.sdkErrors") as Promise<string[]>;
+    await until("the SDK reporting the refusal", async () => (await sdkErrors()).length > 0);
+    const reportedAt = (await stats(page)).retries;
+    await until("more retries after the report", async () => (await stats(page)).retries >= reportedAt + 4);
+    const reported = await sdkErrors();
+    assert.equal(reported.length, 1, `reported once, not per retry: ${JSON.stringify(reported)}`);
+    assert.match(reported[0], /^origin_refused: .*allowedOrigins/);
+    assert.ok(reported[0].includes(other.origin), reported[0]);
     assert.equal((await stats(page)).queued, 5, "kept queued, not sent, after a CORS refusal");
+    const warned = logLines.filter((l) => l.level === 40 && l.origin === other.origin);
+    assert.ok(warned.length >= 1, "no warning naming the refused origin");
+    assert.equal(warned[0].projectId, p.projectId);
+    assert.match(String(warned[0].msg), /allowedOrigins/);
+    assert.equal(warned.length, 1, "one warning per origin and minute, not one per retry");
     await until("the browser saying CORS blocked it", () => consoleErrors.some((m) => /CORS/.test(m)));
     await page.close(); // its beacon is refused too
     await until("the refused origin's beacon answered", () => refused().some((r) => r.path.includes("key=")));
     assert.deepEqual(await stored("refused"), [], "events from a refused origin were stored");
+
+    // The publishable key itself is never logged (the beacon's ?key= included).
+    assert.ok(!JSON.stringify(logLines).includes(pub), "the key appears in the server's log");
 
     // Finally: every event once, nothing else.
     assert.ok(await storedOnce("reload", 30), JSON.stringify(await stored("reload")));
