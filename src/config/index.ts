@@ -55,6 +55,8 @@ export const envSchema = z.object({
   TEMPORAL_UPTIME_CONCURRENCY: z.coerce.number().int().min(1).optional(),
   TEMPORAL_WEBHOOK_CONCURRENCY: intFrom(100, 1),
   TEMPORAL_SHUTDOWN_GRACE_MS: intFrom(10_000, 0),
+  // How often every node asks the Temporal frontend whether it answers (src/temporal/probe.ts; /health).
+  TEMPORAL_PROBE_MS: intFrom(5_000, 100),
   ROLE: z.enum(["all", "api", "worker"]).default("all"),
   SIGNUP: z.enum(["open", "closed"]).default("open"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
@@ -213,6 +215,8 @@ export interface TemporalConfig {
   webhookConcurrency: number;
   /** How long a stopping worker lets running activities finish. */
   shutdownGraceMs: number;
+  /** Period of the reachability probe behind /health's `temporalServer` (src/temporal/probe.ts). */
+  probeMs: number;
 }
 
 /** src/server/listen.ts; docs/security.md. */
@@ -274,6 +278,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
           uptimeConcurrency: e.TEMPORAL_UPTIME_CONCURRENCY ?? Math.max(2, Math.floor(e.PG_POOL_SIZE / 2)),
           webhookConcurrency: e.TEMPORAL_WEBHOOK_CONCURRENCY,
           shutdownGraceMs: e.TEMPORAL_SHUTDOWN_GRACE_MS,
+          probeMs: e.TEMPORAL_PROBE_MS,
         }
       : undefined,
     role: e.ROLE,

@@ -10,7 +10,8 @@ import type { Readiness } from "./health.js";
 //   the database answers and every migration of this build is applied; NOT_SERVING otherwise and
 //   from the moment the node begins to shut down.
 // - vigil.v1.UptimeService and vigil.v1.WebhookService are also NOT_SERVING while GET /health says
-//   "degraded" (Temporal mode: this node's workers cannot run, so deadlines and deliveries wait).
+//   "degraded" (Temporal mode: this node's workers cannot run or the Temporal server does not answer
+//   it, so deadlines and deliveries wait).
 //   "" stays SERVING then, as /health stays 200: the API serves, and restarting the node would not
 //   bring Temporal back.
 // - Check of an unknown name: NOT_FOUND. Watch of one: SERVICE_UNKNOWN, and the stream stays open.

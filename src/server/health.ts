@@ -3,15 +3,19 @@ import type { Deps } from "../platform/deps.js";
 import { bind, type Feature } from "../shared/feature.js";
 import { ApiError } from "../shared/errors.js";
 import { missingMigrations } from "../storage/migrate.js";
+import type { TemporalServerState } from "../temporal/probe.js";
 import type { WorkerState } from "../temporal/worker.js";
 
 /** What this node can do now: the one source of GET /health and grpc.health.v1 (grpc-health.ts). */
 export interface Readiness {
   /** Null when the node serves its API; else why not (database unreachable, schema not migrated). */
   unavailable: string | null;
-  /** "ok"; "degraded" while this node's Temporal workers cannot run. */
+  /** "ok"; "degraded" while this node's Temporal workers cannot run or the Temporal server does not answer it. */
   status: "ok" | "degraded";
+  /** "running" only while the server answers too: the SDK's worker stays RUNNING through an outage. */
   temporalWorker: WorkerState;
+  /** The Temporal frontend as this node's probe finds it (src/temporal/probe.ts); "off" without TEMPORAL_ADDRESS. */
+  temporalServer: TemporalServerState | "off";
 }
 
 export interface HealthFeature extends Feature {
@@ -20,13 +24,20 @@ export interface HealthFeature extends Feature {
 
 /**
  * GET /health: 200 once the database answers and every migration of this build is applied; no
- * credentials. `temporalWorker` reports this node's Temporal workers; while they cannot run the
- * status is "degraded" (still 200: the API serves).
+ * credentials. `temporalWorker` reports this node's Temporal workers and `temporalServer` whether the
+ * Temporal frontend answers this node's probe; while the workers cannot run or the server does not
+ * answer, the status is "degraded" (still 200: the API serves).
  */
-export function createHealthFeature(deps: Pick<Deps, "db">, temporalWorker: () => WorkerState): HealthFeature {
+export function createHealthFeature(
+  deps: Pick<Deps, "db" | "temporal">,
+  temporalWorker: () => WorkerState,
+): HealthFeature {
   async function readiness(): Promise<Readiness> {
-    const worker = temporalWorker();
-    const status = worker === "unavailable" || worker === "connecting" ? "degraded" : "ok";
+    const server = deps.temporal ? deps.temporal.server() : "off";
+    const loop = temporalWorker();
+    // The SDK's workers retry their polls through an outage without failing: running, but idle.
+    const worker = loop === "running" && server === "unreachable" ? "unavailable" : loop;
+    const status = worker === "unavailable" || worker === "connecting" || server === "unreachable" ? "degraded" : "ok";
     let unavailable: string | null = null;
     try {
       const missing = await missingMigrations(deps.db);
@@ -35,7 +46,7 @@ export function createHealthFeature(deps: Pick<Deps, "db">, temporalWorker: () =
     } catch {
       unavailable = "database unavailable";
     }
-    return { unavailable, status, temporalWorker: worker };
+    return { unavailable, status, temporalWorker: worker, temporalServer: server };
   }
   return {
     name: "health",
@@ -45,7 +56,7 @@ export function createHealthFeature(deps: Pick<Deps, "db">, temporalWorker: () =
         async check() {
           const r = await readiness();
           if (r.unavailable) throw new ApiError(503, "unavailable", r.unavailable);
-          return { status: r.status, temporalWorker: r.temporalWorker };
+          return { status: r.status, temporalWorker: r.temporalWorker, temporalServer: r.temporalServer };
         },
       }),
     ],

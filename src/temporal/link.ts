@@ -5,12 +5,14 @@ import proto from "@temporalio/proto";
 import type { Logger } from "pino";
 import type { TemporalConfig } from "../config/index.js";
 import type { Queryable } from "../storage/db.js";
+import { startTemporalProbe, type TemporalServerState } from "./probe.js";
 import { SEARCH_ATTRIBUTES } from "./search-attributes.js";
 
 // The process's link to Temporal (TEMPORAL_ADDRESS set), created by server/app.ts and closed after
 // every feature has stopped, so late wakes (the uptime writer draining at shutdown) still have a
 // client. The client connects on first use and reconnects after a failure; API nodes use it to
-// signal, worker nodes to signal and to run their workers (worker.ts uses the same options).
+// signal, worker nodes to signal and to run their workers (worker.ts uses the same options). From
+// its creation it probes the frontend every TEMPORAL_PROBE_MS (probe.ts): `server()` on /health.
 
 export interface TaskQueues {
   /** The deadline scan workflow alone: a burst of monitor wakes never queues ahead of it. */
@@ -28,6 +30,8 @@ export interface TemporalLink {
   client(): Promise<Client>;
   /** Whether the search attributes exist on the namespace (workflows set them only then). */
   searchAttributes(): Promise<boolean>;
+  /** Whether the frontend answered this node's last probe (probe.ts). */
+  server(): TemporalServerState;
   close(): Promise<void>;
 }
 
@@ -71,6 +75,12 @@ export function createTemporalLink(cfg: TemporalConfig, db: Queryable, log: Logg
   let current: Promise<{ client: Client; connection: Connection }> | undefined;
   let queues: Promise<TaskQueues> | undefined;
   let attrs: Promise<boolean> | undefined;
+  const probe = startTemporalProbe({
+    address: cfg.address,
+    connection: () => connectionOptions(cfg),
+    everyMs: cfg.probeMs,
+    log,
+  });
   const connect = () => {
     if (closed) return Promise.reject(new TemporalClosedError());
     if (!current) {
@@ -106,10 +116,12 @@ export function createTemporalLink(cfg: TemporalConfig, db: Queryable, log: Logg
         });
       return attrs;
     },
+    server: () => probe.state(),
     async close() {
       closed = true;
       const c = current;
       current = undefined;
+      await probe.close();
       await c?.then((x) => x.connection.close()).catch(() => undefined);
     },
   };

@@ -15,7 +15,8 @@ import { installTemporalRuntime } from "./runtime.js";
 // - `<base>.webhooks`: delivery workflows and their send activity (TEMPORAL_WEBHOOK_CONCURRENCY).
 // The node starts and serves its API whether or not Temporal is reachable: the workers connect in
 // the background and reconnect after any failure (1 s doubling to 30 s); their state is on /health
-// (`temporalWorker`) and the SDK's metrics on /metrics. stop() shuts them down gracefully
+// (`temporalWorker`) and the SDK's metrics on /metrics. A server outage once they run does not fail
+// them (Core retries the polls): the link's probe (probe.ts) tells it to /health instead. stop() shuts them down gracefully
 // (TEMPORAL_SHUTDOWN_GRACE_MS for running activities; Core releases its sticky queues).
 
 export const WORKFLOWS_PATH = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../workflows/index.ts");

@@ -1,29 +1,20 @@
 // grpc.health.v1.Health as Kubernetes probes, load balancers and grpc-health-probe use it, through
-// @grpc/grpc-js with the vendored proto loaded by @grpc/proto-loader (nothing of connect-es on the
-// client side): Check, List and Watch, no credentials, reflecting the node's real readiness (the
+// @grpc/grpc-js with the vendored proto loaded by @grpc/proto-loader (test/helpers/grpc-health.ts;
+// nothing of connect-es on the client side): Check, List and Watch, no credentials, reflecting the node's real readiness (the
 // database reachable, the migrations applied, the Temporal worker) and its shutdown.
 import assert from "node:assert/strict";
-import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
 import pg from "pg";
 import { freePort } from "../../src/shared/net.js";
 import { startTestApp, type TestApp } from "../helpers/app.js";
 import { adminUrl } from "../helpers/db.js";
-
-const PROTO_DIR = path.resolve(import.meta.dirname, "../../proto");
-const def = protoLoader.loadSync("grpc/health/v1/health.proto", {
-  includeDirs: [PROTO_DIR],
-  enums: String,
-  defaults: true,
-});
-const HealthClient = (
-  grpc.loadPackageDefinition(def) as unknown as { grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } } }
-).grpc.health.v1.Health;
-
-type Status = "UNKNOWN" | "SERVING" | "NOT_SERVING" | "SERVICE_UNKNOWN";
-type Client = grpc.Client & Record<string, (...a: unknown[]) => unknown>;
+import {
+  healthCheck as check,
+  healthClient as connect,
+  type HealthClient as Client,
+  type HealthStatus as Status,
+} from "../helpers/grpc-health.js";
 
 const VIGIL_SERVICES = [
   "AnalyticsService",
@@ -39,17 +30,6 @@ const VIGIL_SERVICES = [
 
 let t: TestApp;
 let client: Client;
-
-const connect = (port: number) =>
-  new HealthClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as Client;
-
-function check(c: Client, service: string): Promise<Status> {
-  return new Promise((resolve, reject) =>
-    c.Check({ service }, { deadline: Date.now() + 5_000 }, (err: grpc.ServiceError | null, res: { status: Status }) =>
-      err ? reject(err) : resolve(res.status),
-    ),
-  );
-}
 
 /** A Watch stream: the statuses received so far, and how it ended. */
 function watch(c: Client, service: string) {

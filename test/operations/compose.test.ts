@@ -59,6 +59,26 @@ interface Service {
   environment?: Record<string, string | number | boolean | null> | string[];
   volumes?: (string | { type: string; source: string; target: string })[];
   depends_on?: Record<string, unknown> | string[];
+  ports?: (string | number | { target: number; published?: string | number; host_ip?: string })[];
+}
+
+/** A published port as Compose reads it: "[host_ip:]host:container[/proto]", "container", or the long form. */
+function publishedPort(p: string | number | { target: number; published?: string | number; host_ip?: string }): {
+  hostIp: string;
+  target: number;
+} {
+  if (typeof p === "object") return { hostIp: p.host_ip ?? "0.0.0.0", target: p.target };
+  const parts = String(p).split("/")[0].split(":");
+  const target = Number(parts[parts.length - 1].split("-")[0]);
+  // An IPv6 host address is written in brackets ("[::1]:8080:8080"): rejoin what split took apart.
+  const hostIp =
+    parts.length >= 3
+      ? parts
+          .slice(0, parts.length - 2)
+          .join(":")
+          .replace(/^\[|\]$/g, "")
+      : "0.0.0.0";
+  return { hostIp, target };
 }
 
 function loadCompose(env: Record<string, string | undefined>): {
@@ -160,6 +180,28 @@ describe("docker-compose.yml as `docker compose up` reads it", () => {
       }
       const deps = Array.isArray(s.depends_on) ? s.depends_on : Object.keys(s.depends_on ?? {});
       for (const d of deps) assert.ok(d in services, `${name} depends on ${d}, a service`);
+    }
+  });
+
+  it("publishes Temporal's frontend and UI (no authentication) on loopback only, and only the API port on every interface", () => {
+    assert.deepEqual(publishedPort("127.0.0.1:8080:8080"), { hostIp: "127.0.0.1", target: 8080 });
+    assert.deepEqual(publishedPort("7233:7233"), { hostIp: "0.0.0.0", target: 7233 });
+    assert.deepEqual(publishedPort("[::1]:7233:7233/tcp"), { hostIp: "::1", target: 7233 });
+    assert.deepEqual(publishedPort(8080), { hostIp: "0.0.0.0", target: 8080 });
+    assert.deepEqual(publishedPort({ target: 7233, published: 7233 }), { hostIp: "0.0.0.0", target: 7233 });
+    const { services } = loadCompose(nothingSet);
+    const loopback = (ip: string) => ip === "127.0.0.1" || ip === "::1" || ip === "localhost";
+    for (const name of ["temporal", "temporal-ui"]) {
+      assert.ok(name in services, `${name} is a service of the compose file`);
+      for (const p of services[name].ports ?? [])
+        assert.ok(loopback(publishedPort(p).hostIp), `${name} publishes ${JSON.stringify(p)} beyond loopback`);
+    }
+    for (const [name, s] of Object.entries(services)) {
+      for (const p of s.ports ?? []) {
+        const { hostIp, target } = publishedPort(p);
+        if (name === "vigil-api" && target === 3000) continue; // the API, meant to be reached
+        assert.ok(loopback(hostIp), `${name} publishes ${JSON.stringify(p)} on every interface (docs/security.md)`);
+      }
     }
   });
 

@@ -23,13 +23,15 @@ export interface EdgeSuite {
   tc: { client: Client; close(): Promise<void> };
 }
 
-export async function startEdgeSuite(reconcileMs: number): Promise<EdgeSuite> {
+/** `env`: more settings of the Vigil node (e.g. TEMPORAL_PROBE_MS). */
+export async function startEdgeSuite(reconcileMs: number, env: Record<string, string> = {}): Promise<EdgeSuite> {
   const dir = await mkdtemp(path.join(os.tmpdir(), "vigil-temporal-"));
   const srv = await startTemporal({ dbFile: path.join(dir, "temporal.db") });
   const t = await startTestApp({
     TEMPORAL_ADDRESS: srv.address,
     TEMPORAL_MIN_DEADLINE_MS: "100",
     TEMPORAL_RECONCILE_MS: String(reconcileMs),
+    ...env,
   });
   const db = database(t.databaseUrl);
   const tc = await temporalClient(srv.address);

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file vigil/v1/health.proto.
  */
 export const file_vigil_v1_health: GenFile = /*@__PURE__*/
-  fileDesc("ChV2aWdpbC92MS9oZWFsdGgucHJvdG8SCHZpZ2lsLnYxIg4KDENoZWNrUmVxdWVzdCI4Cg1DaGVja1Jlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIXCg90ZW1wb3JhbF93b3JrZXIYAiABKAkyXgoNSGVhbHRoU2VydmljZRJNCgVDaGVjaxIWLnZpZ2lsLnYxLkNoZWNrUmVxdWVzdBoXLnZpZ2lsLnYxLkNoZWNrUmVzcG9uc2UiE9DzGAGC0+STAgkSBy9oZWFsdGhiBnByb3RvMw", [file_google_api_annotations, file_vigil_v1_options]);
+  fileDesc("ChV2aWdpbC92MS9oZWFsdGgucHJvdG8SCHZpZ2lsLnYxIg4KDENoZWNrUmVxdWVzdCJRCg1DaGVja1Jlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIXCg90ZW1wb3JhbF93b3JrZXIYAiABKAkSFwoPdGVtcG9yYWxfc2VydmVyGAMgASgJMl4KDUhlYWx0aFNlcnZpY2USTQoFQ2hlY2sSFi52aWdpbC52MS5DaGVja1JlcXVlc3QaFy52aWdpbC52MS5DaGVja1Jlc3BvbnNlIhPQ8xgBgtPkkwIJEgcvaGVhbHRoYgZwcm90bzM", [file_google_api_annotations, file_vigil_v1_options]);
 
 /**
  * @generated from message vigil.v1.CheckRequest
@@ -46,6 +46,15 @@ export type CheckResponse = Message<"vigil.v1.CheckResponse"> & {
    * @generated from field: string temporal_worker = 2;
    */
   temporalWorker: string;
+
+  /**
+   * The Temporal server as this node finds it (a probe every TEMPORAL_PROBE_MS, any ROLE): "off" (no
+   * TEMPORAL_ADDRESS), "unknown" (no probe has ended yet), "reachable", "unreachable" (the status
+   * is then "degraded").
+   *
+   * @generated from field: string temporal_server = 3;
+   */
+  temporalServer: string;
 };
 
 /**
