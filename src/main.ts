@@ -44,12 +44,12 @@ async function main(): Promise<void> {
     { host: config.host, port, role: config.role, database: config.databaseUrl ? "external" : "embedded" },
     `Vigil listening on http://${config.host}:${port}`,
   );
-  if (config.metrics)
+  if (config.metrics && app.metricsPort !== undefined)
     log.info(
       { host: config.metrics.host, port: app.metricsPort },
       `metrics on http://${config.metrics.host}:${app.metricsPort}/metrics`,
     );
-  else log.info("metrics not served (METRICS_PORT=off)");
+  else if (!config.metrics) log.info("metrics not served (METRICS_PORT=off)");
 
   let stopping = false;
   const stop = async (signal: string) => {
