@@ -56,13 +56,21 @@ async function binaries(user: RunAs, pkg: PgBinaries, moved: string[]): Promise<
   const base = await reachableRoot();
   const dir = path.join(base, `postgres-${pkg.key}`);
   if (!canRun(user, binary(dir, "postgres"))) {
-    // Copied aside and renamed into place: a crash mid-copy never leaves a half copy under the name.
+    // Copied aside and renamed into place: a crash mid-copy never leaves a half copy under the name,
+    // and a copy another Vigil put there meanwhile is kept (it may be running from it).
     const tmp = `${dir}.partial-${process.pid}`;
     await rm(tmp, { recursive: true, force: true });
     await cp(pkg.dir, tmp, { recursive: true, verbatimSymlinks: true });
     await chmod(tmp, 0o755);
-    await rm(dir, { recursive: true, force: true });
-    await rename(tmp, dir);
+    try {
+      await rename(tmp, dir);
+    } catch {
+      if (canRun(user, binary(dir, "postgres"))) await rm(tmp, { recursive: true, force: true });
+      else {
+        await rm(dir, { recursive: true, force: true }); // a broken copy
+        await rename(tmp, dir);
+      }
+    }
     if (!canRun(user, binary(dir, "postgres")))
       throw new Error(`the postgres user cannot run PostgreSQL even from ${dir}; set DATABASE_URL`);
   }

@@ -28,10 +28,11 @@ function runTests(env: Record<string, string>): Promise<Ended> {
       cwd: root,
       env: { ...process.env, ...env },
       stdio: ["ignore", "ignore", "pipe"],
+      detached: true, // its own process group: a hung run is killed with its Temporal server
     });
     let stderr = "";
     child.stderr.on("data", (d) => (stderr += d));
-    const guard = setTimeout(() => child.kill("SIGKILL"), HANG_MS);
+    const guard = setTimeout(() => process.kill(-child.pid!, "SIGKILL"), HANG_MS);
     child.on("error", reject);
     child.on("exit", (code, signal) => {
       clearTimeout(guard);
