@@ -5,7 +5,10 @@
 check_production_install() {
   local dir files cmd port pid ok=""
   dir=$(mktemp -d /tmp/vigil-image-XXXXXX)
-  chmod 755 "$dir" # as root the embedded cluster runs as the postgres user, who must reach DATA_DIR
+  # As root the embedded cluster runs as the postgres user. A private (0700) folder works too (Vigil
+  # then keeps the cluster under /var/lib/vigil: test/operations/fresh-root.test.ts); an open one
+  # keeps it in DATA_DIR, removed with the folder below.
+  chmod 755 "$dir"
   # COPY <sources...> <dest> lines of the Dockerfile, and its CMD (a JSON array).
   files=$(node -e '
     const lines = require("fs").readFileSync("Dockerfile", "utf8").split("\n");

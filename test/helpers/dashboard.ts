@@ -1,7 +1,5 @@
 import { execFile } from "node:child_process";
 import { existsSync, mkdirSync } from "node:fs";
-import { mkdtemp } from "node:fs/promises";
-import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -17,6 +15,7 @@ import { useProject } from "./use.js";
 // DASHBOARD_DIR); a file run some other way builds its own.
 
 export const CHROMIUM = "/usr/bin/chromium";
+export { buildDashboard } from "./dashboard-build.js";
 
 /**
  * Runs a `curl` the dashboard shows through bash, as a person pasting it would after
@@ -29,18 +28,6 @@ export async function runShownCurl(curl: string, key: string): Promise<{ status:
   return { status: Number(stdout.trim().split("\n").pop()), out: stdout };
 }
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-
-/** Builds web/ with Vite into a fresh temp directory and returns it. */
-export async function buildDashboard(): Promise<string> {
-  const { build } = await import("vite");
-  const outDir = await mkdtemp(path.join(os.tmpdir(), "vigil-dashboard-"));
-  await build({
-    configFile: path.join(ROOT, "web/vite.config.ts"),
-    logLevel: "warn",
-    build: { outDir, emptyOutDir: true },
-  });
-  return outDir;
-}
 
 /** Where a screenshot goes: .tmp/ on every run, docs/images/ with UPDATE_DOCS_IMAGES=1. */
 export function screenshotPath(name: string): string {

@@ -122,7 +122,9 @@ describe("logs and metrics", () => {
   });
 
   it("binds METRICS_PORT to loopback by default, and METRICS_PORT=off serves no metrics", async () => {
-    assert.deepEqual(parseConfig({}).metrics, { host: "127.0.0.1", port: 9464 });
+    // Unset: the default port, not required (taken, a warning: test/operations/startup-failure.test.ts).
+    assert.deepEqual(parseConfig({}).metrics, { host: "127.0.0.1", port: 9464, required: false });
+    assert.deepEqual(parseConfig({ METRICS_PORT: "9464" }).metrics, { host: "127.0.0.1", port: 9464, required: true });
     assert.equal(parseConfig({ METRICS_PORT: "off" }).metrics, undefined);
     assert.throws(() => parseConfig({ METRICS_PORT: "70000" }), /METRICS_PORT/);
   });

@@ -7,6 +7,8 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
 import { freePort } from "../../src/shared/net.js";
+import { DEFAULT_METRICS_PORT } from "../../src/config/index.js";
+import { startNode } from "../helpers/cluster.js";
 
 // A failed start leaves nothing running: real `src/main.ts` processes with the embedded PostgreSQL
 // in a temporary DATA_DIR, started on a port that is taken (and with a DATA_DIR whose session
@@ -106,5 +108,49 @@ describe("a failed start leaves nothing running", () => {
     await writeFile(path.join(dataDir, "session-secret"), "short\n", { mode: 0o600 });
     const r = await start({ PORT: String(await freePort()), METRICS_PORT: "off" }, dataDir);
     assertCleanFailure(r, /session-secret holds no usable session secret/);
+  });
+});
+
+// METRICS_PORT unset means 9464, the OpenTelemetry Prometheus exporter's default, which another
+// process's exporter may well hold: that is a warning and Vigil serves without /metrics. A
+// METRICS_PORT the operator set (even to 9464) is held to: taken, the start fails as above.
+describe("the default metrics port taken by another process", () => {
+  let holder: net.Server | undefined;
+  let dataDir: string;
+  before(async () => {
+    dataDir = await mkdtemp(path.join(os.tmpdir(), "vigil-metricsport-"));
+    const server = net.createServer((s) => s.end());
+    holder = await new Promise<net.Server | undefined>((resolve, reject) => {
+      server.once("error", (err: NodeJS.ErrnoException) =>
+        err.code === "EADDRINUSE" ? resolve(undefined) : reject(err),
+      ); // already held by another process: taken all the same
+      server.listen(DEFAULT_METRICS_PORT, "127.0.0.1", () => resolve(server));
+    });
+  });
+  after(async () => {
+    holder?.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it("is a warning: Vigil starts, serves the API, and names METRICS_PORT in one log line", async () => {
+    const node = await startNode({ METRICS_PORT: undefined, METRICS_HOST: undefined, LOG_LEVEL: "info" });
+    try {
+      const health = await node.rest.get("/health");
+      assert.equal(health.status, 200);
+      const warnings = node
+        .stdout()
+        .split("\n")
+        .filter((l) => l.includes('"level":40') && l.includes("METRICS_PORT"));
+      assert.equal(warnings.length, 1, `one warning about the metrics port, got:\n${node.stdout()}`);
+      assert.match(warnings[0], new RegExp(`127\\.0\\.0\\.1:${DEFAULT_METRICS_PORT} is in use`));
+      assert.doesNotMatch(node.stdout(), /metrics on http:/);
+    } finally {
+      assert.equal(await node.kill("SIGTERM"), 0, node.stderr());
+    }
+  });
+
+  it("set explicitly (METRICS_PORT=9464), the same taken port still refuses to start, naming METRICS_PORT", async () => {
+    const r = await start({ PORT: String(await freePort()), METRICS_PORT: String(DEFAULT_METRICS_PORT) }, dataDir);
+    assertCleanFailure(r, new RegExp(`metrics on 127\\.0\\.0\\.1:${DEFAULT_METRICS_PORT} \\(METRICS_PORT.*EADDRINUSE`));
   });
 });
