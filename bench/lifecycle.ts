@@ -3,6 +3,10 @@
 //   export   POST /v1/projects/:id/events/export (NDJSON) of a SMALL and a LARGE project: events/s
 //            and the server's peak RSS during each (sampled from /proc every 50 ms); flat memory
 //            means the two peaks are about equal.
+//   user-export  GET /v1/projects/:id/users/:userId/export (NDJSON) of a user holding
+//            USER_EXPORT_EVENTS events of about 9 KB each (issue #29's case): the server's RSS before
+//            and its peak during one export, then during four at once; flat memory means the peaks
+//            stay near the RSS before, whatever the person's size.
 //   delete   DELETE /v1/projects/:id/users/:userId of a user holding USER_EVENTS events of the
 //            LARGE project, then GET .../jobs/:jobId polled until it succeeds: the time it took.
 //   ingest   POST /v1/events/batch throughput (closed loop, CONCURRENCY clients) into a fresh
@@ -10,10 +14,11 @@
 //            of another project (PATCH retentionDays; RETENTION_INTERVAL_MS=1000).
 //
 // Sizes (environment): BENCH_LIFECYCLE_SMALL (default 1,000,000), BENCH_LIFECYCLE_LARGE
-// (10,000,000), BENCH_LIFECYCLE_USER_EVENTS (100,000, part of LARGE), BENCH_LIFECYCLE_RETENTION_EVENTS
+// (10,000,000), BENCH_LIFECYCLE_USER_EVENTS (100,000, part of LARGE), BENCH_LIFECYCLE_USER_EXPORT_EVENTS
+// (10,000, a project of its own), BENCH_LIFECYCLE_RETENTION_EVENTS
 // (2,000,000), BENCH_LIFECYCLE_NEIGHBOUR_EVENTS (200,000: a project without retention sharing the
 // expiring project's weeks, so the pass trims rows rather than dropping partitions), BENCH_LIFECYCLE_INGEST_S (20, the longest ingest window), BENCH_LIFECYCLE_CONCURRENCY
-// (4), BENCH_LIFECYCLE_ONLY (comma-separated phases: export,delete,ingest), BENCH_LIFECYCLE_PASS_WAIT_S
+// (4), BENCH_LIFECYCLE_ONLY (comma-separated phases: export,user-export,delete,ingest), BENCH_LIFECYCLE_PASS_WAIT_S
 // (1800, how long to wait for the retention pass). Events are bulk-loaded
 // with SQL (bench/_events-load.ts) with the service's rollup/slot backfill; the deleted user's
 // event_user_hours rows (its access path) are built with the same SQL as migration 1005.
@@ -37,6 +42,7 @@ const num = (name: string, d: number) => Number(process.env[name] ?? d);
 const SMALL = num("BENCH_LIFECYCLE_SMALL", 1_000_000);
 const LARGE = num("BENCH_LIFECYCLE_LARGE", 10_000_000);
 const USER_EVENTS = num("BENCH_LIFECYCLE_USER_EVENTS", 100_000);
+const USER_EXPORT_EVENTS = num("BENCH_LIFECYCLE_USER_EXPORT_EVENTS", 10_000);
 const RETENTION_EVENTS = num("BENCH_LIFECYCLE_RETENTION_EVENTS", 2_000_000);
 /** Events of a project without retention in the expiring project's weeks: no week can be dropped whole. */
 const NEIGHBOUR_EVENTS = num("BENCH_LIFECYCLE_NEIGHBOUR_EVENTS", 200_000);
@@ -49,7 +55,7 @@ const INGEST_S = num("BENCH_LIFECYCLE_INGEST_S", 20);
 const CONCURRENCY = num("BENCH_LIFECYCLE_CONCURRENCY", 4);
 /** How long to wait for the retention pass to finish (after the ingest window) before giving up. */
 const PASS_WAIT_S = num("BENCH_LIFECYCLE_PASS_WAIT_S", 1800);
-const ONLY = (process.env.BENCH_LIFECYCLE_ONLY ?? "export,delete,ingest").split(",");
+const ONLY = (process.env.BENCH_LIFECYCLE_ONLY ?? "export,user-export,delete,ingest").split(",");
 const FULL =
   SMALL === 1_000_000 &&
   LARGE === 10_000_000 &&
@@ -58,6 +64,7 @@ const FULL =
   ["export", "delete", "ingest"].every((p) => ONLY.includes(p));
 const DAY = 86_400_000;
 const DELETED_USER = "bench-delete-me";
+const EXPORTED_USER = "bench-export-me";
 const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
 
 /** One event per row number g over [$2, $2 + $3 ms); every `every`-th row belongs to DELETED_USER. */
@@ -74,6 +81,32 @@ const gen = (every: number) => `
          jsonb_build_object('ip', '10.0.' || (g % 250) || '.' || (g % 200), 'userAgent', 'Mozilla/5.0 bench') AS context,
          '{"env":"production"}'::jsonb AS tags
   FROM s`;
+
+/** Events of EXPORTED_USER alone, each with about 9 KB of data (issue #29: 10,000 such made 93.5 MB). */
+const genUser = `
+  WITH s AS (
+    SELECT g, $2::timestamptz + ((g * 7919 % 1000003) / 1000003.0 * $3::float8) * interval '1 millisecond' AS ts
+    FROM generate_series($4::bigint, $5::bigint) AS g
+  )
+  SELECT $1::text AS project_id, ts,
+         (lpad(to_hex((extract(epoch FROM ts) * 1000)::bigint), 12, '0') || '7' || substr(md5(g::text), 1, 3) || '8' || substr(md5(g::text), 4, 15))::uuid AS id,
+         'visit'::text AS type, '${EXPORTED_USER}'::text AS user_id,
+         jsonb_build_object('n', g, 'note', repeat(md5(g::text), 280)) AS data,
+         '{}'::jsonb AS context, '{}'::jsonb AS tags
+  FROM s`;
+
+/** A user's access path (event_user_hours), built from the loaded events with migration 1005's SQL. */
+async function userHours(db: Db, projectId: string, userId: string): Promise<void> {
+  await db.query(
+    `INSERT INTO event_user_hours (project_id, user_id, hour, minutes)
+     SELECT project_id, user_id, to_timestamp(h * 3600), bit_or(1::bigint << m)
+     FROM (SELECT project_id, user_id, floor(extract(epoch FROM ts) / 3600)::bigint AS h,
+                  (floor(extract(epoch FROM ts) / 60)::bigint % 60)::int AS m
+           FROM events WHERE project_id = $1 AND user_id = $2) x
+     GROUP BY project_id, user_id, h ON CONFLICT DO NOTHING`,
+    [projectId, userId],
+  );
+}
 
 function rssKb(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
@@ -151,6 +184,25 @@ async function exportAll(
   return { lines, bytes, s: (performance.now() - t0) / 1000 };
 }
 
+/** Streams a user export (NDJSON); the lines and bytes received. */
+async function exportUser(
+  base: string,
+  p: { id: string; key: string },
+  userId: string,
+): Promise<{ lines: number; bytes: number }> {
+  const r = await fetch(`${base}/v1/projects/${p.id}/users/${userId}/export`, {
+    headers: { authorization: `Bearer ${p.key}` },
+  });
+  if (r.status !== 200 || !r.body) throw new Error(`user export: ${r.status} ${await r.text()}`);
+  let lines = 0;
+  let bytes = 0;
+  for await (const chunk of r.body as unknown as AsyncIterable<Uint8Array>) {
+    bytes += chunk.length;
+    for (let i = 0; i < chunk.length; i++) if (chunk[i] === 10) lines++;
+  }
+  return { lines, bytes };
+}
+
 /** Closed-loop ingest of batches of 200 events by CONCURRENCY clients until `stop()` or `maxS`. */
 async function ingest(
   port: number,
@@ -184,10 +236,18 @@ async function ingest(
   return { events, s: (performance.now() - t0) / 1000 };
 }
 
-async function load(db: Db, projectId: string, events: number, start: number, spanMs: number, every = 0) {
+async function load(
+  db: Db,
+  projectId: string,
+  events: number,
+  start: number,
+  spanMs: number,
+  every = 0,
+  sql = gen(every),
+) {
   process.stdout.write(`loading ${fmt(events)} events`);
   const t0 = performance.now();
-  await loadGenerated(db, projectId, gen(every), { events, start, spanMs });
+  await loadGenerated(db, projectId, sql, { events, start, spanMs });
   await finishBackfill(db, projectId, { start, end: start + spanMs });
   console.log(` ${((performance.now() - t0) / 1000).toFixed(0)} s`);
 }
@@ -280,19 +340,52 @@ async function main(): Promise<number> {
       );
     }
 
+    // ---- one person's export ----
+    if (ONLY.includes("user-export")) {
+      try {
+        const person = await api.project("person");
+        await load(db, person.id, USER_EXPORT_EVENTS, start, span, 0, genUser);
+        await userHours(db, person.id, EXPORTED_USER);
+        const id = await api.req("POST", `/v1/projects/${person.id}/identify`, { externalId: EXPORTED_USER });
+        if (id.status !== 200) throw new Error(`identify: ${id.status} ${JSON.stringify(id.body)}`);
+        const rows: string[] = [];
+        for (const n of [1, 4]) {
+          const t0 = performance.now();
+          const r = await peakRss(pid, () =>
+            Promise.all(Array.from({ length: n }, () => exportUser(base, person, EXPORTED_USER))),
+          );
+          const took = (performance.now() - t0) / 1000;
+          for (const x of r.value)
+            if (x.lines !== USER_EXPORT_EVENTS + 1)
+              problems.push(`user export: ${x.lines} lines, expected ${USER_EXPORT_EVENTS + 1}`);
+          const mb = r.value[0].bytes / 1048576;
+          console.log(
+            `user export x${n}: ${mb.toFixed(1)} MB each in ${took.toFixed(1)} s, RSS ${r.startMb.toFixed(0)} -> peak ${r.peakMb.toFixed(0)} MB`,
+          );
+          rows.push(
+            `| ${n} | ${fmt(r.value[0].lines)} | ${mb.toFixed(1)} MB | ${took.toFixed(1)} s | ${r.startMb.toFixed(0)} MB | **${r.peakMb.toFixed(0)} MB** | **+${(r.peakMb - r.startMb).toFixed(0)} MB** |`,
+          );
+        }
+        out.push(
+          "### One person's export (NDJSON, `GET /v1/projects/:id/users/:userId/export`)",
+          "",
+          `A user with ${fmt(USER_EXPORT_EVENTS)} events of about 9 KB each (issue #29's case: built in memory, one such answer was 93.5 MB and +180 MB of RSS, four at once took the process from 640 MB to 1.41 GB). Exports read as fast as the client can, one, then four at once; the server's RSS sampled every 50 ms.`,
+          "",
+          "| Exports at once | Lines each | Bytes each | Time | Server RSS before | Server peak RSS | Peak − before |",
+          "|---|---|---|---|---|---|---|",
+          ...rows,
+          "",
+        );
+      } catch (err) {
+        problems.push(`user export: ${(err as Error).message}`);
+      }
+    }
+
     // ---- delete a user ----
     if (ONLY.includes("delete")) {
       try {
         // The user's access path (event_user_hours, migration 1005's SQL) and record (identify).
-        await db.query(
-          `INSERT INTO event_user_hours (project_id, user_id, hour, minutes)
-           SELECT project_id, user_id, to_timestamp(h * 3600), bit_or(1::bigint << m)
-           FROM (SELECT project_id, user_id, floor(extract(epoch FROM ts) / 3600)::bigint AS h,
-                        (floor(extract(epoch FROM ts) / 60)::bigint % 60)::int AS m
-                 FROM events WHERE project_id = $1 AND user_id = $2) x
-           GROUP BY project_id, user_id, h ON CONFLICT DO NOTHING`,
-          [large.id, DELETED_USER],
-        );
+        await userHours(db, large.id, DELETED_USER);
         const id = await api.req("POST", `/v1/projects/${large.id}/identify`, { externalId: DELETED_USER });
         if (id.status !== 200) throw new Error(`identify: ${id.status} ${JSON.stringify(id.body)}`);
         const t0 = performance.now();

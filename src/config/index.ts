@@ -80,6 +80,10 @@ export const envSchema = z.object({
   LOGIN_MAX_FAILURES_PER_ADDRESS: intFrom(50, 1),
   LOGIN_WINDOW_SECONDS: intFrom(900, 1),
   MAX_MONITORS_PER_PROJECT: intFrom(1000, 1),
+  // Records per project (src/shared/project-cap.ts; docs/security.md "Records"): 409 beyond.
+  MAX_WEBHOOKS_PER_PROJECT: intFrom(50, 1),
+  MAX_API_KEYS_PER_PROJECT: intFrom(100, 1),
+  MAX_MEMBERS_PER_PROJECT: intFrom(100, 1),
   MAX_BODY_BYTES: intFrom(10 * 1024 * 1024, 1024),
   INGEST_FLUSH_MS: intFrom(2, 0),
   INGEST_MAX_BATCH: intFrom(2000, 1),
@@ -165,7 +169,16 @@ export interface Config {
   login: { maxFailuresPerAccount: number; maxFailuresPerAddress: number; windowSeconds: number };
   maxBodyBytes: number;
   ingest: { flushMs: number; maxBatch: number; maxInFlight: number; derivedDelayMs: number };
-  webhooks: { backoffBaseMs: number; maxAttempts: number; timeoutMs: number; allowPrivate: boolean };
+  /** `maxPerProject`: webhooks per project (MAX_WEBHOOKS_PER_PROJECT). */
+  webhooks: {
+    backoffBaseMs: number;
+    maxAttempts: number;
+    timeoutMs: number;
+    allowPrivate: boolean;
+    maxPerProject: number;
+  };
+  /** Unrevoked API keys and members (the owner included) per project. */
+  projects: { maxApiKeys: number; maxMembers: number };
   pgPoolSize: number;
   /** Raw heartbeats are kept this long; older windows read hourly rollups. */
   uptime: { rawRetentionDays: number; maxMonitorsPerProject: number };
@@ -322,7 +335,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       maxAttempts: e.WEBHOOK_MAX_ATTEMPTS,
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
       allowPrivate: e.WEBHOOK_ALLOW_PRIVATE,
+      maxPerProject: e.MAX_WEBHOOKS_PER_PROJECT,
     },
+    projects: { maxApiKeys: e.MAX_API_KEYS_PER_PROJECT, maxMembers: e.MAX_MEMBERS_PER_PROJECT },
     pgPoolSize: e.PG_POOL_SIZE,
     uptime: { rawRetentionDays: e.UPTIME_RAW_RETENTION_DAYS, maxMonitorsPerProject: e.MAX_MONITORS_PER_PROJECT },
     retention: {

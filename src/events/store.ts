@@ -206,20 +206,35 @@ export function rowToStored(r: EventRow): StoredEvent {
 }
 
 /**
- * Every event of a user (by externalId), oldest first: through event_user_hours (the user's hours;
- * events has no user_id index), each hour a range scan of the primary key filtered on user_id.
+ * A user's events (by externalId) past `after` (exclusive), oldest first, at most `limit`: one batch of
+ * a user export, walked with the (ts, id) of the last row as the GET .../users/:userId/export keyset.
+ * Through event_user_hours (the user's hours; events has no user_id index), each hour a range scan of
+ * the primary key filtered on user_id; hours wholly before `after` are skipped.
  */
-export async function userEvents(db: Queryable, projectId: string, userId: string): Promise<EventRow[]> {
-  const r = await db.query<EventRow>(
+export async function userEventsAfter(
+  db: Queryable,
+  projectId: string,
+  userId: string,
+  after: { us: string; id: string } | null,
+  limit: number,
+): Promise<(EventRow & { us: string })[]> {
+  const params: unknown[] = [projectId, userId, limit];
+  let past = "";
+  if (after) {
+    params.push(after.us, after.id);
+    const ts = "(timestamptz 'epoch' + $4::bigint * interval '1 microsecond')";
+    past = ` AND h.hour > ${ts} - interval '1 hour' AND (e.ts, e.id) > (${ts}, $5::uuid)`;
+  }
+  const r = await db.query<EventRow & { us: string }>(
     `SELECT ${COLUMNS.split(", ")
       .map((c) => `e.${c}`)
-      .join(", ")}
+      .join(", ")}, (extract(epoch FROM e.ts) * 1000000)::bigint::text AS us
      FROM event_user_hours h
      JOIN events e ON e.project_id = h.project_id AND e.ts >= h.hour AND e.ts < h.hour + interval '1 hour'
                   AND e.user_id = h.user_id
-     WHERE h.project_id = $1 AND h.user_id = $2
-     ORDER BY e.ts ASC, e.id ASC`,
-    [projectId, userId],
+     WHERE h.project_id = $1 AND h.user_id = $2${past}
+     ORDER BY e.ts ASC, e.id ASC LIMIT $3`,
+    params,
   );
   return r.rows;
 }

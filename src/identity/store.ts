@@ -1,4 +1,3 @@
-import type { JsonObject } from "@bufbuild/protobuf";
 import type { Queryable } from "../storage/db.js";
 import { newId } from "../shared/ids.js";
 
@@ -57,16 +56,4 @@ export async function getUser(db: Queryable, projectId: string, idOrExternal: st
     [projectId, idOrExternal],
   );
   return r.rows[0];
-}
-
-export function toUser(r: UserRow, withCount: boolean) {
-  return {
-    id: r.id,
-    projectId: r.project_id,
-    externalId: r.external_id,
-    properties: r.properties as JsonObject,
-    eventCount: withCount ? BigInt(r.event_count) : undefined,
-    firstSeenAt: r.first_seen_at.toISOString(),
-    lastSeenAt: r.last_seen_at.toISOString(),
-  };
 }

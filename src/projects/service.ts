@@ -134,7 +134,7 @@ export function createProjectsFeature(deps: Pick<Deps, "db" | "clock" | "auth" |
               { field: "email", message: "no such account" },
             ]);
           try {
-            await store.insertMember(db, scope.projectId, accountId, input.role, clock());
+            await store.insertMember(db, scope.projectId, accountId, input.role, clock(), config.projects.maxMembers);
           } catch (err) {
             if (isUniqueViolation(err)) throw conflict("this account is already a member of the project");
             throw err;
@@ -164,7 +164,7 @@ export function createProjectsFeature(deps: Pick<Deps, "db" | "clock" | "auth" |
           const input = validate(keySchema, { name: req.name, environment: req.environment, kind: req.kind });
           const secret = newSecret(input.kind);
           const hash = sha256Hex(secret);
-          const row = await store.insertApiKey(db, {
+          const row = await store.insertApiKey(db, config.projects.maxApiKeys, {
             id: newId("key"),
             projectId: scope.projectId,
             name: input.name,

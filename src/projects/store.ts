@@ -1,4 +1,5 @@
 import { retryDeadlock } from "../shared/gone.js";
+import { holdProjectCap, type ProjectCap } from "../shared/project-cap.js";
 import { tx, type Db, type Queryable } from "../storage/db.js";
 
 // SQL for projects, members and API keys (messages.ts maps the rows to the API's shapes).
@@ -140,20 +141,35 @@ export async function accountIdByEmail(q: Queryable, email: string): Promise<str
   return r.rows[0]?.id;
 }
 
-/** Throws the unique violation when the account is already a member. */
-export async function insertMember(
-  q: Queryable,
+/** Members per project (the owner included): MAX_MEMBERS_PER_PROJECT. */
+const memberCap = (max: number): ProjectCap => ({
+  what: "members",
+  max,
+  countSql: "SELECT count(*)::int AS n FROM project_members WHERE project_id = $1",
+  field: "email",
+});
+
+/**
+ * Adds the member under the project's member cap (409 when full). Throws the unique violation when
+ * the account is already a member.
+ */
+export function insertMember(
+  db: Db,
   projectId: string,
   accountId: string,
   role: string,
   now: Date,
+  maxMembers: number,
 ): Promise<void> {
-  await q.query("INSERT INTO project_members (project_id, account_id, role, created_at) VALUES ($1, $2, $3, $4)", [
-    projectId,
-    accountId,
-    role,
-    now,
-  ]);
+  return tx(db, async (c) => {
+    await holdProjectCap(c, projectId, memberCap(maxMembers));
+    await c.query("INSERT INTO project_members (project_id, account_id, role, created_at) VALUES ($1, $2, $3, $4)", [
+      projectId,
+      accountId,
+      role,
+      now,
+    ]);
+  });
 }
 
 export async function setMemberRole(q: Queryable, projectId: string, accountId: string, role: string): Promise<void> {
@@ -168,8 +184,18 @@ export async function removeMember(q: Queryable, projectId: string, accountId: s
   await q.query("DELETE FROM project_members WHERE project_id = $1 AND account_id = $2", [projectId, accountId]);
 }
 
-export async function insertApiKey(
-  q: Queryable,
+/** Keys per project that are not revoked (revoked ones give their place back): MAX_API_KEYS_PER_PROJECT. */
+const keyCap = (max: number): ProjectCap => ({
+  what: "API keys",
+  max,
+  countSql: "SELECT count(*)::int AS n FROM api_keys WHERE project_id = $1 AND revoked_at IS NULL",
+  field: "name",
+});
+
+/** Creates the key under the project's key cap (409 when full). */
+export function insertApiKey(
+  db: Db,
+  maxKeys: number,
   k: {
     id: string;
     projectId: string;
@@ -181,11 +207,14 @@ export async function insertApiKey(
     now: Date;
   },
 ): Promise<KeyRow> {
-  const r = await q.query<KeyRow>(
-    `INSERT INTO api_keys (id, project_id, name, environment, kind, prefix, key_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${KEY_COLUMNS}`,
-    [k.id, k.projectId, k.name, k.environment, k.kind, k.prefix, k.hash, k.now],
-  );
-  return r.rows[0];
+  return tx(db, async (c) => {
+    await holdProjectCap(c, k.projectId, keyCap(maxKeys));
+    const r = await c.query<KeyRow>(
+      `INSERT INTO api_keys (id, project_id, name, environment, kind, prefix, key_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${KEY_COLUMNS}`,
+      [k.id, k.projectId, k.name, k.environment, k.kind, k.prefix, k.hash, k.now],
+    );
+    return r.rows[0];
+  });
 }
 
 /** The project's keys that are not revoked. */

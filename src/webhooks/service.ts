@@ -106,7 +106,7 @@ export function createWebhooksFeature(
           });
           await checkTarget(input.type, input.url, config.webhooks.allowPrivate);
           const secret = targetOf(input.type).signed ? newWebhookSecret() : null;
-          const row = await store.insertWebhook(db, {
+          const row = await store.insertWebhook(db, config.webhooks.maxPerProject, {
             ...input,
             id: newId("wh"),
             projectId: scope.projectId,

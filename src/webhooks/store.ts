@@ -1,5 +1,6 @@
 import type pg from "pg";
-import type { Queryable } from "../storage/db.js";
+import { holdProjectCap, type ProjectCap } from "../shared/project-cap.js";
+import { tx, type Db, type Queryable } from "../storage/db.js";
 import type { AttemptRecord } from "./sender.js";
 import type { DeliveryStatus } from "./retry.js";
 import type { WebhookType } from "./targets/index.js";
@@ -74,18 +75,31 @@ export async function listWebhooks(q: Queryable, projectId: string): Promise<Web
   ).rows;
 }
 
-export async function insertWebhook(
-  q: Queryable,
+/** Webhooks per project, enabled or not (decisions.md: MAX_WEBHOOKS_PER_PROJECT, 409 beyond). */
+const webhookCap = (max: number): ProjectCap => ({
+  what: "webhooks",
+  max,
+  countSql: "SELECT count(*)::int AS n FROM webhooks WHERE project_id = $1",
+  field: "url",
+});
+
+/** Creates the webhook under the project's webhook cap (409 when full). */
+export function insertWebhook(
+  db: Db,
+  maxWebhooks: number,
   w: Pick<WebhookRow, "id" | "name" | "type" | "url" | "events" | "secret" | "enabled"> & {
     projectId: string;
     now: Date;
   },
 ): Promise<WebhookRow> {
-  const r = await q.query<WebhookRow>(
-    "INSERT INTO webhooks (id, project_id, name, type, url, events, secret, enabled, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING *",
-    [w.id, w.projectId, w.name, w.type, w.url, w.events, w.secret, w.enabled, w.now],
-  );
-  return r.rows[0];
+  return tx(db, async (c) => {
+    await holdProjectCap(c, w.projectId, webhookCap(maxWebhooks));
+    const r = await c.query<WebhookRow>(
+      "INSERT INTO webhooks (id, project_id, name, type, url, events, secret, enabled, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING *",
+      [w.id, w.projectId, w.name, w.type, w.url, w.events, w.secret, w.enabled, w.now],
+    );
+    return r.rows[0];
+  });
 }
 
 /** Sets the given fields (undefined keeps one); undefined when no such webhook in the project. */

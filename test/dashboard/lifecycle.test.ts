@@ -1,6 +1,6 @@
 // The data lifecycle in a real browser: the settings screen shows the retention in force (the
 // server's default, then the project's own period), refuses a bad period by name, and goes back to
-// the default; a user's page exports their record and events as a JSON file, and deletes them as a
+// the default; a user's page exports their record and events as an NDJSON file, and deletes them as a
 // job followed until it has succeeded (then the user is a 404 and their events are gone); a member
 // sees neither the retention form nor the delete button.
 import assert from "node:assert/strict";
@@ -75,18 +75,23 @@ describe("dashboard: data lifecycle", () => {
     await page.goto(`/projects/${p.projectId}/users/${userId}`);
     await page.getByRole("heading", { name: "This person's data" }).waitFor();
 
-    // Export: a JSON file holding the record and both events, oldest first.
+    // Export: an NDJSON file, the record on the first line, then both events, oldest first.
     const [download] = await Promise.all([
       page.waitForEvent("download"),
-      page.getByRole("button", { name: "Export as JSON" }).click(),
+      page.getByRole("button", { name: "Export as NDJSON" }).click(),
     ]);
-    const file = JSON.parse(await readFile((await download.path())!, "utf8"));
-    assert.equal(file.data.user.externalId, "erin");
+    assert.match(download.suggestedFilename(), /\.ndjson$/);
+    const text = await readFile((await download.path())!, "utf8");
+    const [record, ...events] = text
+      .split("\n")
+      .filter((l) => l !== "")
+      .map((l) => JSON.parse(l));
+    assert.equal(record.externalId, "erin");
     assert.deepEqual(
-      file.data.events.map((e: { type: string }) => e.type),
+      events.map((e: { type: string }) => e.type),
       ["signup", "purchase"],
     );
-    assert.equal(file.data.events[0].data.note, marker);
+    assert.equal(events[0].data.note, marker);
 
     // Delete: asked twice, then the job is followed to its end.
     await page.getByRole("button", { name: "Delete user and events" }).click();
@@ -119,7 +124,7 @@ describe("dashboard: data lifecycle", () => {
     await page.goto(`/projects/${p.projectId}/users/${user.body.data.id}`);
     await page.getByText("Only the project's owner and admins can delete a user.").waitFor();
     assert.equal(await page.getByRole("button", { name: "Delete user and events" }).count(), 0);
-    await page.getByRole("button", { name: "Export as JSON" }).waitFor();
+    await page.getByRole("button", { name: "Export as NDJSON" }).waitFor();
     assert.deepEqual(pageErrors, []);
     await context.close();
   });

@@ -5,13 +5,15 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { AnalyticsService } from "../../gen/vigil/v1/analytics_pb.js";
+import { IdentityService } from "../../gen/vigil/v1/identity_pb.js";
 import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
 import { ingest } from "../helpers/events.js";
 import { useProject } from "../helpers/use.js";
 import { loadVigil } from "../clients/grpc-js-util.js";
 
 // POST /v1/projects/:id/events/export (AnalyticsService.ExportEvents, a stream of google.api.HttpBody)
-// over REST, Connect and gRPC (@grpc/grpc-js), and GET .../users/:userId/export.
+// and GET .../users/:userId/export (IdentityService.ExportUser, the same kind of stream), over REST,
+// Connect and gRPC (@grpc/grpc-js).
 
 let other: ProjectFixture;
 const { t, p } = useProject({}, {}, async () => {
@@ -344,31 +346,172 @@ describe("a big export", () => {
   });
 });
 
+const userPath = (projectId: string, id: string) => `/v1/projects/${projectId}/users/${encodeURIComponent(id)}/export`;
+
 describe("user export", () => {
-  it("data: {user, events}: the user record and all their events, oldest first", async () => {
-    const r = await t.rest.get(`/v1/projects/${p.projectId}/users/u1/export`, { key: p.key });
+  it("NDJSON: the user record on the first line, then all their events, oldest first, in the event list's shape", async () => {
+    const r = await t.rest.get(userPath(p.projectId, "u1"), { key: p.key });
     assert.equal(r.status, 200, r.text);
-    assert.equal(r.body.data.user.externalId, "u1");
-    assert.equal(r.body.data.user.eventCount, 3);
+    assert.equal(r.headers.get("content-type"), "application/x-ndjson");
+    assert.ok(r.text.endsWith("\n"));
+    const [user, ...events] = r.text
+      .split("\n")
+      .filter((l) => l !== "")
+      .map((l) => JSON.parse(l));
+    const record = await t.rest.get(`/v1/projects/${p.projectId}/users/u1`, { key: p.key });
+    assert.deepEqual(user, record.body.data);
+    assert.equal(user.externalId, "u1");
+    assert.equal(user.eventCount, 3);
     const list = (await queried({ filters: { field: "userId", operator: "equals", value: "u1" } })).reverse();
-    assert.deepEqual(r.body.data.events, list);
     assert.deepEqual(
-      r.body.data.events.map((e: { type: string }) => e.type),
+      events.map((e: { type: string }) => e.type),
       ["signup", "order.paid", "order.paid"],
     );
+    assert.deepEqual(events, list);
     // By the user record's id too.
-    const byId = await t.rest.get(`/v1/projects/${p.projectId}/users/${r.body.data.user.id}/export`, { key: p.key });
-    assert.deepEqual(byId.body, r.body);
+    const byId = await t.rest.get(userPath(p.projectId, user.id), { key: p.key });
+    assert.equal(byId.text, r.text);
   });
 
-  it("an unknown user, another tenant's user and hostile ids are 404", async () => {
+  it("a user without events: the record alone", async () => {
+    const made = await t.rest.post(
+      `/v1/projects/${p.projectId}/identify`,
+      { externalId: "quiet", properties: { plan: "free" } },
+      { cookie: p.owner.cookie },
+    );
+    assert.equal(made.status, 200, made.text);
+    const r = await t.rest.get(userPath(p.projectId, "quiet"), { key: p.key });
+    assert.equal(r.status, 200, r.text);
+    const lines = r.text.split("\n").filter((l) => l !== "");
+    assert.equal(lines.length, 1);
+    assert.equal(JSON.parse(lines[0]).externalId, "quiet");
+  });
+
+  it("an unknown user, another tenant's user and hostile ids are a JSON 404", async () => {
     for (const id of ["nobody", "__proto__", "constructor", "x".repeat(300)]) {
-      const r = await t.rest.get(`/v1/projects/${p.projectId}/users/${encodeURIComponent(id)}/export`, { key: p.key });
+      const r = await t.rest.get(userPath(p.projectId, id), { key: p.key });
       assert.equal(r.status, 404, `${id.slice(0, 20)}: ${r.text}`);
+      assert.match(r.headers.get("content-type") ?? "", /^application\/json/);
+      assert.equal(errorBody(r).code, "not_found");
     }
-    const theirs = await t.rest.get(`/v1/projects/${other.projectId}/users/u1/export`, { key: p.key });
+    const theirs = await t.rest.get(userPath(other.projectId, "u1"), { key: p.key });
     assert.equal(theirs.status, 404);
     assert.ok(!theirs.text.includes("theirs"));
+    assert.equal((await t.rest.get(userPath(p.projectId, "u1"), {})).status, 401);
+  });
+
+  for (const [name, transport] of [
+    ["Connect", () => createConnectTransport({ baseUrl: t.url, httpVersion: "1.1" })],
+    ["gRPC (connect-es)", () => createGrpcTransport({ baseUrl: t.url })],
+  ] as const) {
+    it(`${name}: a stream of HttpBody chunks, the same bytes as REST; an unknown user is NOT_FOUND`, async () => {
+      const client = createClient(IdentityService, transport());
+      const headers = { authorization: `Bearer ${p.key}` };
+      const chunks = [];
+      for await (const c of client.exportUser({ projectId: p.projectId, userId: "u1" }, { headers })) chunks.push(c);
+      assert.equal(chunks[0].contentType, "application/x-ndjson");
+      const text = Buffer.concat(chunks.map((c) => Buffer.from(c.data))).toString("utf8");
+      assert.equal(text, (await t.rest.get(userPath(p.projectId, "u1"), { key: p.key })).text);
+      try {
+        for await (const _ of client.exportUser({ projectId: p.projectId, userId: "nobody" }, { headers })) void _;
+        assert.fail("expected an error");
+      } catch (e) {
+        assert.equal(ConnectError.from(e as Error).code, Code.NotFound);
+      }
+    });
+  }
+
+  it("@grpc/grpc-js: a server stream of HttpBody chunks", async () => {
+    const Identity = loadVigil().IdentityService;
+    const client = new Identity(`127.0.0.1:${t.port}`, grpc.credentials.createInsecure());
+    try {
+      const md = new grpc.Metadata();
+      md.set("authorization", `Bearer ${p.key}`);
+      const read = (req: object) =>
+        new Promise<{ chunks: { contentType: string; data: Buffer }[]; err?: grpc.ServiceError }>((resolve) => {
+          const chunks: { contentType: string; data: Buffer }[] = [];
+          const call = (
+            client as unknown as Record<string, (r: object, m: grpc.Metadata) => grpc.ClientReadableStream<never>>
+          ).exportUser(req, md);
+          call.on("data", (c: { contentType: string; data: Buffer }) => chunks.push(c));
+          call.on("error", (err: grpc.ServiceError) => resolve({ chunks, err }));
+          call.on("end", () => resolve({ chunks }));
+        });
+      const ok = await read({ projectId: p.projectId, userId: "u1" });
+      assert.equal(ok.err, undefined);
+      assert.equal(ok.chunks[0].contentType, "application/x-ndjson");
+      const lines = ndjson(Buffer.concat(ok.chunks.map((c) => c.data)).toString("utf8"));
+      assert.deepEqual(
+        lines.map((l) => l.type ?? "user"),
+        ["user", "signup", "order.paid", "order.paid"],
+      );
+      const theirs = await read({ projectId: other.projectId, userId: "u1" });
+      assert.equal(theirs.err?.code, grpc.status.NOT_FOUND);
+    } finally {
+      client.close();
+    }
+  });
+
+  it("streams: the first line arrives while the export is still being read (an event sent after it is in it)", async () => {
+    const big = await project(t.rest);
+    const pad = "x".repeat(3000);
+    const start = Date.UTC(2024, 0, 1);
+    const N = 10_000;
+    // Within one hour (0.3 s apart): the late event below falls in an hour the user already has.
+    await ingest(
+      t.rest,
+      big.key,
+      Array.from({ length: N }, (_, i) => ({
+        type: "bulk",
+        userId: "heavy",
+        timestamp: new Date(start + i * 300).toISOString(),
+        data: { i, pad },
+      })),
+    );
+    const url = new URL(userPath(big.projectId, "heavy"), t.url);
+    const text = await new Promise<string>((resolve, reject) => {
+      const req = http.request(url, { headers: { authorization: `Bearer ${big.key}` } });
+      req.on("response", (res) => {
+        assert.equal(res.statusCode, 200);
+        assert.equal(res.headers["content-type"], "application/x-ndjson");
+        const parts: Buffer[] = [];
+        let sentLate = false;
+        res.on("data", (c: Buffer) => {
+          parts.push(c);
+          if (sentLate || !Buffer.concat(parts).includes(0x0a)) return;
+          sentLate = true;
+          // The first line (the record) is here: stop reading, send one more event of this user, later
+          // than all the others, then read on. A built answer was read before its first byte went out,
+          // so it cannot hold that event; a streamed one reads its batches as the client takes them.
+          res.pause();
+          const first = JSON.parse(Buffer.concat(parts).toString("utf8").split("\n")[0]);
+          assert.equal(first.externalId, "heavy");
+          assert.equal(first.eventCount, N);
+          t.rest
+            .post(
+              "/v1/events",
+              { type: "late", userId: "heavy", timestamp: new Date(start + 55 * 60_000).toISOString() },
+              { key: big.key },
+            )
+            .then((r) => {
+              assert.equal(r.status, 202, r.text);
+              res.resume();
+            }, reject);
+        });
+        res.on("end", () => resolve(Buffer.concat(parts).toString("utf8")));
+        res.on("error", reject);
+      });
+      req.on("error", reject);
+      req.end();
+    });
+    const lines = text.split("\n").filter((l) => l !== "");
+    assert.equal(lines.length, 1 + N + 1);
+    const events = lines.slice(1).map((l) => JSON.parse(l));
+    assert.deepEqual(
+      events.slice(0, N).map((e) => e.data.i),
+      Array.from({ length: N }, (_, i) => i),
+    );
+    assert.equal(events[N].type, "late", "the event sent after the first line is the last line");
   });
 });
 

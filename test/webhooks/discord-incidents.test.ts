@@ -65,7 +65,8 @@ describe("discord deliveries", () => {
     const reqs = rx.at("/api/webhooks/123/tok");
     assert.equal(reqs.length, 2);
     const m = JSON.parse(reqs[1].raw);
-    assert.deepEqual(Object.keys(m).sort(), ["content", "embeds", "username"]);
+    assert.deepEqual(Object.keys(m).sort(), ["allowed_mentions", "content", "embeds", "username"]);
+    assert.deepEqual(m.allowed_mentions, { parse: [] });
     assert.equal(reqs[1].headers["x-vigil-signature"], undefined);
     assert.ok(m.content.length <= 2000 && m.embeds.length >= 1 && m.embeds.length <= 10);
     let total = 0;

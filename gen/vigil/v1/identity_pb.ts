@@ -5,9 +5,9 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
+import type { HttpBodySchema } from "../../google/api/httpbody_pb.js";
+import { file_google_api_httpbody } from "../../google/api/httpbody_pb.js";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
-import type { Event } from "./events_pb.js";
-import { file_vigil_v1_events } from "./events_pb.js";
 import type { Job } from "./jobs_pb.js";
 import { file_vigil_v1_jobs } from "./jobs_pb.js";
 import { file_vigil_v1_options } from "./options_pb.js";
@@ -17,7 +17,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file vigil/v1/identity.proto.
  */
 export const file_vigil_v1_identity: GenFile = /*@__PURE__*/
-  fileDesc("Chd2aWdpbC92MS9pZGVudGl0eS5wcm90bxIIdmlnaWwudjEivwEKBFVzZXISCgoCaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRITCgtleHRlcm5hbF9pZBgDIAEoCRIrCgpwcm9wZXJ0aWVzGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIYCgtldmVudF9jb3VudBgFIAEoA0gAiAEBEhUKDWZpcnN0X3NlZW5fYXQYBiABKAkSFAoMbGFzdF9zZWVuX2F0GAcgASgJQg4KDF9ldmVudF9jb3VudCJnCg9JZGVudGlmeVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRITCgtleHRlcm5hbF9pZBgCIAEoCRIrCgpwcm9wZXJ0aWVzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCIwChBJZGVudGlmeVJlc3BvbnNlEhwKBGRhdGEYASABKAsyDi52aWdpbC52MS5Vc2VyImQKEExpc3RVc2Vyc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBEhMKBm9mZnNldBgDIAEoBUgBiAEBQggKBl9saW1pdEIJCgdfb2Zmc2V0IlQKEUxpc3RVc2Vyc1Jlc3BvbnNlEhwKBGRhdGEYASADKAsyDi52aWdpbC52MS5Vc2VyEiEKBG1ldGEYAiABKAsyEy52aWdpbC52MS5Vc2Vyc01ldGEiOQoJVXNlcnNNZXRhEg0KBXRvdGFsGAEgASgDEg0KBWxpbWl0GAIgASgFEg4KBm9mZnNldBgDIAEoBSI1Cg5HZXRVc2VyUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkiLwoPR2V0VXNlclJlc3BvbnNlEhwKBGRhdGEYASABKAsyDi52aWdpbC52MS5Vc2VyIjgKEURlbGV0ZVVzZXJSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCSIxChJEZWxldGVVc2VyUmVzcG9uc2USGwoEZGF0YRgBIAEoCzINLnZpZ2lsLnYxLkpvYiI4ChFFeHBvcnRVc2VyUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkiSwoKVXNlckV4cG9ydBIcCgR1c2VyGAEgASgLMg4udmlnaWwudjEuVXNlchIfCgZldmVudHMYAiADKAsyDy52aWdpbC52MS5FdmVudCI4ChJFeHBvcnRVc2VyUmVzcG9uc2USIgoEZGF0YRgBIAEoCzIULnZpZ2lsLnYxLlVzZXJFeHBvcnQy6gQKD0lkZW50aXR5U2VydmljZRJwCghJZGVudGlmeRIZLnZpZ2lsLnYxLklkZW50aWZ5UmVxdWVzdBoaLnZpZ2lsLnYxLklkZW50aWZ5UmVzcG9uc2UiLYLT5JMCJzoBKiIiL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9pZGVudGlmeRJtCglMaXN0VXNlcnMSGi52aWdpbC52MS5MaXN0VXNlcnNSZXF1ZXN0GhsudmlnaWwudjEuTGlzdFVzZXJzUmVzcG9uc2UiJ4LT5JMCIRIfL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS91c2VycxJxCgdHZXRVc2VyEhgudmlnaWwudjEuR2V0VXNlclJlcXVlc3QaGS52aWdpbC52MS5HZXRVc2VyUmVzcG9uc2UiMYLT5JMCKxIpL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS91c2Vycy97dXNlcl9pZH0SfwoKRGVsZXRlVXNlchIbLnZpZ2lsLnYxLkRlbGV0ZVVzZXJSZXF1ZXN0GhwudmlnaWwudjEuRGVsZXRlVXNlclJlc3BvbnNlIjbI8xjKAYLT5JMCKyopL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS91c2Vycy97dXNlcl9pZH0SgQEKCkV4cG9ydFVzZXISGy52aWdpbC52MS5FeHBvcnRVc2VyUmVxdWVzdBocLnZpZ2lsLnYxLkV4cG9ydFVzZXJSZXNwb25zZSI4gtPkkwIyEjAvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L3VzZXJzL3t1c2VyX2lkfS9leHBvcnRiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_struct, file_vigil_v1_events, file_vigil_v1_jobs, file_vigil_v1_options]);
+  fileDesc("Chd2aWdpbC92MS9pZGVudGl0eS5wcm90bxIIdmlnaWwudjEivwEKBFVzZXISCgoCaWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRITCgtleHRlcm5hbF9pZBgDIAEoCRIrCgpwcm9wZXJ0aWVzGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIYCgtldmVudF9jb3VudBgFIAEoA0gAiAEBEhUKDWZpcnN0X3NlZW5fYXQYBiABKAkSFAoMbGFzdF9zZWVuX2F0GAcgASgJQg4KDF9ldmVudF9jb3VudCJnCg9JZGVudGlmeVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRITCgtleHRlcm5hbF9pZBgCIAEoCRIrCgpwcm9wZXJ0aWVzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCIwChBJZGVudGlmeVJlc3BvbnNlEhwKBGRhdGEYASABKAsyDi52aWdpbC52MS5Vc2VyImQKEExpc3RVc2Vyc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBEhMKBm9mZnNldBgDIAEoBUgBiAEBQggKBl9saW1pdEIJCgdfb2Zmc2V0IlQKEUxpc3RVc2Vyc1Jlc3BvbnNlEhwKBGRhdGEYASADKAsyDi52aWdpbC52MS5Vc2VyEiEKBG1ldGEYAiABKAsyEy52aWdpbC52MS5Vc2Vyc01ldGEiOQoJVXNlcnNNZXRhEg0KBXRvdGFsGAEgASgDEg0KBWxpbWl0GAIgASgFEg4KBm9mZnNldBgDIAEoBSI1Cg5HZXRVc2VyUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkiLwoPR2V0VXNlclJlc3BvbnNlEhwKBGRhdGEYASABKAsyDi52aWdpbC52MS5Vc2VyIjgKEURlbGV0ZVVzZXJSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCSIxChJEZWxldGVVc2VyUmVzcG9uc2USGwoEZGF0YRgBIAEoCzINLnZpZ2lsLnYxLkpvYiI4ChFFeHBvcnRVc2VyUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAky4wQKD0lkZW50aXR5U2VydmljZRJwCghJZGVudGlmeRIZLnZpZ2lsLnYxLklkZW50aWZ5UmVxdWVzdBoaLnZpZ2lsLnYxLklkZW50aWZ5UmVzcG9uc2UiLYLT5JMCJzoBKiIiL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9pZGVudGlmeRJtCglMaXN0VXNlcnMSGi52aWdpbC52MS5MaXN0VXNlcnNSZXF1ZXN0GhsudmlnaWwudjEuTGlzdFVzZXJzUmVzcG9uc2UiJ4LT5JMCIRIfL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS91c2VycxJxCgdHZXRVc2VyEhgudmlnaWwudjEuR2V0VXNlclJlcXVlc3QaGS52aWdpbC52MS5HZXRVc2VyUmVzcG9uc2UiMYLT5JMCKxIpL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS91c2Vycy97dXNlcl9pZH0SfwoKRGVsZXRlVXNlchIbLnZpZ2lsLnYxLkRlbGV0ZVVzZXJSZXF1ZXN0GhwudmlnaWwudjEuRGVsZXRlVXNlclJlc3BvbnNlIjbI8xjKAYLT5JMCKyopL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS91c2Vycy97dXNlcl9pZH0SewoKRXhwb3J0VXNlchIbLnZpZ2lsLnYxLkV4cG9ydFVzZXJSZXF1ZXN0GhQuZ29vZ2xlLmFwaS5IdHRwQm9keSI4gtPkkwIyEjAvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L3VzZXJzL3t1c2VyX2lkfS9leHBvcnQwAWIGcHJvdG8z", [file_google_api_annotations, file_google_api_httpbody, file_google_protobuf_struct, file_vigil_v1_jobs, file_vigil_v1_options]);
 
 /**
  * @generated from message vigil.v1.User
@@ -291,45 +291,6 @@ export const ExportUserRequestSchema: GenMessage<ExportUserRequest> = /*@__PURE_
   messageDesc(file_vigil_v1_identity, 10);
 
 /**
- * @generated from message vigil.v1.UserExport
- */
-export type UserExport = Message<"vigil.v1.UserExport"> & {
-  /**
-   * @generated from field: vigil.v1.User user = 1;
-   */
-  user?: User | undefined;
-
-  /**
-   * @generated from field: repeated vigil.v1.Event events = 2;
-   */
-  events: Event[];
-};
-
-/**
- * Describes the message vigil.v1.UserExport.
- * Use `create(UserExportSchema)` to create a new message.
- */
-export const UserExportSchema: GenMessage<UserExport> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_identity, 11);
-
-/**
- * @generated from message vigil.v1.ExportUserResponse
- */
-export type ExportUserResponse = Message<"vigil.v1.ExportUserResponse"> & {
-  /**
-   * @generated from field: vigil.v1.UserExport data = 1;
-   */
-  data?: UserExport | undefined;
-};
-
-/**
- * Describes the message vigil.v1.ExportUserResponse.
- * Use `create(ExportUserResponseSchema)` to create a new message.
- */
-export const ExportUserResponseSchema: GenMessage<ExportUserResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_identity, 12);
-
-/**
  * Users of a project. Identify is a session route (any member); reads follow
  * the project-data rule (API key of the project or a member's session).
  *
@@ -377,14 +338,20 @@ export const IdentityService: GenService<{
     output: typeof DeleteUserResponseSchema;
   },
   /**
-   * The user record and all their events, oldest first (project data rule).
+   * The user record and all their events as NDJSON streamed in chunks
+   * (`application/x-ndjson`): the first line is the user record (as GET
+   * .../users/{userId} answers it), then one event per line, oldest first, in
+   * the shape of the event list (project data rule). Over REST the response
+   * body is the file itself; an error found before the first chunk (unknown
+   * user: 404) is the usual JSON error, a failure after it cuts the stream
+   * (docs/lifecycle.md "Export").
    *
    * @generated from rpc vigil.v1.IdentityService.ExportUser
    */
   exportUser: {
-    methodKind: "unary";
+    methodKind: "server_streaming";
     input: typeof ExportUserRequestSchema;
-    output: typeof ExportUserResponseSchema;
+    output: typeof HttpBodySchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_vigil_v1_identity, 0);

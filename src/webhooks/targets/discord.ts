@@ -45,6 +45,11 @@ export interface DiscordMessage {
   content: string;
   username?: string;
   embeds: DiscordEmbed[];
+  /**
+   * Always `{parse: []}`: no text of the message (a monitor's name, an event's data) may ping
+   * `@everyone`, `@here`, a role or a user; Discord still shows the text as written.
+   */
+  allowed_mentions: { parse: never[] };
 }
 
 export const COLORS = { started: 0xe5484d, recovered: 0x30a46c, event: 0x5b5bd6 };
@@ -59,8 +64,11 @@ export function embedChars(e: DiscordEmbed): number {
   return n;
 }
 
-/** Applies every limit: per-field cuts, then counts, then the 6000 total (trimming from the end). */
-export function fitDiscordLimits(m: DiscordMessage): DiscordMessage {
+/**
+ * Applies every limit: per-field cuts, then counts, then the 6000 total (trimming from the end); and
+ * sets `allowed_mentions` (every message goes out through here).
+ */
+export function fitDiscordLimits(m: Omit<DiscordMessage, "allowed_mentions">): DiscordMessage {
   const embeds = m.embeds.slice(0, DISCORD_LIMITS.embeds).map((e) => {
     const out: DiscordEmbed = { ...e };
     if (e.title !== undefined) out.title = truncate(e.title, DISCORD_LIMITS.title);
@@ -96,7 +104,7 @@ export function fitDiscordLimits(m: DiscordMessage): DiscordMessage {
     }
   }
   // A single embed can still exceed only through title+footer+author (<= 2560): impossible.
-  return { ...m, content: truncate(m.content, DISCORD_LIMITS.content), embeds };
+  return { ...m, content: truncate(m.content, DISCORD_LIMITS.content), embeds, allowed_mentions: { parse: [] } };
 }
 
 /** The Discord message for a delivery envelope (an event, an incident, or a test). */

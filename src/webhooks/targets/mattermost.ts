@@ -48,30 +48,42 @@ export interface MattermostMessage {
 
 const COLORS = { started: "#e5484d", recovered: "#30a46c", event: "#5b5bd6" } as const;
 
+/**
+ * Mentions made inert: a zero-width space after each `@` that starts a mention (`@channel`, `@all`,
+ * `@here`, `@<username>`, `@<group>`), so that no text of the message (a monitor's name, an
+ * incident's title, an event's data) notifies a channel or a person. It reads the same on screen.
+ * Mattermost has no `allowed_mentions`; this is its equivalent.
+ */
+export function quietMentions(s: string): string {
+  return s.replace(/@(?=[\p{L}\p{N}_.-])/gu, "@\u200B");
+}
+
 /** The Mattermost message for a delivery envelope (an event, an incident, or a test). */
 export function mattermostMessage(env: Envelope): MattermostMessage {
   const sum = summarize(env);
   const L = MATTERMOST_LIMITS;
+  // Every text goes through `cut`: mentions made inert, then cut to its limit.
+  const cut = (v: string, max: number) => truncate(quietMentions(v), max);
   const text =
     sum.props === undefined
-      ? sum.description
-      : `\`\`\`json\n${truncate(JSON.stringify(sum.props, null, 2), L.attachmentText - 12)}\n\`\`\``;
-  const title = truncate(sum.title, L.title);
+      ? sum.description && cut(sum.description, L.attachmentText)
+      : `\`\`\`json\n${cut(JSON.stringify(sum.props, null, 2), L.attachmentText - 12)}\n\`\`\``;
+  const title = cut(sum.title, L.title);
   return {
     username: "Vigil",
-    text: truncate(sum.kind === "event" ? `**${env.type}** in project \`${env.projectId}\`` : `**${title}**`, L.text),
+    text: cut(sum.kind === "event" ? `**${env.type}** in project \`${env.projectId}\`` : `**${title}**`, L.text),
     attachments: [
       {
         fallback: title,
         color: COLORS[sum.kind],
         title,
-        ...(text === undefined ? {} : { text: truncate(text, L.attachmentText) }),
+        ...(text === undefined ? {} : { text }),
         fields: sum.fields.slice(0, L.fields).map((f) => ({
-          title: truncate(f.name || "—", L.title),
-          value: truncate(f.value || "—", L.fieldValue),
+          title: cut(f.name || "—", L.title),
+          value: cut(f.value || "—", L.fieldValue),
           short: f.inline,
         })),
-        footer: truncate(`Vigil · project ${env.projectId} · delivery ${env.id}`, L.footer),
+        footer: cut(`Vigil · project ${env.projectId} · delivery ${env.id}`, L.footer),
         ts: Math.floor(Date.parse(env.createdAt) / 1000),
       },
     ],

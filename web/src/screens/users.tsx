@@ -2,8 +2,7 @@ import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { useState } from "preact/hooks";
 import { useRoute } from "preact-iso";
 import type { QueriedEvent } from "../../../gen/vigil/v1/analytics_pb.js";
-import { toJsonString } from "@bufbuild/protobuf";
-import { ExportUserResponseSchema, type User } from "../../../gen/vigil/v1/identity_pb.js";
+import type { User } from "../../../gen/vigil/v1/identity_pb.js";
 import type { Job } from "../../../gen/vigil/v1/jobs_pb.js";
 import { api } from "../api.js";
 import { useProject } from "../session.js";
@@ -357,9 +356,9 @@ function UserEvents({ externalId }: { externalId: string }) {
   );
 }
 
-/** Saves `text` as a file the browser downloads (no server round trip: the data is here already). */
-function download(name: string, type: string, text: string) {
-  const url = URL.createObjectURL(new Blob([text], { type }));
+/** Saves `parts` as a file the browser downloads (no server round trip: the data is here already). */
+function download(name: string, type: string, parts: BlobPart[]) {
+  const url = URL.createObjectURL(new Blob(parts, { type }));
   const a = document.createElement("a");
   a.href = url;
   a.download = name;
@@ -369,7 +368,8 @@ function download(name: string, type: string, text: string) {
 
 /**
  * A person's data on request (decisions.md "Data lifecycle"): export the record and every event as
- * JSON (the REST shape of GET .../users/:userId/export), or delete them (owner or admin), which runs
+ * NDJSON (the file GET .../users/:userId/export streams: the record, then the events oldest first),
+ * or delete them (owner or admin), which runs
  * as a job whose status is followed here until it ends.
  */
 function UserData({ user, canAdmin, onDeleted }: { user: User; canAdmin: boolean; onDeleted: (job: Job) => void }) {
@@ -399,16 +399,17 @@ function UserData({ user, canAdmin, onDeleted }: { user: User; canAdmin: boolean
         <Button
           busy={exporting.busy}
           onClick={async () => {
-            const r = await exporting.run(() => api.identity.exportUser({ projectId: project.id, userId: user.id }));
-            if (r)
-              download(
-                `user-${user.id}.json`,
-                "application/json",
-                toJsonString(ExportUserResponseSchema, r, { prettySpaces: 2 }),
-              );
+            // The stream's chunks, as they come, become the file's parts.
+            const parts = await exporting.run(async () => {
+              const got: BlobPart[] = [];
+              for await (const c of api.identity.exportUser({ projectId: project.id, userId: user.id }))
+                got.push(new Uint8Array(c.data));
+              return got;
+            });
+            if (parts) download(`user-${user.id}.ndjson`, "application/x-ndjson", parts);
           }}
         >
-          Export as JSON
+          Export as NDJSON
         </Button>
         {canAdmin && !job && (
           <ConfirmButton
