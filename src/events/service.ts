@@ -17,7 +17,7 @@ import { validate } from "../shared/validate.js";
 import { mergeContext, serverContext } from "./context.js";
 import { encodeCursor, eventCursor } from "./cursor.js";
 import { GroupCommitIngestor } from "./ingest.js";
-import { CLAIM_WINDOW_MS, purgeClaims } from "./claims.js";
+import { CLAIM_WINDOW_MS, claimKeyKind, purgeClaims } from "./claims.js";
 import { startPeriodic, type Periodic } from "../shared/periodic.js";
 import { getEvent, listEvents, rowToStored, toEventMessage } from "./store.js";
 import { uuidv7Time } from "./uuidv7.js";
@@ -109,7 +109,7 @@ export function createEventsFeature(
               timestamp: req.timestamp,
               id: req.id,
             };
-            const check = checkEvent(raw, now);
+            const check = checkEvent(raw, now, claimKeyKind(scope.principal));
             if (!check.ok) throw refusal(check.error);
             check.event.context = mergeContext(check.event.context, contextOf(ctx, now));
             // A project deleted meanwhile (a new source's insert fails its key): answered as after the delete.
@@ -136,6 +136,7 @@ export function createEventsFeature(
             await limits.take("batches", scope.projectId);
             const now = clock();
             const server = contextOf(ctx, now);
+            const keyKind = claimKeyKind(scope.principal);
             const valid: NewEvent[] = [];
             const errors: { index: number; code: string; message: string }[] = [];
             for (let i = 0; i < items.length; i++) {
@@ -149,7 +150,7 @@ export function createEventsFeature(
                   continue;
                 }
               }
-              const check = checkEvent(raw, now, sizeBound);
+              const check = checkEvent(raw, now, keyKind, sizeBound);
               if (!check.ok) {
                 errors.push({
                   index: i,

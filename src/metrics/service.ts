@@ -31,8 +31,9 @@ function toEvent(m: MetricInput): NewEvent {
     tags: m.tags,
   };
   // A point whose id is stored already is not written (nor its point, rollups or total): it counts
-  // as accepted, as it did the first time.
-  if (m.id !== null) event.claim = { kind: "metric", id: m.id };
+  // as accepted, as it did the first time. Its claim is in the `secret` namespace (claims.ts): metric
+  // points come from secret keys and sessions only (the gate refuses a publishable key here).
+  if (m.id !== null) event.claim = { kind: "metric", keyKind: "secret", id: m.id };
   return event;
 }
 
