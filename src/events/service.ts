@@ -95,8 +95,8 @@ export function createEventsFeature(
         EventService,
         {
           async ingestEvent(req, ctx) {
+            // Its rate limit was taken by the gate, before the body was read (server/ingest-routes.ts).
             const scope = await auth.ingestKey(ctx);
-            await limits.take("events", scope.projectId);
             const now = clock();
             const raw = {
               type: req.type,
@@ -133,7 +133,7 @@ export function createEventsFeature(
               throw badRequest("events is required: an array of 1 to 1000 events", [
                 { field: "events", message: "is required" },
               ]);
-            await limits.take("batches", scope.projectId);
+            // Its rate limit ("batches") was taken by the gate, before the body was read.
             const now = clock();
             const server = contextOf(ctx, now);
             const keyKind = claimKeyKind(scope.principal);
