@@ -61,10 +61,10 @@ export interface EventsFeature extends Feature {
 
 /** `parts`: the ingest pipeline's participants, in order; their contract is in pipeline.ts. */
 export function createEventsFeature(
-  deps: Pick<Deps, "config" | "db" | "log" | "clock" | "auth" | "limits" | "telemetry" | "pressure">,
+  deps: Pick<Deps, "config" | "db" | "log" | "clock" | "auth" | "telemetry" | "pressure">,
   parts: PipelineParts,
 ): EventsFeature {
-  const { db, clock, auth, limits } = deps;
+  const { db, clock, auth } = deps;
   const pipeline = new Pipeline(parts);
   const derived = new Projector({
     db,
