@@ -35,9 +35,11 @@ const { t, p } = useProject(
   },
 );
 
-/** A batch of 9 events inflating to ~0.9 MB (each under the 1 MB event limit), gzipped to a few KB. */
-const batchOf = (type: string) =>
-  gzipSync(JSON.stringify({ events: Array.from({ length: 9 }, () => ({ type, data: { pad: "x".repeat(100_000) } })) }));
+/** A batch of 9 events of ~0.9 MB in all (each under the 1 MB event limit). */
+const batchJson = (type: string) =>
+  JSON.stringify({ events: Array.from({ length: 9 }, () => ({ type, data: { pad: "x".repeat(100_000) } })) });
+/** The same gzipped: a few KB. */
+const batchOf = (type: string) => gzipSync(batchJson(type));
 
 interface Answer {
   status: number;
@@ -108,6 +110,16 @@ describe("ingestion bodies in flight", () => {
     assert.equal(over.body.error.code, "rate_limited");
     assert.equal(over.headers["retry-after"], "1");
     assert.ok((await inflight()) <= PER_KEY);
+    // Over Connect the same share applies.
+    const rpc = await fetch(`${t.url}/vigil.v1.EventService/IngestEventBatch`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${pub}`, "content-type": "application/json" },
+      body: batchJson("fl.a3c"),
+    });
+    assert.equal(rpc.status, 429);
+    assert.equal(((await rpc.json()) as { code: string }).code, "resource_exhausted");
+    assert.equal(rpc.headers.get("retry-after"), "1");
+    assert.ok((await inflight()) <= PER_KEY);
     // Another key has its own share, until the node's total is reached.
     const b1 = held("fl.b1", p.key);
     await reach(3 * ONE);
@@ -130,7 +142,7 @@ describe("ingestion bodies in flight", () => {
     assert.equal(rb.status, 202, JSON.stringify(rb.body));
     assert.equal(ra.body.data.accepted, 9);
     for (const type of ["fl.a1", "fl.b1", "fl.a4"]) assert.equal(await stored(type), 9, type);
-    for (const type of ["fl.a2", "fl.a3", "fl.b2"]) assert.equal(await stored(type), 0, type);
+    for (const type of ["fl.a2", "fl.a3", "fl.a3c", "fl.b2"]) assert.equal(await stored(type), 0, type);
     await waitFor(async () => (await inflight()) === 0, "nothing in flight");
   });
 
