@@ -55,8 +55,8 @@ export class InflightBytes {
     return {
       take: (bytes) => {
         if (done || bytes <= 0) return;
-        const key_ = this.byKey.get(key) ?? 0;
-        if (key_ + bytes > this.limits.perKey) {
+        const ofKey = this.byKey.get(key) ?? 0;
+        if (ofKey + bytes > this.limits.perKey) {
           this.watch.refused("key");
           throw new ApiError(
             429,
@@ -77,7 +77,7 @@ export class InflightBytes {
           );
         }
         mine += bytes;
-        this.byKey.set(key, key_ + bytes);
+        this.byKey.set(key, ofKey + bytes);
         this.held += bytes;
         this.watch.held(this.held);
       },
