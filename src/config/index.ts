@@ -88,6 +88,10 @@ export const envSchema = z.object({
   INGEST_FLUSH_MS: intFrom(2, 0),
   INGEST_MAX_BATCH: intFrom(2000, 1),
   INGEST_MAX_IN_FLIGHT: intFrom(2, 1),
+  // Request-body bytes of the ingestion routes held at once (read, inflated, parsed), per caller and
+  // per node (shared/inflight.ts); each raised to MAX_BODY_BYTES if set below it.
+  INGEST_INFLIGHT_BYTES_PER_KEY: intFrom(32 * 1024 * 1024, 1024),
+  INGEST_INFLIGHT_BYTES: intFrom(256 * 1024 * 1024, 1024),
   DERIVED_DELAY_MS: intFrom(1000, 0),
   WEBHOOK_BACKOFF_BASE_MS: intFrom(10_000, 1),
   WEBHOOK_MAX_ATTEMPTS: intFrom(8, 1),
@@ -168,7 +172,15 @@ export interface Config {
   /** Failed logins allowed per email and per client address within one window. */
   login: { maxFailuresPerAccount: number; maxFailuresPerAddress: number; windowSeconds: number };
   maxBodyBytes: number;
-  ingest: { flushMs: number; maxBatch: number; maxInFlight: number; derivedDelayMs: number };
+  ingest: {
+    flushMs: number;
+    maxBatch: number;
+    maxInFlight: number;
+    derivedDelayMs: number;
+    /** Body bytes held at once on the ingestion routes: per caller, per node (at least maxBodyBytes). */
+    inflightBytesPerKey: number;
+    inflightBytes: number;
+  };
   /** `maxPerProject`: webhooks per project (MAX_WEBHOOKS_PER_PROJECT). */
   webhooks: {
     backoffBaseMs: number;
@@ -329,6 +341,8 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       maxBatch: e.INGEST_MAX_BATCH,
       maxInFlight: e.INGEST_MAX_IN_FLIGHT,
       derivedDelayMs: e.DERIVED_DELAY_MS,
+      inflightBytesPerKey: Math.max(e.INGEST_INFLIGHT_BYTES_PER_KEY, e.MAX_BODY_BYTES),
+      inflightBytes: Math.max(e.INGEST_INFLIGHT_BYTES, e.MAX_BODY_BYTES),
     },
     webhooks: {
       backoffBaseMs: e.WEBHOOK_BACKOFF_BASE_MS,

@@ -2,6 +2,7 @@ import type { PoolClient } from "pg";
 import type { Db } from "../storage/db.js";
 import { DAY_MS } from "../shared/time.js";
 import { isUniqueViolation } from "../shared/pg-errors.js";
+import type { KeyKind } from "../auth/principal.js";
 
 // Idempotent ingestion (decisions.md "Idempotent ingestion and browser SDKs"; table
 // `ingest_ids`, migration 1006). A request carrying a client `id` (a UUID) claims it in the SAME
@@ -17,6 +18,10 @@ import { isUniqueViolation } from "../shared/pg-errors.js";
 // - A concurrent duplicate waits on the first's uncommitted claim (its key), then (READ COMMITTED)
 //   finds the conflict once the first commits, or claims the id itself if the first rolled back;
 //   the record id is read after the insert, in a new snapshot that sees the first's commit.
+// - Claims are kept per key kind (decisions.md "Corrections from the second round"; column
+//   `key_kind`, migration 9001): an id sent with a publishable key is a claim of its own, never the
+//   one a secret key (or a session) made, nor the reverse. A publishable key can so never be answered
+//   an event it did not send, nor store an id first to swallow a server's later event of that id.
 // - Claims live CLAIM_WINDOW_MS; `purgeClaims` deletes older ones: after that an id may be stored again.
 
 /** How long a client id is remembered (7 days). */
@@ -24,9 +29,20 @@ export const CLAIM_WINDOW_MS = 7 * DAY_MS;
 
 export type ClaimKind = "event" | "metric" | "heartbeat";
 
+/**
+ * Whose namespace of the project a claim is in: `publishable` for a publishable key (browsers),
+ * `secret` for everything else (secret keys, sessions: servers).
+ */
+export type ClaimKeyKind = KeyKind;
+
+/** The claim namespace of a caller: its key's kind, or `secret` for a session. */
+export const claimKeyKind = (p: { kind: "apiKey"; keyKind: KeyKind } | { kind: "session" }): ClaimKeyKind =>
+  p.kind === "apiKey" ? p.keyKind : "secret";
+
 /** A client id on a record to store: what it claims, in which namespace of the project. */
 export interface Claim {
   kind: ClaimKind;
+  keyKind: ClaimKeyKind;
   /** The client's UUID, lowercase. */
   id: string;
 }
@@ -34,22 +50,43 @@ export interface Claim {
 export interface ClaimRow {
   projectId: string;
   kind: ClaimKind;
+  keyKind: ClaimKeyKind;
   clientId: string;
   /** What a repeat is answered from: an event's id (events, metric points), a monitor's id (heartbeats), or null. */
   recordId: string | null;
 }
 
 /** The identity of a claim in one project (for maps of claims). */
-export const claimKey = (projectId: string, kind: ClaimKind, clientId: string): string =>
-  `${projectId}\u0000${kind}\u0000${clientId}`;
+export const claimKey = (projectId: string, kind: ClaimKind, keyKind: ClaimKeyKind, clientId: string): string =>
+  `${projectId}\u0000${kind}\u0000${keyKind}\u0000${clientId}`;
+
+/** claimKey of a row. */
+export const rowKey = (r: ClaimRow): string => claimKey(r.projectId, r.kind, r.keyKind, r.clientId);
 
 /** The claims in the one order every writer inserts them (no two writers wait for each other in a cycle). */
 export function sortedClaims(rows: ClaimRow[]): ClaimRow[] {
   return rows
-    .map((r) => ({ r, k: claimKey(r.projectId, r.kind, r.clientId) }))
+    .map((r) => ({ r, k: rowKey(r) }))
     .sort((a, b) => (a.k < b.k ? -1 : a.k > b.k ? 1 : 0))
     .map((x) => x.r);
 }
+
+interface ClaimDbRow {
+  project_id: string;
+  kind: ClaimKind;
+  key_kind: ClaimKeyKind;
+  client_id: string;
+}
+
+const dbRowKey = (r: ClaimDbRow) => claimKey(r.project_id, r.kind, r.key_kind, r.client_id);
+
+/** The key columns of `rows` as four arrays ($1-$4: project, kind, key kind, client id). */
+const keyArrays = (rows: ClaimRow[]) => [
+  rows.map((x) => x.projectId),
+  rows.map((x) => x.kind),
+  rows.map((x) => x.keyKind),
+  rows.map((x) => x.clientId),
+];
 
 /**
  * Inserts the claims (distinct keys) inside the caller's transaction. Returns the ones that already
@@ -66,31 +103,33 @@ export async function claimIds(
   const cols = [
     sorted.map((r) => r.projectId),
     sorted.map((r) => r.kind),
+    sorted.map((r) => r.keyKind),
     sorted.map((r) => r.clientId),
     sorted.map((r) => r.recordId),
   ];
-  const won = await client.query<{ project_id: string; kind: ClaimKind; client_id: string }>({
+  const won = await client.query<ClaimDbRow>({
     name: "ingest_ids_claim",
-    text: `INSERT INTO ingest_ids (project_id, kind, client_id, record_id, created_at)
-           SELECT p, k, c, r, $5 FROM unnest($1::text[], $2::text[], $3::uuid[], $4::text[]) WITH ORDINALITY AS u(p, k, c, r, n) ORDER BY n
-           ON CONFLICT (project_id, kind, client_id) DO NOTHING
-           RETURNING project_id, kind, client_id::text`,
+    text: `INSERT INTO ingest_ids (project_id, kind, key_kind, client_id, record_id, created_at)
+           SELECT p, k, kk, c, r, $6 FROM unnest($1::text[], $2::text[], $3::text[], $4::uuid[], $5::text[]) WITH ORDINALITY AS u(p, k, kk, c, r, n) ORDER BY n
+           ON CONFLICT (project_id, kind, key_kind, client_id) DO NOTHING
+           RETURNING project_id, kind, key_kind, client_id::text`,
     values: [...cols, createdAt],
   });
   if (won.rows.length === rows.length) return existing;
-  const claimed = new Set(won.rows.map((r) => claimKey(r.project_id, r.kind, r.client_id)));
-  const lost = sorted.filter((r) => !claimed.has(claimKey(r.projectId, r.kind, r.clientId)));
+  const claimed = new Set(won.rows.map(dbRowKey));
+  const lost = sorted.filter((r) => !claimed.has(rowKey(r)));
   // A new statement, a new snapshot: it sees the claims of the transactions this one waited for.
-  const r = await client.query<{ project_id: string; kind: ClaimKind; client_id: string; record_id: string | null }>({
+  const r = await client.query<ClaimDbRow & { record_id: string | null }>({
     name: "ingest_ids_read",
-    text: `SELECT i.project_id, i.kind, i.client_id::text, i.record_id FROM ingest_ids i
-             JOIN unnest($1::text[], $2::text[], $3::uuid[]) AS u(p, k, c) ON i.project_id = u.p AND i.kind = u.k AND i.client_id = u.c`,
-    values: [lost.map((x) => x.projectId), lost.map((x) => x.kind), lost.map((x) => x.clientId)],
+    text: `SELECT i.project_id, i.kind, i.key_kind, i.client_id::text, i.record_id FROM ingest_ids i
+             JOIN unnest($1::text[], $2::text[], $3::text[], $4::uuid[]) AS u(p, k, kk, c)
+               ON i.project_id = u.p AND i.kind = u.k AND i.key_kind = u.kk AND i.client_id = u.c`,
+    values: keyArrays(lost),
   });
-  for (const row of r.rows) existing.set(claimKey(row.project_id, row.kind, row.client_id), row.record_id);
+  for (const row of r.rows) existing.set(dbRowKey(row), row.record_id);
   // A claim purged between the conflict and the read (older than the window) still counts as stored.
   for (const x of lost) {
-    const k = claimKey(x.projectId, x.kind, x.clientId);
+    const k = rowKey(x);
     if (!existing.has(k)) existing.set(k, null);
   }
   return existing;
@@ -103,13 +142,14 @@ export async function claimIds(
  */
 export async function storedClaims(client: PoolClient, rows: ClaimRow[]): Promise<Set<string>> {
   if (rows.length === 0) return new Set();
-  const r = await client.query<{ project_id: string; kind: ClaimKind; client_id: string }>({
+  const r = await client.query<ClaimDbRow>({
     name: "ingest_ids_stored",
-    text: `SELECT i.project_id, i.kind, i.client_id::text FROM ingest_ids i
-             JOIN unnest($1::text[], $2::text[], $3::uuid[]) AS u(p, k, c) ON i.project_id = u.p AND i.kind = u.k AND i.client_id = u.c`,
-    values: [rows.map((x) => x.projectId), rows.map((x) => x.kind), rows.map((x) => x.clientId)],
+    text: `SELECT i.project_id, i.kind, i.key_kind, i.client_id::text FROM ingest_ids i
+             JOIN unnest($1::text[], $2::text[], $3::text[], $4::uuid[]) AS u(p, k, kk, c)
+               ON i.project_id = u.p AND i.kind = u.k AND i.key_kind = u.kk AND i.client_id = u.c`,
+    values: keyArrays(rows),
   });
-  return new Set(r.rows.map((x) => claimKey(x.project_id, x.kind, x.client_id)));
+  return new Set(r.rows.map(dbRowKey));
 }
 
 /**

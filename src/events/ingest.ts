@@ -48,14 +48,20 @@ function firstOfEachId(
   for (let i = 0; i < events.length; i++) {
     const e = events[i];
     if (e.claim) {
-      const k = claimKey(e.projectId, e.claim.kind, e.claim.id);
+      const k = claimKey(e.projectId, e.claim.kind, e.claim.keyKind, e.claim.id);
       const first = seen.get(k);
       if (first) {
         repeats.set(e, first);
         continue;
       }
       seen.set(k, e);
-      claims.push({ projectId: e.projectId, kind: e.claim.kind, clientId: e.claim.id, recordId: e.id });
+      claims.push({
+        projectId: e.projectId,
+        kind: e.claim.kind,
+        keyKind: e.claim.keyKind,
+        clientId: e.claim.id,
+        recordId: e.id,
+      });
     }
     out.push(e);
     keys.push(sourceKeys[i]);
@@ -248,7 +254,7 @@ export class GroupCommitIngestor implements Ingestor {
     const recorded = new Map<StoredEvent, string>();
     for (const e of events) {
       if (!e.claim) continue;
-      const k = claimKey(e.projectId, e.claim.kind, e.claim.id);
+      const k = claimKey(e.projectId, e.claim.kind, e.claim.keyKind, e.claim.id);
       if (!existing.has(k)) continue;
       const id = existing.get(k) ?? e.id;
       recorded.set(e, id);

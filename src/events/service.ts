@@ -17,7 +17,7 @@ import { validate } from "../shared/validate.js";
 import { mergeContext, serverContext } from "./context.js";
 import { encodeCursor, eventCursor } from "./cursor.js";
 import { GroupCommitIngestor } from "./ingest.js";
-import { CLAIM_WINDOW_MS, purgeClaims } from "./claims.js";
+import { CLAIM_WINDOW_MS, claimKeyKind, purgeClaims } from "./claims.js";
 import { startPeriodic, type Periodic } from "../shared/periodic.js";
 import { getEvent, listEvents, rowToStored, toEventMessage } from "./store.js";
 import { uuidv7Time } from "./uuidv7.js";
@@ -61,10 +61,10 @@ export interface EventsFeature extends Feature {
 
 /** `parts`: the ingest pipeline's participants, in order; their contract is in pipeline.ts. */
 export function createEventsFeature(
-  deps: Pick<Deps, "config" | "db" | "log" | "clock" | "auth" | "limits" | "telemetry" | "pressure">,
+  deps: Pick<Deps, "config" | "db" | "log" | "clock" | "auth" | "telemetry" | "pressure">,
   parts: PipelineParts,
 ): EventsFeature {
-  const { db, clock, auth, limits } = deps;
+  const { db, clock, auth } = deps;
   const pipeline = new Pipeline(parts);
   const derived = new Projector({
     db,
@@ -95,8 +95,8 @@ export function createEventsFeature(
         EventService,
         {
           async ingestEvent(req, ctx) {
+            // Its rate limit was taken by the gate, before the body was read (server/ingest-routes.ts).
             const scope = await auth.ingestKey(ctx);
-            await limits.take("events", scope.projectId);
             const now = clock();
             const raw = {
               type: req.type,
@@ -109,7 +109,7 @@ export function createEventsFeature(
               timestamp: req.timestamp,
               id: req.id,
             };
-            const check = checkEvent(raw, now);
+            const check = checkEvent(raw, now, claimKeyKind(scope.principal));
             if (!check.ok) throw refusal(check.error);
             check.event.context = mergeContext(check.event.context, contextOf(ctx, now));
             // A project deleted meanwhile (a new source's insert fails its key): answered as after the delete.
@@ -133,9 +133,10 @@ export function createEventsFeature(
               throw badRequest("events is required: an array of 1 to 1000 events", [
                 { field: "events", message: "is required" },
               ]);
-            await limits.take("batches", scope.projectId);
+            // Its rate limit ("batches") was taken by the gate, before the body was read.
             const now = clock();
             const server = contextOf(ctx, now);
+            const keyKind = claimKeyKind(scope.principal);
             const valid: NewEvent[] = [];
             const errors: { index: number; code: string; message: string }[] = [];
             for (let i = 0; i < items.length; i++) {
@@ -149,7 +150,7 @@ export function createEventsFeature(
                   continue;
                 }
               }
-              const check = checkEvent(raw, now, sizeBound);
+              const check = checkEvent(raw, now, keyKind, sizeBound);
               if (!check.ok) {
                 errors.push({
                   index: i,

@@ -1,3 +1,4 @@
+import type { ClaimKeyKind } from "./claims.js";
 import { IngestEventRequestSchema } from "../../gen/vigil/v1/events_pb.js";
 import type { NewEvent } from "./pipeline.js";
 import { itemKeys, jsonProblem, problemField, unknownItemKey } from "../shared/json.js";
@@ -69,7 +70,11 @@ export const REPARSE_GROWTH = 6;
  * Checks one event in the single-event shape. `sizeBound` is an upper bound of its serialized size
  * when the caller knows one (see REPARSE_GROWTH): the exact size is measured only above the limit.
  */
-export function checkEvent(raw: unknown, now: Date, sizeBound?: number): EventCheck {
+/**
+ * `keyKind`: the claim namespace of the caller (claims.ts: a publishable key's client ids are its own);
+ * `sizeBound`: no event of the body can serialize to more (skips the size check below it).
+ */
+export function checkEvent(raw: unknown, now: Date, keyKind: ClaimKeyKind, sizeBound?: number): EventCheck {
   if (!isPlainObject(raw)) return refuse("(event)", "an event must be a JSON object");
   // A key that is no field would be dropped without a word (Segment's `properties`): refused.
   const unknown = unknownItemKey(raw, EVENT_KEYS);
@@ -134,6 +139,6 @@ export function checkEvent(raw: unknown, now: Date, sizeBound?: number): EventCh
   }
 
   const event: NewEvent = { type, timestamp, userId, groupId, source, data, context, tags };
-  if (id !== undefined) event.claim = { kind: "event", id };
+  if (id !== undefined) event.claim = { kind: "event", keyKind, id };
   return { ok: true, event };
 }

@@ -117,10 +117,10 @@ function storedSlot(e: StoredEvent, slot: string): string | number | null {
 
 const insertSqlCache = new Map<string, string>();
 
-/** The claims' four arrays follow $1 (created_at), $2 (rows) and, when present, $3-$4 (deltas). */
+/** The claims' five arrays follow $1 (created_at), $2 (rows) and, when present, $3-$4 (deltas). */
 const claimParams = (withDeltas: boolean) => {
   const f = withDeltas ? 5 : 3;
-  return `$${f}::text[], $${f + 1}::text[], $${f + 2}::uuid[], $${f + 3}::text[]`;
+  return `$${f}::text[], $${f + 1}::text[], $${f + 2}::text[], $${f + 3}::uuid[], $${f + 4}::text[]`;
 };
 
 function insertSql(slots: string[], withDeltas: boolean, withClaims: boolean, guard: string): string {
@@ -145,7 +145,7 @@ function insertSql(slots: string[], withDeltas: boolean, withClaims: boolean, gu
     // The client ids' claims (claims.ts), plain inserts: one already taken fails the whole statement.
     ...(withClaims
       ? [
-          `c AS (INSERT INTO ingest_ids (project_id, kind, client_id, record_id, created_at) SELECT p, k, c, r, $1::timestamptz FROM unnest(${claimParams(withDeltas)}) WITH ORDINALITY AS u(p, k, c, r, n)${when} ORDER BY n)`,
+          `c AS (INSERT INTO ingest_ids (project_id, kind, key_kind, client_id, record_id, created_at) SELECT p, k, kk, c, r, $1::timestamptz FROM unnest(${claimParams(withDeltas)}) WITH ORDINALITY AS u(p, k, kk, c, r, n)${when} ORDER BY n)`,
         ]
       : []),
   ];
@@ -201,6 +201,7 @@ export async function insertEvents(
     values.push(
       claims.map((c) => c.projectId),
       claims.map((c) => c.kind),
+      claims.map((c) => c.keyKind),
       claims.map((c) => c.clientId),
       claims.map((c) => c.recordId),
     );

@@ -31,8 +31,9 @@ function toEvent(m: MetricInput): NewEvent {
     tags: m.tags,
   };
   // A point whose id is stored already is not written (nor its point, rollups or total): it counts
-  // as accepted, as it did the first time.
-  if (m.id !== null) event.claim = { kind: "metric", id: m.id };
+  // as accepted, as it did the first time. Its claim is in the `secret` namespace (claims.ts): metric
+  // points come from secret keys and sessions only (the gate refuses a publishable key here).
+  if (m.id !== null) event.claim = { kind: "metric", keyKind: "secret", id: m.id };
   return event;
 }
 
@@ -67,7 +68,8 @@ export function createMetricsFeature(
       bind(MetricsService, {
         async recordMetric(req, ctx) {
           const scope = await auth.project(ctx, req.projectId, "data");
-          await limits.take("metrics", scope.projectId);
+          // An API key's limit was taken by the gate, before the body was read (server/ingest-routes.ts).
+          if (scope.principal.kind === "session") await limits.take("metrics", scope.projectId);
           const check = checkMetric(
             {
               type: req.type,
@@ -109,7 +111,7 @@ export function createMetricsFeature(
             ]);
           if (items.length > BATCH_MAX)
             throw tooLarge(`a batch holds at most ${BATCH_MAX} metrics; this one has ${items.length}`);
-          await limits.take("metricBatches", scope.projectId);
+          if (scope.principal.kind === "session") await limits.take("metricBatches", scope.projectId);
           const now = clock();
           const errors: { index: bigint; code: string; message: string }[] = [];
           const valid: { index: number; metric: MetricInput }[] = [];

@@ -5,7 +5,7 @@ import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { createContextValues, type ContextValues } from "@connectrpc/connect";
 import pino, { type Logger } from "pino";
-import { Authenticator, isOriginRefused, principalKey, type OriginRefused } from "../auth/principal.js";
+import { Authenticator, isOriginRefused, principalKey, type OriginRefused, type Principal } from "../auth/principal.js";
 import type { Config } from "../config/index.js";
 import { systemClock, type Clock } from "../shared/clock.js";
 import { clientInfoKey, type ClientInfo } from "../shared/context.js";
@@ -14,6 +14,7 @@ import { guardImpl, type Feature } from "../shared/feature.js";
 import { Telemetry } from "../shared/telemetry.js";
 import { IngestPressure } from "../shared/pressure.js";
 import { createLogThrottle } from "../shared/log-throttle.js";
+import { bodyBudgetKey, InflightBytes } from "../shared/inflight.js";
 import { createRateLimiter } from "../shared/ratelimit.js";
 import { createPool, type Db } from "../storage/db.js";
 import { startEmbeddedPostgres, type EmbeddedHandle } from "../storage/embedded.js";
@@ -34,6 +35,10 @@ import { serveMetrics, type MetricsListener } from "./metrics.js";
 import { sessionSecret } from "./secrets.js";
 
 // Builds the whole service apart from listening: tests and main.ts both use buildApp().
+
+/** Whose share of the bytes in flight a request takes: its API key, its session's account, else its address. */
+const inflightKey = (p: Principal | undefined, client: ClientInfo): string =>
+  p?.kind === "apiKey" ? `key:${p.keyId}` : p?.kind === "session" ? `account:${p.accountId}` : `ip:${client.ip}`;
 
 export interface AppOptions {
   log?: Logger;
@@ -111,7 +116,7 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
 
   // Every request passes the gate (cross-site checks, credentials) before its body is read, over
   // every protocol; the caller it resolved travels in the context values.
-  const gate = createGate(deps.auth);
+  const gate = createGate(deps.auth, deps.limits);
   // A page whose origin the project does not allow cannot read its 403 (no CORS headers): its
   // browser reports a CORS error to the page's console only. The operator learns it here: a
   // warning naming the project and the origin (never the key), once per minute per pair.
@@ -125,6 +130,15 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
         "publishable key used from an origin not in the project's allowedOrigins: refused",
       );
   };
+  // The ingestion routes' body bytes held at once, per caller and per node (shared/inflight.ts):
+  // each request's budget is charged as its bytes arrive and released once it is answered.
+  const inflight = new InflightBytes(
+    { perKey: config.ingest.inflightBytesPerKey, total: config.ingest.inflightBytes },
+    {
+      held: (bytes) => telemetry.inflightBytes.set(bytes),
+      refused: (scope) => telemetry.inflightRefused.inc({ scope }),
+    },
+  );
   const admit = async (
     method: DescMethod,
     verb: string,
@@ -144,7 +158,9 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
       if (isOriginRefused(err)) logOriginRefused(err, client);
       throw err;
     });
-    return createContextValues().set(clientInfoKey, client).set(principalKey, principal);
+    const values = createContextValues().set(clientInfoKey, client).set(principalKey, principal);
+    if (COMPRESSED_INGEST.has(method)) values.set(bodyBudgetKey, inflight.open(inflightKey(principal, client)));
+    return values;
   };
   const rpc = createRpcHandler({
     bindings,

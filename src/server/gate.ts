@@ -5,7 +5,8 @@ import { PUBLISHABLE_ONLY_INGESTS, checkOrigin, type CredentialHeaders, type Pri
 import { ApiError, forbidden, unauthenticated } from "../shared/errors.js";
 import { isJsonContentType } from "../transcoding/body.js";
 import { NodeRequestHeaders } from "../transcoding/context.js";
-import { BROWSER_INGEST } from "./ingest-routes.js";
+import type { RateLimiter } from "../shared/ratelimit.js";
+import { BROWSER_INGEST, INGEST_LIMITS } from "./ingest-routes.js";
 
 // The request gate: what every request passes, over every protocol, BEFORE its body is read.
 //
@@ -22,6 +23,10 @@ import { BROWSER_INGEST } from "./ingest-routes.js";
 // 3. Publishable keys (vk_pub_...) may call the browser ingestion RPCs only: anything else is a 403
 //    here, over every protocol (src/auth refuses them too, in `project` and `session`); and from an
 //    origin of the project's allowedOrigins when the request has an `Origin` (src/auth `checkOrigin`).
+// 4. Ingestion rate limits. On the ingestion RPCs (`INGEST_LIMITS`) an API key's limit is taken
+//    here, for its project, before the body is read: a caller over its limit costs no read,
+//    inflation or parse (429 with Retry-After). Sessions (metrics, heartbeats) are counted by the
+//    handler, once the project of the path is known.
 
 export type Protocol = "rest" | "connect" | "grpc" | "grpc-web";
 
@@ -72,10 +77,17 @@ export function isPublic(method: DescMethod): boolean {
   return p;
 }
 
-export function createGate(auth: {
-  fromHeaders(h: CredentialHeaders): Promise<Principal>;
-  fromQueryKey(key: string): Promise<Principal>;
-}): Gate {
+export function createGate(
+  auth: {
+    fromHeaders(h: CredentialHeaders): Promise<Principal>;
+    fromQueryKey(key: string): Promise<Principal>;
+  },
+  limits: Pick<RateLimiter, "take">,
+): Gate {
+  const ingestLimit = async (method: DescMethod, principal: Principal) => {
+    const limit = INGEST_LIMITS.get(method);
+    if (limit && principal.kind === "apiKey") await limits.take(limit, principal.projectId);
+  };
   return async ({ method, verb, headers, protocol, queryKeys }) => {
     // navigator.sendBeacon: a publishable key in `?key=` on a browser ingestion route, with a
     // text/plain body (rest.ts reads it as JSON). It carries a key, not a cookie: the cross-site
@@ -85,6 +97,7 @@ export function createGate(auth: {
         throw unauthenticated("send the key once: in the Authorization header, or as one ?key= parameter");
       const principal = await auth.fromQueryKey(queryKeys[0]);
       checkOrigin(principal, header(headers, "origin"));
+      await ingestLimit(method, principal);
       return principal;
     }
     if (!SAFE.has(verb) && headers.authorization === undefined && protocol !== "grpc") {
@@ -105,6 +118,7 @@ export function createGate(auth: {
     if (principal.kind === "apiKey" && principal.keyKind === "publishable" && !BROWSER_INGEST.has(method))
       throw forbidden(PUBLISHABLE_ONLY_INGESTS);
     checkOrigin(principal, header(headers, "origin"));
+    await ingestLimit(method, principal);
     return principal;
   };
 }

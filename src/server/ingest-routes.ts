@@ -2,6 +2,7 @@ import type { DescMethod } from "@bufbuild/protobuf";
 import { EventService } from "../../gen/vigil/v1/events_pb.js";
 import { MetricsService } from "../../gen/vigil/v1/metrics_pb.js";
 import { UptimeService } from "../../gen/vigil/v1/uptime_pb.js";
+import type { LimitName } from "../shared/ratelimit.js";
 
 // The ingestion RPCs, named once: what browsers and SDKs may do there that other routes refuse
 // (decisions.md "Idempotent ingestion and browser SDKs"; docs/clients.md).
@@ -21,4 +22,17 @@ export const COMPRESSED_INGEST: ReadonlySet<DescMethod> = new Set([
   MetricsService.method.recordMetric,
   MetricsService.method.recordMetricBatch,
   UptimeService.method.sendHeartbeat,
+]);
+
+/**
+ * The rate limit of each ingestion RPC. For an API key (its project known from the headers) the gate
+ * takes it BEFORE the body is read, so a caller over its limit costs no body read, inflation or
+ * parse; a member session (metrics, heartbeats) is counted by the handler once its project is known.
+ */
+export const INGEST_LIMITS: ReadonlyMap<DescMethod, LimitName> = new Map<DescMethod, LimitName>([
+  [EventService.method.ingestEvent, "events"],
+  [EventService.method.ingestEventBatch, "batches"],
+  [MetricsService.method.recordMetric, "metrics"],
+  [MetricsService.method.recordMetricBatch, "metricBatches"],
+  [UptimeService.method.sendHeartbeat, "heartbeats"],
 ]);

@@ -20,6 +20,7 @@ import type { Logger } from "pino";
 import { ApiError, rpcError, tooLarge } from "../shared/errors.js";
 import type { ServiceBinding } from "../shared/feature.js";
 import { assertStorableMessage } from "../shared/message-check.js";
+import { bodyBudgetKey, UNBOUNDED, type BodyBudget } from "../shared/inflight.js";
 import { readBody, type AnyRequest } from "../transcoding/body.js";
 import type { Admit, AnyResponse } from "../transcoding/rest.js";
 import type { ClientInfo } from "../shared/context.js";
@@ -110,17 +111,26 @@ const checkMessages: Interceptor = (next) => async (req) => {
 
 const invalid = (what: string) => new ApiError(400, "invalid_message", `request message is not valid: ${what}`);
 
-async function decompress(name: string | undefined, bytes: Uint8Array, max: number): Promise<Uint8Array> {
+/** The decompressed bytes are charged to the request's `budget` (shared/inflight.ts). */
+async function decompress(
+  name: string | undefined,
+  bytes: Uint8Array,
+  max: number,
+  budget: BodyBudget,
+): Promise<Uint8Array> {
   if (!name || name === "identity") return bytes;
   const c = compressions.find((x) => x.name === name);
   if (!c) throw new ConnectError(`unsupported compression '${name}'`, Code.Unimplemented);
+  let out: Uint8Array;
   try {
-    return await c.decompress(bytes, max);
+    out = await c.decompress(bytes, max);
   } catch (err) {
     if (err instanceof ConnectError && err.code === Code.ResourceExhausted)
       throw tooLarge(`request message exceeds ${max} bytes once decompressed`);
     throw invalid("cannot decompress");
   }
+  budget.take(out.length);
+  return out;
 }
 
 function parses(method: DescMethod, bytes: Uint8Array): void {
@@ -138,13 +148,14 @@ async function checkBody(
   req: AnyRequest,
   body: Buffer,
   max: number,
+  budget: BodyBudget,
 ): Promise<void> {
   const type = String(req.headers["content-type"] ?? "").toLowerCase();
   const json = /[+/]json\b/.test(type);
   // Connect's streaming calls (a server stream's one request too) send enveloped messages, like gRPC.
   const connectStream = protocol === "connect" && type.startsWith("application/connect+");
   if (protocol === "connect" && !connectStream) {
-    const bytes = await decompress(req.headers["content-encoding"] as string | undefined, body, max);
+    const bytes = await decompress(req.headers["content-encoding"] as string | undefined, body, max, budget);
     if (json ? !isUtf8(bytes) : false) throw invalid("JSON is not valid UTF-8");
     if (!json) parses(method, bytes);
     return;
@@ -163,7 +174,7 @@ async function checkBody(
     let msg = data.subarray(pos, pos + len);
     pos += len;
     if (flags & 0b1000_0000) continue; // a gRPC-web trailer frame
-    if (flags & 1) msg = await decompress(encoding, msg, max);
+    if (flags & 1) msg = await decompress(encoding, msg, max, budget);
     if (json) {
       if (!isUtf8(msg)) throw invalid("JSON is not valid UTF-8");
     } else parses(method, msg);
@@ -237,13 +248,16 @@ export function createRpcHandler(opts: RpcOptions) {
     let values: ContextValues | undefined;
     let bodyRead = false;
     const outcome: { code?: Code } = {};
+    // The request's share of the bytes in flight (shared/inflight.ts), released once it is answered.
+    let budget: BodyBudget = UNBOUNDED;
     try {
       values = (await opts.admit(handler.method, verb, req, client)).set(outcomeKey, outcome);
+      budget = values.get(bodyBudgetKey);
       let body: Buffer | undefined;
       if (verb === "POST") {
-        body = await readBody(req, opts.maxBodyBytes);
+        body = await readBody(req, opts.maxBodyBytes, budget);
         bodyRead = true;
-        await checkBody(handler.method, protocol, req, body, opts.maxBodyBytes);
+        await checkBody(handler.method, protocol, req, body, opts.maxBodyBytes, budget);
       }
       const uReq = universalRequestFromNodeRequest(req as never, res as never, undefined, values);
       const uRes = await handler(body ? { ...uReq, body: once(body) } : uReq);
@@ -268,6 +282,8 @@ export function createRpcHandler(opts: RpcOptions) {
       await refuse(req, res, handler, protocol, values, err, client).catch((e2) =>
         opts.log.debug({ err: e2 }, "could not answer a refused RPC"),
       );
+    } finally {
+      budget.release();
     }
   };
 }

@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
 // The service's own metrics, served in Prometheus text format at GET /metrics (docs/operations.md
 // explains each one). Here: the registry, the process's request and RPC metrics, and the ones more
@@ -39,6 +39,18 @@ export class Telemetry {
     name: "vigil_rate_limited_total",
     help: "Requests refused with 429, by limit",
     labelNames: ["limit"] as const,
+    registers: [this.registry],
+  });
+  /** shared/inflight.ts: the ingestion routes' body bytes held now, and the requests refused for it. */
+  readonly inflightBytes = new Gauge({
+    name: "vigil_ingest_inflight_bytes",
+    help: "Request-body bytes of the ingestion routes held now (read or inflated, until answered)",
+    registers: [this.registry],
+  });
+  readonly inflightRefused = new Counter({
+    name: "vigil_ingest_inflight_refused_total",
+    help: "Ingestion requests refused for the bytes in flight: scope key (429) or total (503)",
+    labelNames: ["scope"] as const,
     registers: [this.registry],
   });
 

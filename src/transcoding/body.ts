@@ -4,13 +4,15 @@ import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import type { Http2ServerRequest } from "node:http2";
 import { ApiError, tooLarge } from "../shared/errors.js";
+import { UNBOUNDED, type BodyBudget } from "../shared/inflight.js";
 
 // Reads a request body as JSON under a byte cap. An over-long body is refused as soon as the
-// declared length or the bytes read pass the cap, never buffered whole.
+// declared length or the bytes read pass the cap, never buffered whole. The bytes kept are charged
+// to the request's `budget` (shared/inflight.ts) as they arrive: over it, the read stops there.
 
 export type AnyRequest = IncomingMessage | Http2ServerRequest;
 
-export async function readBody(req: AnyRequest, maxBytes: number): Promise<Buffer> {
+export async function readBody(req: AnyRequest, maxBytes: number, budget: BodyBudget = UNBOUNDED): Promise<Buffer> {
   const declared = Number(req.headers["content-length"]);
   if (Number.isFinite(declared) && declared > maxBytes) {
     req.resume();
@@ -25,6 +27,12 @@ export async function readBody(req: AnyRequest, maxBytes: number): Promise<Buffe
     if (total > maxBytes) {
       req.resume();
       throw tooLarge(`request body exceeds ${maxBytes} bytes`);
+    }
+    try {
+      budget.take(chunk.length);
+    } catch (err) {
+      req.resume();
+      throw err;
     }
     chunks.push(chunk);
   }
@@ -51,9 +59,11 @@ export function bodyEncoding(header: string | string[] | undefined, gzipAllowed:
 /**
  * A gzip body, decompressed as it arrives: MAX_BODY_BYTES bounds the compressed bytes AND the
  * decompressed ones, so a bomb (a few KB inflating to gigabytes) is refused with 413 after at most
- * `maxBytes` have been inflated, never inflated whole. Corrupt or truncated gzip is a 400.
+ * `maxBytes` have been inflated, never inflated whole. The inflated bytes are charged to `budget` as
+ * they come out (the compressed ones pass through): a node never holds more than its bound of them.
+ * Corrupt or truncated gzip is a 400.
  */
-export async function readGzipBody(req: AnyRequest, maxBytes: number): Promise<Buffer> {
+export async function readGzipBody(req: AnyRequest, maxBytes: number, budget: BodyBudget = UNBOUNDED): Promise<Buffer> {
   const declared = Number(req.headers["content-length"]);
   if (Number.isFinite(declared) && declared > maxBytes) {
     req.resume();
@@ -75,6 +85,7 @@ export async function readGzipBody(req: AnyRequest, maxBytes: number): Promise<B
       for await (const chunk of inflated) {
         total += chunk.length;
         if (total > maxBytes) throw tooLarge(`request body exceeds ${maxBytes} bytes once decompressed`);
+        budget.take(chunk.length);
         chunks.push(chunk);
       }
     });

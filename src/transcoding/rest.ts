@@ -1,3 +1,4 @@
+import { bodyBudgetKey, UNBOUNDED, type BodyBudget } from "../shared/inflight.js";
 import type { ServerResponse } from "node:http";
 import type { Http2ServerResponse } from "node:http2";
 import { isUtf8 } from "node:buffer";
@@ -149,6 +150,8 @@ export function createRestHandler(opts: RestOptions) {
   return async function handleRest(req: AnyRequest, res: AnyResponse, client: ClientInfo): Promise<void> {
     const verb = (req.method ?? "GET").toUpperCase();
     let bodyRead = false;
+    // The request's share of the bytes in flight (shared/inflight.ts), released once it is answered.
+    let budget: BodyBudget = UNBOUNDED;
     try {
       const url = new URL(req.url ?? "/", "http://vigil.local");
       if (verb === "OPTIONS") {
@@ -177,6 +180,7 @@ export function createRestHandler(opts: RestOptions) {
       for (const [name, value] of Object.entries(params)) checkText(name, value);
       for (const [name, value] of url.searchParams) checkText(name, value);
       const values = await opts.admit(route.method, verb, req, client);
+      budget = values.get(bodyBudgetKey);
       // sendBeacon: the gate has resolved the publishable key of `?key=` (it refuses any other); the
       // body may then be text/plain, and `key` is no field of the request message.
       const beacon = isBrowserIngest(route) && url.searchParams.has("key");
@@ -189,7 +193,7 @@ export function createRestHandler(opts: RestOptions) {
       let bodyBytes = 0;
       if (verb === "POST" || verb === "PATCH" || verb === "PUT") {
         const gzip = bodyEncoding(req.headers["content-encoding"], !!opts.compressedIngest?.has(route.method));
-        const buf = await (gzip ? readGzipBody : readBody)(req, opts.maxBodyBytes);
+        const buf = await (gzip ? readGzipBody : readBody)(req, opts.maxBodyBytes, budget);
         bodyRead = true;
         bodyBytes = buf.length;
         if (!isUtf8(buf)) throw new ApiError(400, "invalid_json", "request body is not valid UTF-8");
@@ -240,6 +244,8 @@ export function createRestHandler(opts: RestOptions) {
       }
       if (!res.headersSent) send(res, status, body, headers);
       else res.end();
+    } finally {
+      budget.release();
     }
   };
 }

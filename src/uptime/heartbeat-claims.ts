@@ -1,5 +1,5 @@
 import type { PoolClient } from "pg";
-import { claimKey, storedClaims, type ClaimRow } from "../events/claims.js";
+import { claimKey, rowKey, storedClaims, type ClaimRow } from "../events/claims.js";
 import type { HeartbeatClaim } from "./heartbeat-sql.js";
 
 // Heartbeats' client ids (decisions.md "Idempotent ingestion"; the claims are events/claims.ts,
@@ -12,6 +12,14 @@ interface WithClientId {
   clientId?: string;
 }
 
+/**
+ * A heartbeat's claim key. Heartbeats are sent with secret keys or sessions only (a publishable key
+ * is refused at the gate): their claims are in the `secret` namespace (heartbeat-sql.ts's insert
+ * leaves `key_kind` to that default).
+ */
+export const heartbeatKey = (projectId: string, clientId: string): string =>
+  claimKey(projectId, "heartbeat", "secret", clientId);
+
 /** A heartbeat found to repeat a client id once its claim was tried (answered by write()). */
 export const REPEAT = Symbol("repeat");
 
@@ -21,7 +29,7 @@ export function repeatedIds(batch: { req: WithClientId }[]): Set<string> | undef
   let twice: Set<string> | undefined;
   for (const b of batch) {
     if (b.req.clientId === undefined) continue;
-    const k = claimKey(b.req.projectId, "heartbeat", b.req.clientId);
+    const k = heartbeatKey(b.req.projectId, b.req.clientId);
     if ((seen ??= new Set()).has(k)) (twice ??= new Set()).add(k);
     else seen.add(k);
   }
@@ -31,7 +39,7 @@ export function repeatedIds(batch: { req: WithClientId }[]): Set<string> | undef
 /** The fast path's claims in the one order every writer inserts them (events/claims.ts). */
 export function sortedHeartbeatClaims(claims: HeartbeatClaim[]): HeartbeatClaim[] {
   return claims
-    .map((x) => ({ x, k: claimKey(x.projectId, "heartbeat", x.clientId) }))
+    .map((x) => ({ x, k: heartbeatKey(x.projectId, x.clientId) }))
     .sort((a, b) => (a.k < b.k ? -1 : a.k > b.k ? 1 : 0))
     .map((e) => e.x);
 }
@@ -49,15 +57,21 @@ export async function knownRepeats(
   const claims: ClaimRow[] = [];
   reqs.forEach((r, i) => {
     if (r.clientId === undefined) return;
-    const k = claimKey(r.projectId, "heartbeat", r.clientId);
+    const k = heartbeatKey(r.projectId, r.clientId);
     if (first.has(k)) repeats.add(i);
     else {
       first.set(k, i);
-      claims.push({ projectId: r.projectId, kind: "heartbeat", clientId: r.clientId, recordId: null });
+      claims.push({
+        projectId: r.projectId,
+        kind: "heartbeat",
+        keyKind: "secret",
+        clientId: r.clientId,
+        recordId: null,
+      });
     }
   });
   if (claims.length === 0) return { repeats, claims };
   const stored = await storedClaims(c, claims);
   for (const k of stored) repeats.add(first.get(k)!);
-  return { repeats, claims: claims.filter((x) => !stored.has(claimKey(x.projectId, x.kind, x.clientId))) };
+  return { repeats, claims: claims.filter((x) => !stored.has(rowKey(x))) };
 }

@@ -3,8 +3,8 @@ import type { UptimeDeps } from "./deps.js";
 import { Coalescer } from "../shared/coalesce.js";
 import { newId } from "../shared/ids.js";
 import { notFound } from "../shared/errors.js";
-import { claimIds, claimKey, isClaimTaken, type ClaimRow } from "../events/claims.js";
-import { knownRepeats, REPEAT, repeatedIds, sortedHeartbeatClaims } from "./heartbeat-claims.js";
+import { claimIds, isClaimTaken, type ClaimRow } from "../events/claims.js";
+import { heartbeatKey, knownRepeats, REPEAT, repeatedIds, sortedHeartbeatClaims } from "./heartbeat-claims.js";
 import { tx } from "../storage/db.js";
 import { lockMonitorCreation, monitorCapReached, monitorCounts } from "./cap.js";
 import { openIncidents, resolveIncidents } from "./incidents.js";
@@ -152,7 +152,7 @@ export class HeartbeatWriter {
         groups.set(k, g);
       }
       if (g === null) continue;
-      if (b.req.clientId !== undefined && twice?.has(claimKey(b.req.projectId, "heartbeat", b.req.clientId))) {
+      if (b.req.clientId !== undefined && twice?.has(heartbeatKey(b.req.projectId, b.req.clientId))) {
         groups.set(k, null);
         continue;
       }
@@ -276,7 +276,7 @@ export class HeartbeatWriter {
     const heartbeats: HeartbeatRow[] = [];
 
     for (const req of reqs) {
-      if (raced?.size && req.clientId !== undefined && raced.has(claimKey(req.projectId, "heartbeat", req.clientId))) {
+      if (raced?.size && req.clientId !== undefined && raced.has(heartbeatKey(req.projectId, req.clientId))) {
         answers.push(REPEAT);
         continue;
       }

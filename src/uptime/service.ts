@@ -94,10 +94,13 @@ export interface UptimeContext {
 export function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBinding {
   const { db, auth, clock } = deps;
   const scope = (ctx: HandlerContext, projectId: string) => auth.project(ctx, projectId, "data");
-  /** Monitor and incident changes count as management writes; heartbeats have their own limit. */
+  /**
+   * Monitor and incident changes count as management writes; heartbeats have their own limit, which
+   * the gate takes for an API key before the body is read (server/ingest-routes.ts).
+   */
   const limited = async (ctx: HandlerContext, projectId: string, limit: "writes" | "heartbeats") => {
     const s = await scope(ctx, projectId);
-    await deps.limits.take(limit, s.projectId);
+    if (limit === "writes" || s.principal.kind === "session") await deps.limits.take(limit, s.projectId);
     return s;
   };
   const monitor = async (projectId: string, id: string): Promise<MonitorRow> => {

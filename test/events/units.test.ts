@@ -83,7 +83,7 @@ describe("rate limit verdict", () => {
 describe("checkEvent", () => {
   const now = new Date(Date.UTC(2024, 5, 1));
   it("builds the event with defaults", () => {
-    const r = checkEvent({ type: "a", userId: "", data: null }, now);
+    const r = checkEvent({ type: "a", userId: "", data: null }, now, "secret");
     assert.ok(r.ok);
     assert.deepEqual(r.event, {
       type: "a",
@@ -97,14 +97,14 @@ describe("checkEvent", () => {
     });
   });
   it("does not mistake a data key for a refusal", () => {
-    const r = checkEvent({ type: "a", data: { ok: false, error: "x" } }, now);
+    const r = checkEvent({ type: "a", data: { ok: false, error: "x" } }, now, "secret");
     assert.ok(r.ok);
     assert.deepEqual(r.event.data, { ok: false, error: "x" });
   });
   it("refuses deep nesting and bad text", () => {
     let deep: unknown = 1;
     for (let i = 0; i < 100; i++) deep = [deep];
-    assert.equal(checkEvent({ type: "a", data: { deep } }, now).ok, false);
+    assert.equal(checkEvent({ type: "a", data: { deep } }, now, "secret").ok, false);
     assert.ok(jsonProblem({ "k\u0000": 1 }));
     assert.equal(jsonProblem({ emoji: "😀", text: "héllo" }), undefined);
   });
@@ -213,8 +213,8 @@ describe("REPARSE_GROWTH (the size bound that lets a small batch skip measuring 
   it("with a bound under the limit skips the measurement; with none or a larger one it measures", () => {
     const big = { type: "big", data: { blob: "x".repeat(MAX_EVENT_BYTES) } };
     const now = new Date();
-    assert.equal(checkEvent(big, now).ok, false);
-    assert.equal(checkEvent(big, now, MAX_EVENT_BYTES + 1).ok, false);
-    assert.equal(checkEvent({ type: "small" }, now, 100).ok, true);
+    assert.equal(checkEvent(big, now, "secret").ok, false);
+    assert.equal(checkEvent(big, now, "secret", MAX_EVENT_BYTES + 1).ok, false);
+    assert.equal(checkEvent({ type: "small" }, now, "secret", 100).ok, true);
   });
 });
