@@ -674,7 +674,7 @@ function IncidentItem(props: { incident: Incident; monitorName: string; slot: nu
   );
   const [message, setMessage] = useState("");
   const post = useAction();
-  const title = i.title ?? `${props.monitorName} is ${i.status === "open" ? "down" : "was down"}`;
+  const title = i.title ?? `${props.monitorName} ${i.status === "open" ? "is down" : "was down"}`;
   return (
     <li class={`incident incident-${i.status}`}>
       <article aria-labelledby={`incident-${i.id}`}>

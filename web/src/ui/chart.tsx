@@ -16,6 +16,13 @@ export interface Series {
   values: (number | null)[];
 }
 
+/** A y range from 0 (or the lowest value, when below 0) to the highest value plus a tenth. */
+const zeroBased: uPlot.Range.Function = (_u, min, max) => {
+  const lo = Math.min(0, min ?? 0);
+  const hi = Math.max(0, max ?? 0);
+  return hi === lo ? [lo, lo + 1] : [lo, hi + (hi - lo) * 0.1];
+};
+
 const COLORS = ["#4338ca", "#0891b2", "#c2410c", "#15803d", "#a21caf", "#b91c1c", "#4d7c0f", "#0369a1"];
 
 export function TimeChart(props: {
@@ -41,8 +48,18 @@ export function TimeChart(props: {
     const opts: uPlot.Options = {
       width: Math.max(200, el.clientWidth),
       height: props.height ?? 260,
-      hooks: { draw: [(u) => (el.dataset.rendered = String(u.data[0].length))] },
-      scales: { x: { time: true } },
+      hooks: {
+        draw: [
+          (u) => {
+            el.dataset.rendered = String(u.data[0].length);
+            // The y-axis' lowest value drawn, for the tests (bars start at 0).
+            el.dataset.yMin = String(u.scales.y.min);
+          },
+        ],
+      },
+      // Bars are read by their length, so their axis starts at 0 (uPlot's default range fits the
+      // data: a 43 next to a 131 would look a twentieth of it). Lines keep the fitted range.
+      scales: { x: { time: true }, y: props.kind === "bars" ? { range: zeroBased } : {} },
       // One series: its name is the chart's title, and the numbers are in ChartTable.
       legend: { show: props.series.length > 1 },
       axes: [
