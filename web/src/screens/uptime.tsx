@@ -514,7 +514,11 @@ function Stats({ monitor: m, slot }: { monitor: Monitor; slot: number }) {
       {stats.error && <ErrorMessage error={stats.error} />}
       {s ? (
         <dl class="stats">
-          <Stat term="Uptime" value={formatPercent(s.uptimePercentage)} />
+          <Stat
+            term="Uptime"
+            value={formatPercent(s.uptimePercentage)}
+            note={s.uptimePercentage === undefined ? "no data: no heartbeat in this period yet" : undefined}
+          />
           <Stat term="Downtime" value={formatDuration(s.downtimeMs)} />
           <Stat term="Incidents" value={formatNumber(s.incidentCount)} />
           <Stat
