@@ -34,7 +34,7 @@ export class BlockedAddressError extends Error {
     // Says how to allow it: the operator's setting (docs/operations.md), not what the name resolved to.
     super(
       "target not allowed: webhook URLs must resolve only to public addresses " +
-        "(the server's operator can allow private ones with WEBHOOK_ALLOW_PRIVATE=true)",
+        "(the server's operator can allow such targets with WEBHOOK_ALLOW_PRIVATE=true)",
     );
   }
 }

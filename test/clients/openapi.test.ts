@@ -301,6 +301,8 @@ describe("every operation against the document", () => {
     const w = await ok("CreateWebhook", { body: { name: "Orders", type: "http", url, events: ["order.paid"] } });
     const webhookId = w.data.id;
     await ok("ListWebhooks");
+    const types = await ok("ListWebhookTypes");
+    assert.ok(types.data.some((x: { type: string }) => x.type === "mattermost"));
     await ok("GetWebhook", { params: { webhookId } });
     await ok("UpdateWebhook", { params: { webhookId }, body: { name: "Paid orders" } });
     const test = await ok("TestWebhook", { params: { webhookId }, body: { data: { hello: "world" } } });
