@@ -94,9 +94,9 @@ describe("dashboard: a newcomer's findings (#29/20)", () => {
     await context.close();
   });
 
-  it("offers the server's webhook types, says a signing secret is kept, and names WEBHOOK_ALLOW_PRIVATE", async (ctx) => {
+  it("offers the server's webhook types (Mattermost too) instead of a list of its own", async (ctx) => {
     if (!available()) return ctx.skip(SKIP);
-    // The server's table of targets, over REST.
+    // The server's table of targets, over REST, for any signed-in session.
     const types = await t.rest.get("/v1/webhook-types", { cookie: p.owner.cookie });
     assert.equal(types.status, 200, types.text);
     assert.deepEqual(types.body.data, [
@@ -106,7 +106,31 @@ describe("dashboard: a newcomer's findings (#29/20)", () => {
     ]);
     assert.equal((await t.rest.get("/v1/webhook-types")).status, 401);
 
-    // A private target is refused with the setting that allows it.
+    const { context, page } = await dash.open(p.owner);
+    await page.goto(`/projects/${p.projectId}/webhooks`);
+    await page.getByRole("button", { name: "New webhook" }).click();
+    const form = page.getByRole("form", { name: "New webhook" });
+    await form.getByLabel("Kind").locator("option").first().waitFor({ state: "attached" });
+    const kinds = await form.getByLabel("Kind").locator("option").allTextContents();
+    assert.deepEqual(kinds, ["HTTP endpoint (signed JSON POST)", "Discord channel", "Mattermost channel"]);
+    // A Mattermost webhook made from the form (a public IP literal: no lookup) is listed under its kind.
+    await form.getByLabel("Kind").selectOption("mattermost");
+    await form.getByLabel("Name").fill("Team chat");
+    await form.getByLabel("Mattermost webhook URL").fill("https://93.184.216.34/hooks/abcdefghijklmnopqrstuvwxyz");
+    await form.getByLabel("Another event type").fill("deploy.finished");
+    await form.getByLabel("Another event type").press("Enter");
+    await form.getByRole("button", { name: "Create webhook" }).click();
+    await page.getByRole("row").filter({ hasText: "Team chat" }).getByText("Mattermost", { exact: true }).waitFor();
+    const listed = await t.rest.get(`${base()}/webhooks`, { cookie: p.owner.cookie });
+    assert.ok(
+      listed.body.data.some((w: { name: string; type: string }) => w.name === "Team chat" && w.type === "mattermost"),
+      listed.text,
+    );
+    await context.close();
+  });
+
+  it("refuses a private target naming WEBHOOK_ALLOW_PRIVATE, over REST and under the URL field", async (ctx) => {
+    if (!available()) return ctx.skip(SKIP);
     const refused = await t.rest.post(
       `${base()}/webhooks`,
       { url: "http://127.0.0.1:9/hook", events: ["order.paid"] },
@@ -120,21 +144,24 @@ describe("dashboard: a newcomer's findings (#29/20)", () => {
     await page.goto(`/projects/${p.projectId}/webhooks`);
     await page.getByRole("button", { name: "New webhook" }).click();
     const form = page.getByRole("form", { name: "New webhook" });
-    const kinds = await form.getByLabel("Kind").locator("option").allTextContents();
-    assert.deepEqual(kinds, ["HTTP endpoint (signed JSON POST)", "Discord channel", "Mattermost channel"]);
-    await form.getByLabel("Kind").selectOption("mattermost");
-    await form.getByLabel("Mattermost webhook URL").waitFor();
-    await form.getByLabel("Kind").selectOption("http");
-
-    // The refusal under the URL field says how to allow it.
     await form.getByLabel("Endpoint URL").fill("http://127.0.0.1:9/hook");
     await form.getByLabel("Another event type").fill("order.paid");
     await form.getByLabel("Another event type").press("Enter");
     await form.getByRole("button", { name: "Create webhook" }).click();
     await form.getByText(/WEBHOOK_ALLOW_PRIVATE=true/).waitFor();
+    await context.close();
+  });
 
-    // A public address (an IP literal: no lookup) is accepted; its secret is kept to sign.
+  it("says a webhook's signing secret is kept to sign (not 'only a hash'), an API key's that only its hash is", async (ctx) => {
+    if (!available()) return ctx.skip(SKIP);
+    const { context, page } = await dash.open(p.owner);
+    await page.goto(`/projects/${p.projectId}/webhooks`);
+    await page.getByRole("button", { name: "New webhook" }).click();
+    const form = page.getByRole("form", { name: "New webhook" });
+    await form.getByLabel("Name").fill("Orders");
     await form.getByLabel("Endpoint URL").fill("https://93.184.216.34/hook");
+    await form.getByLabel("Another event type").fill("order.paid");
+    await form.getByLabel("Another event type").press("Enter");
     await form.getByRole("button", { name: "Create webhook" }).click();
     const secret = page.locator("section.secret");
     await secret.getByTestId("secret").waitFor();
@@ -143,20 +170,14 @@ describe("dashboard: a newcomer's findings (#29/20)", () => {
     assert.doesNotMatch(words, /only a hash/);
     await page.getByRole("button", { name: "Done" }).click();
 
-    // A Mattermost webhook made from the form is listed under its kind.
-    await page.getByRole("button", { name: "New webhook" }).click();
-    await form.getByLabel("Kind").selectOption("mattermost");
-    await form.getByLabel("Name").fill("Team chat");
-    await form.getByLabel("Mattermost webhook URL").fill("https://93.184.216.34/hooks/abcdefghijklmnopqrstuvwxyz");
-    await form.getByLabel("Another event type").fill("deploy.finished");
-    await form.getByLabel("Another event type").press("Enter");
-    await form.getByRole("button", { name: "Create webhook" }).click();
-    await page.getByRole("row").filter({ hasText: "Team chat" }).getByText("Mattermost", { exact: true }).waitFor();
-    const listed = await t.rest.get(`${base()}/webhooks`, { cookie: p.owner.cookie });
-    assert.ok(
-      listed.body.data.some((w: { type: string }) => w.type === "mattermost"),
-      listed.text,
-    );
+    // An API key is still said to be kept as a hash only (which it is).
+    await page.goto(`/projects/${p.projectId}/keys`);
+    await page.getByLabel("Key name").fill("server");
+    await page.getByRole("button", { name: "Create key" }).click();
+    await page
+      .locator("section.secret")
+      .getByText(/stores only a hash/)
+      .waitFor();
     await context.close();
     assert.deepEqual(pageErrors, []);
   });
