@@ -112,6 +112,10 @@ export function createAuthFeature(deps: AuthFeatureDeps): Feature {
           if (!row) throw unauthenticated();
           return { data: toAccount(row) };
         },
+        // No credentials: one bit, so a fresh server's dashboard offers the first sign-up.
+        async getSignupState() {
+          return { data: { accountsExist: await store.anyAccount(db) } };
+        },
       }),
     ],
   };

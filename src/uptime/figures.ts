@@ -19,7 +19,8 @@ export interface WindowFigures {
   observedMs: number;
   downtimeMs: number;
   incidentCount: number;
-  uptimePercentage: number;
+  /** null: nothing is known (no heartbeat before the window's end, or nothing observed). */
+  uptimePercentage: number | null;
 }
 
 const overlap = (a0: number, a1: number, b0: number, b1: number) => Math.max(0, Math.min(a1, b1) - Math.max(a0, b0));
@@ -38,7 +39,9 @@ export function windowFigures(tl: Timeline, from: number, to: number, now: numbe
   const downtimeMs = Math.min(down, observedMs);
   // An incident counts when any part of it lies in the window (also one still open).
   const incidentCount = tl.incidents.filter((i) => i.start <= Math.min(to, now) && (i.end ?? Infinity) >= from).length;
-  const uptimePercentage = observedMs > 0 ? round3((100 * (observedMs - downtimeMs)) / observedMs) : 100;
+  // Before a monitor's first heartbeat nothing says it was up: no figure rather than 100 (a status page's rule too).
+  const heard = tl.firstHeartbeatAt !== null && tl.firstHeartbeatAt < end;
+  const uptimePercentage = heard && observedMs > 0 ? round3((100 * (observedMs - downtimeMs)) / observedMs) : null;
   return { observedMs, downtimeMs, incidentCount, uptimePercentage };
 }
 

@@ -87,14 +87,14 @@ export function incidentUpdateMessage(r: IncidentUpdateRow): MessageInitShape<ty
 }
 
 export function statsMessage(
-  t: { uptimePercentage: number; downtimeMs: number; incidentCount: number },
+  t: { uptimePercentage: number | null; downtimeMs: number; incidentCount: number },
   h: HeartbeatFigures,
   m: MonitorRow,
   from: Date,
   to: Date,
 ): MessageInitShape<typeof MonitorStatsSchema> {
   return {
-    uptimePercentage: t.uptimePercentage,
+    uptimePercentage: t.uptimePercentage ?? undefined,
     downtimeMs: big(t.downtimeMs),
     incidentCount: big(t.incidentCount),
     currentStatus: m.status,

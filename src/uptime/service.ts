@@ -145,7 +145,7 @@ export function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBindin
           type: m.type,
           status: m.status,
           lastHeartbeatAt: m.last_heartbeat_at?.toISOString(),
-          uptimePercentage24h: up.get(m.id) ?? 100,
+          uptimePercentage24h: up.get(m.id) ?? undefined,
         })),
       };
     },

@@ -185,7 +185,7 @@ export async function histories(
 }
 
 /** uptimePercentage over the last 24 hours for each monitor. */
-export async function uptime24h(db: Db, monitors: MonitorRow[], now: Date): Promise<Map<string, number>> {
+export async function uptime24h(db: Db, monitors: MonitorRow[], now: Date): Promise<Map<string, number | null>> {
   const from = new Date(now.getTime() - DAY_MS);
   const s = await spans(
     db,

@@ -31,7 +31,11 @@ export function isPublicAddress(address: string): boolean {
 export class BlockedAddressError extends Error {
   readonly code = "EWEBHOOKBLOCKED";
   constructor() {
-    super("target not allowed: webhook URLs must resolve only to public addresses");
+    // Says how to allow it: the operator's setting (docs/operations.md), not what the name resolved to.
+    super(
+      "target not allowed: webhook URLs must resolve only to public addresses " +
+        "(the server's operator can allow such targets with WEBHOOK_ALLOW_PRIVATE=true)",
+    );
   }
 }
 

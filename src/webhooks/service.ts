@@ -17,7 +17,7 @@ import { DeliveryScheduler } from "./scheduler.js";
 import { newWebhookSecret } from "./targets/signature.js";
 import * as store from "./store.js";
 import type { SubscriptionCache } from "./subscriptions.js";
-import { targetOf } from "./targets/index.js";
+import { targetOf, WEBHOOK_TYPES } from "./targets/index.js";
 import {
   createTemporalDispatch,
   createWebhookActivities,
@@ -222,6 +222,11 @@ export function createWebhooksFeature(
           );
           scheduler?.wake();
           return { data: toDelivery((await store.getDelivery(db, w.id, id))!) };
+        },
+        // The table of targets (targets/index.ts) as the one list of types clients offer.
+        async listWebhookTypes(_req, ctx) {
+          await auth.session(ctx);
+          return { data: WEBHOOK_TYPES.map((type) => ({ type, signed: targetOf(type).signed })) };
         },
       }),
     ],

@@ -202,6 +202,8 @@ describe("every operation against the document", () => {
     assert.equal(wrong.status, 401, wrong.text);
     assert.equal(wrong.body.error.code, "invalid_credentials");
     await ok("Me", { auth: "cookie" });
+    const state = await ok("GetSignupState", { auth: "none" });
+    assert.equal(state.data.accountsExist, true);
     // Logout ends the session of an account of its own (the fixture's session stays valid).
     const other = await signup(t.rest, "leaver");
     await ok("Logout", { auth: { cookie: other.cookie } });
@@ -299,6 +301,8 @@ describe("every operation against the document", () => {
     const w = await ok("CreateWebhook", { body: { name: "Orders", type: "http", url, events: ["order.paid"] } });
     const webhookId = w.data.id;
     await ok("ListWebhooks");
+    const types = await ok("ListWebhookTypes");
+    assert.ok(types.data.some((x: { type: string }) => x.type === "mattermost"));
     await ok("GetWebhook", { params: { webhookId } });
     await ok("UpdateWebhook", { params: { webhookId }, body: { name: "Paid orders" } });
     const test = await ok("TestWebhook", { params: { webhookId }, body: { data: { hello: "world" } } });

@@ -7,7 +7,7 @@ import { after, before } from "node:test";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import type { Account } from "./fixtures.js";
 import { GENEROUS_LIMITS, type TestApp } from "./app.js";
-import { useProject } from "./use.js";
+import { useApp, useProject } from "./use.js";
 
 // The dashboard (web/) in a real browser: headless Chromium (Debian's /usr/bin/chromium, driven by
 // playwright-core) against a real Vigil serving the build of the current sources. npm test builds
@@ -52,6 +52,17 @@ export interface DashboardHarness {
  */
 export function useDashboard(env: Record<string, string> = {}) {
   const { t, p } = useProject({ ...GENEROUS_LIMITS, ...env });
+  return { t: t as TestApp, p, ...useBrowser(t) };
+}
+
+/** The same without any account: a fresh Vigil, as its first visitor finds it. */
+export function useFreshDashboard(env: Record<string, string> = {}) {
+  const { t } = useApp({ ...GENEROUS_LIMITS, ...env });
+  return { t: t as TestApp, ...useBrowser(t) };
+}
+
+/** One Chromium for the file, opening pages on `t`'s Vigil. */
+function useBrowser(t: TestApp) {
   let browser: Browser | undefined;
   before(async () => {
     if (!existsSync(CHROMIUM)) return;
@@ -82,8 +93,6 @@ export function useDashboard(env: Record<string, string> = {}) {
   };
   const pageErrors: string[] = [];
   return {
-    t: t as TestApp,
-    p,
     dash: harness,
     /** Uncaught errors of every page opened so far. */
     pageErrors,

@@ -156,7 +156,10 @@ describe("figures on a constructed timeline", () => {
       uptimePercentage: 85.714,
     });
     assert.deepEqual(windowFigures(tl, 3 * HOUR, 4 * HOUR, now).incidentCount, 0);
-    assert.equal(windowFigures(tl, 20 * HOUR, 30 * HOUR, now).uptimePercentage, 100);
+    // Nothing observed (a window after now), or no heartbeat before its end: no figure, not 100.
+    assert.equal(windowFigures(tl, 20 * HOUR, 30 * HOUR, now).uptimePercentage, null);
+    assert.equal(windowFigures(tl, 0, HOUR, now).uptimePercentage, null);
+    assert.equal(windowFigures({ ...tl, firstHeartbeatAt: null }, 0, now, now).uptimePercentage, null);
   });
   it("hourly buckets: unknown before the first heartbeat, down with downtime, paused, up", () => {
     const b = historyBuckets(tl, HOUR, 12, now + 30 * 60_000);

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file vigil/v1/auth.proto.
  */
 export const file_vigil_v1_auth: GenFile = /*@__PURE__*/
-  fileDesc("ChN2aWdpbC92MS9hdXRoLnByb3RvEgh2aWdpbC52MSJUCgdBY2NvdW50EgoKAmlkGAEgASgJEg0KBWVtYWlsGAIgASgJEhEKBG5hbWUYAyABKAlIAIgBARISCgpjcmVhdGVkX2F0GAQgASgJQgcKBV9uYW1lIkwKDVNpZ251cFJlcXVlc3QSDQoFZW1haWwYASABKAkSEAoIcGFzc3dvcmQYAiABKAkSEQoEbmFtZRgDIAEoCUgAiAEBQgcKBV9uYW1lIjEKDlNpZ251cFJlc3BvbnNlEh8KBGRhdGEYASABKAsyES52aWdpbC52MS5BY2NvdW50Ii8KDExvZ2luUmVxdWVzdBINCgVlbWFpbBgBIAEoCRIQCghwYXNzd29yZBgCIAEoCSIwCg1Mb2dpblJlc3BvbnNlEh8KBGRhdGEYASABKAsyES52aWdpbC52MS5BY2NvdW50Ig8KDUxvZ291dFJlcXVlc3QiEAoOTG9nb3V0UmVzcG9uc2UiCwoJTWVSZXF1ZXN0Ii0KCk1lUmVzcG9uc2USHwoEZGF0YRgBIAEoCzIRLnZpZ2lsLnYxLkFjY291bnQy7AIKC0F1dGhTZXJ2aWNlEmAKBlNpZ251cBIXLnZpZ2lsLnYxLlNpZ251cFJlcXVlc3QaGC52aWdpbC52MS5TaWdudXBSZXNwb25zZSIjyPMYyQHQ8xgBgtPkkwIUOgEqIg8vdjEvYXV0aC9zaWdudXASVwoFTG9naW4SFi52aWdpbC52MS5Mb2dpblJlcXVlc3QaFy52aWdpbC52MS5Mb2dpblJlc3BvbnNlIh3Q8xgBgtPkkwITOgEqIg4vdjEvYXV0aC9sb2dpbhJcCgZMb2dvdXQSFy52aWdpbC52MS5Mb2dvdXRSZXF1ZXN0GhgudmlnaWwudjEuTG9nb3V0UmVzcG9uc2UiH8jzGMwBgtPkkwIUOgEqIg8vdjEvYXV0aC9sb2dvdXQSRAoCTWUSEy52aWdpbC52MS5NZVJlcXVlc3QaFC52aWdpbC52MS5NZVJlc3BvbnNlIhOC0+STAg0SCy92MS9hdXRoL21lYgZwcm90bzM", [file_google_api_annotations, file_vigil_v1_options]);
+  fileDesc("ChN2aWdpbC92MS9hdXRoLnByb3RvEgh2aWdpbC52MSJUCgdBY2NvdW50EgoKAmlkGAEgASgJEg0KBWVtYWlsGAIgASgJEhEKBG5hbWUYAyABKAlIAIgBARISCgpjcmVhdGVkX2F0GAQgASgJQgcKBV9uYW1lIkwKDVNpZ251cFJlcXVlc3QSDQoFZW1haWwYASABKAkSEAoIcGFzc3dvcmQYAiABKAkSEQoEbmFtZRgDIAEoCUgAiAEBQgcKBV9uYW1lIjEKDlNpZ251cFJlc3BvbnNlEh8KBGRhdGEYASABKAsyES52aWdpbC52MS5BY2NvdW50Ii8KDExvZ2luUmVxdWVzdBINCgVlbWFpbBgBIAEoCRIQCghwYXNzd29yZBgCIAEoCSIwCg1Mb2dpblJlc3BvbnNlEh8KBGRhdGEYASABKAsyES52aWdpbC52MS5BY2NvdW50Ig8KDUxvZ291dFJlcXVlc3QiEAoOTG9nb3V0UmVzcG9uc2UiCwoJTWVSZXF1ZXN0Ii0KCk1lUmVzcG9uc2USHwoEZGF0YRgBIAEoCzIRLnZpZ2lsLnYxLkFjY291bnQiFwoVR2V0U2lnbnVwU3RhdGVSZXF1ZXN0IiUKC1NpZ251cFN0YXRlEhYKDmFjY291bnRzX2V4aXN0GAEgASgIIj0KFkdldFNpZ251cFN0YXRlUmVzcG9uc2USIwoEZGF0YRgBIAEoCzIVLnZpZ2lsLnYxLlNpZ251cFN0YXRlMuQDCgtBdXRoU2VydmljZRJgCgZTaWdudXASFy52aWdpbC52MS5TaWdudXBSZXF1ZXN0GhgudmlnaWwudjEuU2lnbnVwUmVzcG9uc2UiI8jzGMkB0PMYAYLT5JMCFDoBKiIPL3YxL2F1dGgvc2lnbnVwElcKBUxvZ2luEhYudmlnaWwudjEuTG9naW5SZXF1ZXN0GhcudmlnaWwudjEuTG9naW5SZXNwb25zZSId0PMYAYLT5JMCEzoBKiIOL3YxL2F1dGgvbG9naW4SXAoGTG9nb3V0EhcudmlnaWwudjEuTG9nb3V0UmVxdWVzdBoYLnZpZ2lsLnYxLkxvZ291dFJlc3BvbnNlIh/I8xjMAYLT5JMCFDoBKiIPL3YxL2F1dGgvbG9nb3V0EkQKAk1lEhMudmlnaWwudjEuTWVSZXF1ZXN0GhQudmlnaWwudjEuTWVSZXNwb25zZSITgtPkkwINEgsvdjEvYXV0aC9tZRJ2Cg5HZXRTaWdudXBTdGF0ZRIfLnZpZ2lsLnYxLkdldFNpZ251cFN0YXRlUmVxdWVzdBogLnZpZ2lsLnYxLkdldFNpZ251cFN0YXRlUmVzcG9uc2UiIdDzGAGC0+STAhcSFS92MS9hdXRoL3NpZ251cC1zdGF0ZWIGcHJvdG8z", [file_google_api_annotations, file_vigil_v1_options]);
 
 /**
  * @generated from message vigil.v1.Account
@@ -186,6 +186,56 @@ export const MeResponseSchema: GenMessage<MeResponse> = /*@__PURE__*/
   messageDesc(file_vigil_v1_auth, 8);
 
 /**
+ * @generated from message vigil.v1.GetSignupStateRequest
+ */
+export type GetSignupStateRequest = Message<"vigil.v1.GetSignupStateRequest"> & {
+};
+
+/**
+ * Describes the message vigil.v1.GetSignupStateRequest.
+ * Use `create(GetSignupStateRequestSchema)` to create a new message.
+ */
+export const GetSignupStateRequestSchema: GenMessage<GetSignupStateRequest> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_auth, 9);
+
+/**
+ * @generated from message vigil.v1.SignupState
+ */
+export type SignupState = Message<"vigil.v1.SignupState"> & {
+  /**
+   * False on a fresh server: the next sign-up makes its first account (also
+   * allowed under SIGNUP=closed).
+   *
+   * @generated from field: bool accounts_exist = 1;
+   */
+  accountsExist: boolean;
+};
+
+/**
+ * Describes the message vigil.v1.SignupState.
+ * Use `create(SignupStateSchema)` to create a new message.
+ */
+export const SignupStateSchema: GenMessage<SignupState> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_auth, 10);
+
+/**
+ * @generated from message vigil.v1.GetSignupStateResponse
+ */
+export type GetSignupStateResponse = Message<"vigil.v1.GetSignupStateResponse"> & {
+  /**
+   * @generated from field: vigil.v1.SignupState data = 1;
+   */
+  data?: SignupState | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.GetSignupStateResponse.
+ * Use `create(GetSignupStateResponseSchema)` to create a new message.
+ */
+export const GetSignupStateResponseSchema: GenMessage<GetSignupStateResponse> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_auth, 11);
+
+/**
  * Accounts and browser sessions. The session travels in the `vigil_session`
  * cookie (gRPC clients send it as `cookie` metadata).
  *
@@ -223,6 +273,17 @@ export const AuthService: GenService<{
     methodKind: "unary";
     input: typeof MeRequestSchema;
     output: typeof MeResponseSchema;
+  },
+  /**
+   * Whether this server has any account yet, so a sign-in screen can offer
+   * the first sign-up instead. Says nothing more (no count, no email).
+   *
+   * @generated from rpc vigil.v1.AuthService.GetSignupState
+   */
+  getSignupState: {
+    methodKind: "unary";
+    input: typeof GetSignupStateRequestSchema;
+    output: typeof GetSignupStateResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_vigil_v1_auth, 0);

@@ -1,4 +1,4 @@
-import { useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 import { useLocation } from "preact-iso";
 import { api } from "../api.js";
 import { useSession } from "../session.js";
@@ -6,10 +6,13 @@ import { useAction } from "../ui/hooks.js";
 import { Button, ErrorMessage, Field } from "../ui/kit.js";
 
 // Sign up and sign in (AuthService over the session cookie). After either, the person goes where
-// they were sent from (`?next=`, a path of this dashboard only) or to their projects.
+// they were sent from (`?next=`, a path of this dashboard only) or to their projects. On a server
+// without any account yet (GetSignupState), sign-in sends the person to sign up: nobody could sign in.
 
 const nextOf = (query: Record<string, string>) =>
   query.next && /^\/(?!\/)/.test(query.next) && !query.next.startsWith("/login") ? query.next : "/projects";
+
+const nextQuery = (query: Record<string, string>) => (query.next ? `?next=${encodeURIComponent(query.next)}` : "");
 
 export function Login() {
   const loc = useLocation();
@@ -17,6 +20,13 @@ export function Login() {
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
   const action = useAction();
+  useEffect(() => {
+    // Errors leave the sign-in form as it is: it still works, and says so itself.
+    api.auth.getSignupState({}).then(
+      (r) => r.data && !r.data.accountsExist && loc.route(`/signup${nextQuery(loc.query)}`, true),
+      () => undefined,
+    );
+  }, []);
   return (
     <main id="main" class="auth">
       <h1>Sign in to Vigil</h1>
@@ -58,8 +68,7 @@ export function Login() {
         </Button>
       </form>
       <p class="muted">
-        No account yet?{" "}
-        <a href={`/signup${loc.query.next ? `?next=${encodeURIComponent(loc.query.next)}` : ""}`}>Create one</a>.
+        No account yet? <a href={`/signup${nextQuery(loc.query)}`}>Create one</a>.
       </p>
     </main>
   );

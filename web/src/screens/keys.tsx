@@ -219,6 +219,7 @@ function NewKey({ created, onDone }: { created: CreatedApiKey; onDone: () => voi
     <SecretOnce
       title={`Your new ${created.kind} key “${created.name}” (${created.environment})`}
       secret={created.secret}
+      kept="hash"
       onDone={onDone}
     >
       <h3>Send a first event</h3>

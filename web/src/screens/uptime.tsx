@@ -514,7 +514,11 @@ function Stats({ monitor: m, slot }: { monitor: Monitor; slot: number }) {
       {stats.error && <ErrorMessage error={stats.error} />}
       {s ? (
         <dl class="stats">
-          <Stat term="Uptime" value={formatPercent(s.uptimePercentage)} />
+          <Stat
+            term="Uptime"
+            value={formatPercent(s.uptimePercentage)}
+            note={s.uptimePercentage === undefined ? "no data: no heartbeat in this period yet" : undefined}
+          />
           <Stat term="Downtime" value={formatDuration(s.downtimeMs)} />
           <Stat term="Incidents" value={formatNumber(s.incidentCount)} />
           <Stat
@@ -674,7 +678,7 @@ function IncidentItem(props: { incident: Incident; monitorName: string; slot: nu
   );
   const [message, setMessage] = useState("");
   const post = useAction();
-  const title = i.title ?? `${props.monitorName} is ${i.status === "open" ? "down" : "was down"}`;
+  const title = i.title ?? `${props.monitorName} ${i.status === "open" ? "is down" : "was down"}`;
   return (
     <li class={`incident incident-${i.status}`}>
       <article aria-labelledby={`incident-${i.id}`}>

@@ -1,6 +1,12 @@
 import { useEffect, useId, useState } from "preact/hooks";
 import { useLocation, useRoute } from "preact-iso";
-import type { Delivery, DeliveryAttempt, Webhook, WebhookWithSecret } from "../../../gen/vigil/v1/webhooks_pb.js";
+import type {
+  Delivery,
+  DeliveryAttempt,
+  Webhook,
+  WebhookType,
+  WebhookWithSecret,
+} from "../../../gen/vigil/v1/webhooks_pb.js";
 import { api, fieldErrors } from "../api.js";
 import { useProject } from "../session.js";
 import { useAction, useAsync, useInterval } from "../ui/hooks.js";
@@ -25,11 +31,44 @@ import "./webhooks.css";
 
 /** Uptime's incident types (docs/webhooks.md), always offered next to the event types seen. */
 const INCIDENT_TYPES = ["incident.started", "incident.recovered"];
-const KINDS = [
-  { value: "http", label: "HTTP endpoint (signed JSON POST)" },
-  { value: "discord", label: "Discord channel" },
-] as const;
-type Kind = (typeof KINDS)[number]["value"];
+/**
+ * Words for the webhook types this dashboard knows. The list of types itself is the server's
+ * (`WebhookService.ListWebhookTypes`, its table of targets): a type added there is offered here too,
+ * under its name and the generic words of `wordsOf`.
+ */
+const KIND_WORDS: Record<string, { label: string; short: string; url: string; placeholder: string; hint: string }> = {
+  http: {
+    label: "HTTP endpoint (signed JSON POST)",
+    short: "HTTP",
+    url: "Endpoint URL",
+    placeholder: "https://example.com/hooks/vigil",
+    hint: "Vigil POSTs JSON here, signed with a secret shown once after creation.",
+  },
+  discord: {
+    label: "Discord channel",
+    short: "Discord",
+    url: "Discord webhook URL",
+    placeholder: "https://discord.com/api/webhooks/…",
+    hint: "In Discord: channel settings → Integrations → Webhooks → Copy webhook URL. Deliveries are not signed.",
+  },
+  mattermost: {
+    label: "Mattermost channel",
+    short: "Mattermost",
+    url: "Mattermost webhook URL",
+    placeholder: "https://mattermost.example.com/hooks/…",
+    hint: "In Mattermost: Integrations → Incoming Webhooks → Add Incoming Webhook, then copy its URL. Deliveries are not signed.",
+  },
+};
+const wordsOf = (t: WebhookType) =>
+  KIND_WORDS[t.type] ?? {
+    label: t.type,
+    short: t.type,
+    url: "Webhook URL",
+    placeholder: "https://…",
+    hint: t.signed
+      ? "Vigil POSTs JSON here, signed with a secret shown once after creation."
+      : "Deliveries are not signed.",
+  };
 const MAX_EVENTS = 20;
 
 function AdminsOnly() {
@@ -51,7 +90,7 @@ export function Webhooks() {
   if (!canAdmin)
     return (
       <>
-        <PageHeader title="Webhooks" subtitle="Send events and incidents to your own endpoint or a Discord channel." />
+        <PageHeader title="Webhooks" subtitle="Send events and incidents to your own endpoint or a chat channel." />
         <AdminsOnly />
       </>
     );
@@ -60,7 +99,7 @@ export function Webhooks() {
     <>
       <PageHeader
         title="Webhooks"
-        subtitle="Send events and incidents to your own endpoint or a Discord channel as they happen."
+        subtitle="Send events and incidents to your own endpoint or a chat channel as they happen."
         actions={
           !creating &&
           !created && (
@@ -74,6 +113,7 @@ export function Webhooks() {
         <SecretOnce
           title={`Signing secret of “${created.name}”`}
           secret={created.secret}
+          kept="secret"
           onDone={() => setCreated(undefined)}
         >
           <p class="muted">
@@ -102,7 +142,7 @@ export function Webhooks() {
           <Empty title="No webhooks yet">
             <p class="muted">
               A webhook POSTs each event of the types you choose, and each incident of your monitors, to a URL of yours
-              or to a Discord channel.
+              or to a chat channel (Discord, Mattermost).
             </p>
             <Button variant="primary" onClick={() => setCreating(true)}>
               Create a webhook
@@ -176,7 +216,7 @@ function WebhookRow({ projectId, hook, onChanged }: { projectId: string; hook: W
   );
 }
 
-const kindLabel = (type: string) => (type === "http" ? "HTTP" : type === "discord" ? "Discord" : type);
+const kindLabel = (type: string) => KIND_WORDS[type]?.short ?? type;
 
 function EventChips({ events }: { events: string[] }) {
   return (
@@ -265,7 +305,11 @@ function EventPicker(props: { projectId: string; value: string[]; onValue: (v: s
 
 /** Create a webhook: its kind, the fields that kind needs, the watched types. */
 function WebhookForm(props: { projectId: string; onCancel: () => void; onCreated: (w: WebhookWithSecret) => void }) {
-  const [kind, setKind] = useState<Kind>("http");
+  const types = useAsync(() => api.webhooks.listWebhookTypes({}).then((r) => r.data), []);
+  const [chosen, setKind] = useState<string>();
+  // The server's first type is its default until one is chosen.
+  const kind = types.data?.find((t) => t.type === chosen) ?? types.data?.[0];
+  const words = kind && wordsOf(kind);
   const [name, setName] = useState("");
   const [url, setUrl] = useState("");
   const [events, setEvents] = useState<string[]>([]);
@@ -281,7 +325,7 @@ function WebhookForm(props: { projectId: string; onCancel: () => void; onCreated
         const r = await act.run(() =>
           api.webhooks.createWebhook({
             projectId: props.projectId,
-            type: kind,
+            type: kind?.type,
             name: name.trim() || undefined,
             url: url.trim(),
             events,
@@ -293,7 +337,16 @@ function WebhookForm(props: { projectId: string; onCancel: () => void; onCreated
     >
       <h2>New webhook</h2>
       <div class="grid-2">
-        <Select label="Kind" value={kind} options={KINDS} onValue={setKind} />
+        {types.data && kind ? (
+          <Select
+            label="Kind"
+            value={kind.type}
+            options={types.data.map((t) => ({ value: t.type, label: wordsOf(t).label }))}
+            onValue={setKind}
+          />
+        ) : (
+          <div class="field">{types.error ? <ErrorMessage error={types.error} /> : <Loading />}</div>
+        )}
         <Field
           label="Name"
           value={name}
@@ -305,19 +358,15 @@ function WebhookForm(props: { projectId: string; onCancel: () => void; onCreated
         />
       </div>
       <Field
-        label={kind === "discord" ? "Discord webhook URL" : "Endpoint URL"}
+        label={words?.url ?? "Webhook URL"}
         value={url}
         onValue={setUrl}
         field="url"
         error={act.error}
         type="url"
         required
-        placeholder={kind === "discord" ? "https://discord.com/api/webhooks/…" : "https://example.com/hooks/vigil"}
-        hint={
-          kind === "discord"
-            ? "In Discord: channel settings → Integrations → Webhooks → Copy webhook URL. Deliveries are not signed."
-            : "Vigil POSTs JSON here, signed with a secret shown once after creation."
-        }
+        placeholder={words?.placeholder}
+        hint={words?.hint}
       />
       <EventPicker projectId={props.projectId} value={events} onValue={setEvents} error={eventsError} />
       <label class="check">
@@ -328,7 +377,7 @@ function WebhookForm(props: { projectId: string; onCancel: () => void; onCreated
         <ErrorMessage error={act.error} />
       )}
       <div class="actions">
-        <Button type="submit" variant="primary" busy={act.busy} disabled={events.length === 0}>
+        <Button type="submit" variant="primary" busy={act.busy} disabled={events.length === 0 || !kind}>
           Create webhook
         </Button>
         <Button onClick={props.onCancel}>Cancel</Button>
@@ -437,7 +486,9 @@ export function WebhookDetail() {
           Disabled: new events create no deliveries and unfinished ones are paused. Tests and retries are still sent.
         </p>
       )}
-      {secret && <SecretOnce title="New signing secret" secret={secret} onDone={() => setSecret(undefined)} />}
+      {secret && (
+        <SecretOnce title="New signing secret" secret={secret} kept="secret" onDone={() => setSecret(undefined)} />
+      )}
       <TestSend projectId={project.id} webhookId={webhookId} onSent={() => setSent(Date.now())} />
       <DeliveryLog projectId={project.id} webhookId={webhookId} sent={sent} />
       <Settings projectId={project.id} hook={w} onSaved={hook.reload} onRotate={() => update({ rotateSecret: true })} />

@@ -16,6 +16,23 @@ export interface Series {
   values: (number | null)[];
 }
 
+/** A y range from 0 (or the lowest value, when below 0) to the highest value plus a tenth. */
+const zeroBased: uPlot.Range.Function = (_u, min, max) => {
+  const lo = Math.min(0, min ?? 0);
+  const hi = Math.max(0, max ?? 0);
+  return hi === lo ? [lo, lo + 1] : [lo, hi + (hi - lo) * 0.1];
+};
+
+/** An x range half a bucket wider on each side than `x` (the smallest gap between its values). */
+const padded =
+  (x: number[]): uPlot.Range.Function =>
+  (_u, min, max) => {
+    let gap = Infinity;
+    for (let i = 1; i < x.length; i++) gap = Math.min(gap, x[i] - x[i - 1]);
+    const half = Number.isFinite(gap) && gap > 0 ? gap / 2 : 1800;
+    return [min - half, max + half];
+  };
+
 const COLORS = ["#4338ca", "#0891b2", "#c2410c", "#15803d", "#a21caf", "#b91c1c", "#4d7c0f", "#0369a1"];
 
 export function TimeChart(props: {
@@ -41,8 +58,23 @@ export function TimeChart(props: {
     const opts: uPlot.Options = {
       width: Math.max(200, el.clientWidth),
       height: props.height ?? 260,
-      hooks: { draw: [(u) => (el.dataset.rendered = String(u.data[0].length))] },
-      scales: { x: { time: true } },
+      hooks: {
+        draw: [
+          (u) => {
+            el.dataset.rendered = String(u.data[0].length);
+            // The y-axis' lowest value drawn, for the tests (bars start at 0).
+            el.dataset.yMin = String(u.scales.y.min);
+          },
+        ],
+      },
+      // Bars are read by their length, so their axis starts at 0 (uPlot's default range fits the
+      // data: a 43 next to a 131 would look a twentieth of it). Lines keep the fitted range.
+      // Their x range also reaches half a bucket past the first and last ones, so the edge bars are
+      // drawn whole (a two-day chart would show two half bars).
+      scales:
+        props.kind === "bars"
+          ? { x: { time: true, range: padded(props.x) }, y: { range: zeroBased } }
+          : { x: { time: true } },
       // One series: its name is the chart's title, and the numbers are in ChartTable.
       legend: { show: props.series.length > 1 },
       axes: [

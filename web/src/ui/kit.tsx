@@ -168,12 +168,25 @@ export function CopyButton({ text, label = "Copy" }: { text: string; label?: str
   );
 }
 
-/** A secret shown once (an API key, a webhook signing secret): copy it now, it is not shown again. */
-export function SecretOnce(props: { title: string; secret: string; children?: ComponentChildren; onDone: () => void }) {
+/**
+ * A secret shown once (an API key, a webhook signing secret): copy it now, it is not shown again.
+ * `kept` says what Vigil keeps: an API key's hash only; a signing secret itself (it signs with it).
+ */
+export function SecretOnce(props: {
+  title: string;
+  secret: string;
+  kept: "hash" | "secret";
+  children?: ComponentChildren;
+  onDone: () => void;
+}) {
   return (
     <section class="secret" aria-labelledby="secret-title">
       <h2 id="secret-title">{props.title}</h2>
-      <p>Copy it now: Vigil stores only a hash and will not show it again.</p>
+      <p>
+        {props.kept === "hash"
+          ? "Copy it now: Vigil stores only a hash and will not show it again."
+          : "Copy it now: Vigil keeps it to sign each delivery, but will not show it again."}
+      </p>
       <div class="secret-row">
         <code data-copy={props.secret} data-testid="secret">
           {props.secret}
