@@ -9,6 +9,7 @@ import { principalKey } from "../auth/principal.js";
 import { parseConfig } from "../config/index.js";
 import { createFeatures } from "../server/features.js";
 import { isPublic } from "../server/gate.js";
+import { INGEST_LIMITS } from "../server/ingest-routes.js";
 import { clientInfoKey } from "../shared/context.js";
 import type { Deps } from "../platform/deps.js";
 import { ApiError } from "../shared/errors.js";
@@ -144,10 +145,15 @@ export async function probeRpcs(): Promise<{ bindings: ServiceBinding[]; facts: 
         // Handlers may validate before they count: try an empty request, then one with an item in
         // every list, then also a plausible value in every string (an address passes both the
         // email and the minimum-length checks). The first limit counted is the route's.
-        for (const input of probeInputs(method)) {
-          await run("limits", input);
-          if (seenLimit) break;
-        }
+        // The ingestion routes' limits are taken by the gate, before the body is read
+        // (src/server/ingest-routes.ts INGEST_LIMITS); the others by their handlers.
+        const gateLimit = INGEST_LIMITS.get(method);
+        if (gateLimit) seenLimit = gateLimit;
+        else
+          for (const input of probeInputs(method)) {
+            await run("limits", input);
+            if (seenLimit) break;
+          }
         facts.set(`${b.desc.typeName}/${method.name}`, { caller, rateLimits: seenLimit ? [seenLimit] : [] });
       }
     }
