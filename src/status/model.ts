@@ -93,9 +93,12 @@ export function uptime24h(f: WindowFigures, hadHeartbeat: boolean): number | nul
 export const displayName = (pageName: string | null, monitorName: string): string =>
   pageName !== null && pageName !== "" ? pageName : monitorName;
 
-/** An incident's title on a page: the one a member gave it, else "<display name> is down". */
-export const incidentTitle = (title: string | null, monitorName: string): string =>
-  title !== null && title !== "" ? title : `${monitorName} is down`;
+/**
+ * An incident's title on a page: the one a member gave it, else "<display name> is down" while it is
+ * open and "<display name> was down" once resolved.
+ */
+export const incidentTitle = (title: string | null, monitorName: string, resolved = false): string =>
+  title !== null && title !== "" ? title : `${monitorName} ${resolved ? "was" : "is"} down`;
 
 /** The earliest start of a resolved incident a page lists at `now`. */
 export const incidentsSince = (now: Date): Date => new Date(now.getTime() - INCIDENT_WINDOW_MS);
@@ -123,7 +126,7 @@ export function pageIncidents(
   return incidents
     .filter((i) => names.has(i.monitorId) && (i.endedAt === null || i.startedAt.getTime() >= since))
     .map((i) => ({
-      title: incidentTitle(i.title, names.get(i.monitorId) ?? ""),
+      title: incidentTitle(i.title, names.get(i.monitorId) ?? "", i.endedAt !== null),
       description: i.description !== null && i.description !== "" ? i.description : null,
       status: i.endedAt === null ? ("open" as const) : ("resolved" as const),
       startedAt: i.startedAt,

@@ -75,10 +75,12 @@ describe("names and titles", () => {
     assert.equal(displayName("", "svc-checkout-prod"), "svc-checkout-prod");
   });
 
-  it("an incident without a title is '<display name> is down'", () => {
+  it("an incident without a title is '<display name> is down', once resolved '<display name> was down'", () => {
     assert.equal(incidentTitle("Database failover", "API"), "Database failover");
     assert.equal(incidentTitle(null, "API"), "API is down");
     assert.equal(incidentTitle("", "API"), "API is down");
+    assert.equal(incidentTitle(null, "API", true), "API was down");
+    assert.equal(incidentTitle("Database failover", "API", true), "Database failover");
   });
 });
 
@@ -210,6 +212,13 @@ describe("a whole page", () => {
     );
     assert.equal(v.status, "down");
     assert.equal(v.incidents[0].title, "API is down");
+    const resolved = pageView(
+      { title: "Acme", description: null },
+      [monitor],
+      [{ monitorId: "mon_secret_id", startedAt: NOW, endedAt: NOW, title: null, description: null, updates: [] }],
+      NOW,
+    );
+    assert.equal(resolved.incidents[0].title, "API was down");
     assert.ok(!JSON.stringify(v).includes("mon_secret_id"));
   });
 });
