@@ -53,6 +53,48 @@ const loud = () =>
     .filter((l) => l.level >= 40)
     .map((l) => ({ level: l.level, msg: l.msg, err: (l.err as { message?: string } | undefined)?.message }));
 
+/** The series of vigil_http_requests_total whose labels include `label`, as exposed. */
+async function series(label: string | RegExp): Promise<string[]> {
+  const text = await (await fetch(`${t.metricsUrl}/metrics`)).text();
+  return text
+    .split("\n")
+    .filter(
+      (l) =>
+        l.startsWith("vigil_http_requests_total") && (typeof label === "string" ? l.includes(label) : label.test(l)),
+    );
+}
+const fivexx = () => series(/status="5\d\d"/);
+
+// A bare HTTP/2 client over a socket, for frame orders Node's own client never sends: frames as
+// RFC 9113 lays them out, header blocks as HPACK literals without indexing or Huffman coding.
+const u32 = (n: number) => Buffer.from([n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255]);
+function frame(type: number, flags: number, stream: number, payload: Buffer = Buffer.alloc(0)): Buffer {
+  const head = Buffer.from([payload.length >>> 16, (payload.length >>> 8) & 255, payload.length & 255, type, flags]);
+  return Buffer.concat([head, u32(stream), payload]);
+}
+function hpackString(s: string): Buffer {
+  const b = Buffer.from(s);
+  if (b.length >= 127) throw new Error("header too long for this encoder");
+  return Buffer.concat([Buffer.from([b.length]), b]);
+}
+/** A HEADERS frame (END_HEADERS, no END_STREAM: the body is still to come). */
+const headersFrame = (stream: number, headers: Record<string, string>) =>
+  frame(
+    1,
+    4,
+    stream,
+    Buffer.concat(Object.entries(headers).flatMap(([k, v]) => [Buffer.from([0]), hpackString(k), hpackString(v)])),
+  );
+async function rawHttp2(port: number): Promise<{ send(frames: Buffer[]): void; close(): void }> {
+  const s = net.connect(port, "127.0.0.1");
+  await new Promise<void>((resolve, reject) => s.once("connect", resolve).once("error", reject));
+  s.on("error", () => undefined);
+  s.resume(); // the server's frames are not read
+  // The preface, empty SETTINGS, and the ACK of the server's SETTINGS (always its first frame).
+  s.write(Buffer.concat([Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), frame(4, 0, 0), frame(4, 1, 0)]));
+  return { send: (frames) => s.write(Buffer.concat(frames)), close: () => s.destroy() };
+}
+
 async function until(what: string, check: () => Promise<boolean>, ms = 5000): Promise<void> {
   const t0 = Date.now();
   while (!(await check())) {
@@ -142,6 +184,72 @@ describe("client disconnects", () => {
     assert.deepEqual(loud(), []);
   });
 
+  it("HTTP/2 streams reset while their body is read (a publishable key, REST and Connect) log nothing at warn or above and count as 499, no 5xx", async () => {
+    const key = (
+      await t.rest.post(
+        `/v1/projects/${p.projectId}/api-keys`,
+        { name: "web", environment: "production", kind: "publishable" },
+        { cookie: p.owner.cookie },
+      )
+    ).body.data.secret as string;
+    const before5xx = await fivexx();
+    const body = Buffer.from(JSON.stringify({ type: "reset", data: { x: "y".repeat(300) } }));
+    const paths = ["/v1/events", "/vigil.v1.EventService/IngestEvent"];
+
+    // 1. Deterministic, over raw frames: the streams' headers, then (once the handlers read the
+    // bodies) in ONE write each stream's body bytes followed by its RST_STREAM(CANCEL), so the server
+    // meets the reset with body bytes still unread: what a busy server sees under a flood of resets.
+    const raw = await rawHttp2(t.port);
+    const ids = Array.from({ length: 60 }, (_, i) => 2 * i + 1);
+    raw.send(
+      ids.map((id, i) =>
+        headersFrame(id, {
+          ":method": "POST",
+          ":scheme": "http",
+          ":authority": `127.0.0.1:${t.port}`,
+          ":path": paths[i % 2],
+          "content-type": "application/json",
+          authorization: `Bearer ${key}`,
+        }),
+      ),
+    );
+    await sleep(500); // the key checked, each handler waiting for its body
+    raw.send(ids.flatMap((id) => [frame(0, 0, id, body.subarray(0, 200)), frame(3, 0, id, u32(8))]));
+    await sleep(300);
+    raw.close();
+
+    // 2. The same through Node's own client: many streams with their whole body sent, all reset at once.
+    const session = http2.connect(t.url);
+    session.on("error", () => undefined);
+    const streams = Array.from({ length: 300 }, (_, i) => {
+      const req = session.request({
+        ":method": "POST",
+        ":path": paths[i % 2],
+        "content-type": "application/json",
+        authorization: `Bearer ${key}`,
+      });
+      req.on("error", () => undefined);
+      req.on("response", () => undefined);
+      req.end(body);
+      return req;
+    });
+    await sleep(30);
+    const closed = streams.map((req) => new Promise((resolve) => req.once("close", resolve)));
+    for (const req of streams) req.close(http2.constants.NGHTTP2_CANCEL);
+    await Promise.all(closed);
+    session.destroy();
+    await sleep(300);
+
+    assert.equal((await t.rest.get("/health")).status, 200);
+    assert.deepEqual(loud(), []);
+    assert.deepEqual(await fivexx(), before5xx);
+    const reset = await series('status="499"');
+    assert.ok(
+      reset.some((l) => l.includes('route="/v1/events"')),
+      `no 499 counted for the reset REST streams: ${reset}`,
+    );
+  });
+
   it("a REST client that leaves while its query runs: the statement is cancelled, nothing logged at warn or above", async () => {
     await abortWhileRunning((signal) =>
       fetch(`${t.url}/v1/projects/${p.projectId}/analytics/count`, {
@@ -204,11 +312,7 @@ describe("client disconnects", () => {
   });
 
   it("none of them is counted as a 5xx", async () => {
-    const text = await (await fetch(`${t.metricsUrl}/metrics`)).text();
-    const fivexx = text
-      .split("\n")
-      .filter((l) => l.startsWith("vigil_http_requests_total") && /status="5\d\d"/.test(l));
-    assert.deepEqual(fivexx, []);
+    assert.deepEqual(await fivexx(), []);
     // The server still answers normally afterwards.
     assert.equal((await t.rest.get("/health")).status, 200);
   });
