@@ -17,6 +17,7 @@ import { bind, guardImpl } from "../../src/shared/feature.js";
 import { startTestApp, type TestApp } from "../helpers/app.js";
 import { lockRollups } from "../helpers/db.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
+import { H2_ERROR, frame, FRAME, headersFrame, rawHttp2, rstFrame } from "../helpers/h2frames.js";
 
 const TIME = { start: "2024-05-06T08:00:00Z", end: "2024-05-06T09:00:00Z" };
 const lines: { level: number; msg: string; [k: string]: unknown }[] = [];
@@ -64,36 +65,6 @@ async function series(label: string | RegExp): Promise<string[]> {
     );
 }
 const fivexx = () => series(/status="5\d\d"/);
-
-// A bare HTTP/2 client over a socket, for frame orders Node's own client never sends: frames as
-// RFC 9113 lays them out, header blocks as HPACK literals without indexing or Huffman coding.
-const u32 = (n: number) => Buffer.from([n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255]);
-function frame(type: number, flags: number, stream: number, payload: Buffer = Buffer.alloc(0)): Buffer {
-  const head = Buffer.from([payload.length >>> 16, (payload.length >>> 8) & 255, payload.length & 255, type, flags]);
-  return Buffer.concat([head, u32(stream), payload]);
-}
-function hpackString(s: string): Buffer {
-  const b = Buffer.from(s);
-  if (b.length >= 127) throw new Error("header too long for this encoder");
-  return Buffer.concat([Buffer.from([b.length]), b]);
-}
-/** A HEADERS frame (END_HEADERS, no END_STREAM: the body is still to come). */
-const headersFrame = (stream: number, headers: Record<string, string>) =>
-  frame(
-    1,
-    4,
-    stream,
-    Buffer.concat(Object.entries(headers).flatMap(([k, v]) => [Buffer.from([0]), hpackString(k), hpackString(v)])),
-  );
-async function rawHttp2(port: number): Promise<{ send(frames: Buffer[]): void; close(): void }> {
-  const s = net.connect(port, "127.0.0.1");
-  await new Promise<void>((resolve, reject) => s.once("connect", resolve).once("error", reject));
-  s.on("error", () => undefined);
-  s.resume(); // the server's frames are not read
-  // The preface, empty SETTINGS, and the ACK of the server's SETTINGS (always its first frame).
-  s.write(Buffer.concat([Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), frame(4, 0, 0), frame(4, 1, 0)]));
-  return { send: (frames) => s.write(Buffer.concat(frames)), close: () => s.destroy() };
-}
 
 async function until(what: string, check: () => Promise<boolean>, ms = 5000): Promise<void> {
   const t0 = Date.now();
@@ -214,7 +185,7 @@ describe("client disconnects", () => {
       ),
     );
     await sleep(500); // the key checked, each handler waiting for its body
-    raw.send(ids.flatMap((id) => [frame(0, 0, id, body.subarray(0, 200)), frame(3, 0, id, u32(8))]));
+    raw.send(ids.flatMap((id) => [frame(FRAME.DATA, 0, id, body.subarray(0, 200)), rstFrame(id, H2_ERROR.CANCEL)]));
     await sleep(300);
     raw.close();
 
