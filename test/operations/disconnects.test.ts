@@ -52,7 +52,7 @@ const loud = () =>
   lines
     .slice(from)
     .filter((l) => l.level >= 40)
-    .map((l) => ({ level: l.level, msg: l.msg, err: (l.err as { message?: string } | undefined)?.message }));
+    .map((l) => ({ level: l.level, msg: l.msg, err: (l.err as { message?: string } | undefined)?.message, grpcCode: l.grpcCode, status: l.status, route: l.route }));
 
 /** The series of vigil_http_requests_total whose labels include `label`, as exposed. */
 async function series(label: string | RegExp): Promise<string[]> {
@@ -164,7 +164,9 @@ describe("client disconnects", () => {
       )
     ).body.data.secret as string;
     const before5xx = await fivexx();
-    const body = Buffer.from(JSON.stringify({ type: "reset", data: { x: "y".repeat(300) } }));
+    // Cut short, so that no stream that escapes its reset stores an event (the pipeline's work
+    // would outlive this test and wait on the next test's lock).
+    const body = Buffer.from(JSON.stringify({ type: "reset", data: { x: "y".repeat(300) } })).subarray(0, 200);
     const paths = ["/v1/events", "/vigil.v1.EventService/IngestEvent"];
 
     // 1. Deterministic, over raw frames: the streams' headers, then (once the handlers read the
@@ -185,11 +187,11 @@ describe("client disconnects", () => {
       ),
     );
     await sleep(500); // the key checked, each handler waiting for its body
-    raw.send(ids.flatMap((id) => [frame(FRAME.DATA, 0, id, body.subarray(0, 200)), rstFrame(id, H2_ERROR.CANCEL)]));
+    raw.send(ids.flatMap((id) => [frame(FRAME.DATA, 0, id, body), rstFrame(id, H2_ERROR.CANCEL)]));
     await sleep(300);
     raw.close();
 
-    // 2. The same through Node's own client: many streams with their whole body sent, all reset at once.
+    // 2. The same through Node's own client: many streams with their body sent, all reset at once.
     const session = http2.connect(t.url);
     session.on("error", () => undefined);
     const streams = Array.from({ length: 300 }, (_, i) => {
