@@ -121,6 +121,12 @@ export const envSchema = z.object({
   HTTP_SNIFF_TIMEOUT_MS: intFrom(10_000, 0),
   HTTP2_IDLE_TIMEOUT_MS: intFrom(60_000, 0),
   HTTP_MAX_CONNECTIONS: intFrom(4096, 0),
+  // HTTP/2 SETTINGS the server advertises and enforces (src/server/listen.ts): streams open at once
+  // on one session, and the size of one request's header list (RFC 9113 6.5.2: names, values, 32 each).
+  HTTP2_MAX_CONCURRENT_STREAMS: intFrom(100, 1),
+  HTTP2_MAX_HEADER_LIST_BYTES: intFrom(65_536, 1024),
+  // What one HTTP/2 session may hold in nghttp2's buffers before it is refused new streams (Node's maxSessionMemory).
+  HTTP2_MAX_SESSION_MEMORY_MB: intFrom(10, 1),
   // Prometheus /metrics on its own port (src/server/metrics.ts); "off": not served. Unset: 9464, the
   // OpenTelemetry Prometheus exporter's default, served only if free (taken: a warning, no /metrics).
   METRICS_PORT: z.union([z.literal("off"), z.coerce.number().int().min(0).max(65535)]).optional(),
@@ -260,6 +266,9 @@ export interface ConnectionLimits {
   sniffTimeoutMs: number;
   http2IdleTimeoutMs: number;
   maxConnections: number;
+  http2MaxConcurrentStreams: number;
+  http2MaxHeaderListBytes: number;
+  http2MaxSessionMemoryMb: number;
 }
 
 export class ConfigError extends Error {}
@@ -376,6 +385,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       sniffTimeoutMs: e.HTTP_SNIFF_TIMEOUT_MS,
       http2IdleTimeoutMs: e.HTTP2_IDLE_TIMEOUT_MS,
       maxConnections: e.HTTP_MAX_CONNECTIONS,
+      http2MaxConcurrentStreams: e.HTTP2_MAX_CONCURRENT_STREAMS,
+      http2MaxHeaderListBytes: e.HTTP2_MAX_HEADER_LIST_BYTES,
+      http2MaxSessionMemoryMb: e.HTTP2_MAX_SESSION_MEMORY_MB,
     },
     metrics:
       e.METRICS_PORT === "off"

@@ -16,6 +16,7 @@ import { BROWSER_INGEST, INGEST_LIMITS } from "./ingest-routes.js";
 //    not this host. Over REST a POST, PATCH or PUT must also be `Content-Type: application/json`
 //    (415 otherwise, even with an empty body): a cross-site page can send form and text/plain
 //    bodies without a preflight, but not JSON (nor a DELETE). Requests with `Authorization: Bearer` are not cookie-borne and pass.
+//    The media type is checked after the credentials (2): without them, the answer is 401, not 415.
 // 2. Credentials. Unless the RPC is marked `(vigil.v1.no_credentials)`, the caller is resolved
 //    from the headers (401 for missing, unknown or revoked credentials) so that an anonymous
 //    client cannot make the service read or parse a large body.
@@ -105,16 +106,23 @@ export function createGate(
         throw forbidden(
           "cross-site request refused: send it from the dashboard's origin, or authenticate with an API key",
         );
-      if (protocol === "rest" && verb !== "DELETE" && !isJsonContentType(header(headers, "content-type"))) {
-        throw new ApiError(
-          415,
-          "unsupported_media_type",
-          "request body must be JSON (Content-Type: application/json), also when it is empty",
-        );
-      }
     }
-    if (isPublic(method)) return undefined;
-    const principal = await auth.fromHeaders(new NodeRequestHeaders(headers));
+    // Credentials before the media type: a caller without them learns 401, whatever it sent.
+    const principal = isPublic(method) ? undefined : await auth.fromHeaders(new NodeRequestHeaders(headers));
+    if (
+      !SAFE.has(verb) &&
+      headers.authorization === undefined &&
+      protocol === "rest" &&
+      verb !== "DELETE" &&
+      !isJsonContentType(header(headers, "content-type"))
+    ) {
+      throw new ApiError(
+        415,
+        "unsupported_media_type",
+        "request body must be JSON (Content-Type: application/json), also when it is empty",
+      );
+    }
+    if (principal === undefined) return undefined;
     if (principal.kind === "apiKey" && principal.keyKind === "publishable" && !BROWSER_INGEST.has(method))
       throw forbidden(PUBLISHABLE_ONLY_INGESTS);
     checkOrigin(principal, header(headers, "origin"));

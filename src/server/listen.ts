@@ -11,7 +11,8 @@ import type { ConnectionLimits } from "../config/index.js";
 // included), take longer than their timeouts; an idle keep-alive connection; an HTTP/2 session with
 // no open stream for the idle timeout; an HTTP/2 stream whose request has not ended within the
 // request timeout. Connections beyond the cap (counted over every port that shares `count`) are
-// closed as they arrive.
+// closed as they arrive. An HTTP/2 session is bounded in streams open at once, header list size and
+// buffered memory (HTTP2_MAX_* settings).
 
 type Handler = (
   req: http.IncomingMessage | http2.Http2ServerRequest,
@@ -52,7 +53,19 @@ export async function listen(
   // never listens itself (it is handed sockets below), so start the tracking by hand; without it no
   // header or request timeout ever fires and closeIdleConnections() does nothing.
   h1.emit("listening");
-  const h2 = http2.createServer({}, handler);
+  // Explicit bounds, advertised in SETTINGS and enforced by nghttp2 (Node's defaults advertise no
+  // stream limit and 4 GiB of headers): a stream beyond the limit, or a header list over its size, is
+  // reset (REFUSED_STREAM) instead of growing the session's memory.
+  const h2 = http2.createServer(
+    {
+      maxSessionMemory: limits.http2MaxSessionMemoryMb,
+      settings: {
+        maxConcurrentStreams: limits.http2MaxConcurrentStreams,
+        maxHeaderListSize: limits.http2MaxHeaderListBytes,
+      },
+    },
+    handler,
+  );
   h2.on("session", (session) => http2Idle(session, limits.http2IdleTimeoutMs));
   h2.on("stream", (stream) => http2RequestTimeout(stream, limits.requestTimeoutMs));
 

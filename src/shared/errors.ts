@@ -89,13 +89,15 @@ export const queryTimeout = () =>
   );
 
 /**
- * Node's error on a request whose client went away before its body was read (IncomingMessage
- * destroyed with ECONNRESET "aborted"): not a server error. Answered (if anyone still listens) as
- * Canceled / 499 and never logged as an error.
+ * Node's error on a request whose client went away before its body was read: over HTTP/1.1 the
+ * IncomingMessage destroyed with ECONNRESET "aborted"; over HTTP/2 the stream reset (RST_STREAM) or
+ * its session gone while body bytes were still unread, which ends the request's reader with
+ * ERR_STREAM_PREMATURE_CLOSE. Not a server error: answered (if anyone still listens) as Canceled /
+ * 499 and never logged as an error.
  */
 export const isClientGone = (err: unknown): boolean => {
   const e = err as { code?: unknown; message?: unknown } | null;
-  return e?.code === "ECONNRESET" && e.message === "aborted";
+  return (e?.code === "ECONNRESET" && e.message === "aborted") || e?.code === "ERR_STREAM_PREMATURE_CLOSE";
 };
 
 /** Connect's code names in snake_case: `Code.ResourceExhausted` -> "resource_exhausted". */

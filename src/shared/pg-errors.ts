@@ -36,7 +36,7 @@ export const isNoPartition = (err: unknown): boolean =>
  * shutting down or starting up (57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now)
  * and too_many_connections (53300). */
 const UNREACHABLE_STATES = new Set(["57P01", "57P02", "57P03", "53300"]);
-/** Socket errors of a connection to it (refused, reset, timed out, unresolvable). */
+/** Socket errors of a connection to it (refused, reset, timed out, unresolvable), over TCP or a unix socket. */
 const UNREACHABLE_SOCKET = new Set([
   "ECONNREFUSED",
   "ECONNRESET",
@@ -62,6 +62,9 @@ export function isDatabaseUnreachable(err: unknown): boolean {
     (code.startsWith("08") || UNREACHABLE_STATES.has(code) || UNREACHABLE_SOCKET.has(code))
   )
     return true;
+  // A unix socket (the embedded PostgreSQL's `/dir/.s.PGSQL.<port>`) whose file is gone: the server
+  // stopped or is restarting. Only on `connect`: an ENOENT of any other call is no database outage.
+  if (code === "ENOENT" && (err as { syscall?: unknown }).syscall === "connect") return true;
   const message = (err as { message?: unknown } | null)?.message;
   return typeof message === "string" && UNREACHABLE_MESSAGE.test(message);
 }

@@ -110,8 +110,10 @@ export function decodeRequest(
   const schema = route.method.input;
   let json: Record<string, JsonValue> = {};
   if (route.body === "*") {
-    if (body !== undefined && body !== null) {
-      if (typeof body !== "object" || Array.isArray(body)) throw badRequest("request body must be a JSON object");
+    // No body at all is `{}`; a JSON `null` is a body that is no object, refused like `[]` or `5`.
+    if (body !== undefined) {
+      if (typeof body !== "object" || body === null || Array.isArray(body))
+        throw badRequest("request body must be a JSON object");
       json = { ...(body as Record<string, JsonValue>) };
       // A field bound to the path is not the body's to give: the path would silently win.
       for (const key of Object.keys(json)) {

@@ -236,7 +236,10 @@ export function createRestHandler(opts: RestOptions) {
       const { status, body, headers } = toRestError(err);
       // An origin the project does not allow: the browser must not let the page read the answer.
       if (isOriginRefused(err) && !res.headersSent) dropCorsHeaders(res);
-      if (status >= 500) opts.log.error({ err, requestId: client.requestId }, "request failed");
+      // A server fault is an error; a deliberate 503 (the database out of reach, the statement
+      // timeout) is for an operator to look at: a warning, as over gRPC (rpcLogLevel).
+      if (status >= 500)
+        opts.log[status === 503 ? "warn" : "error"]({ err, requestId: client.requestId }, "request failed");
       if (!bodyRead) {
         // Refused before its body was read: discard what arrives, and do not keep the connection.
         req.resume();

@@ -49,17 +49,18 @@ export interface Proxy {
   up: number;
   down: number;
   reset(): void;
-  /** Drops every open connection and stops listening: new ones are refused. */
+  /** Drops every open connection and stops listening: new ones are refused (on a unix socket, its file is removed). */
   close(): Promise<void>;
-  /** Listens again on the same port. */
+  /** Listens again on the same port (or path). */
   reopen(): Promise<void>;
 }
 
 /**
  * A TCP proxy to 127.0.0.1:target (or any `net.connect` target: a unix socket's path) that counts
- * connections and bytes.
+ * connections and bytes. It listens on a random loopback port, or on the unix socket `listenPath`
+ * (then `port` is 0).
  */
-export async function countingProxy(target: number | net.NetConnectOpts): Promise<Proxy> {
+export async function countingProxy(target: number | net.NetConnectOpts, listenPath?: string): Promise<Proxy> {
   const sockets = new Set<net.Socket>();
   const p: Proxy = {
     port: 0,
@@ -75,7 +76,10 @@ export async function countingProxy(target: number | net.NetConnectOpts): Promis
         for (const s of sockets) s.destroy();
         server.close(() => resolve());
       }),
-    reopen: () => new Promise<void>((resolve) => server.listen(p.port, "127.0.0.1", resolve)),
+    reopen: () =>
+      new Promise<void>((resolve) =>
+        listenPath === undefined ? server.listen(p.port, "127.0.0.1", resolve) : server.listen(listenPath, resolve),
+      ),
   };
   const server = net.createServer((client) => {
     p.connections++;
@@ -91,6 +95,10 @@ export async function countingProxy(target: number | net.NetConnectOpts): Promis
     client.on("close", () => upstream.destroy());
     upstream.on("close", () => client.destroy());
   });
+  if (listenPath !== undefined) {
+    await p.reopen();
+    return p;
+  }
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   p.port = (server.address() as net.AddressInfo).port;
   return p;

@@ -1,9 +1,13 @@
 import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
 import net from "node:net";
+import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import { Writable } from "node:stream";
 import pg from "pg";
+import pino from "pino";
 import * as grpc from "@grpc/grpc-js";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
@@ -17,7 +21,8 @@ import { countingProxy, grpcError, loadVigil, unary, type Proxy } from "../clien
 // PostgreSQL through a TCP proxy the test can cut (every open connection dropped, new ones refused)
 // and restore. While it is cut, every protocol answers a clear 503 `unavailable` with Retry-After
 // (gRPC UNAVAILABLE), never a 500 and never a 202; once it is back, the same node serves again and
-// holds exactly the events it acknowledged.
+// holds exactly the events it acknowledged. The same over a unix socket (how Vigil reaches its
+// embedded PostgreSQL): the socket's file gone (the server stopped) is an outage too, not a 500.
 
 /** PostgreSQL's address for `net.connect`: its unix socket (the embedded server) or host:port. */
 function upstreamOf(databaseUrl: string): net.NetConnectOpts {
@@ -106,5 +111,69 @@ describe("the database out of reach", () => {
     assert.equal((await t.rest.get("/health")).status, 200);
     // Exactly what was acknowledged: nothing of the refused requests.
     assert.deepEqual(await storedTypes(), ["after", "before"]);
+  });
+});
+
+describe("the database's unix socket gone (the embedded server stopped)", () => {
+  let u: TestApp;
+  let up: ProjectFixture;
+  let socket: Proxy;
+  let dir: string;
+  const lines: { level: number; msg: string }[] = [];
+
+  before(async () => {
+    const databaseUrl = await createTestDatabase();
+    dir = await mkdtemp(path.join(os.tmpdir(), "vigil-pgsock-"));
+    // A socket of PostgreSQL's own naming in a directory of ours, forwarding to the test's server.
+    socket = await countingProxy(upstreamOf(databaseUrl), path.join(dir, ".s.PGSQL.5432"));
+    const viaSocket = new URL(databaseUrl);
+    viaSocket.hostname = encodeURIComponent(dir);
+    viaSocket.port = "5432";
+    const sink = new Writable({
+      write(chunk, _enc, cb) {
+        for (const l of String(chunk).split("\n")) if (l.trim()) lines.push(JSON.parse(l));
+        cb();
+      },
+    });
+    u = await startTestApp(
+      { ...GENEROUS_LIMITS, PG_POOL_SIZE: "2" },
+      { databaseUrl: viaSocket.toString(), log: pino({ level: "warn" }, sink) },
+    );
+    up = await project(u.rest);
+  });
+  after(async () => {
+    await u?.close();
+    await socket?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it("answers 503 unavailable with Retry-After (connect ENOENT), logs no error, and serves again once it is back", async () => {
+    assert.equal((await u.rest.post("/v1/events", { type: "before" }, { key: up.key })).status, 202);
+    await socket.close(); // open connections dropped, the socket's file removed: connect() fails with ENOENT
+    for (const call of [
+      () => u.rest.post("/v1/events", { type: "during" }, { key: up.key }),
+      () => u.rest.get(`/v1/projects/${up.projectId}/events`, { key: up.key }),
+      () => u.rest.get(`/v1/projects/${up.projectId}`, { cookie: up.owner.cookie }),
+    ]) {
+      const r = await call();
+      assert.equal(r.status, 503, r.text);
+      assert.equal(errorBody(r).code, "unavailable");
+      assert.equal(r.headers.get("retry-after"), "1");
+      assert.doesNotMatch(r.text, /ENOENT|PGSQL|postgres|at /i);
+    }
+    assert.deepEqual(
+      lines.filter((l) => l.level >= 50).map((l) => l.msg),
+      [],
+      "an unreachable database is a warning, not an error",
+    );
+    await socket.reopen();
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const r = await u.rest.post("/v1/events", { type: "after" }, { key: up.key });
+      if (r.status === 202) break;
+      assert.equal(r.status, 503, r.text);
+      assert.ok(Date.now() < deadline, "the node did not serve again once the socket was back");
+      await sleep(100);
+    }
   });
 });

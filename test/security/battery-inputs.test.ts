@@ -8,7 +8,7 @@ import { after, before, describe, it } from "node:test";
 import { ScalarType, type DescField } from "@bufbuild/protobuf";
 import { routesFor, type Route } from "../../src/transcoding/routes.js";
 import { GENEROUS_LIMITS } from "../helpers/app.js";
-import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
+import { errorBody, project, signup, type ProjectFixture } from "../helpers/fixtures.js";
 import type { Res } from "../helpers/rest.js";
 import { assertNoLeak } from "./leaks.js";
 import { useApp } from "../helpers/use.js";
@@ -173,14 +173,32 @@ describe("security battery: hostile input on every route", () => {
     assert.ok(sent > 300, `only ${sent} hostile bodies`);
   });
 
+  it('a body that is JSON but no object (null, [], 5, "x", true) is a 400 on every route that takes a body', async () => {
+    // A session of its own: the owner's was signed out by POST /v1/auth/logout above.
+    const { cookie } = await signup(t.rest, "bodies");
+    for (const route of routes.filter((r) => hasBody(r) && r.body === "*")) {
+      for (const raw of ["null", "[]", "5", '"x"', "true"]) {
+        const r = await send(route, pathFor(route, {}), raw, { cookie });
+        assert.equal(r.status, 400, `${label(route)} with body ${raw}: ${r.status} ${r.text}`);
+        assert.deepEqual(
+          errorBody(r),
+          { code: "validation_failed", message: "request body must be a JSON object" },
+          `${label(route)} with body ${raw}`,
+        );
+      }
+    }
+  });
+
   it("a session write with a non-JSON content type is a 415 on every write route", async () => {
+    // A valid session (credentials are checked first): the owner's was signed out by POST /v1/auth/logout above.
+    const { cookie } = await signup(t.rest, "media");
     for (const route of routes.filter(hasBody)) {
       for (const contentType of [
         "application/x-www-form-urlencoded",
         "text/plain",
         "multipart/form-data; boundary=x",
       ]) {
-        const r = await send(route, pathFor(route, {}), "a=b", { contentType });
+        const r = await send(route, pathFor(route, {}), "a=b", { contentType, cookie });
         assert.equal(r.status, 415, `${label(route)} as ${contentType}: ${r.status} ${r.text}`);
         assert.equal(errorBody(r).code, "unsupported_media_type");
       }

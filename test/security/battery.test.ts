@@ -73,6 +73,23 @@ describe("security battery over every route", () => {
     }
   });
 
+  it("checks credentials before the media type: a write without credentials is a 401 whatever its content type", async () => {
+    for (const route of routes) {
+      if (PUBLIC.has(label(route)) || !["POST", "PATCH", "PUT"].includes(route.verb)) continue;
+      const path = pathFor(route, "self");
+      for (const [what, opts] of [
+        ["no content type, no body", { raw: Buffer.alloc(0) }],
+        ["a form body", { raw: "a=b", contentType: "application/x-www-form-urlencoded" }],
+        ["a text/plain body", { raw: "{}", contentType: "text/plain" }],
+      ] as const) {
+        const r = await t.rest.req(route.verb, path, opts);
+        seen.push(r);
+        assert.equal(r.status, 401, `${label(route)} without credentials, ${what}: ${r.status} ${r.text}`);
+        assert.equal(errorBody(r).code, "unauthenticated");
+      }
+    }
+  });
+
   it("never lets one tenant's API key reach another tenant's project", async () => {
     for (const route of routes) {
       if (!route.segments.some((s) => "variable" in s && s.variable === "project_id")) continue;
