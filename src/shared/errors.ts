@@ -43,6 +43,15 @@ export const codeToStatus: Record<number, number> = {
 };
 
 export class ApiError extends ConnectError {
+  /**
+   * `instanceof ApiError` is a real prototype check. ConnectError's own static Symbol.hasInstance
+   * accepts any ConnectError-shaped value (so errors from another copy of the library match), and a
+   * subclass inherits it: without this, every plain ConnectError (a Canceled from a client that went
+   * away, say) passed for an ApiError, and its missing `status` reached `writeHead`.
+   */
+  static override [Symbol.hasInstance](v: unknown): boolean {
+    return Function.prototype[Symbol.hasInstance].call(this, v);
+  }
   readonly status: number;
   readonly errorCode: string;
   readonly restDetails?: unknown;
