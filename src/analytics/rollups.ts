@@ -1,6 +1,6 @@
 import type { PoolClient } from "pg";
 import type { Projection, StoredEvent } from "../events/pipeline.js";
-import { backgroundTx, type Db, type Queryable } from "../storage/db.js";
+import { backgroundTx, type Db } from "../storage/db.js";
 import type { Grain } from "./time.js";
 import { DAY_MS, HOUR_MS, MINUTE_MS } from "../shared/time.js";
 
@@ -91,13 +91,4 @@ export async function rebuildRollups(db: Db, projectId: string, from: Date, to: 
       );
     });
   }
-}
-
-/** Deletes nothing else: exported for tests that compare rollups with raw counts. */
-export async function rollupTotal(db: Queryable, projectId: string, grain: Grain): Promise<number> {
-  const r = await db.query<{ n: number }>(
-    "SELECT COALESCE(sum(count), 0)::float8 AS n FROM analytics_rollups WHERE project_id = $1 AND grain = $2",
-    [projectId, GRAIN_CODE[grain]],
-  );
-  return r.rows[0].n;
 }
