@@ -23,7 +23,7 @@ const statusToCode: Record<number, Code> = {
   503: Code.Unavailable,
 };
 
-export const codeToStatus: Record<number, number> = {
+const codeToStatus: Record<number, number> = {
   [Code.Canceled]: 499,
   [Code.Unknown]: 500,
   [Code.InvalidArgument]: 400,
@@ -104,7 +104,7 @@ export const queryTimeout = () =>
  * ERR_STREAM_PREMATURE_CLOSE. Not a server error: answered (if anyone still listens) as Canceled /
  * 499 and never logged as an error.
  */
-export const isClientGone = (err: unknown): boolean => {
+const isClientGone = (err: unknown): boolean => {
   const e = err as { code?: unknown; message?: unknown } | null;
   return (e?.code === "ECONNRESET" && e.message === "aborted") || e?.code === "ERR_STREAM_PREMATURE_CLOSE";
 };

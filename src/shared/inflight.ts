@@ -9,7 +9,7 @@ import { ApiError } from "./errors.js";
 // the node's: 503 with Retry-After.
 
 /** What a refused request is told to wait (seconds): bodies in flight are answered within moments. */
-export const INFLIGHT_RETRY_AFTER_SECONDS = 1;
+const INFLIGHT_RETRY_AFTER_SECONDS = 1;
 
 /** One request's share of the bound: `take` as bytes arrive, `release` once (idempotent) when done. */
 export interface BodyBudget {

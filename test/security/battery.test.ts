@@ -1,7 +1,7 @@
 // One security battery run on every REST route the service registers (derived from the RPCs'
 // google.api.http rules, so a new route is covered the moment it exists).
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { isPublic } from "../../src/server/gate.js";
 import { routesFor, type Route } from "../../src/transcoding/routes.js";
 import { errorBody, tenants, type Account, type ProjectFixture } from "../helpers/fixtures.js";
