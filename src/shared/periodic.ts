@@ -1,5 +1,6 @@
 import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
+import { isDatabaseUnreachable } from "./pg-errors.js";
 
 // A background pass run every `intervalMs`, never two at once; stop() waits for the running one.
 // The pass should check `stopped()` between units of work so that shutdown is prompt.
@@ -19,7 +20,9 @@ export function startPeriodic(
   const timer = setInterval(() => {
     if (running || stopped) return;
     running = pass(() => stopped)
-      .catch((err) => log.error({ err }, `${name} failed`))
+      // A database out of reach is an outage the operator sees on /health, not a fault of the pass:
+      // a warning, as for requests (docs/operations.md); anything else is an error.
+      .catch((err) => (isDatabaseUnreachable(err) ? log.warn : log.error).call(log, { err }, `${name} failed`))
       .finally(() => (running = undefined));
   }, intervalMs);
   timer.unref();
