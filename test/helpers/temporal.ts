@@ -222,8 +222,19 @@ const TIMER_PRECISION = { "history.timerProcessorMaxTimeShift": "10ms" } as cons
 
 /** Starts `temporal server start-dev` (headless, 127.0.0.1) and waits until it serves. */
 export async function startTemporal(opts: StartTemporalOptions = {}): Promise<TemporalServer> {
+  // freePort's port can be taken before the server binds it (another process's server or outgoing
+  // connection): without a port of the caller's, such a start is tried again on another one.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startTemporalOn(opts, opts.port ?? (await freePort()));
+    } catch (err) {
+      if (opts.port !== undefined || attempt >= 3 || !/address already in use/.test(String(err))) throw err;
+    }
+  }
+}
+
+async function startTemporalOn(opts: StartTemporalOptions, port: number): Promise<TemporalServer> {
   const bin = await temporalCli();
-  const port = opts.port ?? (await freePort());
   const address = `127.0.0.1:${port}`;
   const args = [
     "server",
