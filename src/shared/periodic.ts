@@ -9,6 +9,13 @@ export interface Periodic {
   stop(): Promise<void>;
 }
 
+/**
+ * The level a failed background pass is logged at: a database out of reach is an outage the operator
+ * sees on /health, not a fault of the pass, so a warning, as for requests (docs/operations.md);
+ * anything else is an error.
+ */
+export const failureLevel = (err: unknown): "warn" | "error" => (isDatabaseUnreachable(err) ? "warn" : "error");
+
 export function startPeriodic(
   log: Logger,
   name: string,
@@ -20,9 +27,7 @@ export function startPeriodic(
   const timer = setInterval(() => {
     if (running || stopped) return;
     running = pass(() => stopped)
-      // A database out of reach is an outage the operator sees on /health, not a fault of the pass:
-      // a warning, as for requests (docs/operations.md); anything else is an error.
-      .catch((err) => (isDatabaseUnreachable(err) ? log.warn : log.error).call(log, { err }, `${name} failed`))
+      .catch((err) => log[failureLevel(err)]({ err }, `${name} failed`))
       .finally(() => (running = undefined));
   }, intervalMs);
   timer.unref();

@@ -3,6 +3,7 @@ import type { UptimeDeps } from "./deps.js";
 import { checkDeadlines } from "./detect.js";
 import { MinHeap } from "./heap.js";
 import { parseWake, WAKE_CHANNEL, type DeadlineChange, type DeadlineRunner } from "./wake.js";
+import { failureLevel } from "../shared/periodic.js";
 
 // The embedded deadline runner (no TEMPORAL_ADDRESS). The durable state is monitors.deadline_at; this
 // process keeps the nearest deadlines in a min-heap with ONE timer for the earliest, so a monitor is
@@ -194,7 +195,7 @@ export class EmbeddedScheduler implements DeadlineRunner {
       for (const [id, at] of next) if (at !== null) this.offer(id, at);
     } catch (err) {
       if (!this.running) return;
-      this.deps.log.error({ err }, "uptime deadline check failed; retrying in 1 s");
+      this.deps.log[failureLevel(err)]({ err }, "uptime deadline check failed; retrying in 1 s");
       for (const id of due) this.offer(id, now.getTime() + 1000);
     }
   }
