@@ -17,19 +17,13 @@ import { restContext } from "../../src/transcoding/context.js";
 import { isPublic } from "../../src/server/gate.js";
 import { BROWSER_INGEST } from "../../src/server/ingest-routes.js";
 import { GENEROUS_LIMITS } from "../helpers/app.js";
-import { errorBody } from "../helpers/fixtures.js";
+import { errorBody, publishableKey } from "../helpers/fixtures.js";
 import { useProject } from "../helpers/use.js";
 
 let pub: { id: string; secret: string };
 
 const { t, p } = useProject(GENEROUS_LIMITS, {}, async () => {
-  const r = await t.rest.post(
-    `/v1/projects/${p.projectId}/api-keys`,
-    { name: "web", environment: "production", kind: "publishable" },
-    { cookie: p.owner.cookie },
-  );
-  assert.equal(r.status, 201, r.text);
-  pub = r.body.data;
+  pub = await publishableKey(t.rest, p);
 });
 
 const INGEST = new Set(["POST /v1/events", "POST /v1/events/batch"]);
