@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { describe, it } from "node:test";
 import ts from "typescript";
+import { at, describeDiagnostic, typecheck } from "../helpers/typecheck.js";
 
 // The extension points are tables (docs/architecture.md, "One template per feature"): a new entry
 // must be a compile error at every switch that has to say what it means, never a silent
@@ -10,9 +9,6 @@ import ts from "typescript";
 // project's tsconfig: the new entries must be reported at exactly the switches their tables name
 // (an argument not assignable to assertNever's `never`), nowhere else, and the unchanged tree must
 // compile (so the test fails in both directions). One program for the three tables (one type check).
-
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const at = (p: string) => path.join(ROOT, p);
 
 interface Extension {
   table: string;
@@ -52,31 +48,6 @@ const EXTENSIONS: Extension[] = [
     switches: ["src/metrics/model.ts"],
   },
 ];
-
-function typecheck(overrides: Map<string, string>): readonly ts.Diagnostic[] {
-  const config = ts.getParsedCommandLineOfConfigFile(
-    at("tsconfig.json"),
-    {},
-    {
-      ...ts.sys,
-      onUnRecoverableConfigFileDiagnostic: (d) => assert.fail(ts.flattenDiagnosticMessageText(d.messageText, "\n")),
-    },
-  )!;
-  const host = ts.createCompilerHost(config.options);
-  const readFile = host.readFile.bind(host);
-  host.readFile = (f) => overrides.get(path.resolve(f)) ?? readFile(f);
-  const getSourceFile = host.getSourceFile.bind(host);
-  host.getSourceFile = (f, lang, onError) => {
-    const text = overrides.get(path.resolve(f));
-    return text === undefined ? getSourceFile(f, lang, onError) : ts.createSourceFile(f, text, lang);
-  };
-  const roots = config.fileNames.filter((f) => path.resolve(f).startsWith(at("src") + path.sep));
-  const program = ts.createProgram({ rootNames: roots, options: config.options, host });
-  return ts.getPreEmitDiagnostics(program);
-}
-
-const describeDiagnostic = (d: ts.Diagnostic) =>
-  `${d.file ? path.relative(ROOT, d.file.fileName) : "?"}: ${ts.flattenDiagnosticMessageText(d.messageText, " ")}`;
 
 describe("extension tables: a new entry is a compile error at every switch over its table", () => {
   it("src/ compiles as it is (the baseline of the next check)", () => {
