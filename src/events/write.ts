@@ -271,8 +271,8 @@ export async function copyEvents(
   const cols = [...COPY_COLUMNS, ...slots];
   const created = createdAt.toISOString();
   const lines = new Array<string>(events.length);
-  // Events of a group mostly share their project, their commit time and often their timestamp:
-  // a text or time column formats a value once for a run of equal ones.
+  // Events of a group mostly share their project and often their timestamp: a text or time column
+  // formats a value once for a run of equal ones.
   const last: unknown[] = new Array(COPY_FIELDS.length).fill(undefined);
   const lastText: string[] = new Array(COPY_FIELDS.length).fill("");
   for (let i = 0; i < events.length; i++) {
