@@ -8,7 +8,7 @@ import { at, describeDiagnostic, typecheck } from "../helpers/typecheck.js";
 // fall-through. This adds one entry to each table, in memory, and type-checks src/ with the
 // project's tsconfig: the new entries must be reported at exactly the switches their tables name
 // (an argument not assignable to assertNever's `never`), nowhere else, and the unchanged tree must
-// compile (so the test fails in both directions). One program for the three tables (one type check).
+// compile (so the test fails in both directions). One program for the four tables (one type check).
 
 interface Extension {
   table: string;
@@ -46,6 +46,14 @@ const EXTENSIONS: Extension[] = [
     entry: '  stddev: { kind: "moment" },\n',
     member: "stddev",
     switches: ["src/metrics/model.ts"],
+  },
+  {
+    table: "event field kinds (FieldKind)",
+    file: "src/events/record.ts",
+    after: '"time" | "object"',
+    entry: ' | "number"',
+    member: "number",
+    switches: ["src/events/record.ts", "src/events/write.ts"],
   },
 ];
 
