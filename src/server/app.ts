@@ -134,11 +134,9 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
   // each request's budget is charged as its bytes arrive and released once it is answered.
   const inflight = new InflightBytes(
     { perKey: config.ingest.inflightBytesPerKey, total: config.ingest.inflightBytes },
-    {
-      held: (bytes) => telemetry.inflightBytes.set(bytes),
-      refused: (scope) => telemetry.inflightRefused.inc({ scope }),
-    },
+    { refused: (scope) => telemetry.inflightRefused.inc({ scope }) },
   );
+  telemetry.watchInflight(inflight);
   const admit = async (
     method: DescMethod,
     verb: string,

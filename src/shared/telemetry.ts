@@ -41,12 +41,20 @@ export class Telemetry {
     labelNames: ["limit"] as const,
     registers: [this.registry],
   });
-  /** shared/inflight.ts: the ingestion routes' body bytes held now, and the requests refused for it. */
-  readonly inflightBytes = new Gauge({
+  /**
+   * shared/inflight.ts: the ingestion routes' body bytes held now (read at scrape time from the
+   * source given to `watchInflight`, not set on every request), and the requests refused for it.
+   */
+  private inflight: { readonly bytes: number } | undefined;
+  readonly inflightBytes: Gauge = new Gauge({
     name: "vigil_ingest_inflight_bytes",
     help: "Request-body bytes of the ingestion routes held now (read or inflated, until answered)",
     registers: [this.registry],
+    collect: (): void => this.inflightBytes.set(this.inflight?.bytes ?? 0),
   });
+  watchInflight(source: { readonly bytes: number }): void {
+    this.inflight = source;
+  }
   readonly inflightRefused = new Counter({
     name: "vigil_ingest_inflight_refused_total",
     help: "Ingestion requests refused for the bytes in flight: scope key (429) or total (503)",
