@@ -179,19 +179,14 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
   // grpc.health.v1 and grpc.reflection (grpc-services.ts): no credentials, no REST route.
   const standard = createStandardServices(deps, features);
 
-  // One ClientInfo per request, shared by the REST path and the Connect context values.
-  const clients = new WeakMap<object, ClientInfo>();
+  // One ClientInfo per request (made once, in the handler), shared by the REST path and the Connect context values.
+  const REQUEST_ID = /^[\w.:-]{1,128}$/;
   function clientOf(req: IncomingMessage | Http2ServerRequest): ClientInfo {
-    let c = clients.get(req);
-    if (!c) {
-      const rid = req.headers["x-request-id"];
-      c = {
-        ip: req.socket?.remoteAddress ?? "",
-        requestId: typeof rid === "string" && /^[\w.:-]{1,128}$/.test(rid) ? rid : randomUUID(),
-      };
-      clients.set(req, c);
-    }
-    return c;
+    const rid = req.headers["x-request-id"];
+    return {
+      ip: req.socket?.remoteAddress ?? "",
+      requestId: typeof rid === "string" && REQUEST_ID.test(rid) ? rid : randomUUID(),
+    };
   }
 
   const dashboard = createDashboard(config.dashboardDir ?? DEFAULT_DASHBOARD_DIR);
