@@ -1,25 +1,19 @@
 import assert from "node:assert/strict";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { WebhookService } from "../../gen/vigil/v1/webhooks_pb.js";
 import { errorBody, memberOf, project } from "../helpers/fixtures.js";
-import { Receiver, waitFor } from "./receiver.js";
+import { useReceiver, waitFor } from "./receiver.js";
 import { useProject } from "../helpers/use.js";
 
 // Management routes, with WEBHOOK_ALLOW_PRIVATE off (the production default): private targets are
 // refused at creation and at connection time.
 
-let rx: Receiver;
 const PUBLIC = "http://93.184.215.14/hook"; // an IP literal: no DNS needed, never contacted here
 
-const { t, p } = useProject({ WEBHOOK_ALLOW_PRIVATE: "false", WEBHOOK_BACKOFF_BASE_MS: "60000" }, {}, async () => {
-  rx = await Receiver.start();
-});
-
-after(async () => {
-  await rx.close();
-});
+const { t, p } = useProject({ WEBHOOK_ALLOW_PRIVATE: "false", WEBHOOK_BACKOFF_BASE_MS: "60000" });
+const rx = useReceiver();
 
 const base = () => `/v1/projects/${p.projectId}/webhooks`;
 const owner = () => ({ cookie: p.owner.cookie });
