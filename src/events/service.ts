@@ -6,7 +6,7 @@ import { EventService } from "../../gen/vigil/v1/events_pb.js";
 import { clientInfoKey } from "../shared/context.js";
 import type { Deps } from "../platform/deps.js";
 import { ApiError, badRequest, notFound, tooLarge } from "../shared/errors.js";
-import { bind, jsonListItems, type Feature } from "../shared/feature.js";
+import { bind, jsonBody, jsonListItems, type Feature } from "../shared/feature.js";
 import { unlessProjectGone } from "../shared/gone.js";
 import { Pipeline, type Ingestor, type NewEvent, type PipelineParts } from "./pipeline.js";
 import { IngestMetrics } from "./metrics.js";
@@ -98,18 +98,24 @@ export function createEventsFeature(
             // Its rate limit was taken by the gate, before the body was read (server/ingest-routes.ts).
             const scope = await auth.ingestKey(ctx);
             const now = clock();
-            const raw = {
-              type: req.type,
-              userId: req.userId,
-              groupId: req.groupId,
-              source: req.source,
-              data: req.data,
-              context: req.context,
-              tags: req.tags,
-              timestamp: req.timestamp,
-              id: req.id,
-            };
-            const check = checkEvent(raw, now, claimKeyKind(scope.principal));
+            // Over REST the body as parsed (restJsonBody: the validator below is the batch items' own,
+            // and the body's size bounds the event's); over gRPC and Connect the message's fields.
+            const body = jsonBody(ctx);
+            const raw = body
+              ? body.json
+              : {
+                  type: req.type,
+                  userId: req.userId,
+                  groupId: req.groupId,
+                  source: req.source,
+                  data: req.data,
+                  context: req.context,
+                  tags: req.tags,
+                  timestamp: req.timestamp,
+                  id: req.id,
+                };
+            const sizeBound = body ? body.bodyBytes * REPARSE_GROWTH : undefined;
+            const check = checkEvent(raw, now, claimKeyKind(scope.principal), sizeBound);
             if (!check.ok) throw refusal(check.error);
             check.event.context = mergeContext(check.event.context, contextOf(ctx, now));
             // A project deleted meanwhile (a new source's insert fails its key): answered as after the delete.
@@ -228,7 +234,7 @@ export function createEventsFeature(
             return { data: toEventMessage(rowToStored(row)) };
           },
         },
-        { restJsonList: { ingestEventBatch: "events" } },
+        { restJsonList: { ingestEventBatch: "events" }, restJsonBody: ["ingestEvent"] },
       ),
     ],
     // Every node that ingests projects its own commits; every node also picks up leftovers.

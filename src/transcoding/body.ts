@@ -4,6 +4,7 @@ import { finished } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import type { Http2ServerRequest } from "node:http2";
+import type { JsonValue } from "@bufbuild/protobuf";
 import { ApiError, tooLarge } from "../shared/errors.js";
 import { UNBOUNDED, type BodyBudget } from "../shared/inflight.js";
 
@@ -128,7 +129,7 @@ function isTextPlain(value: string | undefined): boolean {
 }
 
 /** `textPlain`: a text/plain body is read as JSON too (sendBeacon on the browser ingestion routes). */
-export function parseJsonBody(buf: Buffer, contentType: string | undefined, textPlain = false): unknown {
+export function parseJsonBody(buf: Buffer, contentType: string | undefined, textPlain = false): JsonValue | undefined {
   if (buf.length === 0) return undefined;
   if (!isJsonContentType(contentType) && !(textPlain && isTextPlain(contentType))) {
     throw new ApiError(415, "unsupported_media_type", "request body must be JSON (Content-Type: application/json)");

@@ -2,13 +2,14 @@ import { bodyBudgetKey, UNBOUNDED, type BodyBudget } from "../shared/inflight.js
 import type { ServerResponse } from "node:http";
 import type { Http2ServerResponse } from "node:http2";
 import { isUtf8 } from "node:buffer";
-import { create, type DescField, type DescMethod } from "@bufbuild/protobuf";
+import { create, type DescField, type DescMethod, type JsonValue } from "@bufbuild/protobuf";
 import type { ContextValues } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { ApiError, badRequest, toRestError } from "../shared/errors.js";
-import { restJsonListKey, type ClientInfo } from "../shared/context.js";
-import { assertStorableMessage } from "../shared/message-check.js";
+import { restJsonBodyKey, restJsonListKey, type ClientInfo } from "../shared/context.js";
+import { assertStorableJson, assertStorableMessage } from "../shared/message-check.js";
 import { textProblem } from "../shared/text.js";
+import { isJsonObject } from "../shared/json.js";
 import { isStreaming, type Handler, type StreamHandler, type UnaryHandler } from "../shared/feature.js";
 import type { ServiceBinding } from "../shared/feature.js";
 import { isOriginRefused } from "../auth/principal.js";
@@ -125,7 +126,13 @@ export function createRestHandler(opts: RestOptions) {
   const routes: Route[] = routesFor(opts.bindings.map((b) => b.desc));
   const impls = new Map<string, Handler>();
   const jsonLists = new Map<string, DescField>();
+  const jsonBodies = new Set<string>();
   for (const b of opts.bindings) {
+    for (const name of b.restJsonBody ?? []) {
+      const route = routes.find((r) => r.service === b.desc && r.method.localName === name);
+      if (route?.body !== "*") throw new Error(`restJsonBody: ${b.desc.typeName}/${name} has no body: "*" route`);
+      jsonBodies.add(`${b.desc.typeName}/${name}`);
+    }
     for (const [name, fn] of Object.entries(b.impl)) impls.set(`${b.desc.typeName}/${name}`, fn);
     for (const m of b.desc.methods) {
       if (isStreaming(m) && m.output.typeName !== "google.api.HttpBody")
@@ -189,7 +196,7 @@ export function createRestHandler(opts: RestOptions) {
         query = new URLSearchParams(query);
         query.delete("key");
       }
-      let body: unknown;
+      let body: JsonValue | undefined;
       let bodyBytes = 0;
       if (verb === "POST" || verb === "PATCH" || verb === "PUT") {
         const gzip = bodyEncoding(req.headers["content-encoding"], !!opts.compressedIngest?.has(route.method));
@@ -203,8 +210,13 @@ export function createRestHandler(opts: RestOptions) {
         req.resume();
       }
       const rpc = `${route.service.typeName}/${route.method.localName}`;
-      const input = decodeRequest(route, params, query, body, jsonLists.get(rpc));
+      // A restJsonBody method's body (a JSON object: anything else is refused by decodeRequest) goes to
+      // its handler as parsed, checked but not decoded (ServiceBinding.restJsonBody).
+      const keepBody = jsonBodies.has(rpc) && isJsonObject(body);
+      const input = decodeRequest(route, params, query, body, jsonLists.get(rpc), keepBody);
+      if (keepBody) values.set(restJsonBodyKey, { json: body, bodyBytes });
       assertStorableMessage(route.method.input, input.message);
+      if (keepBody) assertStorableJson(body);
       const fn = impls.get(rpc);
       if (!fn) throw new ApiError(404, "not_found", `no route for ${verb} ${url.pathname}`);
       const ctx = restContext({
