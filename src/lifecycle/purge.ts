@@ -116,7 +116,7 @@ export async function purgePass(
 }
 
 /** The sweeper as a feature: no RPC, background work on worker nodes. */
-export function createPurgeFeature(deps: Pick<Deps, "db" | "log" | "config" | "telemetry">): Feature {
+export function createPurgeFeature(deps: Pick<Deps, "db" | "log" | "config" | "telemetry" | "background">): Feature {
   const { db, log, config } = deps;
   const metrics = new PurgeMetrics(deps.telemetry.registry);
   let loop: Periodic | undefined;
@@ -124,7 +124,7 @@ export function createPurgeFeature(deps: Pick<Deps, "db" | "log" | "config" | "t
     name: "purge",
     services: [],
     async start() {
-      loop = startPeriodic(log, "project purge", config.purge.intervalMs, async (stopped) => {
+      loop = startPeriodic(deps.background, "project purge", config.purge.intervalMs, async (stopped) => {
         await purgePass(db, { batchRows: config.purge.batchRows, stopped, metrics }, log);
       });
     },

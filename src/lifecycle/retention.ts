@@ -112,13 +112,13 @@ async function enforce(deps: PassDeps, derived: DerivedRecords, stopped: () => b
 }
 
 /** The feature: the pass on worker nodes (ROLE=all or worker). */
-export function createRetentionFeature(deps: PassDeps, derived: DerivedRecords): Feature {
+export function createRetentionFeature(deps: PassDeps & Pick<Deps, "background">, derived: DerivedRecords): Feature {
   let loop: Periodic | undefined;
   return {
     name: "retention",
     services: [],
     async start() {
-      loop = startPeriodic(deps.log, "retention pass", deps.config.retention.intervalMs, async (stopped) => {
+      loop = startPeriodic(deps.background, "retention pass", deps.config.retention.intervalMs, async (stopped) => {
         const r = await runRetentionPass(deps, derived, stopped);
         if (r.deleted || r.droppedPartitions) deps.log.info(r, "retention pass");
       });

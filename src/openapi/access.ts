@@ -16,6 +16,7 @@ import { ApiError } from "../shared/errors.js";
 import { isStreaming, type ServiceBinding } from "../shared/feature.js";
 import { IngestPressure } from "../shared/pressure.js";
 import { Telemetry } from "../shared/telemetry.js";
+import { BackgroundTasks } from "../shared/background.js";
 import { createPool } from "../storage/db.js";
 import { restContext } from "../transcoding/context.js";
 
@@ -105,6 +106,7 @@ export async function probeRpcs(): Promise<{ bindings: ServiceBinding[]; facts: 
     log,
     clock: () => new Date(),
     telemetry,
+    background: new BackgroundTasks(log, telemetry),
     pressure: new IngestPressure(),
     limits: { take: limit, hit: limit, refund: noDb, close: async () => undefined, rules: {} },
     auth,

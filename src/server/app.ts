@@ -12,6 +12,7 @@ import { clientInfoKey, type ClientInfo } from "../shared/context.js";
 import type { Deps } from "../platform/deps.js";
 import { guardImpl, type Feature } from "../shared/feature.js";
 import { Telemetry } from "../shared/telemetry.js";
+import { BackgroundTasks } from "../shared/background.js";
 import { IngestPressure } from "../shared/pressure.js";
 import { createLogThrottle } from "../shared/log-throttle.js";
 import { bodyBudgetKey, InflightBytes } from "../shared/inflight.js";
@@ -92,6 +93,7 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
   // Every in-flight request links to this signal; thousands at once is normal, not a leak.
   setMaxListeners(0, shutdown.signal);
   const telemetry = new Telemetry();
+  const background = new BackgroundTasks(log, telemetry);
   const clock = opts.clock ?? systemClock;
   const deps: Deps = {
     config,
@@ -99,12 +101,13 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
     log,
     clock,
     telemetry,
+    background,
     pressure: new IngestPressure(),
     limits: createRateLimiter(config, log, clock, telemetry),
     auth: new Authenticator({ db, clock, sessionSecret: secret }),
     sessionSecret: secret,
     shutdownSignal: shutdown.signal,
-    temporal: config.temporal ? createTemporalLink(config.temporal, db, log) : undefined,
+    temporal: config.temporal ? createTemporalLink(config.temporal, db, log, background) : undefined,
   };
   opened.push(
     () => deps.limits.close(),

@@ -1,25 +1,28 @@
 import { performance } from "node:perf_hooks";
-import type { Logger } from "pino";
+import type { BackgroundTasks } from "./background.js";
 
 // A background pass run every `intervalMs`, never two at once; stop() waits for the running one.
-// The pass should check `stopped()` between units of work so that shutdown is prompt.
+// The pass should check `stopped()` between units of work so that shutdown is prompt. Each pass is
+// recorded under `name` in `tasks` (its last run, last error, lag: /health and /metrics).
 
 export interface Periodic {
   stop(): Promise<void>;
 }
 
 export function startPeriodic(
-  log: Logger,
+  tasks: BackgroundTasks,
   name: string,
   intervalMs: number,
   pass: (stopped: () => boolean) => Promise<void>,
 ): Periodic {
   let stopped = false;
   let running: Promise<void> | undefined;
+  const task = tasks.record(name, intervalMs);
   const timer = setInterval(() => {
     if (running || stopped) return;
-    running = pass(() => stopped)
-      .catch((err) => log.error({ err }, `${name} failed`))
+    running = task
+      .run(() => pass(() => stopped))
+      .catch((err) => tasks.log.error({ err }, `${name} failed`))
       .finally(() => (running = undefined));
   }, intervalMs);
   timer.unref();

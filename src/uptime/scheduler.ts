@@ -1,5 +1,6 @@
 import pg from "pg";
 import type { UptimeDeps } from "./deps.js";
+import { startPeriodic, type Periodic } from "../shared/periodic.js";
 import { checkDeadlines } from "./detect.js";
 import { MinHeap } from "./heap.js";
 import { parseWake, WAKE_CHANNEL, type DeadlineChange, type DeadlineRunner } from "./wake.js";
@@ -29,7 +30,7 @@ export class EmbeddedScheduler implements DeadlineRunner {
   private current = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
-  private rescanTimer: NodeJS.Timeout | undefined;
+  private rescanLoop: Periodic | undefined;
   private running = false;
   private active = 0;
   private checks = new Set<Promise<void>>();
@@ -45,15 +46,12 @@ export class EmbeddedScheduler implements DeadlineRunner {
     this.running = true;
     await this.listen();
     await this.rescan();
-    this.rescanTimer = setInterval(
-      () => void this.rescan().catch((err) => this.deps.log.warn({ err }, "uptime re-scan failed")),
-      this.opts.rescanMs,
-    );
+    this.rescanLoop = startPeriodic(this.deps.background, "uptime re-scan", this.opts.rescanMs, () => this.rescan());
   }
 
   async stop(): Promise<void> {
     this.running = false;
-    clearInterval(this.rescanTimer);
+    await this.rescanLoop?.stop();
     clearTimeout(this.timer);
     clearTimeout(this.reconnect);
     this.timer = undefined;

@@ -25,6 +25,7 @@ import {
 } from "./messages.js";
 import * as store from "./store.js";
 import type { MonitorRow } from "./store.js";
+import { startPeriodic, type Periodic } from "../shared/periodic.js";
 import { EmbeddedScheduler } from "./scheduler.js";
 import { TemporalDeadlineRunner } from "./temporal-runner.js";
 import type { DeadlineChange, DeadlineRunner } from "./wake.js";
@@ -53,7 +54,7 @@ export function createUptimeFeature(
     : new EmbeddedScheduler(deps);
   const writer = new HeartbeatWriter(deps, (changes) => runner.changed(changes));
   const rawRetentionMs = deps.config.uptime.rawRetentionDays * DAY_MS;
-  let prune: NodeJS.Timeout | undefined;
+  let prune: Periodic | undefined;
 
   const pruneOnce = async () => {
     await store.pruneHeartbeats(deps.db, new Date(deps.clock().getTime() - rawRetentionMs - HOUR_MS));
@@ -68,14 +69,10 @@ export function createUptimeFeature(
     services: [uptimeService(deps, { writer, changed: (c) => runner.changed(c), rawRetentionMs })],
     async start() {
       await runner.start();
-      prune = setInterval(
-        () => void pruneOnce().catch((err) => deps.log.warn({ err }, "pruning raw heartbeats failed")),
-        HOUR_MS,
-      );
-      prune.unref();
+      prune = startPeriodic(deps.background, "heartbeat prune", HOUR_MS, pruneOnce);
     },
     async stop() {
-      clearInterval(prune);
+      await prune?.stop();
       await writer.drain();
       await runner.stop();
     },

@@ -42,7 +42,10 @@ export interface WebhooksFeature extends Feature {
  * incidents in server/features.ts) read; this feature invalidates it when webhooks change.
  */
 export function createWebhooksFeature(
-  deps: Pick<Deps, "db" | "clock" | "auth" | "config" | "limits" | "log" | "telemetry" | "pressure" | "temporal">,
+  deps: Pick<
+    Deps,
+    "db" | "clock" | "auth" | "config" | "limits" | "log" | "telemetry" | "pressure" | "temporal" | "background"
+  >,
   cache: SubscriptionCache,
 ): WebhooksFeature {
   const { db, clock, auth, config, limits } = deps;
@@ -233,9 +236,14 @@ export function createWebhooksFeature(
     async start() {
       if (deps.temporal) {
         temporal = createTemporalDispatch(deps, deps.temporal);
-        reconciler = startPeriodic(deps.log, "webhook reconciler", deps.temporal.config.reconcileMs, async () => {
-          if ((await reconcileDeliveries(db, clock())) > 0) scheduler?.wake();
-        });
+        reconciler = startPeriodic(
+          deps.background,
+          "webhook reconciler",
+          deps.temporal.config.reconcileMs,
+          async () => {
+            if ((await reconcileDeliveries(db, clock())) > 0) scheduler?.wake();
+          },
+        );
       }
       scheduler = new DeliveryScheduler({
         db,

@@ -1,0 +1,124 @@
+import type { Logger } from "pino";
+import type { Telemetry } from "./telemetry.js";
+
+// The background work of this node, as it runs: every loop registers here under its name
+// (startPeriodic does it for a periodic pass; a loop with its own wake-ups, like the schedulers,
+// records its passes with `record`). GET /health (`background`) and the `vigil_background_*`
+// metrics read the same records. The map of which loops exist and on which ROLE they start is
+// docs/architecture.md, "Background work".
+
+/** One task as /health shows it. */
+export interface BackgroundTaskReport {
+  /** When the last pass ended (ISO 8601), successful or not; null before the first. */
+  lastRunAt: string | null;
+  /** The last failed pass's error message (one line, no stack); null if none failed since start. */
+  lastError: string | null;
+  lastErrorAt: string | null;
+  /** How far behind its due time the task is now (0 when on time). */
+  lagMs: number;
+  runs: number;
+  failures: number;
+}
+
+/** What a task's loop reports about its passes. */
+export interface TaskRecorder {
+  /** Runs one pass and records it: its end, its error (re-thrown), its lag behind the due time. */
+  run<T>(pass: () => Promise<T>): Promise<T>;
+}
+
+const MAX_ERROR_CHARS = 200;
+
+/** An error's message only: its first line, bounded (never its stack, its query or its parameters). */
+export function errorLine(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  const line = message.split("\n", 1)[0].trim() || (err instanceof Error ? err.name : "error");
+  return line.length > MAX_ERROR_CHARS ? `${line.slice(0, MAX_ERROR_CHARS - 1)}…` : line;
+}
+
+class Task implements TaskRecorder {
+  private lastStart: number | undefined;
+  private lastEnd: number | undefined;
+  private running = 0;
+  private lastError: { message: string; at: number } | undefined;
+  private runs = 0;
+  private failures = 0;
+  private readonly registeredAt = Date.now();
+
+  constructor(
+    readonly name: string,
+    /** The longest a task waits between passes when nothing wakes it earlier. */
+    private readonly intervalMs: number,
+    private readonly telemetry: Telemetry,
+  ) {}
+
+  async run<T>(pass: () => Promise<T>): Promise<T> {
+    this.lastStart = Date.now();
+    this.running++;
+    try {
+      const value = await pass();
+      this.runs++;
+      return value;
+    } catch (err) {
+      this.runs++;
+      this.failures++;
+      this.lastError = { message: errorLine(err), at: Date.now() };
+      this.telemetry.backgroundFailures.inc({ task: this.name });
+      throw err;
+    } finally {
+      this.running--;
+      this.lastEnd = Date.now();
+    }
+  }
+
+  /** Due once an interval has passed since the last pass started (or since registration). */
+  lagMs(now: number): number {
+    return Math.max(0, now - ((this.lastStart ?? this.registeredAt) + this.intervalMs));
+  }
+
+  lastRunSeconds(): number | undefined {
+    return this.lastEnd === undefined ? undefined : this.lastEnd / 1000;
+  }
+
+  report(now: number): BackgroundTaskReport {
+    return {
+      lastRunAt: this.lastEnd === undefined ? null : new Date(this.lastEnd).toISOString(),
+      lastError: this.lastError?.message ?? null,
+      lastErrorAt: this.lastError ? new Date(this.lastError.at).toISOString() : null,
+      lagMs: this.lagMs(now),
+      runs: this.runs,
+      failures: this.failures,
+    };
+  }
+}
+
+export class BackgroundTasks {
+  private readonly tasks = new Map<string, Task>();
+
+  constructor(
+    readonly log: Logger,
+    private readonly telemetry: Telemetry,
+  ) {
+    telemetry.readBackground(() =>
+      [...this.tasks.values()].map((t) => ({
+        task: t.name,
+        lastRunSeconds: t.lastRunSeconds(),
+        lagSeconds: t.lagMs(Date.now()) / 1000,
+      })),
+    );
+  }
+
+  /** Registers a task (again after a restart of the same loop: its record carries on). */
+  record(name: string, intervalMs: number): TaskRecorder {
+    let t = this.tasks.get(name);
+    if (!t) this.tasks.set(name, (t = new Task(name, intervalMs, this.telemetry)));
+    return t;
+  }
+
+  /** Every task registered on this node, by name. */
+  report(): Record<string, BackgroundTaskReport> {
+    const now = Date.now();
+    const out: Record<string, BackgroundTaskReport> = {};
+    for (const [name, t] of [...this.tasks].sort(([a], [b]) => a.localeCompare(b))) out[name] = t.report(now);
+    return out;
+  }
+}
