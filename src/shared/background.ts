@@ -1,11 +1,42 @@
 import type { Logger } from "pino";
 import type { Telemetry } from "./telemetry.js";
 
-// The background work of this node, as it runs: every loop registers here under its name
-// (startPeriodic does it for a periodic pass; a loop with its own wake-ups, like the schedulers,
-// records its passes with `record`). GET /health (`background`) and the `vigil_background_*`
-// metrics read the same records. The map of which loops exist and on which ROLE they start is
-// docs/architecture.md, "Background work".
+// The background work of the service in one place. BACKGROUND_TASKS declares every loop: its name,
+// the ROLE it runs on and its mode (embedded or Temporal). A loop starts through startPeriodic
+// (shared/periodic.ts), or, with wake-ups of its own (the schedulers, the outbox expander), records
+// each pass with `record(name).run(pass)`; either way its name must be a key of the table (a
+// compile error otherwise), and test/foundation/background.test.ts checks that no other timer loop
+// exists in src/. BackgroundTasks keeps, per task, the last run, the last error and the lag: GET
+// /health (`background`) and the `vigil_background_*` metrics read them. docs/architecture.md
+// "Background work" is the same table in prose.
+
+/** Where a task runs: on every node, or only where background work runs (ROLE=all or worker). */
+type TaskRole = "every" | "worker";
+/** Which runner it belongs to: always, only without TEMPORAL_ADDRESS, or only with it. */
+type TaskMode = "always" | "embedded" | "temporal";
+
+/** Every background loop of the service (owner: the file that starts it). */
+export const BACKGROUND_TASKS = {
+  "derived records projector": { role: "every", mode: "always", owner: "src/events/projector.ts" },
+  "derived records poll": { role: "every", mode: "always", owner: "src/events/projector.ts" },
+  "temporal probe": { role: "every", mode: "temporal", owner: "src/temporal/probe.ts" },
+  "purging ingest ids": { role: "worker", mode: "always", owner: "src/events/service.ts" },
+  jobs: { role: "worker", mode: "always", owner: "src/jobs/runner.ts" },
+  "retention pass": { role: "worker", mode: "always", owner: "src/lifecycle/retention.ts" },
+  "project purge": { role: "worker", mode: "always", owner: "src/lifecycle/purge.ts" },
+  "analytics slot pass": { role: "worker", mode: "always", owner: "src/analytics/worker.ts" },
+  "analytics block pass": { role: "worker", mode: "always", owner: "src/analytics/blocks/worker.ts" },
+  "heartbeat prune": { role: "worker", mode: "always", owner: "src/uptime/service.ts" },
+  "uptime re-scan": { role: "worker", mode: "embedded", owner: "src/uptime/scheduler.ts" },
+  "uptime deadline checks": { role: "worker", mode: "embedded", owner: "src/uptime/scheduler.ts" },
+  "temporal wake drain": { role: "worker", mode: "temporal", owner: "src/uptime/temporal-runner.ts" },
+  "uptime reconciler": { role: "worker", mode: "temporal", owner: "src/uptime/temporal-runner.ts" },
+  "webhook outbox expander": { role: "worker", mode: "always", owner: "src/webhooks/expander.ts" },
+  "webhook delivery scheduler": { role: "worker", mode: "always", owner: "src/webhooks/scheduler.ts" },
+  "webhook reconciler": { role: "worker", mode: "temporal", owner: "src/webhooks/service.ts" },
+} as const satisfies Record<string, { role: TaskRole; mode: TaskMode; owner: string }>;
+
+export type TaskName = keyof typeof BACKGROUND_TASKS;
 
 /** One task as /health shows it. */
 export interface BackgroundTaskReport {
@@ -45,9 +76,9 @@ class Task implements TaskRecorder {
   private readonly registeredAt = Date.now();
 
   constructor(
-    readonly name: string,
-    /** The longest a task waits between passes when nothing wakes it earlier. */
-    private readonly intervalMs: number,
+    readonly name: TaskName,
+    /** The longest a task waits between passes when nothing wakes it earlier; null: only when woken (no lag). */
+    private readonly intervalMs: number | null,
     private readonly telemetry: Telemetry,
   ) {}
 
@@ -72,6 +103,7 @@ class Task implements TaskRecorder {
 
   /** Due once an interval has passed since the last pass started (or since registration). */
   lagMs(now: number): number {
+    if (this.intervalMs === null) return 0;
     return Math.max(0, now - ((this.lastStart ?? this.registeredAt) + this.intervalMs));
   }
 
@@ -92,7 +124,7 @@ class Task implements TaskRecorder {
 }
 
 export class BackgroundTasks {
-  private readonly tasks = new Map<string, Task>();
+  private readonly tasks = new Map<TaskName, Task>();
 
   constructor(
     readonly log: Logger,
@@ -108,7 +140,7 @@ export class BackgroundTasks {
   }
 
   /** Registers a task (again after a restart of the same loop: its record carries on). */
-  record(name: string, intervalMs: number): TaskRecorder {
+  record(name: TaskName, intervalMs: number | null): TaskRecorder {
     let t = this.tasks.get(name);
     if (!t) this.tasks.set(name, (t = new Task(name, intervalMs, this.telemetry)));
     return t;

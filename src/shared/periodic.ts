@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import type { BackgroundTasks } from "./background.js";
+import type { BackgroundTasks, TaskName } from "./background.js";
 
 // A background pass run every `intervalMs`, never two at once; stop() waits for the running one.
 // The pass should check `stopped()` between units of work so that shutdown is prompt. Each pass is
@@ -11,7 +11,7 @@ export interface Periodic {
 
 export function startPeriodic(
   tasks: BackgroundTasks,
-  name: string,
+  name: TaskName,
   intervalMs: number,
   pass: (stopped: () => boolean) => Promise<void>,
 ): Periodic {

@@ -188,7 +188,9 @@ export class EmbeddedScheduler implements DeadlineRunner {
   /** Checks a batch of monitors whose deadline has come; re-arms the ones still watched. */
   private async check(due: string[], now: Date): Promise<void> {
     try {
-      const { next } = await checkDeadlines(this.deps, due, now);
+      // Woken by deadlines only (none when no monitor is watched): no due time of its own, no lag.
+      const task = this.deps.background.record("uptime deadline checks", null);
+      const { next } = await task.run(() => checkDeadlines(this.deps, due, now));
       for (const [id, at] of next) if (at !== null) this.offer(id, at);
     } catch (err) {
       if (!this.running) return;
