@@ -245,7 +245,7 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
             method: req.method,
             route,
             path,
-            status,
+            status: sent,
             grpcCode,
             ms: Math.round(seconds * 1e5) / 100,
           },
