@@ -26,7 +26,6 @@ export const BACKGROUND_TASKS = {
   "project purge": { role: "worker", mode: "always", owner: "src/lifecycle/purge.ts" },
   "analytics slot pass": { role: "worker", mode: "always", owner: "src/analytics/worker.ts" },
   "analytics block pass": { role: "worker", mode: "always", owner: "src/analytics/blocks/worker.ts" },
-  "heartbeat prune": { role: "worker", mode: "always", owner: "src/uptime/service.ts" },
   "uptime re-scan": { role: "worker", mode: "embedded", owner: "src/uptime/scheduler.ts" },
   "uptime deadline checks": { role: "worker", mode: "embedded", owner: "src/uptime/scheduler.ts" },
   "temporal wake drain": { role: "worker", mode: "temporal", owner: "src/uptime/temporal-runner.ts" },

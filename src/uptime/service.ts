@@ -5,7 +5,7 @@ import { bind, type Feature, type ServiceBinding } from "../shared/feature.js";
 import { conflict, notFound } from "../shared/errors.js";
 import { newId } from "../shared/ids.js";
 import { unlessProjectGone } from "../shared/gone.js";
-import { DAY_MS, HOUR_MS } from "../shared/time.js";
+import { DAY_MS } from "../shared/time.js";
 import { validate } from "../shared/validate.js";
 import { createUptimeActivities, type UptimeActivities } from "./activities.js";
 import { HeartbeatWriter } from "./heartbeats.js";
@@ -25,7 +25,6 @@ import {
 } from "./messages.js";
 import * as store from "./store.js";
 import type { MonitorRow } from "./store.js";
-import { startPeriodic, type Periodic } from "../shared/periodic.js";
 import { EmbeddedScheduler } from "./scheduler.js";
 import { TemporalDeadlineRunner } from "./temporal-runner.js";
 import type { DeadlineChange, DeadlineRunner } from "./wake.js";
@@ -54,11 +53,6 @@ export function createUptimeFeature(
     : new EmbeddedScheduler(deps);
   const writer = new HeartbeatWriter(deps, (changes) => runner.changed(changes));
   const rawRetentionMs = deps.config.uptime.rawRetentionDays * DAY_MS;
-  let prune: Periodic | undefined;
-
-  const pruneOnce = async () => {
-    await store.pruneHeartbeats(deps.db, new Date(deps.clock().getTime() - rawRetentionMs - HOUR_MS));
-  };
 
   return {
     name: "uptime",
@@ -69,10 +63,8 @@ export function createUptimeFeature(
     services: [uptimeService(deps, { writer, changed: (c) => runner.changed(c), rawRetentionMs })],
     async start() {
       await runner.start();
-      prune = startPeriodic(deps.background, "heartbeat prune", HOUR_MS, pruneOnce);
     },
     async stop() {
-      await prune?.stop();
       await writer.drain();
       await runner.stop();
     },

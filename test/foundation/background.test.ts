@@ -39,4 +39,11 @@ describe("background tasks: one list", () => {
       [],
     );
   });
+
+  it("one loop deletes heartbeats: the retention pass (its statements in src/lifecycle/store.ts)", async () => {
+    const deleting: string[] = [];
+    for (const file of await sources("src"))
+      if (/DELETE FROM heartbeats\b/i.test(await readFile(file, "utf8"))) deleting.push(file);
+    assert.deepEqual(deleting, [path.join("src", "lifecycle", "store.ts")]);
+  });
 });
