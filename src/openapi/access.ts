@@ -17,6 +17,7 @@ import { isStreaming, type ServiceBinding } from "../shared/feature.js";
 import { IngestPressure } from "../shared/pressure.js";
 import { Telemetry } from "../shared/telemetry.js";
 import { BackgroundTasks } from "../shared/background.js";
+import { PgNotifications } from "../shared/notifications.js";
 import { createPool } from "../storage/db.js";
 import { restContext } from "../transcoding/context.js";
 
@@ -107,6 +108,7 @@ export async function probeRpcs(): Promise<{ bindings: ServiceBinding[]; facts: 
     clock: () => new Date(),
     telemetry,
     background: new BackgroundTasks(log, telemetry),
+    notifications: new PgNotifications({}, log),
     pressure: new IngestPressure(),
     limits: { take: limit, hit: limit, refund: noDb, close: async () => undefined, rules: {} },
     auth,

@@ -13,6 +13,7 @@ import type { Deps } from "../platform/deps.js";
 import { guardImpl, type Feature } from "../shared/feature.js";
 import { Telemetry } from "../shared/telemetry.js";
 import { BackgroundTasks } from "../shared/background.js";
+import { PgNotifications } from "../shared/notifications.js";
 import { IngestPressure } from "../shared/pressure.js";
 import { createLogThrottle } from "../shared/log-throttle.js";
 import { bodyBudgetKey, InflightBytes } from "../shared/inflight.js";
@@ -102,6 +103,7 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
     clock,
     telemetry,
     background,
+    notifications: new PgNotifications({ ...db.options }, log),
     pressure: new IngestPressure(),
     limits: createRateLimiter(config, log, clock, telemetry),
     auth: new Authenticator({ db, clock, sessionSecret: secret }),
@@ -110,6 +112,7 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
     temporal: config.temporal ? createTemporalLink(config.temporal, db, log, background) : undefined,
   };
   opened.push(
+    () => deps.notifications.stop(),
     () => deps.limits.close(),
     async () => deps.temporal?.close(),
   );
@@ -336,6 +339,7 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
       for (const f of [...features].reverse())
         await f.stop?.().catch((err) => log.error({ err, feature: f.name }, "feature stop failed"));
       // After every feature: the uptime writer's last wakes and the webhook hand-overs use it.
+      await deps.notifications.stop();
       await deps.temporal?.close();
       await deps.limits.close();
       await db.end().catch(() => undefined);

@@ -1,4 +1,3 @@
-import pg from "pg";
 import type { UptimeDeps } from "./deps.js";
 import { startPeriodic, type Periodic } from "../shared/periodic.js";
 import { checkDeadlines } from "./detect.js";
@@ -34,8 +33,7 @@ export class EmbeddedScheduler implements DeadlineRunner {
   private running = false;
   private active = 0;
   private checks = new Set<Promise<void>>();
-  private listener: pg.Client | undefined;
-  private reconnect: NodeJS.Timeout | undefined;
+  private unlisten: (() => void) | undefined;
 
   constructor(
     private readonly deps: UptimeDeps,
@@ -53,12 +51,10 @@ export class EmbeddedScheduler implements DeadlineRunner {
     this.running = false;
     await this.rescanLoop?.stop();
     clearTimeout(this.timer);
-    clearTimeout(this.reconnect);
     this.timer = undefined;
     await Promise.allSettled([...this.checks]);
-    const l = this.listener;
-    this.listener = undefined;
-    await l?.end().catch(() => undefined);
+    this.unlisten?.();
+    this.unlisten = undefined;
     this.heap.clear();
     this.current.clear();
   }
@@ -105,30 +101,21 @@ export class EmbeddedScheduler implements DeadlineRunner {
     this.arm();
   }
 
+  /** On the process's LISTEN connection (shared/notifications.ts); resolves once listening. */
   private async listen(): Promise<void> {
-    const client = new pg.Client({ ...this.deps.db.options });
-    client.on("error", () => undefined);
-    client.on("notification", (n) => {
-      const w = parseWake(n.payload);
-      if (!w || !this.running) return;
-      this.offer(w.id, w.deadlineAt);
-      this.arm();
+    this.unlisten = await this.deps.notifications.subscribe({
+      channels: [WAKE_CHANNEL],
+      onMessage: (_channel, payload) => {
+        const w = parseWake(payload);
+        if (!w || !this.running) return;
+        this.offer(w.id, w.deadlineAt);
+        this.arm();
+      },
+      // Reconnected: re-scan for whatever was announced while the connection was down.
+      onReconnect: () => {
+        if (this.running) void this.rescan().catch((err) => this.deps.log.warn({ err }, "uptime re-scan failed"));
+      },
     });
-    client.on("end", () => {
-      if (!this.running || this.listener !== client) return;
-      this.listener = undefined;
-      // Reconnect, then re-scan for whatever was announced while we were deaf.
-      this.reconnect = setTimeout(
-        () =>
-          void this.listen()
-            .then(() => this.rescan())
-            .catch(() => client.emit("end")),
-        1000,
-      );
-    });
-    await client.connect();
-    await client.query(`LISTEN ${WAKE_CHANNEL}`);
-    this.listener = client;
   }
 
   /** Points the single timer at the earliest live deadline (or starts checks for those already due). */

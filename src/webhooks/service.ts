@@ -8,7 +8,6 @@ import { jsonProblem, problemField } from "../shared/json.js";
 import { validate } from "../shared/validate.js";
 import { tx } from "../storage/db.js";
 import { OutboxExpander } from "./expander.js";
-import { PgListener } from "./listener.js";
 import { OUTBOX_PAYLOAD } from "./outbox.js";
 import { toDelivery, toWebhook } from "./messages.js";
 import { checkTarget, createSchema, decodeCursor, encodeCursor, listSchema, updateSchema } from "./requests.js";
@@ -44,7 +43,17 @@ export interface WebhooksFeature extends Feature {
 export function createWebhooksFeature(
   deps: Pick<
     Deps,
-    "db" | "clock" | "auth" | "config" | "limits" | "log" | "telemetry" | "pressure" | "temporal" | "background"
+    | "db"
+    | "clock"
+    | "auth"
+    | "config"
+    | "limits"
+    | "log"
+    | "telemetry"
+    | "pressure"
+    | "temporal"
+    | "background"
+    | "notifications"
   >,
   cache: SubscriptionCache,
 ): WebhooksFeature {
@@ -61,10 +70,9 @@ export function createWebhooksFeature(
   let reconciler: Periodic | undefined;
   let scheduler: DeliveryScheduler | undefined;
   let expander: OutboxExpander | undefined;
-  const listener = new PgListener(
-    db.options.connectionString!,
-    [store.DUE_CHANNEL, store.CHANGED_CHANNEL],
-    (channel, payload) => {
+  const subscribed = deps.notifications.subscribe({
+    channels: [store.DUE_CHANNEL, store.CHANGED_CHANNEL],
+    onMessage: (channel, payload) => {
       if (channel === store.CHANGED_CHANNEL) {
         cache.invalidate(payload || undefined);
         // A PATCH or DELETE may have held a webhook row the expander skipped.
@@ -72,15 +80,14 @@ export function createWebhooksFeature(
       } else if (payload === OUTBOX_PAYLOAD) expander?.wake();
       else scheduler?.wake();
     },
-    () => {
+    onReconnect: () => {
       cache.invalidate();
       expander?.wake();
       scheduler?.wake();
     },
-    deps.log,
-  );
+  });
   // Every node listens (API nodes too: their subscription caches follow changes made elsewhere).
-  listener.start();
+  subscribed.catch(() => undefined);
 
   async function webhookOf(projectId: string, id: string) {
     const w = await store.getWebhook(db, projectId, id);
@@ -273,7 +280,7 @@ export function createWebhooksFeature(
       await expander?.stop();
       await scheduler?.stop();
       await reconciler?.stop();
-      await listener.stop();
+      (await subscribed.catch(() => undefined))?.();
     },
   };
 }

@@ -126,3 +126,31 @@ describe("background tasks on /health and /metrics", () => {
     );
   });
 });
+
+describe("one LISTEN connection per process", () => {
+  const listening = async () =>
+    (
+      await db.query<{ pid: number }>(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN %' AND pid <> pg_backend_pid()",
+      )
+    ).rows.map((r) => r.pid);
+
+  it("uptime and webhooks share one connection, which comes back after the server ends it", async () => {
+    const first = await waitFor(
+      async () => ((await listening()).length ? await listening() : undefined),
+      10_000,
+      "LISTEN",
+    );
+    assert.equal(first.length, 1, `LISTEN connections: ${first}`);
+    await db.query("SELECT pg_terminate_backend($1)", [first[0]]);
+    const again = await waitFor(
+      async () => {
+        const pids = await listening();
+        return pids.length && !pids.includes(first[0]) ? pids : undefined;
+      },
+      10_000,
+      "the LISTEN connection back",
+    );
+    assert.equal(again.length, 1, `LISTEN connections after the reconnection: ${again}`);
+  });
+});
