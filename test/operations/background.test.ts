@@ -37,7 +37,9 @@ after(async () => {
 async function background(): Promise<Record<string, TaskView>> {
   const h = await t.rest.get("/health");
   assert.equal(h.status, 200, h.text);
-  assert.equal(h.body.status, "ok"); // the existing fields and their meaning stay
+  // The existing fields and their meaning stay: a failing task does not make the node degraded (in
+  // Temporal mode it may be, while its workers connect).
+  if (!t.app.deps.config.temporal) assert.equal(h.body.status, "ok");
   return h.body.background as Record<string, TaskView>;
 }
 
@@ -50,7 +52,7 @@ function sample(text: string, family: string, task: string): number | undefined 
 }
 
 describe("background tasks on /health and /metrics", () => {
-  it("lists every task this node (ROLE=all, embedded) runs, with a last run that advances", async () => {
+  it("lists every task this node (ROLE=all, embedded or Temporal) runs, with a last run that advances", async () => {
     const first = await waitFor(
       async () => {
         const b = await background();
