@@ -107,7 +107,7 @@ export async function probeRpcs(): Promise<{ bindings: ServiceBinding[]; facts: 
     log,
     clock: () => new Date(),
     telemetry,
-    background: new BackgroundTasks(log, telemetry),
+    background: new BackgroundTasks(log, telemetry, { role: "all", temporal: false }),
     notifications: new PgNotifications({}, log),
     pressure: new IngestPressure(),
     limits: { take: limit, hit: limit, refund: noDb, close: async () => undefined, rules: {} },

@@ -94,7 +94,7 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
   // Every in-flight request links to this signal; thousands at once is normal, not a leak.
   setMaxListeners(0, shutdown.signal);
   const telemetry = new Telemetry();
-  const background = new BackgroundTasks(log, telemetry);
+  const background = new BackgroundTasks(log, telemetry, { role: config.role, temporal: !!config.temporal });
   const clock = opts.clock ?? systemClock;
   const deps: Deps = {
     config,

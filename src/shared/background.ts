@@ -128,6 +128,8 @@ export class BackgroundTasks {
   constructor(
     readonly log: Logger,
     private readonly telemetry: Telemetry,
+    /** This node's ROLE and runner: a task the table does not give them is refused (a wiring bug). */
+    private readonly node: { role: "all" | "api" | "worker"; temporal: boolean },
   ) {
     telemetry.readBackground(() =>
       [...this.tasks.values()].map((t) => ({
@@ -140,6 +142,11 @@ export class BackgroundTasks {
 
   /** Registers a task (again after a restart of the same loop: its record carries on). */
   record(name: TaskName, intervalMs: number | null): TaskRecorder {
+    const { role, mode } = BACKGROUND_TASKS[name];
+    if (role === "worker" && this.node.role === "api")
+      throw new Error(`background task "${name}" runs on worker nodes only (BACKGROUND_TASKS), not ROLE=api`);
+    if (mode !== "always" && mode !== (this.node.temporal ? "temporal" : "embedded"))
+      throw new Error(`background task "${name}" is of the ${mode} runner only (BACKGROUND_TASKS)`);
     let t = this.tasks.get(name);
     if (!t) this.tasks.set(name, (t = new Task(name, intervalMs, this.telemetry)));
     return t;

@@ -4,7 +4,9 @@ import assert from "node:assert/strict";
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "node:test";
-import { BACKGROUND_TASKS } from "../../src/shared/background.js";
+import pino from "pino";
+import { BACKGROUND_TASKS, BackgroundTasks } from "../../src/shared/background.js";
+import { Telemetry } from "../../src/shared/telemetry.js";
 
 async function sources(dir: string): Promise<string[]> {
   const out: string[] = [];
@@ -45,5 +47,15 @@ describe("background tasks: one list", () => {
     for (const file of await sources("src"))
       if (/DELETE FROM heartbeats\b/i.test(await readFile(file, "utf8"))) deleting.push(file);
     assert.deepEqual(deleting, [path.join("src", "lifecycle", "store.ts")]);
+  });
+
+  it("a node refuses a task the table does not give its ROLE or runner", () => {
+    const log = pino({ level: "silent" });
+    const api = new BackgroundTasks(log, new Telemetry(), { role: "api", temporal: false });
+    assert.throws(() => api.record("retention pass", 1000), /worker nodes only/);
+    assert.doesNotThrow(() => api.record("derived records poll", 1000));
+    const embedded = new BackgroundTasks(log, new Telemetry(), { role: "all", temporal: false });
+    assert.throws(() => embedded.record("uptime reconciler", 1000), /temporal runner only/);
+    assert.doesNotThrow(() => embedded.record("uptime re-scan", 1000));
   });
 });
