@@ -1,5 +1,5 @@
 import { assignSlots, backfillSlots } from "../src/analytics/assign.js";
-import { rebuildRollups } from "../src/analytics/rollups.js";
+import { rebuildRollups } from "../test/helpers/backfill.js";
 import { ensurePartitions, weekStart } from "../src/events/partitions.js";
 import type { Db } from "../src/storage/db.js";
 

@@ -6,7 +6,8 @@
 // (default 90) days, skewed (types, users, plans, countries, paths Zipf-like; traffic growing over
 // time). Bulk-loaded with SQL (generate_series) into the events partitions (slots assigned by the registry
 // on a first 20k sample, the rest loaded with slots filled; the baseline copied from the same rows);
-// rollups and the sample's slots then built by the service's own backfill (rebuildRollups, backfillSlots).
+// rollups rebuilt from the events (rebuildRollups, test/helpers/backfill.ts) and the sample's slots by
+// the service's own backfill (backfillSlots).
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
@@ -345,7 +346,7 @@ async function main() {
         ? "(the full size of the issue)."
         : `(**smaller than the issue's 10,000,000**: the full load did not fit the time available; run without the variable for the full size).`,
       `Bulk-loaded with SQL into the weekly partitions in ${loadS.toFixed(0)} s (slots assigned by \`assignSlots\` on a first 20k sample, the rest loaded with slots filled, the baseline table copied from the same rows);`,
-      `rollups and the sample's slots built by the service's backfill (\`rebuildRollups\`, \`backfillSlots\`; slots: ${assigned.join(", ")}) in ${backfillS.toFixed(0)} s, then VACUUM ANALYZE.`,
+      `rollups rebuilt from the events (\`rebuildRollups\`) and the sample's slots by the service's backfill (\`backfillSlots\`; slots: ${assigned.join(", ")}) in ${backfillS.toFixed(0)} s, then VACUUM ANALYZE.`,
       `Column blocks of every ended hour built by the service's builder (\`buildPending\`, what the background worker runs): ${blockStats.n} blocks, ${blockStats.mb.toFixed(0)} MB stored${blocks.built ? `, built in ${blocksS.toFixed(0)} s` : " (built by an earlier run on the same BENCH_ANALYTICS_DIR)"}.`,
       `Medians of ${RUNS} runs after a first run; the first run (the service's block cache empty: blocks read from PostgreSQL and decoded) is shown apart.`,
       "Every answer of Vigil was checked equal to the baseline's (counts, buckets, groups, distinct users, the p95 value); the bench fails otherwise.",

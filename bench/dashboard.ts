@@ -14,8 +14,9 @@
 //    the newest one shown (`data-newest-ts`), next to the same page idle.
 //
 // The events are bulk-loaded with SQL into the weekly partitions (slot columns filled as the
-// ingest hook does), then the service's own backfill makes the rollups, slots and column blocks
-// (rebuildRollups, assignSlots/backfillSlots, buildPending: what the background workers do), then
+// ingest hook does), then the rollups are rebuilt from the events (rebuildRollups,
+// test/helpers/backfill.ts) and the service's own backfill makes the slots and column blocks
+// (assignSlots/backfillSlots, buildPending: what the background workers do), then
 // VACUUM ANALYZE; the measuring starts once all of that is done. DASHBOARD_BENCH_DIR=<dir> keeps the
 // data directory and reuses a loaded set of the same size (a 10M load takes a long while on 2 cores).
 // Flags: --load-only (load and stop), --only=first,chart,tail (some parts).

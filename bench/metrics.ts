@@ -4,14 +4,14 @@
 // Size: BENCH_METRICS_POINTS (default 5,000,000) points across BENCH_METRICS_NAMES (default 50)
 // names over BENCH_METRICS_DAYS (default 35) days, half measurements, half counters. Points are
 // bulk-loaded with SQL (generate_series) straight into metric_points, interleaved across names as
-// live ingestion would store them; rollups and registry totals are then built by the service's
-// own backfill (rebuildDerived). Everything targets 127.0.0.1 only.
+// live ingestion would store them; rollups and registry totals are then rebuilt from the points
+// (rebuildDerived, test/helpers/backfill.ts: derived.test.ts checks it equals the ingest hook's). Everything targets 127.0.0.1 only.
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import pino from "pino";
 import { parseConfig } from "../src/config/index.js";
-import { rebuildDerived } from "../src/metrics/backfill.js";
+import { rebuildDerived } from "../test/helpers/backfill.js";
 import { aggregate, timeseries } from "../src/metrics/query.js";
 import { buildApp } from "../src/server/app.js";
 import { RestClient } from "../test/helpers/rest.js";
@@ -232,7 +232,7 @@ async function main() {
     const lines = [
       `Run ${new Date().toISOString().slice(0, 10)}: \`npm run bench metrics\` with ${POINTS.toLocaleString("en-US")} points, ${NAMES} names (half measurements, half counters), ${DAYS} days`,
       `(about ${perName.toLocaleString("en-US")} points per name, ${Math.round((perName * 30) / DAYS).toLocaleString("en-US")} in a 30-day window). Points bulk-loaded with SQL into \`metric_points\``,
-      `in ${loadS.toFixed(0)} s; rollups and totals built by the service's backfill (\`rebuildDerived\`) in ${backfillS.toFixed(0)} s;`,
+      `in ${loadS.toFixed(0)} s; rollups and totals rebuilt from the points (\`rebuildDerived\`) in ${backfillS.toFixed(0)} s;`,
       `${Number(sizes.rows[0].rollups).toLocaleString("en-US")} rollup rows (${sizes.rows[0].roll_size}) beside ${sizes.rows[0].pts_size} of points. ${RUNS} timed runs per query after 3 warm-ups, rotating over the names.`,
       "",
       '"REST" is end to end over HTTP on 127.0.0.1 (auth, validation, JSON); "direct" is the same query code without HTTP;',

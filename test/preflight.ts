@@ -53,7 +53,7 @@ export async function preflight(opts: PreflightOptions): Promise<Record<string, 
 }
 
 /** Whether a test file starts a redis-server (imports test/helpers/redis). */
-export function usesRedis(file: string): boolean {
+function usesRedis(file: string): boolean {
   try {
     return /helpers\/redis(\.js)?["']/.test(readFileSync(path.resolve(root, file), "utf8"));
   } catch {
@@ -84,7 +84,7 @@ async function runs(bin: string, env: NodeJS.ProcessEnv): Promise<boolean> {
   }
 }
 
-export const HOW_TO_GET_REDIS =
+const HOW_TO_GET_REDIS =
   "install it (Debian/Ubuntu: sudo apt-get install redis-server; Fedora: sudo dnf install redis; macOS: brew install redis), or set REDIS_SERVER=/path/to/redis-server or REDIS_URL=redis://host:port";
 
 async function redisServer(env: NodeJS.ProcessEnv, say: (l: string) => void): Promise<string> {

@@ -32,7 +32,7 @@ const { scanDeadlines } = proxyLocalActivities<UptimeActivities>({
 });
 
 /** Scans per run before continue-as-new (or earlier when Temporal suggests it). */
-export const SCANS_PER_RUN = 500;
+const SCANS_PER_RUN = 500;
 
 export async function deadlineScanWorkflow(input: DeadlineScanInput): Promise<void> {
   let woken = false;

@@ -40,7 +40,7 @@ const { checkMonitor } = proxyLocalActivities<UptimeActivities>({
 });
 
 /** Checks per run before continue-as-new (or earlier when Temporal suggests it). */
-export const CHECKS_PER_RUN = 500;
+const CHECKS_PER_RUN = 500;
 const MIN_SLEEP_MS = 20;
 
 export async function monitorDeadlineWorkflow(input: MonitorWorkflowInput): Promise<void> {

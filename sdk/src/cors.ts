@@ -12,7 +12,7 @@ import type { FetchLike } from "./transport.js";
 // gets an answer again. No answer (an outage): asked again after twice as many errors.
 
 /** Network errors in a row before the first check. */
-export const CORS_CHECK_AFTER = 2;
+const CORS_CHECK_AFTER = 2;
 
 export interface CorsWatchOptions {
   fetch: FetchLike;

@@ -40,7 +40,7 @@ export function watchPageHide(o: PageHide): () => void {
  * Sends `items` in beacons under BEACON_MAX_BYTES, oldest first, each item at most once per page life
  * (`beaconed`). Stops at the first beacon the browser refuses (its in-flight quota is spent).
  */
-export function sendBeacons(url: string, items: Item[], beaconed: Set<string>): void {
+function sendBeacons(url: string, items: Item[], beaconed: Set<string>): void {
   const nav = globalThis.navigator as Navigator | undefined;
   if (typeof nav?.sendBeacon !== "function") return;
   const overhead = utf8Length('{"events":[]}');

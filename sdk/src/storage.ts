@@ -29,7 +29,7 @@ export interface Saved {
  * days, so a re-send after that could store twice an item whose first request (or beacon) had
  * arrived. A day's margin for clocks. Items never sent are kept however old.
  */
-export const RESEND_WINDOW_MS = 6 * 24 * 3600 * 1000;
+const RESEND_WINDOW_MS = 6 * 24 * 3600 * 1000;
 
 export function browserStorage(): StorageLike | undefined {
   try {

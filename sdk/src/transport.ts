@@ -18,7 +18,7 @@ export interface RetryOptions {
 export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
 
 /** A Retry-After longer than this is treated as this (a wrong header must not park the SDK for days). */
-export const RETRY_AFTER_CAP_MS = 3_600_000;
+const RETRY_AFTER_CAP_MS = 3_600_000;
 
 /**
  * Full jitter (AWS's "Exponential Backoff and Jitter"): a uniformly random wait in

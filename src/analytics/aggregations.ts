@@ -6,7 +6,7 @@ import { assertNever } from "../shared/never.js";
 // the switches that must compute it: queries.ts (SQL) and blocks/engine.ts (column blocks), each
 // ending in assertNever. docs/architecture.md: "Add an aggregation".
 
-export const AGGREGATIONS = {
+const AGGREGATIONS = {
   count: { numeric: false },
   count_unique: { numeric: false },
   sum: { numeric: true },
@@ -22,7 +22,7 @@ export const AGGREGATIONS = {
   percentile: { numeric: true },
 } as const satisfies Record<string, { numeric: boolean }>;
 
-export type AggregationKind = keyof typeof AGGREGATIONS;
+type AggregationKind = keyof typeof AGGREGATIONS;
 
 /** A parsed operation: its kind, and a percentile's fraction (p95 → 0.95). */
 export type Operation = { kind: Exclude<AggregationKind, "percentile"> } | { kind: "percentile"; fraction: number };

@@ -14,7 +14,7 @@ export interface AssignOptions {
   minShare: number;
 }
 
-export const DEFAULT_ASSIGN: AssignOptions = { sample: 20_000, minShare: 0.01 };
+const DEFAULT_ASSIGN: AssignOptions = { sample: 20_000, minShare: 0.01 };
 
 /** Ranks the project's top-level data keys by use in its latest events and assigns free slots. */
 export async function assignSlots(

@@ -23,7 +23,7 @@ export function columnSql(ctx: Ctx, f: Extract<Field, { kind: "column" }>): stri
 }
 
 /** jsonb value at a JSON path, JSON null mapped to SQL NULL. */
-export function jsonSql(ctx: Ctx, f: Extract<Field, { kind: "json" }>): string {
+function jsonSql(ctx: Ctx, f: Extract<Field, { kind: "json" }>): string {
   return `NULLIF(${ctx.alias}.${f.column} #> ${ctx.params.add(f.path)}::text[], 'null'::jsonb)`;
 }
 
@@ -35,7 +35,7 @@ export function slotFor(ctx: Ctx, f: Field, kind: "n" | "s"): string | null {
 }
 
 /** Text of a string-valued field (NULL when the value is not a JSON string). */
-export function textSql(ctx: Ctx, f: Field): string {
+function textSql(ctx: Ctx, f: Field): string {
   if (f.kind === "column") return columnSql(ctx, f);
   const slot = slotFor(ctx, f, "s");
   if (slot) return slot;

@@ -17,8 +17,8 @@ export type Column =
 const EVENT_FIELDS = ["id", "projectId", "type", "timestamp", "userId", "groupId", "sourceId", "createdAt"] as const;
 type EventField = (typeof EVENT_FIELDS)[number];
 const isEventField = (v: string): v is EventField => (EVENT_FIELDS as readonly string[]).includes(v);
-export const DEFAULT_COLUMNS = ["id", "type", "timestamp", "userId", "groupId", "sourceId"];
-export const MAX_COLUMNS = 100;
+const DEFAULT_COLUMNS = ["id", "type", "timestamp", "userId", "groupId", "sourceId"];
+const MAX_COLUMNS = 100;
 
 export const CONTENT_TYPES: Record<ExportFormat, string> = {
   ndjson: "application/x-ndjson",
@@ -70,12 +70,12 @@ export function parseExport(format: string, columns: string[]): { format: Export
 export type EventJson = Record<EventField, string | null> & { data: JsonObject; context: JsonObject; tags: JsonObject };
 
 /** RFC 4180: a field with a comma, a double quote, CR or LF is quoted, its quotes doubled. */
-export function csvField(v: string): string {
+function csvField(v: string): string {
   return /[",\r\n]/.test(v) ? `"${v.replaceAll('"', '""')}"` : v;
 }
 
 /** One CSV record (CRLF-terminated, as RFC 4180 writes records). */
-export function csvRecord(values: string[]): string {
+function csvRecord(values: string[]): string {
   return values.map(csvField).join(",") + "\r\n";
 }
 

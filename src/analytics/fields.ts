@@ -4,8 +4,8 @@ import { badRequest } from "../shared/errors.js";
 // column (aliases) or a JSON path inside data/context/tags. JSON path segments are later bound as a
 // text[] parameter (`data #> $n`); nothing from the request is ever spliced into SQL.
 
-export type ColumnName = "type" | "user_id" | "group_id" | "source_id" | "project_id" | "created_at" | "ts";
-export type JsonColumn = "data" | "context" | "tags";
+type ColumnName = "type" | "user_id" | "group_id" | "source_id" | "project_id" | "created_at" | "ts";
+type JsonColumn = "data" | "context" | "tags";
 
 export type Field =
   | { kind: "column"; column: ColumnName; valueType: "text" | "time"; name: string }
@@ -26,8 +26,8 @@ const ALIASES = new Map<string, { column: ColumnName; valueType: "text" | "time"
 
 /** One path segment: letters, digits and `_ - $ @ :` (no quotes, spaces, backslashes, semicolons). */
 export const SEGMENT = /^[A-Za-z0-9_$@:-]{1,128}$/;
-export const MAX_SEGMENTS = 16;
-export const MAX_FIELD_LENGTH = 512;
+const MAX_SEGMENTS = 16;
+const MAX_FIELD_LENGTH = 512;
 
 /** Why a field name is refused, or null when it passes the grammar. */
 export function fieldProblem(name: unknown): string | null {

@@ -9,12 +9,12 @@ import { parseInstant } from "./time.js";
 // whole tree holds at most `maxNodes` groups and conditions together (empty groups count: each is a
 // term of the SQL), checked while walking so that an oversized tree stops the walk at once.
 
-export const MAX_DEPTH = 5;
-export const MAX_CONDITIONS = 200;
-export const MAX_IN_VALUES = 1000;
-export const MAX_STRING_VALUE = 10_000;
+const MAX_DEPTH = 5;
+const MAX_CONDITIONS = 200;
+const MAX_IN_VALUES = 1000;
+const MAX_STRING_VALUE = 10_000;
 /** Default of ANALYTICS_MAX_FILTER_NODES. */
-export const MAX_FILTER_NODES = 300;
+const MAX_FILTER_NODES = 300;
 
 /**
  * What an operator's `value` is: `scalar` a string, number or boolean (compared by its JSON type);
@@ -51,7 +51,7 @@ export const OPERATORS = {
 export type Operator = keyof typeof OPERATORS;
 export const OPERATOR_NAMES = Object.keys(OPERATORS) as Operator[];
 /** The operators whose value has shape S. */
-export type OperatorOf<S extends ValueShape> = {
+type OperatorOf<S extends ValueShape> = {
   [K in Operator]: (typeof OPERATORS)[K] extends S ? K : never;
 }[Operator];
 
@@ -69,7 +69,7 @@ export type Condition = { kind: "cond"; field: Field } & (
   | { op: OperatorOf<"order">; value: number | string }
   | { op: OperatorOf<"none">; value?: undefined }
 );
-export interface Group {
+interface Group {
   kind: "and" | "or";
   children: Node[];
 }

@@ -9,7 +9,7 @@ import { fieldProblem, SEGMENT } from "./fields.js";
 
 /** Latest events whose keys are read. */
 export const SAMPLE = 500;
-export const MAX_TYPES = 200;
+const MAX_TYPES = 200;
 export const MAX_FIELDS = 300;
 const TYPE_DAYS = 30;
 const DAY_GRAIN = 2;

@@ -6,7 +6,7 @@ import { rateLimited, requestCancelled } from "../shared/errors.js";
 // (ANALYTICS_QUEUE_TIMEOUT_MS), then answer 429 with Retry-After; a queue already holding
 // MAX_QUEUED requests answers 429 at once. Other projects are never queued behind them.
 
-export const MAX_QUEUED = 100;
+const MAX_QUEUED = 100;
 const RETRY_AFTER_SECONDS = 1;
 
 interface Waiter {

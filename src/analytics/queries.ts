@@ -24,7 +24,7 @@ export interface QueryEnv {
 }
 
 const slotsOf = (env: QueryEnv): SlotMap => (env.fast ? env.slots : NO_SLOTS);
-export const MAX_BUCKETS = 10_000;
+const MAX_BUCKETS = 10_000;
 
 /** SQL summing rollups over whole buckets plus raw rows over the edges, grouped by `bucketExpr`. */
 function rollupUnion(

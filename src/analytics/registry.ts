@@ -100,7 +100,7 @@ export class Registry {
 }
 
 /** The slot value of a data key: the JSON value when it has the slot's type, else null. */
-export function slotValue(data: Record<string, unknown>, key: string, kind: "n" | "s"): number | string | null {
+function slotValue(data: Record<string, unknown>, key: string, kind: "n" | "s"): number | string | null {
   if (!Object.prototype.hasOwnProperty.call(data, key)) return null;
   const v = data[key];
   if (kind === "n") return typeof v === "number" && Number.isFinite(v) ? v : null;

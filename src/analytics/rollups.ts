@@ -1,15 +1,13 @@
 import type { PoolClient } from "pg";
 import type { Projection, StoredEvent } from "../events/pipeline.js";
-import { backgroundTx, type Db, type Queryable } from "../storage/db.js";
 import type { Grain } from "./time.js";
 import { DAY_MS, HOUR_MS, MINUTE_MS } from "../shared/time.js";
 
 // Rollups: event counts per (project, grain, UTC bucket, type) for grains minute/hour/day,
-// maintained from stored events by the derived-records projector and rebuildable from events.
+// maintained from stored events by the derived-records projector (the benches, which load events
+// with COPY, rebuild them from events: test/helpers/backfill.ts).
 
 export const GRAIN_CODE: Record<Grain, number> = { minute: 0, hour: 1, day: 2 };
-
-const GRAINS_SQL = "(VALUES (0::smallint, 'minute'), (1::smallint, 'hour'), (2::smallint, 'day')) AS g(grain, unit)";
 
 /** A rollup delta as stored in `ingest_deltas`: [grain, bucket ms, type, count]. */
 type RollupDelta = [number, number, string, number][];
@@ -66,38 +64,3 @@ export const rollupProjection: Projection<RollupDelta> = {
     });
   },
 };
-
-/**
- * Rebuilds a project's rollups for [from, to) (whole days) from the stored events: the backfill for
- * data loaded outside the ingest path. Runs in one transaction per day so the table stays consistent.
- */
-export async function rebuildRollups(db: Db, projectId: string, from: Date, to: Date): Promise<void> {
-  for (let d = Math.floor(from.getTime() / DAY_MS) * DAY_MS; d < to.getTime(); d += DAY_MS) {
-    await backgroundTx(db, async (c) => {
-      const a = new Date(d),
-        b = new Date(d + DAY_MS);
-      await c.query("DELETE FROM analytics_rollups WHERE project_id = $1 AND bucket >= $2 AND bucket < $3", [
-        projectId,
-        a,
-        b,
-      ]);
-      await c.query(
-        `INSERT INTO analytics_rollups (project_id, grain, bucket, type, count)
-         SELECT $1, g.grain, date_trunc(g.unit, e.ts, 'UTC'), e.type, count(*)
-         FROM events e CROSS JOIN ${GRAINS_SQL}
-         WHERE e.project_id = $1 AND e.ts >= $2 AND e.ts < $3
-         GROUP BY 2, 3, 4`,
-        [projectId, a, b],
-      );
-    });
-  }
-}
-
-/** Deletes nothing else: exported for tests that compare rollups with raw counts. */
-export async function rollupTotal(db: Queryable, projectId: string, grain: Grain): Promise<number> {
-  const r = await db.query<{ n: number }>(
-    "SELECT COALESCE(sum(count), 0)::float8 AS n FROM analytics_rollups WHERE project_id = $1 AND grain = $2",
-    [projectId, GRAIN_CODE[grain]],
-  );
-  return r.rows[0].n;
-}

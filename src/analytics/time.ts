@@ -78,7 +78,7 @@ export function truncate(ms: number, unit: Interval): number {
 }
 
 /** Start of the bucket after the one starting at `ms`. */
-export function nextBucket(ms: number, unit: Interval): number {
+function nextBucket(ms: number, unit: Interval): number {
   switch (unit) {
     case "minute":
       return ms + MINUTE_MS;

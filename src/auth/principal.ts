@@ -62,7 +62,7 @@ export class OriginRefused extends ApiError {
 export const isOriginRefused = (err: unknown): err is OriginRefused =>
   typeof err === "object" && err !== null && (err as Partial<OriginRefused>).originRefused === true;
 
-export type Role = "owner" | "admin" | "member";
+type Role = "owner" | "admin" | "member";
 
 /**
  * Route access levels:

@@ -8,7 +8,7 @@ import { DAY_MS } from "../shared/time.js";
 // Server-side sessions: the cookie carries a random token signed with SESSION_SECRET; the
 // database keeps only its SHA-256, so logout (revoked_at) ends it on the server.
 
-export const SESSION_COOKIE = "vigil_session";
+const SESSION_COOKIE = "vigil_session";
 const SESSION_DAYS = 30;
 
 export interface SessionCookieOptions {

@@ -145,8 +145,6 @@ export const envSchema = z.object({
   PURGE_BATCH_ROWS: intFrom(5_000, 1),
 });
 
-export type Env = z.input<typeof envSchema>;
-
 export interface Config {
   port: number;
   host: string;

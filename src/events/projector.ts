@@ -1,4 +1,3 @@
-import type { PoolClient } from "pg";
 import { tx, type Db } from "../storage/db.js";
 import type { Logger } from "pino";
 import type { BackgroundTasks, TaskRecorder } from "../shared/background.js";

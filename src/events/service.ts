@@ -23,7 +23,7 @@ import { getEvent, listEvents, rowToStored, toEventMessage } from "./store.js";
 import { uuidv7Time } from "./uuidv7.js";
 import { checkEvent, REPARSE_GROWTH, type EventRefusal } from "./validate.js";
 
-export const MAX_BATCH_EVENTS = 1000;
+const MAX_BATCH_EVENTS = 1000;
 
 const listSchema = z
   .object({

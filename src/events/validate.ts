@@ -9,10 +9,10 @@ import { CLIENT_ID_MESSAGE, clientUuid } from "../shared/ids.js";
 // Pure: takes the receive time, returns either the event or a {code, field, message} refusal.
 
 /** `$` types SDKs may send; `$measure`, `$increment`, `$decrement` come only from metrics routes. */
-export const CLIENT_RESERVED_TYPES = new Set(["$page", "$identify", "$group", "$error"]);
+const CLIENT_RESERVED_TYPES = new Set(["$page", "$identify", "$group", "$error"]);
 export const MAX_EVENT_BYTES = 1024 * 1024;
-export const MAX_TYPE_LENGTH = 200;
-export const MAX_ID_LENGTH = 256;
+const MAX_TYPE_LENGTH = 200;
+const MAX_ID_LENGTH = 256;
 /** Oldest and newest accepted timestamps: ids carry the time (UUIDv7), partitions are weekly. */
 export const MIN_TIMESTAMP_MS = Date.UTC(2000, 0, 1);
 export const MAX_FUTURE_MS = DAY_MS;

@@ -2,20 +2,8 @@ import { assertNever } from "../shared/never.js";
 
 // Jobs: pure decisions (statuses, transitions, the table of kinds). src/jobs/runner.ts runs them.
 
-export const JOB_STATUSES = ["pending", "running", "succeeded", "failed"] as const;
+const JOB_STATUSES = ["pending", "running", "succeeded", "failed"] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
-
-/** Which status may follow which: running may restart as running (a resumed job after its runner died). */
-const NEXT: Record<JobStatus, readonly JobStatus[]> = {
-  pending: ["running"],
-  running: ["running", "succeeded", "failed"],
-  succeeded: [],
-  failed: [],
-};
-
-export function canMove(from: JobStatus, to: JobStatus): boolean {
-  return NEXT[from].includes(to);
-}
 
 export function isFinished(status: JobStatus): boolean {
   return status === "succeeded" || status === "failed";
@@ -30,7 +18,7 @@ export interface JobParamsByKind {
   "user.delete": { userId: string; externalId: string };
 }
 export type JobKind = keyof JobParamsByKind;
-export const JOB_KINDS: readonly JobKind[] = ["user.delete"];
+const JOB_KINDS: readonly JobKind[] = ["user.delete"];
 
 export function isJobKind(kind: string): kind is JobKind {
   return (JOB_KINDS as readonly string[]).includes(kind);

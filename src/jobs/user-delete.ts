@@ -10,12 +10,12 @@ import { LEVELS, bucketStart } from "../metrics/model.js";
 // that dies rolls back whole; the next run finds the same hours again.
 
 /** Hours of the user taken per batch (one transaction). */
-export const HOURS_PER_BATCH = 24;
+const HOURS_PER_BATCH = 24;
 /** Minute ranges deleted by one statement (two parameters each). */
 const RANGES_PER_STATEMENT = 200;
 
 /** A deleted event, as far as derived data needs it. */
-export interface DeletedEvent {
+interface DeletedEvent {
   ts: Date;
   id: string;
   type: string;
@@ -23,7 +23,7 @@ export interface DeletedEvent {
 }
 
 /** Counts to subtract from analytics_rollups per (grain, bucket ms, type), grains 0/1/2 = minute/hour/day. Pure. */
-export function rollupDecrements(events: { ts: Date; type: string }[]): [number, number, string, number][] {
+function rollupDecrements(events: { ts: Date; type: string }[]): [number, number, string, number][] {
   const acc = new Map<string, [number, number, string, number]>();
   const add = (grain: number, bucket: number, type: string) => {
     const k = `${grain}|${bucket}|${type}`;
@@ -42,7 +42,7 @@ export function rollupDecrements(events: { ts: Date; type: string }[]): [number,
 }
 
 /** Events removed per group (groups.event_count), and the groups whose `$group` data must be merged again. Pure. */
-export function groupChanges(events: DeletedEvent[]): { counts: Map<string, number>; remerge: Set<string> } {
+function groupChanges(events: DeletedEvent[]): { counts: Map<string, number>; remerge: Set<string> } {
   const counts = new Map<string, number>();
   const remerge = new Set<string>();
   for (const e of events) {

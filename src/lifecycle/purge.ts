@@ -25,7 +25,7 @@ const FIRST = ["ingest_deltas", "events"];
 /** Emptied last: metrics after their points and rollups. */
 const LAST = ["metrics"];
 
-export interface PurgeOptions {
+interface PurgeOptions {
   batchRows: number;
   stopped: () => boolean;
   metrics?: PurgeMetrics;
@@ -35,7 +35,7 @@ export interface PurgeOptions {
  * Removes one batch after another of the project's rows until none is left (or `stopped`); returns
  * the number of rows deleted.
  */
-export async function sweepProject(c: store.Queryable, projectId: string, opts: PurgeOptions): Promise<number> {
+async function sweepProject(c: store.Queryable, projectId: string, opts: PurgeOptions): Promise<number> {
   const tables = order(await store.ownedTables(c));
   let deleted = 0;
   const drain = async (batch: () => Promise<number>) => {
@@ -64,11 +64,7 @@ function order(tables: store.OwnedTable[]): store.OwnedTable[] {
  * One pass over every deleted project, on one connection holding the sweeper's lock (another node
  * already sweeping: nothing to do). Returns the ids whose purge finished.
  */
-export async function purgePass(
-  db: Pick<pg.Pool, "connect">,
-  opts: PurgeOptions,
-  log?: Deps["log"],
-): Promise<string[]> {
+async function purgePass(db: Pick<pg.Pool, "connect">, opts: PurgeOptions, log?: Deps["log"]): Promise<string[]> {
   const c = await db.connect();
   const finished: string[] = [];
   let unlockFailed: Error | undefined;

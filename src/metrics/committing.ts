@@ -146,7 +146,7 @@ const INSERT_POINTS = `
 INSERT INTO metric_points (metric_id, ts, event_id, v, op, tags)
 SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::uuid[], $4::float8[], $5::int2[], $6::jsonb[])`;
 
-export const UPSERT_ROLLUPS = `
+const UPSERT_ROLLUPS = `
 INSERT INTO metric_rollups AS r (metric_id, level, bucket, op, n, sum, min, max)
 SELECT * FROM unnest($1::bigint[], $2::int2[], $3::timestamptz[], $4::int2[], $5::int8[], $6::float8[], $7::float8[], $8::float8[])
 ON CONFLICT (metric_id, level, bucket, op) DO UPDATE SET
@@ -155,7 +155,7 @@ ON CONFLICT (metric_id, level, bucket, op) DO UPDATE SET
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /** Writes the points, rollups and registry changes of the metric events in `events`. */
-export async function recordMetricEvents(client: PoolClient, events: StoredEvent[]): Promise<number> {
+async function recordMetricEvents(client: PoolClient, events: StoredEvent[]): Promise<number> {
   const points = metricPoints(events);
   if (points.length === 0) return 0;
   const deltas = registryDeltas(points);

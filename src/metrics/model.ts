@@ -38,7 +38,7 @@ export const signed = (op: Operation, value: number): number => (op === "decreme
  * until it is computed); a `percentile` one reads raw points (exact percentile_cont at `fraction`).
  * docs/architecture.md: "Add a metric aggregation".
  */
-export const AGGREGATIONS = {
+const AGGREGATIONS = {
   avg: { kind: "moment" },
   min: { kind: "moment" },
   max: { kind: "moment" },

@@ -13,9 +13,9 @@ import { MAX_NAME_LENGTH } from "./validate.js";
 // Read-request validation (query, timeseries, points, current) and what it resolves to.
 
 /** Most buckets a timeseries may span (a 30-day range in 1m buckets fits). */
-export const MAX_BUCKETS = 50_000;
+const MAX_BUCKETS = 50_000;
 export const POINTS_LIMIT_DEFAULT = 1000;
-export const POINTS_LIMIT_MAX = 10_000;
+const POINTS_LIMIT_MAX = 10_000;
 
 const name = z
   .string()
@@ -58,10 +58,10 @@ export const pointsSchema = z.object({
 export const currentSchema = z.object({ name });
 
 /** `""` from an unset proto3 string means absent. */
-export const opt = <T>(v: T | undefined): T | undefined => (v === "" ? undefined : v);
+const opt = <T>(v: T | undefined): T | undefined => (v === "" ? undefined : v);
 
 /** Latest instant a range is read up to: far beyond any storable point, and still a 4-digit year. */
-export const MAX_RANGE_MS = Date.UTC(9000, 0, 1);
+const MAX_RANGE_MS = Date.UTC(9000, 0, 1);
 
 /**
  * The validated inclusive time range as half-open epoch ms, clamped to where points can exist

@@ -11,10 +11,10 @@ import { EVENT_TYPE, type InputType, type Operation, metricTypeOf, opOf, type Me
 // the receive time; answers the point or the first refusal as {field, message}.
 
 export const MAX_NAME_LENGTH = 200;
-export const MAX_UNIT_LENGTH = 50;
-export const MAX_TAGS = 50;
-export const MAX_TAG_KEY_LENGTH = 100;
-export const MAX_TAG_VALUE_LENGTH = 500;
+const MAX_UNIT_LENGTH = 50;
+const MAX_TAGS = 50;
+const MAX_TAG_KEY_LENGTH = 100;
+const MAX_TAG_VALUE_LENGTH = 500;
 export const BATCH_MAX = 500;
 
 export interface MetricInput {
@@ -30,7 +30,7 @@ export interface MetricInput {
   id: string | null;
 }
 
-export interface Refusal {
+interface Refusal {
   field: string;
   message: string;
 }
@@ -54,7 +54,7 @@ const fail = (field: string, message: string): never => {
 };
 
 /** A metric name: non-empty, no leading `$` (reserved), no control characters, bounded. */
-export function checkName(v: unknown, field = "name"): string {
+function checkName(v: unknown, field = "name"): string {
   if (v === undefined || v === null || v === "") fail(field, "name is required");
   if (typeof v !== "string") fail(field, "name must be a string");
   const name = v as string;

@@ -25,7 +25,7 @@ const JSON_WKT: Record<string, Schema> = {
 };
 
 /** Component name of a message in a mode: `Account`, `AccountInput`; other packages keep their full name. */
-export function componentName(msg: DescMessage, mode: Mode): string {
+function componentName(msg: DescMessage, mode: Mode): string {
   const base = msg.typeName.startsWith("vigil.v1.") ? msg.typeName.slice("vigil.v1.".length) : msg.typeName;
   return mode === "input" ? `${base}Input` : base;
 }

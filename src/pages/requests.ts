@@ -71,7 +71,7 @@ function entries(list: unknown[] | undefined, ctx: z.RefinementCtx): PageEntry[]
   return out;
 }
 
-export const createSchema = z
+const createSchema = z
   .object({
     slug,
     title,
@@ -81,7 +81,7 @@ export const createSchema = z
   })
   .transform((v, ctx) => ({ ...v, description: v.description ?? null, monitors: entries(v.monitors, ctx) ?? [] }));
 
-export const updateSchema = z
+const updateSchema = z
   .object({
     slug: slug.optional(),
     title: title.optional(),

@@ -9,7 +9,7 @@ import { firstForeign, MAX_PAGES_PER_PROJECT, type PageEntry, type PagePatch } f
 // the database can tell are thrown here, each once: a slug already used (409, the unique index),
 // the project's page cap (409), a listed monitor that is not the project's (400).
 
-export interface PageMonitorRow {
+interface PageMonitorRow {
   monitor_id: string;
   name: string | null;
   section: string | null;

@@ -15,7 +15,7 @@ export const keySchema = z.object({
   kind: z.enum(["secret", "publishable"]).default("secret"),
 });
 /** At most this many allowed origins per project. */
-export const MAX_ALLOWED_ORIGINS = 50;
+const MAX_ALLOWED_ORIGINS = 50;
 /** `scheme://host[:port]`, optionally one trailing `/`: no path, query, fragment or user info. */
 const ORIGIN = /^https?:\/\/[^/?#@\\\s]+\/?$/i;
 

@@ -231,8 +231,8 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
       // "finishes", with the default 200: it is counted as the client's doing, 499, never a 2xx or 5xx.
       // Over gRPC and gRPC-web the HTTP status is 200 whatever the outcome: the metric counts such a
       // call under the HTTP status its gRPC code maps to, so error rates read the same for every protocol.
-      const sent = "stream" in res && !res.headersSent ? 499 : res.statusCode;
-      telemetry.recordRequest(protocol, route, requestStatus(sent, protocol, client.rpcCode), seconds);
+      const status = "stream" in res && !res.headersSent ? 499 : res.statusCode;
+      telemetry.recordRequest(protocol, route, requestStatus(status, protocol, client.rpcCode), seconds);
       // An RPC's outcome is its gRPC status (HTTP 200 over gRPC even when it failed): counted and
       // logged by it, at its level (src/server/grpc-status.ts).
       const grpcCode = client.rpcCode === undefined ? undefined : grpcCodeName(client.rpcCode);
@@ -248,7 +248,7 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
             method: req.method,
             route,
             path,
-            status: sent,
+            status,
             grpcCode,
             ms: Math.round(seconds * 1e5) / 100,
           },

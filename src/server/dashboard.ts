@@ -24,7 +24,7 @@ const CLIENT_ROUTES = /^\/(?:|login|signup|projects(?:\/[^/]+)*)\/?$/;
 const ASSET = /^\/assets\/[\w.-]+$/;
 
 /** The API and the dashboard share an origin: the dashboard may call nothing else. */
-export const DASHBOARD_CSP = [
+const DASHBOARD_CSP = [
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'self'",

@@ -19,7 +19,7 @@ export const OPENAPI_PATH = path.join(root, "gen", "openapi.json");
 const uiDir = () => path.dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));
 
 /** Swagger UI sets styles through the CSSOM (allowed without 'unsafe-inline') and its stylesheet inlines icons as data: URIs. */
-export const DOCS_CSP = [
+const DOCS_CSP = [
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'self'",

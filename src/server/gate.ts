@@ -31,7 +31,7 @@ import { BROWSER_INGEST, INGEST_LIMITS } from "./ingest-routes.js";
 
 export type Protocol = "rest" | "connect" | "grpc" | "grpc-web";
 
-export interface GateRequest {
+interface GateRequest {
   method: DescMethod;
   /** HTTP verb. */
   verb: string;
@@ -52,7 +52,7 @@ function header(h: IncomingHttpHeaders, name: string): string | undefined {
 }
 
 /** True when a browser tells us the request comes from another site. */
-export function isCrossSite(h: IncomingHttpHeaders): boolean {
+function isCrossSite(h: IncomingHttpHeaders): boolean {
   const site = header(h, "sec-fetch-site");
   if (site !== undefined) return !SAME_ORIGIN_FETCH.has(site.toLowerCase());
   const origin = header(h, "origin");

@@ -22,7 +22,7 @@ import type { Protocol } from "./gate.js";
 const unencoded = /^[\x20-\x24\x26-\x7e]*$/;
 
 /** The gRPC spec's Percent-Encoded form of a status message (UTF-8 bytes outside 0x20-0x7E, and `%`). */
-export function encodeGrpcMessage(message: string): string {
+function encodeGrpcMessage(message: string): string {
   if (unencoded.test(message)) return message;
   let out = "";
   for (const b of Buffer.from(message, "utf8")) {
@@ -43,7 +43,7 @@ function decodeLoosely(value: string): string {
 }
 
 /** Fixes a gRPC trailer (or trailers-only header) block in place; returns its status code, if any. */
-export function fixGrpcTrailer(t: Headers): Code | 0 | undefined {
+function fixGrpcTrailer(t: Headers): Code | 0 | undefined {
   const raw = t.get("grpc-status");
   if (raw === null) return undefined;
   const code = Number(raw);

@@ -13,7 +13,7 @@ export interface MetricsListener {
 }
 
 /** The metrics port could not be bound; `code` is listen's (EADDRINUSE, EACCES, ...). */
-export class MetricsListenError extends Error {
+class MetricsListenError extends Error {
   constructor(
     message: string,
     readonly code: string | undefined,
@@ -49,7 +49,7 @@ export async function serveMetrics(
 }
 
 /** `extra`: more Prometheus text appended to the registry's (the Temporal SDK's metrics). */
-export async function listenMetrics(
+async function listenMetrics(
   registry: Registry,
   host: string,
   port: number,

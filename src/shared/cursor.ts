@@ -35,7 +35,7 @@ export interface CursorParts<P, W = P> {
 }
 
 /** The 400 for a cursor that is not one of the list's. */
-export function invalidCursor(field = "cursor"): ApiError {
+function invalidCursor(field = "cursor"): ApiError {
   return badRequest("invalid cursor: pass the nextCursor of a previous page", [
     { field, message: "not a cursor of this list" },
   ]);

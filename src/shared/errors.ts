@@ -23,7 +23,7 @@ const statusToCode: Record<number, Code> = {
   503: Code.Unavailable,
 };
 
-export const codeToStatus: Record<number, number> = {
+const codeToStatus: Record<number, number> = {
   [Code.Canceled]: 499,
   [Code.Unknown]: 500,
   [Code.InvalidArgument]: 400,
@@ -43,6 +43,15 @@ export const codeToStatus: Record<number, number> = {
 };
 
 export class ApiError extends ConnectError {
+  /**
+   * `instanceof ApiError` is a real prototype check. ConnectError's own static Symbol.hasInstance
+   * accepts any ConnectError-shaped value (so errors from another copy of the library match), and a
+   * subclass inherits it: without this, every plain ConnectError (a Canceled from a client that went
+   * away, say) passed for an ApiError, and its missing `status` reached `writeHead`.
+   */
+  static override [Symbol.hasInstance](v: unknown): boolean {
+    return Function.prototype[Symbol.hasInstance].call(this, v);
+  }
   readonly status: number;
   readonly errorCode: string;
   readonly restDetails?: unknown;
@@ -95,7 +104,7 @@ export const queryTimeout = () =>
  * ERR_STREAM_PREMATURE_CLOSE. Not a server error: answered (if anyone still listens) as Canceled /
  * 499 and never logged as an error.
  */
-export const isClientGone = (err: unknown): boolean => {
+const isClientGone = (err: unknown): boolean => {
   const e = err as { code?: unknown; message?: unknown } | null;
   return (e?.code === "ECONNRESET" && e.message === "aborted") || e?.code === "ERR_STREAM_PREMATURE_CLOSE";
 };

@@ -9,7 +9,7 @@ import { ApiError } from "./errors.js";
 // the node's: 503 with Retry-After.
 
 /** What a refused request is told to wait (seconds): bodies in flight are answered within moments. */
-export const INFLIGHT_RETRY_AFTER_SECONDS = 1;
+const INFLIGHT_RETRY_AFTER_SECONDS = 1;
 
 /** One request's share of the bound: `take` as bytes arrive, `release` once (idempotent) when done. */
 export interface BodyBudget {
@@ -50,47 +50,69 @@ export class InflightBytes {
 
   /** A budget for one request of the caller `key`. */
   open(key: string): BodyBudget {
-    let mine = 0;
-    let done = false;
-    return {
-      take: (bytes) => {
-        if (done || bytes <= 0) return;
-        const ofKey = this.byKey.get(key) ?? 0;
-        if (ofKey + bytes > this.limits.perKey) {
-          this.watch.refused("key");
-          throw new ApiError(
-            429,
-            "rate_limited",
-            `too many request bytes in flight for this caller (at most ${this.limits.perKey} at once); retry shortly`,
-            { retryAfterSeconds: INFLIGHT_RETRY_AFTER_SECONDS },
-            { "retry-after": String(INFLIGHT_RETRY_AFTER_SECONDS) },
-          );
-        }
-        if (this.held + bytes > this.limits.total) {
-          this.watch.refused("total");
-          throw new ApiError(
-            503,
-            "unavailable",
-            "the server is reading too many request bodies at once; retry shortly",
-            undefined,
-            { "retry-after": String(INFLIGHT_RETRY_AFTER_SECONDS) },
-          );
-        }
-        mine += bytes;
-        this.byKey.set(key, ofKey + bytes);
-        this.held += bytes;
-        this.watch.held(this.held);
-      },
-      release: () => {
-        if (done) return;
-        done = true;
-        if (mine === 0) return;
-        const left = (this.byKey.get(key) ?? 0) - mine;
-        if (left > 0) this.byKey.set(key, left);
-        else this.byKey.delete(key);
-        this.held -= mine;
-        this.watch.held(this.held);
-      },
-    };
+    return new RequestBudget(this, key);
+  }
+
+  /** Charges `bytes` to `key` (RequestBudget.take), or throws the 429/503 without charging anything. */
+  charge(key: string, bytes: number): void {
+    const ofKey = this.byKey.get(key) ?? 0;
+    if (ofKey + bytes > this.limits.perKey) {
+      this.watch.refused("key");
+      throw new ApiError(
+        429,
+        "rate_limited",
+        `too many request bytes in flight for this caller (at most ${this.limits.perKey} at once); retry shortly`,
+        { retryAfterSeconds: INFLIGHT_RETRY_AFTER_SECONDS },
+        { "retry-after": String(INFLIGHT_RETRY_AFTER_SECONDS) },
+      );
+    }
+    if (this.held + bytes > this.limits.total) {
+      this.watch.refused("total");
+      throw new ApiError(
+        503,
+        "unavailable",
+        "the server is reading too many request bodies at once; retry shortly",
+        undefined,
+        { "retry-after": String(INFLIGHT_RETRY_AFTER_SECONDS) },
+      );
+    }
+    this.byKey.set(key, ofKey + bytes);
+    this.held += bytes;
+    this.watch.held(this.held);
+  }
+
+  /** Gives back what one request of `key` held (RequestBudget.release). */
+  refund(key: string, bytes: number): void {
+    const left = (this.byKey.get(key) ?? 0) - bytes;
+    if (left > 0) this.byKey.set(key, left);
+    else this.byKey.delete(key);
+    this.held -= bytes;
+    this.watch.held(this.held);
+  }
+}
+
+/**
+ * One request's share: an object with methods rather than two closures per request (this is on
+ * every ingestion request's path).
+ */
+class RequestBudget implements BodyBudget {
+  private mine = 0;
+  private done = false;
+
+  constructor(
+    private readonly bound: InflightBytes,
+    private readonly key: string,
+  ) {}
+
+  take(bytes: number): void {
+    if (this.done || bytes <= 0) return;
+    this.bound.charge(this.key, bytes);
+    this.mine += bytes;
+  }
+
+  release(): void {
+    if (this.done) return;
+    this.done = true;
+    if (this.mine > 0) this.bound.refund(this.key, this.mine);
   }
 }

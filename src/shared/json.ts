@@ -7,7 +7,7 @@ import { isPlainText, isStorableText, TEXT_PROBLEM } from "./text.js";
 // jsonb can hold and JSON can carry back out. Keys are data: `__proto__`, `constructor` and the like
 // are kept as own keys (JSON.parse and protobuf-es make them own properties; nothing here copies).
 
-export const MAX_JSON_DEPTH = 64;
+const MAX_JSON_DEPTH = 64;
 
 // Strings and keys: the storable-text rule of src/shared/text.ts (NUL, unpaired UTF-16 surrogates).
 export const NUMBER_PROBLEM = "must be a finite number (1e400, Infinity and NaN are not JSON numbers)";

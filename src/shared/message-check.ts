@@ -9,7 +9,7 @@ import { textProblem } from "./text.js";
 // Infinity; protobuf doubles can carry NaN and Infinity). A failure is a 400 naming the field by
 // its JSON path, before any handler runs.
 
-export interface Problem {
+interface Problem {
   field: string;
   message: string;
 }
@@ -115,7 +115,7 @@ function isBatchList(f: DescField): boolean {
 }
 
 /** The first problem in a decoded message, or undefined. */
-export function messageProblem(desc: DescMessage, msg: unknown): Problem | undefined {
+function messageProblem(desc: DescMessage, msg: unknown): Problem | undefined {
   return checkMessageAt(desc, msg as Record<string, unknown>, "", 0);
 }
 

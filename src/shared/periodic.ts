@@ -1,5 +1,6 @@
 import { performance } from "node:perf_hooks";
 import type { BackgroundTasks, TaskName } from "./background.js";
+import { isDatabaseUnreachable } from "./pg-errors.js";
 
 // A background pass run every `intervalMs`, never two at once; stop() waits for the running one.
 // The pass should check `stopped()` between units of work so that shutdown is prompt. Each pass is
@@ -8,6 +9,13 @@ import type { BackgroundTasks, TaskName } from "./background.js";
 export interface Periodic {
   stop(): Promise<void>;
 }
+
+/**
+ * The level a failed background pass is logged at: a database out of reach is an outage the operator
+ * sees on /health, not a fault of the pass, so a warning, as for requests (docs/operations.md);
+ * anything else is an error.
+ */
+export const failureLevel = (err: unknown): "warn" | "error" => (isDatabaseUnreachable(err) ? "warn" : "error");
 
 export function startPeriodic(
   tasks: BackgroundTasks,
@@ -22,7 +30,7 @@ export function startPeriodic(
     if (running || stopped) return;
     running = task
       .run(() => pass(() => stopped))
-      .catch((err) => tasks.log.error({ err }, `${name} failed`))
+      .catch((err) => tasks.log[failureLevel(err)]({ err }, `${name} failed`))
       .finally(() => (running = undefined));
   }, intervalMs);
   timer.unref();

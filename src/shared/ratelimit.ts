@@ -39,7 +39,7 @@ export type LimitName =
   | "loginAccount"
   | "loginAddress";
 
-export interface LimitRule {
+interface LimitRule {
   max: number;
   windowMs: number;
 }
@@ -103,7 +103,7 @@ return c`,
 export const REDIS_COMMAND_TIMEOUT_MS = 500;
 
 /** Reconnect delays: 50 ms more per attempt, at most 2 s, forever (a node outlives a Redis restart). */
-export const redisReconnectDelay = (retries: number) => Math.min((retries + 1) * 50, 2000);
+const redisReconnectDelay = (retries: number) => Math.min((retries + 1) * 50, 2000);
 
 function redisClient(url: string) {
   return createClient({
@@ -194,7 +194,7 @@ export class RateLimiter {
 /** A key that does not keep the raw value (an email) in memory or in Redis. */
 export const hashedKey = (value: string) => createHash("sha256").update(value).digest("base64url").slice(0, 32);
 
-export function limitRules(config: Config): LimitRules {
+function limitRules(config: Config): LimitRules {
   const perMinute = (max: number) => ({ max, windowMs: WINDOW_MS });
   const r = config.rateLimits;
   const loginWindowMs = config.login.windowSeconds * 1000;

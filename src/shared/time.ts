@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 // Durations in milliseconds: the one definition (UTC days, no leap seconds).
-export const SECOND_MS = 1_000;
+const SECOND_MS = 1_000;
 export const MINUTE_MS = 60 * SECOND_MS;
 export const HOUR_MS = 60 * MINUTE_MS;
 export const DAY_MS = 24 * HOUR_MS;

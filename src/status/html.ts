@@ -19,7 +19,7 @@ import {
 // each day's text in its title and in visually hidden text); colours meet WCAG AA contrast on white.
 // Responsive: one column, and phones show the last 30 days. Reloads itself every minute.
 
-export const REFRESH_SECONDS = 60;
+const REFRESH_SECONDS = 60;
 
 const CSS = `*{box-sizing:border-box}
 body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1f2328;background:#fff}
@@ -61,7 +61,7 @@ export const HTML_CSP = [
   "form-action 'none'",
 ].join("; ");
 
-export function pageStatusText(s: PageStatus): string {
+function pageStatusText(s: PageStatus): string {
   switch (s) {
     case "operational":
       return "All systems operational";
@@ -76,7 +76,7 @@ export function pageStatusText(s: PageStatus): string {
   }
 }
 
-export function monitorStatusText(s: MonitorStatus): string {
+function monitorStatusText(s: MonitorStatus): string {
   switch (s) {
     case "up":
       return "Up";

@@ -2,8 +2,6 @@ import { Counter, type Registry } from "prom-client";
 
 // The status pages' Prometheus metrics (METRICS_PORT; docs/operations.md), on the process's registry.
 
-export type BuildOutcome = "page" | "not_found" | "failed";
-
 export class StatusMetrics {
   /** Snapshot computations (each reads the database once): at most one per page and refresh interval. */
   readonly builds: Counter<"outcome">;

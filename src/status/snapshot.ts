@@ -40,7 +40,7 @@ export interface Snapshot {
   bytes: number;
 }
 
-export const JSON_TYPE = "application/json; charset=utf-8";
+const JSON_TYPE = "application/json; charset=utf-8";
 const HTML_TYPE = "text/html; charset=utf-8";
 const ATOM_TYPE = "application/atom+xml; charset=utf-8";
 const SVG_TYPE = "image/svg+xml; charset=utf-8";

@@ -16,7 +16,7 @@ import { binary, type PgBinaries, type RunAs } from "./pg-cluster.js";
 // What was placed is said in one log line. A non-root Vigil, or a reachable clone, is unchanged:
 // the package's binaries and DATA_DIR/pg.
 
-export const PLACEMENT_ROOT = "/var/lib/vigil";
+const PLACEMENT_ROOT = "/var/lib/vigil";
 
 export interface Placement {
   bin: PgBinaries;

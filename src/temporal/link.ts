@@ -36,7 +36,7 @@ export interface TemporalLink {
   close(): Promise<void>;
 }
 
-export class TemporalClosedError extends Error {
+class TemporalClosedError extends Error {
   constructor() {
     super("the Temporal link is closed (the process is shutting down)");
   }

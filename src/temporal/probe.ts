@@ -20,7 +20,7 @@ import { startPeriodic } from "../shared/periodic.js";
 export type TemporalServerState = "unknown" | "reachable" | "unreachable";
 
 /** The longest a probe waits for the frontend's answer (connecting included). */
-export const PROBE_TIMEOUT_MS = 5_000;
+const PROBE_TIMEOUT_MS = 5_000;
 
 export interface TemporalProbe {
   /** "unknown" until the first probe ends; then how the last one ended. */

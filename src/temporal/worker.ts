@@ -46,7 +46,7 @@ function startAndStop(w: Worker): Promise<void> {
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 /** The workflow bundle, built once per process (both workers and every app of a test share it). */
-export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
   bundle ??= bundleWorkflowCode({
     workflowsPath: WORKFLOWS_PATH,
     logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} } as never,

@@ -108,7 +108,7 @@ export function isJsonContentType(value: string | undefined): boolean {
 }
 
 /** `text/plain` (any charset): what navigator.sendBeacon sends a string or a text Blob as. */
-export function isTextPlain(value: string | undefined): boolean {
+function isTextPlain(value: string | undefined): boolean {
   return !!value && value.split(";")[0].trim().toLowerCase() === "text/plain";
 }
 

@@ -1,4 +1,4 @@
-import type { DescField, DescMessage } from "@bufbuild/protobuf";
+import type { DescMessage } from "@bufbuild/protobuf";
 import { ScalarType, isMessage, toJson } from "@bufbuild/protobuf";
 import { ListValueSchema, ValueSchema } from "@bufbuild/protobuf/wkt";
 
@@ -18,13 +18,7 @@ function scalarOut(type: ScalarType, v: unknown): unknown {
   return v;
 }
 
-function valueOut(
-  field: DescField,
-  kind: "scalar" | "enum" | "message",
-  v: unknown,
-  msg?: DescMessage,
-  scalar?: ScalarType,
-): unknown {
+function valueOut(kind: "scalar" | "enum" | "message", v: unknown, msg?: DescMessage, scalar?: ScalarType): unknown {
   if (v === undefined || v === null) return null;
   if (kind === "scalar") return scalarOut(scalar ?? ScalarType.STRING, v);
   if (kind === "enum") return v;
@@ -49,14 +43,14 @@ export function messageToRestJson(schema: DescMessage, message: Record<string, u
         out[field.jsonName] = v ?? null;
         break;
       case "message":
-        out[field.jsonName] = valueOut(field, "message", v, field.message);
+        out[field.jsonName] = valueOut("message", v, field.message);
         break;
       case "list": {
         const arr = (v as unknown[] | undefined) ?? [];
         out[field.jsonName] = arr.map((e) =>
           field.listKind === "message"
-            ? valueOut(field, "message", e, field.message)
-            : valueOut(field, field.listKind, e, undefined, field.listKind === "scalar" ? field.scalar : undefined),
+            ? valueOut("message", e, field.message)
+            : valueOut(field.listKind, e, undefined, field.listKind === "scalar" ? field.scalar : undefined),
         );
         break;
       }
@@ -66,8 +60,8 @@ export function messageToRestJson(schema: DescMessage, message: Record<string, u
         for (const [k, e] of Object.entries(obj)) {
           m[k] =
             field.mapKind === "message"
-              ? valueOut(field, "message", e, field.message)
-              : valueOut(field, field.mapKind, e, undefined, field.mapKind === "scalar" ? field.scalar : undefined);
+              ? valueOut("message", e, field.message)
+              : valueOut(field.mapKind, e, undefined, field.mapKind === "scalar" ? field.scalar : undefined);
         }
         out[field.jsonName] = m;
         break;
@@ -81,7 +75,7 @@ export function messageToRestJson(schema: DescMessage, message: Record<string, u
     if (!field) continue;
     out[field.jsonName] =
       field.fieldKind === "message"
-        ? valueOut(field, "message", sel.value, field.message)
+        ? valueOut("message", sel.value, field.message)
         : field.fieldKind === "scalar"
           ? scalarOut(field.scalar, sel.value)
           : sel.value;

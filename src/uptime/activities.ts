@@ -26,7 +26,7 @@ export interface DeadlineScan {
 }
 
 /** Monitors taken down per scan transaction. */
-export const SCAN_BATCH = 500;
+const SCAN_BATCH = 500;
 
 /** v1's answer (workflows/uptime-v1.ts): an absolute time. */
 export interface DeadlineCheckV1 {

@@ -25,8 +25,8 @@ import { notifyWake, type DeadlineChange } from "./wake.js";
 // The queue is shared/coalesce.ts: a batch waits one event-loop turn for company (also one queued
 // behind a running transaction), up to MAX_BATCH heartbeats, up to MAX_INFLIGHT transactions at once.
 
-export const DEFAULT_INTERVAL_MS = 60_000;
-export const DEFAULT_GRACE_MS = 30_000;
+const DEFAULT_INTERVAL_MS = 60_000;
+const DEFAULT_GRACE_MS = 30_000;
 const MAX_BATCH = 1000;
 const MAX_INFLIGHT = 3;
 const MAX_KNOWN = 200_000;

@@ -8,7 +8,7 @@ import type { IncidentRow, MonitorRow } from "./store.js";
 // compare-and-set). A notification (incident.started / incident.recovered) is fired only by the
 // transaction that inserts its incident_notifications row: at most once per incident and transition.
 
-export type NoticeKind = "started" | "recovered";
+type NoticeKind = "started" | "recovered";
 
 /** An incident transition, handed to the listeners inside the transaction that made it. */
 export interface IncidentNotice {

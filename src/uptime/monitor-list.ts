@@ -9,8 +9,8 @@ import type { MonitorRow } from "./store.js";
 // The cursor is the (created_at, id) of the last monitor on the page, created_at to the
 // microsecond as PostgreSQL holds it, in the shared cursor format (src/shared/cursor.ts; tag mon1).
 
-export const LIST_DEFAULT = 100;
-export const LIST_MAX = 1000;
+const LIST_DEFAULT = 100;
+const LIST_MAX = 1000;
 const AT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const ID = /^mon_[0-9A-Za-z]{1,64}$/;
 

@@ -9,9 +9,9 @@ import { DAY_MS, HOUR_MS, timestampSchema } from "../shared/time.js";
 
 // Input rules of the uptime routes (docs/uptime.md lists them).
 
-export const TYPES = ["heartbeat", "http", "worker", "bot", "cron", "custom"] as const;
-export const MIN_INTERVAL_MS = 100;
-export const MAX_MS = 365 * DAY_MS;
+const TYPES = ["heartbeat", "http", "worker", "bot", "cron", "custom"] as const;
+const MIN_INTERVAL_MS = 100;
+const MAX_MS = 365 * DAY_MS;
 const MAX_JSON_BYTES = 16 * 1024;
 
 // Text: the shared storable-text rule and lengths (src/shared/text.ts), refused as a 400.
@@ -87,7 +87,7 @@ export const incidentPatchSchema = z
 /** An incident update (decisions.md: Status pages): public text, shown as given (trimmed) on status pages. */
 export const incidentUpdateSchema = z.object({ message: textSchema({ min: 1, max: 2000 }) });
 
-export const limitSchema = (def: number, max: number) =>
+const limitSchema = (def: number, max: number) =>
   z.number().int("must be a whole number").min(1, "at least 1").max(max, `at most ${max}`).default(def);
 
 export const heartbeatListSchema = z.object({
@@ -97,7 +97,7 @@ export const heartbeatListSchema = z.object({
 });
 export const incidentListSchema = z.object({ limit: limitSchema(100, 1000) });
 
-export const WINDOWS = {
+const WINDOWS = {
   "24h": { ms: DAY_MS, bucket: "hour" },
   "7d": { ms: 7 * DAY_MS, bucket: "day" },
   "30d": { ms: 30 * DAY_MS, bucket: "day" },

@@ -1,5 +1,5 @@
 import type { UptimeDeps } from "./deps.js";
-import { startPeriodic, type Periodic } from "../shared/periodic.js";
+import { failureLevel, startPeriodic, type Periodic } from "../shared/periodic.js";
 import { checkDeadlines } from "./detect.js";
 import { MinHeap } from "./heap.js";
 import { parseWake, WAKE_CHANNEL, type DeadlineChange, type DeadlineRunner } from "./wake.js";
@@ -181,7 +181,7 @@ export class EmbeddedScheduler implements DeadlineRunner {
       for (const [id, at] of next) if (at !== null) this.offer(id, at);
     } catch (err) {
       if (!this.running) return;
-      this.deps.log.error({ err }, "uptime deadline check failed; retrying in 1 s");
+      this.deps.log[failureLevel(err)]({ err }, "uptime deadline check failed; retrying in 1 s");
       for (const id of due) this.offer(id, now.getTime() + 1000);
     }
   }

@@ -74,13 +74,13 @@ export function createUptimeFeature(
 // UptimeService handlers: authorize (project data: API key or member session), validate, call the
 // domain code, map rows to messages.
 
-export interface UptimeContext {
+interface UptimeContext {
   writer: HeartbeatWriter;
   changed: (changes: DeadlineChange[]) => void;
   rawRetentionMs: number;
 }
 
-export function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBinding {
+function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBinding {
   const { db, auth, clock } = deps;
   const scope = (ctx: HandlerContext, projectId: string) => auth.project(ctx, projectId, "data");
   /**

@@ -104,22 +104,6 @@ export function stateValues(s: MonitorState): unknown[] {
   ];
 }
 
-/** Compare-and-set of a monitor's state: applies only if status and deadline are still as read. */
-export async function casState(
-  c: Queryable,
-  r: MonitorRow,
-  next: MonitorState,
-  now: Date,
-): Promise<MonitorRow | undefined> {
-  const res = await c.query<MonitorRow>(
-    `UPDATE monitors SET status = $3, expected_interval_ms = $4, grace_period_ms = $5, last_heartbeat_at = $6, first_heartbeat_at = $7,
-            resumed_at = $8, up_since = $9, deadline_at = $10, updated_at = $11
-      WHERE id = $1 AND status = $2 AND deadline_at IS NOT DISTINCT FROM $12 RETURNING *`,
-    [r.id, r.status, ...stateValues(next), now, r.deadline_at],
-  );
-  return res.rows[0];
-}
-
 export async function monitorById(
   c: Queryable,
   projectId: string,

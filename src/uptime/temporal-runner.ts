@@ -31,7 +31,7 @@ import { enqueueWakes, type DeadlineChange, type DeadlineRunner } from "./wake.j
 //    open run), e.g. after switching from the embedded runner.
 
 /** A deadline missed by this much is acted on by the reconciler. */
-export const RECONCILE_SLACK_MS = 2_000;
+const RECONCILE_SLACK_MS = 2_000;
 const DRAIN_BATCH = 200;
 /** How long the reconciler's start of the deadline scan may take (the client retries UNAVAILABLE). */
 const ENSURE_TIMEOUT_MS = 10_000;
@@ -47,7 +47,7 @@ interface WakeRow {
   status: string | null;
 }
 
-export const monitorWorkflowId = (monitorId: string) => `monitor-${monitorId}`;
+const monitorWorkflowId = (monitorId: string) => `monitor-${monitorId}`;
 
 export class TemporalDeadlineRunner implements DeadlineRunner {
   /** Drain passes (shared/coalesce.ts): one at a time, one more after it when asked meanwhile. */

@@ -4,6 +4,7 @@ import type { Clock } from "../shared/clock.js";
 import { Coalescer } from "../shared/coalesce.js";
 import type { Db } from "../storage/db.js";
 import { expandOutbox } from "./outbox.js";
+import { failureLevel } from "../shared/periodic.js";
 
 // The outbox expander (worker nodes): turns the outbox rows written by ingest transactions into
 // webhook_deliveries rows, exactly once (outbox.ts), then wakes the senders (this node directly,
@@ -66,7 +67,7 @@ export class OutboxExpander {
       await task.run(() => this.expand(chunk, busyChunk, pauseMs, maxDeferMs));
       this.arm(this.o.safetyNetMs ?? 30_000);
     } catch (err) {
-      this.o.log.error({ err }, "webhooks: outbox expansion failed; retrying in 1 s");
+      this.o.log[failureLevel(err)]({ err }, "webhooks: outbox expansion failed; retrying in 1 s");
       this.arm(1_000);
     }
   }

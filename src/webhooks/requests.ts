@@ -8,10 +8,10 @@ import { targetOf, WEBHOOK_TYPES, type WebhookType } from "./targets/index.js";
 
 // Input schemas, the target check, and the deliveries list's cursor (rows → API records: messages.ts).
 
-export const MAX_EVENT_TYPES = 20;
+const MAX_EVENT_TYPES = 20;
 
 const eventType = z.string().trim().min(1, "must not be empty").max(200);
-export const eventsSchema = z
+const eventsSchema = z
   .array(eventType)
   .min(1, "watch at least one event type")
   .max(MAX_EVENT_TYPES, `at most ${MAX_EVENT_TYPES} event types`)

@@ -11,6 +11,7 @@ import { envelope } from "./targets/envelope.js";
 import { nextAttempt } from "./retry.js";
 import { sendAttempt } from "./sender.js";
 import { claimDue, finishMany, handOver, nextDueAt, type ClaimedDelivery, type Finished } from "./store.js";
+import { failureLevel } from "../shared/periodic.js";
 
 // The embedded runner: a durable scheduler on PostgreSQL. Due deliveries are claimed with
 // FOR UPDATE SKIP LOCKED under an expiring lease (store.ts), so no two workers send the same
@@ -76,7 +77,7 @@ export class DeliveryScheduler {
     try {
       await task.run(() => this.claim());
     } catch (err) {
-      this.o.log.error({ err }, "webhooks: scheduler pass failed; retrying in 1 s");
+      this.o.log[failureLevel(err)]({ err }, "webhooks: scheduler pass failed; retrying in 1 s");
       this.armAt(new Date(this.o.clock().getTime() + 1_000));
     }
   }

@@ -25,9 +25,9 @@ import { targetOf, type WebhookType } from "./targets/index.js";
 // name). Keep-alive pools are keyed by that IP, so a socket opened for one resolution is never used
 // for another: a name that re-resolves elsewhere gets a new, checked connection or none.
 
-export const USER_AGENT = "Vigil-Webhooks/1.0";
-export const BODY_CAP = 16 * 1024;
-export const RECORDED_BODY_CHARS = 1024;
+const USER_AGENT = "Vigil-Webhooks/1.0";
+const BODY_CAP = 16 * 1024;
+const RECORDED_BODY_CHARS = 1024;
 
 export interface Target {
   type: WebhookType;

@@ -1,4 +1,3 @@
-import type pg from "pg";
 import { holdProjectCap, type ProjectCap } from "../shared/project-cap.js";
 import { tx, type Db, type Queryable } from "../storage/db.js";
 import type { AttemptRecord } from "./sender.js";
@@ -353,5 +352,3 @@ export async function nextDueAt(q: Queryable): Promise<Date | null> {
     ).rows[0]?.at ?? null
   );
 }
-
-export type PgClient = pg.PoolClient;

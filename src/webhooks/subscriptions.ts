@@ -16,7 +16,7 @@ interface Entry {
 }
 
 /** How long a project's cached subscriptions are trusted without a change notice. */
-export const SUBSCRIPTION_TTL_MS = 5_000;
+const SUBSCRIPTION_TTL_MS = 5_000;
 
 export class SubscriptionCache {
   private readonly entries = new Map<string, Entry>();

@@ -23,9 +23,9 @@ import type { WebhookType } from "./targets/index.js";
 // The reconciler (reconcileDeliveries) makes due again any handed-over delivery whose planned time
 // passed without an attempt: its workflow was terminated, cancelled, failed or never started.
 
-export const WEBHOOK_WORKFLOW = "webhookDeliveryWorkflow";
-export const RETRY_NOW_SIGNAL = "retryNow";
-export const workflowIdFor = (deliveryId: string) => `webhook-${deliveryId}`;
+const WEBHOOK_WORKFLOW = "webhookDeliveryWorkflow";
+const RETRY_NOW_SIGNAL = "retryNow";
+const workflowIdFor = (deliveryId: string) => `webhook-${deliveryId}`;
 /** A handed-over delivery whose planned attempt is this late has lost its workflow. */
 export const RECONCILE_SLACK_MS = 15_000;
 
@@ -43,14 +43,14 @@ export interface DeliveryWorkflowInput {
   attemptsSoFar?: number;
 }
 
-export type AttemptResult =
+type AttemptResult =
   | { kind: "gone" }
   | { kind: "paused" }
   /** Attempted meanwhile by another run (see attemptsSoFar): this run ends with the row's status. */
   | { kind: "done"; status: DeliveryStatus }
   | { kind: "sent"; token: string; outcome: AttemptOutcome; record: AttemptRecord; attempts: number; limit: number };
 
-export interface Decision {
+interface Decision {
   status: DeliveryStatus;
   /** Wait this long before the next attempt (retrying only). */
   delayMs: number | null;

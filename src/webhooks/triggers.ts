@@ -15,7 +15,7 @@ import type { SubscriptionCache } from "./subscriptions.js";
 // Incidents: deliveries at once, once per (webhook, dedupe key), enforced by a unique index, so
 // also across restarts and nodes.
 
-export function outboxForEvents(
+function outboxForEvents(
   events: StoredEvent[],
   subs: Map<string, { webhookId: string; events: Set<string> }[]>,
 ): OutboxRow[] {

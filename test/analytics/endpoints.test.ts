@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { errorBody } from "../helpers/fixtures.js";
 import { ingest } from "../helpers/events.js";
 import { ALL, EVENTS } from "./dataset.js";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import pg from "pg";
 import { waitForOpenTransactions } from "../../src/analytics/assign.js";
 import { useApp } from "../helpers/use.js";

@@ -3,7 +3,7 @@
 // for rate limits; errors refused at the edge (gate, body) and raised by handlers alike. The REST
 // body of the same error keeps its shape.
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";

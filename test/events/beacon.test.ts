@@ -3,7 +3,7 @@
 // body, other routes and other content types are refused.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { errorBody } from "../helpers/fixtures.js";
+import { errorBody, publishableKey } from "../helpers/fixtures.js";
 import { useProject } from "../helpers/use.js";
 
 let pub: string;
@@ -12,12 +12,7 @@ const APP = "https://app.example.com";
 const BEACON = { origin: APP, "sec-fetch-site": "cross-site", "sec-fetch-mode": "no-cors" };
 
 const { t, p } = useProject({}, {}, async () => {
-  const r = await t.rest.post(
-    `/v1/projects/${p.projectId}/api-keys`,
-    { name: "web", environment: "production", kind: "publishable" },
-    { cookie: p.owner.cookie },
-  );
-  pub = r.body.data.secret;
+  pub = (await publishableKey(t.rest, p)).secret;
 });
 
 const beacon = (path: string, body: unknown, contentType = "text/plain;charset=UTF-8", headers = BEACON) =>

@@ -7,7 +7,7 @@ import { describe, it } from "node:test";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { EventService } from "../../gen/vigil/v1/events_pb.js";
-import { errorBody, memberOf } from "../helpers/fixtures.js";
+import { errorBody, memberOf, publishableKey } from "../helpers/fixtures.js";
 import type { Res } from "../helpers/rest.js";
 import { useProject } from "../helpers/use.js";
 
@@ -19,12 +19,7 @@ const { t, p } = useProject(
   { RATE_LIMIT_BATCHES_PER_MINUTE: "3", RATE_LIMIT_EVENTS_PER_MINUTE: "100000", MAX_BODY_BYTES: "65536" },
   {},
   async () => {
-    const r = await t.rest.post(
-      `/v1/projects/${p.projectId}/api-keys`,
-      { name: "web", environment: "production", kind: "publishable" },
-      { cookie: p.owner.cookie },
-    );
-    pub = r.body.data.secret;
+    pub = (await publishableKey(t.rest, p)).secret;
   },
 );
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { rollupDelta } from "../../src/analytics/rollups.js";
 import { mergePacked } from "../../src/identity/projection.js";
 import type { StoredEvent } from "../../src/events/pipeline.js";

@@ -6,7 +6,7 @@ import { describe, it } from "node:test";
 import { Readable } from "node:stream";
 import { gzipSync } from "node:zlib";
 import { readGzipBody, type AnyRequest } from "../../src/transcoding/body.js";
-import { errorBody } from "../helpers/fixtures.js";
+import { errorBody, publishableKey } from "../helpers/fixtures.js";
 import type { Res } from "../helpers/rest.js";
 import { useProject } from "../helpers/use.js";
 
@@ -14,12 +14,7 @@ const MAX = 10 * 1024 * 1024; // the default MAX_BODY_BYTES
 let pub: string;
 
 const { t, p } = useProject({}, {}, async () => {
-  const r = await t.rest.post(
-    `/v1/projects/${p.projectId}/api-keys`,
-    { name: "web", environment: "production", kind: "publishable" },
-    { cookie: p.owner.cookie },
-  );
-  pub = r.body.data.secret;
+  pub = (await publishableKey(t.rest, p)).secret;
 });
 
 function send(

@@ -7,6 +7,7 @@ import http from "node:http";
 import { describe, it } from "node:test";
 import { gzipSync } from "node:zlib";
 import { GENEROUS_LIMITS, metricOf } from "../helpers/app.js";
+import { publishableKey } from "../helpers/fixtures.js";
 import { useProject } from "../helpers/use.js";
 import { waitFor } from "../webhooks/receiver.js";
 
@@ -25,13 +26,7 @@ const { t, p } = useProject(
   },
   {},
   async () => {
-    const r = await t.rest.post(
-      `/v1/projects/${p.projectId}/api-keys`,
-      { name: "web", environment: "production", kind: "publishable" },
-      { cookie: p.owner.cookie },
-    );
-    assert.equal(r.status, 201, r.text);
-    pub = r.body.data.secret;
+    pub = (await publishableKey(t.rest, p)).secret;
   },
 );
 

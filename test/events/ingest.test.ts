@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
-import { errorBody, project } from "../helpers/fixtures.js";
+import { describe, it } from "node:test";
+import { project } from "../helpers/fixtures.js";
 import { useProject } from "../helpers/use.js";
 
 const { t, p } = useProject();

@@ -9,17 +9,12 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { EventService } from "../../gen/vigil/v1/events_pb.js";
 import { GENEROUS_LIMITS } from "../helpers/app.js";
+import { publishableKey } from "../helpers/fixtures.js";
 import { useProject } from "../helpers/use.js";
 
 let pub: string;
 const { t, p } = useProject(GENEROUS_LIMITS, {}, async () => {
-  const r = await t.rest.post(
-    `/v1/projects/${p.projectId}/api-keys`,
-    { name: "web", environment: "production", kind: "publishable" },
-    { cookie: p.owner.cookie },
-  );
-  assert.equal(r.status, 201, r.text);
-  pub = r.body.data.secret;
+  pub = (await publishableKey(t.rest, p)).secret;
 });
 
 async function send(body: object, key: string) {

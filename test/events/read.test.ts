@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import { errorBody, project, signup, type ProjectFixture } from "../helpers/fixtures.js";
 import { pageAllEvents } from "../helpers/events.js";
 import { useProject } from "../helpers/use.js";

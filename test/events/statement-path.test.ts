@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { assignSlots } from "../../src/analytics/assign.js";
 import { metricOf } from "../helpers/app.js";
 import { useProject } from "../helpers/use.js";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import { eventsOf } from "../helpers/app.js";
 import { project } from "../helpers/fixtures.js";
 import { ingest as ingestAll, pageAllEvents } from "../helpers/events.js";

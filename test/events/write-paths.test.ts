@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { COPY_MIN_ROWS } from "../../src/events/ingest.js";
 import { useProject } from "../helpers/use.js";
 

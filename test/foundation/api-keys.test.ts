@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import pg from "pg";
 import { errorBody, project } from "../helpers/fixtures.js";
 import { useProject } from "../helpers/use.js";

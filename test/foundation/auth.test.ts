@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { startTestApp } from "../helpers/app.js";
 import { errorBody, signup } from "../helpers/fixtures.js";
 import { sessionCookie } from "../helpers/rest.js";

@@ -2,7 +2,7 @@
 // must be finite (1e400 parses as Infinity; a binary protobuf double may be NaN) and are refused
 // with a 400 naming the field; keys are data, `__proto__` and `constructor` included.
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import pg from "pg";

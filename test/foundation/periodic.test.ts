@@ -4,7 +4,10 @@ import assert from "node:assert/strict";
 import { performance } from "node:perf_hooks";
 import { describe, it } from "node:test";
 import { parseConfig } from "../../src/config/index.js";
-import { dutyCycle } from "../../src/shared/periodic.js";
+import pino from "pino";
+import { BackgroundTasks } from "../../src/shared/background.js";
+import { dutyCycle, startPeriodic } from "../../src/shared/periodic.js";
+import { Telemetry } from "../../src/shared/telemetry.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -47,5 +50,31 @@ describe("dutyCycle", () => {
     assert.equal(parseConfig({}).retention.dutyCycle, 0.15);
     assert.equal(parseConfig({ RETENTION_DUTY_CYCLE: "1" }).retention.dutyCycle, 1);
     for (const bad of ["0", "1.5", "-1", "half"]) assert.throws(() => parseConfig({ RETENTION_DUTY_CYCLE: bad }));
+  });
+});
+
+describe("startPeriodic", () => {
+  // A pass that meets an unreachable database (the embedded server's socket gone: connect ENOENT) is
+  // an outage /health reports: logged as a warning, as requests log it; any other failure is an error.
+  it("logs a pass failed by an unreachable database at warn, any other failure at error", async () => {
+    const lines: { level: number; msg: string }[] = [];
+    const log = pino({ level: "info" }, { write: (l: string) => void lines.push(JSON.parse(l)) });
+    const gone = Object.assign(new Error("connect ENOENT /tmp/.s.PGSQL.5432"), { code: "ENOENT", syscall: "connect" });
+    const failures = [gone, new Error("a bug")];
+    const tasks = new BackgroundTasks(log, new Telemetry(), { role: "all", temporal: false });
+    const loop = startPeriodic(tasks, "jobs", 10, async () => {
+      const err = failures.shift();
+      if (err) throw err;
+    });
+    const deadline = Date.now() + 5_000;
+    while (lines.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await loop.stop();
+    assert.deepEqual(
+      lines.map((l) => [l.level, l.msg]),
+      [
+        [40, "jobs failed"],
+        [50, "jobs failed"],
+      ],
+    );
   });
 });

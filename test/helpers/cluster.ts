@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp } from "node:fs/promises";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { RestClient } from "./rest.js";
@@ -25,9 +24,24 @@ export interface Node {
   kill(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** `env` overrides the defaults below; a variable given as undefined is left unset. */
+/**
+ * `env` overrides the defaults below; a variable given as undefined is left unset. Without a port
+ * (`port` or `env.PORT`), the node gets a free one; freePort's port can still be taken before the
+ * node binds it (an outgoing connection's ephemeral port, another test's server), so a node that
+ * fails with EADDRINUSE is started again on another port, up to three times.
+ */
 export async function startNode(env: Record<string, string | undefined>, port?: number): Promise<Node> {
-  const p = port ?? (await freePort());
+  const chosen = port !== undefined || env.PORT !== undefined;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startNodeOn(env, port ?? (await freePort()));
+    } catch (err) {
+      if (chosen || attempt >= 3 || !/EADDRINUSE/.test(String(err))) throw err;
+    }
+  }
+}
+
+async function startNodeOn(env: Record<string, string | undefined>, p: number): Promise<Node> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "vigil-node-"));
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     cwd: root,

@@ -30,13 +30,13 @@ export async function runShownCurl(curl: string, key: string): Promise<{ status:
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 /** Where a screenshot goes: .tmp/ on every run, docs/images/ with UPDATE_DOCS_IMAGES=1. */
-export function screenshotPath(name: string): string {
+function screenshotPath(name: string): string {
   const dir = path.join(ROOT, process.env.UPDATE_DOCS_IMAGES === "1" ? "docs/images" : ".tmp");
   mkdirSync(dir, { recursive: true });
   return path.join(dir, `dashboard-${name}.png`);
 }
 
-export interface DashboardHarness {
+interface DashboardHarness {
   /** A new browser context signed in as `account` (none: signed out), and a page in it. */
   open(
     account?: Account,

@@ -22,7 +22,7 @@ import { gunzipSync } from "node:zlib";
 
 export type Fault = "pass" | "429" | "500" | "drop-before" | "drop-after" | "500-after" | "delay";
 
-export interface ProxiedRequest {
+interface ProxiedRequest {
   method: string;
   path: string;
   fault: Fault;

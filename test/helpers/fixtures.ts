@@ -39,6 +39,17 @@ export async function project(rest: RestClient, platform = "node"): Promise<Proj
   return { owner, projectId: p.body.data.id, key: k.body.data.secret, keyId: k.body.data.id };
 }
 
+/** A publishable key (vk_pub_..., ingestion only) of `p`, created by its owner: its id and secret. */
+export async function publishableKey(rest: RestClient, p: ProjectFixture): Promise<{ id: string; secret: string }> {
+  const k = await rest.post(
+    `/v1/projects/${p.projectId}/api-keys`,
+    { name: "web", environment: "production", kind: "publishable" },
+    { cookie: p.owner.cookie },
+  );
+  if (k.status !== 201) throw new Error(`create publishable key failed: ${k.status} ${k.text}`);
+  return { id: k.body.data.id, secret: k.body.data.secret };
+}
+
 /** Signs up an account and adds it to `p` with `role` (by its owner); the account. */
 export async function memberOf(
   rest: RestClient,

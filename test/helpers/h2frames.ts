@@ -8,7 +8,7 @@ export const FRAME = { DATA: 0, HEADERS: 1, RST_STREAM: 3, SETTINGS: 4, GOAWAY: 
 /** RST_STREAM / GOAWAY error codes used by the tests. */
 export const H2_ERROR = { PROTOCOL_ERROR: 1, REFUSED_STREAM: 7, CANCEL: 8 } as const;
 
-export const u32 = (n: number) => Buffer.from([n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255]);
+const u32 = (n: number) => Buffer.from([n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255]);
 
 export function frame(type: number, flags: number, stream: number, payload: Buffer = Buffer.alloc(0)): Buffer {
   const head = Buffer.from([payload.length >>> 16, (payload.length >>> 8) & 255, payload.length & 255, type, flags]);
@@ -33,7 +33,7 @@ export const headersFrame = (stream: number, headers: Record<string, string>, en
 /** RST_STREAM with `code`. */
 export const rstFrame = (stream: number, code: number) => frame(FRAME.RST_STREAM, 0, stream, u32(code));
 
-export interface ReceivedFrame {
+interface ReceivedFrame {
   type: number;
   flags: number;
   stream: number;

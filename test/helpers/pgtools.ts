@@ -47,7 +47,7 @@ async function majorOf(bin: string): Promise<number | undefined> {
 }
 
 /** The newest pg_dump + pg_restore found whose major version is at least `minMajor`. */
-export async function pgTools(minMajor: number): Promise<PgTools | undefined> {
+async function pgTools(minMajor: number): Promise<PgTools | undefined> {
   let best: PgTools | undefined;
   for (const dir of candidateDirs()) {
     const pgDump = path.join(dir, "pg_dump");
@@ -61,7 +61,7 @@ export async function pgTools(minMajor: number): Promise<PgTools | undefined> {
 }
 
 /** The newest Debian PostgreSQL server install (initdb, pg_ctl) with its client tools, if any. */
-export async function debianServer(): Promise<PgTools | undefined> {
+async function debianServer(): Promise<PgTools | undefined> {
   if (!existsSync("/usr/lib/postgresql")) return undefined;
   for (const v of readdirSync("/usr/lib/postgresql").sort((a, b) => Number(b) - Number(a))) {
     const dir = path.join("/usr/lib/postgresql", v, "bin");
@@ -92,7 +92,7 @@ async function asPostgres(bin: string, args: string[]): Promise<void> {
 }
 
 /** A throwaway PostgreSQL cluster of `tools` (a Debian install), on a free loopback port. */
-export async function startCluster(tools: PgTools): Promise<Cluster> {
+async function startCluster(tools: PgTools): Promise<Cluster> {
   if (isRoot()) await run("sh", ["-c", "id -u postgres >/dev/null 2>&1 || useradd -r -m postgres"]);
   const dir = await mkdtemp(path.join(os.tmpdir(), "vigil-backup-pg-"));
   await chmod(dir, 0o777);
@@ -140,7 +140,7 @@ export async function restore(tools: PgTools, url: string, file: string): Promis
 }
 
 /** The major version of the server at `url` (13 or newer). */
-export async function serverMajor(url: string): Promise<number> {
+async function serverMajor(url: string): Promise<number> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {

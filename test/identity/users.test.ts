@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import pg from "pg";
 import { eventsOf } from "../helpers/app.js";
 import { errorBody, project, signup, type ProjectFixture } from "../helpers/fixtures.js";

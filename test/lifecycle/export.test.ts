@@ -91,6 +91,28 @@ function parseCsv(text: string): string[][] {
   return rows;
 }
 
+type HttpBodyChunk = { contentType: string; data: Buffer };
+
+/** Every HttpBody chunk of a server stream read with @grpc/grpc-js, and its error if it ended in one. */
+function readHttpBodyStream(
+  client: grpc.Client,
+  method: string,
+  req: object,
+  key: string,
+): Promise<{ chunks: HttpBodyChunk[]; err?: grpc.ServiceError }> {
+  const md = new grpc.Metadata();
+  md.set("authorization", `Bearer ${key}`);
+  return new Promise((resolve) => {
+    const chunks: HttpBodyChunk[] = [];
+    const call = (
+      client as unknown as Record<string, (r: object, m: grpc.Metadata) => grpc.ClientReadableStream<never>>
+    )[method](req, md);
+    call.on("data", (c: HttpBodyChunk) => chunks.push(c));
+    call.on("error", (err: grpc.ServiceError) => resolve({ chunks, err }));
+    call.on("end", () => resolve({ chunks }));
+  });
+}
+
 describe("events export over REST", () => {
   it("NDJSON: every event, oldest first, in the event list's shape", async () => {
     const r = await t.rest.post(path(), {}, { key: p.key });
@@ -245,18 +267,7 @@ describe("events export over Connect and gRPC", () => {
     const Analytics = loadVigil().AnalyticsService;
     const client = new Analytics(`127.0.0.1:${t.port}`, grpc.credentials.createInsecure());
     try {
-      const md = new grpc.Metadata();
-      md.set("authorization", `Bearer ${p.key}`);
-      const read = (req: object) =>
-        new Promise<{ chunks: { contentType: string; data: Buffer }[]; err?: grpc.ServiceError }>((resolve) => {
-          const chunks: { contentType: string; data: Buffer }[] = [];
-          const call = (
-            client as unknown as Record<string, (r: object, m: grpc.Metadata) => grpc.ClientReadableStream<never>>
-          ).exportEvents(req, md);
-          call.on("data", (c: { contentType: string; data: Buffer }) => chunks.push(c));
-          call.on("error", (err: grpc.ServiceError) => resolve({ chunks, err }));
-          call.on("end", () => resolve({ chunks }));
-        });
+      const read = (req: object) => readHttpBodyStream(client, "exportEvents", req, p.key);
       const ok = await read({ projectId: p.projectId, format: "csv", columns: ["type", "data.note"] });
       assert.equal(ok.err, undefined);
       assert.match(ok.chunks[0].contentType, /^text\/csv/);
@@ -425,18 +436,7 @@ describe("user export", () => {
     const Identity = loadVigil().IdentityService;
     const client = new Identity(`127.0.0.1:${t.port}`, grpc.credentials.createInsecure());
     try {
-      const md = new grpc.Metadata();
-      md.set("authorization", `Bearer ${p.key}`);
-      const read = (req: object) =>
-        new Promise<{ chunks: { contentType: string; data: Buffer }[]; err?: grpc.ServiceError }>((resolve) => {
-          const chunks: { contentType: string; data: Buffer }[] = [];
-          const call = (
-            client as unknown as Record<string, (r: object, m: grpc.Metadata) => grpc.ClientReadableStream<never>>
-          ).exportUser(req, md);
-          call.on("data", (c: { contentType: string; data: Buffer }) => chunks.push(c));
-          call.on("error", (err: grpc.ServiceError) => resolve({ chunks, err }));
-          call.on("end", () => resolve({ chunks }));
-        });
+      const read = (req: object) => readHttpBodyStream(client, "exportUser", req, p.key);
       const ok = await read({ projectId: p.projectId, userId: "u1" });
       assert.equal(ok.err, undefined);
       assert.equal(ok.chunks[0].contentType, "application/x-ndjson");

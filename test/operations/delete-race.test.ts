@@ -3,7 +3,7 @@
 // the delete removed; 404 for a member session). Never a 5xx: a foreign-key violation or deadlock
 // against the delete is not a server error.
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { GENEROUS_LIMITS } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
 import { useApp } from "../helpers/use.js";

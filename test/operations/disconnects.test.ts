@@ -16,7 +16,7 @@ import { CheckRequestSchema, HealthService } from "../../gen/vigil/v1/health_pb.
 import { bind, guardImpl } from "../../src/shared/feature.js";
 import { startTestApp, type TestApp } from "../helpers/app.js";
 import { lockRollups } from "../helpers/db.js";
-import { project, type ProjectFixture } from "../helpers/fixtures.js";
+import { project, type ProjectFixture, publishableKey } from "../helpers/fixtures.js";
 import { H2_ERROR, frame, FRAME, headersFrame, rawHttp2, rstFrame } from "../helpers/h2frames.js";
 
 const TIME = { start: "2024-05-06T08:00:00Z", end: "2024-05-06T09:00:00Z" };
@@ -163,13 +163,7 @@ describe("client disconnects", () => {
   });
 
   it("HTTP/2 streams reset while their body is read (a publishable key, REST and Connect) log nothing at warn or above and count as 499, no 5xx", async () => {
-    const key = (
-      await t.rest.post(
-        `/v1/projects/${p.projectId}/api-keys`,
-        { name: "web", environment: "production", kind: "publishable" },
-        { cookie: p.owner.cookie },
-      )
-    ).body.data.secret as string;
+    const key = (await publishableKey(t.rest, p)).secret;
     const before5xx = await fivexx();
     // An event refused (no type), so that no stream that escapes its reset stores one (the
     // pipeline's work would outlive this test and wait on the next test's lock).

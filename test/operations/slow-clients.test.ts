@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import http2 from "node:http2";
 import net from "node:net";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { EventService } from "../../gen/vigil/v1/events_pb.js";

@@ -3,7 +3,7 @@ import { spawn } from "node:child_process";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
-import { Vigil, VigilError, type StorageLike } from "../../sdk/src/index.js";
+import { VigilError, type StorageLike } from "../../sdk/src/index.js";
 import { fnv1a } from "../../sdk/src/util.js";
 import { accept, useFakeServer } from "./fake-server.js";
 

@@ -4,7 +4,7 @@
 // route a non-JSON body with a session cookie. A new route or field is covered the moment it
 // exists. Nothing may answer 5xx, hang, or leak a secret, a hash, SQL or a stack trace.
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { ScalarType, type DescField } from "@bufbuild/protobuf";
 import { routesFor, type Route } from "../../src/transcoding/routes.js";
 import { GENEROUS_LIMITS } from "../helpers/app.js";

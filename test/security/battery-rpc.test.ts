@@ -3,7 +3,7 @@
 // key on session RPCs), another tenant's project, garbage protobuf, and NUL or prototype-member
 // names in every string field. No call may end INTERNAL or UNKNOWN, hang, or leak.
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { create, ScalarType, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";

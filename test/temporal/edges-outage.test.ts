@@ -13,7 +13,6 @@ import {
   incidentAfter,
   incidentsOf,
   sleep,
-  temporalClient,
   waitFor,
   wakesLeft,
   workerRunning,

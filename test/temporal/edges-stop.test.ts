@@ -12,7 +12,6 @@ import {
   incidentAfter,
   incidentsOf,
   runClosed,
-  temporalClient,
   waitFor,
   wakesLeft,
   workerRunning,

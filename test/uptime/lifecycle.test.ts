@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { recordNotices, sleep, waitFor } from "./util.js";
 import { useProject } from "../helpers/use.js";
 

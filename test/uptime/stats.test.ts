@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import type { UptimeFeature } from "../../src/uptime/service.js";
 import { waitFor } from "./util.js";
 import { useProject } from "../helpers/use.js";

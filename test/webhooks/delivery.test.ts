@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { after, describe, it } from "node:test";
 import { errorBody } from "../helpers/fixtures.js";
 import { verifyWebhookSignature } from "../../src/webhooks/signature.js";
 import { Receiver, waitFor } from "./receiver.js";

@@ -12,7 +12,7 @@ export interface Received {
   at: number;
 }
 
-export interface Reply {
+interface Reply {
   status?: number;
   body?: string;
   headers?: Record<string, string>;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import http from "node:http";
 import net from "node:net";
-import { after, before, describe, it } from "node:test";
+import { after, describe, it } from "node:test";
 import pg from "pg";
 import { errorBody } from "../helpers/fixtures.js";
 import { BlockedAddressError, isPublicAddress, type ResolvedAddress } from "../../src/webhooks/address.js";

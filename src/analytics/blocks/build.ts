@@ -17,7 +17,7 @@ export interface BuildOptions {
   /** A block whose hour received events since it was built is rebuilt at most this often. */
   rebuildMs: number;
 }
-export const DEFAULT_BUILD: BuildOptions = { sealMs: 120_000, rebuildMs: 60_000 };
+const DEFAULT_BUILD: BuildOptions = { sealMs: 120_000, rebuildMs: 60_000 };
 
 /** Builds (or rebuilds) the block of one project-hour. False when the snapshot did not agree or another builder had it. */
 export async function buildBlock(db: Db, projectId: string, hour: number, now: Date): Promise<boolean> {

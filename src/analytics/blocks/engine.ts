@@ -43,12 +43,7 @@ const selected = (mask: Mask): number => {
 const present = (c: Column, i: number): boolean => (c.kind === "s" ? c.codes[i] !== 0 : c.values[i] === c.values[i]);
 const plainOk = (fields: Field[]) => (b: Block) => fields.every((f) => colOf(b, f).other === 0);
 
-export async function blockCount(
-  env: BlockEnv,
-  projectId: string,
-  w: Window,
-  filter: Node | null,
-): Promise<number | null> {
+async function blockCount(env: BlockEnv, projectId: string, w: Window, filter: Node | null): Promise<number | null> {
   const part = await split(env, projectId, w, filter, [], () => true);
   if (!part) return null;
   let n = 0;
@@ -63,7 +58,7 @@ export async function blockCount(
 }
 
 /** Counts per interval bucket (not for `minute`: a block is one hour). */
-export async function blockBucketCounts(
+async function blockBucketCounts(
   env: BlockEnv,
   projectId: string,
   w: Window,
@@ -111,10 +106,8 @@ function idColumn(c: Column): { ids: ArrayLike<number>; keys: (string | null)[] 
   return { ids, keys };
 }
 
-export type { BlockAggregation } from "../column-blocks.js";
-
 /** Aggregations over blocks + SQL edges; null when any of them cannot use blocks. */
-export async function blockAggregate(
+async function blockAggregate(
   env: BlockEnv,
   projectId: string,
   w: Window,
@@ -238,7 +231,7 @@ export async function blockAggregate(
 }
 
 /** The sample standard deviation (as PostgreSQL's stddev_samp: two passes; null below two values). */
-export function sampleStddev(values: Float64Array): number | null {
+function sampleStddev(values: Float64Array): number | null {
   const n = values.length;
   if (n < 2) return null;
   let sum = 0;
@@ -260,7 +253,7 @@ function colKind(env: BlockEnv, f: Field): "s" | "n" | null {
  * Counts per combination of the fields' values, as canonical JSON-text keys joined by \u0000
  * (`\u0001` for NULL); null when blocks do not apply.
  */
-export async function blockGroupCounts(
+async function blockGroupCounts(
   env: BlockEnv,
   projectId: string,
   w: Window,
@@ -317,7 +310,7 @@ export async function blockGroupCounts(
 }
 
 /** The top groups in the JSON path's order (count desc, then keys as jsonb ascending, NULLs last). */
-export async function orderGroups(
+async function orderGroups(
   db: Queryable,
   counts: Map<string, number>,
   width: number,

@@ -23,7 +23,7 @@ export interface BlockEnv {
 }
 
 /** The block path is taken only when the SQL part reads at most this many events. */
-export const MAX_RAW_EVENTS = 100_000;
+const MAX_RAW_EVENTS = 100_000;
 const MAX_RAW_RANGES = 16;
 
 export interface Part {

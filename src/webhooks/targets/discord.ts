@@ -24,7 +24,7 @@ export const DISCORD_LIMITS = {
   author: 256,
 } as const;
 
-export interface DiscordField {
+interface DiscordField {
   name: string;
   value: string;
   inline?: boolean;
@@ -52,7 +52,7 @@ export interface DiscordMessage {
   allowed_mentions: { parse: never[] };
 }
 
-export const COLORS = { started: 0xe5484d, recovered: 0x30a46c, event: 0x5b5bd6 };
+const COLORS = { started: 0xe5484d, recovered: 0x30a46c, event: 0x5b5bd6 };
 
 export { truncate };
 

@@ -1,4 +1,4 @@
-import { signatureHeader } from "./signature.js";
+import { SIGNATURE_HEADER, signatureHeader } from "./signature.js";
 import { retryAfterMs } from "./retry-after.js";
 import type { WebhookTarget } from "./target.js";
 
@@ -13,7 +13,7 @@ export const httpTarget: WebhookTarget = {
   body: (env) => JSON.stringify(env),
   headers({ env, eventId, body, secret, now }) {
     const h: Record<string, string> = { "x-vigil-event-id": eventId, "x-vigil-delivery-id": env.id };
-    if (secret) h["x-vigil-signature"] = signatureHeader(secret, body, Math.floor(now.getTime() / 1000));
+    if (secret) h[SIGNATURE_HEADER] = signatureHeader(secret, body, Math.floor(now.getTime() / 1000));
     return h;
   },
   retryAfterMs,

@@ -7,7 +7,7 @@ import type { WebhookTarget } from "./target.js";
 // request's enum, the rows and the sender all take `WebhookType` from here; a new type is a file in
 // this folder and a line below (docs/architecture.md: "Add a webhook target").
 
-export const TARGETS = {
+const TARGETS = {
   http: httpTarget,
   discord: discordTarget,
   /** Vigil's own, beyond the spec's two (docs/webhooks.md). */

@@ -23,13 +23,13 @@ export const MATTERMOST_LIMITS = {
   footer: 1024,
 } as const;
 
-export interface MattermostField {
+interface MattermostField {
   title: string;
   value: string;
   short: boolean;
 }
 
-export interface MattermostAttachment {
+interface MattermostAttachment {
   fallback: string;
   color: string;
   title: string;
@@ -54,7 +54,7 @@ const COLORS = { started: "#e5484d", recovered: "#30a46c", event: "#5b5bd6" } as
  * incident's title, an event's data) notifies a channel or a person. It reads the same on screen.
  * Mattermost has no `allowed_mentions`; this is its equivalent.
  */
-export function quietMentions(s: string): string {
+function quietMentions(s: string): string {
   return s.replace(/@(?=[\p{L}\p{N}_.-])/gu, "@\u200B");
 }
 

@@ -3,8 +3,9 @@ import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 // X-Vigil-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" keyed by the secret>.
 // `verifyWebhookSignature` is what a receiver runs (docs/webhooks.md shows it in use).
 
+/** The header that carries the signature (lower case, as Node and fetch spell headers). */
 export const SIGNATURE_HEADER = "x-vigil-signature";
-export const DEFAULT_TOLERANCE_SECONDS = 300;
+const DEFAULT_TOLERANCE_SECONDS = 300;
 
 /** `whsec_` + 32 random bytes, base64url. */
 export function newWebhookSecret(): string {

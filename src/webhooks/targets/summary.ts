@@ -4,7 +4,7 @@ import type { Envelope } from "./envelope.js";
 // and the fields of an incident or an event. Each chat target (discord.ts, mattermost.ts) lays
 // this out in its own format and within its own limits. Pure.
 
-export interface SummaryField {
+interface SummaryField {
   name: string;
   value: string;
   /** Short enough to sit beside others. */
@@ -34,7 +34,7 @@ export function truncate(s: string, max: number): string {
 }
 
 /** A value as a line of text: a string as itself, "—" for nothing, anything else as JSON. */
-export function show(v: unknown): string {
+function show(v: unknown): string {
   if (v === null || v === undefined) return "—";
   if (typeof v === "string") return v === "" ? "—" : v;
   return JSON.stringify(v);

@@ -19,7 +19,7 @@ import "./analytics.css";
 // total); everything else (aggregates, unique values, groups, per-group series) loads beside it
 // and never delays it.
 
-export const MEASURES = [
+const MEASURES = [
   { value: "count", label: "Count of events" },
   { value: "unique", label: "Unique values of a field" },
   { value: "count_unique", label: "Number of distinct values" },
@@ -39,7 +39,7 @@ type Measure = (typeof MEASURES)[number]["value"];
 /** The numeric summary shown beside an aggregation (one Aggregate request for all of them). */
 const SUMMARY = ["count", "sum", "avg", "min", "max", "p50", "p90", "p95", "p99"] as const;
 
-export const INTERVALS = ["minute", "hour", "day", "week", "month"] as const;
+const INTERVALS = ["minute", "hour", "day", "week", "month"] as const;
 type Interval = (typeof INTERVALS)[number];
 const INTERVAL_LABEL: Record<Interval, string> = {
   minute: "Per minute",
@@ -50,7 +50,7 @@ const INTERVAL_LABEL: Record<Interval, string> = {
 };
 
 /** The interval a range gets when the URL names none: about 60-200 buckets. */
-export function defaultInterval(range: Range): Interval {
+function defaultInterval(range: Range): Interval {
   const hours = (Date.parse(range.to) - Date.parse(range.from)) / 3_600_000;
   if (hours <= 3) return "minute";
   if (hours <= 8 * 24) return "hour";

@@ -19,7 +19,7 @@ import "./events.css";
 
 const PAGE_SIZE = 50;
 /** The tail keeps at most this many rows (newest first); older ones leave the page. */
-export const TAIL_MAX = 500;
+const TAIL_MAX = 500;
 const TAIL_POLL_MS = 1000;
 /**
  * Each poll looks back this far behind the newest shown event, so events stamped earlier than they

@@ -15,7 +15,7 @@ import "./metrics.css";
 // GetCurrentMetric per name), and the chosen metric's series (GetMetricTimeseries) with its
 // aggregation, interval and time range, all in the URL: `metric`, `agg`, `interval`, `range`.
 
-export const AGGREGATIONS = ["avg", "sum", "min", "max", "count", "p50", "p75", "p90", "p95", "p99"] as const;
+const AGGREGATIONS = ["avg", "sum", "min", "max", "count", "p50", "p75", "p90", "p95", "p99"] as const;
 type Aggregation = (typeof AGGREGATIONS)[number];
 const AGG_LABEL: Record<Aggregation, string> = {
   avg: "Average",
@@ -30,7 +30,7 @@ const AGG_LABEL: Record<Aggregation, string> = {
   p99: "p99",
 };
 
-export const METRIC_INTERVALS = ["1m", "5m", "15m", "30m", "1h", "6h", "12h", "1d", "1w"] as const;
+const METRIC_INTERVALS = ["1m", "5m", "15m", "30m", "1h", "6h", "12h", "1d", "1w"] as const;
 type MetricInterval = (typeof METRIC_INTERVALS)[number];
 const STEP_S: Record<MetricInterval, number> = {
   "1m": 60,
@@ -56,7 +56,7 @@ const INTERVAL_LABEL: Record<MetricInterval, string> = {
 };
 
 /** The interval a range gets when the URL names none: the finest giving at most ~200 buckets. */
-export function defaultMetricInterval(range: Range): MetricInterval {
+function defaultMetricInterval(range: Range): MetricInterval {
   const s = (Date.parse(range.to) - Date.parse(range.from)) / 1000;
   return METRIC_INTERVALS.find((i) => s / STEP_S[i] <= 200) ?? "1w";
 }

@@ -30,20 +30,20 @@ import "./filters.css";
 // ---------------------------------------------------------------------------------------------
 // The canonical model
 
-export type FilterScalar = string | number | boolean;
-export type FilterOperator = keyof typeof OPERATORS;
-export interface FilterCondition {
+type FilterScalar = string | number | boolean;
+type FilterOperator = keyof typeof OPERATORS;
+interface FilterCondition {
   field: string;
   operator: FilterOperator;
   value?: FilterScalar | FilterScalar[];
 }
-export type FilterGroup = { and: FilterNode[] } | { or: FilterNode[] };
-export type FilterNode = FilterCondition | FilterGroup;
+type FilterGroup = { and: FilterNode[] } | { or: FilterNode[] };
+type FilterNode = FilterCondition | FilterGroup;
 /** A whole filter: always a group at the root (as the builder writes it). */
 export type Filter = FilterGroup;
 
 /** Shape of each operator's value (src/analytics/filters.ts OPERATORS) and its label. */
-export const OPERATORS = {
+const OPERATORS = {
   equals: { shape: "scalar", label: "equals" },
   not_equals: { shape: "scalar", label: "does not equal" },
   contains: { shape: "text", label: "contains" },
@@ -65,7 +65,7 @@ type Shape = (typeof OPERATORS)[FilterOperator]["shape"];
 const OPERATOR_NAMES = Object.keys(OPERATORS) as FilterOperator[];
 
 /** Nesting allowed by the model: five groups (the root is the first). */
-export const MAX_GROUP_DEPTH = 5;
+const MAX_GROUP_DEPTH = 5;
 
 const isGroup = (n: FilterNode): n is FilterGroup =>
   typeof n === "object" && n !== null && !Array.isArray(n) && ("and" in n || "or" in n);
@@ -101,7 +101,7 @@ export function filterToValue(filter: Filter | undefined): Value | undefined {
 // Suggestions
 
 /** A field a person may filter on; `kind` is the JSON type seen most (picks the value type). */
-export interface FieldSuggestion {
+interface FieldSuggestion {
   field: string;
   kind?: "string" | "number" | "boolean" | "time" | "object" | "array";
   /** How often it was seen (for ordering), if known. */
@@ -114,7 +114,7 @@ export interface Suggestions {
 }
 
 /** The event's own fields (docs/analytics.md "Resolution"). */
-export const BUILTIN_FIELDS: FieldSuggestion[] = [
+const BUILTIN_FIELDS: FieldSuggestion[] = [
   { field: "type", kind: "string" },
   { field: "userId", kind: "string" },
   { field: "groupId", kind: "string" },
@@ -127,7 +127,7 @@ export const BUILTIN_FIELDS: FieldSuggestion[] = [
  * Known keys of a project (AnalyticsService.ListFields): its event types of the last 30 days and the
  * fields of its latest events, most frequent first, after the event's own fields.
  */
-export function useFieldSuggestions(projectId: string): Suggestions {
+function useFieldSuggestions(projectId: string): Suggestions {
   const known = useAsync((signal) => api.analytics.listFields({ projectId }, { signal }), [projectId]);
   return useMemo(() => {
     const d = known.data?.data;

@@ -250,20 +250,3 @@ export function StatusBadge({ status }: { status: string }) {
         : "neutral";
   return <span class={`badge badge-${tone}`}>{status}</span>;
 }
-
-/** A modal dialog (the native <dialog>: focus trapped, Escape closes). */
-export function Dialog(props: { title: string; open: boolean; onClose: () => void; children: ComponentChildren }) {
-  const ref = useRef<HTMLDialogElement>(null);
-  useEffect(() => {
-    const d = ref.current;
-    if (!d) return;
-    if (props.open && !d.open) d.showModal();
-    if (!props.open && d.open) d.close();
-  }, [props.open]);
-  return (
-    <dialog ref={ref} onClose={props.onClose} aria-labelledby="dialog-title">
-      <h2 id="dialog-title">{props.title}</h2>
-      {props.open && props.children}
-    </dialog>
-  );
-}

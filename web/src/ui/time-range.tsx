@@ -3,7 +3,7 @@ import { Select } from "./kit.js";
 // The time range of the events, analytics and metrics screens, kept in the URL:
 // `range=1h|24h|7d|30d|90d` or `range=custom&from=<RFC 3339>&to=<RFC 3339>`.
 
-export const PRESETS = {
+const PRESETS = {
   "15m": { label: "Last 15 minutes", ms: 15 * 60_000 },
   "1h": { label: "Last hour", ms: 3_600_000 },
   "24h": { label: "Last 24 hours", ms: 86_400_000 },

@@ -8,14 +8,14 @@ import "./uptime-charts.css";
 // accessible label ("2026-11-20: 99.2 % up"), which a canvas cannot.
 
 /** The tone of a bucket: up, a little downtime (at least 99 % up), down, paused or no data. */
-export function bucketTone(b: HistoryBucket): "up" | "partial" | "down" | "paused" | "unknown" {
+function bucketTone(b: HistoryBucket): "up" | "partial" | "down" | "paused" | "unknown" {
   if (b.status === "down") return (b.uptimePercentage ?? 0) >= 99 ? "partial" : "down";
   if (b.status === "up" || b.status === "paused") return b.status;
   return "unknown";
 }
 
 /** "2026-11-20: 99.2 % up, 12 min down" — what a day's (or an hour's) box says. */
-export function bucketLabel(b: HistoryBucket, hourly = false): string {
+function bucketLabel(b: HistoryBucket, hourly = false): string {
   const when = hourly ? `${b.start.slice(0, 10)} ${b.start.slice(11, 16)} UTC` : b.start.slice(0, 10);
   switch (b.status) {
     case "up":
