@@ -59,7 +59,7 @@ export interface TaskRecorder {
 const MAX_ERROR_CHARS = 200;
 
 /** An error's message only: its first line, bounded (never its stack, its query or its parameters). */
-export function errorLine(err: unknown): string {
+function errorLine(err: unknown): string {
   const message = err instanceof Error ? err.message : String(err);
   const line = message.split("\n", 1)[0].trim() || (err instanceof Error ? err.name : "error");
   return line.length > MAX_ERROR_CHARS ? `${line.slice(0, MAX_ERROR_CHARS - 1)}…` : line;
