@@ -17,7 +17,7 @@ import { isStreaming, type ServiceBinding } from "../shared/feature.js";
 import { IngestPressure } from "../shared/pressure.js";
 import { Telemetry } from "../shared/telemetry.js";
 import { BackgroundTasks } from "../shared/background.js";
-import { PgNotifications } from "../shared/notifications.js";
+import type { Notifications } from "../shared/notifications.js";
 import { createPool } from "../storage/db.js";
 import { restContext } from "../transcoding/context.js";
 
@@ -101,6 +101,12 @@ export async function probeRpcs(): Promise<{ bindings: ServiceBinding[]; facts: 
   db.connect = noDb as never;
   const log = pino({ level: "silent" });
   const telemetry = new Telemetry();
+  // No LISTEN connection either: the probe has no database to connect to, and a real one would keep
+  // retrying (and a feature's subscription waiting) for as long as the probe runs.
+  const notifications: Notifications = {
+    subscribe: () => ({ listening: Promise.resolve(), close: () => undefined }),
+    stop: async () => undefined,
+  };
   const deps = {
     config,
     db,
@@ -108,7 +114,7 @@ export async function probeRpcs(): Promise<{ bindings: ServiceBinding[]; facts: 
     clock: () => new Date(),
     telemetry,
     background: new BackgroundTasks(log, telemetry, { role: "all", temporal: false }),
-    notifications: new PgNotifications({}, log),
+    notifications,
     pressure: new IngestPressure(),
     limits: { take: limit, hit: limit, refund: noDb, close: async () => undefined, rules: {} },
     auth,

@@ -12,7 +12,21 @@ export interface Subscriber {
   onReconnect(): void;
 }
 
-export class PgNotifications {
+/** One subscriber's place on the connection. */
+export interface Subscription {
+  /** Resolves once its channels are LISTENed to (or once closed: a feature may stop before that). */
+  listening: Promise<void>;
+  /** Leaves at once, connected or not: a feature's stop() never waits on the database. */
+  close(): void;
+}
+
+/** What features see of the LISTEN connection (Deps.notifications). */
+export interface Notifications {
+  subscribe(sub: Subscriber): Subscription;
+  stop(): Promise<void>;
+}
+
+export class PgNotifications implements Notifications {
   private client?: pg.Client;
   private connecting?: Promise<void>;
   private stopped = false;
@@ -29,25 +43,33 @@ export class PgNotifications {
   ) {}
 
   /**
-   * Adds a subscriber; resolves once its channels are LISTENed to (connecting first if needed,
-   * retrying with backoff). Unsubscribe with the returned function.
+   * Adds a subscriber; its `listening` resolves once its channels are LISTENed to (connecting first
+   * if needed, retrying with backoff).
    */
-  async subscribe(sub: Subscriber): Promise<() => void> {
+  subscribe(sub: Subscriber): Subscription {
     this.subscribers.add(sub);
+    let done!: () => void;
+    const listening = new Promise<void>((resolve) => (done = resolve));
+    const wait = () => this.waiting.push({ sub, done });
     const c = this.client;
-    if (c) {
-      try {
+    if (this.stopped) done();
+    else if (c)
+      // The connection may fail meanwhile: the reconnection LISTENs to every channel.
+      void (async () => {
         for (const ch of sub.channels) await c.query(`LISTEN ${pg.escapeIdentifier(ch)}`);
-      } catch {
-        // The connection failed meanwhile: the reconnection LISTENs to every channel.
-        await new Promise<void>((done) => this.waiting.push({ sub, done }));
-      }
-    } else {
-      const listening = new Promise<void>((done) => this.waiting.push({ sub, done }));
+      })().then(done, wait);
+    else {
+      wait();
       if (!this.connecting && !this.timer) this.connecting = this.connect();
-      await listening;
     }
-    return () => void this.subscribers.delete(sub);
+    return {
+      listening,
+      close: () => {
+        this.subscribers.delete(sub);
+        this.waiting = this.waiting.filter((w) => w.sub !== sub);
+        done();
+      },
+    };
   }
 
   private channels(): string[] {

@@ -3,6 +3,7 @@ import { failureLevel, startPeriodic, type Periodic } from "../shared/periodic.j
 import { checkDeadlines } from "./detect.js";
 import { MinHeap } from "./heap.js";
 import { parseWake, WAKE_CHANNEL, type DeadlineChange, type DeadlineRunner } from "./wake.js";
+import type { Subscription } from "../shared/notifications.js";
 
 // The embedded deadline runner (no TEMPORAL_ADDRESS). The durable state is monitors.deadline_at; this
 // process keeps the nearest deadlines in a min-heap with ONE timer for the earliest, so a monitor is
@@ -33,7 +34,7 @@ export class EmbeddedScheduler implements DeadlineRunner {
   private running = false;
   private active = 0;
   private checks = new Set<Promise<void>>();
-  private unlisten: (() => void) | undefined;
+  private subscription: Subscription | undefined;
 
   constructor(
     private readonly deps: UptimeDeps,
@@ -44,6 +45,8 @@ export class EmbeddedScheduler implements DeadlineRunner {
     this.running = true;
     await this.listen();
     await this.rescan();
+    // Stopped meanwhile (stop() closes the subscription a start may still be waiting on).
+    if (!this.running) return;
     this.rescanLoop = startPeriodic(this.deps.background, "uptime re-scan", this.opts.rescanMs, () => this.rescan());
   }
 
@@ -53,8 +56,8 @@ export class EmbeddedScheduler implements DeadlineRunner {
     clearTimeout(this.timer);
     this.timer = undefined;
     await Promise.allSettled([...this.checks]);
-    this.unlisten?.();
-    this.unlisten = undefined;
+    this.subscription?.close();
+    this.subscription = undefined;
     this.heap.clear();
     this.current.clear();
   }
@@ -103,7 +106,7 @@ export class EmbeddedScheduler implements DeadlineRunner {
 
   /** On the process's LISTEN connection (shared/notifications.ts); resolves once listening. */
   private async listen(): Promise<void> {
-    this.unlisten = await this.deps.notifications.subscribe({
+    this.subscription = this.deps.notifications.subscribe({
       channels: [WAKE_CHANNEL],
       onMessage: (_channel, payload) => {
         const w = parseWake(payload);
@@ -116,6 +119,7 @@ export class EmbeddedScheduler implements DeadlineRunner {
         if (this.running) void this.rescan().catch((err) => this.deps.log.warn({ err }, "uptime re-scan failed"));
       },
     });
+    await this.subscription.listening;
   }
 
   /** Points the single timer at the earliest live deadline (or starts checks for those already due). */

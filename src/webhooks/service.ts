@@ -70,7 +70,7 @@ export function createWebhooksFeature(
   let reconciler: Periodic | undefined;
   let scheduler: DeliveryScheduler | undefined;
   let expander: OutboxExpander | undefined;
-  const subscribed = deps.notifications.subscribe({
+  const subscription = deps.notifications.subscribe({
     channels: [store.DUE_CHANNEL, store.CHANGED_CHANNEL],
     onMessage: (channel, payload) => {
       if (channel === store.CHANGED_CHANNEL) {
@@ -87,7 +87,6 @@ export function createWebhooksFeature(
     },
   });
   // Every node listens (API nodes too: their subscription caches follow changes made elsewhere).
-  subscribed.catch(() => undefined);
 
   async function webhookOf(projectId: string, id: string) {
     const w = await store.getWebhook(db, projectId, id);
@@ -280,7 +279,7 @@ export function createWebhooksFeature(
       await expander?.stop();
       await scheduler?.stop();
       await reconciler?.stop();
-      (await subscribed.catch(() => undefined))?.();
+      subscription.close();
     },
   };
 }

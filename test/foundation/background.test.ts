@@ -5,7 +5,9 @@ import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "node:test";
 import pino from "pino";
+import { probeRpcs } from "../../src/openapi/access.js";
 import { BACKGROUND_TASKS, BackgroundTasks } from "../../src/shared/background.js";
+import { PgNotifications } from "../../src/shared/notifications.js";
 import { Telemetry } from "../../src/shared/telemetry.js";
 
 async function sources(dir: string): Promise<string[]> {
@@ -57,5 +59,33 @@ describe("background tasks: one list", () => {
     const embedded = new BackgroundTasks(log, new Telemetry(), { role: "all", temporal: false });
     assert.throws(() => embedded.record("uptime reconciler", 1000), /temporal runner only/);
     assert.doesNotThrow(() => embedded.record("uptime re-scan", 1000));
+  });
+});
+
+describe("the LISTEN connection never holds a stop", () => {
+  // A feature's stop() must not wait for its LISTEN subscription: the OpenAPI probe (npm run generate)
+  // builds and stops every feature with no database at all, and a node may be stopped during an outage.
+  it(
+    "the OpenAPI probe builds and stops every feature without a database, and returns",
+    { timeout: 120_000 },
+    async () => {
+      const { bindings, facts } = await probeRpcs();
+      assert.ok(bindings.some((b) => b.desc.typeName === "vigil.v1.WebhookService"));
+      assert.ok(facts.size > 50, `${facts.size} RPCs probed`);
+    },
+  );
+
+  it("a subscriber leaves at once while the database is out of reach; stop() ends the retries", async () => {
+    // Port 1 on the loopback: nothing listens, every connection attempt is refused.
+    const n = new PgNotifications(
+      { host: "127.0.0.1", port: 1, connectionTimeoutMillis: 1000 },
+      pino({ level: "silent" }),
+    );
+    const sub = n.subscribe({ channels: ["probe"], onMessage: () => undefined, onReconnect: () => undefined });
+    sub.close();
+    await sub.listening;
+    const late = n.subscribe({ channels: ["probe"], onMessage: () => undefined, onReconnect: () => undefined });
+    await n.stop();
+    await late.listening;
   });
 });
