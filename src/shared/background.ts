@@ -33,6 +33,7 @@ export const BACKGROUND_TASKS = {
   "webhook outbox expander": { role: "worker", mode: "always", owner: "src/webhooks/expander.ts" },
   "webhook delivery scheduler": { role: "worker", mode: "always", owner: "src/webhooks/scheduler.ts" },
   "webhook reconciler": { role: "worker", mode: "temporal", owner: "src/webhooks/service.ts" },
+  "temporal workers": { role: "worker", mode: "temporal", owner: "src/temporal/worker.ts" },
 } as const satisfies Record<string, { role: TaskRole; mode: TaskMode; owner: string }>;
 
 export type TaskName = keyof typeof BACKGROUND_TASKS;
