@@ -39,7 +39,7 @@ export interface AnalyticsWiring {
 const EXPORT_BATCH = 1000;
 
 export function createAnalyticsFeature(
-  deps: Pick<Deps, "db" | "auth" | "clock" | "config" | "log" | "telemetry">,
+  deps: Pick<Deps, "db" | "auth" | "clock" | "config" | "log" | "telemetry" | "background">,
   { registry, derived, blocks }: AnalyticsWiring,
 ): Feature {
   const { db, auth, clock, config } = deps;

@@ -61,7 +61,7 @@ export interface EventsFeature extends Feature {
 
 /** `parts`: the ingest pipeline's participants, in order; their contract is in pipeline.ts. */
 export function createEventsFeature(
-  deps: Pick<Deps, "config" | "db" | "log" | "clock" | "auth" | "telemetry" | "pressure">,
+  deps: Pick<Deps, "config" | "db" | "log" | "clock" | "auth" | "telemetry" | "pressure" | "background">,
   parts: PipelineParts,
 ): EventsFeature {
   const { db, clock, auth } = deps;
@@ -70,6 +70,7 @@ export function createEventsFeature(
     db,
     log: deps.log,
     telemetry: deps.telemetry,
+    tasks: deps.background,
     projections: parts.projections,
     delayMs: deps.config.ingest.derivedDelayMs,
     pollMs: 1000,
@@ -243,7 +244,7 @@ export function createEventsFeature(
     },
     // Client ids older than the window (7 days) are forgotten: the same id may then be stored again.
     async start() {
-      purge = startPeriodic(deps.log, "purging ingest ids", HOUR_MS, async (stopped) => {
+      purge = startPeriodic(deps.background, "purging ingest ids", HOUR_MS, async (stopped) => {
         await purgeIngestIds(clock(), stopped);
       });
     },

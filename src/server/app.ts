@@ -12,6 +12,8 @@ import { clientInfoKey, type ClientInfo } from "../shared/context.js";
 import type { Deps } from "../platform/deps.js";
 import { guardImpl, type Feature } from "../shared/feature.js";
 import { Telemetry } from "../shared/telemetry.js";
+import { BackgroundTasks } from "../shared/background.js";
+import { PgNotifications } from "../shared/notifications.js";
 import { IngestPressure } from "../shared/pressure.js";
 import { createLogThrottle } from "../shared/log-throttle.js";
 import { bodyBudgetKey, InflightBytes } from "../shared/inflight.js";
@@ -92,6 +94,7 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
   // Every in-flight request links to this signal; thousands at once is normal, not a leak.
   setMaxListeners(0, shutdown.signal);
   const telemetry = new Telemetry();
+  const background = new BackgroundTasks(log, telemetry, { role: config.role, temporal: !!config.temporal });
   const clock = opts.clock ?? systemClock;
   const deps: Deps = {
     config,
@@ -99,14 +102,17 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
     log,
     clock,
     telemetry,
+    background,
+    notifications: new PgNotifications({ ...db.options }, log),
     pressure: new IngestPressure(),
     limits: createRateLimiter(config, log, clock, telemetry),
     auth: new Authenticator({ db, clock, sessionSecret: secret }),
     sessionSecret: secret,
     shutdownSignal: shutdown.signal,
-    temporal: config.temporal ? createTemporalLink(config.temporal, db, log) : undefined,
+    temporal: config.temporal ? createTemporalLink(config.temporal, db, log, background) : undefined,
   };
   opened.push(
+    () => deps.notifications.stop(),
     () => deps.limits.close(),
     async () => deps.temporal?.close(),
   );
@@ -326,6 +332,7 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
       for (const f of [...features].reverse())
         await f.stop?.().catch((err) => log.error({ err, feature: f.name }, "feature stop failed"));
       // After every feature: the uptime writer's last wakes and the webhook hand-overs use it.
+      await deps.notifications.stop();
       await deps.temporal?.close();
       await deps.limits.close();
       await db.end().catch(() => undefined);

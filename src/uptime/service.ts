@@ -5,7 +5,7 @@ import { bind, type Feature, type ServiceBinding } from "../shared/feature.js";
 import { conflict, notFound } from "../shared/errors.js";
 import { newId } from "../shared/ids.js";
 import { unlessProjectGone } from "../shared/gone.js";
-import { DAY_MS, HOUR_MS } from "../shared/time.js";
+import { DAY_MS } from "../shared/time.js";
 import { validate } from "../shared/validate.js";
 import { createUptimeActivities, type UptimeActivities } from "./activities.js";
 import { HeartbeatWriter } from "./heartbeats.js";
@@ -53,11 +53,6 @@ export function createUptimeFeature(
     : new EmbeddedScheduler(deps);
   const writer = new HeartbeatWriter(deps, (changes) => runner.changed(changes));
   const rawRetentionMs = deps.config.uptime.rawRetentionDays * DAY_MS;
-  let prune: NodeJS.Timeout | undefined;
-
-  const pruneOnce = async () => {
-    await store.pruneHeartbeats(deps.db, new Date(deps.clock().getTime() - rawRetentionMs - HOUR_MS));
-  };
 
   return {
     name: "uptime",
@@ -68,14 +63,8 @@ export function createUptimeFeature(
     services: [uptimeService(deps, { writer, changed: (c) => runner.changed(c), rawRetentionMs })],
     async start() {
       await runner.start();
-      prune = setInterval(
-        () => void pruneOnce().catch((err) => deps.log.warn({ err }, "pruning raw heartbeats failed")),
-        HOUR_MS,
-      );
-      prune.unref();
     },
     async stop() {
-      clearInterval(prune);
       await writer.drain();
       await runner.stop();
     },

@@ -8,7 +8,6 @@ import { jsonProblem, problemField } from "../shared/json.js";
 import { validate } from "../shared/validate.js";
 import { tx } from "../storage/db.js";
 import { OutboxExpander } from "./expander.js";
-import { PgListener } from "./listener.js";
 import { OUTBOX_PAYLOAD } from "./outbox.js";
 import { toDelivery, toWebhook } from "./messages.js";
 import { checkTarget, createSchema, decodeCursor, encodeCursor, listSchema, updateSchema } from "./requests.js";
@@ -42,7 +41,20 @@ export interface WebhooksFeature extends Feature {
  * incidents in server/features.ts) read; this feature invalidates it when webhooks change.
  */
 export function createWebhooksFeature(
-  deps: Pick<Deps, "db" | "clock" | "auth" | "config" | "limits" | "log" | "telemetry" | "pressure" | "temporal">,
+  deps: Pick<
+    Deps,
+    | "db"
+    | "clock"
+    | "auth"
+    | "config"
+    | "limits"
+    | "log"
+    | "telemetry"
+    | "pressure"
+    | "temporal"
+    | "background"
+    | "notifications"
+  >,
   cache: SubscriptionCache,
 ): WebhooksFeature {
   const { db, clock, auth, config, limits } = deps;
@@ -58,10 +70,9 @@ export function createWebhooksFeature(
   let reconciler: Periodic | undefined;
   let scheduler: DeliveryScheduler | undefined;
   let expander: OutboxExpander | undefined;
-  const listener = new PgListener(
-    db.options.connectionString!,
-    [store.DUE_CHANNEL, store.CHANGED_CHANNEL],
-    (channel, payload) => {
+  const subscription = deps.notifications.subscribe({
+    channels: [store.DUE_CHANNEL, store.CHANGED_CHANNEL],
+    onMessage: (channel, payload) => {
       if (channel === store.CHANGED_CHANNEL) {
         cache.invalidate(payload || undefined);
         // A PATCH or DELETE may have held a webhook row the expander skipped.
@@ -69,15 +80,13 @@ export function createWebhooksFeature(
       } else if (payload === OUTBOX_PAYLOAD) expander?.wake();
       else scheduler?.wake();
     },
-    () => {
+    onReconnect: () => {
       cache.invalidate();
       expander?.wake();
       scheduler?.wake();
     },
-    deps.log,
-  );
+  });
   // Every node listens (API nodes too: their subscription caches follow changes made elsewhere).
-  listener.start();
 
   async function webhookOf(projectId: string, id: string) {
     const w = await store.getWebhook(db, projectId, id);
@@ -233,14 +242,20 @@ export function createWebhooksFeature(
     async start() {
       if (deps.temporal) {
         temporal = createTemporalDispatch(deps, deps.temporal);
-        reconciler = startPeriodic(deps.log, "webhook reconciler", deps.temporal.config.reconcileMs, async () => {
-          if ((await reconcileDeliveries(db, clock())) > 0) scheduler?.wake();
-        });
+        reconciler = startPeriodic(
+          deps.background,
+          "webhook reconciler",
+          deps.temporal.config.reconcileMs,
+          async () => {
+            if ((await reconcileDeliveries(db, clock())) > 0) scheduler?.wake();
+          },
+        );
       }
       scheduler = new DeliveryScheduler({
         db,
         clock,
         log: deps.log,
+        tasks: deps.background,
         telemetry: deps.telemetry,
         metrics,
         webhooks: config.webhooks,
@@ -252,6 +267,7 @@ export function createWebhooksFeature(
         db,
         clock,
         log: deps.log,
+        tasks: deps.background,
         attemptLimit: () => config.webhooks.maxAttempts,
         onExpanded: () => scheduler?.wake(),
         yieldTo: deps.pressure,
@@ -263,7 +279,7 @@ export function createWebhooksFeature(
       await expander?.stop();
       await scheduler?.stop();
       await reconciler?.stop();
-      await listener.stop();
+      subscription.close();
     },
   };
 }
