@@ -130,3 +130,23 @@ export async function withWorker<T>(
   });
   return worker.runUntil(fn(taskQueue));
 }
+
+/** The test server's time at each call of a fake activity, with a wait for the n-th call. */
+export class CallTimes {
+  readonly times: number[] = [];
+  private waiters: { n: number; resolve: () => void }[] = [];
+
+  constructor(private env: TestWorkflowEnvironment) {}
+
+  /** Records a call (at the server's time, which skips). */
+  async record(): Promise<void> {
+    this.times.push(await this.env.currentTimeMs());
+    this.waiters = this.waiters.filter((w) => (this.times.length >= w.n ? (w.resolve(), false) : true));
+  }
+
+  /** Resolves once n calls were recorded. */
+  reached(n: number): Promise<void> {
+    if (this.times.length >= n) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ n, resolve }));
+  }
+}
