@@ -14,6 +14,7 @@
 // what the storage set-up cannot change (NOT_IN_STORAGE_RERUN below). When test/workflows/ is
 // selected, Temporal's time-skipping test server is obtained (test/helpers/time-skipping.ts) and
 // named to the files in TEMPORAL_TEST_SERVER. At the end: each pass's time and the slowest files.
+// `--list` prints the files of passes 1 and 1b (`1 test/...`, `1b test/...`) and sets nothing up.
 // Test files get VIGIL_TEST_TEMPORAL_ADDRESS (the shared server) and TEMPORAL_CLI in both passes.
 // The run fails when either pass fails. A set-up that fails (the Temporal server, PostgreSQL, the
 // template, the dashboard's build; an uncaught exception or unhandled rejection included) ends the
@@ -102,6 +103,11 @@ interface Setup {
 }
 
 async function main(): Promise<number> {
+  if (args.includes("--list")) {
+    // What the run would test, one `pass file` a line, without setting anything up.
+    for (const f of selected()) console.log(`${rel(f).startsWith("test/temporal/") ? "1b" : "1"} ${rel(f)}`);
+    return 0;
+  }
   // What the machine must provide (test/preflight.ts: redis-server, PostgreSQL), obtained or named
   // in one line each before anything starts.
   let machineEnv: Record<string, string>;
@@ -206,7 +212,7 @@ function redact(url: string): string {
 }
 
 const rel = (f: string) => path.relative(root, path.resolve(root, f));
-const OWN_FLAGS = new Set(["--temporal", "--temporal-only", "--storage-rerun"]);
+const OWN_FLAGS = new Set(["--temporal", "--temporal-only", "--storage-rerun", "--list"]);
 
 /** The files of pass 1 and 1b: those given, else every test file (less those --storage-rerun leaves out). */
 function selected(): string[] {
