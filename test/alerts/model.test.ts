@@ -582,12 +582,12 @@ const sampleArb: fc.Arbitrary<Sample> = fc.record({
   value: fc.option(fc.integer({ min: 0, max: 6 }), { nil: null, freq: 6 }),
   samples: fc.integer({ min: 0, max: 4 }),
 });
+/** Samples of consecutive evaluations: steady stretches of 1-6 evaluations each, as a real series has. */
+const seriesArb: fc.Arbitrary<Sample[]> = fc
+  .array(fc.tuple(sampleArb, fc.integer({ min: 1, max: 6 })), { maxLength: 20 })
+  .map((runs) => runs.flatMap(([s, n]) => Array.from({ length: n }, () => s)));
 /** A rule, the samples of consecutive evaluations, and the cadence's offset. */
-const caseArb = fc.record({
-  rule: ruleArb,
-  samples: fc.array(sampleArb, { minLength: 0, maxLength: 60 }),
-  offset: fc.integer({ min: 0, max: EVERY - 1 }),
-});
+const caseArb = fc.record({ rule: ruleArb, samples: seriesArb, offset: fc.integer({ min: 0, max: EVERY - 1 }) });
 type Case = { rule: DecisionRule; samples: Sample[]; offset: number };
 const timesOf = (c: Case) => c.samples.map((_, i) => c.offset + i * EVERY);
 const sampleAtOf = (c: Case) => (at: number) => c.samples[(at - c.offset) / EVERY];
@@ -719,7 +719,7 @@ describe("properties (fast-check)", () => {
   });
   it("live evaluation (state stored as JSON between calls, redelivered) = preview", () => {
     fc.assert(
-      fc.property(caseArb, fc.array(fc.boolean(), { maxLength: 60 }), (c, redeliver) => {
+      fc.property(caseArb, fc.array(fc.boolean(), { maxLength: 120 }), (c, redeliver) => {
         const p = preview(c.rule, sampleAtOf(c), timesOf(c));
         const l = live(c, redeliver);
         assert.deepEqual(l.evaluations, p.evaluations);
@@ -752,7 +752,7 @@ describe("properties (fast-check)", () => {
   });
   it("pause and resume anywhere: never two open incidents; a pause closes the open one", () => {
     fc.assert(
-      fc.property(caseArb, fc.array(fc.constantFrom("none", "pause", "resume"), { maxLength: 60 }), (c, ops) => {
+      fc.property(caseArb, fc.array(fc.constantFrom("none", "pause", "resume"), { maxLength: 120 }), (c, ops) => {
         let s = INITIAL_STATE;
         let open: number | null = null;
         timesOf(c).forEach((at, i) => {
