@@ -328,7 +328,7 @@ describe("against the brute force on random expressions", () => {
             .filter((t) => t > start)
             .slice(0, 25)
             .filter((t) => t <= end);
-          const got = nextRuns(parsed.schedule, start, 25).filter((t) => t <= end);
+          const got: number[] = nextRuns(parsed.schedule, start, 25).filter((t) => t <= end);
           assert.deepEqual(got.map(iso), want.map(iso), `${cron} in ${zone} after ${iso(start)}`);
           compared++;
           if (want.some((t) => w.changes.some((c) => Math.abs(w.utc[c] * MIN - t) <= 2 * 3_600_000))) nearChange++;
