@@ -48,9 +48,14 @@ export function deadlineOf(
   if (m.lastHeartbeatAt === null) return null;
   const resumed = m.status === "unknown" && m.resumedAt !== null ? m.resumedAt : null;
   if (m.status !== "up" && resumed === null) return null;
-  const later = (t: number) => (resumed === null ? t : Math.max(t, resumed));
-  if (!m.schedule) return later(m.lastHeartbeatAt) + m.expectedIntervalMs + m.gracePeriodMs;
-  const next = nextRunAfter(m.schedule, later(m.lastSuccessStartAt ?? m.lastHeartbeatAt));
+  if (!m.schedule)
+    return (
+      (resumed === null ? m.lastHeartbeatAt : Math.max(m.lastHeartbeatAt, resumed)) +
+      m.expectedIntervalMs +
+      m.gracePeriodMs
+    );
+  const lastRun = m.lastSuccessStartAt ?? m.lastHeartbeatAt;
+  const next = nextRunAfter(m.schedule, resumed === null ? lastRun : Math.max(lastRun, resumed));
   return next === null ? null : next + m.gracePeriodMs;
 }
 
