@@ -57,7 +57,11 @@ const STORAGE_RERUN_KEEPS = new Set(["test/temporal/webhooks-outage.test.ts"]);
 /** Pass 2 runs these directories' test files with Temporal as the runner... */
 const TEMPORAL_PASS_DIRS = ["test/uptime", "test/webhooks"];
 /** ...except the pure unit tests (no service, so nothing for Temporal to run). */
-const NOT_IN_TEMPORAL_PASS = new Set(["test/uptime/model.test.ts", "test/webhooks/decisions.test.ts"]);
+const NOT_IN_TEMPORAL_PASS = new Set([
+  "test/uptime/model.test.ts",
+  "test/uptime/schedule.test.ts",
+  "test/webhooks/decisions.test.ts",
+]);
 
 function testFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((f) => {
