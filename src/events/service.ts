@@ -228,7 +228,7 @@ export function createEventsFeature(
             return { data: toEventMessage(rowToStored(row)) };
           },
         },
-        { restJsonList: { ingestEventBatch: "events" } },
+        { restJsonList: { ingestEventBatch: "events" }, rules: { listEvents: listSchema } },
       ),
     ],
     // Every node that ingests projects its own commits; every node also picks up leftovers.

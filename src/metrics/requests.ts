@@ -24,7 +24,10 @@ const name = z
   .refine((s) => !s.startsWith("$"), "metric names must not start with '$'")
   .refine(isPlainText, "must not contain control characters or invalid Unicode");
 
-const zoned = z.string().refine((s) => parseTimestampMs(s) !== undefined, TIMESTAMP_MESSAGE);
+const zoned = z
+  .string()
+  .refine((s) => parseTimestampMs(s) !== undefined, TIMESTAMP_MESSAGE)
+  .meta({ format: "date-time" });
 const time = z.object({ start: zoned, end: zoned }, { error: "time {start, end} is required" }).refine(
   (t) => {
     const a = parseTimestampMs(t.start),

@@ -19,9 +19,9 @@ export interface SchemaContext {
 }
 
 const JSON_WKT: Record<string, Schema> = {
-  "google.protobuf.Struct": { type: "object", description: "Any JSON object." },
+  "google.protobuf.Struct": { type: "object", additionalProperties: true, description: "Any JSON object." },
   "google.protobuf.Value": { description: "Any JSON value." },
-  "google.protobuf.ListValue": { type: "array", description: "Any JSON array." },
+  "google.protobuf.ListValue": { type: "array", items: {}, description: "Any JSON array." },
 };
 
 /** Component name of a message in a mode: `Account`, `AccountInput`; other packages keep their full name. */
