@@ -253,13 +253,14 @@ export function buildDocument(input: DocumentInput): Schema {
         "Retry-After": { description: "Seconds to wait.", schema: { type: "integer", minimum: 1 } },
       };
   }
-  return {
+  const document: Schema = {
     openapi: "3.1.0",
     info: {
       title: "Vigil API",
       version: input.version,
       description: INTRO,
-      license: { name: input.license },
+      // An SPDX identifier; package.json's UNLICENSED (private) is a LicenseRef of that name.
+      license: { name: input.license, identifier: `LicenseRef-${input.license}` },
       contact: { name: input.author },
     },
     servers: [{ url: "/" }],
@@ -285,6 +286,34 @@ export function buildDocument(input: DocumentInput): Schema {
       },
     },
   };
+  pruneSchemas(document);
+  return document;
+}
+
+/**
+ * Drops the components no operation reaches (a message whose only use was inlined with the rules
+ * of its handler, src/openapi/rules.ts): linters flag unused components.
+ */
+function pruneSchemas(document: Schema): void {
+  const components = document.components as { schemas: Record<string, Schema> };
+  const reached = new Set<string>();
+  const walk = (v: unknown): void => {
+    if (Array.isArray(v)) v.forEach(walk);
+    else if (v && typeof v === "object") {
+      for (const [k, x] of Object.entries(v)) {
+        if (k === "$ref" && typeof x === "string" && x.startsWith("#/components/schemas/")) {
+          const name = x.slice("#/components/schemas/".length);
+          if (!reached.has(name)) {
+            reached.add(name);
+            walk(components.schemas[name]);
+          }
+        } else walk(x);
+      }
+    }
+  };
+  walk(document.paths);
+  walk((document.components as Schema).responses);
+  for (const name of Object.keys(components.schemas)) if (!reached.has(name)) delete components.schemas[name];
 }
 
 function sortKeys<T>(o: Record<string, T>): Record<string, T> {
