@@ -4,7 +4,15 @@ import { routesFor, type Route } from "../transcoding/routes.js";
 import type { CallerKind, RpcFacts } from "./access.js";
 import type { Describe } from "./comments.js";
 import { applyRule, ruleOnField, ruleSchema } from "./rules.js";
-import { fieldSchema, messageRef, messageSchema, scalarSchema, type Schema, type SchemaContext } from "./schema.js";
+import {
+  fieldSchema,
+  messageRef,
+  messageSchema,
+  scalarSchema,
+  storable,
+  type Schema,
+  type SchemaContext,
+} from "./schema.js";
 
 // The OpenAPI 3.1 document of the REST face, built from the very route table the transcoder
 // serves (routesFor over the served bindings), the RPCs' messages and options, the callers and
@@ -101,7 +109,10 @@ function queryParameters(method: DescMethod, omit: Set<string>, ctx: SchemaConte
     const scalar = f.fieldKind === "scalar" || (f.fieldKind === "list" && f.listKind === "scalar");
     if (!scalar) continue; // messages and maps cannot be written in a query string
     // A query parameter is absent or a value: never null. Lists repeat the name (`?x=a&x=b`).
-    let schema = f.fieldKind === "list" ? { type: "array", items: scalarSchema(f.scalar!) } : scalarSchema(f.scalar!);
+    let schema =
+      f.fieldKind === "list"
+        ? { type: "array", items: storable(scalarSchema(f.scalar!)) }
+        : storable(scalarSchema(f.scalar!));
     const fieldRule = (rule?.properties as Record<string, Schema> | undefined)?.[f.jsonName];
     const required = ((rule?.required ?? []) as string[]).includes(f.jsonName);
     if (fieldRule) schema = ruleOnField(schema, fieldRule, required);
@@ -115,20 +126,22 @@ function operation(route: Route, binding: ServiceBinding, facts: RpcFacts, ctx: 
   const { method, service } = route;
   const field = (name: string) => method.input.fields.find((f) => f.name === name)!;
   const pathFields = new Set(route.segments.flatMap((x) => ("variable" in x ? [x.variable] : [])));
+  // The handler's zod rule (bind's `rules`), laid over the proto-derived input.
+  const zodRule = binding.rules?.[method.localName];
+  const rule = zodRule ? ruleSchema(zodRule) : undefined;
   const parameters: Schema[] = [...pathFields].map((name) => {
     const f = field(name);
     const description = ctx.describe(`${method.input.typeName}.${f.name}`);
+    const fieldRule = (rule?.properties as Record<string, Schema> | undefined)?.[f.jsonName];
+    const schema = storable({ type: "string", minLength: 1 });
     return {
       name: f.jsonName,
       in: "path",
       required: true,
-      schema: { type: "string", minLength: 1 },
+      schema: fieldRule ? ruleOnField(schema, fieldRule, true) : schema,
       ...(description ? { description } : {}),
     };
   });
-  // The handler's zod rule (bind's `rules`), laid over the proto-derived input.
-  const zodRule = binding.rules?.[method.localName];
-  const rule = zodRule ? ruleSchema(zodRule) : undefined;
   const resolve = (ref: string) => ctx.schemas[ref.slice("#/components/schemas/".length)];
   let requestBody: Schema | undefined;
   // A body route refuses a request without a JSON body (415), even when every field is optional.

@@ -34,11 +34,26 @@ export function ruleSchema(rule: z.ZodType): Schema {
 const types = (s: Schema): string[] =>
   Array.isArray(s.type) ? (s.type as string[]) : typeof s.type === "string" ? [s.type] : [];
 
+/** A nullable rule's (`.nullable()`: anyOf [x, null]) non-null branch; null stays the proto's to say. */
+function nonNull(rule: Schema): Schema {
+  if (!Array.isArray(rule.anyOf)) return rule;
+  const alts = (rule.anyOf as Schema[]).filter((s) => s.type !== "null");
+  if (alts.length !== 1) return rule;
+  const { anyOf: _, ...rest } = rule;
+  return { ...alts[0], ...rest };
+}
+
 /** A `#/components/schemas/X` reference's schema. */
 export type Resolve = (ref: string) => Schema;
 
 /** One field's proto-derived schema with the rule's keywords on it; `required`: null is refused too. */
-export function ruleOnField(base: Schema, rule: Schema, required: boolean, resolve?: Resolve): Schema {
+export function ruleOnField(base: Schema, given: Schema, required: boolean, resolve?: Resolve): Schema {
+  const rule = nonNull(given);
+  if (base.type === undefined && !base.$ref && !base.anyOf) {
+    // Any JSON value (a google.protobuf.Value item): the rule says what it must be.
+    const { default: _, ...r } = rule;
+    return { ...r, ...(base.description ? { description: base.description } : {}) };
+  }
   const ref = (base.$ref ?? (base.anyOf as Schema[] | undefined)?.find((s) => s.$ref)?.$ref) as string | undefined;
   if (ref && resolve && rule.properties) {
     // A message with rules of its own (metrics' `time`): its component, inlined with them.
@@ -60,6 +75,7 @@ export function ruleOnField(base: Schema, rule: Schema, required: boolean, resol
   if (types(rule).includes("integer") && t.includes("number")) t = t.map((x) => (x === "number" ? "integer" : x));
   if (t.length) out.type = t.length === 1 ? t[0] : t;
   for (const k of KEYWORDS) if (rule[k] !== undefined) out[k] = rule[k];
+  if (Array.isArray(out.enum) && rule.pattern === undefined) delete out.pattern; // the enum says it all
   if (Array.isArray(out.enum) && t.includes("null")) out.enum = [...(out.enum as unknown[]), null];
   if (rule.items && base.items && typeof rule.items === "object")
     out.items = ruleOnField(base.items as Schema, rule.items as Schema, true);

@@ -45,8 +45,9 @@ function documented(op: Json, name: string): { schema: Json; required: boolean }
 /** The schema a value must meet: a nullable message's `anyOf` branch that is not null. */
 const nonNull = (s: Json): Json => (s.anyOf ? s.anyOf.find((x: Json) => x.type !== "null") : s);
 
-function checkRule(where: string, docSchema: Json, rule: Json): void {
+function checkRule(where: string, docSchema: Json, given: Json): void {
   const s = nonNull(docSchema);
+  const rule = given.anyOf ? given.anyOf.find((x: Json) => x.type !== "null") : given;
   for (const k of KEYWORDS)
     if (rule[k] !== undefined) assert.deepEqual(s[k], rule[k], `${where}: ${k} of the rule is not in the document`);
   if (rule.enum)
