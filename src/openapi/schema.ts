@@ -89,6 +89,8 @@ function nullable(s: Schema): Schema {
 /** A reference to a message's component (the component is built on first use). */
 export function messageRef(msg: DescMessage, mode: Mode, ctx: SchemaContext): Schema {
   const wkt = JSON_WKT[msg.typeName];
+  // A request's object keys pass the storable-text check too (src/shared/json.ts).
+  if (wkt && wkt.type === "object" && mode === "input") return { ...wkt, propertyNames: { pattern: STORABLE_TEXT } };
   if (wkt) return { ...wkt };
   const name = componentName(msg, mode);
   if (!(name in ctx.schemas)) {

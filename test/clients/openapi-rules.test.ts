@@ -106,6 +106,14 @@ describe("the OpenAPI document states the handlers' zod rules", () => {
     const metric = body("QueryMetric");
     assert.deepEqual(metric.required, ["name", "time"]);
     assert.equal(nonNull(metric.properties.time).properties.start.format, "date-time");
+    const series = body("Timeseries");
+    assert.deepEqual(series.required, ["time", "interval"]);
+    assert.deepEqual(series.properties.interval.enum, ["minute", "hour", "day", "week", "month"]);
+    assert.deepEqual(nonNull(series.properties.time).required, ["start", "end"]);
+    const event = body("IngestEvent");
+    assert.deepEqual(event.required, ["type"]);
+    assert.equal(event.properties.id.format, "uuid");
+    assert.deepEqual(body("IngestEventBatch").properties.events.maxItems, 1000);
     const limit = operations.find((o) => o.id === "ListEvents")!.op.parameters.find((p: Json) => p.name === "limit");
     assert.deepEqual([limit.schema.minimum, limit.schema.maximum], [1, 100]);
   });
