@@ -37,7 +37,7 @@ const EVENT_KEYS = itemKeys(IngestEventRequestSchema);
  * range (2000-01-01 to 24 hours ahead), `$identify`/`$group` needing userId/groupId, the size limit.
  */
 const reserved = [...CLIENT_RESERVED_TYPES].map((t) => t.slice(1)).join("|");
-export const EVENT_TYPE_PATTERN = `^(\\$(${reserved})|[^$\\s\\u0000][^\\u0000]*|\\s+[^\\s\\u0000][^\\u0000]*)$`;
+const EVENT_TYPE_PATTERN = `^(\\$(${reserved})|[^$\\s\\u0000][^\\u0000]*|\\s+[^\\s\\u0000][^\\u0000]*)$`;
 const optionalText = z
   .string()
   .max(MAX_ID_LENGTH)

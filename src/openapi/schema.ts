@@ -38,7 +38,7 @@ const MAX_SAFE = Number.MAX_SAFE_INTEGER;
  * NUL (nor lone surrogates, which JSON Schema cannot name). Stated on input strings without a
  * pattern of their own.
  */
-export const STORABLE_TEXT = textPattern(false, false);
+const STORABLE_TEXT = textPattern(false, false);
 
 /** An input string's schema: STORABLE_TEXT unless it has a pattern, format or enum already. */
 export function storable(s: Schema): Schema {
