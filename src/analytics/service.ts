@@ -18,7 +18,7 @@ import { parseFilters } from "./filters.js";
 import { ProjectLimiter } from "./limit.js";
 import { aggregate, count, group, timeseries, unique, type QueryEnv } from "./queries.js";
 import type { Registry } from "./registry.js";
-import { parseAggregations, parseField, parseGroupBy, parseInterval, parseLimit } from "./requests.js";
+import { analyticsRules, parseAggregations, parseField, parseGroupBy, parseInterval, parseLimit } from "./requests.js";
 import { parseWindow } from "./time.js";
 import { valueToJson } from "../shared/value.js";
 
@@ -182,7 +182,7 @@ export function createAnalyticsFeature(
             };
           },
         },
-        { streamContentTypes: { exportEvents: ["application/x-ndjson", "text/csv"] } },
+        { streamContentTypes: { exportEvents: ["application/x-ndjson", "text/csv"] }, rules: analyticsRules },
       ),
     ],
     async start() {

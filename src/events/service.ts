@@ -21,9 +21,14 @@ import { CLAIM_WINDOW_MS, claimKeyKind, purgeClaims } from "./claims.js";
 import { startPeriodic, type Periodic } from "../shared/periodic.js";
 import { getEvent, listEvents, rowToStored, toEventMessage } from "./store.js";
 import { uuidv7Time } from "./uuidv7.js";
-import { checkEvent, REPARSE_GROWTH, type EventRefusal } from "./validate.js";
-
-const MAX_BATCH_EVENTS = 1000;
+import {
+  checkEvent,
+  eventBatchRules,
+  eventRules,
+  MAX_BATCH_EVENTS,
+  REPARSE_GROWTH,
+  type EventRefusal,
+} from "./validate.js";
 
 const listSchema = z
   .object({
@@ -235,7 +240,11 @@ export function createEventsFeature(
             return { data: toEventMessage(rowToStored(row)) };
           },
         },
-        { restJsonList: { ingestEventBatch: "events" }, restJsonBody: ["ingestEvent"] },
+        {
+          restJsonList: { ingestEventBatch: "events" },
+          restJsonBody: ["ingestEvent"],
+          rules: { listEvents: listSchema, ingestEvent: eventRules, ingestEventBatch: eventBatchRules },
+        },
       ),
     ],
     // Every node that ingests projects its own commits; every node also picks up leftovers.

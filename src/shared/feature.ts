@@ -15,6 +15,7 @@ import type { Value } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { ConnectError } from "@connectrpc/connect";
 import type { Logger } from "pino";
+import type { z } from "zod";
 import { restJsonBodyKey, restJsonListKey, type ClientInfo } from "./context.js";
 import { databaseUnavailable, internal, queryTimeout, requestCancelled } from "./errors.js";
 import { isDatabaseUnreachable, isQueryCanceled } from "./pg-errors.js";
@@ -66,6 +67,12 @@ export interface ServiceBinding {
   restJsonBody?: string[];
   /** Per server-streaming method (local name): the content types its HttpBody chunks carry (OpenAPI). */
   streamContentTypes?: Record<string, string[]>;
+  /**
+   * Per method (local name): the zod schema its handler validates the request with (`validate()`),
+   * keyed by the input message's JSON names. The one written form of those rules: the OpenAPI
+   * document states them (src/openapi/rules.ts) and test/clients/openapi-rules.test.ts checks it does.
+   */
+  rules?: Record<string, z.ZodType>;
 }
 
 /**
@@ -150,6 +157,8 @@ export interface BindOptions<S extends BindableService> {
   restJsonBody?: (keyof S["method"] & string)[];
   /** See ServiceBinding.streamContentTypes: required in spirit for every HttpBody stream (the OpenAPI test reads it). */
   streamContentTypes?: { [M in StreamingMethod<S>]?: string[] };
+  /** See ServiceBinding.rules. */
+  rules?: { [M in keyof S["method"]]?: z.ZodType };
 }
 
 /** Binds a generated service descriptor to its handlers, typed as connect-es types them. */
@@ -166,6 +175,7 @@ export function bind<S extends BindableService, I extends Checked<S, I>>(
     restJsonList: opts.restJsonList as Record<string, string> | undefined,
     restJsonBody: opts.restJsonBody,
     streamContentTypes: opts.streamContentTypes as Record<string, string[]> | undefined,
+    rules: opts.rules as Record<string, z.ZodType> | undefined,
   };
   return binding as ServiceBinding;
 }

@@ -5,7 +5,7 @@ import { isUtf8 } from "node:buffer";
 import { create, type DescField, type DescMethod, type JsonValue } from "@bufbuild/protobuf";
 import type { ContextValues } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import { ApiError, badRequest, toRestError } from "../shared/errors.js";
+import { ApiError, badRequest, methodNotAllowed, toRestError } from "../shared/errors.js";
 import { restJsonBodyKey, restJsonListKey, type ClientInfo } from "../shared/context.js";
 import { assertStorableJson, assertStorableMessage } from "../shared/message-check.js";
 import { textProblem } from "../shared/text.js";
@@ -43,6 +43,9 @@ export interface RestOptions {
   /** The RPCs whose REST bodies may be `Content-Encoding: gzip` (src/transcoding/body.ts). */
   compressedIngest?: ReadonlySet<DescMethod>;
 }
+
+/** The verbs routes are written with (google.api.http), for a 405's `Allow`. */
+const VERBS = ["GET", "POST", "PUT", "PATCH", "DELETE"];
 
 function send(res: AnyResponse, status: number, body: unknown, headers?: Headers): void {
   headers?.forEach((value, key) => {
@@ -153,6 +156,18 @@ export function createRestHandler(opts: RestOptions) {
 
   const browserIngest = opts.browserIngest ?? new Set<DescMethod>();
   const isBrowserIngest = (route: Route | undefined) => !!route && browserIngest.has(route.method);
+  /**
+   * The verbs of a path's own routes: those of its most literal template (`.../events/query` is not
+   * also `.../events/{eventId}` for GET), exactly as the document lists them (CORS preflights aside).
+   */
+  const allowedVerbs = (pathname: string): string[] => {
+    const found = VERBS.flatMap((v) => {
+      const route = matchRoute(routes, v, pathname).match?.route;
+      return route ? [{ v, route, literals: route.segments.filter((x) => "literal" in x).length }] : [];
+    });
+    const most = Math.max(...found.map((f) => f.literals));
+    return found.filter((f) => f.literals === most).map((f) => f.v);
+  };
 
   return async function handleRest(req: AnyRequest, res: AnyResponse, client: ClientInfo): Promise<void> {
     const verb = (req.method ?? "GET").toUpperCase();
@@ -174,12 +189,10 @@ export function createRestHandler(opts: RestOptions) {
       const { match, pathMatched } = matchRoute(routes, verb, url.pathname);
       if (!match) {
         req.resume();
-        // decisions.md: an unknown route is a 404, also when only the verb is wrong.
-        throw new ApiError(
-          404,
-          "not_found",
-          pathMatched ? `${url.pathname} does not accept ${verb}` : `no route for ${verb} ${url.pathname}`,
-        );
+        // decisions.md "Corrections from the second round": an unknown path is a 404; a path that
+        // exists answers a method it does not serve with 405 and `Allow`.
+        if (pathMatched) throw methodNotAllowed(url.pathname, verb, allowedVerbs(url.pathname));
+        throw new ApiError(404, "not_found", `no route for ${verb} ${url.pathname}`);
       }
       const { route, params } = match;
       client.route = route.template;
