@@ -204,7 +204,10 @@ describe("webhook management", () => {
     }
     assert.equal((await t.rest.get(`${base()}/${id}`, { cookie: admin.cookie })).status, 200);
     assert.equal((await t.rest.post(base(), { url: PUBLIC, events: ["a"] }, { cookie: admin.cookie })).status, 201);
-    assert.equal((await t.rest.get(`${base()}/${id}/deliveries/whd_nope/retry`, owner())).status, 404);
+    // The retry route takes POST only: a GET there is a 405 naming it (decisions.md, corrections from the second round).
+    const get = await t.rest.get(`${base()}/${id}/deliveries/whd_nope/retry`, owner());
+    assert.equal(get.status, 405);
+    assert.equal(get.headers.get("allow"), "POST");
     const nf = await t.rest.post(`${base()}/${id}/deliveries/whd_nope/retry`, {}, owner());
     assert.equal(nf.status, 404);
     assert.equal(errorBody(nf).code, "not_found");
