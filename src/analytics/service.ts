@@ -19,7 +19,7 @@ import { parseFilters } from "./filters.js";
 import { ProjectLimiter } from "./limit.js";
 import { aggregate, count, group, timeseries, unique, type QueryEnv } from "./queries.js";
 import type { Registry } from "./registry.js";
-import { parseAggregations, parseField, parseGroupBy, parseInterval, parseLimit } from "./requests.js";
+import { analyticsRules, parseAggregations, parseField, parseGroupBy, parseInterval, parseLimit } from "./requests.js";
 import { parseWindow } from "./time.js";
 import { valueToJson } from "../shared/value.js";
 
@@ -40,7 +40,7 @@ export interface AnalyticsWiring {
 const EXPORT_BATCH = 1000;
 
 export function createAnalyticsFeature(
-  deps: Pick<Deps, "db" | "auth" | "clock" | "config" | "log" | "telemetry">,
+  deps: Pick<Deps, "db" | "auth" | "clock" | "config" | "log" | "telemetry" | "background">,
   { registry, derived, blocks }: AnalyticsWiring,
 ): Feature {
   const { db, auth, clock, config } = deps;
@@ -183,7 +183,7 @@ export function createAnalyticsFeature(
             };
           },
         },
-        { streamContentTypes: { exportEvents: ["application/x-ndjson", "text/csv"] } },
+        { streamContentTypes: { exportEvents: ["application/x-ndjson", "text/csv"] }, rules: analyticsRules },
       ),
     ],
     async start() {

@@ -1,6 +1,8 @@
 import { tx, type Db } from "../storage/db.js";
 import type { Logger } from "pino";
+import type { BackgroundTasks, TaskRecorder } from "../shared/background.js";
 import { Coalescer } from "../shared/coalesce.js";
+import { startPeriodic, type Periodic } from "../shared/periodic.js";
 import type { Telemetry } from "../shared/telemetry.js";
 import type { DerivedRecords, Projection, StoredEvent } from "./pipeline.js";
 
@@ -29,6 +31,8 @@ export interface ProjectorOptions {
   db: Db;
   log: Logger;
   telemetry: Telemetry;
+  /** Records the passes ("derived records projector") and runs the poll ("derived records poll"). */
+  tasks: BackgroundTasks;
   /** The projections, in the order they apply (wired in server/features.ts). */
   projections: Projection[];
   delayMs: number;
@@ -41,7 +45,9 @@ export class Projector implements DerivedRecords {
   private readonly log: Logger;
   private readonly telemetry: Telemetry;
   private readonly opts: { delayMs: number; pollMs: number };
-  private poll: NodeJS.Timeout | undefined;
+  private readonly tasks: BackgroundTasks;
+  private readonly task: TaskRecorder;
+  private poll: Periodic | undefined;
   /** Background passes (shared/coalesce.ts): one at a time, each `delayMs` after the kick or the pass before. */
   private readonly passes: Coalescer<void>;
   private stopped = false;
@@ -52,13 +58,15 @@ export class Projector implements DerivedRecords {
     this.telemetry = o.telemetry;
     this.projections = o.projections;
     this.opts = { delayMs: o.delayMs, pollMs: o.pollMs };
+    this.tasks = o.tasks;
+    this.task = o.tasks.record("derived records projector", o.pollMs);
     this.passes = new Coalescer<void>({
       wait: o.delayMs,
       waitEachBatch: true,
       flush: () =>
-        this.drain().catch((err) =>
-          this.log.warn({ err }, "derived records: projection failed; retrying on the next kick"),
-        ),
+        this.task
+          .run(() => this.drain())
+          .catch((err) => this.log.warn({ err }, "derived records: projection failed; retrying on the next kick")),
     });
   }
 
@@ -90,7 +98,7 @@ export class Projector implements DerivedRecords {
   /** Background draining: after local commits (kick) and every pollMs (other nodes' leftovers). */
   start(): void {
     this.stopped = false;
-    this.poll = setInterval(() => this.kick(), this.opts.pollMs);
+    this.poll = startPeriodic(this.tasks, "derived records poll", this.opts.pollMs, async () => this.kick());
     this.kick();
   }
 
@@ -102,7 +110,7 @@ export class Projector implements DerivedRecords {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearInterval(this.poll);
+    await this.poll?.stop();
     await this.passes.stop(); // a pass waiting for its delay runs now
     await this.drain().catch((err) =>
       this.log.warn({ err }, "derived records: final projection failed; the next start applies them"),

@@ -6,7 +6,7 @@ import { EventService } from "../../gen/vigil/v1/events_pb.js";
 import { clientInfoKey } from "../shared/context.js";
 import type { Deps } from "../platform/deps.js";
 import { ApiError, badRequest, notFound, tooLarge } from "../shared/errors.js";
-import { bind, jsonListItems, type Feature } from "../shared/feature.js";
+import { bind, jsonBody, jsonListItems, type Feature } from "../shared/feature.js";
 import { unlessProjectGone } from "../shared/gone.js";
 import { Pipeline, type Ingestor, type NewEvent, type PipelineParts } from "./pipeline.js";
 import { IngestMetrics } from "./metrics.js";
@@ -22,9 +22,14 @@ import { startPeriodic, type Periodic } from "../shared/periodic.js";
 import { getEvent, listEvents } from "./store.js";
 import { toEventMessage } from "./record.js";
 import { uuidv7Time } from "./uuidv7.js";
-import { checkEvent, REPARSE_GROWTH, type EventRefusal } from "./validate.js";
-
-const MAX_BATCH_EVENTS = 1000;
+import {
+  checkEvent,
+  eventBatchRules,
+  eventRules,
+  MAX_BATCH_EVENTS,
+  REPARSE_GROWTH,
+  type EventRefusal,
+} from "./validate.js";
 
 const listSchema = z
   .object({
@@ -62,7 +67,7 @@ export interface EventsFeature extends Feature {
 
 /** `parts`: the ingest pipeline's participants, in order; their contract is in pipeline.ts. */
 export function createEventsFeature(
-  deps: Pick<Deps, "config" | "db" | "log" | "clock" | "auth" | "telemetry" | "pressure">,
+  deps: Pick<Deps, "config" | "db" | "log" | "clock" | "auth" | "telemetry" | "pressure" | "background">,
   parts: PipelineParts,
 ): EventsFeature {
   const { db, clock, auth } = deps;
@@ -71,6 +76,7 @@ export function createEventsFeature(
     db,
     log: deps.log,
     telemetry: deps.telemetry,
+    tasks: deps.background,
     projections: parts.projections,
     delayMs: deps.config.ingest.derivedDelayMs,
     pollMs: 1000,
@@ -99,18 +105,24 @@ export function createEventsFeature(
             // Its rate limit was taken by the gate, before the body was read (server/ingest-routes.ts).
             const scope = await auth.ingestKey(ctx);
             const now = clock();
-            const raw = {
-              type: req.type,
-              userId: req.userId,
-              groupId: req.groupId,
-              source: req.source,
-              data: req.data,
-              context: req.context,
-              tags: req.tags,
-              timestamp: req.timestamp,
-              id: req.id,
-            };
-            const check = checkEvent(raw, now, claimKeyKind(scope.principal));
+            // Over REST the body as parsed (restJsonBody: the validator below is the batch items' own,
+            // and the body's size bounds the event's); over gRPC and Connect the message's fields.
+            const body = jsonBody(ctx);
+            const raw = body
+              ? body.json
+              : {
+                  type: req.type,
+                  userId: req.userId,
+                  groupId: req.groupId,
+                  source: req.source,
+                  data: req.data,
+                  context: req.context,
+                  tags: req.tags,
+                  timestamp: req.timestamp,
+                  id: req.id,
+                };
+            const sizeBound = body ? body.bodyBytes * REPARSE_GROWTH : undefined;
+            const check = checkEvent(raw, now, claimKeyKind(scope.principal), sizeBound);
             if (!check.ok) throw refusal(check.error);
             check.event.context = mergeContext(check.event.context, contextOf(ctx, now));
             // A project deleted meanwhile (a new source's insert fails its key): answered as after the delete.
@@ -229,7 +241,11 @@ export function createEventsFeature(
             return { data: toEventMessage(row) };
           },
         },
-        { restJsonList: { ingestEventBatch: "events" } },
+        {
+          restJsonList: { ingestEventBatch: "events" },
+          restJsonBody: ["ingestEvent"],
+          rules: { listEvents: listSchema, ingestEvent: eventRules, ingestEventBatch: eventBatchRules },
+        },
       ),
     ],
     // Every node that ingests projects its own commits; every node also picks up leftovers.
@@ -238,7 +254,7 @@ export function createEventsFeature(
     },
     // Client ids older than the window (7 days) are forgotten: the same id may then be stored again.
     async start() {
-      purge = startPeriodic(deps.log, "purging ingest ids", HOUR_MS, async (stopped) => {
+      purge = startPeriodic(deps.background, "purging ingest ids", HOUR_MS, async (stopped) => {
         await purgeIngestIds(clock(), stopped);
       });
     },

@@ -3,7 +3,9 @@ import { IngestEventRequestSchema } from "../../gen/vigil/v1/events_pb.js";
 import type { NewEvent } from "./pipeline.js";
 import { itemKeys, jsonProblem, problemField, unknownItemKey } from "../shared/json.js";
 import { DAY_MS, parseTimestampMs, TIMESTAMP_MESSAGE } from "../shared/time.js";
-import { CLIENT_ID_MESSAGE, clientUuid } from "../shared/ids.js";
+import { CLIENT_ID_MESSAGE, clientUuid, UUID } from "../shared/ids.js";
+import { textPattern } from "../shared/text.js";
+import { z } from "zod";
 
 // Validation of one incoming event (single route, batch item, or another feature's input).
 // Pure: takes the receive time, returns either the event or a {code, field, message} refusal.
@@ -11,6 +13,8 @@ import { CLIENT_ID_MESSAGE, clientUuid } from "../shared/ids.js";
 /** `$` types SDKs may send; `$measure`, `$increment`, `$decrement` come only from metrics routes. */
 const CLIENT_RESERVED_TYPES = new Set(["$page", "$identify", "$group", "$error"]);
 export const MAX_EVENT_BYTES = 1024 * 1024;
+/** Events per batch (more: 413). */
+export const MAX_BATCH_EVENTS = 1000;
 const MAX_TYPE_LENGTH = 200;
 const MAX_ID_LENGTH = 256;
 /** Oldest and newest accepted timestamps: ids carry the time (UUIDv7), partitions are weekly. */
@@ -25,6 +29,36 @@ export interface EventRefusal {
 
 /** An event's keys: the fields of IngestEventRequest (a batch item has the single-event shape). */
 const EVENT_KEYS = itemKeys(IngestEventRequestSchema);
+
+/**
+ * checkEvent's rules as a zod schema, from the same constants: what the OpenAPI document states for
+ * an event (bind's `rules`). checkEvent stays hand-written (the hot path; no zod per event), and
+ * test/events/event-rules.test.ts holds the two to the same verdicts. Not stated: the timestamp's
+ * range (2000-01-01 to 24 hours ahead), `$identify`/`$group` needing userId/groupId, the size limit.
+ */
+const reserved = [...CLIENT_RESERVED_TYPES].map((t) => t.slice(1)).join("|");
+const EVENT_TYPE_PATTERN = `^(\\$(${reserved})|[^$\\s\\u0000][^\\u0000]*|\\s+[^\\s\\u0000][^\\u0000]*)$`;
+const optionalText = z
+  .string()
+  .max(MAX_ID_LENGTH)
+  .regex(new RegExp(textPattern(false, false)))
+  .nullable()
+  .optional();
+const jsonObject = z.record(z.string(), z.unknown()).nullable().optional();
+export const eventRules = z.strictObject({
+  id: z.string().regex(UUID).meta({ format: "uuid" }).nullable().optional(),
+  type: z.string().min(1).max(MAX_TYPE_LENGTH).regex(new RegExp(EVENT_TYPE_PATTERN)),
+  timestamp: z.string().meta({ format: "date-time" }).nullable().optional(),
+  userId: optionalText,
+  groupId: optionalText,
+  source: optionalText,
+  data: jsonObject,
+  context: jsonObject,
+  tags: jsonObject,
+});
+
+/** A batch's body as checked (sizes: IngestEventBatch's handler). */
+export const eventBatchRules = z.object({ events: z.array(eventRules).min(1).max(MAX_BATCH_EVENTS) });
 
 export type EventCheck = { ok: true; event: NewEvent } | { ok: false; error: EventRefusal };
 

@@ -115,7 +115,10 @@ export function createIdentityFeature(
             }
           },
         },
-        { streamContentTypes: { exportUser: ["application/x-ndjson"] } },
+        {
+          streamContentTypes: { exportUser: ["application/x-ndjson"] },
+          rules: { identify: identifySchema, listUsers: listSchema },
+        },
       ),
     ],
   };

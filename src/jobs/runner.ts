@@ -33,7 +33,10 @@ export interface JobRunner {
   stop(): Promise<void>;
 }
 
-export function createJobRunner(deps: Pick<Deps, "db" | "log" | "clock">, derived: DerivedRecords): JobRunner {
+export function createJobRunner(
+  deps: Pick<Deps, "db" | "log" | "clock" | "background">,
+  derived: DerivedRecords,
+): JobRunner {
   const { db, log, clock } = deps;
   let loop: Periodic | undefined;
 
@@ -120,7 +123,7 @@ export function createJobRunner(deps: Pick<Deps, "db" | "log" | "clock">, derive
 
   return {
     start() {
-      loop = startPeriodic(log, "jobs", POLL_MS, async (stopped) => {
+      loop = startPeriodic(deps.background, "jobs", POLL_MS, async (stopped) => {
         for (const j of await openJobs(db, OPEN_JOBS_PER_PASS)) {
           if (stopped()) return;
           await attempt(j.id, stopped);

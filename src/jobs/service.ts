@@ -13,7 +13,10 @@ import { getJob } from "./store.js";
 
 const JOB_ID = /^job_[0-9A-Za-z]{20}$/;
 
-export function createJobsFeature(deps: Pick<Deps, "db" | "log" | "clock" | "auth">, derived: DerivedRecords): Feature {
+export function createJobsFeature(
+  deps: Pick<Deps, "db" | "log" | "clock" | "auth" | "background">,
+  derived: DerivedRecords,
+): Feature {
   const { db, auth } = deps;
   const runner = createJobRunner(deps, derived);
   return {

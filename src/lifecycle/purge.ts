@@ -112,7 +112,7 @@ async function purgePass(db: Pick<pg.Pool, "connect">, opts: PurgeOptions, log?:
 }
 
 /** The sweeper as a feature: no RPC, background work on worker nodes. */
-export function createPurgeFeature(deps: Pick<Deps, "db" | "log" | "config" | "telemetry">): Feature {
+export function createPurgeFeature(deps: Pick<Deps, "db" | "log" | "config" | "telemetry" | "background">): Feature {
   const { db, log, config } = deps;
   const metrics = new PurgeMetrics(deps.telemetry.registry);
   let loop: Periodic | undefined;
@@ -120,7 +120,7 @@ export function createPurgeFeature(deps: Pick<Deps, "db" | "log" | "config" | "t
     name: "purge",
     services: [],
     async start() {
-      loop = startPeriodic(log, "project purge", config.purge.intervalMs, async (stopped) => {
+      loop = startPeriodic(deps.background, "project purge", config.purge.intervalMs, async (stopped) => {
         await purgePass(db, { batchRows: config.purge.batchRows, stopped, metrics }, log);
       });
     },

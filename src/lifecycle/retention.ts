@@ -2,7 +2,7 @@ import type { DerivedRecords } from "../events/pipeline.js";
 import type { Deps } from "../platform/deps.js";
 import type { Feature } from "../shared/feature.js";
 import { dutyCycle, startPeriodic, type Periodic } from "../shared/periodic.js";
-import { WEEK_MS } from "../shared/time.js";
+import { DAY_MS, HOUR_MS, WEEK_MS } from "../shared/time.js";
 import { cutoffOf, partitionDroppable, partitionWeek, retentionInForce } from "./model.js";
 import * as store from "./store.js";
 
@@ -15,7 +15,8 @@ import * as store from "./store.js";
 //    event webhook deliveries, events, metric points, heartbeats, then the derived analytics rows
 //    (rollups at every grain, column blocks, user-hours). Derived deltas are settled first, so a pending
 //    delta cannot bring an expired bucket back. The batches keep to RETENTION_DUTY_CYCLE of the wall
-//    time (resting in between), so a large trim does not take ingest's share of the database.
+//    time (resting in between), so a large trim does not take ingest's share of the database;
+// 3. raw heartbeats older than UPTIME_RAW_RETENTION_DAYS (+1 h) are deleted for every project, paced the same.
 // Every step deletes by "older than the cutoff" only: a pass cut short (kill -9) is finished by the next.
 
 const LOCK = "SELECT pg_try_advisory_lock(hashtextextended('vigil:retention', 0)) AS ok";
@@ -107,18 +108,28 @@ async function enforce(deps: PassDeps, derived: DerivedRecords, stopped: () => b
       }
     }
   }
+
+  // 3. Raw heartbeats past UPTIME_RAW_RETENTION_DAYS (plus an hour), of every project whatever its
+  //    retention: older windows read the hourly rollups (docs/uptime.md). The one loop deleting them.
+  const rawCutoff = new Date(now - config.uptime.rawRetentionDays * DAY_MS - HOUR_MS);
+  for (;;) {
+    if (stopped()) return;
+    const n = await paced(() => store.trimRawHeartbeats(db, rawCutoff, config.retention.batchRows));
+    result.deleted += n;
+    if (n < config.retention.batchRows) break;
+  }
   await store.recordRun(db, clock());
   result.completed = true;
 }
 
 /** The feature: the pass on worker nodes (ROLE=all or worker). */
-export function createRetentionFeature(deps: PassDeps, derived: DerivedRecords): Feature {
+export function createRetentionFeature(deps: PassDeps & Pick<Deps, "background">, derived: DerivedRecords): Feature {
   let loop: Periodic | undefined;
   return {
     name: "retention",
     services: [],
     async start() {
-      loop = startPeriodic(deps.log, "retention pass", deps.config.retention.intervalMs, async (stopped) => {
+      loop = startPeriodic(deps.background, "retention pass", deps.config.retention.intervalMs, async (stopped) => {
         const r = await runRetentionPass(deps, derived, stopped);
         if (r.deleted || r.droppedPartitions) deps.log.info(r, "retention pass");
       });

@@ -118,6 +118,15 @@ export async function trimEventsBatch(
   }
 }
 
+/** Deletes at most `limit` raw heartbeats (any project) older than `before`; the count deleted. */
+export async function trimRawHeartbeats(q: Queryable, before: Date, limit: number): Promise<number> {
+  const r = await q.query(
+    "DELETE FROM heartbeats WHERE ctid = ANY(ARRAY(SELECT ctid FROM heartbeats WHERE at < $1 LIMIT $2))",
+    [before, limit],
+  );
+  return r.rowCount ?? 0;
+}
+
 /** Each a delete of at most $3 rows of project $1 older than $2. */
 const TRIMS = {
   metricPoints: `DELETE FROM metric_points WHERE ctid = ANY(ARRAY(

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { MIN_TIMESTAMP_MS } from "../events/validate.js";
 import { cursorFormat } from "../shared/cursor.js";
 import { badRequest, notFound } from "../shared/errors.js";
-import { isPlainText } from "../shared/text.js";
+import { isPlainText, textPattern } from "../shared/text.js";
 import { parseTimestampMs, TIMESTAMP_MESSAGE } from "../shared/time.js";
 import { validate } from "../shared/validate.js";
 import { AGGREGATION_NAMES, INTERVALS, defaultAggregation, type Aggregation, type Interval } from "./model.js";
@@ -17,14 +17,21 @@ const MAX_BUCKETS = 50_000;
 export const POINTS_LIMIT_DEFAULT = 1000;
 const POINTS_LIMIT_MAX = 10_000;
 
+/** Plain text (textPattern's `plain`) not starting with `$` (no lookahead: generators of test data read it). */
+const PLAIN = textPattern(true, false); // ^[^...]*$
+const NAME_PATTERN = `^([^$${PLAIN.slice(3, -3)}]${PLAIN.slice(1, -1)})?$`;
 const name = z
   .string()
   .min(1, "name is required")
   .max(MAX_NAME_LENGTH)
   .refine((s) => !s.startsWith("$"), "metric names must not start with '$'")
-  .refine(isPlainText, "must not contain control characters or invalid Unicode");
+  .refine(isPlainText, "must not contain control characters or invalid Unicode")
+  .meta({ pattern: NAME_PATTERN }); // the two refinements, for the OpenAPI document
 
-const zoned = z.string().refine((s) => parseTimestampMs(s) !== undefined, TIMESTAMP_MESSAGE);
+const zoned = z
+  .string()
+  .refine((s) => parseTimestampMs(s) !== undefined, TIMESTAMP_MESSAGE)
+  .meta({ format: "date-time" });
 const time = z.object({ start: zoned, end: zoned }, { error: "time {start, end} is required" }).refine(
   (t) => {
     const a = parseTimestampMs(t.start),

@@ -65,181 +65,199 @@ export function createMetricsFeature(
   return {
     name: "metrics",
     services: [
-      bind(MetricsService, {
-        async recordMetric(req, ctx) {
-          const scope = await auth.project(ctx, req.projectId, "data");
-          // An API key's limit was taken by the gate, before the body was read (server/ingest-routes.ts).
-          if (scope.principal.kind === "session") await limits.take("metrics", scope.projectId);
-          const check = checkMetric(
-            {
-              type: req.type,
-              name: req.name,
-              value: plain(req.value),
-              unit: req.unit,
-              timestamp: req.timestamp,
-              tags: req.tags,
-              id: req.id,
-            },
-            clock(),
-          );
-          if (!check.ok)
-            throw badRequest(`invalid metric: ${check.error.field}: ${check.error.message}`, [check.error]);
-          const m = check.metric;
-          // A project deleted meanwhile answers as after the delete (401/404), not 500.
-          const types = await unlessProjectGone(
-            () => registerTypes(db, scope.projectId, new Map([[m.name, m.metricType]])),
-            () => auth.project(ctx, req.projectId, "data"),
-          );
-          const registered = types.get(m.name)!;
-          if (registered !== m.metricType)
-            throw conflict(typeConflict(m.name, registered, m.metricType), [
-              { field: "type", message: `the metric is a ${registered}` },
-            ]);
-          await unlessProjectGone(
-            () => ingestor.accept(scope.projectId, [toEvent(m)]),
-            () => auth.project(ctx, req.projectId, "data"),
-          );
-          return { data: { accepted: 1n } };
-        },
-
-        async recordMetricBatch(req, ctx) {
-          const scope = await auth.project(ctx, req.projectId, "data");
-          const items: unknown[] = (req.metrics ?? []).map(plain);
-          if (items.length === 0)
-            throw badRequest("metrics must be a non-empty array", [
-              { field: "metrics", message: `1-${BATCH_MAX} metrics are required` },
-            ]);
-          if (items.length > BATCH_MAX)
-            throw tooLarge(`a batch holds at most ${BATCH_MAX} metrics; this one has ${items.length}`);
-          if (scope.principal.kind === "session") await limits.take("metricBatches", scope.projectId);
-          const now = clock();
-          const errors: { index: bigint; code: string; message: string }[] = [];
-          const valid: { index: number; metric: MetricInput }[] = [];
-          const wanted = new Map<string, MetricType>();
-          items.forEach((raw, index) => {
-            const c = checkMetric(raw, now);
-            if (!c.ok)
-              errors.push({
-                index: BigInt(index),
-                code: "validation_failed",
-                message: `${c.error.field}: ${c.error.message}`,
-              });
-            else {
-              valid.push({ index, metric: c.metric });
-              if (!wanted.has(c.metric.name)) wanted.set(c.metric.name, c.metric.metricType);
-            }
-          });
-          const accepted: MetricInput[] = [];
-          if (valid.length) {
+      bind(
+        MetricsService,
+        {
+          async recordMetric(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            // An API key's limit was taken by the gate, before the body was read (server/ingest-routes.ts).
+            if (scope.principal.kind === "session") await limits.take("metrics", scope.projectId);
+            const check = checkMetric(
+              {
+                type: req.type,
+                name: req.name,
+                value: plain(req.value),
+                unit: req.unit,
+                timestamp: req.timestamp,
+                tags: req.tags,
+                id: req.id,
+              },
+              clock(),
+            );
+            if (!check.ok)
+              throw badRequest(`invalid metric: ${check.error.field}: ${check.error.message}`, [check.error]);
+            const m = check.metric;
+            // A project deleted meanwhile answers as after the delete (401/404), not 500.
             const types = await unlessProjectGone(
-              () => registerTypes(db, scope.projectId, wanted),
+              () => registerTypes(db, scope.projectId, new Map([[m.name, m.metricType]])),
               () => auth.project(ctx, req.projectId, "data"),
             );
-            for (const { index, metric } of valid) {
-              const registered = types.get(metric.name)!;
-              if (registered === metric.metricType) accepted.push(metric);
-              else
+            const registered = types.get(m.name)!;
+            if (registered !== m.metricType)
+              throw conflict(typeConflict(m.name, registered, m.metricType), [
+                { field: "type", message: `the metric is a ${registered}` },
+              ]);
+            await unlessProjectGone(
+              () => ingestor.accept(scope.projectId, [toEvent(m)]),
+              () => auth.project(ctx, req.projectId, "data"),
+            );
+            return { data: { accepted: 1n } };
+          },
+
+          async recordMetricBatch(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            const items: unknown[] = (req.metrics ?? []).map(plain);
+            if (items.length === 0)
+              throw badRequest("metrics must be a non-empty array", [
+                { field: "metrics", message: `1-${BATCH_MAX} metrics are required` },
+              ]);
+            if (items.length > BATCH_MAX)
+              throw tooLarge(`a batch holds at most ${BATCH_MAX} metrics; this one has ${items.length}`);
+            if (scope.principal.kind === "session") await limits.take("metricBatches", scope.projectId);
+            const now = clock();
+            const errors: { index: bigint; code: string; message: string }[] = [];
+            const valid: { index: number; metric: MetricInput }[] = [];
+            const wanted = new Map<string, MetricType>();
+            items.forEach((raw, index) => {
+              const c = checkMetric(raw, now);
+              if (!c.ok)
                 errors.push({
                   index: BigInt(index),
-                  code: "conflict",
-                  message: typeConflict(metric.name, registered, metric.metricType),
+                  code: "validation_failed",
+                  message: `${c.error.field}: ${c.error.message}`,
                 });
+              else {
+                valid.push({ index, metric: c.metric });
+                if (!wanted.has(c.metric.name)) wanted.set(c.metric.name, c.metric.metricType);
+              }
+            });
+            const accepted: MetricInput[] = [];
+            if (valid.length) {
+              const types = await unlessProjectGone(
+                () => registerTypes(db, scope.projectId, wanted),
+                () => auth.project(ctx, req.projectId, "data"),
+              );
+              for (const { index, metric } of valid) {
+                const registered = types.get(metric.name)!;
+                if (registered === metric.metricType) accepted.push(metric);
+                else
+                  errors.push({
+                    index: BigInt(index),
+                    code: "conflict",
+                    message: typeConflict(metric.name, registered, metric.metricType),
+                  });
+              }
             }
-          }
-          if (accepted.length)
-            await unlessProjectGone(
-              () => ingestor.accept(scope.projectId, accepted.map(toEvent)),
-              () => auth.project(ctx, req.projectId, "data"),
-            );
-          errors.sort((a, b) => Number(a.index - b.index));
-          return { data: { accepted: BigInt(accepted.length), rejected: BigInt(errors.length), errors } };
-        },
+            if (accepted.length)
+              await unlessProjectGone(
+                () => ingestor.accept(scope.projectId, accepted.map(toEvent)),
+                () => auth.project(ctx, req.projectId, "data"),
+              );
+            errors.sort((a, b) => Number(a.index - b.index));
+            return { data: { accepted: BigInt(accepted.length), rejected: BigInt(errors.length), errors } };
+          },
 
-        async queryMetric(req, ctx) {
-          const scope = await auth.project(ctx, req.projectId, "data");
-          const q = rq.parse(rq.querySchema, req);
-          const m = await metricOr404(scope.projectId, q.name);
-          const sel = rq.selection(m, q, rq.rangeOf(q.time));
-          const agg = rq.aggregationFor(m, q.aggregation);
-          const r = await aggregate(db, sel, agg);
-          return {
-            data: {
-              name: m.name,
-              type: m.type,
-              unit: m.unit ?? undefined,
-              aggregation: agg,
-              value: r.value ?? undefined,
-              count: BigInt(r.count),
-            },
-          };
-        },
+          async queryMetric(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            const q = rq.parse(rq.querySchema, req);
+            const m = await metricOr404(scope.projectId, q.name);
+            const sel = rq.selection(m, q, rq.rangeOf(q.time));
+            const agg = rq.aggregationFor(m, q.aggregation);
+            const r = await aggregate(db, sel, agg);
+            return {
+              data: {
+                name: m.name,
+                type: m.type,
+                unit: m.unit ?? undefined,
+                aggregation: agg,
+                value: r.value ?? undefined,
+                count: BigInt(r.count),
+              },
+            };
+          },
 
-        async getMetricTimeseries(req, ctx) {
-          const scope = await auth.project(ctx, req.projectId, "data");
-          const q = rq.parse(rq.timeseriesSchema, req);
-          const range = rq.rangeOf(q.time);
-          rq.checkBuckets(range, q.interval);
-          const m = await metricOr404(scope.projectId, q.name);
-          const sel = rq.selection(m, q, range);
-          const agg = rq.aggregationFor(m, q.aggregation);
-          const buckets = await timeseries(db, sel, agg, INTERVALS[q.interval]);
-          return {
-            data: {
-              name: m.name,
-              type: m.type,
-              unit: m.unit ?? undefined,
-              interval: q.interval,
-              aggregation: agg,
-              buckets: buckets.map((b) => ({
-                timestamp: b.timestamp,
-                value: b.value ?? undefined,
-                count: BigInt(b.count),
-              })),
-            },
-          };
-        },
+          async getMetricTimeseries(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            const q = rq.parse(rq.timeseriesSchema, req);
+            const range = rq.rangeOf(q.time);
+            rq.checkBuckets(range, q.interval);
+            const m = await metricOr404(scope.projectId, q.name);
+            const sel = rq.selection(m, q, range);
+            const agg = rq.aggregationFor(m, q.aggregation);
+            const buckets = await timeseries(db, sel, agg, INTERVALS[q.interval]);
+            return {
+              data: {
+                name: m.name,
+                type: m.type,
+                unit: m.unit ?? undefined,
+                interval: q.interval,
+                aggregation: agg,
+                buckets: buckets.map((b) => ({
+                  timestamp: b.timestamp,
+                  value: b.value ?? undefined,
+                  count: BigInt(b.count),
+                })),
+              },
+            };
+          },
 
-        async listMetricPoints(req, ctx) {
-          const scope = await auth.project(ctx, req.projectId, "data");
-          const q = rq.parse(rq.pointsSchema, req);
-          const after = q.cursor !== undefined ? rq.decodeCursor(q.cursor) : undefined;
-          const m = await metricOr404(scope.projectId, q.name);
-          const sel = rq.selection(m, q, rq.rangeOf(q.time));
-          const limit = q.limit ?? rq.POINTS_LIMIT_DEFAULT;
-          const rows = await readPoints(db, { metricId: m.id, ops: sel.ops, from: sel.from, to: sel.to, limit, after });
-          const hasMore = rows.length > limit;
-          const page = rows.slice(0, limit);
-          const last = page[page.length - 1];
-          return {
-            data: {
-              name: m.name,
-              type: m.type,
-              unit: m.unit ?? undefined,
-              points: page.map(({ timestamp, value, operation, tags }) => ({ timestamp, value, operation, tags })),
-            },
-            pagination: {
-              nextCursor: hasMore && last ? rq.encodeCursor(last.timestamp, last.eventId) : undefined,
-              hasMore,
-            },
-          };
-        },
+          async listMetricPoints(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            const q = rq.parse(rq.pointsSchema, req);
+            const after = q.cursor !== undefined ? rq.decodeCursor(q.cursor) : undefined;
+            const m = await metricOr404(scope.projectId, q.name);
+            const sel = rq.selection(m, q, rq.rangeOf(q.time));
+            const limit = q.limit ?? rq.POINTS_LIMIT_DEFAULT;
+            const rows = await readPoints(db, {
+              metricId: m.id,
+              ops: sel.ops,
+              from: sel.from,
+              to: sel.to,
+              limit,
+              after,
+            });
+            const hasMore = rows.length > limit;
+            const page = rows.slice(0, limit);
+            const last = page[page.length - 1];
+            return {
+              data: {
+                name: m.name,
+                type: m.type,
+                unit: m.unit ?? undefined,
+                points: page.map(({ timestamp, value, operation, tags }) => ({ timestamp, value, operation, tags })),
+              },
+              pagination: {
+                nextCursor: hasMore && last ? rq.encodeCursor(last.timestamp, last.eventId) : undefined,
+                hasMore,
+              },
+            };
+          },
 
-        async getCurrentMetric(req, ctx) {
-          const scope = await auth.project(ctx, req.projectId, "data");
-          const q = rq.parse(rq.currentSchema, req);
-          const m = await findMetric(db, scope.projectId, q.name);
-          if (!m) throw notFound(`metric '${q.name}'`);
-          const value = m.type === "counter" ? m.total : m.last_value;
-          return {
-            data: { name: m.name, type: m.type, value: value ?? undefined, lastTimestamp: m.last_ts?.toISOString() },
-          };
-        },
+          async getCurrentMetric(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            const q = rq.parse(rq.currentSchema, req);
+            const m = await findMetric(db, scope.projectId, q.name);
+            if (!m) throw notFound(`metric '${q.name}'`);
+            const value = m.type === "counter" ? m.total : m.last_value;
+            return {
+              data: { name: m.name, type: m.type, value: value ?? undefined, lastTimestamp: m.last_ts?.toISOString() },
+            };
+          },
 
-        async listMetrics(req, ctx) {
-          const scope = await auth.project(ctx, req.projectId, "data");
-          return { data: await listMetrics(db, scope.projectId) };
+          async listMetrics(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            return { data: await listMetrics(db, scope.projectId) };
+          },
         },
-      }),
+        {
+          rules: {
+            queryMetric: rq.querySchema,
+            getMetricTimeseries: rq.timeseriesSchema,
+            listMetricPoints: rq.pointsSchema,
+            getCurrentMetric: rq.currentSchema,
+          },
+        },
+      ),
     ],
   };
 }

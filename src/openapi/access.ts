@@ -16,6 +16,8 @@ import { ApiError } from "../shared/errors.js";
 import { isStreaming, type ServiceBinding } from "../shared/feature.js";
 import { IngestPressure } from "../shared/pressure.js";
 import { Telemetry } from "../shared/telemetry.js";
+import { BackgroundTasks } from "../shared/background.js";
+import type { Notifications } from "../shared/notifications.js";
 import { createPool } from "../storage/db.js";
 import { restContext } from "../transcoding/context.js";
 
@@ -99,12 +101,20 @@ export async function probeRpcs(): Promise<{ bindings: ServiceBinding[]; facts: 
   db.connect = noDb as never;
   const log = pino({ level: "silent" });
   const telemetry = new Telemetry();
+  // No LISTEN connection either: the probe has no database to connect to, and a real one would keep
+  // retrying (and a feature's subscription waiting) for as long as the probe runs.
+  const notifications: Notifications = {
+    subscribe: () => ({ listening: Promise.resolve(), close: () => undefined }),
+    stop: async () => undefined,
+  };
   const deps = {
     config,
     db,
     log,
     clock: () => new Date(),
     telemetry,
+    background: new BackgroundTasks(log, telemetry, { role: "all", temporal: false }),
+    notifications,
     pressure: new IngestPressure(),
     limits: { take: limit, hit: limit, refund: noDb, close: async () => undefined, rules: {} },
     auth,

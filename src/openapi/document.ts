@@ -3,7 +3,16 @@ import { isStreaming, type ServiceBinding } from "../shared/feature.js";
 import { routesFor, type Route } from "../transcoding/routes.js";
 import type { CallerKind, RpcFacts } from "./access.js";
 import type { Describe } from "./comments.js";
-import { fieldSchema, messageRef, messageSchema, scalarSchema, type Schema, type SchemaContext } from "./schema.js";
+import { applyRule, ruleOnField, ruleSchema } from "./rules.js";
+import {
+  fieldSchema,
+  messageRef,
+  messageSchema,
+  scalarSchema,
+  storable,
+  type Schema,
+  type SchemaContext,
+} from "./schema.js";
 
 // The OpenAPI 3.1 document of the REST face, built from the very route table the transcoder
 // serves (routesFor over the served bindings), the RPCs' messages and options, the callers and
@@ -14,6 +23,9 @@ export interface DocumentInput {
   facts: Map<string, RpcFacts>;
   describe: Describe;
   version: string;
+  /** package.json's `license` (`UNLICENSED`: private, no licence granted) and `author`. */
+  license: string;
+  author: string;
 }
 
 const ERROR_CODE_PATTERN = "^[a-z][a-z0-9_]*$";
@@ -90,16 +102,22 @@ function errorStatuses(route: Route, facts: RpcFacts): string[] {
 const pathOf = (route: Route, field: (name: string) => DescField) =>
   "/" + route.segments.map((x) => ("literal" in x ? x.literal : `{${field(x.variable).jsonName}}`)).join("/");
 
-function queryParameters(method: DescMethod, omit: Set<string>, ctx: SchemaContext): Schema[] {
+function queryParameters(method: DescMethod, omit: Set<string>, ctx: SchemaContext, rule?: Schema): Schema[] {
   const out: Schema[] = [];
   for (const f of method.input.fields) {
     if (omit.has(f.name)) continue;
     const scalar = f.fieldKind === "scalar" || (f.fieldKind === "list" && f.listKind === "scalar");
     if (!scalar) continue; // messages and maps cannot be written in a query string
     // A query parameter is absent or a value: never null. Lists repeat the name (`?x=a&x=b`).
-    const schema = f.fieldKind === "list" ? { type: "array", items: scalarSchema(f.scalar!) } : scalarSchema(f.scalar!);
+    let schema =
+      f.fieldKind === "list"
+        ? { type: "array", items: storable(scalarSchema(f.scalar!)) }
+        : storable(scalarSchema(f.scalar!));
+    const fieldRule = (rule?.properties as Record<string, Schema> | undefined)?.[f.jsonName];
+    const required = ((rule?.required ?? []) as string[]).includes(f.jsonName);
+    if (fieldRule) schema = ruleOnField(schema, fieldRule, required);
     const description = ctx.describe(`${method.input.typeName}.${f.name}`);
-    out.push({ name: f.jsonName, in: "query", required: false, schema, ...(description ? { description } : {}) });
+    out.push({ name: f.jsonName, in: "query", required, schema, ...(description ? { description } : {}) });
   }
   return out;
 }
@@ -108,31 +126,39 @@ function operation(route: Route, binding: ServiceBinding, facts: RpcFacts, ctx: 
   const { method, service } = route;
   const field = (name: string) => method.input.fields.find((f) => f.name === name)!;
   const pathFields = new Set(route.segments.flatMap((x) => ("variable" in x ? [x.variable] : [])));
+  // The handler's zod rule (bind's `rules`), laid over the proto-derived input.
+  const zodRule = binding.rules?.[method.localName];
+  const rule = zodRule ? ruleSchema(zodRule) : undefined;
   const parameters: Schema[] = [...pathFields].map((name) => {
     const f = field(name);
     const description = ctx.describe(`${method.input.typeName}.${f.name}`);
+    const fieldRule = (rule?.properties as Record<string, Schema> | undefined)?.[f.jsonName];
+    const schema = storable({ type: "string", minLength: 1 });
     return {
       name: f.jsonName,
       in: "path",
       required: true,
-      schema: { type: "string", minLength: 1 },
+      schema: fieldRule ? ruleOnField(schema, fieldRule, true) : schema,
       ...(description ? { description } : {}),
     };
   });
+  const resolve = (ref: string) => ctx.schemas[ref.slice("#/components/schemas/".length)];
   let requestBody: Schema | undefined;
+  // A body route refuses a request without a JSON body (415), even when every field is optional.
   if (route.body === "*") {
+    const schema = messageSchema(method.input, "input", ctx, pathFields);
     requestBody = {
-      required: false,
-      content: { "application/json": { schema: messageSchema(method.input, "input", ctx, pathFields) } },
+      required: true,
+      content: { "application/json": { schema: rule ? applyRule(schema, rule, resolve) : schema } },
     };
   } else if (route.body) {
     requestBody = {
-      required: false,
+      required: true,
       content: { "application/json": { schema: fieldSchema(field(route.body), "input", ctx) } },
     };
-    parameters.push(...queryParameters(method, new Set([...pathFields, route.body]), ctx));
+    parameters.push(...queryParameters(method, new Set([...pathFields, route.body]), ctx, rule));
   } else {
-    parameters.push(...queryParameters(method, pathFields, ctx));
+    parameters.push(...queryParameters(method, pathFields, ctx, rule));
   }
   const rpc = `${service.typeName}/${method.name}`;
   const lines = [
@@ -240,9 +266,16 @@ export function buildDocument(input: DocumentInput): Schema {
         "Retry-After": { description: "Seconds to wait.", schema: { type: "integer", minimum: 1 } },
       };
   }
-  return {
+  const document: Schema = {
     openapi: "3.1.0",
-    info: { title: "Vigil API", version: input.version, description: INTRO },
+    info: {
+      title: "Vigil API",
+      version: input.version,
+      description: INTRO,
+      // An SPDX identifier; package.json's UNLICENSED (private) is a LicenseRef of that name.
+      license: { name: input.license, identifier: `LicenseRef-${input.license}` },
+      contact: { name: input.author },
+    },
     servers: [{ url: "/" }],
     tags,
     paths,
@@ -266,6 +299,34 @@ export function buildDocument(input: DocumentInput): Schema {
       },
     },
   };
+  pruneSchemas(document);
+  return document;
+}
+
+/**
+ * Drops the components no operation reaches (a message whose only use was inlined with the rules
+ * of its handler, src/openapi/rules.ts): linters flag unused components.
+ */
+function pruneSchemas(document: Schema): void {
+  const components = document.components as { schemas: Record<string, Schema> };
+  const reached = new Set<string>();
+  const walk = (v: unknown): void => {
+    if (Array.isArray(v)) v.forEach(walk);
+    else if (v && typeof v === "object") {
+      for (const [k, x] of Object.entries(v)) {
+        if (k === "$ref" && typeof x === "string" && x.startsWith("#/components/schemas/")) {
+          const name = x.slice("#/components/schemas/".length);
+          if (!reached.has(name)) {
+            reached.add(name);
+            walk(components.schemas[name]);
+          }
+        } else walk(x);
+      }
+    }
+  };
+  walk(document.paths);
+  walk((document.components as Schema).responses);
+  for (const name of Object.keys(components.schemas)) if (!reached.has(name)) delete components.schemas[name];
 }
 
 function sortKeys<T>(o: Record<string, T>): Record<string, T> {

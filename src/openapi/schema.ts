@@ -1,5 +1,6 @@
 import { ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
+import { textPattern } from "../shared/text.js";
 
 // Proto messages -> JSON Schema (2020-12, as OpenAPI 3.1 uses), following the REST JSON the
 // transcoder reads (src/transcoding/decode.ts) and writes (src/transcoding/json.ts):
@@ -19,15 +20,32 @@ export interface SchemaContext {
 }
 
 const JSON_WKT: Record<string, Schema> = {
-  "google.protobuf.Struct": { type: "object", description: "Any JSON object." },
+  "google.protobuf.Struct": { type: "object", additionalProperties: true, description: "Any JSON object." },
   "google.protobuf.Value": { description: "Any JSON value." },
-  "google.protobuf.ListValue": { type: "array", description: "Any JSON array." },
+  "google.protobuf.ListValue": { type: "array", items: {}, description: "Any JSON array." },
 };
 
 /** Component name of a message in a mode: `Account`, `AccountInput`; other packages keep their full name. */
 function componentName(msg: DescMessage, mode: Mode): string {
   const base = msg.typeName.startsWith("vigil.v1.") ? msg.typeName.slice("vigil.v1.".length) : msg.typeName;
   return mode === "input" ? `${base}Input` : base;
+}
+
+const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+
+/**
+ * Every string a request sends passes the storable-input check (src/shared/message-check.ts): no
+ * NUL (nor lone surrogates, which JSON Schema cannot name). Stated on input strings without a
+ * pattern of their own.
+ */
+const STORABLE_TEXT = textPattern(false, false);
+
+/** An input string's schema: STORABLE_TEXT unless it has a pattern, format or enum already. */
+export function storable(s: Schema): Schema {
+  const t = s.type;
+  const isString = t === "string" || (Array.isArray(t) && t.includes("string"));
+  if (!isString || s.pattern !== undefined || s.enum !== undefined || s.contentEncoding !== undefined) return s;
+  return { ...s, pattern: STORABLE_TEXT };
 }
 
 export function scalarSchema(type: ScalarType): Schema {
@@ -42,21 +60,22 @@ export function scalarSchema(type: ScalarType): Schema {
       return { type: "number", format: "double" };
     case ScalarType.FLOAT:
       return { type: "number", format: "float" };
+    // The ranges the decoder refuses beyond (a JSON client may not know what `format` implies).
     case ScalarType.INT32:
     case ScalarType.SINT32:
     case ScalarType.SFIXED32:
-      return { type: "integer", format: "int32" };
+      return { type: "integer", format: "int32", minimum: -(2 ** 31), maximum: 2 ** 31 - 1 };
     case ScalarType.UINT32:
     case ScalarType.FIXED32:
-      return { type: "integer", format: "int32", minimum: 0 };
+      return { type: "integer", format: "int32", minimum: 0, maximum: 2 ** 32 - 1 };
     case ScalarType.INT64:
     case ScalarType.SINT64:
     case ScalarType.SFIXED64:
       // Written as a plain JSON number (not proto3 JSON's string): exact up to 2^53.
-      return { type: "integer", format: "int64" };
+      return { type: "integer", format: "int64", minimum: -MAX_SAFE, maximum: MAX_SAFE };
     case ScalarType.UINT64:
     case ScalarType.FIXED64:
-      return { type: "integer", format: "int64", minimum: 0 };
+      return { type: "integer", format: "int64", minimum: 0, maximum: MAX_SAFE };
   }
 }
 
@@ -70,6 +89,8 @@ function nullable(s: Schema): Schema {
 /** A reference to a message's component (the component is built on first use). */
 export function messageRef(msg: DescMessage, mode: Mode, ctx: SchemaContext): Schema {
   const wkt = JSON_WKT[msg.typeName];
+  // A request's object keys pass the storable-text check too (src/shared/json.ts).
+  if (wkt && wkt.type === "object" && mode === "input") return { ...wkt, propertyNames: { pattern: STORABLE_TEXT } };
   if (wkt) return { ...wkt };
   const name = componentName(msg, mode);
   if (!(name in ctx.schemas)) {
@@ -87,7 +108,10 @@ function elementSchema(
   scalar?: ScalarType,
   msg?: DescMessage,
 ): Schema {
-  if (kind === "scalar") return scalarSchema(scalar ?? ScalarType.STRING);
+  if (kind === "scalar") {
+    const s = scalarSchema(scalar ?? ScalarType.STRING);
+    return mode === "input" ? storable(s) : s;
+  }
   // Enums are avoided in Vigil's protos (architecture.md); the writer emits their number.
   if (kind === "enum") return { type: "integer", description: `enum ${field.enum?.typeName ?? ""}` };
   return messageRef(msg!, mode, ctx);
@@ -99,6 +123,7 @@ export function fieldSchema(field: DescField, mode: Mode, ctx: SchemaContext): S
   switch (field.fieldKind) {
     case "scalar":
       s = scalarSchema(field.scalar);
+      if (mode === "input") s = storable(s);
       // Output: unset optional scalars are null; input: null means unset.
       if (field.presence !== FeatureSet_FieldPresence.IMPLICIT || field.oneof) s = nullable(s);
       break;

@@ -1,11 +1,12 @@
 import { z } from "zod";
 import { badRequest } from "../shared/errors.js";
+import { textSchema } from "../shared/text.js";
 
 // Request parsing and validation for projects, members and API keys.
 
 const PLATFORMS = ["node", "browser", "react", "next", "other"] as const;
 const ENVIRONMENTS = ["production", "development", "preview"] as const;
-const name = z.string().trim().min(1, "is required").max(200);
+const name = textSchema({ min: 1, max: 200 });
 
 export const createSchema = z.object({ name, platform: z.enum(PLATFORMS) });
 export const updateSchema = z.object({ name: name.optional() });

@@ -61,131 +61,143 @@ export function createProjectsFeature(deps: Pick<Deps, "db" | "clock" | "auth" |
   return {
     name: "projects",
     services: [
-      bind(ProjectService, {
-        async createProject(req, ctx) {
-          const p = await auth.session(ctx);
-          // No project yet: project creation counts per account.
-          await limits.take("writes", p.accountId);
-          const input = validate(createSchema, { name: req.name, platform: req.platform });
-          const now = clock();
-          const row = await store.insertProject(db, {
-            id: newId("prj"),
-            name: input.name,
-            platform: input.platform,
-            ownerId: p.accountId,
-            now,
-          });
-          return { data: await one(row) };
-        },
-        async listProjects(_req, ctx) {
-          const p = await auth.session(ctx);
-          return { data: await toProjects(await store.projectsOfAccount(db, p.accountId)) };
-        },
-        async getProject(req, ctx) {
-          const scope = await auth.project(ctx, req.projectId, "data");
-          if (scope.principal.kind === "apiKey") {
-            const row = await store.projectById(db, scope.projectId);
+      bind(
+        ProjectService,
+        {
+          async createProject(req, ctx) {
+            const p = await auth.session(ctx);
+            // No project yet: project creation counts per account.
+            await limits.take("writes", p.accountId);
+            const input = validate(createSchema, { name: req.name, platform: req.platform });
+            const now = clock();
+            const row = await store.insertProject(db, {
+              id: newId("prj"),
+              name: input.name,
+              platform: input.platform,
+              ownerId: p.accountId,
+              now,
+            });
+            return { data: await one(row) };
+          },
+          async listProjects(_req, ctx) {
+            const p = await auth.session(ctx);
+            return { data: await toProjects(await store.projectsOfAccount(db, p.accountId)) };
+          },
+          async getProject(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            if (scope.principal.kind === "apiKey") {
+              const row = await store.projectById(db, scope.projectId);
+              if (!row) throw notFound("project");
+              return { data: await one(row) };
+            }
+            const row = await store.projectForMember(db, scope.projectId, scope.principal.accountId);
             if (!row) throw notFound("project");
             return { data: await one(row) };
-          }
-          const row = await store.projectForMember(db, scope.projectId, scope.principal.accountId);
-          if (!row) throw notFound("project");
-          return { data: await one(row) };
-        },
-        async updateProject(req, ctx) {
-          const scope = await write(ctx, req.projectId, "admin");
-          const input = validate(updateSchema, { name: req.name });
-          // A ListValue: absent leaves the origins as they are, `[]` allows any origin.
-          const allowedOrigins = req.allowedOrigins && parseAllowedOrigins(req.allowedOrigins.values.map(valueItem));
-          // A Value: absent leaves it, null returns to the operator's default.
-          const retentionDays =
-            req.retentionDays && parseRetentionDays(valueJson(req.retentionDays), config.retention.maxDays);
-          if (input.name !== undefined || allowedOrigins !== undefined || retentionDays !== undefined)
-            await store.updateProject(
+          },
+          async updateProject(req, ctx) {
+            const scope = await write(ctx, req.projectId, "admin");
+            const input = validate(updateSchema, { name: req.name });
+            // A ListValue: absent leaves the origins as they are, `[]` allows any origin.
+            const allowedOrigins = req.allowedOrigins && parseAllowedOrigins(req.allowedOrigins.values.map(valueItem));
+            // A Value: absent leaves it, null returns to the operator's default.
+            const retentionDays =
+              req.retentionDays && parseRetentionDays(valueJson(req.retentionDays), config.retention.maxDays);
+            if (input.name !== undefined || allowedOrigins !== undefined || retentionDays !== undefined)
+              await store.updateProject(
+                db,
+                scope.projectId,
+                { name: input.name, allowedOrigins, retentionDays },
+                clock(),
+              );
+            const row = await store.projectForMember(
               db,
               scope.projectId,
-              { name: input.name, allowedOrigins, retentionDays },
-              clock(),
+              (scope.principal as { accountId: string }).accountId,
             );
-          const row = await store.projectForMember(
-            db,
-            scope.projectId,
-            (scope.principal as { accountId: string }).accountId,
-          );
-          if (!row) throw notFound("project");
-          return { data: await one(row) };
-        },
-        async deleteProject(req, ctx) {
-          const scope = await write(ctx, req.projectId, "owner");
-          await store.deleteProject(db, scope.projectId);
-          return {};
-        },
+            if (!row) throw notFound("project");
+            return { data: await one(row) };
+          },
+          async deleteProject(req, ctx) {
+            const scope = await write(ctx, req.projectId, "owner");
+            await store.deleteProject(db, scope.projectId);
+            return {};
+          },
 
-        async listMembers(req, ctx) {
-          const scope = await auth.project(ctx, req.projectId, "member");
-          return { data: (await store.listMembers(db, scope.projectId)).map(toMember) };
-        },
-        async addMember(req, ctx) {
-          const scope = await write(ctx, req.projectId, "admin");
-          const input = validate(addMemberSchema, { email: req.email, role: req.role });
-          const accountId = await store.accountIdByEmail(db, input.email);
-          if (!accountId)
-            throw new ApiError(404, "not_found", "no account with this email", [
-              { field: "email", message: "no such account" },
-            ]);
-          try {
-            await store.insertMember(db, scope.projectId, accountId, input.role, clock(), config.projects.maxMembers);
-          } catch (err) {
-            if (isUniqueViolation(err)) throw conflict("this account is already a member of the project");
-            throw err;
-          }
-          return { data: toMember((await store.member(db, scope.projectId, accountId))!) };
-        },
-        async updateMember(req, ctx) {
-          const scope = await write(ctx, req.projectId, "admin");
-          const input = validate(roleSchema, { role: req.role });
-          const target = await store.member(db, scope.projectId, req.userId);
-          if (!target) throw notFound("member");
-          if (target.role === "owner") throw new ApiError(403, "forbidden", "the owner cannot be demoted");
-          await store.setMemberRole(db, scope.projectId, req.userId, input.role);
-          return { data: toMember({ ...target, role: input.role }) };
-        },
-        async removeMember(req, ctx) {
-          const scope = await write(ctx, req.projectId, "admin");
-          const target = await store.member(db, scope.projectId, req.userId);
-          if (!target) throw notFound("member");
-          if (target.role === "owner") throw new ApiError(403, "forbidden", "the owner cannot be removed");
-          await store.removeMember(db, scope.projectId, req.userId);
-          return {};
-        },
+          async listMembers(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "member");
+            return { data: (await store.listMembers(db, scope.projectId)).map(toMember) };
+          },
+          async addMember(req, ctx) {
+            const scope = await write(ctx, req.projectId, "admin");
+            const input = validate(addMemberSchema, { email: req.email, role: req.role });
+            const accountId = await store.accountIdByEmail(db, input.email);
+            if (!accountId)
+              throw new ApiError(404, "not_found", "no account with this email", [
+                { field: "email", message: "no such account" },
+              ]);
+            try {
+              await store.insertMember(db, scope.projectId, accountId, input.role, clock(), config.projects.maxMembers);
+            } catch (err) {
+              if (isUniqueViolation(err)) throw conflict("this account is already a member of the project");
+              throw err;
+            }
+            return { data: toMember((await store.member(db, scope.projectId, accountId))!) };
+          },
+          async updateMember(req, ctx) {
+            const scope = await write(ctx, req.projectId, "admin");
+            const input = validate(roleSchema, { role: req.role });
+            const target = await store.member(db, scope.projectId, req.userId);
+            if (!target) throw notFound("member");
+            if (target.role === "owner") throw new ApiError(403, "forbidden", "the owner cannot be demoted");
+            await store.setMemberRole(db, scope.projectId, req.userId, input.role);
+            return { data: toMember({ ...target, role: input.role }) };
+          },
+          async removeMember(req, ctx) {
+            const scope = await write(ctx, req.projectId, "admin");
+            const target = await store.member(db, scope.projectId, req.userId);
+            if (!target) throw notFound("member");
+            if (target.role === "owner") throw new ApiError(403, "forbidden", "the owner cannot be removed");
+            await store.removeMember(db, scope.projectId, req.userId);
+            return {};
+          },
 
-        async createApiKey(req, ctx) {
-          const scope = await write(ctx, req.projectId, "admin");
-          const input = validate(keySchema, { name: req.name, environment: req.environment, kind: req.kind });
-          const secret = newSecret(input.kind);
-          const hash = sha256Hex(secret);
-          const row = await store.insertApiKey(db, config.projects.maxApiKeys, {
-            id: newId("key"),
-            projectId: scope.projectId,
-            name: input.name,
-            environment: input.environment,
-            kind: input.kind,
-            prefix: secret.slice(0, 7),
-            hash,
-            now: clock(),
-          });
-          return { data: { ...toKey(row), secret } };
+          async createApiKey(req, ctx) {
+            const scope = await write(ctx, req.projectId, "admin");
+            const input = validate(keySchema, { name: req.name, environment: req.environment, kind: req.kind });
+            const secret = newSecret(input.kind);
+            const hash = sha256Hex(secret);
+            const row = await store.insertApiKey(db, config.projects.maxApiKeys, {
+              id: newId("key"),
+              projectId: scope.projectId,
+              name: input.name,
+              environment: input.environment,
+              kind: input.kind,
+              prefix: secret.slice(0, 7),
+              hash,
+              now: clock(),
+            });
+            return { data: { ...toKey(row), secret } };
+          },
+          async listApiKeys(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "admin");
+            return { data: (await store.listApiKeys(db, scope.projectId)).map(toKey) };
+          },
+          async revokeApiKey(req, ctx) {
+            const scope = await write(ctx, req.projectId, "admin");
+            if (!(await store.revokeApiKey(db, scope.projectId, req.keyId, clock()))) throw notFound("API key");
+            return {};
+          },
         },
-        async listApiKeys(req, ctx) {
-          const scope = await auth.project(ctx, req.projectId, "admin");
-          return { data: (await store.listApiKeys(db, scope.projectId)).map(toKey) };
+        {
+          rules: {
+            createProject: createSchema,
+            updateProject: updateSchema,
+            addMember: addMemberSchema,
+            updateMember: roleSchema,
+            createApiKey: keySchema,
+          },
         },
-        async revokeApiKey(req, ctx) {
-          const scope = await write(ctx, req.projectId, "admin");
-          if (!(await store.revokeApiKey(db, scope.projectId, req.keyId, clock()))) throw notFound("API key");
-          return {};
-        },
-      }),
+      ),
     ],
   };
 }

@@ -12,6 +12,8 @@ import { clientInfoKey, type ClientInfo } from "../shared/context.js";
 import type { Deps } from "../platform/deps.js";
 import { guardImpl, type Feature } from "../shared/feature.js";
 import { Telemetry } from "../shared/telemetry.js";
+import { BackgroundTasks } from "../shared/background.js";
+import { PgNotifications } from "../shared/notifications.js";
 import { IngestPressure } from "../shared/pressure.js";
 import { createLogThrottle } from "../shared/log-throttle.js";
 import { bodyBudgetKey, InflightBytes } from "../shared/inflight.js";
@@ -92,6 +94,7 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
   // Every in-flight request links to this signal; thousands at once is normal, not a leak.
   setMaxListeners(0, shutdown.signal);
   const telemetry = new Telemetry();
+  const background = new BackgroundTasks(log, telemetry, { role: config.role, temporal: !!config.temporal });
   const clock = opts.clock ?? systemClock;
   const deps: Deps = {
     config,
@@ -99,14 +102,17 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
     log,
     clock,
     telemetry,
+    background,
+    notifications: new PgNotifications({ ...db.options }, log),
     pressure: new IngestPressure(),
     limits: createRateLimiter(config, log, clock, telemetry),
     auth: new Authenticator({ db, clock, sessionSecret: secret }),
     sessionSecret: secret,
     shutdownSignal: shutdown.signal,
-    temporal: config.temporal ? createTemporalLink(config.temporal, db, log) : undefined,
+    temporal: config.temporal ? createTemporalLink(config.temporal, db, log, background) : undefined,
   };
   opened.push(
+    () => deps.notifications.stop(),
     () => deps.limits.close(),
     async () => deps.temporal?.close(),
   );
@@ -134,11 +140,9 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
   // each request's budget is charged as its bytes arrive and released once it is answered.
   const inflight = new InflightBytes(
     { perKey: config.ingest.inflightBytesPerKey, total: config.ingest.inflightBytes },
-    {
-      held: (bytes) => telemetry.inflightBytes.set(bytes),
-      refused: (scope) => telemetry.inflightRefused.inc({ scope }),
-    },
+    { refused: (scope) => telemetry.inflightRefused.inc({ scope }) },
   );
+  telemetry.watchInflight(inflight);
   const admit = async (
     method: DescMethod,
     verb: string,
@@ -181,19 +185,14 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
   // grpc.health.v1 and grpc.reflection (grpc-services.ts): no credentials, no REST route.
   const standard = createStandardServices(deps, features);
 
-  // One ClientInfo per request, shared by the REST path and the Connect context values.
-  const clients = new WeakMap<object, ClientInfo>();
+  // One ClientInfo per request (made once, in the handler), shared by the REST path and the Connect context values.
+  const REQUEST_ID = /^[\w.:-]{1,128}$/;
   function clientOf(req: IncomingMessage | Http2ServerRequest): ClientInfo {
-    let c = clients.get(req);
-    if (!c) {
-      const rid = req.headers["x-request-id"];
-      c = {
-        ip: req.socket?.remoteAddress ?? "",
-        requestId: typeof rid === "string" && /^[\w.:-]{1,128}$/.test(rid) ? rid : randomUUID(),
-      };
-      clients.set(req, c);
-    }
-    return c;
+    const rid = req.headers["x-request-id"];
+    return {
+      ip: req.socket?.remoteAddress ?? "",
+      requestId: typeof rid === "string" && REQUEST_ID.test(rid) ? rid : randomUUID(),
+    };
   }
 
   const dashboard = createDashboard(config.dashboardDir ?? DEFAULT_DASHBOARD_DIR);
@@ -333,6 +332,7 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
       for (const f of [...features].reverse())
         await f.stop?.().catch((err) => log.error({ err, feature: f.name }, "feature stop failed"));
       // After every feature: the uptime writer's last wakes and the webhook hand-overs use it.
+      await deps.notifications.stop();
       await deps.temporal?.close();
       await deps.limits.close();
       await db.end().catch(() => undefined);

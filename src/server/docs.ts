@@ -4,6 +4,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { methodNotAllowed, toRestError } from "../shared/errors.js";
 
 // The API reference: GET /openapi.json (gen/openapi.json, written by `npm run generate`) and
 // GET /docs, Swagger UI served offline: its bundle and stylesheet come from node_modules
@@ -92,12 +93,9 @@ export function serveDocs(req: Req, res: Res, pathname: string): void {
   const verb = req.method ?? "GET";
   const asset = ASSETS[pathname === "/docs/" ? "/docs" : pathname];
   if (verb !== "GET" && verb !== "HEAD") {
-    send(
-      res,
-      404,
-      "application/json",
-      Buffer.from(JSON.stringify({ error: { code: "not_found", message: `${pathname} does not accept ${verb}` } })),
-    );
+    const { status, body, headers } = toRestError(methodNotAllowed(pathname, verb, ["GET", "HEAD"]));
+    res.setHeader("allow", headers.get("allow")!);
+    send(res, status, "application/json", Buffer.from(JSON.stringify(body)));
     return;
   }
   let body: Buffer;

@@ -1,6 +1,7 @@
 import { HealthService } from "../../gen/vigil/v1/health_pb.js";
 import type { Deps } from "../platform/deps.js";
 import { bind, type Feature } from "../shared/feature.js";
+import type { BackgroundTaskReport } from "../shared/background.js";
 import { ApiError } from "../shared/errors.js";
 import { missingMigrations } from "../storage/migrate.js";
 import type { TemporalServerState } from "../temporal/probe.js";
@@ -16,6 +17,8 @@ export interface Readiness {
   temporalWorker: WorkerState;
   /** The Temporal frontend as this node's probe finds it (src/temporal/probe.ts); "off" without TEMPORAL_ADDRESS. */
   temporalServer: TemporalServerState | "off";
+  /** This node's background tasks by name: last run, last error, lag (src/shared/background.ts). */
+  background: Record<string, BackgroundTaskReport>;
 }
 
 export interface HealthFeature extends Feature {
@@ -29,7 +32,7 @@ export interface HealthFeature extends Feature {
  * answer, the status is "degraded" (still 200: the API serves).
  */
 export function createHealthFeature(
-  deps: Pick<Deps, "db" | "temporal">,
+  deps: Pick<Deps, "db" | "temporal" | "background">,
   temporalWorker: () => WorkerState,
 ): HealthFeature {
   async function readiness(): Promise<Readiness> {
@@ -46,7 +49,13 @@ export function createHealthFeature(
     } catch {
       unavailable = "database unavailable";
     }
-    return { unavailable, status, temporalWorker: worker, temporalServer: server };
+    return {
+      unavailable,
+      status,
+      temporalWorker: worker,
+      temporalServer: server,
+      background: deps.background.report(),
+    };
   }
   return {
     name: "health",
@@ -56,7 +65,20 @@ export function createHealthFeature(
         async check() {
           const r = await readiness();
           if (r.unavailable) throw new ApiError(503, "unavailable", r.unavailable);
-          return { status: r.status, temporalWorker: r.temporalWorker, temporalServer: r.temporalServer };
+          const background = Object.fromEntries(
+            Object.entries(r.background).map(([name, t]) => [
+              name,
+              {
+                lastRunAt: t.lastRunAt ?? undefined,
+                lastError: t.lastError ?? undefined,
+                lastErrorAt: t.lastErrorAt ?? undefined,
+                lagMs: BigInt(t.lagMs),
+                runs: BigInt(t.runs),
+                failures: BigInt(t.failures),
+              },
+            ]),
+          );
+          return { status: r.status, temporalWorker: r.temporalWorker, temporalServer: r.temporalServer, background };
         },
       }),
     ],

@@ -24,3 +24,11 @@ export const clientAddress = (c: ClientInfo): string => c.ip || "unknown";
  * Value messages. Proto3 JSON maps a Value to the JSON value itself, so both carry the same data.
  */
 export const restJsonListKey = createContextKey<{ items: JsonValue[]; bodyBytes: number } | undefined>(undefined);
+
+/**
+ * Set by the REST transcoder for a method in a binding's `restJsonBody` (see ServiceBinding): the
+ * request body's JSON exactly as parsed, and its size in bytes. The request message then holds only
+ * what the path gave; the handler validates the body itself (its one validator also serves batch
+ * items). Unset over gRPC and Connect, and over REST when the body was empty or the URL had a query.
+ */
+export const restJsonBodyKey = createContextKey<{ json: JsonValue; bodyBytes: number } | undefined>(undefined);

@@ -72,6 +72,17 @@ export const unauthenticated = (message = "missing or invalid credentials") =>
 export const forbidden = (message = "not allowed") => new ApiError(403, "forbidden", message);
 export const notFound = (what = "resource") => new ApiError(404, "not_found", `${what} not found`);
 export const conflict = (message: string, details?: unknown) => new ApiError(409, "conflict", message, details);
+/** decisions.md "Corrections from the second round": a path that exists, asked with a method it does not serve. */
+export const methodNotAllowed = (path: string, verb: string, allowed: readonly string[]) =>
+  new ApiError(
+    405,
+    "method_not_allowed",
+    `${path} does not accept ${verb}; allowed: ${allowed.join(", ")}`,
+    undefined,
+    {
+      allow: allowed.join(", "),
+    },
+  );
 export const tooLarge = (message: string) => new ApiError(413, "payload_too_large", message);
 export const rateLimited = (retryAfterSeconds: number) =>
   new ApiError(

@@ -15,7 +15,8 @@ import type { Value } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { ConnectError } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import { restJsonListKey, type ClientInfo } from "./context.js";
+import type { z } from "zod";
+import { restJsonBodyKey, restJsonListKey, type ClientInfo } from "./context.js";
 import { databaseUnavailable, internal, queryTimeout, requestCancelled } from "./errors.js";
 import { isDatabaseUnreachable, isQueryCanceled } from "./pg-errors.js";
 
@@ -57,8 +58,21 @@ export interface ServiceBinding {
    * into JSON. The handler must read it.
    */
   restJsonList?: Record<string, string>;
+  /**
+   * REST only: methods (local names) whose JSON body the transcoder hands over as parsed
+   * (`restJsonBodyKey`, read with `jsonBody`) instead of decoding it into the request message: for a
+   * handler that validates the JSON itself anyway (the single-event ingestion shares the batch items'
+   * validator), it saves decoding what it would turn back into JSON. The handler must read it.
+   */
+  restJsonBody?: string[];
   /** Per server-streaming method (local name): the content types its HttpBody chunks carry (OpenAPI). */
   streamContentTypes?: Record<string, string[]>;
+  /**
+   * Per method (local name): the zod schema its handler validates the request with (`validate()`),
+   * keyed by the input message's JSON names. The one written form of those rules: the OpenAPI
+   * document states them (src/openapi/rules.ts) and test/clients/openapi-rules.test.ts checks it does.
+   */
+  rules?: Record<string, z.ZodType>;
 }
 
 /**
@@ -139,8 +153,12 @@ type ValueListField<M> = M extends
 export interface BindOptions<S extends BindableService> {
   /** See ServiceBinding.restJsonList. */
   restJsonList?: { [M in keyof S["method"]]?: ValueListField<S["method"][M]> };
+  /** See ServiceBinding.restJsonBody. */
+  restJsonBody?: (keyof S["method"] & string)[];
   /** See ServiceBinding.streamContentTypes: required in spirit for every HttpBody stream (the OpenAPI test reads it). */
   streamContentTypes?: { [M in StreamingMethod<S>]?: string[] };
+  /** See ServiceBinding.rules. */
+  rules?: { [M in keyof S["method"]]?: z.ZodType };
 }
 
 /** Binds a generated service descriptor to its handlers, typed as connect-es types them. */
@@ -155,7 +173,9 @@ export function bind<S extends BindableService, I extends Checked<S, I>>(
     desc,
     impl: typed as unknown as Record<string, Handler>,
     restJsonList: opts.restJsonList as Record<string, string> | undefined,
+    restJsonBody: opts.restJsonBody,
     streamContentTypes: opts.streamContentTypes as Record<string, string[]> | undefined,
+    rules: opts.rules as Record<string, z.ZodType> | undefined,
   };
   return binding as ServiceBinding;
 }
@@ -201,6 +221,11 @@ export type JsonListItems = { json: true; items: JsonValue[]; bodyBytes: number 
 export function jsonListItems(ctx: HandlerContext, field: Value[]): JsonListItems {
   const json = ctx.values.get(restJsonListKey);
   return json ? { json: true, items: json.items, bodyBytes: json.bodyBytes } : { json: false, items: field };
+}
+
+/** A `restJsonBody` method's body as parsed over REST, with its size; undefined over gRPC and Connect. */
+export function jsonBody(ctx: HandlerContext): { json: JsonValue; bodyBytes: number } | undefined {
+  return ctx.values.get(restJsonBodyKey);
 }
 
 /**

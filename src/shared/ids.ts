@@ -31,7 +31,7 @@ export function newId(prefix: string): string {
 /** Hex SHA-256 of a secret (API key, session token): what is stored and looked up, never the secret. */
 export const sha256Hex = (v: string): string => createHash("sha256").update(v).digest("hex");
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/; // no flag: JSON Schema patterns have none
 
 /** Why a client id was refused (decisions.md "Idempotent ingestion"): the message of the 400 naming `id`. */
 export const CLIENT_ID_MESSAGE = "id must be a UUID (8-4-4-4-12 hexadecimal digits)";

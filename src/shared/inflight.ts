@@ -36,11 +36,8 @@ export class InflightBytes {
 
   constructor(
     private readonly limits: InflightLimits,
-    /** Told every change of the node's total (a gauge) and every refusal (by scope). */
-    private readonly watch: { held(bytes: number): void; refused(scope: "key" | "total"): void } = {
-      held() {},
-      refused() {},
-    },
+    /** Told every refusal (by scope); the bytes held are read from `bytes` (a gauge at scrape time). */
+    private readonly watch: { refused(scope: "key" | "total"): void } = { refused() {} },
   ) {}
 
   /** Bytes held now, every caller together. */
@@ -78,7 +75,6 @@ export class InflightBytes {
     }
     this.byKey.set(key, ofKey + bytes);
     this.held += bytes;
-    this.watch.held(this.held);
   }
 
   /** Gives back what one request of `key` held (RequestBudget.release). */
@@ -87,7 +83,6 @@ export class InflightBytes {
     if (left > 0) this.byKey.set(key, left);
     else this.byKey.delete(key);
     this.held -= bytes;
-    this.watch.held(this.held);
   }
 }
 

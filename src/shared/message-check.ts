@@ -122,8 +122,20 @@ function messageProblem(desc: DescMessage, msg: unknown): Problem | undefined {
 /** Throws the 400 for the first problem in a decoded message. */
 export function assertStorableMessage(desc: DescMessage, msg: unknown): void {
   const p = messageProblem(desc, msg);
-  if (p)
-    throw badRequest(`invalid value for field '${p.field}': ${p.message}`, [
-      { field: p.field || "(body)", message: p.message },
-    ]);
+  if (p) refuse(p);
+}
+
+/**
+ * The same check, and the same 400, for a REST body a handler reads as parsed JSON instead of a
+ * decoded message (ServiceBinding.restJsonBody): its fields are JSON-named, so the paths agree.
+ */
+export function assertStorableJson(json: unknown): void {
+  const p = checkJson(json, "");
+  if (p) refuse(p);
+}
+
+function refuse(p: Problem): never {
+  throw badRequest(`invalid value for field '${p.field}': ${p.message}`, [
+    { field: p.field || "(body)", message: p.message },
+  ]);
 }

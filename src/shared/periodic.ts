@@ -1,9 +1,10 @@
 import { performance } from "node:perf_hooks";
-import type { Logger } from "pino";
+import type { BackgroundTasks, TaskName } from "./background.js";
 import { isDatabaseUnreachable } from "./pg-errors.js";
 
 // A background pass run every `intervalMs`, never two at once; stop() waits for the running one.
-// The pass should check `stopped()` between units of work so that shutdown is prompt.
+// The pass should check `stopped()` between units of work so that shutdown is prompt. Each pass is
+// recorded under `name` in `tasks` (its last run, last error, lag: /health and /metrics).
 
 export interface Periodic {
   stop(): Promise<void>;
@@ -17,17 +18,19 @@ export interface Periodic {
 export const failureLevel = (err: unknown): "warn" | "error" => (isDatabaseUnreachable(err) ? "warn" : "error");
 
 export function startPeriodic(
-  log: Logger,
-  name: string,
+  tasks: BackgroundTasks,
+  name: TaskName,
   intervalMs: number,
   pass: (stopped: () => boolean) => Promise<void>,
 ): Periodic {
   let stopped = false;
   let running: Promise<void> | undefined;
+  const task = tasks.record(name, intervalMs);
   const timer = setInterval(() => {
     if (running || stopped) return;
-    running = pass(() => stopped)
-      .catch((err) => log[failureLevel(err)]({ err }, `${name} failed`))
+    running = task
+      .run(() => pass(() => stopped))
+      .catch((err) => tasks.log[failureLevel(err)]({ err }, `${name} failed`))
       .finally(() => (running = undefined));
   }, intervalMs);
   timer.unref();

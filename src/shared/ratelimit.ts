@@ -59,16 +59,25 @@ export function verdict(count: number, max: number, nowMs: number, windowMs = WI
   return { allowed: count <= max, retryAfterSeconds: Math.max(1, Math.ceil((windowEnd - nowMs) / 1000)), count };
 }
 
-/** Where counts live: adds `cost` to the key's count in the window holding `nowMs`; undefined when unavailable. */
+/**
+ * Where counts live: adds `cost` to the key's count in the window holding `nowMs`; undefined when
+ * unavailable. In process the count is known at once (no promise: every ingestion request takes a limit).
+ */
 export interface CounterStore {
-  add(name: LimitName, key: string, cost: number, windowMs: number, nowMs: number): Promise<number | undefined>;
+  add(
+    name: LimitName,
+    key: string,
+    cost: number,
+    windowMs: number,
+    nowMs: number,
+  ): number | undefined | Promise<number | undefined>;
   close(): Promise<void>;
 }
 
 export class MemoryCounterStore implements CounterStore {
   private readonly counts = new Map<string, { window: number; windowMs: number; count: number }>();
 
-  async add(name: LimitName, key: string, cost: number, windowMs: number, nowMs: number): Promise<number> {
+  add(name: LimitName, key: string, cost: number, windowMs: number, nowMs: number): number {
     const window = Math.floor(nowMs / windowMs);
     const k = `${name}:${key}`;
     let c = this.counts.get(k);
@@ -167,17 +176,32 @@ export class RateLimiter {
 
   /** Counts `cost` against the limit for `key`; the verdict says whether this hit is within it. */
   async hit(name: LimitName, key: string, cost = 1, now: Date = this.clock()): Promise<Verdict> {
-    const { max, windowMs } = this.rules[name];
-    const count = await this.store.add(name, key, cost, windowMs, now.getTime());
+    const { windowMs } = this.rules[name];
+    return this.judge(name, await this.store.add(name, key, cost, windowMs, now.getTime()), now.getTime());
+  }
+
+  private judge(name: LimitName, count: number | undefined, nowMs: number): Verdict {
     if (count === undefined) return { allowed: true, retryAfterSeconds: 1, count: 0 };
-    const v = verdict(count, max, now.getTime(), windowMs);
+    const { max, windowMs } = this.rules[name];
+    const v = verdict(count, max, nowMs, windowMs);
     if (!v.allowed) this.telemetry?.rateLimited.inc({ limit: name });
     return v;
   }
 
-  /** hit(), throwing the 429 (with Retry-After) when over the limit. */
-  async take(name: LimitName, key: string, cost = 1): Promise<void> {
-    const v = await this.hit(name, key, cost);
+  /**
+   * hit(), throwing the 429 (with Retry-After) when over the limit. Answered at once (no promise)
+   * when the count is in process; await it either way (a refusal may then be thrown at once).
+   */
+  take(name: LimitName, key: string, cost = 1): Promise<void> | undefined {
+    const nowMs = this.clock().getTime();
+    const count = this.store.add(name, key, cost, this.rules[name].windowMs, nowMs);
+    if (count instanceof Promise) return count.then((c) => this.enforce(name, c, nowMs));
+    this.enforce(name, count, nowMs);
+    return undefined;
+  }
+
+  private enforce(name: LimitName, count: number | undefined, nowMs: number): void {
+    const v = this.judge(name, count, nowMs);
     if (!v.allowed) throw rateLimited(v.retryAfterSeconds);
   }
 

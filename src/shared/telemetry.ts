@@ -41,12 +41,51 @@ export class Telemetry {
     labelNames: ["limit"] as const,
     registers: [this.registry],
   });
-  /** shared/inflight.ts: the ingestion routes' body bytes held now, and the requests refused for it. */
-  readonly inflightBytes = new Gauge({
+  /** shared/background.ts: every background task of this node, by name (also on /health). */
+  private backgroundView: () => { task: string; lastRunSeconds: number | undefined; lagSeconds: number }[] = () => [];
+  readonly backgroundFailures = new Counter({
+    name: "vigil_background_failures_total",
+    help: "Background passes that failed, by task",
+    labelNames: ["task"] as const,
+    registers: [this.registry],
+  });
+  readonly backgroundLastRun = new Gauge({
+    name: "vigil_background_last_run_timestamp_seconds",
+    help: "When the task's last pass ended (Unix seconds), by task; absent before its first",
+    labelNames: ["task"] as const,
+    registers: [this.registry],
+    collect: () => {
+      for (const t of this.backgroundView())
+        if (t.lastRunSeconds !== undefined) this.backgroundLastRun.set({ task: t.task }, t.lastRunSeconds);
+    },
+  });
+  readonly backgroundLag = new Gauge({
+    name: "vigil_background_lag_seconds",
+    help: "How far behind its due time the task is (0 when on time), by task",
+    labelNames: ["task"] as const,
+    registers: [this.registry],
+    collect: () => {
+      for (const t of this.backgroundView()) this.backgroundLag.set({ task: t.task }, t.lagSeconds);
+    },
+  });
+  /** The source of the three metrics above (BackgroundTasks registers itself). */
+  readBackground(view: () => { task: string; lastRunSeconds: number | undefined; lagSeconds: number }[]): void {
+    this.backgroundView = view;
+  }
+  /**
+   * shared/inflight.ts: the ingestion routes' body bytes held now (read at scrape time from the
+   * source given to `watchInflight`, not set on every request), and the requests refused for it.
+   */
+  private inflight: { readonly bytes: number } | undefined;
+  readonly inflightBytes: Gauge = new Gauge({
     name: "vigil_ingest_inflight_bytes",
     help: "Request-body bytes of the ingestion routes held now (read or inflated, until answered)",
     registers: [this.registry],
+    collect: (): void => this.inflightBytes.set(this.inflight?.bytes ?? 0),
   });
+  watchInflight(source: { readonly bytes: number }): void {
+    this.inflight = source;
+  }
   readonly inflightRefused = new Counter({
     name: "vigil_ingest_inflight_refused_total",
     help: "Ingestion requests refused for the bytes in flight: scope key (429) or total (503)",

@@ -42,7 +42,20 @@ export function textSchema(r: TextRules) {
   if (r.trim !== false) s = s.trim();
   if (r.min !== undefined) s = s.min(r.min, r.min === 1 ? "is required" : `at least ${r.min} characters`);
   s = s.max(r.max, `at most ${r.max} characters`);
-  return r.plain
+  const checked = r.plain
     ? s.refine(isPlainText, "must not contain control characters or invalid Unicode")
     : s.refine(isStorableText, TEXT_PROBLEM);
+  // The same rules as a pattern, for the OpenAPI document (which cannot see refinements or trimming).
+  const blank = r.trim !== false && (r.min ?? 0) >= 1;
+  return checked.meta({ pattern: textPattern(r.plain === true, blank) });
+}
+
+/**
+ * A JSON Schema pattern of storable text (no NUL; lone surrogates cannot be named), `plain`: no
+ * control characters either, `nonBlank`: something besides whitespace (a trimmed value of length >= 1).
+ */
+export function textPattern(plain: boolean, nonBlank: boolean): string {
+  const ok = plain ? "[^\\u0000-\\u001f\\u007f]" : "[^\\u0000]";
+  const visible = plain ? "[^\\s\\u0000-\\u001f\\u007f]" : "[^\\s\\u0000]";
+  return nonBlank ? `^${ok}*${visible}${ok}*$` : `^${ok}*$`;
 }

@@ -152,11 +152,14 @@ export function canonicalTimestamp(p: ParsedTime): string {
 }
 
 /** A zod string of the grammar above, read as a Date. */
-export const timestampSchema = z.string().transform((v, ctx) => {
-  const ms = parseTimestampMs(v);
-  if (ms === undefined) {
-    ctx.addIssue({ code: "custom", message: TIMESTAMP_MESSAGE });
-    return z.NEVER;
-  }
-  return new Date(ms);
-});
+export const timestampSchema = z
+  .string()
+  .transform((v, ctx) => {
+    const ms = parseTimestampMs(v);
+    if (ms === undefined) {
+      ctx.addIssue({ code: "custom", message: TIMESTAMP_MESSAGE });
+      return z.NEVER;
+    }
+    return new Date(ms);
+  })
+  .meta({ format: "date-time" }); // RFC 3339, as the grammar above reads it (for the OpenAPI document)

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import { clientAddress, type ClientInfo } from "../shared/context.js";
-import { ApiError, notFound, toRestError } from "../shared/errors.js";
+import { ApiError, methodNotAllowed, notFound, toRestError } from "../shared/errors.js";
 import { assertNever } from "../shared/never.js";
 import type { HttpRoutes } from "../shared/feature.js";
 import type { RateLimiter } from "../shared/ratelimit.js";
@@ -104,8 +104,7 @@ export function createStatusHttp(o: StatusHttpOptions): HttpRoutes {
     req.resume();
     try {
       const url = new URL(req.url ?? "/", "http://vigil.local");
-      if (verb !== "GET" && verb !== "HEAD")
-        throw new ApiError(404, "not_found", `${url.pathname} does not accept ${verb}`);
+      if (verb !== "GET" && verb !== "HEAD") throw methodNotAllowed(url.pathname, verb, ["GET", "HEAD"]);
       let raw: string;
       try {
         raw = decodeURIComponent(m.rawSlug);

@@ -9,16 +9,19 @@ import { validate } from "../shared/validate.js";
 // too, before any lookup. The badge's `?monitor=` is a monitor slug,
 // looked up in the snapshot only (any string: a miss is a 404).
 
-const slugSchema = z.object({
-  slug: z.string().superRefine((s, ctx) => {
-    if (PAGE_SLUG_RE.test(s)) return;
-    ctx.addIssue({
-      code: "custom",
-      message: /[A-Z]/.test(s)
-        ? "must be lowercase: a page's address is not lowercased"
-        : "must be 3-64 characters: lowercase letters, digits and '-'",
-    });
-  }),
+export const slugSchema = z.object({
+  slug: z
+    .string()
+    .superRefine((s, ctx) => {
+      if (PAGE_SLUG_RE.test(s)) return;
+      ctx.addIssue({
+        code: "custom",
+        message: /[A-Z]/.test(s)
+          ? "must be lowercase: a page's address is not lowercased"
+          : "must be 3-64 characters: lowercase letters, digits and '-'",
+      });
+    })
+    .meta({ pattern: PAGE_SLUG_RE.source }), // the refinement's grammar, for the OpenAPI document
 });
 
 /** The slug, or a 400 `validation_failed` naming `slug`. */

@@ -6,7 +6,7 @@ import { bind, type Feature } from "../shared/feature.js";
 import { SnapshotCache } from "./cache.js";
 import { createStatusHttp } from "./http.js";
 import { StatusMetrics } from "./metrics.js";
-import { parseSlug } from "./requests.js";
+import { parseSlug, slugSchema } from "./requests.js";
 import { buildSnapshot, type Snapshot } from "./snapshot.js";
 
 // The public reading side of status pages (decisions.md: Status pages; docs/pages.md): no
@@ -37,14 +37,18 @@ export function createStatusFeature(deps: StatusDeps): Feature {
     onStaleError: (err, slug) => deps.log.warn({ err, slug }, "status page refresh failed; serving the previous one"),
   });
 
-  const service = bind(StatusService, {
-    async getStatusPage(req, ctx) {
-      await deps.limits.take("statusReads", clientAddress(ctx.values.get(clientInfoKey)));
-      const snapshot = await pages.get(parseSlug(req.slug));
-      if (!snapshot) throw notFound("status page");
-      return { data: snapshot.message };
+  const service = bind(
+    StatusService,
+    {
+      async getStatusPage(req, ctx) {
+        await deps.limits.take("statusReads", clientAddress(ctx.values.get(clientInfoKey)));
+        const snapshot = await pages.get(parseSlug(req.slug));
+        if (!snapshot) throw notFound("status page");
+        return { data: snapshot.message };
+      },
     },
-  });
+    { rules: { getStatusPage: slugSchema } },
+  );
 
   return {
     name: "status",

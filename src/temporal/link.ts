@@ -5,6 +5,7 @@ import proto from "@temporalio/proto";
 import type { Logger } from "pino";
 import type { TemporalConfig } from "../config/index.js";
 import type { Queryable } from "../storage/db.js";
+import type { BackgroundTasks } from "../shared/background.js";
 import { startTemporalProbe, type TemporalServerState } from "./probe.js";
 import { SEARCH_ATTRIBUTES } from "./search-attributes.js";
 
@@ -70,7 +71,12 @@ export async function taskQueues(cfg: TemporalConfig, db: Queryable): Promise<Ta
   return { deadlines: `${base}.deadlines`, uptime: `${base}.uptime`, webhooks: `${base}.webhooks` };
 }
 
-export function createTemporalLink(cfg: TemporalConfig, db: Queryable, log: Logger): TemporalLink {
+export function createTemporalLink(
+  cfg: TemporalConfig,
+  db: Queryable,
+  log: Logger,
+  tasks: BackgroundTasks,
+): TemporalLink {
   let closed = false;
   let current: Promise<{ client: Client; connection: Connection }> | undefined;
   let queues: Promise<TaskQueues> | undefined;
@@ -80,6 +86,7 @@ export function createTemporalLink(cfg: TemporalConfig, db: Queryable, log: Logg
     connection: () => connectionOptions(cfg),
     everyMs: cfg.probeMs,
     log,
+    tasks,
   });
   const connect = () => {
     if (closed) return Promise.reject(new TemporalClosedError());

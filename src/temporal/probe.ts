@@ -1,5 +1,6 @@
 import { Connection, type ConnectionOptions } from "@temporalio/client";
 import type { Logger } from "pino";
+import type { BackgroundTasks } from "../shared/background.js";
 import { startPeriodic } from "../shared/periodic.js";
 
 // Whether this node reaches the Temporal frontend: `temporalServer` on /health, and through it the
@@ -35,9 +36,11 @@ export interface ProbeOptions {
   connection: () => ConnectionOptions;
   everyMs: number;
   log: Logger;
+  /** Where the probe records its passes (/health `background`). */
+  tasks: BackgroundTasks;
 }
 
-export function startTemporalProbe({ address, connection: options, everyMs, log }: ProbeOptions): TemporalProbe {
+export function startTemporalProbe({ address, connection: options, everyMs, log, tasks }: ProbeOptions): TemporalProbe {
   let state: TemporalServerState = "unknown";
   let since = Date.now();
   let connection: Connection | undefined;
@@ -71,7 +74,7 @@ export function startTemporalProbe({ address, connection: options, everyMs, log 
   let running: Promise<void> | undefined;
   const once = () => (running ??= pass().finally(() => (running = undefined)));
   void once();
-  const periodic = startPeriodic(log, "temporal probe", everyMs, once);
+  const periodic = startPeriodic(tasks, "temporal probe", everyMs, once);
   return {
     state: () => state,
     async close() {

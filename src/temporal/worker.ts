@@ -2,6 +2,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundleWithSourceMap } from "@temporalio/worker";
 import type { Logger } from "pino";
+import type { BackgroundTasks, TaskRecorder } from "../shared/background.js";
 import type { Feature } from "../shared/feature.js";
 import { connectionOptions, type TemporalLink } from "./link.js";
 import { installTemporalRuntime } from "./runtime.js";
@@ -15,7 +16,8 @@ import { installTemporalRuntime } from "./runtime.js";
 // - `<base>.webhooks`: delivery workflows and their send activity (TEMPORAL_WEBHOOK_CONCURRENCY).
 // The node starts and serves its API whether or not Temporal is reachable: the workers connect in
 // the background and reconnect after any failure (1 s doubling to 30 s); their state is on /health
-// (`temporalWorker`) and the SDK's metrics on /metrics. A server outage once they run does not fail
+// (`temporalWorker`; `background["temporal workers"]`: each connection of the workers is a pass, then
+// their serving another, which fails if they stop unexpectedly) and the SDK's metrics on /metrics. A server outage once they run does not fail
 // them (Core retries the polls): the link's probe (probe.ts) tells it to /health instead. stop() shuts them down gracefully
 // (TEMPORAL_SHUTDOWN_GRACE_MS for running activities; Core releases its sticky queues).
 
@@ -55,7 +57,7 @@ function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
 }
 
 export function createTemporalFeature(
-  deps: { log: Logger },
+  deps: { log: Logger; background: BackgroundTasks },
   link: TemporalLink | undefined,
   activities: QueueActivities,
 ): TemporalWorkerFeature {
@@ -74,74 +76,82 @@ export function createTemporalFeature(
       };
     });
 
-  const runOnce = async () => {
+  /** Connects and runs the workers (one recorded pass), then serves until they end (another). */
+  const runOnce = async (task: TaskRecorder) => {
     const cfg = link!.config;
-    await installTemporalRuntime(deps.log);
-    const [queues, code] = await Promise.all([link!.queues(), workflowBundle()]);
-    await link!.searchAttributes().catch(() => false);
-    const connection = await NativeConnection.connect(connectionOptions(cfg));
+    let connection: NativeConnection | undefined;
     try {
-      const common = {
-        connection,
-        namespace: cfg.namespace,
-        workflowBundle: code,
-        shutdownGraceTime: cfg.shutdownGraceMs,
-      };
-      const created: Worker[] = [];
-      try {
-        // The deadline scan alone on its queue: one workflow, one task at a time.
-        created.push(
-          await Worker.create({
-            ...common,
-            taskQueue: queues.deadlines,
-            activities: activities.deadlines,
-            maxConcurrentWorkflowTaskExecutions: 2,
-            maxConcurrentLocalActivityExecutions: 2,
-            maxConcurrentActivityTaskExecutions: 1,
-            maxCachedWorkflows: 4,
-          }),
-        );
-        created.push(
-          await Worker.create({
-            ...common,
-            taskQueue: queues.uptime,
-            activities: activities.uptime,
-            maxConcurrentLocalActivityExecutions: cfg.uptimeConcurrency,
-            maxConcurrentActivityTaskExecutions: 16,
-          }),
-        );
-        created.push(
-          await Worker.create({
-            ...common,
-            taskQueue: queues.webhooks,
-            activities: activities.webhooks,
-            maxConcurrentActivityTaskExecutions: cfg.webhookConcurrency,
-            maxConcurrentLocalActivityExecutions: 32,
-          }),
-        );
-      } catch (err) {
-        await Promise.allSettled(created.map((w) => startAndStop(w)));
-        throw err;
-      }
-      workers = created;
-      // Always run what was created, even when stop() came meanwhile: a created worker that never
-      // runs is never shut down and its workflow threads keep the process alive.
-      const runs = workers.map((w) => w.run());
-      if (stopping) for (const w of workers) w.shutdown();
-      else {
-        state = "running";
-        ran = true;
-        deps.log.info({ address: cfg.address, namespace: cfg.namespace, ...queues }, "temporal workers running");
-      }
-      // One worker failing takes the other down too; both are created again.
-      await Promise.race(runs).finally(() => {
-        for (const w of workers) if (w.getState() === "RUNNING") w.shutdown();
+      const runs = await task.run(async () => {
+        await installTemporalRuntime(deps.log);
+        const [queues, code] = await Promise.all([link!.queues(), workflowBundle()]);
+        await link!.searchAttributes().catch(() => false);
+        connection = await NativeConnection.connect(connectionOptions(cfg));
+        const common = {
+          connection,
+          namespace: cfg.namespace,
+          workflowBundle: code,
+          shutdownGraceTime: cfg.shutdownGraceMs,
+        };
+        const created: Worker[] = [];
+        try {
+          // The deadline scan alone on its queue: one workflow, one task at a time.
+          created.push(
+            await Worker.create({
+              ...common,
+              taskQueue: queues.deadlines,
+              activities: activities.deadlines,
+              maxConcurrentWorkflowTaskExecutions: 2,
+              maxConcurrentLocalActivityExecutions: 2,
+              maxConcurrentActivityTaskExecutions: 1,
+              maxCachedWorkflows: 4,
+            }),
+          );
+          created.push(
+            await Worker.create({
+              ...common,
+              taskQueue: queues.uptime,
+              activities: activities.uptime,
+              maxConcurrentLocalActivityExecutions: cfg.uptimeConcurrency,
+              maxConcurrentActivityTaskExecutions: 16,
+            }),
+          );
+          created.push(
+            await Worker.create({
+              ...common,
+              taskQueue: queues.webhooks,
+              activities: activities.webhooks,
+              maxConcurrentActivityTaskExecutions: cfg.webhookConcurrency,
+              maxConcurrentLocalActivityExecutions: 32,
+            }),
+          );
+        } catch (err) {
+          await Promise.allSettled(created.map((w) => startAndStop(w)));
+          throw err;
+        }
+        workers = created;
+        // Always run what was created, even when stop() came meanwhile: a created worker that never
+        // runs is never shut down and its workflow threads keep the process alive.
+        const runs = workers.map((w) => w.run());
+        if (stopping) for (const w of workers) w.shutdown();
+        else {
+          state = "running";
+          ran = true;
+          deps.log.info({ address: cfg.address, namespace: cfg.namespace, ...queues }, "temporal workers running");
+        }
+        return runs;
       });
-      await Promise.allSettled(runs);
-      await Promise.all(runs);
+      await task.run(async () => {
+        // One worker failing takes the other down too; both are created again.
+        await Promise.race(runs).finally(() => {
+          for (const w of workers) if (w.getState() === "RUNNING") w.shutdown();
+        });
+        await Promise.allSettled(runs);
+        await Promise.all(runs);
+        if (!stopping) throw new Error("temporal workers stopped unexpectedly");
+      });
     } finally {
       workers = [];
-      await connection.close().catch(() => undefined);
+      await connection?.close().catch(() => undefined);
     }
   };
 
@@ -151,14 +161,14 @@ export function createTemporalFeature(
     state: () => state,
     async start() {
       if (!link) return;
+      const task = deps.background.record("temporal workers", null);
       state = "connecting";
       loop = (async () => {
         for (let failures = 0; !stopping; failures++) {
           try {
             state = "connecting";
-            await runOnce();
-            if (stopping) break;
-            deps.log.error("temporal workers stopped unexpectedly; reconnecting");
+            await runOnce(task);
+            break; // runOnce returns only once stopping
           } catch (err) {
             if (stopping) break;
             deps.log.error({ err }, "temporal workers unavailable; reconnecting");

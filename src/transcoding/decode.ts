@@ -99,6 +99,9 @@ export interface Decoded {
  * `jsonList` is a `repeated google.protobuf.Value` field to pass through: an array there is left out
  * of the decoding and returned as is (its proto3 JSON form is the JSON itself). Anything else in
  * that field is decoded normally, so it fails exactly as it would otherwise.
+ * `keepBody` (a `body: "*"` route whose handler reads the parsed body itself, ServiceBinding.restJsonBody):
+ * the body is checked as always (an object, no unknown keys, nothing the path gives) but not decoded;
+ * the message holds only what the path gives.
  */
 export function decodeRequest(
   route: Route,
@@ -106,6 +109,7 @@ export function decodeRequest(
   query: URLSearchParams,
   body: unknown,
   jsonList?: DescField,
+  keepBody = false,
 ): Decoded {
   const schema = route.method.input;
   let json: Record<string, JsonValue> = {};
@@ -125,6 +129,7 @@ export function decodeRequest(
       }
       const unknown = unknownKey(schema, json, "", 0);
       if (unknown !== undefined) unknownField(unknown);
+      if (keepBody) json = {};
     }
   } else if (route.body) {
     const f = fieldByName(schema, route.body);

@@ -2,13 +2,14 @@ import { bodyBudgetKey, UNBOUNDED, type BodyBudget } from "../shared/inflight.js
 import type { ServerResponse } from "node:http";
 import type { Http2ServerResponse } from "node:http2";
 import { isUtf8 } from "node:buffer";
-import { create, type DescField, type DescMethod } from "@bufbuild/protobuf";
+import { create, type DescField, type DescMethod, type JsonValue } from "@bufbuild/protobuf";
 import type { ContextValues } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import { ApiError, badRequest, toRestError } from "../shared/errors.js";
-import { restJsonListKey, type ClientInfo } from "../shared/context.js";
-import { assertStorableMessage } from "../shared/message-check.js";
+import { ApiError, badRequest, methodNotAllowed, toRestError } from "../shared/errors.js";
+import { restJsonBodyKey, restJsonListKey, type ClientInfo } from "../shared/context.js";
+import { assertStorableJson, assertStorableMessage } from "../shared/message-check.js";
 import { textProblem } from "../shared/text.js";
+import { isJsonObject } from "../shared/json.js";
 import { isStreaming, type Handler, type StreamHandler, type UnaryHandler } from "../shared/feature.js";
 import type { ServiceBinding } from "../shared/feature.js";
 import { isOriginRefused } from "../auth/principal.js";
@@ -42,6 +43,9 @@ export interface RestOptions {
   /** The RPCs whose REST bodies may be `Content-Encoding: gzip` (src/transcoding/body.ts). */
   compressedIngest?: ReadonlySet<DescMethod>;
 }
+
+/** The verbs routes are written with (google.api.http), for a 405's `Allow`. */
+const VERBS = ["GET", "POST", "PUT", "PATCH", "DELETE"];
 
 function send(res: AnyResponse, status: number, body: unknown, headers?: Headers): void {
   headers?.forEach((value, key) => {
@@ -125,7 +129,13 @@ export function createRestHandler(opts: RestOptions) {
   const routes: Route[] = routesFor(opts.bindings.map((b) => b.desc));
   const impls = new Map<string, Handler>();
   const jsonLists = new Map<string, DescField>();
+  const jsonBodies = new Set<string>();
   for (const b of opts.bindings) {
+    for (const name of b.restJsonBody ?? []) {
+      const route = routes.find((r) => r.service === b.desc && r.method.localName === name);
+      if (route?.body !== "*") throw new Error(`restJsonBody: ${b.desc.typeName}/${name} has no body: "*" route`);
+      jsonBodies.add(`${b.desc.typeName}/${name}`);
+    }
     for (const [name, fn] of Object.entries(b.impl)) impls.set(`${b.desc.typeName}/${name}`, fn);
     for (const m of b.desc.methods) {
       if (isStreaming(m) && m.output.typeName !== "google.api.HttpBody")
@@ -146,6 +156,18 @@ export function createRestHandler(opts: RestOptions) {
 
   const browserIngest = opts.browserIngest ?? new Set<DescMethod>();
   const isBrowserIngest = (route: Route | undefined) => !!route && browserIngest.has(route.method);
+  /**
+   * The verbs of a path's own routes: those of its most literal template (`.../events/query` is not
+   * also `.../events/{eventId}` for GET), exactly as the document lists them (CORS preflights aside).
+   */
+  const allowedVerbs = (pathname: string): string[] => {
+    const found = VERBS.flatMap((v) => {
+      const route = matchRoute(routes, v, pathname).match?.route;
+      return route ? [{ v, route, literals: route.segments.filter((x) => "literal" in x).length }] : [];
+    });
+    const most = Math.max(...found.map((f) => f.literals));
+    return found.filter((f) => f.literals === most).map((f) => f.v);
+  };
 
   return async function handleRest(req: AnyRequest, res: AnyResponse, client: ClientInfo): Promise<void> {
     const verb = (req.method ?? "GET").toUpperCase();
@@ -167,12 +189,10 @@ export function createRestHandler(opts: RestOptions) {
       const { match, pathMatched } = matchRoute(routes, verb, url.pathname);
       if (!match) {
         req.resume();
-        // decisions.md: an unknown route is a 404, also when only the verb is wrong.
-        throw new ApiError(
-          404,
-          "not_found",
-          pathMatched ? `${url.pathname} does not accept ${verb}` : `no route for ${verb} ${url.pathname}`,
-        );
+        // decisions.md "Corrections from the second round": an unknown path is a 404; a path that
+        // exists answers a method it does not serve with 405 and `Allow`.
+        if (pathMatched) throw methodNotAllowed(url.pathname, verb, allowedVerbs(url.pathname));
+        throw new ApiError(404, "not_found", `no route for ${verb} ${url.pathname}`);
       }
       const { route, params } = match;
       client.route = route.template;
@@ -189,7 +209,7 @@ export function createRestHandler(opts: RestOptions) {
         query = new URLSearchParams(query);
         query.delete("key");
       }
-      let body: unknown;
+      let body: JsonValue | undefined;
       let bodyBytes = 0;
       if (verb === "POST" || verb === "PATCH" || verb === "PUT") {
         const gzip = bodyEncoding(req.headers["content-encoding"], !!opts.compressedIngest?.has(route.method));
@@ -203,8 +223,13 @@ export function createRestHandler(opts: RestOptions) {
         req.resume();
       }
       const rpc = `${route.service.typeName}/${route.method.localName}`;
-      const input = decodeRequest(route, params, query, body, jsonLists.get(rpc));
+      // A restJsonBody method's body (a JSON object: anything else is refused by decodeRequest) goes to
+      // its handler as parsed, checked but not decoded (ServiceBinding.restJsonBody).
+      const keepBody = jsonBodies.has(rpc) && isJsonObject(body);
+      const input = decodeRequest(route, params, query, body, jsonLists.get(rpc), keepBody);
+      if (keepBody) values.set(restJsonBodyKey, { json: body, bodyBytes });
       assertStorableMessage(route.method.input, input.message);
+      if (keepBody) assertStorableJson(body);
       const fn = impls.get(rpc);
       if (!fn) throw new ApiError(404, "not_found", `no route for ${verb} ${url.pathname}`);
       const ctx = restContext({

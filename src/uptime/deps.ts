@@ -9,7 +9,7 @@ import type { UptimeMetrics } from "./metrics.js";
  */
 export type UptimeDeps = Pick<
   Deps,
-  "db" | "log" | "clock" | "config" | "auth" | "limits" | "telemetry" | "temporal"
+  "db" | "log" | "clock" | "config" | "auth" | "limits" | "telemetry" | "temporal" | "background" | "notifications"
 > & {
   /** Run in order inside the transaction that opens or resolves an incident (incidents.ts). */
   incidentListeners: readonly IncidentListener[];

@@ -2,6 +2,8 @@
 // embedded scheduler and the Temporal activity) and the heartbeat path decide through these; the
 // database applies each decision with a compare-and-set on (status, deadline_at).
 
+import { nextRunAfter, type Schedule } from "./schedule.js";
+
 export type MonitorStatus = "unknown" | "up" | "down" | "paused";
 export type HeartbeatStatus = "up" | "down";
 
@@ -15,6 +17,10 @@ export interface MonitorState {
   resumedAt: number | null;
   upSince: number | null;
   deadlineAt: number | null;
+  /** A scheduled monitor's cron schedule (then `expectedIntervalMs` is not used); absent or null: none. */
+  schedule?: Schedule | null;
+  /** When the last successful run started (its start signal); absent or null: it arrived without one. */
+  lastSuccessStartAt?: number | null;
 }
 
 /**
@@ -23,15 +29,34 @@ export interface MonitorState {
  * - unknown after a resume, for a monitor that has heartbeats: counted from the later of the last
  *   heartbeat and the resume. A monitor that never received a heartbeat stays unknown: no deadline.
  * - down, paused: none (a down monitor waits for a heartbeat; a paused one is not watched).
+ * A scheduled monitor counts from the start of its last successful run (a success without a start:
+ * its arrival, lastHeartbeatAt), or from the resume: the first scheduled time after that, plus
+ * gracePeriodMs (decisions.md: "Cron jobs and ping keys"); no deadline if the schedule never runs.
  */
 export function deadlineOf(
-  m: Pick<MonitorState, "status" | "expectedIntervalMs" | "gracePeriodMs" | "lastHeartbeatAt" | "resumedAt">,
+  m: Pick<
+    MonitorState,
+    | "status"
+    | "expectedIntervalMs"
+    | "gracePeriodMs"
+    | "lastHeartbeatAt"
+    | "resumedAt"
+    | "schedule"
+    | "lastSuccessStartAt"
+  >,
 ): number | null {
   if (m.lastHeartbeatAt === null) return null;
-  if (m.status === "up") return m.lastHeartbeatAt + m.expectedIntervalMs + m.gracePeriodMs;
-  if (m.status === "unknown" && m.resumedAt !== null)
-    return Math.max(m.lastHeartbeatAt, m.resumedAt) + m.expectedIntervalMs + m.gracePeriodMs;
-  return null;
+  const resumed = m.status === "unknown" && m.resumedAt !== null ? m.resumedAt : null;
+  if (m.status !== "up" && resumed === null) return null;
+  if (!m.schedule)
+    return (
+      (resumed === null ? m.lastHeartbeatAt : Math.max(m.lastHeartbeatAt, resumed)) +
+      m.expectedIntervalMs +
+      m.gracePeriodMs
+    );
+  const lastRun = m.lastSuccessStartAt ?? m.lastHeartbeatAt;
+  const next = nextRunAfter(m.schedule, resumed === null ? lastRun : Math.max(lastRun, resumed));
+  return next === null ? null : next + m.gracePeriodMs;
 }
 
 export type DeadlineVerdict =
@@ -125,16 +150,17 @@ export function applyResume(m: MonitorState, now: number): MonitorState {
   return next;
 }
 
-/** Interval or grace changed: the deadline moves with them. */
+/** Interval, schedule (null clears it) or grace changed: the deadline moves with them. */
 export function applySettings(
   m: MonitorState,
-  s: { expectedIntervalMs?: number; gracePeriodMs?: number },
+  s: { expectedIntervalMs?: number; gracePeriodMs?: number; schedule?: Schedule | null },
 ): MonitorState {
   const next: MonitorState = {
     ...m,
     expectedIntervalMs: s.expectedIntervalMs ?? m.expectedIntervalMs,
     gracePeriodMs: s.gracePeriodMs ?? m.gracePeriodMs,
   };
+  if (s.schedule !== undefined) next.schedule = s.schedule;
   next.deadlineAt = deadlineOf(next);
   return next;
 }

@@ -14,7 +14,7 @@ const LIST_MAX = 1000;
 const AT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const ID = /^mon_[0-9A-Za-z]{1,64}$/;
 
-const listSchema = z.object({
+export const monitorListSchema = z.object({
   limit: z
     .number()
     .int()
@@ -40,7 +40,7 @@ export async function listMonitorsPage(
   projectId: string,
   req: { limit?: number; cursor?: string },
 ): Promise<{ rows: MonitorRow[]; nextCursor?: string; hasMore: boolean }> {
-  const input = validate(listSchema, { limit: req.limit, cursor: req.cursor === "" ? undefined : req.cursor });
+  const input = validate(monitorListSchema, { limit: req.limit, cursor: req.cursor === "" ? undefined : req.cursor });
   const after = input.cursor !== undefined ? monitorCursor.read(input.cursor) : undefined;
   const r = await db.query<MonitorRow & { cursor_at: string }>(
     `SELECT m.*, to_char(m.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at

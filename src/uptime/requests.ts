@@ -55,14 +55,17 @@ export const updateSchema = z.object({
 });
 
 /** A heartbeat's client id (decisions.md "Idempotent ingestion"): a UUID, stored lowercase. */
-const clientId = z.string().transform((v, ctx) => {
-  const id = clientUuid(v);
-  if (id === undefined) {
-    ctx.addIssue({ code: "custom", message: CLIENT_ID_MESSAGE });
-    return z.NEVER;
-  }
-  return id;
-});
+const clientId = z
+  .string()
+  .transform((v, ctx) => {
+    const id = clientUuid(v);
+    if (id === undefined) {
+      ctx.addIssue({ code: "custom", message: CLIENT_ID_MESSAGE });
+      return z.NEVER;
+    }
+    return id;
+  })
+  .meta({ format: "uuid" });
 
 export const heartbeatSchema = z.object({
   id: clientId.optional(),

@@ -1,9 +1,9 @@
-import pg from "pg";
 import type { UptimeDeps } from "./deps.js";
+import { failureLevel, startPeriodic, type Periodic } from "../shared/periodic.js";
 import { checkDeadlines } from "./detect.js";
 import { MinHeap } from "./heap.js";
 import { parseWake, WAKE_CHANNEL, type DeadlineChange, type DeadlineRunner } from "./wake.js";
-import { failureLevel } from "../shared/periodic.js";
+import type { Subscription } from "../shared/notifications.js";
 
 // The embedded deadline runner (no TEMPORAL_ADDRESS). The durable state is monitors.deadline_at; this
 // process keeps the nearest deadlines in a min-heap with ONE timer for the earliest, so a monitor is
@@ -30,12 +30,11 @@ export class EmbeddedScheduler implements DeadlineRunner {
   private current = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
-  private rescanTimer: NodeJS.Timeout | undefined;
+  private rescanLoop: Periodic | undefined;
   private running = false;
   private active = 0;
   private checks = new Set<Promise<void>>();
-  private listener: pg.Client | undefined;
-  private reconnect: NodeJS.Timeout | undefined;
+  private subscription: Subscription | undefined;
 
   constructor(
     private readonly deps: UptimeDeps,
@@ -46,22 +45,19 @@ export class EmbeddedScheduler implements DeadlineRunner {
     this.running = true;
     await this.listen();
     await this.rescan();
-    this.rescanTimer = setInterval(
-      () => void this.rescan().catch((err) => this.deps.log.warn({ err }, "uptime re-scan failed")),
-      this.opts.rescanMs,
-    );
+    // Stopped meanwhile (stop() closes the subscription a start may still be waiting on).
+    if (!this.running) return;
+    this.rescanLoop = startPeriodic(this.deps.background, "uptime re-scan", this.opts.rescanMs, () => this.rescan());
   }
 
   async stop(): Promise<void> {
     this.running = false;
-    clearInterval(this.rescanTimer);
+    await this.rescanLoop?.stop();
     clearTimeout(this.timer);
-    clearTimeout(this.reconnect);
     this.timer = undefined;
     await Promise.allSettled([...this.checks]);
-    const l = this.listener;
-    this.listener = undefined;
-    await l?.end().catch(() => undefined);
+    this.subscription?.close();
+    this.subscription = undefined;
     this.heap.clear();
     this.current.clear();
   }
@@ -108,30 +104,22 @@ export class EmbeddedScheduler implements DeadlineRunner {
     this.arm();
   }
 
+  /** On the process's LISTEN connection (shared/notifications.ts); resolves once listening. */
   private async listen(): Promise<void> {
-    const client = new pg.Client({ ...this.deps.db.options });
-    client.on("error", () => undefined);
-    client.on("notification", (n) => {
-      const w = parseWake(n.payload);
-      if (!w || !this.running) return;
-      this.offer(w.id, w.deadlineAt);
-      this.arm();
+    this.subscription = this.deps.notifications.subscribe({
+      channels: [WAKE_CHANNEL],
+      onMessage: (_channel, payload) => {
+        const w = parseWake(payload);
+        if (!w || !this.running) return;
+        this.offer(w.id, w.deadlineAt);
+        this.arm();
+      },
+      // Reconnected: re-scan for whatever was announced while the connection was down.
+      onReconnect: () => {
+        if (this.running) void this.rescan().catch((err) => this.deps.log.warn({ err }, "uptime re-scan failed"));
+      },
     });
-    client.on("end", () => {
-      if (!this.running || this.listener !== client) return;
-      this.listener = undefined;
-      // Reconnect, then re-scan for whatever was announced while we were deaf.
-      this.reconnect = setTimeout(
-        () =>
-          void this.listen()
-            .then(() => this.rescan())
-            .catch(() => client.emit("end")),
-        1000,
-      );
-    });
-    await client.connect();
-    await client.query(`LISTEN ${WAKE_CHANNEL}`);
-    this.listener = client;
+    await this.subscription.listening;
   }
 
   /** Points the single timer at the earliest live deadline (or starts checks for those already due). */
@@ -191,7 +179,9 @@ export class EmbeddedScheduler implements DeadlineRunner {
   /** Checks a batch of monitors whose deadline has come; re-arms the ones still watched. */
   private async check(due: string[], now: Date): Promise<void> {
     try {
-      const { next } = await checkDeadlines(this.deps, due, now);
+      // Woken by deadlines only (none when no monitor is watched): no due time of its own, no lag.
+      const task = this.deps.background.record("uptime deadline checks", null);
+      const { next } = await task.run(() => checkDeadlines(this.deps, due, now));
       for (const [id, at] of next) if (at !== null) this.offer(id, at);
     } catch (err) {
       if (!this.running) return;

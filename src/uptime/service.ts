@@ -5,13 +5,13 @@ import { bind, type Feature, type ServiceBinding } from "../shared/feature.js";
 import { conflict, notFound } from "../shared/errors.js";
 import { newId } from "../shared/ids.js";
 import { unlessProjectGone } from "../shared/gone.js";
-import { DAY_MS, HOUR_MS } from "../shared/time.js";
+import { DAY_MS } from "../shared/time.js";
 import { validate } from "../shared/validate.js";
 import { createUptimeActivities, type UptimeActivities } from "./activities.js";
 import { HeartbeatWriter } from "./heartbeats.js";
 import type { IncidentListener } from "./incidents.js";
 import { UptimeMetrics } from "./metrics.js";
-import { listMonitorsPage } from "./monitor-list.js";
+import { listMonitorsPage, monitorListSchema } from "./monitor-list.js";
 import { createMonitor, deleteMonitor, pauseMonitor, resumeMonitor, updateMonitor } from "./monitors.js";
 import * as s from "./requests.js";
 import { heartbeatFigures, history, timeFigures, uptime24h } from "./stats.js";
@@ -53,11 +53,6 @@ export function createUptimeFeature(
     : new EmbeddedScheduler(deps);
   const writer = new HeartbeatWriter(deps, (changes) => runner.changed(changes));
   const rawRetentionMs = deps.config.uptime.rawRetentionDays * DAY_MS;
-  let prune: NodeJS.Timeout | undefined;
-
-  const pruneOnce = async () => {
-    await store.pruneHeartbeats(deps.db, new Date(deps.clock().getTime() - rawRetentionMs - HOUR_MS));
-  };
 
   return {
     name: "uptime",
@@ -68,14 +63,8 @@ export function createUptimeFeature(
     services: [uptimeService(deps, { writer, changed: (c) => runner.changed(c), rawRetentionMs })],
     async start() {
       await runner.start();
-      prune = setInterval(
-        () => void pruneOnce().catch((err) => deps.log.warn({ err }, "pruning raw heartbeats failed")),
-        HOUR_MS,
-      );
-      prune.unref();
     },
     async stop() {
-      clearInterval(prune);
       await writer.drain();
       await runner.stop();
     },
@@ -112,156 +101,173 @@ function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBinding {
   // Temporal mode: the least interval + grace (TEMPORAL_MIN_DEADLINE_MS); the embedded runner has none.
   const minDeadlineMs = deps.config.temporal?.minDeadlineMs ?? 0;
 
-  return bind(UptimeService, {
-    async createMonitor(req, ctx) {
-      const { projectId } = await limited(ctx, req.projectId, "writes");
-      const input = validate(s.createSchema, s.monitorFields(req));
-      s.assertDeadlineFloor(input, minDeadlineMs);
-      const row = await unlessProjectGone(
-        () => createMonitor(deps, projectId, input),
-        () => scope(ctx, req.projectId),
-      );
-      return { data: monitorMessage(row, clock()) };
-    },
-    async listMonitors(req, ctx) {
-      const { projectId } = await scope(ctx, req.projectId);
-      const page = await listMonitorsPage(db, projectId, { limit: req.limit, cursor: req.cursor });
-      const now = clock();
-      return {
-        data: page.rows.map((m) => monitorMessage(m, now)),
-        pagination: { nextCursor: page.nextCursor, hasMore: page.hasMore },
-      };
-    },
-    async getMonitorsOverview(req, ctx) {
-      const { projectId } = await scope(ctx, req.projectId);
-      const monitors = await store.monitorsOfProject(db, projectId);
-      const now = clock();
-      const up = await uptime24h(db, monitors, now);
-      return {
-        data: monitors.map((m) => ({
-          id: m.id,
-          name: m.name,
-          slug: m.slug,
-          type: m.type,
-          status: m.status,
-          lastHeartbeatAt: m.last_heartbeat_at?.toISOString(),
-          uptimePercentage24h: up.get(m.id) ?? undefined,
-        })),
-      };
-    },
-    async getMonitor(req, ctx) {
-      const { projectId } = await scope(ctx, req.projectId);
-      return { data: monitorMessage(await monitor(projectId, req.monitorId), clock()) };
-    },
-    async getMonitorStatus(req, ctx) {
-      const { projectId } = await scope(ctx, req.projectId);
-      return { data: { status: (await monitor(projectId, req.monitorId)).status } };
-    },
-    async updateMonitor(req, ctx) {
-      const { projectId } = await limited(ctx, req.projectId, "writes");
-      const input = validate(s.updateSchema, s.monitorFields(req));
-      s.assertDeadlineFloor(input, minDeadlineMs);
-      return { data: monitorMessage(await updateMonitor(deps, projectId, req.monitorId, input, u.changed), clock()) };
-    },
-    async deleteMonitor(req, ctx) {
-      const { projectId } = await limited(ctx, req.projectId, "writes");
-      await deleteMonitor(deps, projectId, req.monitorId, u.changed);
-      return {};
-    },
-    async pauseMonitor(req, ctx) {
-      const { projectId } = await limited(ctx, req.projectId, "writes");
-      return { data: monitorMessage(await pauseMonitor(deps, projectId, req.monitorId, u.changed), clock()) };
-    },
-    async resumeMonitor(req, ctx) {
-      const { projectId } = await limited(ctx, req.projectId, "writes");
-      return { data: monitorMessage(await resumeMonitor(deps, projectId, req.monitorId, u.changed), clock()) };
-    },
-    async sendHeartbeat(req, ctx) {
-      const { projectId } = await limited(ctx, req.projectId, "heartbeats");
-      const input = validate(
-        s.heartbeatSchema,
-        s.present({
-          id: req.id,
-          slug: req.monitorSlug,
-          status: req.status,
-          latencyMs: req.latencyMs,
-          metadata: req.metadata,
-          expectedIntervalMs: s.num(req.expectedIntervalMs),
-          gracePeriodMs: s.num(req.gracePeriodMs),
-        }),
-      );
-      s.assertDeadlineFloor(input, minDeadlineMs);
-      const at = clock();
-      // The project deleted meanwhile: answered as a request after the delete (401/404), not 500.
-      const { id: clientId, ...fields } = input;
-      const a = await unlessProjectGone(
-        () => u.writer.submit({ projectId, at, ...fields, slug: input.slug, clientId }),
-        () => scope(ctx, req.projectId),
-      );
-      return { data: { accepted: true, monitor: monitorMessage(a.monitor, at), statusChanged: a.statusChanged } };
-    },
-    async listHeartbeats(req, ctx) {
-      const { projectId } = await scope(ctx, req.projectId);
-      const q = validate(s.heartbeatListSchema, s.present({ from: req.from, to: req.to, limit: req.limit }));
-      const m = await monitor(projectId, req.monitorId);
-      return { data: (await store.listHeartbeats(db, m.id, q)).map(toHeartbeat) };
-    },
-    async listIncidents(req, ctx) {
-      const { projectId } = await scope(ctx, req.projectId);
-      const q = validate(s.incidentListSchema, s.present({ limit: req.limit }));
-      const m = await monitor(projectId, req.monitorId);
-      return { data: (await store.listIncidents(db, m.id, q.limit)).map(incidentMessage) };
-    },
-    async updateIncident(req, ctx) {
-      const { projectId } = await limited(ctx, req.projectId, "writes");
-      const input = validate(s.incidentPatchSchema, s.present({ title: req.title, description: req.description }));
-      const row = await store.patchIncident(db, projectId, req.incidentId, input, clock());
-      if (!row) throw notFound("incident");
-      return { data: incidentMessage(row) };
-    },
-    // Incident updates (decisions.md: Status pages, "member or above"): the access of the other
-    // incident routes (an API key of the project or any member's session); posting counts as a
-    // management write, like PATCH incident.
-    async createIncidentUpdate(req, ctx) {
-      const { projectId } = await limited(ctx, req.projectId, "writes");
-      const input = validate(s.incidentUpdateSchema, s.present({ message: req.message }));
-      const row = await store.addIncidentUpdate(db, {
-        id: newId("iup"),
-        projectId,
-        incidentId: req.incidentId,
-        message: input.message,
-        now: clock(),
-      });
-      if (row === "missing") throw notFound("incident");
-      if (row === "full")
-        throw conflict(`this incident has reached its limit of ${store.MAX_INCIDENT_UPDATES} updates`, [
-          { field: "message", message: `at most ${store.MAX_INCIDENT_UPDATES} updates per incident` },
+  return bind(
+    UptimeService,
+    {
+      async createMonitor(req, ctx) {
+        const { projectId } = await limited(ctx, req.projectId, "writes");
+        const input = validate(s.createSchema, s.monitorFields(req));
+        s.assertDeadlineFloor(input, minDeadlineMs);
+        const row = await unlessProjectGone(
+          () => createMonitor(deps, projectId, input),
+          () => scope(ctx, req.projectId),
+        );
+        return { data: monitorMessage(row, clock()) };
+      },
+      async listMonitors(req, ctx) {
+        const { projectId } = await scope(ctx, req.projectId);
+        const page = await listMonitorsPage(db, projectId, { limit: req.limit, cursor: req.cursor });
+        const now = clock();
+        return {
+          data: page.rows.map((m) => monitorMessage(m, now)),
+          pagination: { nextCursor: page.nextCursor, hasMore: page.hasMore },
+        };
+      },
+      async getMonitorsOverview(req, ctx) {
+        const { projectId } = await scope(ctx, req.projectId);
+        const monitors = await store.monitorsOfProject(db, projectId);
+        const now = clock();
+        const up = await uptime24h(db, monitors, now);
+        return {
+          data: monitors.map((m) => ({
+            id: m.id,
+            name: m.name,
+            slug: m.slug,
+            type: m.type,
+            status: m.status,
+            lastHeartbeatAt: m.last_heartbeat_at?.toISOString(),
+            uptimePercentage24h: up.get(m.id) ?? undefined,
+          })),
+        };
+      },
+      async getMonitor(req, ctx) {
+        const { projectId } = await scope(ctx, req.projectId);
+        return { data: monitorMessage(await monitor(projectId, req.monitorId), clock()) };
+      },
+      async getMonitorStatus(req, ctx) {
+        const { projectId } = await scope(ctx, req.projectId);
+        return { data: { status: (await monitor(projectId, req.monitorId)).status } };
+      },
+      async updateMonitor(req, ctx) {
+        const { projectId } = await limited(ctx, req.projectId, "writes");
+        const input = validate(s.updateSchema, s.monitorFields(req));
+        s.assertDeadlineFloor(input, minDeadlineMs);
+        return { data: monitorMessage(await updateMonitor(deps, projectId, req.monitorId, input, u.changed), clock()) };
+      },
+      async deleteMonitor(req, ctx) {
+        const { projectId } = await limited(ctx, req.projectId, "writes");
+        await deleteMonitor(deps, projectId, req.monitorId, u.changed);
+        return {};
+      },
+      async pauseMonitor(req, ctx) {
+        const { projectId } = await limited(ctx, req.projectId, "writes");
+        return { data: monitorMessage(await pauseMonitor(deps, projectId, req.monitorId, u.changed), clock()) };
+      },
+      async resumeMonitor(req, ctx) {
+        const { projectId } = await limited(ctx, req.projectId, "writes");
+        return { data: monitorMessage(await resumeMonitor(deps, projectId, req.monitorId, u.changed), clock()) };
+      },
+      async sendHeartbeat(req, ctx) {
+        const { projectId } = await limited(ctx, req.projectId, "heartbeats");
+        const input = validate(
+          s.heartbeatSchema,
+          s.present({
+            id: req.id,
+            slug: req.monitorSlug,
+            status: req.status,
+            latencyMs: req.latencyMs,
+            metadata: req.metadata,
+            expectedIntervalMs: s.num(req.expectedIntervalMs),
+            gracePeriodMs: s.num(req.gracePeriodMs),
+          }),
+        );
+        s.assertDeadlineFloor(input, minDeadlineMs);
+        const at = clock();
+        // The project deleted meanwhile: answered as a request after the delete (401/404), not 500.
+        const { id: clientId, ...fields } = input;
+        const a = await unlessProjectGone(
+          () => u.writer.submit({ projectId, at, ...fields, slug: input.slug, clientId }),
+          () => scope(ctx, req.projectId),
+        );
+        return { data: { accepted: true, monitor: monitorMessage(a.monitor, at), statusChanged: a.statusChanged } };
+      },
+      async listHeartbeats(req, ctx) {
+        const { projectId } = await scope(ctx, req.projectId);
+        const q = validate(s.heartbeatListSchema, s.present({ from: req.from, to: req.to, limit: req.limit }));
+        const m = await monitor(projectId, req.monitorId);
+        return { data: (await store.listHeartbeats(db, m.id, q)).map(toHeartbeat) };
+      },
+      async listIncidents(req, ctx) {
+        const { projectId } = await scope(ctx, req.projectId);
+        const q = validate(s.incidentListSchema, s.present({ limit: req.limit }));
+        const m = await monitor(projectId, req.monitorId);
+        return { data: (await store.listIncidents(db, m.id, q.limit)).map(incidentMessage) };
+      },
+      async updateIncident(req, ctx) {
+        const { projectId } = await limited(ctx, req.projectId, "writes");
+        const input = validate(s.incidentPatchSchema, s.present({ title: req.title, description: req.description }));
+        const row = await store.patchIncident(db, projectId, req.incidentId, input, clock());
+        if (!row) throw notFound("incident");
+        return { data: incidentMessage(row) };
+      },
+      // Incident updates (decisions.md: Status pages, "member or above"): the access of the other
+      // incident routes (an API key of the project or any member's session); posting counts as a
+      // management write, like PATCH incident.
+      async createIncidentUpdate(req, ctx) {
+        const { projectId } = await limited(ctx, req.projectId, "writes");
+        const input = validate(s.incidentUpdateSchema, s.present({ message: req.message }));
+        const row = await store.addIncidentUpdate(db, {
+          id: newId("iup"),
+          projectId,
+          incidentId: req.incidentId,
+          message: input.message,
+          now: clock(),
+        });
+        if (row === "missing") throw notFound("incident");
+        if (row === "full")
+          throw conflict(`this incident has reached its limit of ${store.MAX_INCIDENT_UPDATES} updates`, [
+            { field: "message", message: `at most ${store.MAX_INCIDENT_UPDATES} updates per incident` },
+          ]);
+        return { data: incidentUpdateMessage(row) };
+      },
+      async listIncidentUpdates(req, ctx) {
+        const { projectId } = await scope(ctx, req.projectId);
+        const rows = await store.listIncidentUpdates(db, projectId, req.incidentId);
+        if (!rows) throw notFound("incident");
+        return { data: rows.map(incidentUpdateMessage) };
+      },
+      async getMonitorStats(req, ctx) {
+        const { projectId } = await scope(ctx, req.projectId);
+        const q = validate(s.statsSchema, s.present({ period: req.period, from: req.from, to: req.to }));
+        const now = clock();
+        const { from, to } = s.statsWindow(q, now);
+        const m = await monitor(projectId, req.monitorId);
+        const [t, h] = await Promise.all([
+          timeFigures(db, m, from, to, now),
+          heartbeatFigures(db, m.id, from, to, now, u.rawRetentionMs),
         ]);
-      return { data: incidentUpdateMessage(row) };
+        return { data: statsMessage(t, h, m, from, to) };
+      },
+      async getMonitorHistory(req, ctx) {
+        const { projectId } = await scope(ctx, req.projectId);
+        const q = validate(s.historySchema, s.present({ window: req.window }));
+        const m = await monitor(projectId, req.monitorId);
+        return { data: { window: q.window, buckets: (await history(db, m, q.window, clock())).map(bucketMessage) } };
+      },
     },
-    async listIncidentUpdates(req, ctx) {
-      const { projectId } = await scope(ctx, req.projectId);
-      const rows = await store.listIncidentUpdates(db, projectId, req.incidentId);
-      if (!rows) throw notFound("incident");
-      return { data: rows.map(incidentUpdateMessage) };
+    {
+      rules: {
+        createMonitor: s.createSchema,
+        listMonitors: monitorListSchema,
+        updateMonitor: s.updateSchema,
+        sendHeartbeat: s.heartbeatSchema,
+        listHeartbeats: s.heartbeatListSchema,
+        listIncidents: s.incidentListSchema,
+        updateIncident: s.incidentPatchSchema,
+        createIncidentUpdate: s.incidentUpdateSchema,
+        getMonitorStats: s.statsSchema,
+        getMonitorHistory: s.historySchema,
+      },
     },
-    async getMonitorStats(req, ctx) {
-      const { projectId } = await scope(ctx, req.projectId);
-      const q = validate(s.statsSchema, s.present({ period: req.period, from: req.from, to: req.to }));
-      const now = clock();
-      const { from, to } = s.statsWindow(q, now);
-      const m = await monitor(projectId, req.monitorId);
-      const [t, h] = await Promise.all([
-        timeFigures(db, m, from, to, now),
-        heartbeatFigures(db, m.id, from, to, now, u.rawRetentionMs),
-      ]);
-      return { data: statsMessage(t, h, m, from, to) };
-    },
-    async getMonitorHistory(req, ctx) {
-      const { projectId } = await scope(ctx, req.projectId);
-      const q = validate(s.historySchema, s.present({ window: req.window }));
-      const m = await monitor(projectId, req.monitorId);
-      return { data: { window: q.window, buckets: (await history(db, m, q.window, clock())).map(bucketMessage) } };
-    },
-  });
+  );
 }

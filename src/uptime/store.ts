@@ -231,14 +231,3 @@ export async function listIncidentUpdates(
   const inc = await q.query("SELECT 1 FROM incidents WHERE id = $1 AND project_id = $2", [incidentId, projectId]);
   return inc.rowCount ? [] : undefined;
 }
-
-/** Deletes raw heartbeats older than `before`, in slices, so that a large backlog never holds a long transaction. */
-export async function pruneHeartbeats(q: Queryable, before: Date): Promise<void> {
-  for (;;) {
-    const r = await q.query(
-      "DELETE FROM heartbeats WHERE ctid = ANY(ARRAY(SELECT ctid FROM heartbeats WHERE at < $1 LIMIT 5000))",
-      [before],
-    );
-    if ((r.rowCount ?? 0) < 5000) break;
-  }
-}

@@ -71,9 +71,11 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
   async start(): Promise<void> {
     const cfg = this.link.config;
     this.periodic.push(
-      startPeriodic(this.deps.log, "temporal wake drain", Math.min(1_000, cfg.reconcileMs), () => this.drain()),
+      startPeriodic(this.deps.background, "temporal wake drain", Math.min(1_000, cfg.reconcileMs), () => this.drain()),
     );
-    this.periodic.push(startPeriodic(this.deps.log, "uptime reconciler", cfg.reconcileMs, () => this.reconcile()));
+    this.periodic.push(
+      startPeriodic(this.deps.background, "uptime reconciler", cfg.reconcileMs, () => this.reconcile()),
+    );
     this.sweeping = this.startupSweep().catch((err) =>
       this.deps.log.warn({ err }, "temporal: start-up sweep failed; the reconciler covers missed deadlines"),
     );

@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { BackgroundTasks } from "../shared/background.js";
 import type { Clock } from "../shared/clock.js";
 import { Coalescer } from "../shared/coalesce.js";
 import type { Db } from "../storage/db.js";
@@ -22,6 +23,8 @@ export interface ExpanderOptions {
   db: Db;
   clock: Clock;
   log: Logger;
+  /** Records each pass ("webhook outbox expander": /health `background`). */
+  tasks: BackgroundTasks;
   attemptLimit: () => number;
   /** New deliveries were inserted: wake this node's scheduler. */
   onExpanded: () => void;
@@ -59,28 +62,33 @@ export class OutboxExpander {
     const pauseMs = this.o.busyPauseMs ?? 100;
     const maxDeferMs = this.o.maxDeferMs ?? 2_000;
     clearTimeout(this.timer);
+    const task = this.o.tasks.record("webhook outbox expander", this.o.safetyNetMs ?? 30_000);
     try {
-      while (!this.stopped) {
-        const busy = this.o.yieldTo?.busy() ?? false;
-        const max = busy ? busyChunk : chunk;
-        const now = this.o.clock();
-        const r = await expandOutbox(
-          this.o.db,
-          max,
-          now,
-          this.o.attemptLimit(),
-          busy ? new Date(now.getTime() - maxDeferMs) : now,
-        );
-        if (r.deliveries > 0) this.o.onExpanded();
-        if (r.rows === max) continue;
-        if (!busy) break; // drained (rows a peer holds are its to expand)
-        // Yielding: look again shortly for rows that have waited long enough, or for the end of the burst.
-        await new Promise((res) => setTimeout(res, pauseMs));
-      }
+      await task.run(() => this.expand(chunk, busyChunk, pauseMs, maxDeferMs));
       this.arm(this.o.safetyNetMs ?? 30_000);
     } catch (err) {
       this.o.log[failureLevel(err)]({ err }, "webhooks: outbox expansion failed; retrying in 1 s");
       this.arm(1_000);
+    }
+  }
+
+  private async expand(chunk: number, busyChunk: number, pauseMs: number, maxDeferMs: number): Promise<void> {
+    while (!this.stopped) {
+      const busy = this.o.yieldTo?.busy() ?? false;
+      const max = busy ? busyChunk : chunk;
+      const now = this.o.clock();
+      const r = await expandOutbox(
+        this.o.db,
+        max,
+        now,
+        this.o.attemptLimit(),
+        busy ? new Date(now.getTime() - maxDeferMs) : now,
+      );
+      if (r.deliveries > 0) this.o.onExpanded();
+      if (r.rows === max) continue;
+      if (!busy) break; // drained (rows a peer holds are its to expand)
+      // Yielding: look again shortly for rows that have waited long enough, or for the end of the burst.
+      await new Promise((res) => setTimeout(res, pauseMs));
     }
   }
 

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { cursorFormat } from "../shared/cursor.js";
 import { badRequest } from "../shared/errors.js";
+import { textSchema } from "../shared/text.js";
 import { parseTimestamp } from "../shared/time.js";
 import { BlockedAddressError, pinTarget, systemResolver, UnresolvedHostError, urlHost } from "./address.js";
 import type { DeliveryRow } from "./store.js";
@@ -10,7 +11,7 @@ import { targetOf, WEBHOOK_TYPES, type WebhookType } from "./targets/index.js";
 
 const MAX_EVENT_TYPES = 20;
 
-const eventType = z.string().trim().min(1, "must not be empty").max(200);
+const eventType = textSchema({ min: 1, max: 200 });
 const eventsSchema = z
   .array(eventType)
   .min(1, "watch at least one event type")
@@ -28,7 +29,7 @@ const url = z
       return false;
     }
   }, "must be an http: or https: URL");
-const name = z.string().trim().min(1, "must not be empty").max(200);
+const name = textSchema({ min: 1, max: 200 });
 
 export const createSchema = z.object({
   name: name.optional(),

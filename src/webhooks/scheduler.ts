@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { Config } from "../config/index.js";
+import type { BackgroundTasks } from "../shared/background.js";
 import type { Clock } from "../shared/clock.js";
 import { Coalescer } from "../shared/coalesce.js";
 import type { Telemetry } from "../shared/telemetry.js";
@@ -24,6 +25,8 @@ export interface SchedulerOptions {
   db: Db;
   clock: Clock;
   log: Logger;
+  /** Records each claim pass ("webhook delivery scheduler": /health `background`). */
+  tasks: BackgroundTasks;
   /** Scheduler lag (shared by the runners of every feature). */
   telemetry: Pick<Telemetry, "schedulerLag">;
   metrics: WebhookMetrics;
@@ -70,35 +73,40 @@ export class DeliveryScheduler {
   }
 
   private async pump(): Promise<void> {
+    const task = this.o.tasks.record("webhook delivery scheduler", MAX_TIMER_MS);
     try {
-      while (!this.stopped) {
-        const limit = this.o.yieldTo?.busy() ? (this.o.busyConcurrency ?? 4) : this.concurrency;
-        const room = this.o.dispatch ? 500 : Math.min(100, limit - this.inflight.size);
-        if (room <= 0) {
-          this.backlog = true;
-          // Yielding with nothing in flight: no completion will wake us, so look again shortly.
-          if (this.inflight.size === 0) this.armAt(new Date(this.o.clock().getTime() + 50));
-          break;
-        }
-        const now = this.o.clock();
-        const token = randomUUID();
-        const rows = await claimDue(this.o.db, now, new Date(now.getTime() + this.leaseMs), token, room);
-        this.backlog = rows.length === room;
-        for (const r of rows)
-          this.o.telemetry.schedulerLag.observe(
-            { kind: "webhook" },
-            Math.max(0, now.getTime() - r.due_at.getTime()) / 1000,
-          );
-        if (this.o.dispatch) await this.handOver(rows, token);
-        else for (const r of rows) this.track(this.attempt(r));
-        if (!this.backlog) break;
-      }
-      // Another pass is queued (woken meanwhile): it arms the timer when it is done.
-      if (!this.stopped && !this.backlog && this.passes.queued === 0) await this.armFromDb();
+      await task.run(() => this.claim());
     } catch (err) {
       this.o.log[failureLevel(err)]({ err }, "webhooks: scheduler pass failed; retrying in 1 s");
       this.armAt(new Date(this.o.clock().getTime() + 1_000));
     }
+  }
+
+  private async claim(): Promise<void> {
+    while (!this.stopped) {
+      const limit = this.o.yieldTo?.busy() ? (this.o.busyConcurrency ?? 4) : this.concurrency;
+      const room = this.o.dispatch ? 500 : Math.min(100, limit - this.inflight.size);
+      if (room <= 0) {
+        this.backlog = true;
+        // Yielding with nothing in flight: no completion will wake us, so look again shortly.
+        if (this.inflight.size === 0) this.armAt(new Date(this.o.clock().getTime() + 50));
+        break;
+      }
+      const now = this.o.clock();
+      const token = randomUUID();
+      const rows = await claimDue(this.o.db, now, new Date(now.getTime() + this.leaseMs), token, room);
+      this.backlog = rows.length === room;
+      for (const r of rows)
+        this.o.telemetry.schedulerLag.observe(
+          { kind: "webhook" },
+          Math.max(0, now.getTime() - r.due_at.getTime()) / 1000,
+        );
+      if (this.o.dispatch) await this.handOver(rows, token);
+      else for (const r of rows) this.track(this.attempt(r));
+      if (!this.backlog) break;
+    }
+    // Another pass is queued (woken meanwhile): it arms the timer when it is done.
+    if (!this.stopped && !this.backlog && this.passes.queued === 0) await this.armFromDb();
   }
 
   private async handOver(rows: ClaimedDelivery[], token: string): Promise<void> {

@@ -8,7 +8,6 @@ import { jsonProblem, problemField } from "../shared/json.js";
 import { validate } from "../shared/validate.js";
 import { tx } from "../storage/db.js";
 import { OutboxExpander } from "./expander.js";
-import { PgListener } from "./listener.js";
 import { OUTBOX_PAYLOAD } from "./outbox.js";
 import { toDelivery, toWebhook } from "./messages.js";
 import { checkTarget, createSchema, decodeCursor, encodeCursor, listSchema, updateSchema } from "./requests.js";
@@ -42,7 +41,20 @@ export interface WebhooksFeature extends Feature {
  * incidents in server/features.ts) read; this feature invalidates it when webhooks change.
  */
 export function createWebhooksFeature(
-  deps: Pick<Deps, "db" | "clock" | "auth" | "config" | "limits" | "log" | "telemetry" | "pressure" | "temporal">,
+  deps: Pick<
+    Deps,
+    | "db"
+    | "clock"
+    | "auth"
+    | "config"
+    | "limits"
+    | "log"
+    | "telemetry"
+    | "pressure"
+    | "temporal"
+    | "background"
+    | "notifications"
+  >,
   cache: SubscriptionCache,
 ): WebhooksFeature {
   const { db, clock, auth, config, limits } = deps;
@@ -58,10 +70,9 @@ export function createWebhooksFeature(
   let reconciler: Periodic | undefined;
   let scheduler: DeliveryScheduler | undefined;
   let expander: OutboxExpander | undefined;
-  const listener = new PgListener(
-    db.options.connectionString!,
-    [store.DUE_CHANNEL, store.CHANGED_CHANNEL],
-    (channel, payload) => {
+  const subscription = deps.notifications.subscribe({
+    channels: [store.DUE_CHANNEL, store.CHANGED_CHANNEL],
+    onMessage: (channel, payload) => {
       if (channel === store.CHANGED_CHANNEL) {
         cache.invalidate(payload || undefined);
         // A PATCH or DELETE may have held a webhook row the expander skipped.
@@ -69,15 +80,13 @@ export function createWebhooksFeature(
       } else if (payload === OUTBOX_PAYLOAD) expander?.wake();
       else scheduler?.wake();
     },
-    () => {
+    onReconnect: () => {
       cache.invalidate();
       expander?.wake();
       scheduler?.wake();
     },
-    deps.log,
-  );
+  });
   // Every node listens (API nodes too: their subscription caches follow changes made elsewhere).
-  listener.start();
 
   async function webhookOf(projectId: string, id: string) {
     const w = await store.getWebhook(db, projectId, id);
@@ -94,153 +103,163 @@ export function createWebhooksFeature(
     name: "webhooks",
     activities: createWebhookActivities(deps, metrics),
     services: [
-      bind(WebhookService, {
-        async createWebhook(req, ctx) {
-          const scope = await admin(ctx, req.projectId, "writes");
-          const input = validate(createSchema, {
-            name: req.name,
-            type: req.type,
-            url: req.url,
-            events: req.events,
-            enabled: req.enabled,
-          });
-          await checkTarget(input.type, input.url, config.webhooks.allowPrivate);
-          const secret = targetOf(input.type).signed ? newWebhookSecret() : null;
-          const row = await store.insertWebhook(db, config.webhooks.maxPerProject, {
-            ...input,
-            id: newId("wh"),
-            projectId: scope.projectId,
-            name: input.name ?? new URL(input.url).hostname,
-            secret,
-            now: clock(),
-          });
-          await changed(scope.projectId);
-          return { data: { ...toWebhook(row), secret: secret ?? undefined } };
-        },
-        async listWebhooks(req, ctx) {
-          const scope = await auth.project(ctx, req.projectId, "admin");
-          return { data: (await store.listWebhooks(db, scope.projectId)).map(toWebhook) };
-        },
-        async getWebhook(req, ctx) {
-          const scope = await auth.project(ctx, req.projectId, "admin");
-          return { data: toWebhook(await webhookOf(scope.projectId, req.webhookId)) };
-        },
-        async updateWebhook(req, ctx) {
-          const scope = await admin(ctx, req.projectId, "writes");
-          const input = validate(updateSchema, {
-            name: req.name,
-            url: req.url,
-            events: req.events.length ? req.events : undefined,
-            enabled: req.enabled,
-            rotateSecret: req.rotateSecret,
-          });
-          const w = await webhookOf(scope.projectId, req.webhookId);
-          if (input.rotateSecret && !targetOf(w.type).signed)
-            throw badRequest(`invalid request: rotateSecret: ${w.type} webhooks have no secret`, [
-              { field: "rotateSecret", message: `${w.type} webhooks have no secret` },
-            ]);
-          if (input.url !== undefined) await checkTarget(w.type, input.url, config.webhooks.allowPrivate);
-          const secret = input.rotateSecret ? newWebhookSecret() : null;
-          const now = clock();
-          const row = await tx(db, async (c) => {
-            const updated = await store.updateWebhook(c, scope.projectId, w.id, { ...input, secret }, now);
-            if (!updated) throw notFound("webhook");
-            if (input.enabled !== undefined && input.enabled !== w.enabled)
-              await store.setDeliveriesPaused(c, w.id, !input.enabled, now);
-            return updated;
-          });
-          await changed(scope.projectId);
-          return { data: { ...toWebhook(row), secret: secret ?? undefined } };
-        },
-        async deleteWebhook(req, ctx) {
-          const scope = await admin(ctx, req.projectId, "writes");
-          if (!(await store.deleteWebhook(db, scope.projectId, req.webhookId))) throw notFound("webhook");
-          await changed(scope.projectId);
-          return {};
-        },
-        async listDeliveries(req, ctx) {
-          const scope = await auth.project(ctx, req.projectId, "admin");
-          const input = validate(listSchema, { limit: req.limit, status: req.status, cursor: req.cursor });
-          const w = await webhookOf(scope.projectId, req.webhookId);
-          const rows = await store.listDeliveries(db, w.id, {
-            limit: input.limit,
-            status: input.status,
-            after: input.cursor ? decodeCursor(input.cursor) : undefined,
-          });
-          const hasMore = rows.length > input.limit;
-          const page = rows.slice(0, input.limit);
-          return {
-            data: page.map(toDelivery),
-            pagination: { hasMore, nextCursor: hasMore ? encodeCursor(page[page.length - 1]) : undefined },
-          };
-        },
-        async getDelivery(req, ctx) {
-          const scope = await auth.project(ctx, req.projectId, "admin");
-          const w = await webhookOf(scope.projectId, req.webhookId);
-          const row = await store.getDelivery(db, w.id, req.deliveryId);
-          if (!row) throw notFound("delivery");
-          return { data: toDelivery(row) };
-        },
-        async retryDelivery(req, ctx) {
-          const scope = await admin(ctx, req.projectId, "webhookSends");
-          const w = await webhookOf(scope.projectId, req.webhookId);
-          if (!(await store.getDelivery(db, w.id, req.deliveryId))) throw notFound("delivery");
-          const row = await store.scheduleRetryNow(db, w.id, req.deliveryId, clock());
-          if (!row)
-            throw new ApiError(
-              409,
-              "conflict",
-              "an attempt of this delivery is in progress; retry when it has finished",
+      bind(
+        WebhookService,
+        {
+          async createWebhook(req, ctx) {
+            const scope = await admin(ctx, req.projectId, "writes");
+            const input = validate(createSchema, {
+              name: req.name,
+              type: req.type,
+              url: req.url,
+              events: req.events,
+              enabled: req.enabled,
+            });
+            await checkTarget(input.type, input.url, config.webhooks.allowPrivate);
+            const secret = targetOf(input.type).signed ? newWebhookSecret() : null;
+            const row = await store.insertWebhook(db, config.webhooks.maxPerProject, {
+              ...input,
+              id: newId("wh"),
+              projectId: scope.projectId,
+              name: input.name ?? new URL(input.url).hostname,
+              secret,
+              now: clock(),
+            });
+            await changed(scope.projectId);
+            return { data: { ...toWebhook(row), secret: secret ?? undefined } };
+          },
+          async listWebhooks(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "admin");
+            return { data: (await store.listWebhooks(db, scope.projectId)).map(toWebhook) };
+          },
+          async getWebhook(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "admin");
+            return { data: toWebhook(await webhookOf(scope.projectId, req.webhookId)) };
+          },
+          async updateWebhook(req, ctx) {
+            const scope = await admin(ctx, req.projectId, "writes");
+            const input = validate(updateSchema, {
+              name: req.name,
+              url: req.url,
+              events: req.events.length ? req.events : undefined,
+              enabled: req.enabled,
+              rotateSecret: req.rotateSecret,
+            });
+            const w = await webhookOf(scope.projectId, req.webhookId);
+            if (input.rotateSecret && !targetOf(w.type).signed)
+              throw badRequest(`invalid request: rotateSecret: ${w.type} webhooks have no secret`, [
+                { field: "rotateSecret", message: `${w.type} webhooks have no secret` },
+              ]);
+            if (input.url !== undefined) await checkTarget(w.type, input.url, config.webhooks.allowPrivate);
+            const secret = input.rotateSecret ? newWebhookSecret() : null;
+            const now = clock();
+            const row = await tx(db, async (c) => {
+              const updated = await store.updateWebhook(c, scope.projectId, w.id, { ...input, secret }, now);
+              if (!updated) throw notFound("webhook");
+              if (input.enabled !== undefined && input.enabled !== w.enabled)
+                await store.setDeliveriesPaused(c, w.id, !input.enabled, now);
+              return updated;
+            });
+            await changed(scope.projectId);
+            return { data: { ...toWebhook(row), secret: secret ?? undefined } };
+          },
+          async deleteWebhook(req, ctx) {
+            const scope = await admin(ctx, req.projectId, "writes");
+            if (!(await store.deleteWebhook(db, scope.projectId, req.webhookId))) throw notFound("webhook");
+            await changed(scope.projectId);
+            return {};
+          },
+          async listDeliveries(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "admin");
+            const input = validate(listSchema, { limit: req.limit, status: req.status, cursor: req.cursor });
+            const w = await webhookOf(scope.projectId, req.webhookId);
+            const rows = await store.listDeliveries(db, w.id, {
+              limit: input.limit,
+              status: input.status,
+              after: input.cursor ? decodeCursor(input.cursor) : undefined,
+            });
+            const hasMore = rows.length > input.limit;
+            const page = rows.slice(0, input.limit);
+            return {
+              data: page.map(toDelivery),
+              pagination: { hasMore, nextCursor: hasMore ? encodeCursor(page[page.length - 1]) : undefined },
+            };
+          },
+          async getDelivery(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "admin");
+            const w = await webhookOf(scope.projectId, req.webhookId);
+            const row = await store.getDelivery(db, w.id, req.deliveryId);
+            if (!row) throw notFound("delivery");
+            return { data: toDelivery(row) };
+          },
+          async retryDelivery(req, ctx) {
+            const scope = await admin(ctx, req.projectId, "webhookSends");
+            const w = await webhookOf(scope.projectId, req.webhookId);
+            if (!(await store.getDelivery(db, w.id, req.deliveryId))) throw notFound("delivery");
+            const row = await store.scheduleRetryNow(db, w.id, req.deliveryId, clock());
+            if (!row)
+              throw new ApiError(
+                409,
+                "conflict",
+                "an attempt of this delivery is in progress; retry when it has finished",
+              );
+            scheduler?.wake();
+            return { data: toDelivery(row) };
+          },
+          async testWebhook(req, ctx) {
+            const scope = await admin(ctx, req.projectId, "webhookSends");
+            const w = await webhookOf(scope.projectId, req.webhookId);
+            const data = req.data ?? { message: "This is a test delivery from Vigil.", webhookId: w.id };
+            const problem = jsonProblem(data);
+            if (problem)
+              throw badRequest(`invalid request: ${problemField("data", problem)} ${problem.message}`, [
+                { field: problemField("data", problem), message: problem.message },
+              ]);
+            const id = newId("whd");
+            await store.insertDeliveries(
+              db,
+              [
+                {
+                  id,
+                  webhook_id: w.id,
+                  project_id: scope.projectId,
+                  event_id: newId("evt_test"),
+                  event_type: "webhook.test",
+                  payload: data,
+                },
+              ],
+              clock(),
+              config.webhooks.maxAttempts,
             );
-          scheduler?.wake();
-          return { data: toDelivery(row) };
+            scheduler?.wake();
+            return { data: toDelivery((await store.getDelivery(db, w.id, id))!) };
+          },
+          // The table of targets (targets/index.ts) as the one list of types clients offer.
+          async listWebhookTypes(_req, ctx) {
+            await auth.session(ctx);
+            return { data: WEBHOOK_TYPES.map((type) => ({ type, signed: targetOf(type).signed })) };
+          },
         },
-        async testWebhook(req, ctx) {
-          const scope = await admin(ctx, req.projectId, "webhookSends");
-          const w = await webhookOf(scope.projectId, req.webhookId);
-          const data = req.data ?? { message: "This is a test delivery from Vigil.", webhookId: w.id };
-          const problem = jsonProblem(data);
-          if (problem)
-            throw badRequest(`invalid request: ${problemField("data", problem)} ${problem.message}`, [
-              { field: problemField("data", problem), message: problem.message },
-            ]);
-          const id = newId("whd");
-          await store.insertDeliveries(
-            db,
-            [
-              {
-                id,
-                webhook_id: w.id,
-                project_id: scope.projectId,
-                event_id: newId("evt_test"),
-                event_type: "webhook.test",
-                payload: data,
-              },
-            ],
-            clock(),
-            config.webhooks.maxAttempts,
-          );
-          scheduler?.wake();
-          return { data: toDelivery((await store.getDelivery(db, w.id, id))!) };
-        },
-        // The table of targets (targets/index.ts) as the one list of types clients offer.
-        async listWebhookTypes(_req, ctx) {
-          await auth.session(ctx);
-          return { data: WEBHOOK_TYPES.map((type) => ({ type, signed: targetOf(type).signed })) };
-        },
-      }),
+        { rules: { createWebhook: createSchema, updateWebhook: updateSchema, listDeliveries: listSchema } },
+      ),
     ],
     async start() {
       if (deps.temporal) {
         temporal = createTemporalDispatch(deps, deps.temporal);
-        reconciler = startPeriodic(deps.log, "webhook reconciler", deps.temporal.config.reconcileMs, async () => {
-          if ((await reconcileDeliveries(db, clock())) > 0) scheduler?.wake();
-        });
+        reconciler = startPeriodic(
+          deps.background,
+          "webhook reconciler",
+          deps.temporal.config.reconcileMs,
+          async () => {
+            if ((await reconcileDeliveries(db, clock())) > 0) scheduler?.wake();
+          },
+        );
       }
       scheduler = new DeliveryScheduler({
         db,
         clock,
         log: deps.log,
+        tasks: deps.background,
         telemetry: deps.telemetry,
         metrics,
         webhooks: config.webhooks,
@@ -252,6 +271,7 @@ export function createWebhooksFeature(
         db,
         clock,
         log: deps.log,
+        tasks: deps.background,
         attemptLimit: () => config.webhooks.maxAttempts,
         onExpanded: () => scheduler?.wake(),
         yieldTo: deps.pressure,
@@ -263,7 +283,7 @@ export function createWebhooksFeature(
       await expander?.stop();
       await scheduler?.stop();
       await reconciler?.stop();
-      await listener.stop();
+      subscription.close();
     },
   };
 }

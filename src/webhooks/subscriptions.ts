@@ -2,7 +2,7 @@ import type { Queryable } from "../storage/db.js";
 
 // Which enabled webhooks of a project watch which event types, cached per project so that the
 // ingest transaction pays nothing when nothing is watched. Invalidated at once on this node by
-// the management routes, on the other nodes by NOTIFY (listener.ts), and bounded by a short TTL
+// the management routes, on the other nodes by NOTIFY (the shared LISTEN connection, src/shared/notifications.ts), and bounded by a short TTL
 // should a notification be missed (listener reconnecting).
 
 export interface Subscription {

@@ -113,8 +113,10 @@ describe("the OpenAPI document", () => {
       headers: { "content-type": "application/json" },
       body: "{}",
     });
-    assert.equal(post.status, 404);
-    assert.equal((await post.json()).error.code, "not_found");
+    // decisions.md "Corrections from the second round": 405 with Allow on a path that exists.
+    assert.equal(post.status, 405);
+    assert.equal(post.headers.get("allow"), "GET, HEAD");
+    assert.equal((await post.json()).error.code, "method_not_allowed");
   });
 
   it("describes operations from the proto comments and says who may call them", () => {

@@ -7,22 +7,15 @@ import { errorBody, project } from "../helpers/fixtures.js";
 import { useProject } from "../helpers/use.js";
 import { loadVigil, struct, unary } from "../clients/grpc-js-util.js";
 import { purgeClaims } from "../../src/events/claims.js";
-import { Receiver, waitFor } from "../webhooks/receiver.js";
+import { useReceiver, waitFor } from "../webhooks/receiver.js";
 
 // Idempotent ingestion (decisions.md "Idempotent ingestion and browser SDKs"): an event with a client
 // `id` already stored in the project (within 7 days) stores nothing new and is answered as the first
 // was, over REST and gRPC, on the one-statement path and the transaction, under concurrency, across
 // a restart; duplicates reach no projection, no webhook; the purge forgets ids after the window.
 
-let rx: Receiver;
-const { t, p } = useProject(
-  { ...GENEROUS_LIMITS, WEBHOOK_ALLOW_PRIVATE: "true", WEBHOOK_BACKOFF_BASE_MS: "50" },
-  {},
-  async () => {
-    rx = await Receiver.start();
-  },
-);
-after(() => rx?.close());
+const { t, p } = useProject({ ...GENEROUS_LIMITS, WEBHOOK_ALLOW_PRIVATE: "true", WEBHOOK_BACKOFF_BASE_MS: "50" });
+const rx = useReceiver();
 
 const db = () => t.app.deps.db;
 

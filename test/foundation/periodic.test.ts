@@ -5,7 +5,9 @@ import { performance } from "node:perf_hooks";
 import { describe, it } from "node:test";
 import { parseConfig } from "../../src/config/index.js";
 import pino from "pino";
+import { BackgroundTasks } from "../../src/shared/background.js";
 import { dutyCycle, startPeriodic } from "../../src/shared/periodic.js";
+import { Telemetry } from "../../src/shared/telemetry.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -59,7 +61,8 @@ describe("startPeriodic", () => {
     const log = pino({ level: "info" }, { write: (l: string) => void lines.push(JSON.parse(l)) });
     const gone = Object.assign(new Error("connect ENOENT /tmp/.s.PGSQL.5432"), { code: "ENOENT", syscall: "connect" });
     const failures = [gone, new Error("a bug")];
-    const loop = startPeriodic(log, "probe", 10, async () => {
+    const tasks = new BackgroundTasks(log, new Telemetry(), { role: "all", temporal: false });
+    const loop = startPeriodic(tasks, "jobs", 10, async () => {
       const err = failures.shift();
       if (err) throw err;
     });
@@ -69,8 +72,8 @@ describe("startPeriodic", () => {
     assert.deepEqual(
       lines.map((l) => [l.level, l.msg]),
       [
-        [40, "probe failed"],
-        [50, "probe failed"],
+        [40, "jobs failed"],
+        [50, "jobs failed"],
       ],
     );
   });

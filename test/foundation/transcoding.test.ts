@@ -16,7 +16,6 @@ describe("REST edge cases", () => {
       ["GET", "/nope"],
       // GET / is the dashboard (src/server/dashboard.ts); any other verb there is the API's.
       ["POST", "/"],
-      ["PUT", "/v1/projects"],
       ["POST", "/v1/projects/x/y/z/w"],
     ]) {
       const r = await t.rest.req(m, path, { cookie: p.owner.cookie });

@@ -17,7 +17,7 @@ import { project, type ProjectFixture } from "./fixtures.js";
 type AppOptions = Parameters<typeof startTestApp>[1];
 
 /** An object that reads through to the value `get` returns once the before() hook has set it. */
-function later<T extends object>(get: () => T | undefined, what: string): T {
+export function later<T extends object>(get: () => T | undefined, what: string): T {
   const target = (): T => {
     const v = get();
     if (v === undefined) throw new Error(`${what} is used before the file's before() hook made it`);

@@ -58,6 +58,8 @@ const { t, p } = useProject({
   ...GENEROUS_LIMITS,
   WEBHOOK_ALLOW_PRIVATE: "true",
   RETENTION_INTERVAL_MS: "200",
+  // The pass also prunes raw heartbeats past this window (tested below): far enough to keep these.
+  UPTIME_RAW_RETENTION_DAYS: "3650",
   ANALYTICS_BLOCK_INTERVAL_MS: "100",
   ANALYTICS_BLOCK_SEAL_MS: "0",
 });
@@ -496,6 +498,37 @@ describe("over Connect and gRPC", () => {
       );
       assert.equal(cleared.data?.retentionDays, undefined, name);
       assert.equal(cleared.data?.retention?.source, "none", name);
+    }
+  });
+});
+
+describe("raw heartbeats", () => {
+  it("the pass deletes raw heartbeats past UPTIME_RAW_RETENTION_DAYS for every project, retention or not", async () => {
+    const app = await startTestApp({ UPTIME_RAW_RETENTION_DAYS: "1" });
+    const q = new pg.Client({ connectionString: app.databaseUrl });
+    await q.connect();
+    try {
+      const f = await project(app.rest); // no retention: its events are kept forever, raw heartbeats are not
+      const hb = await app.rest.post(`/v1/projects/${f.projectId}/heartbeats/nightly`, {}, { key: f.key });
+      assert.equal(hb.status, 200, hb.text);
+      const { rows } = await q.query<{ id: string }>("SELECT id FROM monitors WHERE project_id = $1", [f.projectId]);
+      await q.query(
+        "INSERT INTO heartbeats (id, monitor_id, at, status) VALUES ('hb-3d', $1, $2, 'up'), ('hb-20h', $1, $3, 'up')",
+        [rows[0].id, new Date(Date.now() - 3 * DAY_MS), new Date(Date.now() - 20 * HOUR_MS)],
+      );
+      const r = await runRetentionPass(app.app.deps, eventsOf(app.app).derived);
+      assert.equal(r.completed, true);
+      const left = await q.query<{ id: string }>(
+        "SELECT h.id FROM heartbeats h JOIN monitors m ON m.id = h.monitor_id WHERE m.project_id = $1 ORDER BY h.at",
+        [f.projectId],
+      );
+      const ids = left.rows.map((x) => x.id);
+      // The 3-day-old one is gone; the 20-hour-old one and the one just sent stay.
+      assert.equal(ids.length, 2, `left: ${ids}`);
+      assert.equal(ids[0], "hb-20h");
+    } finally {
+      await q.end();
+      await app.close();
     }
   });
 });

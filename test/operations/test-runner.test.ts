@@ -65,3 +65,43 @@ describe("npm test whose set-up fails", () => {
     assertEndedWithOneLine(r, /uncaught exception.*initdb EACCES/);
   });
 });
+
+/** The files a run would test (`npm test -- --list [flags]`): no set-up, exit 0. */
+function listed(...flags: string[]): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "test/run.ts", "--list", ...flags], {
+      cwd: root,
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.on("error", reject);
+    child.on("exit", (code) =>
+      code === 0 ? resolve(out.split("\n").filter(Boolean)) : reject(new Error(`--list exited ${code}`)),
+    );
+  });
+}
+
+describe("CI's second run (--storage-rerun, external PostgreSQL + Redis)", () => {
+  it("repeats every file but the browser suites, the workflow unit tests and the live Temporal suites (the database outage kept); every protocol's suites stay", async () => {
+    const all = await listed();
+    const rerun = await listed("--storage-rerun");
+    const file = (l: string) => l.split(" ")[1]!;
+    assert.ok(all.some((l) => file(l).startsWith("test/dashboard/")) && all.some((l) => l.startsWith("1b ")));
+    assert.ok(all.some((l) => file(l).startsWith("test/workflows/")));
+    const left = all.filter((l) => !rerun.includes(l)).map(file);
+    for (const f of left)
+      assert.match(f, /^test\/(dashboard|sdk|workflows|temporal)\//, `${f} is left out of the storage rerun`);
+    assert.ok(left.some((f) => f.startsWith("test/dashboard/")) && left.some((f) => f.startsWith("test/sdk/")));
+    assert.ok(left.some((f) => f.startsWith("test/workflows/")));
+    assert.deepEqual(
+      rerun.filter((l) => l.startsWith("1b ")),
+      ["1b test/temporal/webhooks-outage.test.ts"],
+    );
+    for (const dir of ["clients", "transcoding", "foundation", "storage", "operations", "uptime", "webhooks"])
+      assert.ok(
+        rerun.some((l) => file(l).startsWith(`test/${dir}/`)),
+        `test/${dir}/ runs on both storage set-ups`,
+      );
+  });
+});

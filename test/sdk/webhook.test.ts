@@ -1,18 +1,15 @@
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { verifyWebhook, Vigil, WebhookVerificationError } from "../../sdk/src/index.js";
 import { useProject } from "../helpers/use.js";
-import { Receiver, waitFor } from "../webhooks/receiver.js";
+import { useReceiver, waitFor } from "../webhooks/receiver.js";
 
 // verifyWebhook against a real Vigil webhook delivery (the event tracked through the SDK, delivered
 // to a real local receiver), then against every way a forged, replayed or damaged delivery fails.
 
-let rx: Receiver;
-const { t, p } = useProject({ WEBHOOK_ALLOW_PRIVATE: "true", WEBHOOK_BACKOFF_BASE_MS: "50" }, {}, async () => {
-  rx = await Receiver.start();
-});
-after(() => rx.close());
+const { t, p } = useProject({ WEBHOOK_ALLOW_PRIVATE: "true", WEBHOOK_BACKOFF_BASE_MS: "50" });
+const rx = useReceiver();
 
 function sign(secret: string, t: number, body: string | Buffer): string {
   return createHmac("sha256", secret).update(`${t}.`).update(body).digest("hex");

@@ -444,8 +444,9 @@ describe("caching", () => {
     assert.equal(r.body.length, 0);
     assert.match(String(r.headers["content-type"]), /^image\/svg\+xml/);
     const post = await t.rest.post("/v1/status/acme-head", {});
-    assert.equal(post.status, 404);
-    assert.equal(errorBody(post).code, "not_found");
+    assert.equal(post.status, 405); // decisions.md "Corrections from the second round"
+    assert.equal(post.headers.get("allow"), "GET, HEAD");
+    assert.equal(errorBody(post).code, "method_not_allowed");
   });
 });
 

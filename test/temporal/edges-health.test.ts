@@ -45,7 +45,9 @@ after(async () => {
 const health = async (node: TestApp) => {
   const h = await node.rest.get("/health");
   assert.equal(h.status, 200, h.text); // the API serves throughout: the database is there
-  return h.body as { status: string; temporalWorker: string; temporalServer: string };
+  // The Temporal fields (each task of `background` is the subject of test/operations/background.test.ts).
+  const { status, temporalWorker, temporalServer } = h.body as Record<string, string>;
+  return { status, temporalWorker, temporalServer };
 };
 
 /** Check of "", a service that does not need Temporal, and the two whose work runs on it. */

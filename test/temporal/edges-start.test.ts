@@ -80,6 +80,11 @@ describe("Temporal unreachable at start", () => {
     );
     assert.equal(h2.status, 200);
     assert.equal(h2.body.status, "degraded");
+    // The workers are a background task (docs/architecture.md "Background work"): the failed
+    // connection is a failed pass, its message on /health.
+    const failing = h2.body.background["temporal workers"];
+    assert.ok(failing.failures >= 1 && typeof failing.lastError === "string", JSON.stringify(failing));
+    assert.doesNotMatch(failing.lastError, /\n|    at /, "one line, no stack");
     await sleep(2_000); // a few more failed attempts
     assert.equal(node.child.exitCode, null, "the node is still running");
     assert.doesNotMatch(await metrics(), /^temporal_workflow_task/m, "no worker ran yet");
@@ -90,6 +95,10 @@ describe("Temporal unreachable at start", () => {
     console.log(`worker running ${Date.now() - began} ms after the server start began`);
     const h3 = await node.rest.get("/health");
     assert.deepEqual([h3.body.status, h3.body.temporalWorker], ["ok", "running"]);
+    // And the connection that succeeded is a pass that ended after the last failed one.
+    const running = h3.body.background["temporal workers"];
+    assert.ok(running.runs > running.failures, JSON.stringify(running));
+    assert.ok(Date.parse(running.lastRunAt) > Date.parse(running.lastErrorAt), JSON.stringify(running));
 
     // The wake committed while Temporal was unreachable started the monitor's workflow.
     const tc = await temporalClient(srv.address);

@@ -1,11 +1,11 @@
 // Records Temporal workflow histories of the CURRENT workflow code into test/temporal/histories/,
-// for replay.test.ts (issue #14 point 11: a change to workflows/ must replay every saved history).
+// for test/workflows/replay.test.ts (issue #14 point 11: a change to workflows/ must replay every saved history).
 //
 //   npx tsx test/temporal/record-histories.ts <N> [--force]
 //
 // writes v<N>-<flow>.json (the output of `temporal workflow show --output json`). Record a new N
 // each time workflows/ changes in a way old histories would not show (a new `patched()` branch, a
-// new signal, ...), and commit the files: replay.test.ts then replays old and new histories against
+// new signal, ...), and commit the files: test/workflows/replay.test.ts then replays old and new histories against
 // the code. It starts its own dev server (test/helpers/temporal.ts), an embedded PostgreSQL and a
 // Vigil with TEMPORAL_ADDRESS (ROLE=all, so it runs the worker), and drives it over REST:
 //   monitor-down        checked a few times under steady heartbeats, then down (deadline missed) and

@@ -15,6 +15,7 @@ import {
   timeUp,
   type MonitorState,
 } from "../../src/uptime/model.js";
+import { parseSchedule, type Schedule } from "../../src/uptime/schedule.js";
 
 // The pure decision functions shared by the heartbeat path and both deadline runners.
 
@@ -54,6 +55,83 @@ describe("evaluateDeadline: is this monitor overdue, and since when", () => {
     assert.equal(deadlineOf(up({ status: "unknown", resumedAt: 20_000 })), 21_500);
     assert.equal(deadlineOf(up({ status: "unknown", resumedAt: 2_000 })), 11_500);
     assert.equal(deadlineOf(up({ status: "unknown", resumedAt: null })), null);
+  });
+});
+
+describe("deadlineOf for a scheduled monitor: the first scheduled time after the last run, plus grace", () => {
+  const sched = (cron: string, timezone: string): Schedule => {
+    const r = parseSchedule({ cron, timezone });
+    assert.ok(r.ok);
+    return r.schedule;
+  };
+  const t = (s: string) => Date.parse(s);
+  const GRACE = 5 * 60_000;
+  // Daily at 02:30 Berlin time; 2026-03-29 skips 02:00-03:00 (spring), 2026-10-25 repeats it.
+  const berlin = sched("30 2 * * *", "Europe/Berlin");
+  const scheduled = (over: Partial<MonitorState>): MonitorState =>
+    up({ expectedIntervalMs: 1000, gracePeriodMs: GRACE, schedule: berlin, ...over });
+
+  it("counts from a success without a start (its arrival); expectedIntervalMs is not used", () => {
+    const m = scheduled({ lastHeartbeatAt: t("2026-03-27T01:40:00Z") }); // 02:40 CET on the 27th
+    assert.equal(deadlineOf(m), t("2026-03-28T01:30:00Z") + GRACE);
+    assert.equal(deadlineOf({ ...m, expectedIntervalMs: 365 * 86_400_000 }), t("2026-03-28T01:30:00Z") + GRACE);
+  });
+  it("counts from the start of the last successful run when it has one", () => {
+    // Started 02:30:02 CET, ended 03:10: the next run is the next day's 02:30 either way...
+    const m = scheduled({ lastHeartbeatAt: t("2026-03-27T02:10:00Z"), lastSuccessStartAt: t("2026-03-27T01:30:02Z") });
+    assert.equal(deadlineOf(m), t("2026-03-28T01:30:00Z") + GRACE);
+    // ...but an hourly job whose run took 70 minutes is late for the run after its start.
+    const hourly = sched("0 * * * *", "UTC");
+    const long = scheduled({ schedule: hourly, lastHeartbeatAt: t("2026-03-27T11:10:00Z") });
+    assert.equal(deadlineOf(long), t("2026-03-27T12:00:00Z") + GRACE, "a success without a start: its arrival");
+    assert.equal(
+      deadlineOf({ ...long, lastSuccessStartAt: t("2026-03-27T10:00:01Z") }),
+      t("2026-03-27T11:00:00Z") + GRACE,
+    );
+  });
+  it("DST: the skipped 02:30 is due at 03:00 CEST; the repeated one at its first occurrence", () => {
+    assert.equal(
+      deadlineOf(scheduled({ lastHeartbeatAt: t("2026-03-28T01:31:00Z") })),
+      t("2026-03-29T01:00:00Z") + GRACE,
+    );
+    assert.equal(
+      deadlineOf(scheduled({ lastHeartbeatAt: t("2026-10-24T00:31:00Z") })),
+      t("2026-10-25T00:30:00Z") + GRACE,
+    );
+    // A success in the second pass of the repeated hour: the next run is the next day's.
+    assert.equal(
+      deadlineOf(scheduled({ lastHeartbeatAt: t("2026-10-25T01:31:00Z") })),
+      t("2026-10-26T01:30:00Z") + GRACE,
+    );
+  });
+  it("after a resume: from the later of the last run and the resume; none when down, paused or never run", () => {
+    const m = scheduled({
+      status: "unknown",
+      lastHeartbeatAt: t("2026-03-20T01:31:00Z"),
+      resumedAt: t("2026-03-25T12:00:00Z"),
+    });
+    assert.equal(deadlineOf(m), t("2026-03-26T01:30:00Z") + GRACE);
+    assert.equal(deadlineOf({ ...m, resumedAt: t("2026-03-01T00:00:00Z") }), t("2026-03-21T01:30:00Z") + GRACE);
+    assert.equal(deadlineOf({ ...m, resumedAt: null }), null);
+    for (const status of ["down", "paused"] as const) assert.equal(deadlineOf({ ...m, status }), null);
+    assert.equal(deadlineOf(scheduled({ status: "unknown", lastHeartbeatAt: null, resumedAt: 1 })), null);
+  });
+  it("heartbeats, resume and settings use the same deadline; a null schedule goes back to the interval", () => {
+    const m = scheduled({ lastHeartbeatAt: t("2026-03-27T01:40:00Z"), deadlineAt: null });
+    const hb = applyHeartbeat(m, { at: t("2026-03-28T01:31:00Z"), status: "up" });
+    assert.deepEqual([hb.openIncidentAt, hb.next.deadlineAt], [null, t("2026-03-29T01:00:00Z") + GRACE]);
+    const late = applyHeartbeat(m, { at: t("2026-03-28T01:40:00Z"), status: "up" });
+    assert.deepEqual(
+      [late.openIncidentAt, late.resolveIncidentAt],
+      [t("2026-03-28T01:35:00Z"), t("2026-03-28T01:40:00Z")],
+      "missed 02:30 + 5 min: down from the deadline",
+    );
+    assert.equal(applyResume(m, t("2026-04-01T12:00:00Z")).deadlineAt, t("2026-04-02T00:30:00Z") + GRACE);
+    const cleared = applySettings(m, { schedule: null });
+    assert.deepEqual([cleared.schedule, cleared.deadlineAt], [null, t("2026-03-27T01:40:00Z") + 1000 + GRACE]);
+    const set = applySettings(up(), { schedule: sched("0 0 * * *", "UTC"), gracePeriodMs: 0 });
+    assert.equal(set.deadlineAt, 86_400_000, "the first midnight after 1970-01-01T00:00:10Z");
+    assert.equal(applySettings(m, { gracePeriodMs: 0 }).schedule, berlin, "kept when not named");
   });
 });
 

@@ -1,32 +1,22 @@
 import assert from "node:assert/strict";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { errorBody } from "../helpers/fixtures.js";
 import { verifyWebhookSignature } from "../../src/webhooks/signature.js";
-import { Receiver, waitFor } from "./receiver.js";
+import { Receiver, useReceiver, waitFor } from "./receiver.js";
 import { useProject } from "../helpers/use.js";
 
 // http deliveries end to end: real events ingested over REST, a real local receiver, real timers.
 // WEBHOOK_ALLOW_PRIVATE=true (the receiver is on 127.0.0.1), short backoff and timeout.
 
 const MAX_ATTEMPTS = 3;
-let rx: Receiver;
 
-const { t, p } = useProject(
-  {
-    WEBHOOK_ALLOW_PRIVATE: "true",
-    WEBHOOK_BACKOFF_BASE_MS: "50",
-    WEBHOOK_MAX_ATTEMPTS: String(MAX_ATTEMPTS),
-    WEBHOOK_TIMEOUT_MS: "400",
-  },
-  {},
-  async () => {
-    rx = await Receiver.start();
-  },
-);
-
-after(async () => {
-  await rx.close();
+const { t, p } = useProject({
+  WEBHOOK_ALLOW_PRIVATE: "true",
+  WEBHOOK_BACKOFF_BASE_MS: "50",
+  WEBHOOK_MAX_ATTEMPTS: String(MAX_ATTEMPTS),
+  WEBHOOK_TIMEOUT_MS: "400",
 });
+const rx = useReceiver();
 
 const owner = () => ({ cookie: p.owner.cookie });
 async function hook(path: string, events: string[], reply?: Parameters<Receiver["on"]>[1]) {

@@ -1,25 +1,19 @@
 import assert from "node:assert/strict";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { WebhookService } from "../../gen/vigil/v1/webhooks_pb.js";
 import { errorBody, memberOf, project } from "../helpers/fixtures.js";
-import { Receiver, waitFor } from "./receiver.js";
+import { useReceiver, waitFor } from "./receiver.js";
 import { useProject } from "../helpers/use.js";
 
 // Management routes, with WEBHOOK_ALLOW_PRIVATE off (the production default): private targets are
 // refused at creation and at connection time.
 
-let rx: Receiver;
 const PUBLIC = "http://93.184.215.14/hook"; // an IP literal: no DNS needed, never contacted here
 
-const { t, p } = useProject({ WEBHOOK_ALLOW_PRIVATE: "false", WEBHOOK_BACKOFF_BASE_MS: "60000" }, {}, async () => {
-  rx = await Receiver.start();
-});
-
-after(async () => {
-  await rx.close();
-});
+const { t, p } = useProject({ WEBHOOK_ALLOW_PRIVATE: "false", WEBHOOK_BACKOFF_BASE_MS: "60000" });
+const rx = useReceiver();
 
 const base = () => `/v1/projects/${p.projectId}/webhooks`;
 const owner = () => ({ cookie: p.owner.cookie });
@@ -210,7 +204,10 @@ describe("webhook management", () => {
     }
     assert.equal((await t.rest.get(`${base()}/${id}`, { cookie: admin.cookie })).status, 200);
     assert.equal((await t.rest.post(base(), { url: PUBLIC, events: ["a"] }, { cookie: admin.cookie })).status, 201);
-    assert.equal((await t.rest.get(`${base()}/${id}/deliveries/whd_nope/retry`, owner())).status, 404);
+    // The retry route takes POST only: a GET there is a 405 naming it (decisions.md, corrections from the second round).
+    const get = await t.rest.get(`${base()}/${id}/deliveries/whd_nope/retry`, owner());
+    assert.equal(get.status, 405);
+    assert.equal(get.headers.get("allow"), "POST");
     const nf = await t.rest.post(`${base()}/${id}/deliveries/whd_nope/retry`, {}, owner());
     assert.equal(nf.status, 404);
     assert.equal(errorBody(nf).code, "not_found");

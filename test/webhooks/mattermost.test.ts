@@ -1,26 +1,21 @@
 import assert from "node:assert/strict";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { errorBody } from "../helpers/fixtures.js";
 import { useProject } from "../helpers/use.js";
 import { MATTERMOST_LIMITS, mattermostMessage } from "../../src/webhooks/targets/mattermost.js";
-import { Receiver, waitFor } from "./receiver.js";
+import { useReceiver, waitFor } from "./receiver.js";
 
 // `mattermost` webhooks (Vigil's own type, docs/webhooks.md), the webhook-target recipe of
 // docs/architecture.md followed once: the URL rule, the Slack-style body within its limits, a 429's
 // Retry-After, and incident notifications, against the real local receiver over a real port. The
 // backoff base is a minute, so a quick second attempt can only come from the receiver's Retry-After.
 
-let rx: Receiver;
-const { t, p } = useProject(
-  { WEBHOOK_ALLOW_PRIVATE: "true", WEBHOOK_BACKOFF_BASE_MS: "60000", WEBHOOK_TIMEOUT_MS: "2000" },
-  {},
-  async () => {
-    rx = await Receiver.start();
-  },
-);
-after(async () => {
-  await rx.close();
+const { t, p } = useProject({
+  WEBHOOK_ALLOW_PRIVATE: "true",
+  WEBHOOK_BACKOFF_BASE_MS: "60000",
+  WEBHOOK_TIMEOUT_MS: "2000",
 });
+const rx = useReceiver();
 
 const HOOK = "/hooks/" + "x1".repeat(13); // a 26-character incoming-webhook id
 const base = () => `/v1/projects/${p.projectId}/webhooks`;

@@ -1,24 +1,19 @@
 import assert from "node:assert/strict";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { useProject } from "../helpers/use.js";
-import { Receiver, waitFor } from "./receiver.js";
+import { useReceiver, waitFor } from "./receiver.js";
 
 // Chat messages never ping anyone (issue #29, point 12): a monitor named with every kind of mention
 // goes down, and the Discord and Mattermost messages posted to the real local receiver carry the
 // name as text that cannot notify: Discord's `allowed_mentions: {parse: []}`, Mattermost's mentions
 // broken by a zero-width space after `@` (docs/webhooks.md "Mentions").
 
-let rx: Receiver;
-const { t, p } = useProject(
-  { WEBHOOK_ALLOW_PRIVATE: "true", WEBHOOK_BACKOFF_BASE_MS: "60000", WEBHOOK_TIMEOUT_MS: "2000" },
-  {},
-  async () => {
-    rx = await Receiver.start();
-  },
-);
-after(async () => {
-  await rx.close();
+const { t, p } = useProject({
+  WEBHOOK_ALLOW_PRIVATE: "true",
+  WEBHOOK_BACKOFF_BASE_MS: "60000",
+  WEBHOOK_TIMEOUT_MS: "2000",
 });
+const rx = useReceiver();
 
 const NAME = "@everyone @here <@&1234567> @channel @all @alice";
 const MENTION = /@(everyone|here|channel|all|alice)\b/;

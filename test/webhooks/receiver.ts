@@ -1,5 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { after, before } from "node:test";
+import { later } from "../helpers/use.js";
 
 // A real local HTTP receiver for webhook tests (node:http on 127.0.0.1). Each path answers with a
 // programmable reply; every request is recorded with its raw body.
@@ -84,4 +86,17 @@ export async function waitFor<T>(fn: () => T | Promise<T>, what: string, timeout
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/**
+ * A local receiver for this file: started before its tests, closed after them (after the file's app,
+ * when called after useApp/useProject: hooks run in the order they were registered).
+ */
+export function useReceiver(): Receiver {
+  let rx: Receiver | undefined;
+  before(async () => {
+    rx = await Receiver.start();
+  });
+  after(() => rx?.close());
+  return later(() => rx, "the receiver");
 }

@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import http from "node:http";
 import net from "node:net";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import pg from "pg";
 import { errorBody } from "../helpers/fixtures.js";
 import { BlockedAddressError, isPublicAddress, type ResolvedAddress } from "../../src/webhooks/address.js";
 import { AGENT_OPTIONS, sendAttempt, type Target } from "../../src/webhooks/sender.js";
-import { Receiver, waitFor } from "./receiver.js";
+import { useReceiver, waitFor } from "./receiver.js";
 import { useProject } from "../helpers/use.js";
 
 // The webhook address rule (issue #13, point 1) for every type, with WEBHOOK_ALLOW_PRIVATE off:
@@ -18,19 +18,12 @@ const TYPES = ["http", "discord"] as const;
 const PUBLIC = "http://93.184.215.14/hook"; // an IP literal: no DNS needed, never contacted here
 const REFUSED = new BlockedAddressError().message;
 
-let rx: Receiver;
-
-const { t, p } = useProject(
-  { WEBHOOK_ALLOW_PRIVATE: "false", WEBHOOK_BACKOFF_BASE_MS: "60000", WEBHOOK_TIMEOUT_MS: "2000" },
-  {},
-  async () => {
-    rx = await Receiver.start();
-  },
-);
-
-after(async () => {
-  await rx.close();
+const { t, p } = useProject({
+  WEBHOOK_ALLOW_PRIVATE: "false",
+  WEBHOOK_BACKOFF_BASE_MS: "60000",
+  WEBHOOK_TIMEOUT_MS: "2000",
 });
+const rx = useReceiver();
 
 const base = () => `/v1/projects/${p.projectId}/webhooks`;
 const owner = () => ({ cookie: p.owner.cookie });

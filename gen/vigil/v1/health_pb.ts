@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file vigil/v1/health.proto.
  */
 export const file_vigil_v1_health: GenFile = /*@__PURE__*/
-  fileDesc("ChV2aWdpbC92MS9oZWFsdGgucHJvdG8SCHZpZ2lsLnYxIg4KDENoZWNrUmVxdWVzdCJRCg1DaGVja1Jlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIXCg90ZW1wb3JhbF93b3JrZXIYAiABKAkSFwoPdGVtcG9yYWxfc2VydmVyGAMgASgJMl4KDUhlYWx0aFNlcnZpY2USTQoFQ2hlY2sSFi52aWdpbC52MS5DaGVja1JlcXVlc3QaFy52aWdpbC52MS5DaGVja1Jlc3BvbnNlIhPQ8xgBgtPkkwIJEgcvaGVhbHRoYgZwcm90bzM", [file_google_api_annotations, file_vigil_v1_options]);
+  fileDesc("ChV2aWdpbC92MS9oZWFsdGgucHJvdG8SCHZpZ2lsLnYxIg4KDENoZWNrUmVxdWVzdCLbAQoNQ2hlY2tSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSFwoPdGVtcG9yYWxfd29ya2VyGAIgASgJEhcKD3RlbXBvcmFsX3NlcnZlchgDIAEoCRI7CgpiYWNrZ3JvdW5kGAQgAygLMicudmlnaWwudjEuQ2hlY2tSZXNwb25zZS5CYWNrZ3JvdW5kRW50cnkaSwoPQmFja2dyb3VuZEVudHJ5EgsKA2tleRgBIAEoCRInCgV2YWx1ZRgCIAEoCzIYLnZpZ2lsLnYxLkJhY2tncm91bmRUYXNrOgI4ASLAAQoOQmFja2dyb3VuZFRhc2sSGAoLbGFzdF9ydW5fYXQYASABKAlIAIgBARIXCgpsYXN0X2Vycm9yGAIgASgJSAGIAQESGgoNbGFzdF9lcnJvcl9hdBgDIAEoCUgCiAEBEg4KBmxhZ19tcxgEIAEoAxIMCgRydW5zGAUgASgDEhAKCGZhaWx1cmVzGAYgASgDQg4KDF9sYXN0X3J1bl9hdEINCgtfbGFzdF9lcnJvckIQCg5fbGFzdF9lcnJvcl9hdDJeCg1IZWFsdGhTZXJ2aWNlEk0KBUNoZWNrEhYudmlnaWwudjEuQ2hlY2tSZXF1ZXN0GhcudmlnaWwudjEuQ2hlY2tSZXNwb25zZSIT0PMYAYLT5JMCCRIHL2hlYWx0aGIGcHJvdG8z", [file_google_api_annotations, file_vigil_v1_options]);
 
 /**
  * @generated from message vigil.v1.CheckRequest
@@ -55,6 +55,14 @@ export type CheckResponse = Message<"vigil.v1.CheckResponse"> & {
    * @generated from field: string temporal_server = 3;
    */
   temporalServer: string;
+
+  /**
+   * This node's background tasks (the loops of docs/architecture.md "Background work" that its ROLE
+   * runs), by name. Informational: a failing task does not change the status.
+   *
+   * @generated from field: map<string, vigil.v1.BackgroundTask> background = 4;
+   */
+  background: { [key: string]: BackgroundTask };
 };
 
 /**
@@ -63,6 +71,60 @@ export type CheckResponse = Message<"vigil.v1.CheckResponse"> & {
  */
 export const CheckResponseSchema: GenMessage<CheckResponse> = /*@__PURE__*/
   messageDesc(file_vigil_v1_health, 1);
+
+/**
+ * One background task as this node runs it (src/shared/background.ts).
+ *
+ * @generated from message vigil.v1.BackgroundTask
+ */
+export type BackgroundTask = Message<"vigil.v1.BackgroundTask"> & {
+  /**
+   * When its last pass ended (ISO 8601, UTC), successful or not; absent before the first.
+   *
+   * @generated from field: optional string last_run_at = 1;
+   */
+  lastRunAt?: string | undefined;
+
+  /**
+   * The last failed pass's error message (one line; never a stack or a query); absent if none failed.
+   *
+   * @generated from field: optional string last_error = 2;
+   */
+  lastError?: string | undefined;
+
+  /**
+   * When that pass failed (ISO 8601, UTC).
+   *
+   * @generated from field: optional string last_error_at = 3;
+   */
+  lastErrorAt?: string | undefined;
+
+  /**
+   * How far behind its due time the task is now, in milliseconds (0 when on time).
+   *
+   * @generated from field: int64 lag_ms = 4;
+   */
+  lagMs: bigint;
+
+  /**
+   * Passes since this node started, and how many of them failed.
+   *
+   * @generated from field: int64 runs = 5;
+   */
+  runs: bigint;
+
+  /**
+   * @generated from field: int64 failures = 6;
+   */
+  failures: bigint;
+};
+
+/**
+ * Describes the message vigil.v1.BackgroundTask.
+ * Use `create(BackgroundTaskSchema)` to create a new message.
+ */
+export const BackgroundTaskSchema: GenMessage<BackgroundTask> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_health, 2);
 
 /**
  * Liveness for load balancers and operators; answers without credentials.

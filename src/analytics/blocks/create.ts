@@ -8,7 +8,9 @@ import { startBlockWorker } from "./worker.js";
  * The column blocks of the process (column-blocks.ts's contract), handed to the analytics feature in
  * server/features.ts; null when ANALYTICS_FAST_PATHS is off or the block cache is 0 MB.
  */
-export function createColumnBlocks(deps: Pick<Deps, "db" | "log" | "clock" | "config">): ColumnBlocks | null {
+export function createColumnBlocks(
+  deps: Pick<Deps, "db" | "log" | "clock" | "config" | "background">,
+): ColumnBlocks | null {
   const { analytics } = deps.config;
   if (!analytics.fastPaths || analytics.blockCacheMb <= 0) return null;
   const store = new BlockStore(analytics.blockCacheMb * 1024 * 1024);

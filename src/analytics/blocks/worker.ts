@@ -9,10 +9,10 @@ import { buildPending, type BuildOptions } from "./build.js";
 
 const PASS_BUDGET_MS = 5_000;
 
-export function startBlockWorker(deps: Pick<Deps, "db" | "log" | "clock" | "config">): Periodic {
+export function startBlockWorker(deps: Pick<Deps, "db" | "log" | "clock" | "config" | "background">): Periodic {
   const { db, log, clock, config } = deps;
   const opts: BuildOptions = { sealMs: config.analytics.blockSealMs, rebuildMs: 60_000 };
-  return startPeriodic(log, "analytics block pass", config.analytics.blockIntervalMs, async (stopped) => {
+  return startPeriodic(deps.background, "analytics block pass", config.analytics.blockIntervalMs, async (stopped) => {
     const projects = await db.query<{ id: string }>("SELECT id FROM projects ORDER BY id");
     for (const { id } of projects.rows) {
       if (stopped()) return;

@@ -8,13 +8,14 @@ import { DefaultLogger, Runtime, Worker, type ReplayWorkerOptions } from "@tempo
 import { WORKFLOWS_PATH } from "../../src/temporal/worker.js";
 
 // Versioning (issue #14 point 11): every saved history in test/temporal/histories/ (recorded from
-// earlier versions of workflows/ by record-histories.ts, including running workflows' partial
+// earlier versions of workflows/ by test/temporal/record-histories.ts, including running workflows' partial
 // histories, which are what a new worker replays) must replay against today's workflows without a
 // determinism error. A change to workflows/ that would break running workflows fails here: guard
 // it with patched(). No Temporal server is needed.
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const dir = path.join(here, "histories");
+// The histories and the diverged fixture stay beside the live suites that record-histories.ts runs.
+const temporalDir = path.join(path.dirname(fileURLToPath(import.meta.url)), "../temporal");
+const dir = path.join(temporalDir, "histories");
 const files = readdirSync(dir)
   .filter((f) => f.endsWith(".json"))
   .sort();
@@ -83,7 +84,7 @@ describe("replay of saved workflow histories", () => {
   });
 
   it("replay does detect a change: the same histories fail against diverged workflow code", async () => {
-    const results = await replayAll(path.join(here, "fixtures/diverged-workflows.ts"));
+    const results = await replayAll(path.join(temporalDir, "fixtures/diverged-workflows.ts"));
     for (const f of files)
       assert.match(
         String(results.get(f)),
