@@ -1,20 +1,17 @@
-import { rowToStored, toEventMessage as storedToMessage, type EventRow as StoredEventRow } from "../events/store.js";
+import { recordSelect, type EventRecord } from "../events/record.js";
 import { cursorFormat } from "../shared/cursor.js";
 import type { Queryable } from "../storage/db.js";
 import type { Node } from "./filters.js";
 import { rawScan } from "./plan.js";
 import type { SlotMap } from "./sql.js";
 import type { Window } from "./time.js";
-import type { EventJson } from "./export-format.js";
 
 // POST .../events/query: matching events newest first, keyset pages on (ts DESC, id DESC).
 // The cursor (the shared format, src/shared/cursor.ts; tag evq1): the last row's ts in epoch
 // microseconds and its id.
 
-/** An event row (the same columns as the event list reads) plus its timestamp in microseconds. */
-export interface EventRow extends StoredEventRow {
-  us: string;
-}
+/** An event (the same record as the event list reads) plus its timestamp in microseconds. */
+export type EventRow = EventRecord & { us: string };
 
 const US = /^-?\d{1,17}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -70,33 +67,9 @@ export async function keysetScan(
     where += ` AND (e.ts, e.id) ${past} (timestamptz 'epoch' + ${s.params.add(after.us)}::bigint * interval '1 microsecond', ${s.params.add(after.id)}::uuid)`;
   }
   const r = await db.query<EventRow>(
-    `SELECT e.id, e.project_id, e.type, e.ts, e.user_id, e.group_id, e.source_id, e.data, e.context, e.tags, e.created_at,
-            (extract(epoch FROM e.ts) * 1000000)::bigint::text AS us
+    `SELECT ${recordSelect("e")}, (extract(epoch FROM e.ts) * 1000000)::bigint::text AS us
      FROM events e WHERE ${where} ORDER BY e.ts ${dir}, e.id ${dir} LIMIT ${s.params.add(limit)}`,
     s.params.values,
   );
   return r.rows;
-}
-
-/** The same Event message as the event list answers. */
-export function toEventMessage(r: EventRow) {
-  return storedToMessage(rowToStored(r));
-}
-
-/** An event as the event list's REST JSON writes it (unset optional fields `null`): NDJSON's line, CSV's source. */
-export function toEventJson(r: EventRow): EventJson {
-  const m = toEventMessage(r);
-  return {
-    id: m.id,
-    projectId: m.projectId,
-    type: m.type,
-    timestamp: m.timestamp,
-    userId: m.userId ?? null,
-    groupId: m.groupId ?? null,
-    sourceId: m.sourceId ?? null,
-    data: m.data,
-    context: m.context,
-    tags: m.tags,
-    createdAt: m.createdAt,
-  };
 }

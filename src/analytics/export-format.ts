@@ -2,6 +2,15 @@ import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { z } from "zod";
 import { validate } from "../shared/validate.js";
 import { fieldProblem } from "./fields.js";
+import {
+  CSV_DEFAULT_FIELDS,
+  isObjectField,
+  OBJECT_FIELDS,
+  SCALAR_FIELDS,
+  type EventJson,
+  type ObjectField,
+  type ScalarField,
+} from "../events/record.js";
 
 // POST .../events/export: the file's format and, for CSV, its columns (validation and the pure
 // writing of lines). An event is written from its event-list JSON (the same object NDJSON prints),
@@ -9,15 +18,12 @@ import { fieldProblem } from "./fields.js";
 
 export type ExportFormat = "ndjson" | "csv";
 
-/** An event-list field, or a path into one of its JSON objects. */
+/** An event-list field (the record's, record.ts), or a path into one of its JSON objects. */
 export type Column =
-  | { kind: "field"; name: string; key: EventField }
-  | { kind: "path"; name: string; object: "data" | "context" | "tags"; path: string[] };
+  | { kind: "field"; name: string; key: ScalarField }
+  | { kind: "path"; name: string; object: ObjectField; path: string[] };
 
-const EVENT_FIELDS = ["id", "projectId", "type", "timestamp", "userId", "groupId", "sourceId", "createdAt"] as const;
-type EventField = (typeof EVENT_FIELDS)[number];
-const isEventField = (v: string): v is EventField => (EVENT_FIELDS as readonly string[]).includes(v);
-const DEFAULT_COLUMNS = ["id", "type", "timestamp", "userId", "groupId", "sourceId"];
+const isEventField = (v: string): v is ScalarField => (SCALAR_FIELDS as readonly string[]).includes(v);
 const MAX_COLUMNS = 100;
 
 export const CONTENT_TYPES: Record<ExportFormat, string> = {
@@ -30,8 +36,8 @@ function columnProblem(v: string): string | null {
   const problem = fieldProblem(v);
   if (problem) return problem;
   const [head, ...rest] = v.split(".");
-  if ((head === "data" || head === "context" || head === "tags") && rest.length > 0) return null;
-  return `must be one of ${EVENT_FIELDS.join(", ")}, or data.<path>, context.<path>, tags.<key>`;
+  if (isObjectField(head) && rest.length > 0) return null;
+  return `must be one of ${SCALAR_FIELDS.join(", ")}, or ${OBJECT_FIELDS.map((f) => `${f}.<path>`).join(", ")}`;
 }
 
 const exportSchema = z
@@ -55,19 +61,17 @@ const exportSchema = z
 /** The format (`""` is ndjson) and, for CSV, the columns (the default ones when none are given). */
 export function parseExport(format: string, columns: string[]): { format: ExportFormat; columns: Column[] } {
   const v = validate(exportSchema, { format: format === "" ? undefined : format, columns });
-  const names = v.format === "csv" && v.columns.length === 0 ? DEFAULT_COLUMNS : v.columns;
+  const names = v.format === "csv" && v.columns.length === 0 ? CSV_DEFAULT_FIELDS : v.columns;
   return {
     format: v.format,
     columns: names.map((name): Column => {
       if (isEventField(name)) return { kind: "field", name, key: name };
       const [object, ...path] = name.split(".");
-      return { kind: "path", name, object: object as "data" | "context" | "tags", path };
+      if (!isObjectField(object)) throw new Error(`column ${name} passed the schema`);
+      return { kind: "path", name, object, path };
     }),
   };
 }
-
-/** An event as the event list writes it (REST JSON of the Event message). */
-export type EventJson = Record<EventField, string | null> & { data: JsonObject; context: JsonObject; tags: JsonObject };
 
 /** RFC 4180: a field with a comma, a double quote, CR or LF is quoted, its quotes doubled. */
 function csvField(v: string): string {

@@ -1,28 +1,19 @@
 import { badRequest } from "../shared/errors.js";
+import { COLUMN_ALIASES, objectColumn, type EventColumn, type ObjectColumn } from "../events/record.js";
 
 // Field paths of the query model. A path passes a strict grammar and resolves to either an event
 // column (aliases) or a JSON path inside data/context/tags. JSON path segments are later bound as a
 // text[] parameter (`data #> $n`); nothing from the request is ever spliced into SQL.
 
-type ColumnName = "type" | "user_id" | "group_id" | "source_id" | "project_id" | "created_at" | "ts";
-type JsonColumn = "data" | "context" | "tags";
+type ColumnName = EventColumn;
+type JsonColumn = ObjectColumn;
 
 export type Field =
   | { kind: "column"; column: ColumnName; valueType: "text" | "time"; name: string }
   | { kind: "json"; column: JsonColumn; path: string[]; name: string };
 
-// A Map, not an object literal: a field named `constructor`, `toString` or `__proto__` is a data key
-// like any other, never a member of Object.prototype.
-const ALIASES = new Map<string, { column: ColumnName; valueType: "text" | "time" }>([
-  ["event", { column: "type", valueType: "text" }],
-  ["type", { column: "type", valueType: "text" }],
-  ["userId", { column: "user_id", valueType: "text" }],
-  ["groupId", { column: "group_id", valueType: "text" }],
-  ["sourceId", { column: "source_id", valueType: "text" }],
-  ["projectId", { column: "project_id", valueType: "text" }],
-  ["createdAt", { column: "created_at", valueType: "time" }],
-  ["timestamp", { column: "ts", valueType: "time" }],
-]);
+// The aliases are the event record's (record.ts: decisions.md's list, plus `type` and `timestamp`).
+const ALIASES = COLUMN_ALIASES;
 
 /** One path segment: letters, digits and `_ - $ @ :` (no quotes, spaces, backslashes, semicolons). */
 export const SEGMENT = /^[A-Za-z0-9_$@:-]{1,128}$/;
@@ -55,9 +46,8 @@ export function resolveField(name: unknown, where = "field"): Field {
   const alias = ALIASES.get(n);
   if (alias) return { kind: "column", column: alias.column, valueType: alias.valueType, name: n };
   const segs = n.split(".");
-  if (segs.length > 1 && (segs[0] === "data" || segs[0] === "context" || segs[0] === "tags")) {
-    return { kind: "json", column: segs[0], path: segs.slice(1), name: n };
-  }
+  const object = segs.length > 1 ? objectColumn(segs[0]) : undefined;
+  if (object !== undefined) return { kind: "json", column: object, path: segs.slice(1), name: n };
   return { kind: "json", column: "data", path: segs, name: n };
 }
 

@@ -12,7 +12,7 @@ import { tx } from "../storage/db.js";
 import { ensurePartitions, PartitionCache } from "./partitions.js";
 import { copyEvents, insertEvents, resolveSources, SourceCache } from "./write.js";
 import { claimIds, claimKey, isClaimTaken, sortedClaims, type ClaimRow } from "./claims.js";
-import { getEvents, rowToStored } from "./store.js";
+import { getEvents } from "./store.js";
 import { uuidv7, uuidv7Time } from "./uuidv7.js";
 
 /** Groups of at least this many events are written with COPY. */
@@ -261,11 +261,11 @@ export class GroupCommitIngestor implements Ingestor {
       const ms = uuidv7Time(id);
       if (ms !== undefined) refs.push({ projectId: e.projectId, id, ts: new Date(ms) });
     }
-    const rows = new Map((await getEvents(client, refs)).map((r) => [`${r.project_id}\u0000${r.id}`, r]));
+    const rows = new Map((await getEvents(client, refs)).map((r) => [`${r.projectId}\u0000${r.id}`, r]));
     for (const [e, id] of recorded) {
       const row = rows.get(`${e.projectId}\u0000${id}`);
       const ms = uuidv7Time(id);
-      out.set(e, row ? rowToStored(row) : { ...e, id, timestamp: ms === undefined ? e.timestamp : new Date(ms) });
+      out.set(e, row ?? { ...e, id, timestamp: ms === undefined ? e.timestamp : new Date(ms) });
     }
     return out;
   }

@@ -1,5 +1,6 @@
 import type { PoolClient } from "pg";
 import type { Claim } from "./claims.js";
+import type { EventRecord } from "./record.js";
 
 // The ingest pipeline: the contracts between the events feature, which stores accepted events
 // (GroupCommitIngestor, ingest.ts), and the features whose work must commit with them. Which
@@ -26,19 +27,8 @@ import type { Claim } from "./claims.js";
 //   snapshot) and EVERY committing step is `idle` for the group (decided without a query). A step
 //   without `cached`/`idle` always sends the group through the transaction.
 
-/** An event as stored, handed to the pipeline's steps inside the ingest transaction. */
-export interface StoredEvent {
-  id: string;
-  projectId: string;
-  type: string;
-  timestamp: Date;
-  userId: string | null;
-  groupId: string | null;
-  sourceId: string | null;
-  data: Record<string, unknown>;
-  context: Record<string, unknown>;
-  tags: Record<string, unknown>;
-  createdAt: Date;
+/** An event as stored (its fields: the record's table, record.ts), handed to the pipeline's steps inside the ingest transaction. */
+export interface StoredEvent extends EventRecord {
   /** Typed property slots (n1..n8, s1..s8) set by `preparing` steps before the insert. */
   slots?: Record<string, number | string | null>;
   /** The client id it was sent with (claims.ts); the steps of the pipeline only ever see the first of an id. */

@@ -19,7 +19,8 @@ import { encodeCursor, eventCursor } from "./cursor.js";
 import { GroupCommitIngestor } from "./ingest.js";
 import { CLAIM_WINDOW_MS, claimKeyKind, purgeClaims } from "./claims.js";
 import { startPeriodic, type Periodic } from "../shared/periodic.js";
-import { getEvent, listEvents, rowToStored, toEventMessage } from "./store.js";
+import { getEvent, listEvents } from "./store.js";
+import { toEventMessage } from "./record.js";
 import { uuidv7Time } from "./uuidv7.js";
 import {
   checkEvent,
@@ -223,7 +224,7 @@ export function createEventsFeature(
             );
             const last = page.rows[page.rows.length - 1];
             return {
-              data: page.rows.map((r) => toEventMessage(rowToStored(r))),
+              data: page.rows.map(toEventMessage),
               pagination: {
                 nextCursor: page.hasMore && last ? encodeCursor(last.id) : undefined,
                 hasMore: page.hasMore,
@@ -237,7 +238,7 @@ export function createEventsFeature(
             if (ms === undefined) throw notFound("event");
             const row = await getEvent(db, scope.projectId, req.eventId.toLowerCase(), new Date(ms));
             if (!row) throw notFound("event");
-            return { data: toEventMessage(rowToStored(row)) };
+            return { data: toEventMessage(row) };
           },
         },
         {

@@ -1,26 +1,12 @@
 import type { Queryable } from "../storage/db.js";
-import type { StoredEvent } from "./pipeline.js";
-import type { JsonObject } from "@bufbuild/protobuf";
 import { hourOf, userHours, type UserHour } from "./user-hours.js";
 import { HOUR_MS } from "../shared/time.js";
+import { columnList, recordSelect, type EventRecord } from "./record.js";
 
 // Reading events back: the keyset-paginated list and the lookup by id.
 
-export interface EventRow {
-  project_id: string;
-  ts: Date;
-  id: string;
-  type: string;
-  user_id: string | null;
-  group_id: string | null;
-  source_id: string | null;
-  data: Record<string, unknown>;
-  context: Record<string, unknown>;
-  tags: Record<string, unknown>;
-  created_at: Date;
-}
-
-const COLUMNS = "project_id, ts, id, type, user_id, group_id, source_id, data, context, tags, created_at";
+// Every read selects the record's columns keyed by field (record.ts): a row is an EventRecord.
+const SELECT = recordSelect("events");
 
 export interface ListFilter {
   projectId: string;
@@ -40,7 +26,7 @@ export function likePattern(text: string): string {
 }
 
 /** One page, newest first, plus whether more follow. */
-export async function listEvents(db: Queryable, f: ListFilter): Promise<{ rows: EventRow[]; hasMore: boolean }> {
+export async function listEvents(db: Queryable, f: ListFilter): Promise<{ rows: EventRecord[]; hasMore: boolean }> {
   const params: unknown[] = [f.projectId];
   const where = ["project_id = $1"];
   const add = (sql: (n: string) => string, v: unknown) => {
@@ -79,9 +65,9 @@ export async function listEvents(db: Queryable, f: ListFilter): Promise<{ rows: 
   return { rows: hasMore ? rows.slice(0, f.limit) : rows, hasMore };
 }
 
-async function page(db: Queryable, where: string[], params: unknown[], need: number): Promise<EventRow[]> {
-  const r = await db.query<EventRow>(
-    `SELECT ${COLUMNS} FROM events WHERE ${where.join(" AND ")} ORDER BY ts DESC, id DESC LIMIT $${params.length + 1}`,
+async function page(db: Queryable, where: string[], params: unknown[], need: number): Promise<EventRecord[]> {
+  const r = await db.query<EventRecord>(
+    `SELECT ${SELECT} FROM events WHERE ${where.join(" AND ")} ORDER BY ts DESC, id DESC LIMIT $${params.length + 1}`,
     [...params, need],
   );
   return r.rows;
@@ -103,8 +89,8 @@ async function userPage(
   where: string[],
   params: unknown[],
   need: number,
-): Promise<EventRow[]> {
-  const rows: EventRow[] = [];
+): Promise<EventRecord[]> {
+  const rows: EventRecord[] = [];
   const bounds = [f.after?.ts.getTime(), f.end?.getTime()].filter((x): x is number => x !== undefined);
   let upTo = bounds.length ? hourOf(Math.min(...bounds)) : undefined;
   const from = f.start === undefined ? undefined : hourOf(f.start.getTime());
@@ -129,9 +115,9 @@ async function userPage(
     }
     queue = queue.slice(take);
     const n = params.length;
-    const r = await db.query<EventRow>(
-      `SELECT ${COLUMNS} FROM unnest($${n + 1}::timestamptz[], $${n + 2}::timestamptz[]) AS r(lo, hi) CROSS JOIN LATERAL (
-         SELECT ${COLUMNS} FROM events
+    const r = await db.query<EventRecord>(
+      `SELECT ${recordSelect("e")} FROM unnest($${n + 1}::timestamptz[], $${n + 2}::timestamptz[]) AS r(lo, hi) CROSS JOIN LATERAL (
+         SELECT ${columnList("events")} FROM events
          WHERE ${where.join(" AND ")} AND ts >= r.lo AND ts < r.hi
          ORDER BY ts DESC, id DESC LIMIT $${n + 3}
        ) e ORDER BY ts DESC, id DESC LIMIT $${n + 3}`,
@@ -149,8 +135,13 @@ async function userPage(
 }
 
 /** The event with this id in the project (the id's time prefix selects the partition). */
-export async function getEvent(db: Queryable, projectId: string, id: string, ts: Date): Promise<EventRow | undefined> {
-  const r = await db.query<EventRow>(`SELECT ${COLUMNS} FROM events WHERE project_id = $1 AND ts = $2 AND id = $3`, [
+export async function getEvent(
+  db: Queryable,
+  projectId: string,
+  id: string,
+  ts: Date,
+): Promise<EventRecord | undefined> {
+  const r = await db.query<EventRecord>(`SELECT ${SELECT} FROM events WHERE project_id = $1 AND ts = $2 AND id = $3`, [
     projectId,
     ts.toISOString(),
     id,
@@ -162,47 +153,14 @@ export async function getEvent(db: Queryable, projectId: string, id: string, ts:
 export async function getEvents(
   db: Queryable,
   refs: { projectId: string; id: string; ts: Date }[],
-): Promise<EventRow[]> {
+): Promise<EventRecord[]> {
   if (refs.length === 0) return [];
-  const r = await db.query<EventRow>(
-    `SELECT ${COLUMNS} FROM events WHERE (project_id, ts, id) IN
+  const r = await db.query<EventRecord>(
+    `SELECT ${SELECT} FROM events WHERE (project_id, ts, id) IN
        (SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::uuid[]))`,
     [refs.map((x) => x.projectId), refs.map((x) => x.ts.toISOString()), refs.map((x) => x.id)],
   );
   return r.rows;
-}
-
-/** The Event message (REST: the spec's JSON) of a stored event. */
-export function toEventMessage(e: StoredEvent) {
-  return {
-    id: e.id,
-    projectId: e.projectId,
-    type: e.type,
-    timestamp: e.timestamp.toISOString(),
-    userId: e.userId ?? undefined,
-    groupId: e.groupId ?? undefined,
-    sourceId: e.sourceId ?? undefined,
-    data: e.data as JsonObject,
-    context: e.context as JsonObject,
-    tags: e.tags as JsonObject,
-    createdAt: e.createdAt.toISOString(),
-  };
-}
-
-export function rowToStored(r: EventRow): StoredEvent {
-  return {
-    id: r.id,
-    projectId: r.project_id,
-    type: r.type,
-    timestamp: r.ts,
-    userId: r.user_id,
-    groupId: r.group_id,
-    sourceId: r.source_id,
-    data: r.data,
-    context: r.context,
-    tags: r.tags,
-    createdAt: r.created_at,
-  };
 }
 
 /**
@@ -217,7 +175,7 @@ export async function userEventsAfter(
   userId: string,
   after: { us: string; id: string } | null,
   limit: number,
-): Promise<(EventRow & { us: string })[]> {
+): Promise<(EventRecord & { us: string })[]> {
   const params: unknown[] = [projectId, userId, limit];
   let past = "";
   if (after) {
@@ -225,10 +183,8 @@ export async function userEventsAfter(
     const ts = "(timestamptz 'epoch' + $4::bigint * interval '1 microsecond')";
     past = ` AND h.hour > ${ts} - interval '1 hour' AND (e.ts, e.id) > (${ts}, $5::uuid)`;
   }
-  const r = await db.query<EventRow & { us: string }>(
-    `SELECT ${COLUMNS.split(", ")
-      .map((c) => `e.${c}`)
-      .join(", ")}, (extract(epoch FROM e.ts) * 1000000)::bigint::text AS us
+  const r = await db.query<EventRecord & { us: string }>(
+    `SELECT ${recordSelect("e")}, (extract(epoch FROM e.ts) * 1000000)::bigint::text AS us
      FROM event_user_hours h
      JOIN events e ON e.project_id = h.project_id AND e.ts >= h.hour AND e.ts < h.hour + interval '1 hour'
                   AND e.user_id = h.user_id

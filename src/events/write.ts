@@ -6,6 +6,8 @@ import type { SqlGuard, StoredEvent } from "./pipeline.js";
 import type { Queryable } from "../storage/db.js";
 import type { ClaimRow } from "./claims.js";
 import { newId } from "../shared/ids.js";
+import { assertNever } from "../shared/never.js";
+import { EVENT_RECORD, fieldsOf, sqlType, type FieldKind, type RecordField } from "./record.js";
 
 // The statements of one ingest transaction: source resolution and the multi-row insert.
 
@@ -28,6 +30,45 @@ const SLOT_NAMES = [
   "s8",
 ] as const;
 const SLOT_SET = new Set<string>(SLOT_NAMES);
+
+// The record's columns as the write statements take them, precomputed from the table (record.ts)
+// once: the per-row loops below read these arrays, nothing is looked up per row.
+const RECORD: readonly RecordField[] = EVENT_RECORD;
+const PER_ROW = RECORD.filter((f) => !f.commitTime);
+/** INSERT: the columns each row carries (its JSON keys), their record fields and SQL types... */
+const ROW_COLUMNS = PER_ROW.map((f) => f.column);
+const ROW_FIELDS = PER_ROW.map((f) => f.field);
+const ROW_TYPES = PER_ROW.map((f) => sqlType(f.kind));
+const ROW_TIME = PER_ROW.map((f) => f.kind === "time");
+/** ...and those the statement writes with its commit time ($1). */
+const COMMIT_COLUMNS = RECORD.filter((f) => f.commitTime).map((f) => f.column);
+
+/** COPY: every column in the table's order, each with its encoding. */
+const COPY_RAW = 0; // a uuid: nothing to escape
+const COPY_TEXT = 1;
+const COPY_TIME = 2;
+const COPY_OBJECT = 3;
+const COPY_COMMIT = 4; // the write's commit time
+function copyCode(f: RecordField): number {
+  if (f.commitTime) return COPY_COMMIT;
+  const kind: FieldKind = f.kind;
+  switch (kind) {
+    case "uuid":
+      return COPY_RAW;
+    case "text":
+    case "optionalText":
+      return COPY_TEXT;
+    case "time":
+      return COPY_TIME;
+    case "object":
+      return COPY_OBJECT;
+    default:
+      return assertNever(kind, "event field kind");
+  }
+}
+const COPY_COLUMNS = RECORD.map((f) => f.column);
+const COPY_FIELDS = RECORD.map((f) => f.field);
+const COPY_CODES = RECORD.map(copyCode);
 
 /** source key -> id per project; entries are added only after the creating transaction committed. */
 export class SourceCache {
@@ -127,10 +168,8 @@ function insertSql(slots: string[], withDeltas: boolean, withClaims: boolean, gu
   const cacheKey = `${slots.join(",")}|${withDeltas}|${withClaims}|${guard}`;
   let sql = insertSqlCache.get(cacheKey);
   if (sql) return sql;
-  const base = ["project_id", "ts", "id", "type", "user_id", "group_id", "source_id", "data", "context", "tags"];
-  const types = ["text", "timestamptz", "uuid", "text", "text", "text", "text", "jsonb", "jsonb", "jsonb"];
-  const cols = [...base, ...slots];
-  const colTypes = [...types, ...slots.map((s) => (s.startsWith("n") ? "float8" : "text"))];
+  const cols = [...ROW_COLUMNS, ...slots];
+  const colTypes = [...ROW_TYPES, ...slots.map((s) => (s.startsWith("n") ? "float8" : "text"))];
   // The derived-record deltas (projector.ts) ride in the same statement: one round trip less.
   // With a guard (see GroupCommitIngestor: one statement, no transaction), both inserts happen
   // only when it holds in the statement's snapshot.
@@ -150,8 +189,8 @@ function insertSql(slots: string[], withDeltas: boolean, withClaims: boolean, gu
       : []),
   ];
   // Row i of the recordset is the JSON array element i; keys are the column names.
-  sql = `${ctes.length ? `WITH ${ctes.join(",\n")}\n` : ""}INSERT INTO events (${cols.join(", ")}, created_at)
-SELECT ${cols.map((c) => `r.${c}`).join(", ")}, $1::timestamptz
+  sql = `${ctes.length ? `WITH ${ctes.join(",\n")}\n` : ""}INSERT INTO events (${[...cols, ...COMMIT_COLUMNS].join(", ")})
+SELECT ${[...cols.map((c) => `r.${c}`), ...COMMIT_COLUMNS.map(() => "$1::timestamptz")].join(", ")}
 FROM json_to_recordset($2::json) AS r(${cols.map((c, i) => `${c} ${colTypes[i]}`).join(", ")})${when}`;
   insertSqlCache.set(cacheKey, sql);
   return sql;
@@ -176,18 +215,13 @@ export async function insertEvents(
   const rows = new Array(events.length);
   for (let i = 0; i < events.length; i++) {
     const e = events[i];
-    const row: Record<string, unknown> = {
-      project_id: e.projectId,
-      ts: e.timestamp.toISOString(),
-      id: e.id,
-      type: e.type,
-      user_id: e.userId,
-      group_id: e.groupId,
-      source_id: e.sourceId,
-      data: e.data,
-      context: e.context,
-      tags: e.tags,
-    };
+    const held = fieldsOf(e);
+    const row: Record<string, unknown> = {};
+    for (let j = 0; j < ROW_COLUMNS.length; j++) {
+      const v = held[ROW_FIELDS[j]];
+      // A Date as its text here: JSON.stringify leaves its fast path for an object with toJSON.
+      row[ROW_COLUMNS[j]] = ROW_TIME[j] ? (v as Date).toISOString() : v;
+    }
     for (const s of slots) row[s] = storedSlot(e, s);
     rows[i] = row;
   }
@@ -234,40 +268,49 @@ export async function copyEvents(
   deltas: [string, string][] = [],
 ): Promise<void> {
   const slots = usedSlots(events);
-  const cols = [
-    "project_id",
-    "ts",
-    "id",
-    "type",
-    "user_id",
-    "group_id",
-    "source_id",
-    "data",
-    "context",
-    "tags",
-    "created_at",
-    ...slots,
-  ];
+  const cols = [...COPY_COLUMNS, ...slots];
   const created = createdAt.toISOString();
   const lines = new Array<string>(events.length);
-  // Events of a group mostly share their project and often their timestamp: format each once.
-  let project = "",
-    projectText = "",
-    ms = NaN,
-    tsText = "";
+  // Events of a group mostly share their project and often their timestamp: a text or time column
+  // formats a value once for a run of equal ones.
+  const last: unknown[] = new Array(COPY_FIELDS.length).fill(undefined);
+  const lastText: string[] = new Array(COPY_FIELDS.length).fill("");
   for (let i = 0; i < events.length; i++) {
-    const e = events[i];
-    if (e.projectId !== project) {
-      project = e.projectId;
-      projectText = copyText(project);
+    const held = fieldsOf(events[i]);
+    let line = "";
+    for (let j = 0; j < COPY_FIELDS.length; j++) {
+      const v = held[COPY_FIELDS[j]];
+      let text: string;
+      switch (COPY_CODES[j]) {
+        case COPY_RAW:
+          text = v as string;
+          break;
+        case COPY_TEXT:
+          if (v === last[j]) text = lastText[j];
+          else {
+            last[j] = v;
+            text = lastText[j] = copyText(v as string | null);
+          }
+          break;
+        case COPY_COMMIT:
+          text = created;
+          break;
+        case COPY_TIME: {
+          const ms = (v as Date).getTime();
+          if (ms === last[j]) text = lastText[j];
+          else {
+            last[j] = ms;
+            text = lastText[j] = (v as Date).toISOString();
+          }
+          break;
+        }
+        default: // COPY_OBJECT
+          text = copyJson(v);
+      }
+      line += j === 0 ? text : `\t${text}`;
     }
-    if (e.timestamp.getTime() !== ms) {
-      ms = e.timestamp.getTime();
-      tsText = e.timestamp.toISOString();
-    }
-    let line = `${projectText}\t${tsText}\t${e.id}\t${copyText(e.type)}\t${copyText(e.userId)}\t${copyText(e.groupId)}\t${copyText(e.sourceId)}\t${copyJson(e.data)}\t${copyJson(e.context)}\t${copyJson(e.tags)}\t${created}`;
     for (const s of slots) {
-      const v = storedSlot(e, s);
+      const v = storedSlot(events[i], s);
       line += `\t${v === null ? "\\N" : copyText(String(v))}`;
     }
     lines[i] = line;

@@ -11,7 +11,7 @@ import { validate } from "../shared/validate.js";
 import { getUser, identify, listUsers } from "./store.js";
 import { toUser, userLine } from "./messages.js";
 import { userEventsAfter } from "../events/store.js";
-import { toEventJson } from "../analytics/events.js";
+import { toEventJson } from "../events/record.js";
 import { CONTENT_TYPES, ndjsonLine } from "../analytics/export-format.js";
 import { toJob } from "../jobs/messages.js";
 import { insertJob } from "../jobs/store.js";

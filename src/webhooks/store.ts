@@ -3,6 +3,7 @@ import { tx, type Db, type Queryable } from "../storage/db.js";
 import type { AttemptRecord } from "./sender.js";
 import type { DeliveryStatus } from "./retry.js";
 import type { WebhookType } from "./targets/index.js";
+import { eventJsonSql } from "../events/record.js";
 
 // SQL of the webhooks feature. Always parameterized; rows are mapped to messages in messages.ts.
 
@@ -51,13 +52,10 @@ export interface NewDelivery {
 
 /**
  * The delivery's data: its own payload (incidents, tests) or the referenced event as the API shows
- * it (Resources: Event), read by primary key at send time.
+ * it (Resources: Event; the JSON of the event record, events/record.ts), read by primary key at send time.
  */
 export const PAYLOAD_SQL = `coalesce(d.payload, (
-  SELECT jsonb_build_object('id', e.id, 'projectId', e.project_id, 'type', e.type,
-           'timestamp', to_char(e.ts AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-           'userId', e.user_id, 'groupId', e.group_id, 'sourceId', e.source_id, 'data', e.data, 'context', e.context, 'tags', e.tags,
-           'createdAt', to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+  SELECT ${eventJsonSql("e")}
   FROM events e WHERE e.project_id = d.project_id AND e.ts = d.event_ts AND e.id::text = d.event_id), '{}'::jsonb)`;
 
 const DELIVERY_COLS =

@@ -9,13 +9,15 @@ import type { HttpBodySchema } from "../../google/api/httpbody_pb.js";
 import { file_google_api_httpbody } from "../../google/api/httpbody_pb.js";
 import type { Value } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
+import type { Event } from "./events_pb.js";
+import { file_vigil_v1_events } from "./events_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file vigil/v1/analytics.proto.
  */
 export const file_vigil_v1_analytics: GenFile = /*@__PURE__*/
-  fileDesc("Chh2aWdpbC92MS9hbmFseXRpY3MucHJvdG8SCHZpZ2lsLnYxIkMKCVRpbWVSYW5nZRISCgVzdGFydBgBIAEoCUgAiAEBEhAKA2VuZBgCIAEoCUgBiAEBQggKBl9zdGFydEIGCgRfZW5kIksKC1BhZ2VSZXF1ZXN0EhIKBWxpbWl0GAEgASgDSACIAQESEwoGY3Vyc29yGAIgASgJSAGIAQFCCAoGX2xpbWl0QgkKB19jdXJzb3IiRgoIUGFnZUluZm8SGAoLbmV4dF9jdXJzb3IYASABKAlIAIgBARIQCghoYXNfbW9yZRgCIAEoCEIOCgxfbmV4dF9jdXJzb3IixwIKDFF1ZXJpZWRFdmVudBIKCgJpZBgBIAEoCRISCgpwcm9qZWN0X2lkGAIgASgJEgwKBHR5cGUYAyABKAkSEQoJdGltZXN0YW1wGAQgASgJEhQKB3VzZXJfaWQYBSABKAlIAIgBARIVCghncm91cF9pZBgGIAEoCUgBiAEBEhYKCXNvdXJjZV9pZBgHIAEoCUgCiAEBEiUKBGRhdGEYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EigKB2NvbnRleHQYCSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiUKBHRhZ3MYCiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhIKCmNyZWF0ZWRfYXQYCyABKAlCCgoIX3VzZXJfaWRCCwoJX2dyb3VwX2lkQgwKCl9zb3VyY2VfaWQinwEKElF1ZXJ5RXZlbnRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEicKB2ZpbHRlcnMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIQoEdGltZRgDIAEoCzITLnZpZ2lsLnYxLlRpbWVSYW5nZRIpCgpwYWdpbmF0aW9uGAQgASgLMhUudmlnaWwudjEuUGFnZVJlcXVlc3QiYwoTUXVlcnlFdmVudHNSZXNwb25zZRIkCgRkYXRhGAEgAygLMhYudmlnaWwudjEuUXVlcmllZEV2ZW50EiYKCnBhZ2luYXRpb24YAiABKAsyEi52aWdpbC52MS5QYWdlSW5mbyKWAQoTRXhwb3J0RXZlbnRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEicKB2ZpbHRlcnMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIQoEdGltZRgDIAEoCzITLnZpZ2lsLnYxLlRpbWVSYW5nZRIOCgZmb3JtYXQYBCABKAkSDwoHY29sdW1ucxgFIAMoCSJuCgxDb3VudFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRInCgdmaWx0ZXJzGAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEiEKBHRpbWUYAyABKAsyEy52aWdpbC52MS5UaW1lUmFuZ2UiHAoLQ291bnRSZXN1bHQSDQoFY291bnQYASABKAMiNAoNQ291bnRSZXNwb25zZRIjCgRkYXRhGAEgASgLMhUudmlnaWwudjEuQ291bnRSZXN1bHQihQEKEVRpbWVzZXJpZXNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSJwoHZmlsdGVycxgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIhCgR0aW1lGAMgASgLMhMudmlnaWwudjEuVGltZVJhbmdlEhAKCGludGVydmFsGAQgASgJIi8KEFRpbWVzZXJpZXNCdWNrZXQSDAoEdGltZRgBIAEoCRINCgVjb3VudBgCIAEoAyI/ChBUaW1lc2VyaWVzUmVzdWx0EisKB2J1Y2tldHMYASADKAsyGi52aWdpbC52MS5UaW1lc2VyaWVzQnVja2V0Ij4KElRpbWVzZXJpZXNSZXNwb25zZRIoCgRkYXRhGAEgASgLMhoudmlnaWwudjEuVGltZXNlcmllc1Jlc3VsdCJMCgtBZ2dyZWdhdGlvbhIMCgRuYW1lGAEgASgJEhIKBWZpZWxkGAIgASgJSACIAQESEQoJb3BlcmF0aW9uGAMgASgJQggKBl9maWVsZCKfAQoQQWdncmVnYXRlUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEicKB2ZpbHRlcnMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIQoEdGltZRgDIAEoCzITLnZpZ2lsLnYxLlRpbWVSYW5nZRIrCgxhZ2dyZWdhdGlvbnMYBCADKAsyFS52aWdpbC52MS5BZ2dyZWdhdGlvbiI/ChFBZ2dyZWdhdGlvblJlc3VsdBIMCgRuYW1lGAEgASgJEhIKBXZhbHVlGAIgASgBSACIAQFCCAoGX3ZhbHVlIj8KD0FnZ3JlZ2F0ZVJlc3VsdBIsCgdyZXN1bHRzGAEgAygLMhsudmlnaWwudjEuQWdncmVnYXRpb25SZXN1bHQiPAoRQWdncmVnYXRlUmVzcG9uc2USJwoEZGF0YRgBIAEoCzIZLnZpZ2lsLnYxLkFnZ3JlZ2F0ZVJlc3VsdCKcAQoNVW5pcXVlUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEicKB2ZpbHRlcnMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIQoEdGltZRgDIAEoCzITLnZpZ2lsLnYxLlRpbWVSYW5nZRINCgVmaWVsZBgEIAEoCRISCgVsaW1pdBgFIAEoA0gAiAEBQggKBl9saW1pdCJDCgtVbmlxdWVWYWx1ZRIlCgV2YWx1ZRgBIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRINCgVjb3VudBgCIAEoAyI1CgxVbmlxdWVSZXN1bHQSJQoGdmFsdWVzGAEgAygLMhUudmlnaWwudjEuVW5pcXVlVmFsdWUiNgoOVW5pcXVlUmVzcG9uc2USJAoEZGF0YRgBIAEoCzIWLnZpZ2lsLnYxLlVuaXF1ZVJlc3VsdCKeAQoMR3JvdXBSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSJwoHZmlsdGVycxgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIhCgR0aW1lGAMgASgLMhMudmlnaWwudjEuVGltZVJhbmdlEhAKCGdyb3VwX2J5GAQgAygJEhIKBWxpbWl0GAUgASgDSACIAQFCCAoGX2xpbWl0IjYKC0dyb3VwUmVzdWx0EicKBmdyb3VwcxgBIAMoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiNAoNR3JvdXBSZXNwb25zZRIjCgRkYXRhGAEgASgLMhUudmlnaWwudjEuR3JvdXBSZXN1bHQiJwoRTGlzdEZpZWxkc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCSIoCglLbm93blR5cGUSDAoEdHlwZRgBIAEoCRINCgVjb3VudBgCIAEoAyI4CgpLbm93bkZpZWxkEg0KBWZpZWxkGAEgASgJEgwKBGtpbmQYAiABKAkSDQoFY291bnQYAyABKAMiaAoLS25vd25GaWVsZHMSIgoFdHlwZXMYASADKAsyEy52aWdpbC52MS5Lbm93blR5cGUSJAoGZmllbGRzGAIgAygLMhQudmlnaWwudjEuS25vd25GaWVsZBIPCgdzYW1wbGVkGAMgASgFIjkKEkxpc3RGaWVsZHNSZXNwb25zZRIjCgRkYXRhGAEgASgLMhUudmlnaWwudjEuS25vd25GaWVsZHMy4gcKEEFuYWx5dGljc1NlcnZpY2USfQoLUXVlcnlFdmVudHMSHC52aWdpbC52MS5RdWVyeUV2ZW50c1JlcXVlc3QaHS52aWdpbC52MS5RdWVyeUV2ZW50c1Jlc3BvbnNlIjGC0+STAis6ASoiJi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vZXZlbnRzL3F1ZXJ5Em4KBUNvdW50EhYudmlnaWwudjEuQ291bnRSZXF1ZXN0GhcudmlnaWwudjEuQ291bnRSZXNwb25zZSI0gtPkkwIuOgEqIikvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L2FuYWx5dGljcy9jb3VudBKCAQoKVGltZXNlcmllcxIbLnZpZ2lsLnYxLlRpbWVzZXJpZXNSZXF1ZXN0GhwudmlnaWwudjEuVGltZXNlcmllc1Jlc3BvbnNlIjmC0+STAjM6ASoiLi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vYW5hbHl0aWNzL3RpbWVzZXJpZXMSfgoJQWdncmVnYXRlEhoudmlnaWwudjEuQWdncmVnYXRlUmVxdWVzdBobLnZpZ2lsLnYxLkFnZ3JlZ2F0ZVJlc3BvbnNlIjiC0+STAjI6ASoiLS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vYW5hbHl0aWNzL2FnZ3JlZ2F0ZRJyCgZVbmlxdWUSFy52aWdpbC52MS5VbmlxdWVSZXF1ZXN0GhgudmlnaWwudjEuVW5pcXVlUmVzcG9uc2UiNYLT5JMCLzoBKiIqL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9hbmFseXRpY3MvdW5pcXVlEm4KBUdyb3VwEhYudmlnaWwudjEuR3JvdXBSZXF1ZXN0GhcudmlnaWwudjEuR3JvdXBSZXNwb25zZSI0gtPkkwIuOgEqIikvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L2FuYWx5dGljcy9ncm91cBJ5CgxFeHBvcnRFdmVudHMSHS52aWdpbC52MS5FeHBvcnRFdmVudHNSZXF1ZXN0GhQuZ29vZ2xlLmFwaS5IdHRwQm9keSIygtPkkwIsOgEqIicvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L2V2ZW50cy9leHBvcnQwARJ7CgpMaXN0RmllbGRzEhsudmlnaWwudjEuTGlzdEZpZWxkc1JlcXVlc3QaHC52aWdpbC52MS5MaXN0RmllbGRzUmVzcG9uc2UiMoLT5JMCLBIqL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9hbmFseXRpY3MvZmllbGRzYgZwcm90bzM", [file_google_api_annotations, file_google_api_httpbody, file_google_protobuf_struct]);
+  fileDesc("Chh2aWdpbC92MS9hbmFseXRpY3MucHJvdG8SCHZpZ2lsLnYxIkMKCVRpbWVSYW5nZRISCgVzdGFydBgBIAEoCUgAiAEBEhAKA2VuZBgCIAEoCUgBiAEBQggKBl9zdGFydEIGCgRfZW5kIksKC1BhZ2VSZXF1ZXN0EhIKBWxpbWl0GAEgASgDSACIAQESEwoGY3Vyc29yGAIgASgJSAGIAQFCCAoGX2xpbWl0QgkKB19jdXJzb3IiRgoIUGFnZUluZm8SGAoLbmV4dF9jdXJzb3IYASABKAlIAIgBARIQCghoYXNfbW9yZRgCIAEoCEIOCgxfbmV4dF9jdXJzb3IinwEKElF1ZXJ5RXZlbnRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEicKB2ZpbHRlcnMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIQoEdGltZRgDIAEoCzITLnZpZ2lsLnYxLlRpbWVSYW5nZRIpCgpwYWdpbmF0aW9uGAQgASgLMhUudmlnaWwudjEuUGFnZVJlcXVlc3QiXAoTUXVlcnlFdmVudHNSZXNwb25zZRIdCgRkYXRhGAEgAygLMg8udmlnaWwudjEuRXZlbnQSJgoKcGFnaW5hdGlvbhgCIAEoCzISLnZpZ2lsLnYxLlBhZ2VJbmZvIpYBChNFeHBvcnRFdmVudHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSJwoHZmlsdGVycxgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIhCgR0aW1lGAMgASgLMhMudmlnaWwudjEuVGltZVJhbmdlEg4KBmZvcm1hdBgEIAEoCRIPCgdjb2x1bW5zGAUgAygJIm4KDENvdW50UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEicKB2ZpbHRlcnMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIQoEdGltZRgDIAEoCzITLnZpZ2lsLnYxLlRpbWVSYW5nZSIcCgtDb3VudFJlc3VsdBINCgVjb3VudBgBIAEoAyI0Cg1Db3VudFJlc3BvbnNlEiMKBGRhdGEYASABKAsyFS52aWdpbC52MS5Db3VudFJlc3VsdCKFAQoRVGltZXNlcmllc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRInCgdmaWx0ZXJzGAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEiEKBHRpbWUYAyABKAsyEy52aWdpbC52MS5UaW1lUmFuZ2USEAoIaW50ZXJ2YWwYBCABKAkiLwoQVGltZXNlcmllc0J1Y2tldBIMCgR0aW1lGAEgASgJEg0KBWNvdW50GAIgASgDIj8KEFRpbWVzZXJpZXNSZXN1bHQSKwoHYnVja2V0cxgBIAMoCzIaLnZpZ2lsLnYxLlRpbWVzZXJpZXNCdWNrZXQiPgoSVGltZXNlcmllc1Jlc3BvbnNlEigKBGRhdGEYASABKAsyGi52aWdpbC52MS5UaW1lc2VyaWVzUmVzdWx0IkwKC0FnZ3JlZ2F0aW9uEgwKBG5hbWUYASABKAkSEgoFZmllbGQYAiABKAlIAIgBARIRCglvcGVyYXRpb24YAyABKAlCCAoGX2ZpZWxkIp8BChBBZ2dyZWdhdGVSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSJwoHZmlsdGVycxgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIhCgR0aW1lGAMgASgLMhMudmlnaWwudjEuVGltZVJhbmdlEisKDGFnZ3JlZ2F0aW9ucxgEIAMoCzIVLnZpZ2lsLnYxLkFnZ3JlZ2F0aW9uIj8KEUFnZ3JlZ2F0aW9uUmVzdWx0EgwKBG5hbWUYASABKAkSEgoFdmFsdWUYAiABKAFIAIgBAUIICgZfdmFsdWUiPwoPQWdncmVnYXRlUmVzdWx0EiwKB3Jlc3VsdHMYASADKAsyGy52aWdpbC52MS5BZ2dyZWdhdGlvblJlc3VsdCI8ChFBZ2dyZWdhdGVSZXNwb25zZRInCgRkYXRhGAEgASgLMhkudmlnaWwudjEuQWdncmVnYXRlUmVzdWx0IpwBCg1VbmlxdWVSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSJwoHZmlsdGVycxgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIhCgR0aW1lGAMgASgLMhMudmlnaWwudjEuVGltZVJhbmdlEg0KBWZpZWxkGAQgASgJEhIKBWxpbWl0GAUgASgDSACIAQFCCAoGX2xpbWl0IkMKC1VuaXF1ZVZhbHVlEiUKBXZhbHVlGAEgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEg0KBWNvdW50GAIgASgDIjUKDFVuaXF1ZVJlc3VsdBIlCgZ2YWx1ZXMYASADKAsyFS52aWdpbC52MS5VbmlxdWVWYWx1ZSI2Cg5VbmlxdWVSZXNwb25zZRIkCgRkYXRhGAEgASgLMhYudmlnaWwudjEuVW5pcXVlUmVzdWx0Ip4BCgxHcm91cFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRInCgdmaWx0ZXJzGAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEiEKBHRpbWUYAyABKAsyEy52aWdpbC52MS5UaW1lUmFuZ2USEAoIZ3JvdXBfYnkYBCADKAkSEgoFbGltaXQYBSABKANIAIgBAUIICgZfbGltaXQiNgoLR3JvdXBSZXN1bHQSJwoGZ3JvdXBzGAEgAygLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI0Cg1Hcm91cFJlc3BvbnNlEiMKBGRhdGEYASABKAsyFS52aWdpbC52MS5Hcm91cFJlc3VsdCInChFMaXN0RmllbGRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJIigKCUtub3duVHlwZRIMCgR0eXBlGAEgASgJEg0KBWNvdW50GAIgASgDIjgKCktub3duRmllbGQSDQoFZmllbGQYASABKAkSDAoEa2luZBgCIAEoCRINCgVjb3VudBgDIAEoAyJoCgtLbm93bkZpZWxkcxIiCgV0eXBlcxgBIAMoCzITLnZpZ2lsLnYxLktub3duVHlwZRIkCgZmaWVsZHMYAiADKAsyFC52aWdpbC52MS5Lbm93bkZpZWxkEg8KB3NhbXBsZWQYAyABKAUiOQoSTGlzdEZpZWxkc1Jlc3BvbnNlEiMKBGRhdGEYASABKAsyFS52aWdpbC52MS5Lbm93bkZpZWxkczLiBwoQQW5hbHl0aWNzU2VydmljZRJ9CgtRdWVyeUV2ZW50cxIcLnZpZ2lsLnYxLlF1ZXJ5RXZlbnRzUmVxdWVzdBodLnZpZ2lsLnYxLlF1ZXJ5RXZlbnRzUmVzcG9uc2UiMYLT5JMCKzoBKiImL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9ldmVudHMvcXVlcnkSbgoFQ291bnQSFi52aWdpbC52MS5Db3VudFJlcXVlc3QaFy52aWdpbC52MS5Db3VudFJlc3BvbnNlIjSC0+STAi46ASoiKS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vYW5hbHl0aWNzL2NvdW50EoIBCgpUaW1lc2VyaWVzEhsudmlnaWwudjEuVGltZXNlcmllc1JlcXVlc3QaHC52aWdpbC52MS5UaW1lc2VyaWVzUmVzcG9uc2UiOYLT5JMCMzoBKiIuL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9hbmFseXRpY3MvdGltZXNlcmllcxJ+CglBZ2dyZWdhdGUSGi52aWdpbC52MS5BZ2dyZWdhdGVSZXF1ZXN0GhsudmlnaWwudjEuQWdncmVnYXRlUmVzcG9uc2UiOILT5JMCMjoBKiItL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9hbmFseXRpY3MvYWdncmVnYXRlEnIKBlVuaXF1ZRIXLnZpZ2lsLnYxLlVuaXF1ZVJlcXVlc3QaGC52aWdpbC52MS5VbmlxdWVSZXNwb25zZSI1gtPkkwIvOgEqIiovdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L2FuYWx5dGljcy91bmlxdWUSbgoFR3JvdXASFi52aWdpbC52MS5Hcm91cFJlcXVlc3QaFy52aWdpbC52MS5Hcm91cFJlc3BvbnNlIjSC0+STAi46ASoiKS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vYW5hbHl0aWNzL2dyb3VwEnkKDEV4cG9ydEV2ZW50cxIdLnZpZ2lsLnYxLkV4cG9ydEV2ZW50c1JlcXVlc3QaFC5nb29nbGUuYXBpLkh0dHBCb2R5IjKC0+STAiw6ASoiJy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vZXZlbnRzL2V4cG9ydDABEnsKCkxpc3RGaWVsZHMSGy52aWdpbC52MS5MaXN0RmllbGRzUmVxdWVzdBocLnZpZ2lsLnYxLkxpc3RGaWVsZHNSZXNwb25zZSIygtPkkwIsEiovdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L2FuYWx5dGljcy9maWVsZHNiBnByb3RvMw", [file_google_api_annotations, file_google_api_httpbody, file_google_protobuf_struct, file_vigil_v1_events]);
 
 /**
  * Inclusive window; both bounds ISO 8601 with a timezone (Z or an offset).
@@ -90,75 +92,6 @@ export const PageInfoSchema: GenMessage<PageInfo> = /*@__PURE__*/
   messageDesc(file_vigil_v1_analytics, 2);
 
 /**
- * An event as the event list shows it.
- *
- * @generated from message vigil.v1.QueriedEvent
- */
-export type QueriedEvent = Message<"vigil.v1.QueriedEvent"> & {
-  /**
-   * @generated from field: string id = 1;
-   */
-  id: string;
-
-  /**
-   * @generated from field: string project_id = 2;
-   */
-  projectId: string;
-
-  /**
-   * @generated from field: string type = 3;
-   */
-  type: string;
-
-  /**
-   * @generated from field: string timestamp = 4;
-   */
-  timestamp: string;
-
-  /**
-   * @generated from field: optional string user_id = 5;
-   */
-  userId?: string | undefined;
-
-  /**
-   * @generated from field: optional string group_id = 6;
-   */
-  groupId?: string | undefined;
-
-  /**
-   * @generated from field: optional string source_id = 7;
-   */
-  sourceId?: string | undefined;
-
-  /**
-   * @generated from field: google.protobuf.Struct data = 8;
-   */
-  data?: JsonObject | undefined;
-
-  /**
-   * @generated from field: google.protobuf.Struct context = 9;
-   */
-  context?: JsonObject | undefined;
-
-  /**
-   * @generated from field: google.protobuf.Struct tags = 10;
-   */
-  tags?: JsonObject | undefined;
-
-  /**
-   * @generated from field: string created_at = 11;
-   */
-  createdAt: string;
-};
-
-/**
- * Describes the message vigil.v1.QueriedEvent.
- * Use `create(QueriedEventSchema)` to create a new message.
- */
-export const QueriedEventSchema: GenMessage<QueriedEvent> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 3);
-
-/**
  * @generated from message vigil.v1.QueryEventsRequest
  */
 export type QueryEventsRequest = Message<"vigil.v1.QueryEventsRequest"> & {
@@ -190,16 +123,18 @@ export type QueryEventsRequest = Message<"vigil.v1.QueryEventsRequest"> & {
  * Use `create(QueryEventsRequestSchema)` to create a new message.
  */
 export const QueryEventsRequestSchema: GenMessage<QueryEventsRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 4);
+  messageDesc(file_vigil_v1_analytics, 3);
 
 /**
  * @generated from message vigil.v1.QueryEventsResponse
  */
 export type QueryEventsResponse = Message<"vigil.v1.QueryEventsResponse"> & {
   /**
-   * @generated from field: repeated vigil.v1.QueriedEvent data = 1;
+   * The same Event as the event list answers (events.proto).
+   *
+   * @generated from field: repeated vigil.v1.Event data = 1;
    */
-  data: QueriedEvent[];
+  data: Event[];
 
   /**
    * @generated from field: vigil.v1.PageInfo pagination = 2;
@@ -212,7 +147,7 @@ export type QueryEventsResponse = Message<"vigil.v1.QueryEventsResponse"> & {
  * Use `create(QueryEventsResponseSchema)` to create a new message.
  */
 export const QueryEventsResponseSchema: GenMessage<QueryEventsResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 5);
+  messageDesc(file_vigil_v1_analytics, 4);
 
 /**
  * The body of events/query without pagination, plus the file's format.
@@ -258,7 +193,7 @@ export type ExportEventsRequest = Message<"vigil.v1.ExportEventsRequest"> & {
  * Use `create(ExportEventsRequestSchema)` to create a new message.
  */
 export const ExportEventsRequestSchema: GenMessage<ExportEventsRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 6);
+  messageDesc(file_vigil_v1_analytics, 5);
 
 /**
  * @generated from message vigil.v1.CountRequest
@@ -285,7 +220,7 @@ export type CountRequest = Message<"vigil.v1.CountRequest"> & {
  * Use `create(CountRequestSchema)` to create a new message.
  */
 export const CountRequestSchema: GenMessage<CountRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 7);
+  messageDesc(file_vigil_v1_analytics, 6);
 
 /**
  * @generated from message vigil.v1.CountResult
@@ -302,7 +237,7 @@ export type CountResult = Message<"vigil.v1.CountResult"> & {
  * Use `create(CountResultSchema)` to create a new message.
  */
 export const CountResultSchema: GenMessage<CountResult> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 8);
+  messageDesc(file_vigil_v1_analytics, 7);
 
 /**
  * @generated from message vigil.v1.CountResponse
@@ -319,7 +254,7 @@ export type CountResponse = Message<"vigil.v1.CountResponse"> & {
  * Use `create(CountResponseSchema)` to create a new message.
  */
 export const CountResponseSchema: GenMessage<CountResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 9);
+  messageDesc(file_vigil_v1_analytics, 8);
 
 /**
  * @generated from message vigil.v1.TimeseriesRequest
@@ -353,7 +288,7 @@ export type TimeseriesRequest = Message<"vigil.v1.TimeseriesRequest"> & {
  * Use `create(TimeseriesRequestSchema)` to create a new message.
  */
 export const TimeseriesRequestSchema: GenMessage<TimeseriesRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 10);
+  messageDesc(file_vigil_v1_analytics, 9);
 
 /**
  * @generated from message vigil.v1.TimeseriesBucket
@@ -377,7 +312,7 @@ export type TimeseriesBucket = Message<"vigil.v1.TimeseriesBucket"> & {
  * Use `create(TimeseriesBucketSchema)` to create a new message.
  */
 export const TimeseriesBucketSchema: GenMessage<TimeseriesBucket> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 11);
+  messageDesc(file_vigil_v1_analytics, 10);
 
 /**
  * @generated from message vigil.v1.TimeseriesResult
@@ -394,7 +329,7 @@ export type TimeseriesResult = Message<"vigil.v1.TimeseriesResult"> & {
  * Use `create(TimeseriesResultSchema)` to create a new message.
  */
 export const TimeseriesResultSchema: GenMessage<TimeseriesResult> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 12);
+  messageDesc(file_vigil_v1_analytics, 11);
 
 /**
  * @generated from message vigil.v1.TimeseriesResponse
@@ -411,7 +346,7 @@ export type TimeseriesResponse = Message<"vigil.v1.TimeseriesResponse"> & {
  * Use `create(TimeseriesResponseSchema)` to create a new message.
  */
 export const TimeseriesResponseSchema: GenMessage<TimeseriesResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 13);
+  messageDesc(file_vigil_v1_analytics, 12);
 
 /**
  * @generated from message vigil.v1.Aggregation
@@ -440,7 +375,7 @@ export type Aggregation = Message<"vigil.v1.Aggregation"> & {
  * Use `create(AggregationSchema)` to create a new message.
  */
 export const AggregationSchema: GenMessage<Aggregation> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 14);
+  messageDesc(file_vigil_v1_analytics, 13);
 
 /**
  * @generated from message vigil.v1.AggregateRequest
@@ -472,7 +407,7 @@ export type AggregateRequest = Message<"vigil.v1.AggregateRequest"> & {
  * Use `create(AggregateRequestSchema)` to create a new message.
  */
 export const AggregateRequestSchema: GenMessage<AggregateRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 15);
+  messageDesc(file_vigil_v1_analytics, 14);
 
 /**
  * @generated from message vigil.v1.AggregationResult
@@ -496,7 +431,7 @@ export type AggregationResult = Message<"vigil.v1.AggregationResult"> & {
  * Use `create(AggregationResultSchema)` to create a new message.
  */
 export const AggregationResultSchema: GenMessage<AggregationResult> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 16);
+  messageDesc(file_vigil_v1_analytics, 15);
 
 /**
  * @generated from message vigil.v1.AggregateResult
@@ -513,7 +448,7 @@ export type AggregateResult = Message<"vigil.v1.AggregateResult"> & {
  * Use `create(AggregateResultSchema)` to create a new message.
  */
 export const AggregateResultSchema: GenMessage<AggregateResult> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 17);
+  messageDesc(file_vigil_v1_analytics, 16);
 
 /**
  * @generated from message vigil.v1.AggregateResponse
@@ -530,7 +465,7 @@ export type AggregateResponse = Message<"vigil.v1.AggregateResponse"> & {
  * Use `create(AggregateResponseSchema)` to create a new message.
  */
 export const AggregateResponseSchema: GenMessage<AggregateResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 18);
+  messageDesc(file_vigil_v1_analytics, 17);
 
 /**
  * @generated from message vigil.v1.UniqueRequest
@@ -569,7 +504,7 @@ export type UniqueRequest = Message<"vigil.v1.UniqueRequest"> & {
  * Use `create(UniqueRequestSchema)` to create a new message.
  */
 export const UniqueRequestSchema: GenMessage<UniqueRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 19);
+  messageDesc(file_vigil_v1_analytics, 18);
 
 /**
  * One distinct value and how many events carry it.
@@ -595,7 +530,7 @@ export type UniqueValue = Message<"vigil.v1.UniqueValue"> & {
  * Use `create(UniqueValueSchema)` to create a new message.
  */
 export const UniqueValueSchema: GenMessage<UniqueValue> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 20);
+  messageDesc(file_vigil_v1_analytics, 19);
 
 /**
  * @generated from message vigil.v1.UniqueResult
@@ -615,7 +550,7 @@ export type UniqueResult = Message<"vigil.v1.UniqueResult"> & {
  * Use `create(UniqueResultSchema)` to create a new message.
  */
 export const UniqueResultSchema: GenMessage<UniqueResult> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 21);
+  messageDesc(file_vigil_v1_analytics, 20);
 
 /**
  * @generated from message vigil.v1.UniqueResponse
@@ -632,7 +567,7 @@ export type UniqueResponse = Message<"vigil.v1.UniqueResponse"> & {
  * Use `create(UniqueResponseSchema)` to create a new message.
  */
 export const UniqueResponseSchema: GenMessage<UniqueResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 22);
+  messageDesc(file_vigil_v1_analytics, 21);
 
 /**
  * @generated from message vigil.v1.GroupRequest
@@ -671,7 +606,7 @@ export type GroupRequest = Message<"vigil.v1.GroupRequest"> & {
  * Use `create(GroupRequestSchema)` to create a new message.
  */
 export const GroupRequestSchema: GenMessage<GroupRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 23);
+  messageDesc(file_vigil_v1_analytics, 22);
 
 /**
  * @generated from message vigil.v1.GroupResult
@@ -690,7 +625,7 @@ export type GroupResult = Message<"vigil.v1.GroupResult"> & {
  * Use `create(GroupResultSchema)` to create a new message.
  */
 export const GroupResultSchema: GenMessage<GroupResult> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 24);
+  messageDesc(file_vigil_v1_analytics, 23);
 
 /**
  * @generated from message vigil.v1.GroupResponse
@@ -707,7 +642,7 @@ export type GroupResponse = Message<"vigil.v1.GroupResponse"> & {
  * Use `create(GroupResponseSchema)` to create a new message.
  */
 export const GroupResponseSchema: GenMessage<GroupResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 25);
+  messageDesc(file_vigil_v1_analytics, 24);
 
 /**
  * @generated from message vigil.v1.ListFieldsRequest
@@ -724,7 +659,7 @@ export type ListFieldsRequest = Message<"vigil.v1.ListFieldsRequest"> & {
  * Use `create(ListFieldsRequestSchema)` to create a new message.
  */
 export const ListFieldsRequestSchema: GenMessage<ListFieldsRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 26);
+  messageDesc(file_vigil_v1_analytics, 25);
 
 /**
  * @generated from message vigil.v1.KnownType
@@ -748,7 +683,7 @@ export type KnownType = Message<"vigil.v1.KnownType"> & {
  * Use `create(KnownTypeSchema)` to create a new message.
  */
 export const KnownTypeSchema: GenMessage<KnownType> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 27);
+  messageDesc(file_vigil_v1_analytics, 26);
 
 /**
  * @generated from message vigil.v1.KnownField
@@ -781,7 +716,7 @@ export type KnownField = Message<"vigil.v1.KnownField"> & {
  * Use `create(KnownFieldSchema)` to create a new message.
  */
 export const KnownFieldSchema: GenMessage<KnownField> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 28);
+  messageDesc(file_vigil_v1_analytics, 27);
 
 /**
  * @generated from message vigil.v1.KnownFields
@@ -814,7 +749,7 @@ export type KnownFields = Message<"vigil.v1.KnownFields"> & {
  * Use `create(KnownFieldsSchema)` to create a new message.
  */
 export const KnownFieldsSchema: GenMessage<KnownFields> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 29);
+  messageDesc(file_vigil_v1_analytics, 28);
 
 /**
  * @generated from message vigil.v1.ListFieldsResponse
@@ -831,7 +766,7 @@ export type ListFieldsResponse = Message<"vigil.v1.ListFieldsResponse"> & {
  * Use `create(ListFieldsResponseSchema)` to create a new message.
  */
 export const ListFieldsResponseSchema: GenMessage<ListFieldsResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 30);
+  messageDesc(file_vigil_v1_analytics, 29);
 
 /**
  * The canonical query model: one filter language (conditions, and/or groups

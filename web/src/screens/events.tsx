@@ -1,6 +1,6 @@
 import { Component } from "preact";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import type { QueriedEvent } from "../../../gen/vigil/v1/analytics_pb.js";
+import type { Event as VigilEvent } from "../../../gen/vigil/v1/events_pb.js";
 import { api, Code, ConnectError } from "../api.js";
 import { useProject } from "../session.js";
 import { curlPost } from "../ui/curl.js";
@@ -31,10 +31,10 @@ const TAIL_PAGES = TAIL_MAX / 100;
 
 /** An event as a row: its preview computed once. */
 interface Row {
-  ev: QueriedEvent;
+  ev: VigilEvent;
   preview: string;
 }
-const toRow = (ev: QueriedEvent): Row => ({ ev, preview: preview(ev.data) });
+const toRow = (ev: VigilEvent): Row => ({ ev, preview: preview(ev.data) });
 
 /** A compact one-line view of an event's data: `plan: "pro", amount: 42, items: [3]`. */
 function preview(data: Record<string, unknown> | undefined): string {

@@ -1,7 +1,7 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { useState } from "preact/hooks";
 import { useRoute } from "preact-iso";
-import type { QueriedEvent } from "../../../gen/vigil/v1/analytics_pb.js";
+import type { Event as VigilEvent } from "../../../gen/vigil/v1/events_pb.js";
 import type { User } from "../../../gen/vigil/v1/identity_pb.js";
 import type { Job } from "../../../gen/vigil/v1/jobs_pb.js";
 import { api } from "../api.js";
@@ -283,7 +283,7 @@ function Properties({ properties }: { properties: JsonObject | undefined }) {
 /** The user's events, newest first, a page at a time (the event query's cursor). */
 function UserEvents({ externalId }: { externalId: string }) {
   const { project } = useProject();
-  const [pages, setPages] = useState<{ events: QueriedEvent[]; next?: string }>();
+  const [pages, setPages] = useState<{ events: VigilEvent[]; next?: string }>();
   const more = useAction();
   const load = (cursor?: string) =>
     api.analytics
