@@ -26,6 +26,17 @@ async function script(file: string, body: string): Promise<string> {
   return file;
 }
 
+/**
+ * A stand-in apt-get in `bin`: records each call's DEBIAN_FRONTEND and arguments in `calls`;
+ * `install <package>` puts the package's command on PATH (`installs`: package → [command, what it runs]).
+ */
+async function standInAptGet(bin: string, calls: string, installs: Record<string, [string, string]>): Promise<void> {
+  const cases = Object.entries(installs)
+    .map(([pkg, [cmd, target]]) => `*install*${pkg}*) /bin/ln -s ${target} ${bin}/${cmd};;`)
+    .join(" ");
+  await script(path.join(bin, "apt-get"), `echo "$DEBIAN_FRONTEND $*" >> ${calls}\ncase "$*" in ${cases} esac`);
+}
+
 before(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), "vigil-preflight-"));
   empty = await mkdtemp(path.join(os.tmpdir(), "vigil-preflight-empty-"));
@@ -93,11 +104,7 @@ describe("npm test's preflight", () => {
     async () => {
       const bin = await mkdtemp(path.join(dir, "apt-"));
       const calls = path.join(bin, "calls");
-      // A stand-in apt-get: records its arguments; `install redis-server` puts a redis-server on PATH.
-      await script(
-        path.join(bin, "apt-get"),
-        `echo "$DEBIAN_FRONTEND $*" >> ${calls}\ncase "$*" in *install*redis-server*) /bin/ln -s ${fakeRedis} ${bin}/redis-server;; esac`,
-      );
+      await standInAptGet(bin, calls, { "redis-server": ["redis-server", fakeRedis] });
       const lines: string[] = [];
       const out = await preflight({ files: [REDIS_FILE], env: { PATH: `${empty}:${bin}` }, say: (l) => lines.push(l) });
       assert.deepEqual(out, { REDIS_SERVER: path.join(bin, "redis-server") });
@@ -135,11 +142,7 @@ describe("npm test's preflight", () => {
     async () => {
       const bin = await mkdtemp(path.join(dir, "apt-jvm-"));
       const calls = path.join(bin, "calls");
-      // A stand-in apt-get that "installs" a stand-in java or mvn on PATH.
-      await script(
-        path.join(bin, "apt-get"),
-        `echo "$*" >> ${calls}\ncase "$*" in *install*default-jre-headless*) /bin/ln -s /bin/true ${bin}/java;; *install*maven*) /bin/ln -s /bin/true ${bin}/mvn;; esac`,
-      );
+      await standInAptGet(bin, calls, { "default-jre-headless": ["java", "/bin/true"], maven: ["mvn", "/bin/true"] });
       const lines: string[] = [];
       const env = { PATH: `${empty}:${bin}` };
       assert.deepEqual(await preflight({ files: [WORKFLOW_FILE], env, say: (l) => lines.push(l) }), {});
@@ -147,8 +150,11 @@ describe("npm test's preflight", () => {
         (await readFile(calls, "utf8"))
           .trim()
           .split("\n")
-          .filter((l) => l.startsWith("install")),
-        ["install -y -qq --no-install-recommends default-jre-headless", "install -y -qq --no-install-recommends maven"],
+          .filter((l) => l.includes(" install ")),
+        [
+          "noninteractive install -y -qq --no-install-recommends default-jre-headless",
+          "noninteractive install -y -qq --no-install-recommends maven",
+        ],
       );
       assert.deepEqual(lines, [
         "npm test: java is missing: installing default-jre-headless with apt-get",

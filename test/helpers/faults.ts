@@ -166,7 +166,7 @@ export async function startFaultProxy(upstream: string, policy: Policy = () => "
   return proxy;
 }
 
-/** A seeded pseudo-random generator (mulberry32): fault sequences that repeat run to run. */
+/** A seeded pseudo-random generator (mulberry32): fault sequences and random cases that repeat run to run. */
 export function seeded(seed: number): () => number {
   let a = seed >>> 0;
   return () => {

@@ -4,7 +4,9 @@ import { chmod, mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { randomUUID } from "node:crypto";
+import { after, before } from "node:test";
 import { TestWorkflowEnvironment } from "@temporalio/testing";
+import { later } from "./later.js";
 import {
   bundleWorkflowCode,
   DefaultLogger,
@@ -132,7 +134,7 @@ export async function withWorker<T>(
 }
 
 /** The test server's time at each call of a fake activity, with a wait for the n-th call. */
-export class CallTimes {
+class CallTimes {
   readonly times: number[] = [];
   private waiters: { n: number; resolve: () => void }[] = [];
 
@@ -149,4 +151,31 @@ export class CallTimes {
     if (this.times.length >= n) return Promise.resolve();
     return new Promise((resolve) => this.waiters.push({ n, resolve }));
   }
+}
+
+/** A stand-in activity's answers: each call recorded (CallTimes), answered from the script, its last answer repeated. */
+export class ScriptedCalls<T> extends CallTimes {
+  constructor(
+    env: TestWorkflowEnvironment,
+    private readonly answers: T[],
+  ) {
+    super(env);
+  }
+
+  async next(): Promise<T> {
+    await this.record();
+    const a = this.answers.length > 1 ? this.answers.shift() : this.answers[0];
+    if (a === undefined) throw new Error("no answer scripted");
+    return a;
+  }
+}
+
+/** A time-skipping test server for this file: started before its tests, torn down after them. */
+export function useTimeSkipping(): TestWorkflowEnvironment {
+  let env: TestWorkflowEnvironment | undefined;
+  before(async () => {
+    env = await startTimeSkipping();
+  });
+  after(() => env?.teardown());
+  return later(() => env, "the time-skipping test server");
 }

@@ -2,6 +2,7 @@ import { after, before } from "node:test";
 import type { Clock } from "../../src/shared/clock.js";
 import { startTestApp, type TestApp } from "./app.js";
 import { project, type ProjectFixture } from "./fixtures.js";
+import { later } from "./later.js";
 
 // The header of most test files, once: a real Vigil for the file (startTestApp in before(), closed
 // in after()) and, with useProject, an owner with a project and an API key on it. Call it at the top
@@ -15,28 +16,6 @@ import { project, type ProjectFixture } from "./fixtures.js";
 // top-level before() hooks at the same time, so a second one could not count on them.
 
 type AppOptions = Parameters<typeof startTestApp>[1];
-
-/** An object that reads through to the value `get` returns once the before() hook has set it. */
-export function later<T extends object>(get: () => T | undefined, what: string): T {
-  const target = (): T => {
-    const v = get();
-    if (v === undefined) throw new Error(`${what} is used before the file's before() hook made it`);
-    return v;
-  };
-  return new Proxy({} as T, {
-    get(_, key) {
-      const v = target();
-      const x = Reflect.get(v, key, v);
-      return typeof x === "function" ? x.bind(v) : x;
-    },
-    has: (_, key) => Reflect.has(target(), key),
-    ownKeys: () => Reflect.ownKeys(target()),
-    getOwnPropertyDescriptor: (_, key) => {
-      const d = Reflect.getOwnPropertyDescriptor(target(), key);
-      return d && { ...d, configurable: true };
-    },
-  });
-}
 
 /** A Vigil for this file: started before its tests, closed after them. */
 export function useApp(

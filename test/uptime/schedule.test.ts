@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { nextRunAfter, nextRuns, parseSchedule, type Schedule } from "../../src/uptime/schedule.js";
+import { seeded } from "../helpers/faults.js";
 
 // Cron schedules of scheduled monitors (decisions.md: "Cron jobs and ping keys"). The DST rule: a
 // local time skipped by a DST change runs at the first instant after the gap; a local time that
@@ -270,18 +271,6 @@ function refRuns(w: Walk, match: (wallMinute: number) => boolean, k: number, cou
   return out;
 }
 
-/** mulberry32: a small seeded PRNG, so a failure can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function randomCron(rnd: () => number): string {
   const int = (lo: number, hi: number) => lo + Math.floor(rnd() * (hi - lo + 1));
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(rnd() * xs.length)];
@@ -316,7 +305,7 @@ describe("against the brute force on random expressions", () => {
     );
 
   it("the same runs, in order, from starts near each change and anywhere in the window", () => {
-    const rnd = prng(20261127);
+    const rnd = seeded(20261127);
     let compared = 0;
     let nearChange = 0;
     for (const [zone, from, to] of windows) {

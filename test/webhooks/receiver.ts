@@ -1,7 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before } from "node:test";
-import { later } from "../helpers/use.js";
+import { later } from "../helpers/later.js";
 
 // A real local HTTP receiver for webhook tests (node:http on 127.0.0.1). Each path answers with a
 // programmable reply; every request is recorded with its raw body.

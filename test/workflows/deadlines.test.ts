@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { DeadlineScan, UptimeActivities } from "../../src/uptime/activities.js";
-import { CallTimes, startTimeSkipping, withWorker } from "../helpers/time-skipping.js";
+import { ScriptedCalls, startTimeSkipping, withWorker } from "../helpers/time-skipping.js";
 
 // workflows/deadlines.ts (the deployment's deadline scan) on Temporal's time-skipping test server, its
 // local activity replaced by a plain function recording each call with the server's time: how long
@@ -30,15 +30,8 @@ async function scansOf(
 ): Promise<number[]> {
   const env = await startTimeSkipping();
   try {
-    const scanned = new CallTimes(env);
-    const activities: Pick<UptimeActivities, "scanDeadlines"> = {
-      async scanDeadlines() {
-        await scanned.record();
-        const s = scans.length > 1 ? scans.shift() : scans[0];
-        if (!s) throw new Error("no scan scripted");
-        return s;
-      },
-    };
+    const scanned = new ScriptedCalls(env, scans);
+    const activities: Pick<UptimeActivities, "scanDeadlines"> = { scanDeadlines: () => scanned.next() };
     await withWorker(env, activities, async (taskQueue) => {
       const h = await env.client.workflow.start("deadlineScanWorkflow", {
         taskQueue,

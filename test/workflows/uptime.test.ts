@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
-import type { TestWorkflowEnvironment } from "@temporalio/testing";
+import { describe, it } from "node:test";
 import type { MonitorCheck, UptimeActivities } from "../../src/uptime/activities.js";
-import { CallTimes, startTimeSkipping, withWorker } from "../helpers/time-skipping.js";
+import { ScriptedCalls, useTimeSkipping, withWorker } from "../helpers/time-skipping.js";
 
 // workflows/uptime.ts (a monitor's workflow) on Temporal's time-skipping test server, its local
 // activity replaced by a plain function recording each call with the server's time: the idle wait
@@ -11,27 +10,24 @@ import { CallTimes, startTimeSkipping, withWorker } from "../helpers/time-skippi
 
 const HOUR = 3_600_000;
 
-let env: TestWorkflowEnvironment;
-before(async () => {
-  env = await startTimeSkipping();
-});
-after(async () => {
-  await env?.teardown();
-});
+const env = useTimeSkipping();
 
 /** checkMonitor answering from a script (its last answer repeated); each call's time recorded. */
 function fakeChecks(checks: MonitorCheck[]) {
-  const checked = new CallTimes(env);
-  const activities: Pick<UptimeActivities, "checkMonitor"> = {
-    async checkMonitor() {
-      await checked.record();
-      const c = checks.length > 1 ? checks.shift() : checks[0];
-      if (!c) throw new Error("no check scripted");
-      return c;
-    },
-  };
+  const checked = new ScriptedCalls(env, checks);
+  const activities: Pick<UptimeActivities, "checkMonitor"> = { checkMonitor: () => checked.next() };
   return { activities, checked };
 }
+
+/** Runs a monitor's workflow to its end on those activities. */
+const runToEnd = (f: ReturnType<typeof fakeChecks>, workflowId: string) =>
+  withWorker(env, f.activities, (taskQueue) =>
+    env.client.workflow.execute("monitorDeadlineWorkflow", {
+      taskQueue,
+      workflowId,
+      args: [{ monitorId: "m1", idleCheckMs: HOUR }],
+    }),
+  );
 
 const up: MonitorCheck = { status: "up", slug: "api", stop: false, sleepMs: null };
 const paused: MonitorCheck = { status: "paused", slug: "api", stop: true, sleepMs: null };
@@ -39,25 +35,13 @@ const paused: MonitorCheck = { status: "paused", slug: "api", stop: true, sleepM
 describe("monitorDeadlineWorkflow (time-skipping, fake activities)", () => {
   it("a check that says stop (paused or deleted) ends the run after that one check", async () => {
     const f = fakeChecks([paused]);
-    await withWorker(env, f.activities, (taskQueue) =>
-      env.client.workflow.execute("monitorDeadlineWorkflow", {
-        taskQueue,
-        workflowId: "monitor-stop",
-        args: [{ monitorId: "m1", idleCheckMs: HOUR }],
-      }),
-    );
+    await runToEnd(f, "monitor-stop");
     assert.equal(f.checked.times.length, 1);
   });
 
   it("an unchanged monitor is re-checked once per idleCheckMs (hours pass at once), not before", async () => {
     const f = fakeChecks([up, up, up, paused]);
-    await withWorker(env, f.activities, (taskQueue) =>
-      env.client.workflow.execute("monitorDeadlineWorkflow", {
-        taskQueue,
-        workflowId: "monitor-idle",
-        args: [{ monitorId: "m1", idleCheckMs: HOUR }],
-      }),
-    );
+    await runToEnd(f, "monitor-idle");
     assert.equal(f.checked.times.length, 4);
     for (let i = 1; i < f.checked.times.length; i++) {
       const gap = f.checked.times[i]! - f.checked.times[i - 1]!;

@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
-import type { TestWorkflowEnvironment } from "@temporalio/testing";
+import { describe, it } from "node:test";
 import type { DeliveryWorkflowInput, WebhookActivities } from "../../src/webhooks/temporal.js";
-import { startTimeSkipping, withWorker } from "../helpers/time-skipping.js";
+import { useTimeSkipping, withWorker } from "../helpers/time-skipping.js";
 
 // workflows/webhooks.ts's logic on Temporal's time-skipping test server, its activities replaced by
 // plain functions: the order of attempts and records, which attempts are the schedule's, the waits
@@ -15,13 +14,7 @@ type Decision = Awaited<ReturnType<WebhookActivities["recordWebhookAttempt"]>>;
 
 const HOUR = 3_600_000;
 
-let env: TestWorkflowEnvironment;
-before(async () => {
-  env = await startTimeSkipping();
-});
-after(async () => {
-  await env?.teardown();
-});
+const env = useTimeSkipping();
 
 function sent(attempts: number): Attempt {
   return {
