@@ -118,18 +118,18 @@ export function decodeRequest(
     if (body !== undefined) {
       if (typeof body !== "object" || body === null || Array.isArray(body))
         throw badRequest("request body must be a JSON object");
-      json = { ...(body as Record<string, JsonValue>) };
+      const given = body as Record<string, JsonValue>;
       // A field bound to the path is not the body's to give: the path would silently win.
-      for (const key of Object.keys(json)) {
+      for (const key of Object.keys(given)) {
         const f = fieldByName(schema, key);
         if (f && route.segments.some((s) => "variable" in s && s.variable === f.name))
           throw badRequest(`field '${key}' is given by the path (${route.template}), not the body`, [
             { field: key, message: "given by the path, not the body" },
           ]);
       }
-      const unknown = unknownKey(schema, json, "", 0);
+      const unknown = unknownKey(schema, given, "", 0);
       if (unknown !== undefined) unknownField(unknown);
-      if (keepBody) json = {};
+      if (!keepBody) json = { ...given };
     }
   } else if (route.body) {
     const f = fieldByName(schema, route.body);
