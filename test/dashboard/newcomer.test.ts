@@ -100,9 +100,13 @@ describe("dashboard: a newcomer's findings (#29/20)", () => {
     const types = await t.rest.get("/v1/webhook-types", { cookie: p.owner.cookie });
     assert.equal(types.status, 200, types.text);
     assert.deepEqual(types.body.data, [
-      { type: "http", signed: true },
-      { type: "discord", signed: false },
-      { type: "mattermost", signed: false },
+      { type: "http", signed: true, address: "url", available: true },
+      { type: "discord", signed: false, address: "url", available: true },
+      { type: "slack", signed: false, address: "url", available: true },
+      { type: "mattermost", signed: false, address: "url", available: true },
+      // No SMTP_URL in this app: email is listed, as not available here.
+      { type: "email", signed: false, address: "to", available: false },
+      { type: "pagerduty", signed: false, address: "routingKey", available: true },
     ]);
     assert.equal((await t.rest.get("/v1/webhook-types")).status, 401);
 
@@ -112,7 +116,14 @@ describe("dashboard: a newcomer's findings (#29/20)", () => {
     const form = page.getByRole("form", { name: "New webhook" });
     await form.getByLabel("Kind").locator("option").first().waitFor({ state: "attached" });
     const kinds = await form.getByLabel("Kind").locator("option").allTextContents();
-    assert.deepEqual(kinds, ["HTTP endpoint (signed JSON POST)", "Discord channel", "Mattermost channel"]);
+    assert.deepEqual(kinds, [
+      "HTTP endpoint (signed JSON POST)",
+      "Discord channel",
+      "Slack channel",
+      "Mattermost channel",
+      "Email (not set up on this server)",
+      "PagerDuty service",
+    ]);
     // A Mattermost webhook made from the form (a public IP literal: no lookup) is listed under its kind.
     await form.getByLabel("Kind").selectOption("mattermost");
     await form.getByLabel("Name").fill("Team chat");
