@@ -1,6 +1,10 @@
 import assert from "node:assert/strict";
+import { existsSync, mkdirSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { describe, it } from "node:test";
 import pino from "pino";
+import { chromium } from "playwright-core";
 import { startTestApp } from "../helpers/app.js";
 import { errorBody, project } from "../helpers/fixtures.js";
 import { useSmtpServer } from "../helpers/smtp.js";
@@ -11,7 +15,17 @@ import { waitFor } from "./receiver.js";
 // SMTP server process on loopback (aiosmtpd, test/helpers/smtp.ts) that requires a login: the
 // management rules (`to` instead of `url`, 400 without SMTP_URL), readable incident and event mail
 // (headers, plain text and HTML, links), the SMTP reply recorded as the attempt's result, and the
-// SMTP password in no response and no log line. Both runners (`npm test -- --temporal` too).
+// SMTP password in no response and no log line. Both runners (`npm test -- --temporal` too). The
+// HTML of the "down" mail as a reader sees it (headless Chromium, where installed) goes to
+// .tmp/webhook-email.png, and replaces docs/images/webhook-email.png with UPDATE_DOCS_IMAGES=1.
+
+const CHROMIUM = "/usr/bin/chromium";
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const SCREENSHOT = path.join(
+  ROOT,
+  process.env.UPDATE_DOCS_IMAGES === "1" ? "docs/images" : ".tmp",
+  "webhook-email.png",
+);
 
 const USER = "vigil-mailer";
 const PASSWORD = "pa$$:w/rd@smtp-31337";
@@ -173,6 +187,17 @@ describe("email webhooks: deliveries", () => {
     assert.match(down.text!, /^🔴 Down: checkout-worker\r?\n/, JSON.stringify(down.text!.slice(0, 40)));
     assert.ok(down.html!.includes("<h1") && down.html!.includes("🔴 Down: checkout-worker"));
     assert.equal(up.headers.subject, "[Vigil] 🟢 Recovered: checkout-worker");
+    if (existsSync(CHROMIUM)) {
+      const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+      try {
+        const page = await browser.newPage({ viewport: { width: 720, height: 290 } });
+        await page.setContent(down.html!, { waitUntil: "load" });
+        mkdirSync(path.dirname(SCREENSHOT), { recursive: true });
+        await page.screenshot({ path: SCREENSHOT });
+      } finally {
+        await browser.close();
+      }
+    }
 
     const ds = await waitFor(async () => {
       const list = await deliveries(c.body.data.id);

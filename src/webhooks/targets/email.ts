@@ -48,7 +48,8 @@ export function emailMessage(env: Envelope, to: string[], links: Links = {}): Ma
     )
     .join("");
   const html = [
-    `<!doctype html><html><body style="font-family:system-ui,sans-serif;color:#111">`,
+    `<!doctype html><html><head><meta charset="utf-8"><title>${escapeHtml(subject)}</title></head>`,
+    `<body style="font-family:system-ui,sans-serif;color:#111">`,
     `<div style="border-left:6px solid ${CHAT_COLORS[sum.kind]};padding:8px 16px">`,
     `<h1 style="font-size:20px;margin:0 0 8px">${escapeHtml(sum.title)}</h1>`,
     sum.description ? `<p>${escapeHtml(sum.description)}</p>` : "",
