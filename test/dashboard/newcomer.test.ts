@@ -137,6 +137,20 @@ describe("dashboard: a newcomer's findings (#29/20)", () => {
       listed.body.data.some((w: { name: string; type: string }) => w.name === "Team chat" && w.type === "mattermost"),
       listed.text,
     );
+    // A PagerDuty webhook: the form asks for the field the server names for the kind (routingKey), not a URL.
+    await page.getByRole("button", { name: "New webhook" }).click();
+    await form.getByLabel("Kind").locator("option").first().waitFor({ state: "attached" });
+    await form.getByLabel("Kind").selectOption("pagerduty");
+    await form.getByLabel("Name").fill("On-call");
+    await form.getByLabel("Integration key").fill("abcdefghijklmnopqrstuvwxyz012345");
+    await form.getByLabel("Another event type").fill("deploy.failed");
+    await form.getByLabel("Another event type").press("Enter");
+    await form.getByRole("button", { name: "Create webhook" }).click();
+    await page.getByRole("row").filter({ hasText: "On-call" }).getByText("…2345").waitFor();
+    const paged = (await t.rest.get(`${base()}/webhooks`, { cookie: p.owner.cookie })).body.data.find(
+      (w: { name: string }) => w.name === "On-call",
+    );
+    assert.deepEqual([paged?.type, paged?.routingKey, paged?.url ?? null], ["pagerduty", "…2345", null]);
     await context.close();
   });
 
