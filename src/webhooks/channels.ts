@@ -1,21 +1,32 @@
-import type { Deps } from "../platform/deps.js";
+import type { Config } from "../config/index.js";
+import type { Queryable } from "../storage/db.js";
+import { targetOf, WEBHOOK_TYPES, type WebhookType } from "./targets/index.js";
 import { createLinks } from "./targets/links.js";
-import { createMailer } from "./targets/mailer.js";
-import type { Channels } from "./targets/target.js";
+import type { Channel, ChannelSettings } from "./targets/target.js";
 
-// What the channels beyond HTTP need from the server, made once per process from the config and
-// shared by both runners (the embedded scheduler and the Temporal activities): the SMTP transport
-// (SMTP_URL, MAIL_FROM), PagerDuty's endpoint (PAGERDUTY_EVENTS_URL) and the links (PUBLIC_URL).
+// Every type's channel, opened once per process from the config and shared by both runners (the
+// embedded scheduler and the Temporal activities): what a channel keeps (email's SMTP pool) lives
+// here until the feature stops. Links (PUBLIC_URL) are the one thing the server adds.
 
-export function createChannels(deps: Pick<Deps, "db" | "config">): Channels & { close(): void } {
-  const { config } = deps;
-  const mail = config.mail.smtpUrl
-    ? createMailer(config.mail.smtpUrl, config.mail.from, config.webhooks.timeoutMs)
-    : undefined;
+export interface OpenChannels {
+  of(type: WebhookType): Channel;
+  close(): void;
+}
+
+export function openChannels(settings: ChannelSettings): OpenChannels {
+  const open = new Map(WEBHOOK_TYPES.map((type) => [type, targetOf(type).open(settings)]));
   return {
-    mail,
-    pagerDutyEventsUrl: config.webhooks.pagerDutyEventsUrl,
-    links: createLinks(deps.db, config.publicUrl),
-    close: () => mail?.close(),
+    of: (type) => open.get(type)!,
+    close: () => {
+      for (const c of open.values()) c.close?.();
+    },
   };
+}
+
+/** The settings of this server's channels: its config, and links under PUBLIC_URL. */
+export function channelSettings(
+  db: Queryable,
+  config: Pick<Config, "webhooks" | "mail" | "publicUrl">,
+): ChannelSettings {
+  return { config, links: createLinks(db, config.publicUrl) };
 }

@@ -10,7 +10,7 @@ import type { Db } from "../storage/db.js";
 import { envelope } from "./targets/envelope.js";
 import { nextAttempt } from "./retry.js";
 import { sendAttempt } from "./sender.js";
-import type { Channels } from "./targets/target.js";
+import type { OpenChannels } from "./channels.js";
 import { claimDue, finishMany, handOver, nextDueAt, type ClaimedDelivery, type Finished } from "./store.js";
 import { failureLevel } from "../shared/periodic.js";
 
@@ -37,8 +37,8 @@ export interface SchedulerOptions {
   /** While this reports busy (ingestion on this node), at most `busyConcurrency` sends run. */
   yieldTo?: { busy(): boolean };
   busyConcurrency?: number;
-  /** SMTP, PagerDuty's endpoint, links (channels.ts). */
-  channels: Channels;
+  /** Every type's channel (channels.ts). */
+  channels: OpenChannels;
   /** Temporal mode: hand claimed deliveries over instead of sending them. */
   dispatch?: (rows: ClaimedDelivery[]) => Promise<void>;
 }

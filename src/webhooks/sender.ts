@@ -1,11 +1,12 @@
 import { DEFAULT_PAGERDUTY_EVENTS_URL } from "../config/index.js";
+import { openChannels, type OpenChannels } from "./channels.js";
 import type { Envelope } from "./targets/envelope.js";
-import { targetOf, type WebhookType } from "./targets/index.js";
-import type { AttemptRecord, Channels, DeliverContext, SendResult } from "./targets/target.js";
+import type { WebhookType } from "./targets/index.js";
+import type { AttemptRecord, DeliverContext, SendResult } from "./targets/target.js";
 
 // One delivery attempt, the same entry for both runners (the embedded scheduler and the Temporal
-// activity): the webhook type's target delivers it (targets/: HTTP through http-post.ts, email
-// through SMTP), bounded here by one deadline whatever the channel does.
+// activity): the channel of the webhook's type delivers it (channels.ts; targets/: HTTP through
+// http-post.ts, email through SMTP), bounded here by one deadline whatever the channel does.
 
 export type { AttemptRecord, SendResult } from "./targets/target.js";
 export { AGENT_OPTIONS } from "./targets/http-post.js";
@@ -20,16 +21,21 @@ export interface Target {
   routingKey?: string | null;
 }
 
-export type SendOptions = Omit<DeliverContext, "channels"> & {
-  /** Mail, PagerDuty's endpoint and links (channels.ts); HTTP-only callers may leave it out. */
-  channels?: Channels;
+export type SendOptions = DeliverContext & {
+  /** The server's opened channels (channels.ts); callers that only send over HTTP may leave it out. */
+  channels?: OpenChannels;
 };
 
-/** Channels for a caller that sends only over HTTP (no SMTP, PagerDuty's own endpoint, no links). */
-const HTTP_ONLY: Channels = {
-  pagerDutyEventsUrl: DEFAULT_PAGERDUTY_EVENTS_URL,
-  links: async () => ({}),
-};
+let httpOnly: OpenChannels | undefined;
+/** Channels for such a caller: no SMTP, PagerDuty's own endpoint, no links. */
+const httpOnlyChannels = (timeoutMs: number) =>
+  (httpOnly ??= openChannels({
+    config: {
+      webhooks: { timeoutMs, pagerDutyEventsUrl: DEFAULT_PAGERDUTY_EVENTS_URL },
+      mail: { from: "" },
+    },
+    links: async () => ({}),
+  }));
 
 /** Beyond the target's own deadline (HTTP's is exact), so a channel that hangs still ends. */
 const BACKSTOP_MS = 1_000;
@@ -66,8 +72,9 @@ export async function sendAttempt(
   };
   try {
     return await Promise.race([
-      targetOf(target.type)
-        .deliver({ dest, env, eventId }, { ...opts, channels: opts.channels ?? HTTP_ONLY })
+      (opts.channels ?? httpOnlyChannels(opts.timeoutMs))
+        .of(target.type)
+        .deliver({ dest, env, eventId }, opts)
         .catch(() => fail("the channel failed unexpectedly")),
       deadline,
     ]);

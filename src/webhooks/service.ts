@@ -19,7 +19,7 @@ import {
   listSchema,
   updateSchema,
 } from "./requests.js";
-import { createChannels } from "./channels.js";
+import { channelSettings, openChannels } from "./channels.js";
 import { WebhookMetrics } from "./metrics.js";
 import { DeliveryScheduler } from "./scheduler.js";
 import { newWebhookSecret } from "./targets/signature.js";
@@ -45,11 +45,11 @@ export interface WebhooksFeature extends Feature {
   activities: WebhookActivities & WebhookActivitiesV1;
 }
 
-/** A webhook's name when the create gives none: the URL's host, the first address, or the service. */
+/** A webhook's name when the create gives none: the URL's host, the first address, or the type's own. */
 function defaultName(type: WebhookType, d: { url: string | null; to: string[] | null }): string {
   if (d.url) return new URL(d.url).hostname;
   if (d.to?.length) return d.to.length > 1 ? `${d.to[0]} and ${d.to.length - 1} more` : d.to[0];
-  return type === "pagerduty" ? "PagerDuty" : type;
+  return targetOf(type).defaultName ?? type;
 }
 
 /**
@@ -75,10 +75,10 @@ export function createWebhooksFeature(
 ): WebhooksFeature {
   const { db, clock, auth, config, limits } = deps;
   const metrics = new WebhookMetrics(deps.telemetry.registry);
-  /** SMTP, PagerDuty's endpoint and links, for both runners. */
-  const channels = createChannels(deps);
+  /** Every type's channel (email's SMTP pool among them), for both runners. */
+  const channels = openChannels(channelSettings(db, config));
   /** What a destination is checked against on create and update. */
-  const checks = { allowPrivate: config.webhooks.allowPrivate, mail: config.mail.smtpUrl !== undefined };
+  const checks = { allowPrivate: config.webhooks.allowPrivate, config };
   /** Management writes count per project (RATE_LIMIT_WRITES_PER_MINUTE); test and retry send requests (RATE_LIMIT_WEBHOOK_SENDS_PER_MINUTE). */
   const admin = async (ctx: HandlerContext, projectId: string, limit: "writes" | "webhookSends") => {
     const scope = await auth.project(ctx, projectId, "admin");
@@ -282,7 +282,7 @@ export function createWebhooksFeature(
             return {
               data: WEBHOOK_TYPES.map((type) => {
                 const t = targetOf(type);
-                return { type, signed: t.signed, address: t.address, available: t.address !== "to" || checks.mail };
+                return { type, signed: t.signed, address: t.address, available: t.available?.(config) ?? true };
               }),
             };
           },

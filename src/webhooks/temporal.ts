@@ -9,7 +9,7 @@ import { nextAttempt, type AttemptOutcome, type DeliveryStatus } from "./retry.j
 import { sendAttempt, type AttemptRecord } from "./sender.js";
 import { PAYLOAD_SQL, type ClaimedDelivery } from "./store.js";
 import type { WebhookType } from "./targets/index.js";
-import type { Channels } from "./targets/target.js";
+import type { OpenChannels } from "./channels.js";
 
 // The Temporal runner (TEMPORAL_ADDRESS set): one workflow per delivery, id `webhook-<delivery id>`,
 // on the `<base>.webhooks` task queue (workflows/webhooks.ts). Deliveries are inserted by the
@@ -124,7 +124,7 @@ async function claimForAttempt(
 export function createWebhookActivities(
   deps: Pick<Deps, "db" | "clock" | "config">,
   metrics: WebhookMetrics,
-  channels: Channels,
+  channels: OpenChannels,
 ): WebhookActivities & WebhookActivitiesV1 {
   const { db, clock, config } = deps;
   const send = (

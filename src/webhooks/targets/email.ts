@@ -1,14 +1,14 @@
 import { badRequest } from "../../shared/errors.js";
 import type { Envelope } from "./envelope.js";
 import type { Links } from "./links.js";
-import type { MailMessage } from "./mailer.js";
+import { createMailer, type MailMessage } from "./mailer.js";
 import { CHAT_COLORS } from "./slack-compatible.js";
 import { incidentOf, summarize } from "./summary.js";
 import type { WebhookTarget } from "./target.js";
 
 // `email` (decisions.md "Notification channels"): `to` (1-10 addresses) instead of a URL; one
 // message per delivery, to all of them, through SMTP_URL from MAIL_FROM (mailer.ts). Creating one
-// without SMTP_URL is a 400. The mail is readable as plain text and as HTML: the headline (down,
+// without SMTP_URL is a 400. Its channel keeps the SMTP pool (mailer.ts). The mail is readable as plain text and as HTML: the headline (down,
 // recovered, or the event type), the incident's sentence or the event's data, its fields (incident,
 // monitor, times), and links to the dashboard and the status page (PUBLIC_URL set). The attempt
 // records the SMTP reply (code as `statusCode`, text as `responseBody`).
@@ -73,31 +73,39 @@ export function emailMessage(env: Envelope, to: string[], links: Links = {}): Ma
 export const emailTarget: WebhookTarget = {
   signed: false,
   address: "to",
+  available: (config) => config.mail.smtpUrl !== undefined,
   async check(_dest, ctx) {
-    if (!ctx.mail) {
+    if (ctx.config.mail.smtpUrl === undefined) {
       const message = "email webhooks need the server's SMTP_URL setting, which is not set";
       throw badRequest(`invalid request: type: ${message}`, [{ field: "type", message }]);
     }
   },
-  async deliver({ dest, env }, ctx) {
-    const started = performance.now();
-    const at = ctx.now.toISOString();
-    const mail = ctx.channels.mail;
-    if (!mail)
-      return {
-        record: { at, statusCode: null, durationMs: 0, error: "SMTP_URL is not set", responseBody: null },
-        outcome: { ok: false },
-      };
-    const reply = await mail.send(emailMessage(env, dest.to ?? [], await ctx.channels.links(env)));
+  open(settings) {
+    const { smtpUrl, from } = settings.config.mail;
+    // The pool is made now and connects on the first message.
+    const mail = smtpUrl ? createMailer(smtpUrl, from, settings.config.webhooks.timeoutMs) : undefined;
     return {
-      record: {
-        at,
-        statusCode: reply.code,
-        durationMs: Math.round(performance.now() - started),
-        error: reply.error,
-        responseBody: reply.response?.slice(0, 1024) ?? null,
+      async deliver({ dest, env }, ctx) {
+        const started = performance.now();
+        const at = ctx.now.toISOString();
+        if (!mail)
+          return {
+            record: { at, statusCode: null, durationMs: 0, error: "SMTP_URL is not set", responseBody: null },
+            outcome: { ok: false },
+          };
+        const reply = await mail.send(emailMessage(env, dest.to ?? [], await settings.links(env)));
+        return {
+          record: {
+            at,
+            statusCode: reply.code,
+            durationMs: Math.round(performance.now() - started),
+            error: reply.error,
+            responseBody: reply.response?.slice(0, 1024) ?? null,
+          },
+          outcome: { ok: reply.ok },
+        };
       },
-      outcome: { ok: reply.ok },
+      close: () => mail?.close(),
     };
   },
 };

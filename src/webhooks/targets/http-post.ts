@@ -56,7 +56,7 @@ export interface JsonPost {
 }
 
 /** One attempt of one POST: the record and the outcome, never a throw. */
-export async function postJson(post: JsonPost, ctx: Omit<DeliverContext, "channels">): Promise<SendResult> {
+export async function postJson(post: JsonPost, ctx: DeliverContext): Promise<SendResult> {
   const started = performance.now();
   const at = ctx.now.toISOString();
   const retryAfterMs = post.retryAfterMs ?? defaultRetryAfterMs;
@@ -242,10 +242,12 @@ export function jsonTarget(spec: JsonTargetSpec): WebhookTarget {
       const url = await checkPublicUrl(dest.url ?? "", ctx.allowPrivate);
       spec.checkUrl?.(url);
     },
-    async deliver({ dest, env, eventId }, ctx) {
-      const body = spec.body(env, spec.links ? await ctx.channels.links(env) : {});
-      const headers = spec.headers?.({ env, eventId, body, secret: dest.secret, now: ctx.now }) ?? {};
-      return postJson({ url: dest.url ?? "", body, headers, retryAfterMs: spec.retryAfterMs }, ctx);
-    },
+    open: (settings) => ({
+      async deliver({ dest, env, eventId }, ctx) {
+        const body = spec.body(env, spec.links ? await settings.links(env) : {});
+        const headers = spec.headers?.({ env, eventId, body, secret: dest.secret, now: ctx.now }) ?? {};
+        return postJson({ url: dest.url ?? "", body, headers, retryAfterMs: spec.retryAfterMs }, ctx);
+      },
+    }),
   };
 }

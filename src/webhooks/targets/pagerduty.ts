@@ -82,15 +82,18 @@ export function pagerDutyEvent(env: Envelope, eventId: string, routingKey: strin
 export const pagerDutyTarget: WebhookTarget = {
   signed: false,
   address: "routingKey",
+  defaultName: "PagerDuty",
   async check(dest) {
     if (!ROUTING_KEY.test(dest.routingKey ?? "")) {
       const message = "must be a PagerDuty Events API v2 integration key (32 letters and digits)";
       throw badRequest(`invalid request: routingKey: ${message}`, [{ field: "routingKey", message }]);
     }
   },
-  async deliver({ dest, env, eventId }, ctx) {
-    const links = await ctx.channels.links(env);
-    const body = JSON.stringify(pagerDutyEvent(env, eventId, dest.routingKey ?? "", links));
-    return postJson({ url: ctx.channels.pagerDutyEventsUrl, body }, ctx);
-  },
+  open: (settings) => ({
+    async deliver({ dest, env, eventId }, ctx) {
+      const links = await settings.links(env);
+      const body = JSON.stringify(pagerDutyEvent(env, eventId, dest.routingKey ?? "", links));
+      return postJson({ url: settings.config.webhooks.pagerDutyEventsUrl, body }, ctx);
+    },
+  }),
 };

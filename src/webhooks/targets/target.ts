@@ -4,14 +4,16 @@ import type { Resolver } from "../address.js";
 import type { AttemptOutcome } from "../retry.js";
 import type { Envelope } from "./envelope.js";
 import type { Links } from "./links.js";
-import type { Mailer } from "./mailer.js";
+import type { Config } from "../../config/index.js";
 
 // What differs between webhook types. The table of types is targets/index.ts; the routes
 // (service.ts), the sender (sender.ts: the attempt's deadline) and both runners (the embedded
 // scheduler and the Temporal activity) only ever ask the target of a webhook's type. A target
-// delivers its own messages: the HTTP-based ones through `jsonTarget` (http-post.ts: connection,
-// address checks, timeout, body cap, recording), the chat ones through the Slack-compatible base
-// (slack-compatible.ts), email through SMTP (email.ts). docs/architecture.md: "Add a webhook target".
+// delivers its own messages through the channel it opens (once per process, channels.ts): the
+// HTTP-based ones through `jsonTarget` (http-post.ts: connection, address checks, timeout, body cap,
+// recording), the chat ones through the Slack-compatible base (slack-compatible.ts), email through
+// its SMTP pool (email.ts). A type reads its own settings from the config it is opened with, so a
+// new channel is its file and its TARGETS line. docs/architecture.md: "Add a webhook target".
 
 /** Where a webhook's deliveries go: the fields of its row; each type uses the one its `address` names. */
 export interface Destination {
@@ -40,14 +42,27 @@ export interface SendResult {
   outcome: AttemptOutcome;
 }
 
-/** What the server provides to channels beyond HTTP (built once per process from the config). */
-export interface Channels {
-  /** SMTP_URL's transport; undefined when SMTP_URL is unset. */
-  mail?: Mailer;
-  /** PAGERDUTY_EVENTS_URL. */
-  pagerDutyEventsUrl: string;
+/** The settings channels read (each its own: SMTP_URL and MAIL_FROM, PAGERDUTY_EVENTS_URL...). */
+export interface ChannelConfig {
+  webhooks: Pick<Config["webhooks"], "timeoutMs" | "pagerDutyEventsUrl">;
+  mail: Config["mail"];
+}
+
+/** What a channel is opened with, once per process (channels.ts). */
+export interface ChannelSettings {
+  config: ChannelConfig;
   /** Links to the dashboard and the status pages of a delivery (PUBLIC_URL unset: none). */
   links(env: Envelope): Promise<Links>;
+}
+
+/** An opened channel: what delivers, with any client it keeps (SMTP's pool) until `close`. */
+export interface Channel {
+  /**
+   * One attempt. Never throws: every failure is an outcome with its record. `eventId`: the event's id
+   * (for incidents the per-transition key; for tests `evt_test_...`).
+   */
+  deliver(attempt: { dest: Destination; env: Envelope; eventId: string }, ctx: DeliverContext): Promise<SendResult>;
+  close?(): void;
 }
 
 export interface DeliverContext {
@@ -55,7 +70,6 @@ export interface DeliverContext {
   allowPrivate: boolean;
   /** The attempt's time (signature `t`, recorded `at`). */
   now: Date;
-  channels: Channels;
   /** DNS for an HTTP target's host (default: the system resolver). Every address it returns is checked. */
   resolve?: Resolver;
   /** Connection pools (default: the shared keep-alive agents of http-post.ts). */
@@ -64,8 +78,7 @@ export interface DeliverContext {
 
 export interface CheckContext {
   allowPrivate: boolean;
-  /** Whether SMTP_URL is set. */
-  mail: boolean;
+  config: ChannelConfig;
 }
 
 export interface WebhookTarget {
@@ -73,14 +86,15 @@ export interface WebhookTarget {
   readonly signed: boolean;
   /** The request field naming the destination. */
   readonly address: AddressField;
+  /** A new webhook's name when neither the request nor its destination gives one (no url, no address). */
+  readonly defaultName?: string;
   /**
    * Checks a destination on create and on a change of it (the shared shape rules already passed:
    * the address field present, the others absent). Throws a 400 (`badRequest`) naming the field.
    */
   check(dest: Destination, ctx: CheckContext): Promise<void>;
-  /**
-   * One attempt. Never throws: every failure is an outcome with its record. `eventId`: the event's id
-   * (for incidents the per-transition key; for tests `evt_test_...`).
-   */
-  deliver(attempt: { dest: Destination; env: Envelope; eventId: string }, ctx: DeliverContext): Promise<SendResult>;
+  /** Whether this server can send the type (email: SMTP_URL set); absent: always. */
+  available?(config: ChannelConfig): boolean;
+  /** The channel, opened once per process from the settings and shared by both runners. */
+  open(settings: ChannelSettings): Channel;
 }
