@@ -22,7 +22,7 @@ const oneLine = (s: string, max = 200) => {
   return t.length > max ? `${t.slice(0, max - 1)}…` : t;
 };
 
-export function emailMessage(env: Envelope, to: string[], links: Links = {}): MailMessage {
+function emailMessage(env: Envelope, to: string[], links: Links = {}): MailMessage {
   const sum = summarize(env);
   const inc = incidentOf(env);
   const subject = oneLine(inc ? `[Vigil] ${sum.title}` : `[Vigil] ${env.type} in project ${env.projectId}`);

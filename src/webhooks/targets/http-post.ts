@@ -40,7 +40,7 @@ const refuseLookup: net.LookupFunction = (_host, _opts, cb) => cb(new BlockedAdd
 const UNREACHABLE = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL", "EAFNOSUPPORT"]);
 
 /** From a failed answer: how long the receiver asked us to wait (ms), if it said (retry.ts waits at least that). */
-export type RetryAfter = (
+type RetryAfter = (
   status: number,
   headers: Record<string, string | string[] | undefined>,
   body: string,
@@ -193,7 +193,7 @@ export async function postJson(post: JsonPost, ctx: DeliverContext): Promise<Sen
  * public host, not any address. The message never says what the name resolved to. `postJson`
  * checks again before every connection.
  */
-export async function checkPublicUrl(target: string, allowPrivate: boolean): Promise<URL> {
+async function checkPublicUrl(target: string, allowPrivate: boolean): Promise<URL> {
   const url = new URL(target);
   if (!allowPrivate) {
     try {

@@ -15,7 +15,7 @@ export interface MailMessage {
 }
 
 /** The server's answer to one message: its reply code and text, or what failed before one. */
-export interface MailReply {
+interface MailReply {
   ok: boolean;
   /** The SMTP reply code (250 when accepted; 4xx/5xx when refused); null without a reply. */
   code: number | null;
@@ -30,7 +30,7 @@ export interface Mailer {
 }
 
 /** Replaces the password (as written in the URL and decoded) in `s`. */
-export function scrubber(smtpUrl: string): (s: string) => string {
+function scrubber(smtpUrl: string): (s: string) => string {
   let secrets: string[] = [];
   try {
     const raw = new URL(smtpUrl).password;

@@ -16,11 +16,11 @@ import type { WebhookTarget } from "./target.js";
 // Links to the dashboard and the status page go in `links` (PUBLIC_URL set). PagerDuty answers 202
 // `{status, message, dedup_key}`; a 429 is retried after its Retry-After, or the backoff.
 
-export const PAGERDUTY_LIMITS = { summary: 1024, dedupKey: 255, source: 255 } as const;
+const PAGERDUTY_LIMITS = { summary: 1024, dedupKey: 255, source: 255 } as const;
 
 type Severity = "critical" | "error" | "warning" | "info";
 
-export interface PagerDutyEvent {
+interface PagerDutyEvent {
   routing_key: string;
   event_action: "trigger" | "resolve";
   dedup_key: string;
@@ -42,7 +42,7 @@ export interface PagerDutyEvent {
 /** The integration key: 32 letters and digits. */
 const ROUTING_KEY = /^[A-Za-z0-9]{32}$/;
 
-export function pagerDutyEvent(env: Envelope, eventId: string, routingKey: string, links: Links = {}): PagerDutyEvent {
+function pagerDutyEvent(env: Envelope, eventId: string, routingKey: string, links: Links = {}): PagerDutyEvent {
   const inc = incidentOf(env);
   const dedup = truncate(inc ? inc.incidentId : eventId, PAGERDUTY_LIMITS.dedupKey);
   const linkList = [

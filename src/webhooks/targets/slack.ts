@@ -40,7 +40,7 @@ interface Button {
   url: string;
   action_id: string;
 }
-export type SlackBlock =
+type SlackBlock =
   | { type: "header"; text: PlainText }
   | { type: "section"; text?: Mrkdwn; fields?: Mrkdwn[] }
   | { type: "actions"; elements: Button[] }
@@ -52,7 +52,7 @@ export interface SlackMessage {
 }
 
 /** Slack's control characters in text made inert (its mentions are `<!channel>`, `<@U…>`). */
-export function slackEscape(s: string): string {
+function slackEscape(s: string): string {
   return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 

@@ -43,7 +43,7 @@ export interface SendResult {
 }
 
 /** The settings channels read (each its own: SMTP_URL and MAIL_FROM, PAGERDUTY_EVENTS_URL...). */
-export interface ChannelConfig {
+interface ChannelConfig {
   webhooks: Pick<Config["webhooks"], "timeoutMs" | "pagerDutyEventsUrl">;
   mail: Config["mail"];
 }
