@@ -43,6 +43,9 @@ const { t, p } = useProject(
   { log: pino({ level: "debug" }, { write: (l: string) => void logLines.push(l) }) },
 );
 
+/** Bound of a wait for a delivery: generous, for a loaded machine running Temporal (no speed is asserted). */
+const WAIT_MS = 30_000;
+
 const base = () => `/v1/projects/${p.projectId}/webhooks`;
 const owner = () => ({ cookie: p.owner.cookie });
 const deliveries = async (id: string) => (await t.rest.get(`${base()}/${id}/deliveries`, owner())).body.data;
@@ -159,10 +162,14 @@ describe("email webhooks: deliveries", () => {
     assert.ok((await hb("down")).status < 300);
     assert.ok((await hb("up")).status < 300);
 
-    const mails = await waitFor(() => {
-      const m = server.messages.filter((x) => x.rcptTos.includes("sre@example.com"));
-      return m.length >= 2 ? m : undefined;
-    }, "two incident mails");
+    const mails = await waitFor(
+      () => {
+        const m = server.messages.filter((x) => x.rcptTos.includes("sre@example.com"));
+        return m.length >= 2 ? m : undefined;
+      },
+      "two incident mails",
+      WAIT_MS,
+    );
     const down = mails.find((m) => m.headers.subject.includes("Down"));
     const up = mails.find((m) => m.headers.subject.includes("Recovered"));
     assert.ok(down && up, JSON.stringify(mails.map((m) => m.headers.subject)));
@@ -199,10 +206,14 @@ describe("email webhooks: deliveries", () => {
       }
     }
 
-    const ds = await waitFor(async () => {
-      const list = await deliveries(c.body.data.id);
-      return list.length === 2 && list.every((d: { status: string }) => d.status === "succeeded") ? list : undefined;
-    }, "both deliveries recorded");
+    const ds = await waitFor(
+      async () => {
+        const list = await deliveries(c.body.data.id);
+        return list.length === 2 && list.every((d: { status: string }) => d.status === "succeeded") ? list : undefined;
+      },
+      "both deliveries recorded",
+      WAIT_MS,
+    );
     seen.push(JSON.stringify(ds));
     for (const d of ds) {
       assert.equal(d.attempts.length, 1);
@@ -226,7 +237,11 @@ describe("email webhooks: deliveries", () => {
       { key: p.key },
     );
     assert.equal(ev.status, 202, ev.text);
-    const m = await waitFor(() => server.messages.find((x) => x.rcptTos.includes("events@example.com")), "event mail");
+    const m = await waitFor(
+      () => server.messages.find((x) => x.rcptTos.includes("events@example.com")),
+      "event mail",
+      WAIT_MS,
+    );
     assert.equal(m.headers.subject, `[Vigil] order.failed in project ${p.projectId}`);
     assert.match(m.text!, /userId: u-42/);
     assert.match(m.text!, /"orderId": "o-1"/);
@@ -240,10 +255,14 @@ describe("email webhooks: deliveries", () => {
     assert.equal(c.status, 201, c.text);
     const test = await t.rest.post(`${base()}/${c.body.data.id}/test`, {}, owner());
     assert.equal(test.status, 202, test.text);
-    const d = await waitFor(async () => {
-      const x = (await deliveries(c.body.data.id))[0];
-      return x?.attempts.length ? x : undefined;
-    }, "the refused attempt");
+    const d = await waitFor(
+      async () => {
+        const x = (await deliveries(c.body.data.id))[0];
+        return x?.attempts.length ? x : undefined;
+      },
+      "the refused attempt",
+      WAIT_MS,
+    );
     seen.push(JSON.stringify(d));
     assert.equal(d.status, "retrying");
     assert.equal(d.attempts[0].statusCode, 451);

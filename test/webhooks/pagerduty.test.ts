@@ -22,6 +22,9 @@ const { t, p } = useProject(async () => ({
   PUBLIC_URL: "https://vigil.example.com",
 }));
 
+/** Bound of a wait for a delivery: generous, for a loaded machine running Temporal (no speed is asserted). */
+const WAIT_MS = 30_000;
+
 const base = () => `/v1/projects/${p.projectId}/webhooks`;
 const owner = () => ({ cookie: p.owner.cookie });
 const deliveries = async (id: string) => (await t.rest.get(`${base()}/${id}/deliveries`, owner())).body.data;
@@ -90,11 +93,15 @@ describe("pagerduty webhooks: deliveries", () => {
         { key: p.key },
       );
     for (const s of ["up", "down", "up"] as const) assert.ok((await hb(s)).status < 300);
-    const got = await waitFor(() => {
-      const all = rx.at(path).map((r) => JSON.parse(r.raw));
-      const mine = all.filter((e) => e.routing_key === KEY && e.dedup_key?.startsWith("inc_"));
-      return mine.length >= 2 ? mine : undefined;
-    }, "trigger and resolve");
+    const got = await waitFor(
+      () => {
+        const all = rx.at(path).map((r) => JSON.parse(r.raw));
+        const mine = all.filter((e) => e.routing_key === KEY && e.dedup_key?.startsWith("inc_"));
+        return mine.length >= 2 ? mine : undefined;
+      },
+      "trigger and resolve",
+      WAIT_MS,
+    );
     for (const e of got) assert.deepEqual(pagerDutyProblems(e), []);
     const trigger = got.find((e) => e.event_action === "trigger");
     const resolve = got.find((e) => e.event_action === "resolve");
@@ -118,10 +125,14 @@ describe("pagerduty webhooks: deliveries", () => {
     );
     assert.equal(resolve.payload, undefined);
 
-    const ds = await waitFor(async () => {
-      const list = await deliveries(c.body.data.id);
-      return list.length === 2 && list.every((d: { status: string }) => d.status === "succeeded") ? list : undefined;
-    }, "both deliveries succeeded");
+    const ds = await waitFor(
+      async () => {
+        const list = await deliveries(c.body.data.id);
+        return list.length === 2 && list.every((d: { status: string }) => d.status === "succeeded") ? list : undefined;
+      },
+      "both deliveries succeeded",
+      WAIT_MS,
+    );
     for (const d of ds) {
       assert.equal(d.attempts[0].statusCode, 202);
       assert.match(d.attempts[0].responseBody, /"status":"success"/);
@@ -140,11 +151,12 @@ describe("pagerduty webhooks: deliveries", () => {
           .map((r) => JSON.parse(r.raw))
           .find((x) => x.payload?.class === "payment.failed"),
       "the event's trigger",
+      WAIT_MS,
     );
     assert.deepEqual(pagerDutyProblems(e), []);
     assert.equal(e.event_action, "trigger");
     assert.equal(e.payload.severity, "info");
-    const d = await waitFor(async () => (await deliveries(c.body.data.id))[0], "the delivery");
+    const d = await waitFor(async () => (await deliveries(c.body.data.id))[0], "the delivery", WAIT_MS);
     assert.equal(e.dedup_key, d.eventId);
 
     // PagerDuty refusing an event (the receiver answers 400 for a moment): its answer is the attempt's.
@@ -154,12 +166,16 @@ describe("pagerduty webhooks: deliveries", () => {
     }));
     try {
       await t.rest.post(`${base()}/${c.body.data.id}/test`, {}, owner());
-      const refused = await waitFor(async () => {
-        const list = await deliveries(c.body.data.id);
-        return list.find(
-          (x: { eventType: string; attempts: unknown[] }) => x.eventType === "webhook.test" && x.attempts.length,
-        );
-      }, "the refused test delivery");
+      const refused = await waitFor(
+        async () => {
+          const list = await deliveries(c.body.data.id);
+          return list.find(
+            (x: { eventType: string; attempts: unknown[] }) => x.eventType === "webhook.test" && x.attempts.length,
+          );
+        },
+        "the refused test delivery",
+        WAIT_MS,
+      );
       assert.equal(refused.status, "retrying");
       assert.equal(refused.attempts[0].statusCode, 400);
       assert.match(refused.attempts[0].responseBody, /invalid event/);

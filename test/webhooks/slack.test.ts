@@ -19,6 +19,9 @@ const { t, p } = useProject({
 });
 const rx = useReceiver();
 
+/** Bound of a wait for a delivery: generous, for a loaded machine running Temporal (no speed is asserted). */
+const WAIT_MS = 30_000;
+
 const base = () => `/v1/projects/${p.projectId}/webhooks`;
 const owner = () => ({ cookie: p.owner.cookie });
 const deliveries = async (id: string) => (await t.rest.get(`${base()}/${id}/deliveries`, owner())).body.data;
@@ -75,7 +78,11 @@ describe("slack webhooks: deliveries", () => {
         { key: p.key },
       );
     for (const s of ["up", "down", "up"] as const) assert.ok((await hb(s)).status < 300);
-    const got = await waitFor(() => (rx.at(path).length >= 2 ? rx.at(path) : undefined), "two incident messages");
+    const got = await waitFor(
+      () => (rx.at(path).length >= 2 ? rx.at(path) : undefined),
+      "two incident messages",
+      WAIT_MS,
+    );
     const messages = got.map((r) => JSON.parse(r.raw));
     for (const m of messages) assert.deepEqual(slackProblems(m), []);
     const down = messages.find((m) => m.attachments[0].color === "#e5484d");
@@ -99,10 +106,14 @@ describe("slack webhooks: deliveries", () => {
       actions.elements[0].url,
       new RegExp(`^https://vigil\\.example\\.com/projects/${p.projectId}/uptime/mon_`),
     );
-    const ds = await waitFor(async () => {
-      const list = await deliveries(c.body.data.id);
-      return list.length === 2 && list.every((d: { status: string }) => d.status === "succeeded") ? list : undefined;
-    }, "both deliveries succeeded");
+    const ds = await waitFor(
+      async () => {
+        const list = await deliveries(c.body.data.id);
+        return list.length === 2 && list.every((d: { status: string }) => d.status === "succeeded") ? list : undefined;
+      },
+      "both deliveries succeeded",
+      WAIT_MS,
+    );
     for (const d of ds) assert.deepEqual([d.attempts[0].statusCode, d.attempts[0].responseBody], [200, "ok"]);
   });
 
@@ -117,7 +128,7 @@ describe("slack webhooks: deliveries", () => {
       (await t.rest.post("/v1/events", { type: "big.event", userId: "u1", data }, { key: p.key })).status,
       202,
     );
-    const r = await waitFor(() => rx.at(path)[0], "the event message");
+    const r = await waitFor(() => rx.at(path)[0], "the event message", WAIT_MS);
     const m = JSON.parse(r.raw);
     assert.deepEqual(slackProblems(m), []);
     assert.equal(m.text, `big.event in project ${p.projectId}`);
@@ -127,7 +138,11 @@ describe("slack webhooks: deliveries", () => {
     const gone = rx.on("/services/T0001/B0004/gone", () => ({ status: 404, body: "channel_not_found" }));
     const g = await t.rest.post(base(), { type: "slack", url: gone, events: ["x"] }, owner());
     await t.rest.post(`${base()}/${g.body.data.id}/test`, {}, owner());
-    const d = await waitFor(async () => (await deliveries(g.body.data.id))[0]?.attempts[0], "the refused attempt");
+    const d = await waitFor(
+      async () => (await deliveries(g.body.data.id))[0]?.attempts[0],
+      "the refused attempt",
+      WAIT_MS,
+    );
     assert.deepEqual([d.statusCode, d.error, d.responseBody], [404, "HTTP 404", "channel_not_found"]);
   });
 });
