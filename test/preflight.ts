@@ -17,6 +17,9 @@ import { promisify } from "node:util";
 //                 PATH, else installed like redis-server (Debian: default-jre-headless and maven; brew:
 //                 openjdk and maven); test/helpers/time-skipping.ts then fetches the time-skipping
 //                 test server from Maven Central.
+//   aiosmtpd      for files that run a local SMTP server (test/helpers/smtp.ts: the email webhooks):
+//                 Python 3 with aiosmtpd importable from .tmp/aiosmtpd (or VIGIL_TEST_PYTHONPATH),
+//                 else installed there with pip (`pip install --target`, PyPI), else missing.
 // The Temporal CLI is found or obtained by test/helpers/temporal.ts. Chromium is not obtained here:
 // the browser tests (the dashboard, the SDK in a page, a status page, /docs) skip with a message where
 // /usr/bin/chromium is missing.
@@ -58,6 +61,13 @@ export async function preflight(opts: PreflightOptions): Promise<Record<string, 
         );
     }
   }
+  if (opts.files.some(usesSmtp)) {
+    try {
+      out.VIGIL_TEST_PYTHONPATH = await aiosmtpd(env, say);
+    } catch (err) {
+      problems.push((err as Error).message);
+    }
+  }
   if (!env.DATABASE_URL) {
     const pg = await embeddedPostgres();
     if (pg) problems.push(pg);
@@ -82,6 +92,51 @@ function usesRedis(file: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** Whether a test file runs a local SMTP server (imports test/helpers/smtp). */
+function usesSmtp(file: string): boolean {
+  try {
+    return /helpers\/smtp(\.js)?["']/.test(readFileSync(path.resolve(root, file), "utf8"));
+  } catch {
+    return false;
+  }
+}
+
+/** The version test/helpers/smtp_server.py is written against. */
+const AIOSMTPD = "aiosmtpd==1.4.6";
+
+/** Where Python finds aiosmtpd for test/helpers/smtp_server.py: found, or installed there with pip. */
+async function aiosmtpd(env: NodeJS.ProcessEnv, say: (l: string) => void): Promise<string> {
+  const dir = env.VIGIL_TEST_PYTHONPATH ?? path.join(root, ".tmp/aiosmtpd");
+  const python = env.PYTHON ?? "python3";
+  const how = `install Python 3 and run \`python3 -m pip install --target ${path.relative(root, dir) || dir} ${AIOSMTPD}\`, or set VIGIL_TEST_PYTHONPATH to a directory where aiosmtpd is importable`;
+  const importable = () =>
+    run(python, ["-c", "import aiosmtpd"], { env: { ...env, PYTHONPATH: dir }, timeout: 30_000 }).then(
+      () => true,
+      () => false,
+    );
+  if (await importable()) return dir;
+  if (env.VIGIL_TEST_NO_INSTALL === "1" || env.VIGIL_TEST_NO_INSTALL === "true")
+    throw new PreflightError(
+      `npm test: aiosmtpd (the email tests' SMTP server) is missing and installing is turned off (VIGIL_TEST_NO_INSTALL); ${how}`,
+    );
+  say(`npm test: aiosmtpd is missing: installing ${AIOSMTPD} into ${path.relative(root, dir) || dir} with pip`);
+  try {
+    await run(
+      python,
+      ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--upgrade", "--target", dir, AIOSMTPD],
+      { env, timeout: 600_000 },
+    );
+  } catch (err) {
+    throw new PreflightError(
+      `npm test: aiosmtpd (the email tests' SMTP server) is missing and pip install failed (${firstLine(err)}); ${how}`,
+    );
+  }
+  if (await importable()) return dir;
+  throw new PreflightError(
+    `npm test: aiosmtpd (the email tests' SMTP server) is still not importable after pip install; ${how}`,
+  );
 }
 
 export function onPath(name: string, env: NodeJS.ProcessEnv): string | undefined {

@@ -15,6 +15,28 @@ const optionalUrl = z
 /** METRICS_PORT when unset: the OpenTelemetry Prometheus exporter's default port. */
 export const DEFAULT_METRICS_PORT = 9464;
 
+/** PAGERDUTY_EVENTS_URL when unset: PagerDuty's Events API v2 endpoint. */
+export const DEFAULT_PAGERDUTY_EVENTS_URL = "https://events.pagerduty.com/v2/enqueue";
+
+/** SMTP_URL: smtp:// (STARTTLS when offered) or smtps:// (TLS from the start), optional user:pass@. */
+const smtpUrl = z
+  .string()
+  .trim()
+  .transform((v) => (v === "" ? undefined : v))
+  .pipe(
+    z
+      .string()
+      .refine((v) => {
+        try {
+          const u = new URL(v);
+          return (u.protocol === "smtp:" || u.protocol === "smtps:") && u.hostname !== "";
+        } catch {
+          return false;
+        }
+      }, "must be smtp://[user:pass@]host[:port] or smtps://[user:pass@]host[:port]")
+      .optional(),
+  );
+
 const intFrom = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
 
 export const envSchema = z.object({
@@ -97,6 +119,16 @@ export const envSchema = z.object({
   WEBHOOK_MAX_ATTEMPTS: intFrom(8, 1),
   WEBHOOK_TIMEOUT_MS: intFrom(10_000, 1),
   WEBHOOK_ALLOW_PRIVATE: bool.default(false),
+  // Notification channels (src/webhooks/targets/; docs/webhooks.md): email through SMTP_URL from
+  // MAIL_FROM, PagerDuty's endpoint, and the public address used for links in messages.
+  SMTP_URL: smtpUrl.optional(),
+  MAIL_FROM: z
+    .string()
+    .trim()
+    .regex(/^(?:[^<>\r\n]*<[^\s<>@]+@[^\s<>@]+>|[^\s<>@]+@[^\s<>@]+)$/, "an address, or Name <address>")
+    .default("Vigil <vigil@localhost>"),
+  PAGERDUTY_EVENTS_URL: z.string().trim().url().default(DEFAULT_PAGERDUTY_EVENTS_URL),
+  PUBLIC_URL: optionalUrl.optional(),
   PG_POOL_SIZE: intFrom(10, 1),
   UPTIME_RAW_RETENTION_DAYS: intFrom(7, 1),
   // Data retention (src/lifecycle/retention.ts; docs/lifecycle.md): the default days kept (unset: forever),
@@ -192,7 +224,13 @@ export interface Config {
     timeoutMs: number;
     allowPrivate: boolean;
     maxPerProject: number;
+    /** PAGERDUTY_EVENTS_URL. */
+    pagerDutyEventsUrl: string;
   };
+  /** Email notifications: SMTP_URL (unset: no email webhooks) and MAIL_FROM. */
+  mail: { smtpUrl?: string; from: string };
+  /** PUBLIC_URL without a trailing slash: where users reach the dashboard and status pages (links in notifications). */
+  publicUrl?: string;
   /** Unrevoked API keys and members (the owner included) per project. */
   projects: { maxApiKeys: number; maxMembers: number };
   pgPoolSize: number;
@@ -357,7 +395,10 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
       allowPrivate: e.WEBHOOK_ALLOW_PRIVATE,
       maxPerProject: e.MAX_WEBHOOKS_PER_PROJECT,
+      pagerDutyEventsUrl: e.PAGERDUTY_EVENTS_URL,
     },
+    mail: { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM },
+    publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ""),
     projects: { maxApiKeys: e.MAX_API_KEYS_PER_PROJECT, maxMembers: e.MAX_MEMBERS_PER_PROJECT },
     pgPoolSize: e.PG_POOL_SIZE,
     uptime: { rawRetentionDays: e.UPTIME_RAW_RETENTION_DAYS, maxMonitorsPerProject: e.MAX_MONITORS_PER_PROJECT },

@@ -8,7 +8,10 @@ export function toWebhook(r: WebhookRow) {
     id: r.id,
     name: r.name,
     type: r.type,
-    url: r.url,
+    url: r.url ?? undefined,
+    to: r.to ?? [],
+    // A credential: only its end is shown (as a key's prefix is).
+    routingKey: r.routing_key ? `…${r.routing_key.slice(-4)}` : undefined,
     events: r.events,
     enabled: r.enabled,
     createdAt: r.created_at.toISOString(),

@@ -1,11 +1,11 @@
 import { z } from "zod";
 import { cursorFormat } from "../shared/cursor.js";
-import { badRequest } from "../shared/errors.js";
 import { textSchema } from "../shared/text.js";
+import { validate } from "../shared/validate.js";
 import { parseTimestamp } from "../shared/time.js";
-import { BlockedAddressError, pinTarget, systemResolver, UnresolvedHostError, urlHost } from "./address.js";
 import type { DeliveryRow } from "./store.js";
 import { targetOf, WEBHOOK_TYPES, type WebhookType } from "./targets/index.js";
+import type { AddressField, CheckContext, Destination } from "./targets/target.js";
 
 // Input schemas, the target check, and the deliveries list's cursor (rows → API records: messages.ts).
 
@@ -30,22 +30,68 @@ const url = z
     }
   }, "must be an http: or https: URL");
 const name = textSchema({ min: 1, max: 200 });
+/** `email`: 1-10 addresses, duplicates (ignoring case) removed. */
+const MAX_RECIPIENTS = 10;
+const toSchema = z
+  .array(z.string().trim().max(254).pipe(z.email("must be an email address")))
+  .min(1, "at least one address")
+  .max(MAX_RECIPIENTS, `at most ${MAX_RECIPIENTS} addresses`)
+  .transform((a) => a.filter((x, i) => a.findIndex((y) => y.toLowerCase() === x.toLowerCase()) === i));
+/** `pagerduty`: the integration key (its exact form is checked by the target). */
+const routingKeySchema = z.string().trim().min(1).max(64);
 
-export const createSchema = z.object({
-  name: name.optional(),
-  type: z.enum(WEBHOOK_TYPES).default("http"),
-  url,
-  events: eventsSchema,
-  enabled: z.boolean().default(true),
-});
+const ADDRESS_FIELDS: AddressField[] = ["url", "to", "routingKey"];
+
+/**
+ * Each type takes its destination from one field (its target's `address`): that one is required,
+ * the others must be absent. `type`: the create's, or the PATCHed webhook's (undefined: not known
+ * here; the route checks it).
+ */
+function addressRule(
+  type: WebhookType | undefined,
+  v: Partial<Record<AddressField, unknown>>,
+  ctx: z.RefinementCtx,
+  create: boolean,
+) {
+  if (!type) return;
+  const need = targetOf(type).address;
+  for (const f of ADDRESS_FIELDS) {
+    if (f === need && create && v[f] === undefined)
+      ctx.addIssue({ code: "custom", path: [f], message: `required for ${type} webhooks` });
+    else if (f !== need && v[f] !== undefined)
+      ctx.addIssue({ code: "custom", path: [f], message: `${type} webhooks take ${need}, not ${f}` });
+  }
+}
+
+export const createSchema = z
+  .object({
+    name: name.optional(),
+    type: z.enum(WEBHOOK_TYPES).default("http"),
+    url: url.optional(),
+    to: toSchema.optional(),
+    routingKey: routingKeySchema.optional(),
+    events: eventsSchema,
+    enabled: z.boolean().default(true),
+  })
+  .superRefine((v, ctx) => addressRule(v.type, v, ctx, true));
 
 export const updateSchema = z.object({
   name: name.optional(),
   url: url.optional(),
+  to: toSchema.optional(),
+  routingKey: routingKeySchema.optional(),
   events: eventsSchema.optional(),
   enabled: z.boolean().optional(),
   rotateSecret: z.boolean().optional(),
 });
+
+/** A PATCH's destination fields against the webhook's type (400 naming the field). */
+export function checkUpdateAddress(type: WebhookType, v: Partial<Record<AddressField, unknown>>): void {
+  validate(
+    z.any().superRefine((x, ctx) => addressRule(type, x as Partial<Record<AddressField, unknown>>, ctx, false)),
+    v,
+  );
+}
 
 export const listSchema = z.object({
   limit: z.number().int().min(1).max(100).default(50),
@@ -54,25 +100,12 @@ export const listSchema = z.object({
 });
 
 /**
- * Every webhook type's target must resolve only to public addresses (unless WEBHOOK_ALLOW_PRIVATE):
- * for discord "the host is not checked" means any public host, not any address. The message never
- * says what the name resolved to. The sender checks again before every connection. Then the rules
- * of the type's own target (targets/).
+ * A destination on create and on a change of it: the type's target checks it (http-based types:
+ * the URL's host resolves to public addresses only unless WEBHOOK_ALLOW_PRIVATE, then their own
+ * URL rules; email: SMTP_URL is set; pagerduty: the key's form). 400 naming the field.
  */
-export async function checkTarget(type: WebhookType, target: string, allowPrivate: boolean): Promise<void> {
-  const url = new URL(target);
-  if (!allowPrivate) {
-    try {
-      await pinTarget(urlHost(url), { allowPrivate, resolve: systemResolver });
-    } catch (err) {
-      const message =
-        err instanceof BlockedAddressError || err instanceof UnresolvedHostError
-          ? err.message
-          : "host could not be resolved";
-      throw badRequest(`invalid request: url: ${message}`, [{ field: "url", message }]);
-    }
-  }
-  targetOf(type).checkUrl(url);
+export async function checkTarget(type: WebhookType, dest: Destination, ctx: CheckContext): Promise<void> {
+  await targetOf(type).check(dest, ctx);
 }
 
 /** The deliveries' cursor (the shared format, src/shared/cursor.ts; tag whd1): the last delivery's (created_at, id). */

@@ -10,6 +10,7 @@ import type { Db } from "../storage/db.js";
 import { envelope } from "./targets/envelope.js";
 import { nextAttempt } from "./retry.js";
 import { sendAttempt } from "./sender.js";
+import type { OpenChannels } from "./channels.js";
 import { claimDue, finishMany, handOver, nextDueAt, type ClaimedDelivery, type Finished } from "./store.js";
 import { failureLevel } from "../shared/periodic.js";
 
@@ -36,6 +37,8 @@ export interface SchedulerOptions {
   /** While this reports busy (ingestion on this node), at most `busyConcurrency` sends run. */
   yieldTo?: { busy(): boolean };
   busyConcurrency?: number;
+  /** Every type's channel (channels.ts). */
+  channels: OpenChannels;
   /** Temporal mode: hand claimed deliveries over instead of sending them. */
   dispatch?: (rows: ClaimedDelivery[]) => Promise<void>;
 }
@@ -139,11 +142,12 @@ export class DeliveryScheduler {
         projectId: r.project_id,
         payload: r.payload,
       });
-      const res = await sendAttempt({ type: r.type, url: r.url, secret: r.secret }, env, r.event_id, {
-        timeoutMs: webhooks.timeoutMs,
-        allowPrivate: webhooks.allowPrivate,
-        now: clock(),
-      });
+      const res = await sendAttempt(
+        { type: r.type, url: r.url, to: r.to, routingKey: r.routing_key, secret: r.secret },
+        env,
+        r.event_id,
+        { timeoutMs: webhooks.timeoutMs, allowPrivate: webhooks.allowPrivate, now: clock(), channels: this.o.channels },
+      );
       const next = nextAttempt(
         res.outcome,
         r.attempt_count + 1,

@@ -10,13 +10,22 @@ import { tx } from "../storage/db.js";
 import { OutboxExpander } from "./expander.js";
 import { OUTBOX_PAYLOAD } from "./outbox.js";
 import { toDelivery, toWebhook } from "./messages.js";
-import { checkTarget, createSchema, decodeCursor, encodeCursor, listSchema, updateSchema } from "./requests.js";
+import {
+  checkTarget,
+  checkUpdateAddress,
+  createSchema,
+  decodeCursor,
+  encodeCursor,
+  listSchema,
+  updateSchema,
+} from "./requests.js";
+import { channelSettings, openChannels } from "./channels.js";
 import { WebhookMetrics } from "./metrics.js";
 import { DeliveryScheduler } from "./scheduler.js";
 import { newWebhookSecret } from "./targets/signature.js";
 import * as store from "./store.js";
 import type { SubscriptionCache } from "./subscriptions.js";
-import { targetOf, WEBHOOK_TYPES } from "./targets/index.js";
+import { targetOf, WEBHOOK_TYPES, type WebhookType } from "./targets/index.js";
 import {
   createTemporalDispatch,
   createWebhookActivities,
@@ -34,6 +43,13 @@ import { startPeriodic, type Periodic } from "../shared/periodic.js";
 export interface WebhooksFeature extends Feature {
   /** The delivery activities the Temporal worker serves on the webhooks queue (server/features.ts). */
   activities: WebhookActivities & WebhookActivitiesV1;
+}
+
+/** A webhook's name when the create gives none: the URL's host, the first address, or the type's own. */
+function defaultName(type: WebhookType, d: { url: string | null; to: string[] | null }): string {
+  if (d.url) return new URL(d.url).hostname;
+  if (d.to?.length) return d.to.length > 1 ? `${d.to[0]} and ${d.to.length - 1} more` : d.to[0];
+  return targetOf(type).defaultName ?? type;
 }
 
 /**
@@ -59,6 +75,10 @@ export function createWebhooksFeature(
 ): WebhooksFeature {
   const { db, clock, auth, config, limits } = deps;
   const metrics = new WebhookMetrics(deps.telemetry.registry);
+  /** Every type's channel (email's SMTP pool among them), for both runners. */
+  const channels = openChannels(channelSettings(db, config));
+  /** What a destination is checked against on create and update. */
+  const checks = { allowPrivate: config.webhooks.allowPrivate, config };
   /** Management writes count per project (RATE_LIMIT_WRITES_PER_MINUTE); test and retry send requests (RATE_LIMIT_WEBHOOK_SENDS_PER_MINUTE). */
   const admin = async (ctx: HandlerContext, projectId: string, limit: "writes" | "webhookSends") => {
     const scope = await auth.project(ctx, projectId, "admin");
@@ -101,7 +121,7 @@ export function createWebhooksFeature(
 
   return {
     name: "webhooks",
-    activities: createWebhookActivities(deps, metrics),
+    activities: createWebhookActivities(deps, metrics, channels),
     services: [
       bind(
         WebhookService,
@@ -112,16 +132,24 @@ export function createWebhooksFeature(
               name: req.name,
               type: req.type,
               url: req.url,
+              to: req.to.length ? req.to : undefined,
+              routingKey: req.routingKey,
               events: req.events,
               enabled: req.enabled,
             });
-            await checkTarget(input.type, input.url, config.webhooks.allowPrivate);
+            const dest = { url: input.url ?? null, to: input.to ?? null, routingKey: input.routingKey ?? null };
+            await checkTarget(input.type, { ...dest, secret: null }, checks);
             const secret = targetOf(input.type).signed ? newWebhookSecret() : null;
             const row = await store.insertWebhook(db, config.webhooks.maxPerProject, {
-              ...input,
+              type: input.type,
+              events: input.events,
+              enabled: input.enabled,
+              url: dest.url,
+              to: dest.to,
+              routing_key: dest.routingKey,
               id: newId("wh"),
               projectId: scope.projectId,
-              name: input.name ?? new URL(input.url).hostname,
+              name: input.name ?? defaultName(input.type, dest),
               secret,
               now: clock(),
             });
@@ -141,6 +169,8 @@ export function createWebhooksFeature(
             const input = validate(updateSchema, {
               name: req.name,
               url: req.url,
+              to: req.to.length ? req.to : undefined,
+              routingKey: req.routingKey,
               events: req.events.length ? req.events : undefined,
               enabled: req.enabled,
               rotateSecret: req.rotateSecret,
@@ -150,7 +180,19 @@ export function createWebhooksFeature(
               throw badRequest(`invalid request: rotateSecret: ${w.type} webhooks have no secret`, [
                 { field: "rotateSecret", message: `${w.type} webhooks have no secret` },
               ]);
-            if (input.url !== undefined) await checkTarget(w.type, input.url, config.webhooks.allowPrivate);
+            checkUpdateAddress(w.type, input);
+            const address = targetOf(w.type).address;
+            if (input[address] !== undefined)
+              await checkTarget(
+                w.type,
+                {
+                  url: input.url ?? null,
+                  to: input.to ?? null,
+                  routingKey: input.routingKey ?? null,
+                  secret: null,
+                },
+                checks,
+              );
             const secret = input.rotateSecret ? newWebhookSecret() : null;
             const now = clock();
             const row = await tx(db, async (c) => {
@@ -237,7 +279,12 @@ export function createWebhooksFeature(
           // The table of targets (targets/index.ts) as the one list of types clients offer.
           async listWebhookTypes(_req, ctx) {
             await auth.session(ctx);
-            return { data: WEBHOOK_TYPES.map((type) => ({ type, signed: targetOf(type).signed })) };
+            return {
+              data: WEBHOOK_TYPES.map((type) => {
+                const t = targetOf(type);
+                return { type, signed: t.signed, address: t.address, available: t.available?.(config) ?? true };
+              }),
+            };
           },
         },
         { rules: { createWebhook: createSchema, updateWebhook: updateSchema, listDeliveries: listSchema } },
@@ -263,6 +310,7 @@ export function createWebhooksFeature(
         telemetry: deps.telemetry,
         metrics,
         webhooks: config.webhooks,
+        channels,
         dispatch: temporal?.dispatch,
         yieldTo: deps.pressure,
       });
@@ -284,6 +332,7 @@ export function createWebhooksFeature(
       await scheduler?.stop();
       await reconciler?.stop();
       subscription.close();
+      channels.close();
     },
   };
 }

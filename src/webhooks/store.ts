@@ -15,7 +15,10 @@ export interface WebhookRow {
   project_id: string;
   name: string;
   type: WebhookType;
-  url: string;
+  /** Null for `email` and `pagerduty` (their destination is `to` / `routing_key`). */
+  url: string | null;
+  to: string[] | null;
+  routing_key: string | null;
   events: string[];
   secret: string | null;
   enabled: boolean;
@@ -84,7 +87,7 @@ const webhookCap = (max: number): ProjectCap => ({
 export function insertWebhook(
   db: Db,
   maxWebhooks: number,
-  w: Pick<WebhookRow, "id" | "name" | "type" | "url" | "events" | "secret" | "enabled"> & {
+  w: Pick<WebhookRow, "id" | "name" | "type" | "url" | "to" | "routing_key" | "events" | "secret" | "enabled"> & {
     projectId: string;
     now: Date;
   },
@@ -92,8 +95,9 @@ export function insertWebhook(
   return tx(db, async (c) => {
     await holdProjectCap(c, w.projectId, webhookCap(maxWebhooks));
     const r = await c.query<WebhookRow>(
-      "INSERT INTO webhooks (id, project_id, name, type, url, events, secret, enabled, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING *",
-      [w.id, w.projectId, w.name, w.type, w.url, w.events, w.secret, w.enabled, w.now],
+      `INSERT INTO webhooks (id, project_id, name, type, url, "to", routing_key, events, secret, enabled, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) RETURNING *`,
+      [w.id, w.projectId, w.name, w.type, w.url, w.to, w.routing_key, w.events, w.secret, w.enabled, w.now],
     );
     return r.rows[0];
   });
@@ -104,14 +108,33 @@ export async function updateWebhook(
   q: Queryable,
   projectId: string,
   id: string,
-  p: { name?: string; url?: string; events?: string[]; enabled?: boolean; secret: string | null },
+  p: {
+    name?: string;
+    url?: string;
+    to?: string[];
+    routingKey?: string;
+    events?: string[];
+    enabled?: boolean;
+    secret: string | null;
+  },
   now: Date,
 ): Promise<WebhookRow | undefined> {
   const r = await q.query<WebhookRow>(
     `UPDATE webhooks SET name = coalesce($3, name), url = coalesce($4, url), events = coalesce($5, events), enabled = coalesce($6, enabled),
-            secret = coalesce($7, secret), updated_at = $8
+            secret = coalesce($7, secret), updated_at = $8, "to" = coalesce($9, "to"), routing_key = coalesce($10, routing_key)
      WHERE project_id = $1 AND id = $2 RETURNING *`,
-    [projectId, id, p.name ?? null, p.url ?? null, p.events ?? null, p.enabled ?? null, p.secret, now],
+    [
+      projectId,
+      id,
+      p.name ?? null,
+      p.url ?? null,
+      p.events ?? null,
+      p.enabled ?? null,
+      p.secret,
+      now,
+      p.to ?? null,
+      p.routingKey ?? null,
+    ],
   );
   return r.rows[0];
 }
@@ -266,7 +289,9 @@ export interface ClaimedDelivery {
   due_at: Date;
   claim_token: string;
   type: WebhookType;
-  url: string;
+  url: string | null;
+  to: string[] | null;
+  routing_key: string | null;
   secret: string | null;
 }
 
@@ -289,7 +314,7 @@ export async function claimDue(
      FROM due JOIN webhooks w ON true
      WHERE d.id = due.id AND w.id = d.webhook_id
      RETURNING d.id, d.webhook_id, d.project_id, d.event_id, d.event_type, ${PAYLOAD_SQL} AS payload, d.created_at, d.attempt_count, d.attempt_limit,
-               d.claim_token, due.due_at, w.type, w.url, w.secret`,
+               d.claim_token, due.due_at, w.type, w.url, w."to", w.routing_key, w.secret`,
     [now, max, leaseUntil, token],
   );
   return r.rows;

@@ -9,6 +9,7 @@ import { nextAttempt, type AttemptOutcome, type DeliveryStatus } from "./retry.j
 import { sendAttempt, type AttemptRecord } from "./sender.js";
 import { PAYLOAD_SQL, type ClaimedDelivery } from "./store.js";
 import type { WebhookType } from "./targets/index.js";
+import type { OpenChannels } from "./channels.js";
 
 // The Temporal runner (TEMPORAL_ADDRESS set): one workflow per delivery, id `webhook-<delivery id>`,
 // on the `<base>.webhooks` task queue (workflows/webhooks.ts). Deliveries are inserted by the
@@ -85,7 +86,9 @@ interface Claimed {
   attempt_count: number;
   attempt_limit: number;
   type: WebhookType;
-  url: string;
+  url: string | null;
+  to: string[] | null;
+  routing_key: string | null;
   secret: string | null;
 }
 
@@ -111,7 +114,7 @@ async function claimForAttempt(
         updated_at = $4
      FROM webhooks w, LATERAL (SELECT w.enabled OR NOT $5::boolean AS send) go
      WHERE d.id = $1 AND w.id = d.webhook_id AND ($6::int IS NULL OR d.attempt_count = $6)
-     RETURNING go.send, d.project_id, d.event_id, d.event_type, ${PAYLOAD_SQL} AS payload, d.created_at, d.attempt_count, d.attempt_limit, w.type, w.url, w.secret`,
+     RETURNING go.send, d.project_id, d.event_id, d.event_type, ${PAYLOAD_SQL} AS payload, d.created_at, d.attempt_count, d.attempt_limit, w.type, w.url, w."to", w.routing_key, w.secret`,
     [id, token, leaseUntil, now, scheduled, attemptsSoFar],
   );
   return r.rows[0];
@@ -121,17 +124,30 @@ async function claimForAttempt(
 export function createWebhookActivities(
   deps: Pick<Deps, "db" | "clock" | "config">,
   metrics: WebhookMetrics,
+  channels: OpenChannels,
 ): WebhookActivities & WebhookActivitiesV1 {
   const { db, clock, config } = deps;
   const send = (
-    d: Pick<Claimed, "type" | "url" | "secret" | "event_id" | "event_type" | "created_at" | "project_id" | "payload">,
+    d: Pick<
+      Claimed,
+      | "type"
+      | "url"
+      | "to"
+      | "routing_key"
+      | "secret"
+      | "event_id"
+      | "event_type"
+      | "created_at"
+      | "project_id"
+      | "payload"
+    >,
     id: string,
   ) =>
     sendAttempt(
-      { type: d.type, url: d.url, secret: d.secret },
+      { type: d.type, url: d.url, to: d.to, routingKey: d.routing_key, secret: d.secret },
       envelope({ id, eventType: d.event_type, createdAt: d.created_at, projectId: d.project_id, payload: d.payload }),
       d.event_id,
-      { timeoutMs: config.webhooks.timeoutMs, allowPrivate: config.webhooks.allowPrivate, now: clock() },
+      { timeoutMs: config.webhooks.timeoutMs, allowPrivate: config.webhooks.allowPrivate, now: clock(), channels },
     );
   return {
     async attemptWebhookDelivery(deliveryId, scheduled = false, attemptsSoFar) {
@@ -221,7 +237,7 @@ export function createWebhookActivities(
 
     async sendWebhookAttempt(deliveryId) {
       const r0 = await db.query<Claimed>(
-        `SELECT true AS send, d.project_id, d.event_id, d.event_type, ${PAYLOAD_SQL} AS payload, d.created_at, d.attempt_count, d.attempt_limit, w.type, w.url, w.secret
+        `SELECT true AS send, d.project_id, d.event_id, d.event_type, ${PAYLOAD_SQL} AS payload, d.created_at, d.attempt_count, d.attempt_limit, w.type, w.url, w."to", w.routing_key, w.secret
          FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.id = $1`,
         [deliveryId],
       );

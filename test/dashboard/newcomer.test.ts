@@ -100,9 +100,13 @@ describe("dashboard: a newcomer's findings (#29/20)", () => {
     const types = await t.rest.get("/v1/webhook-types", { cookie: p.owner.cookie });
     assert.equal(types.status, 200, types.text);
     assert.deepEqual(types.body.data, [
-      { type: "http", signed: true },
-      { type: "discord", signed: false },
-      { type: "mattermost", signed: false },
+      { type: "http", signed: true, address: "url", available: true },
+      { type: "discord", signed: false, address: "url", available: true },
+      { type: "slack", signed: false, address: "url", available: true },
+      { type: "mattermost", signed: false, address: "url", available: true },
+      // No SMTP_URL in this app: email is listed, as not available here.
+      { type: "email", signed: false, address: "to", available: false },
+      { type: "pagerduty", signed: false, address: "routingKey", available: true },
     ]);
     assert.equal((await t.rest.get("/v1/webhook-types")).status, 401);
 
@@ -112,7 +116,14 @@ describe("dashboard: a newcomer's findings (#29/20)", () => {
     const form = page.getByRole("form", { name: "New webhook" });
     await form.getByLabel("Kind").locator("option").first().waitFor({ state: "attached" });
     const kinds = await form.getByLabel("Kind").locator("option").allTextContents();
-    assert.deepEqual(kinds, ["HTTP endpoint (signed JSON POST)", "Discord channel", "Mattermost channel"]);
+    assert.deepEqual(kinds, [
+      "HTTP endpoint (signed JSON POST)",
+      "Discord channel",
+      "Slack channel",
+      "Mattermost channel",
+      "Email (not set up on this server)",
+      "PagerDuty service",
+    ]);
     // A Mattermost webhook made from the form (a public IP literal: no lookup) is listed under its kind.
     await form.getByLabel("Kind").selectOption("mattermost");
     await form.getByLabel("Name").fill("Team chat");
@@ -126,6 +137,20 @@ describe("dashboard: a newcomer's findings (#29/20)", () => {
       listed.body.data.some((w: { name: string; type: string }) => w.name === "Team chat" && w.type === "mattermost"),
       listed.text,
     );
+    // A PagerDuty webhook: the form asks for the field the server names for the kind (routingKey), not a URL.
+    await page.getByRole("button", { name: "New webhook" }).click();
+    await form.getByLabel("Kind").locator("option").first().waitFor({ state: "attached" });
+    await form.getByLabel("Kind").selectOption("pagerduty");
+    await form.getByLabel("Name").fill("On-call");
+    await form.getByLabel("Integration key").fill("abcdefghijklmnopqrstuvwxyz012345");
+    await form.getByLabel("Another event type").fill("deploy.failed");
+    await form.getByLabel("Another event type").press("Enter");
+    await form.getByRole("button", { name: "Create webhook" }).click();
+    await page.getByRole("row").filter({ hasText: "On-call" }).getByText("…2345").waitFor();
+    const paged = (await t.rest.get(`${base()}/webhooks`, { cookie: p.owner.cookie })).body.data.find(
+      (w: { name: string }) => w.name === "On-call",
+    );
+    assert.deepEqual([paged?.type, paged?.routingKey, paged?.url ?? null], ["pagerduty", "…2345", null]);
     await context.close();
   });
 

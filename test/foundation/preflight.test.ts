@@ -15,6 +15,7 @@ const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../.
 const REDIS_FILE = "test/foundation/limits.test.ts"; // starts a redis-server
 const PLAIN_FILE = "test/foundation/time.test.ts"; // needs none
 const WORKFLOW_FILE = "test/workflows/uptime.test.ts"; // needs a JVM and Maven
+const SMTP_FILE = "test/webhooks/email.test.ts"; // runs an SMTP server (aiosmtpd)
 
 let dir: string;
 let empty: string;
@@ -62,6 +63,23 @@ describe("npm test's preflight", () => {
         );
         assert.match(err.message, /apt-get install redis-server/);
         assert.match(err.message, /REDIS_SERVER=\/path\/to\/redis-server/);
+        return true;
+      },
+    );
+  });
+
+  it("names aiosmtpd in one line, with how to get it, when Python cannot import it and installing is off", async () => {
+    await assert.rejects(
+      preflight({ files: [SMTP_FILE], env: { PATH: empty, VIGIL_TEST_NO_INSTALL: "1" }, say: quiet }),
+      (err: Error) => {
+        assert.ok(err instanceof PreflightError);
+        assert.equal(err.message.split("\n").length, 1, err.message);
+        assert.match(
+          err.message,
+          /^npm test: aiosmtpd \(the email tests' SMTP server\) is missing and installing is turned off \(VIGIL_TEST_NO_INSTALL\)/,
+        );
+        assert.match(err.message, /pip install --target \.tmp\/aiosmtpd aiosmtpd==/);
+        assert.match(err.message, /VIGIL_TEST_PYTHONPATH/);
         return true;
       },
     );

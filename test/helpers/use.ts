@@ -13,19 +13,25 @@ import { later } from "./later.js";
 // `t` and `p` stand for the app and the fixture made in before(): they can be used in any hook or
 // test (not at the top level of the file, where nothing is started yet). More set-up for the whole
 // file goes in `setup`, which runs in the same before() hook once they exist: Node 20 runs a file's
-// top-level before() hooks at the same time, so a second one could not count on them.
+// top-level before() hooks at the same time, so a second one could not count on them. For the same
+// reason, settings known only once something else has started (a local SMTP server's port) are
+// given as a function, awaited in the app's own before():
+//
+//   const smtp = useSmtpServer();
+//   const { t, p } = useProject(async () => ({ SMTP_URL: (await smtp()).url() }));
 
 type AppOptions = Parameters<typeof startTestApp>[1];
+type Env = Record<string, string> | (() => Promise<Record<string, string>>);
 
 /** A Vigil for this file: started before its tests, closed after them. */
 export function useApp(
-  env: Record<string, string> = {},
+  env: Env = {},
   opts: AppOptions & { clock?: Clock } = {},
   setup?: () => Promise<void> | void,
 ): { t: TestApp } {
   let app: TestApp | undefined;
   before(async () => {
-    app = await startTestApp(env, opts);
+    app = await startTestApp(typeof env === "function" ? await env() : env, opts);
     await setup?.();
   });
   after(() => app?.close());
@@ -34,7 +40,7 @@ export function useApp(
 
 /** useApp plus an owner, a project and a production API key (fixtures.ts `project`). */
 export function useProject(
-  env: Record<string, string> = {},
+  env: Env = {},
   opts: AppOptions & { clock?: Clock } = {},
   setup?: () => Promise<void> | void,
 ): { t: TestApp; p: ProjectFixture } {

@@ -100,3 +100,14 @@ export function useReceiver(): Receiver {
   after(() => rx?.close());
   return later(() => rx, "the receiver");
 }
+
+/**
+ * A local receiver started on first use, so that settings naming it (PAGERDUTY_EVENTS_URL) can be
+ * given to useProject as an env function awaiting it, whatever order the before() hooks run in;
+ * closed after the file's tests.
+ */
+export function useLazyReceiver(): () => Promise<Receiver> {
+  let started: Promise<Receiver> | undefined;
+  after(async () => (await started?.catch(() => undefined))?.close());
+  return () => (started ??= Receiver.start());
+}

@@ -22,6 +22,8 @@ const { t, p } = useProject({
   WEBHOOK_ALLOW_PRIVATE: "false",
   WEBHOOK_BACKOFF_BASE_MS: "60000",
   WEBHOOK_TIMEOUT_MS: "2000",
+  // An internal PagerDuty endpoint: the rule holds for it too (nothing listens on port 9 here; nothing is sent).
+  PAGERDUTY_EVENTS_URL: "http://127.0.0.1:9/v2/enqueue",
 });
 const rx = useReceiver();
 
@@ -131,6 +133,35 @@ describe("address rule at connect time (the stored URL moved to an internal addr
       }
     });
   }
+});
+
+describe("address rule for the chat and PagerDuty channels (the HTTP delivery they share)", () => {
+  it("slack and mattermost: internal hook URLs are refused at create (400 on url)", async () => {
+    for (const [type, hook] of [
+      ["slack", "/services/T0001/B0001/token"],
+      ["mattermost", "/hooks/" + "x1".repeat(13)],
+    ] as const)
+      for (const url of internal().map((u) => `${new URL(u).origin}${hook}`))
+        assertRefusal(await t.rest.post(base(), { type, url, events: ["x"] }, owner()), url);
+  });
+
+  it("pagerduty: an internal PAGERDUTY_EVENTS_URL is refused before connecting, recorded as for http", async () => {
+    const c = await t.rest.post(
+      base(),
+      { type: "pagerduty", routingKey: "k".repeat(32), events: ["incident.started"] },
+      owner(),
+    );
+    assert.equal(c.status, 201, c.text);
+    assert.equal((await t.rest.post(`${base()}/${c.body.data.id}/test`, {}, owner())).status, 202);
+    const d = await waitFor(async () => {
+      const l = await t.rest.get(`${base()}/${c.body.data.id}/deliveries`, owner());
+      return l.body.data[0]?.attempts.length ? l.body.data[0] : undefined;
+    }, "the refused attempt");
+    assert.deepEqual(
+      [d.status, d.attempts[0].statusCode ?? null, d.attempts[0].error, d.attempts[0].responseBody ?? null],
+      ["retrying", null, REFUSED, null],
+    );
+  });
 });
 
 describe("address classification", () => {

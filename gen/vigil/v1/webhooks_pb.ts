@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file vigil/v1/webhooks.proto.
  */
 export const file_vigil_v1_webhooks: GenFile = /*@__PURE__*/
-  fileDesc("Chd2aWdpbC92MS93ZWJob29rcy5wcm90bxIIdmlnaWwudjEihwEKB1dlYmhvb2sSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIMCgR0eXBlGAMgASgJEgsKA3VybBgEIAEoCRIOCgZldmVudHMYBSADKAkSDwoHZW5hYmxlZBgGIAEoCBISCgpjcmVhdGVkX2F0GAcgASgJEhIKCnVwZGF0ZWRfYXQYCCABKAkisQEKEVdlYmhvb2tXaXRoU2VjcmV0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSDAoEdHlwZRgDIAEoCRILCgN1cmwYBCABKAkSDgoGZXZlbnRzGAUgAygJEg8KB2VuYWJsZWQYBiABKAgSEgoKY3JlYXRlZF9hdBgHIAEoCRISCgp1cGRhdGVkX2F0GAggASgJEhMKBnNlY3JldBgJIAEoCUgAiAEBQgkKB19zZWNyZXQirgEKFENyZWF0ZVdlYmhvb2tSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEQoEbmFtZRgCIAEoCUgAiAEBEhEKBHR5cGUYAyABKAlIAYgBARIQCgN1cmwYBCABKAlIAogBARIOCgZldmVudHMYBSADKAkSFAoHZW5hYmxlZBgGIAEoCEgDiAEBQgcKBV9uYW1lQgcKBV90eXBlQgYKBF91cmxCCgoIX2VuYWJsZWQiQgoVQ3JlYXRlV2ViaG9va1Jlc3BvbnNlEikKBGRhdGEYASABKAsyGy52aWdpbC52MS5XZWJob29rV2l0aFNlY3JldCIpChNMaXN0V2ViaG9va3NSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkiNwoUTGlzdFdlYmhvb2tzUmVzcG9uc2USHwoEZGF0YRgBIAMoCzIRLnZpZ2lsLnYxLldlYmhvb2siOwoRR2V0V2ViaG9va1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgp3ZWJob29rX2lkGAIgASgJIjUKEkdldFdlYmhvb2tSZXNwb25zZRIfCgRkYXRhGAEgASgLMhEudmlnaWwudjEuV2ViaG9vayLUAQoUVXBkYXRlV2ViaG9va1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgp3ZWJob29rX2lkGAIgASgJEhEKBG5hbWUYAyABKAlIAIgBARIQCgN1cmwYBCABKAlIAYgBARIOCgZldmVudHMYBSADKAkSFAoHZW5hYmxlZBgGIAEoCEgCiAEBEhoKDXJvdGF0ZV9zZWNyZXQYByABKAhIA4gBAUIHCgVfbmFtZUIGCgRfdXJsQgoKCF9lbmFibGVkQhAKDl9yb3RhdGVfc2VjcmV0IkIKFVVwZGF0ZVdlYmhvb2tSZXNwb25zZRIpCgRkYXRhGAEgASgLMhsudmlnaWwudjEuV2ViaG9va1dpdGhTZWNyZXQiPgoURGVsZXRlV2ViaG9va1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgp3ZWJob29rX2lkGAIgASgJIhcKFURlbGV0ZVdlYmhvb2tSZXNwb25zZSKoAQoPRGVsaXZlcnlBdHRlbXB0EgoKAmF0GAEgASgJEhgKC3N0YXR1c19jb2RlGAIgASgFSACIAQESEwoLZHVyYXRpb25fbXMYAyABKAUSEgoFZXJyb3IYBCABKAlIAYgBARIaCg1yZXNwb25zZV9ib2R5GAUgASgJSAKIAQFCDgoMX3N0YXR1c19jb2RlQggKBl9lcnJvckIQCg5fcmVzcG9uc2VfYm9keSK/AQoIRGVsaXZlcnkSCgoCaWQYASABKAkSEAoIZXZlbnRfaWQYAiABKAkSEgoKZXZlbnRfdHlwZRgDIAEoCRIOCgZzdGF0dXMYBCABKAkSKwoIYXR0ZW1wdHMYBSADKAsyGS52aWdpbC52MS5EZWxpdmVyeUF0dGVtcHQSHAoPbmV4dF9hdHRlbXB0X2F0GAYgASgJSACIAQESEgoKY3JlYXRlZF9hdBgHIAEoCUISChBfbmV4dF9hdHRlbXB0X2F0Ip0BChVMaXN0RGVsaXZlcmllc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgp3ZWJob29rX2lkGAIgASgJEhIKBWxpbWl0GAMgASgFSACIAQESEwoGc3RhdHVzGAQgASgJSAGIAQESEwoGY3Vyc29yGAUgASgJSAKIAQFCCAoGX2xpbWl0QgkKB19zdGF0dXNCCQoHX2N1cnNvciJSChREZWxpdmVyaWVzUGFnaW5hdGlvbhIYCgtuZXh0X2N1cnNvchgBIAEoCUgAiAEBEhAKCGhhc19tb3JlGAIgASgIQg4KDF9uZXh0X2N1cnNvciJuChZMaXN0RGVsaXZlcmllc1Jlc3BvbnNlEiAKBGRhdGEYASADKAsyEi52aWdpbC52MS5EZWxpdmVyeRIyCgpwYWdpbmF0aW9uGAIgASgLMh4udmlnaWwudjEuRGVsaXZlcmllc1BhZ2luYXRpb24iUQoSR2V0RGVsaXZlcnlSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKd2ViaG9va19pZBgCIAEoCRITCgtkZWxpdmVyeV9pZBgDIAEoCSI3ChNHZXREZWxpdmVyeVJlc3BvbnNlEiAKBGRhdGEYASABKAsyEi52aWdpbC52MS5EZWxpdmVyeSJTChRSZXRyeURlbGl2ZXJ5UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkSEwoLZGVsaXZlcnlfaWQYAyABKAkiOQoVUmV0cnlEZWxpdmVyeVJlc3BvbnNlEiAKBGRhdGEYASABKAsyEi52aWdpbC52MS5EZWxpdmVyeSJxChJUZXN0V2ViaG9va1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgp3ZWJob29rX2lkGAIgASgJEioKBGRhdGEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0SACIAQFCBwoFX2RhdGEiNwoTVGVzdFdlYmhvb2tSZXNwb25zZRIgCgRkYXRhGAEgASgLMhIudmlnaWwudjEuRGVsaXZlcnkiGQoXTGlzdFdlYmhvb2tUeXBlc1JlcXVlc3QiKwoLV2ViaG9va1R5cGUSDAoEdHlwZRgBIAEoCRIOCgZzaWduZWQYAiABKAgiPwoYTGlzdFdlYmhvb2tUeXBlc1Jlc3BvbnNlEiMKBGRhdGEYASADKAsyFS52aWdpbC52MS5XZWJob29rVHlwZTKqCwoOV2ViaG9va1NlcnZpY2UShAEKDUNyZWF0ZVdlYmhvb2sSHi52aWdpbC52MS5DcmVhdGVXZWJob29rUmVxdWVzdBofLnZpZ2lsLnYxLkNyZWF0ZVdlYmhvb2tSZXNwb25zZSIyyPMYyQGC0+STAic6ASoiIi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vd2ViaG9va3MSeQoMTGlzdFdlYmhvb2tzEh0udmlnaWwudjEuTGlzdFdlYmhvb2tzUmVxdWVzdBoeLnZpZ2lsLnYxLkxpc3RXZWJob29rc1Jlc3BvbnNlIiqC0+STAiQSIi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vd2ViaG9va3MSgAEKCkdldFdlYmhvb2sSGy52aWdpbC52MS5HZXRXZWJob29rUmVxdWVzdBocLnZpZ2lsLnYxLkdldFdlYmhvb2tSZXNwb25zZSI3gtPkkwIxEi8vdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L3dlYmhvb2tzL3t3ZWJob29rX2lkfRKMAQoNVXBkYXRlV2ViaG9vaxIeLnZpZ2lsLnYxLlVwZGF0ZVdlYmhvb2tSZXF1ZXN0Gh8udmlnaWwudjEuVXBkYXRlV2ViaG9va1Jlc3BvbnNlIjqC0+STAjQ6ASoyLy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vd2ViaG9va3Mve3dlYmhvb2tfaWR9Eo4BCg1EZWxldGVXZWJob29rEh4udmlnaWwudjEuRGVsZXRlV2ViaG9va1JlcXVlc3QaHy52aWdpbC52MS5EZWxldGVXZWJob29rUmVzcG9uc2UiPMjzGMwBgtPkkwIxKi8vdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L3dlYmhvb2tzL3t3ZWJob29rX2lkfRKXAQoOTGlzdERlbGl2ZXJpZXMSHy52aWdpbC52MS5MaXN0RGVsaXZlcmllc1JlcXVlc3QaIC52aWdpbC52MS5MaXN0RGVsaXZlcmllc1Jlc3BvbnNlIkKC0+STAjwSOi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vd2ViaG9va3Mve3dlYmhvb2tfaWR9L2RlbGl2ZXJpZXMSnAEKC0dldERlbGl2ZXJ5EhwudmlnaWwudjEuR2V0RGVsaXZlcnlSZXF1ZXN0Gh0udmlnaWwudjEuR2V0RGVsaXZlcnlSZXNwb25zZSJQgtPkkwJKEkgvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L3dlYmhvb2tzL3t3ZWJob29rX2lkfS9kZWxpdmVyaWVzL3tkZWxpdmVyeV9pZH0SsAEKDVJldHJ5RGVsaXZlcnkSHi52aWdpbC52MS5SZXRyeURlbGl2ZXJ5UmVxdWVzdBofLnZpZ2lsLnYxLlJldHJ5RGVsaXZlcnlSZXNwb25zZSJeyPMYygGC0+STAlM6ASoiTi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vd2ViaG9va3Mve3dlYmhvb2tfaWR9L2RlbGl2ZXJpZXMve2RlbGl2ZXJ5X2lkfS9yZXRyeRKQAQoLVGVzdFdlYmhvb2sSHC52aWdpbC52MS5UZXN0V2ViaG9va1JlcXVlc3QaHS52aWdpbC52MS5UZXN0V2ViaG9va1Jlc3BvbnNlIkTI8xjKAYLT5JMCOToBKiI0L3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS93ZWJob29rcy97d2ViaG9va19pZH0vdGVzdBJ0ChBMaXN0V2ViaG9va1R5cGVzEiEudmlnaWwudjEuTGlzdFdlYmhvb2tUeXBlc1JlcXVlc3QaIi52aWdpbC52MS5MaXN0V2ViaG9va1R5cGVzUmVzcG9uc2UiGYLT5JMCExIRL3YxL3dlYmhvb2stdHlwZXNiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_struct, file_vigil_v1_options]);
+  fileDesc("Chd2aWdpbC92MS93ZWJob29rcy5wcm90bxIIdmlnaWwudjEiygEKB1dlYmhvb2sSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIMCgR0eXBlGAMgASgJEhAKA3VybBgEIAEoCUgAiAEBEg4KBmV2ZW50cxgFIAMoCRIPCgdlbmFibGVkGAYgASgIEhIKCmNyZWF0ZWRfYXQYByABKAkSEgoKdXBkYXRlZF9hdBgIIAEoCRIKCgJ0bxgJIAMoCRIYCgtyb3V0aW5nX2tleRgKIAEoCUgBiAEBQgYKBF91cmxCDgoMX3JvdXRpbmdfa2V5IvQBChFXZWJob29rV2l0aFNlY3JldBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEgwKBHR5cGUYAyABKAkSEAoDdXJsGAQgASgJSACIAQESDgoGZXZlbnRzGAUgAygJEg8KB2VuYWJsZWQYBiABKAgSEgoKY3JlYXRlZF9hdBgHIAEoCRISCgp1cGRhdGVkX2F0GAggASgJEhMKBnNlY3JldBgJIAEoCUgBiAEBEgoKAnRvGAogAygJEhgKC3JvdXRpbmdfa2V5GAsgASgJSAKIAQFCBgoEX3VybEIJCgdfc2VjcmV0Qg4KDF9yb3V0aW5nX2tleSLkAQoUQ3JlYXRlV2ViaG9va1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIRCgRuYW1lGAIgASgJSACIAQESEQoEdHlwZRgDIAEoCUgBiAEBEhAKA3VybBgEIAEoCUgCiAEBEg4KBmV2ZW50cxgFIAMoCRIUCgdlbmFibGVkGAYgASgISAOIAQESCgoCdG8YByADKAkSGAoLcm91dGluZ19rZXkYCCABKAlIBIgBAUIHCgVfbmFtZUIHCgVfdHlwZUIGCgRfdXJsQgoKCF9lbmFibGVkQg4KDF9yb3V0aW5nX2tleSJCChVDcmVhdGVXZWJob29rUmVzcG9uc2USKQoEZGF0YRgBIAEoCzIbLnZpZ2lsLnYxLldlYmhvb2tXaXRoU2VjcmV0IikKE0xpc3RXZWJob29rc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCSI3ChRMaXN0V2ViaG9va3NSZXNwb25zZRIfCgRkYXRhGAEgAygLMhEudmlnaWwudjEuV2ViaG9vayI7ChFHZXRXZWJob29rUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkiNQoSR2V0V2ViaG9va1Jlc3BvbnNlEh8KBGRhdGEYASABKAsyES52aWdpbC52MS5XZWJob29rIooCChRVcGRhdGVXZWJob29rUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkSEQoEbmFtZRgDIAEoCUgAiAEBEhAKA3VybBgEIAEoCUgBiAEBEg4KBmV2ZW50cxgFIAMoCRIUCgdlbmFibGVkGAYgASgISAKIAQESGgoNcm90YXRlX3NlY3JldBgHIAEoCEgDiAEBEgoKAnRvGAggAygJEhgKC3JvdXRpbmdfa2V5GAkgASgJSASIAQFCBwoFX25hbWVCBgoEX3VybEIKCghfZW5hYmxlZEIQCg5fcm90YXRlX3NlY3JldEIOCgxfcm91dGluZ19rZXkiQgoVVXBkYXRlV2ViaG9va1Jlc3BvbnNlEikKBGRhdGEYASABKAsyGy52aWdpbC52MS5XZWJob29rV2l0aFNlY3JldCI+ChREZWxldGVXZWJob29rUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkiFwoVRGVsZXRlV2ViaG9va1Jlc3BvbnNlIqgBCg9EZWxpdmVyeUF0dGVtcHQSCgoCYXQYASABKAkSGAoLc3RhdHVzX2NvZGUYAiABKAVIAIgBARITCgtkdXJhdGlvbl9tcxgDIAEoBRISCgVlcnJvchgEIAEoCUgBiAEBEhoKDXJlc3BvbnNlX2JvZHkYBSABKAlIAogBAUIOCgxfc3RhdHVzX2NvZGVCCAoGX2Vycm9yQhAKDl9yZXNwb25zZV9ib2R5Ir8BCghEZWxpdmVyeRIKCgJpZBgBIAEoCRIQCghldmVudF9pZBgCIAEoCRISCgpldmVudF90eXBlGAMgASgJEg4KBnN0YXR1cxgEIAEoCRIrCghhdHRlbXB0cxgFIAMoCzIZLnZpZ2lsLnYxLkRlbGl2ZXJ5QXR0ZW1wdBIcCg9uZXh0X2F0dGVtcHRfYXQYBiABKAlIAIgBARISCgpjcmVhdGVkX2F0GAcgASgJQhIKEF9uZXh0X2F0dGVtcHRfYXQinQEKFUxpc3REZWxpdmVyaWVzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkSEgoFbGltaXQYAyABKAVIAIgBARITCgZzdGF0dXMYBCABKAlIAYgBARITCgZjdXJzb3IYBSABKAlIAogBAUIICgZfbGltaXRCCQoHX3N0YXR1c0IJCgdfY3Vyc29yIlIKFERlbGl2ZXJpZXNQYWdpbmF0aW9uEhgKC25leHRfY3Vyc29yGAEgASgJSACIAQESEAoIaGFzX21vcmUYAiABKAhCDgoMX25leHRfY3Vyc29yIm4KFkxpc3REZWxpdmVyaWVzUmVzcG9uc2USIAoEZGF0YRgBIAMoCzISLnZpZ2lsLnYxLkRlbGl2ZXJ5EjIKCnBhZ2luYXRpb24YAiABKAsyHi52aWdpbC52MS5EZWxpdmVyaWVzUGFnaW5hdGlvbiJRChJHZXREZWxpdmVyeVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgp3ZWJob29rX2lkGAIgASgJEhMKC2RlbGl2ZXJ5X2lkGAMgASgJIjcKE0dldERlbGl2ZXJ5UmVzcG9uc2USIAoEZGF0YRgBIAEoCzISLnZpZ2lsLnYxLkRlbGl2ZXJ5IlMKFFJldHJ5RGVsaXZlcnlSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKd2ViaG9va19pZBgCIAEoCRITCgtkZWxpdmVyeV9pZBgDIAEoCSI5ChVSZXRyeURlbGl2ZXJ5UmVzcG9uc2USIAoEZGF0YRgBIAEoCzISLnZpZ2lsLnYxLkRlbGl2ZXJ5InEKElRlc3RXZWJob29rUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkSKgoEZGF0YRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIAIgBAUIHCgVfZGF0YSI3ChNUZXN0V2ViaG9va1Jlc3BvbnNlEiAKBGRhdGEYASABKAsyEi52aWdpbC52MS5EZWxpdmVyeSIZChdMaXN0V2ViaG9va1R5cGVzUmVxdWVzdCJPCgtXZWJob29rVHlwZRIMCgR0eXBlGAEgASgJEg4KBnNpZ25lZBgCIAEoCBIPCgdhZGRyZXNzGAMgASgJEhEKCWF2YWlsYWJsZRgEIAEoCCI/ChhMaXN0V2ViaG9va1R5cGVzUmVzcG9uc2USIwoEZGF0YRgBIAMoCzIVLnZpZ2lsLnYxLldlYmhvb2tUeXBlMqoLCg5XZWJob29rU2VydmljZRKEAQoNQ3JlYXRlV2ViaG9vaxIeLnZpZ2lsLnYxLkNyZWF0ZVdlYmhvb2tSZXF1ZXN0Gh8udmlnaWwudjEuQ3JlYXRlV2ViaG9va1Jlc3BvbnNlIjLI8xjJAYLT5JMCJzoBKiIiL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS93ZWJob29rcxJ5CgxMaXN0V2ViaG9va3MSHS52aWdpbC52MS5MaXN0V2ViaG9va3NSZXF1ZXN0Gh4udmlnaWwudjEuTGlzdFdlYmhvb2tzUmVzcG9uc2UiKoLT5JMCJBIiL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS93ZWJob29rcxKAAQoKR2V0V2ViaG9vaxIbLnZpZ2lsLnYxLkdldFdlYmhvb2tSZXF1ZXN0GhwudmlnaWwudjEuR2V0V2ViaG9va1Jlc3BvbnNlIjeC0+STAjESLy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vd2ViaG9va3Mve3dlYmhvb2tfaWR9EowBCg1VcGRhdGVXZWJob29rEh4udmlnaWwudjEuVXBkYXRlV2ViaG9va1JlcXVlc3QaHy52aWdpbC52MS5VcGRhdGVXZWJob29rUmVzcG9uc2UiOoLT5JMCNDoBKjIvL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS93ZWJob29rcy97d2ViaG9va19pZH0SjgEKDURlbGV0ZVdlYmhvb2sSHi52aWdpbC52MS5EZWxldGVXZWJob29rUmVxdWVzdBofLnZpZ2lsLnYxLkRlbGV0ZVdlYmhvb2tSZXNwb25zZSI8yPMYzAGC0+STAjEqLy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vd2ViaG9va3Mve3dlYmhvb2tfaWR9EpcBCg5MaXN0RGVsaXZlcmllcxIfLnZpZ2lsLnYxLkxpc3REZWxpdmVyaWVzUmVxdWVzdBogLnZpZ2lsLnYxLkxpc3REZWxpdmVyaWVzUmVzcG9uc2UiQoLT5JMCPBI6L3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS93ZWJob29rcy97d2ViaG9va19pZH0vZGVsaXZlcmllcxKcAQoLR2V0RGVsaXZlcnkSHC52aWdpbC52MS5HZXREZWxpdmVyeVJlcXVlc3QaHS52aWdpbC52MS5HZXREZWxpdmVyeVJlc3BvbnNlIlCC0+STAkoSSC92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vd2ViaG9va3Mve3dlYmhvb2tfaWR9L2RlbGl2ZXJpZXMve2RlbGl2ZXJ5X2lkfRKwAQoNUmV0cnlEZWxpdmVyeRIeLnZpZ2lsLnYxLlJldHJ5RGVsaXZlcnlSZXF1ZXN0Gh8udmlnaWwudjEuUmV0cnlEZWxpdmVyeVJlc3BvbnNlIl7I8xjKAYLT5JMCUzoBKiJOL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS93ZWJob29rcy97d2ViaG9va19pZH0vZGVsaXZlcmllcy97ZGVsaXZlcnlfaWR9L3JldHJ5EpABCgtUZXN0V2ViaG9vaxIcLnZpZ2lsLnYxLlRlc3RXZWJob29rUmVxdWVzdBodLnZpZ2lsLnYxLlRlc3RXZWJob29rUmVzcG9uc2UiRMjzGMoBgtPkkwI5OgEqIjQvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L3dlYmhvb2tzL3t3ZWJob29rX2lkfS90ZXN0EnQKEExpc3RXZWJob29rVHlwZXMSIS52aWdpbC52MS5MaXN0V2ViaG9va1R5cGVzUmVxdWVzdBoiLnZpZ2lsLnYxLkxpc3RXZWJob29rVHlwZXNSZXNwb25zZSIZgtPkkwITEhEvdjEvd2ViaG9vay10eXBlc2IGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_struct, file_vigil_v1_options]);
 
 /**
  * @generated from message vigil.v1.Webhook
@@ -30,16 +30,18 @@ export type Webhook = Message<"vigil.v1.Webhook"> & {
   name: string;
 
   /**
-   * http or discord (the spec's), or mattermost (Vigil's own).
+   * http, discord, slack, mattermost (Vigil's own), email or pagerduty (GET /v1/webhook-types).
    *
    * @generated from field: string type = 3;
    */
   type: string;
 
   /**
-   * @generated from field: string url = 4;
+   * Where deliveries are POSTed; absent for email and pagerduty webhooks.
+   *
+   * @generated from field: optional string url = 4;
    */
-  url: string;
+  url?: string | undefined;
 
   /**
    * The watched event types (1 to 20).
@@ -62,6 +64,20 @@ export type Webhook = Message<"vigil.v1.Webhook"> & {
    * @generated from field: string updated_at = 8;
    */
   updatedAt: string;
+
+  /**
+   * email webhooks: the recipients (1 to 10), one message to all of them.
+   *
+   * @generated from field: repeated string to = 9;
+   */
+  to: string[];
+
+  /**
+   * pagerduty webhooks: the integration key, shown as its last four characters (`…abcd`).
+   *
+   * @generated from field: optional string routing_key = 10;
+   */
+  routingKey?: string | undefined;
 };
 
 /**
@@ -93,9 +109,9 @@ export type WebhookWithSecret = Message<"vigil.v1.WebhookWithSecret"> & {
   type: string;
 
   /**
-   * @generated from field: string url = 4;
+   * @generated from field: optional string url = 4;
    */
-  url: string;
+  url?: string | undefined;
 
   /**
    * @generated from field: repeated string events = 5;
@@ -118,11 +134,21 @@ export type WebhookWithSecret = Message<"vigil.v1.WebhookWithSecret"> & {
   updatedAt: string;
 
   /**
-   * `whsec_...` for http webhooks; null for discord and mattermost webhooks.
+   * `whsec_...` for http webhooks; null for the other types.
    *
    * @generated from field: optional string secret = 9;
    */
   secret?: string | undefined;
+
+  /**
+   * @generated from field: repeated string to = 10;
+   */
+  to: string[];
+
+  /**
+   * @generated from field: optional string routing_key = 11;
+   */
+  routingKey?: string | undefined;
 };
 
 /**
@@ -152,6 +178,8 @@ export type CreateWebhookRequest = Message<"vigil.v1.CreateWebhookRequest"> & {
   type?: string | undefined;
 
   /**
+   * Every type but email and pagerduty.
+   *
    * @generated from field: optional string url = 4;
    */
   url?: string | undefined;
@@ -165,6 +193,20 @@ export type CreateWebhookRequest = Message<"vigil.v1.CreateWebhookRequest"> & {
    * @generated from field: optional bool enabled = 6;
    */
   enabled?: boolean | undefined;
+
+  /**
+   * email: 1 to 10 addresses (needs the server's SMTP_URL).
+   *
+   * @generated from field: repeated string to = 7;
+   */
+  to: string[];
+
+  /**
+   * pagerduty: the Events API v2 integration key (32 characters).
+   *
+   * @generated from field: optional string routing_key = 8;
+   */
+  routingKey?: string | undefined;
 };
 
 /**
@@ -306,6 +348,20 @@ export type UpdateWebhookRequest = Message<"vigil.v1.UpdateWebhookRequest"> & {
    * @generated from field: optional bool rotate_secret = 7;
    */
   rotateSecret?: boolean | undefined;
+
+  /**
+   * email webhooks: replaces the recipients when non-empty.
+   *
+   * @generated from field: repeated string to = 8;
+   */
+  to: string[];
+
+  /**
+   * pagerduty webhooks: a new integration key.
+   *
+   * @generated from field: optional string routing_key = 9;
+   */
+  routingKey?: string | undefined;
 };
 
 /**
@@ -708,6 +764,20 @@ export type WebhookType = Message<"vigil.v1.WebhookType"> & {
    * @generated from field: bool signed = 2;
    */
   signed: boolean;
+
+  /**
+   * The create field naming where deliveries go: url, to or routingKey.
+   *
+   * @generated from field: string address = 3;
+   */
+  address: string;
+
+  /**
+   * False when the server cannot send this type (email without SMTP_URL): creating one is a 400.
+   *
+   * @generated from field: bool available = 4;
+   */
+  available: boolean;
 };
 
 /**

@@ -1,7 +1,6 @@
 import type { Envelope } from "./envelope.js";
-import { retryAfterMs } from "./retry-after.js";
+import { jsonTarget } from "./http-post.js";
 import { summarize, truncate } from "./summary.js";
-import type { WebhookTarget } from "./target.js";
 
 // `discord`: channel-webhook messages (decisions.md: Webhooks: `{content, embeds}`, within Discord's
 // limits, honouring its 429 `retry_after`), unsigned, to any public host.
@@ -127,12 +126,8 @@ export function discordMessage(env: Envelope): DiscordMessage {
   return fitDiscordLimits({ content, username: "Vigil", embeds: [embed] });
 }
 
-export const discordTarget: WebhookTarget = {
+/** "discord webhooks take any URL (the host is not checked)": any public host, as for http. */
+export const discordTarget = jsonTarget({
   signed: false,
-  checkUrl() {
-    // "discord webhooks take any URL (the host is not checked)": any public host, as for http.
-  },
   body: (env) => JSON.stringify(discordMessage(env)),
-  headers: () => ({}),
-  retryAfterMs,
-};
+});

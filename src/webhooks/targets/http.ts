@@ -1,20 +1,16 @@
+import { jsonTarget } from "./http-post.js";
 import { SIGNATURE_HEADER, signatureHeader } from "./signature.js";
-import { retryAfterMs } from "./retry-after.js";
-import type { WebhookTarget } from "./target.js";
 
 // `http`: the envelope itself as the JSON body (decisions.md: Webhooks), signed with the webhook's
-// secret (X-Vigil-Signature, signature.ts), with the event and delivery ids as headers.
+// secret (X-Vigil-Signature, signature.ts), with the event and delivery ids as headers, to any
+// http: or https: URL of a public host (the shared rules of http-post.ts).
 
-export const httpTarget: WebhookTarget = {
+export const httpTarget = jsonTarget({
   signed: true,
-  checkUrl() {
-    // Any http: or https: URL to a public host (the shared rules).
-  },
   body: (env) => JSON.stringify(env),
   headers({ env, eventId, body, secret, now }) {
     const h: Record<string, string> = { "x-vigil-event-id": eventId, "x-vigil-delivery-id": env.id };
     if (secret) h[SIGNATURE_HEADER] = signatureHeader(secret, body, Math.floor(now.getTime() / 1000));
     return h;
   },
-  retryAfterMs,
-};
+});

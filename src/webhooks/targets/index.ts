@@ -1,17 +1,24 @@
 import { discordTarget } from "./discord.js";
+import { emailTarget } from "./email.js";
 import { httpTarget } from "./http.js";
 import { mattermostTarget } from "./mattermost.js";
+import { pagerDutyTarget } from "./pagerduty.js";
+import { slackTarget } from "./slack.js";
 import type { WebhookTarget } from "./target.js";
 
 // The webhook types: one entry per type, and the only list of them. The `type` column, the create
-// request's enum, the rows and the sender all take `WebhookType` from here; a new type is a file in
-// this folder and a line below (docs/architecture.md: "Add a webhook target").
+// request's enum, the rows, the sender and GET /v1/webhook-types (the dashboard's list) all take
+// `WebhookType` from here; a new type is a file in this folder and a line below
+// (docs/architecture.md: "Add a webhook target").
 
 const TARGETS = {
   http: httpTarget,
   discord: discordTarget,
-  /** Vigil's own, beyond the spec's two (docs/webhooks.md). */
+  slack: slackTarget,
+  /** Vigil's own, beyond decisions.md's (docs/webhooks.md). */
   mattermost: mattermostTarget,
+  email: emailTarget,
+  pagerduty: pagerDutyTarget,
 } as const satisfies Record<string, WebhookTarget>;
 
 export type WebhookType = keyof typeof TARGETS;

@@ -1,13 +1,12 @@
-import { badRequest } from "../../shared/errors.js";
 import type { Envelope } from "./envelope.js";
-import { retryAfterMs } from "./retry-after.js";
+import type { Links } from "./links.js";
+import { CHAT_COLORS, slackCompatibleTarget } from "./slack-compatible.js";
 import { summarize, truncate } from "./summary.js";
-import type { WebhookTarget } from "./target.js";
 
 // `mattermost`: Vigil's own type, beyond the spec's `http` and `discord` (docs/webhooks.md). A
 // Mattermost incoming webhook (https://<server>/hooks/<id>, the server possibly under a path) takes
 // a Slack-style JSON message: `text` (Markdown), `username`, and `attachments` with a colour bar,
-// fields and a footer. Unsigned: the hook URL is the credential, as for Discord. Mattermost splits a
+// fields and a footer (the Slack-compatible base, slack-compatible.ts, sends it). Mattermost splits a
 // post over 16,383 characters and drops attachment text past its props limit, so everything is cut
 // to fit well within them here. Pure functions, tested directly.
 
@@ -33,6 +32,8 @@ interface MattermostAttachment {
   fallback: string;
   color: string;
   title: string;
+  /** The dashboard's page of it (PUBLIC_URL set). */
+  title_link?: string;
   text?: string;
   fields: MattermostField[];
   footer: string;
@@ -46,8 +47,6 @@ export interface MattermostMessage {
   attachments: MattermostAttachment[];
 }
 
-const COLORS = { started: "#e5484d", recovered: "#30a46c", event: "#5b5bd6" } as const;
-
 /**
  * Mentions made inert: a zero-width space after each `@` that starts a mention (`@channel`, `@all`,
  * `@here`, `@<username>`, `@<group>`), so that no text of the message (a monitor's name, an
@@ -59,7 +58,7 @@ function quietMentions(s: string): string {
 }
 
 /** The Mattermost message for a delivery envelope (an event, an incident, or a test). */
-export function mattermostMessage(env: Envelope): MattermostMessage {
+export function mattermostMessage(env: Envelope, links: Links = {}): MattermostMessage {
   const sum = summarize(env);
   const L = MATTERMOST_LIMITS;
   // Every text goes through `cut`: mentions made inert, then cut to its limit.
@@ -75,8 +74,9 @@ export function mattermostMessage(env: Envelope): MattermostMessage {
     attachments: [
       {
         fallback: title,
-        color: COLORS[sum.kind],
+        color: CHAT_COLORS[sum.kind],
         title,
+        ...(links.dashboard ? { title_link: links.dashboard } : {}),
         ...(text === undefined ? {} : { text }),
         fields: sum.fields.slice(0, L.fields).map((f) => ({
           title: cut(f.name || "—", L.title),
@@ -91,16 +91,8 @@ export function mattermostMessage(env: Envelope): MattermostMessage {
 }
 
 /** An incoming-webhook URL's path ends in /hooks/<id> (the id: 26 lowercase letters and digits). */
-const HOOK_PATH = /\/hooks\/[a-z0-9]{26}$/;
-
-export const mattermostTarget: WebhookTarget = {
-  signed: false,
-  checkUrl(url) {
-    const message = "must be a Mattermost incoming-webhook URL (…/hooks/<26-character id>)";
-    if (!HOOK_PATH.test(url.pathname))
-      throw badRequest(`invalid request: url: ${message}`, [{ field: "url", message }]);
-  },
-  body: (env) => JSON.stringify(mattermostMessage(env)),
-  headers: () => ({}),
-  retryAfterMs,
-};
+export const mattermostTarget = slackCompatibleTarget({
+  hookPath: /\/hooks\/[a-z0-9]{26}$/,
+  hookHint: "a Mattermost incoming-webhook URL (…/hooks/<26-character id>)",
+  message: mattermostMessage,
+});

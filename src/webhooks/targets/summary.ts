@@ -68,3 +68,20 @@ export function summarize(env: Envelope): Summary {
   for (const [k, v] of Object.entries(props)) fields.push({ name: k, value: show(v), inline: typeof v !== "object" });
   return { kind: "event", title: env.type, fields, props };
 }
+
+/** An incident delivery's incident and monitor (undefined for events and tests). */
+export function incidentOf(
+  env: Envelope,
+): { started: boolean; incidentId: string; monitorId?: string; monitorName: string } | undefined {
+  if (env.type !== "incident.started" && env.type !== "incident.recovered") return undefined;
+  const d = env.data;
+  const inc = (d.incident && typeof d.incident === "object" ? d.incident : d) as Record<string, unknown>;
+  const monitor = (d.monitor && typeof d.monitor === "object" ? d.monitor : {}) as Record<string, unknown>;
+  const monitorId = typeof inc.monitorId === "string" ? inc.monitorId : (monitor.id as string | undefined);
+  return {
+    started: env.type === "incident.started",
+    incidentId: show(inc.id),
+    monitorId,
+    monitorName: show(d.monitorName ?? monitor.name ?? monitorId),
+  };
+}

@@ -51,6 +51,13 @@ const KIND_WORDS: Record<string, { label: string; short: string; url: string; pl
     placeholder: "https://discord.com/api/webhooks/…",
     hint: "In Discord: channel settings → Integrations → Webhooks → Copy webhook URL. Deliveries are not signed.",
   },
+  slack: {
+    label: "Slack channel",
+    short: "Slack",
+    url: "Slack webhook URL",
+    placeholder: "https://hooks.slack.com/services/T…/B…/…",
+    hint: "In Slack: an app with Incoming Webhooks → Add New Webhook to Workspace, then copy its URL. Deliveries are not signed.",
+  },
   mattermost: {
     label: "Mattermost channel",
     short: "Mattermost",
@@ -58,7 +65,40 @@ const KIND_WORDS: Record<string, { label: string; short: string; url: string; pl
     placeholder: "https://mattermost.example.com/hooks/…",
     hint: "In Mattermost: Integrations → Incoming Webhooks → Add Incoming Webhook, then copy its URL. Deliveries are not signed.",
   },
+  email: {
+    label: "Email",
+    short: "Email",
+    url: "Recipients",
+    placeholder: "oncall@example.com, ops@example.com",
+    hint: "Up to 10 addresses, separated by commas: one message to all of them per notification.",
+  },
+  pagerduty: {
+    label: "PagerDuty service",
+    short: "PagerDuty",
+    url: "Integration key",
+    placeholder: "32 characters",
+    hint: "In PagerDuty: the service → Integrations → Events API V2 → Integration Key. Incidents trigger and resolve alerts.",
+  },
 };
+
+/** A destination as typed: a URL, a comma-separated list of addresses, or a key. */
+function destinationOf(address: string, value: string): { url?: string; to?: string[]; routingKey?: string } {
+  const v = value.trim();
+  if (address === "to")
+    return {
+      to: v
+        .split(/[,;\s]+/)
+        .map((x) => x.trim())
+        .filter(Boolean),
+    };
+  if (address === "routingKey") return { routingKey: v };
+  return { url: v };
+}
+
+/** Where a webhook sends, as one line: its URL, its recipients, or its key's end. */
+const destinationText = (w: Webhook) => w.url ?? (w.to.length ? w.to.join(", ") : (w.routingKey ?? ""));
+/** The field a webhook's destination is edited in (the one its record carries). */
+const addressOfHook = (w: Webhook) => (w.url !== undefined ? "url" : w.to.length ? "to" : "routingKey");
 const wordsOf = (t: WebhookType) =>
   KIND_WORDS[t.type] ?? {
     label: t.type,
@@ -181,7 +221,7 @@ function WebhookRow({ projectId, hook, onChanged }: { projectId: string; hook: W
     <tr>
       <td>
         <a href={`/projects/${projectId}/webhooks/${hook.id}`}>{hook.name}</a>
-        <div class="muted url">{hook.url}</div>
+        <div class="muted url">{destinationText(hook)}</div>
       </td>
       <td>{kindLabel(hook.type)}</td>
       <td>
@@ -327,7 +367,7 @@ function WebhookForm(props: { projectId: string; onCancel: () => void; onCreated
             projectId: props.projectId,
             type: kind?.type,
             name: name.trim() || undefined,
-            url: url.trim(),
+            ...destinationOf(kind?.address ?? "url", url),
             events,
             enabled,
           }),
@@ -341,7 +381,10 @@ function WebhookForm(props: { projectId: string; onCancel: () => void; onCreated
           <Select
             label="Kind"
             value={kind.type}
-            options={types.data.map((t) => ({ value: t.type, label: wordsOf(t).label }))}
+            options={types.data.map((t) => ({
+              value: t.type,
+              label: t.available ? wordsOf(t).label : `${wordsOf(t).label} (not set up on this server)`,
+            }))}
             onValue={setKind}
           />
         ) : (
@@ -353,7 +396,7 @@ function WebhookForm(props: { projectId: string; onCancel: () => void; onCreated
           onValue={setName}
           field="name"
           error={act.error}
-          hint="Defaults to the URL's host."
+          hint={kind?.address === "url" || !kind ? "Defaults to the URL's host." : undefined}
           maxLength={200}
         />
       </div>
@@ -361,9 +404,9 @@ function WebhookForm(props: { projectId: string; onCancel: () => void; onCreated
         label={words?.url ?? "Webhook URL"}
         value={url}
         onValue={setUrl}
-        field="url"
+        field={kind?.address ?? "url"}
         error={act.error}
-        type="url"
+        type={!kind || kind.address === "url" ? "url" : "text"}
         required
         placeholder={words?.placeholder}
         hint={words?.hint}
@@ -373,7 +416,7 @@ function WebhookForm(props: { projectId: string; onCancel: () => void; onCreated
         <input type="checkbox" checked={enabled} onChange={(e) => setEnabled((e.target as HTMLInputElement).checked)} />{" "}
         Enabled (send deliveries as events arrive)
       </label>
-      {!eventsError && !fieldErrorsOf(act.error, "url") && !fieldErrorsOf(act.error, "name") && (
+      {!eventsError && !fieldErrorsOf(act.error, kind?.address ?? "url") && !fieldErrorsOf(act.error, "name") && (
         <ErrorMessage error={act.error} />
       )}
       <div class="actions">
@@ -461,7 +504,7 @@ export function WebhookDetail() {
         }
         subtitle={
           <>
-            {kindLabel(w.type)} webhook to <code class="url">{w.url}</code>
+            {kindLabel(w.type)} webhook to <code class="url">{destinationText(w)}</code>
           </>
         }
         actions={
@@ -499,13 +542,16 @@ export function WebhookDetail() {
 function Settings(props: { projectId: string; hook: Webhook; onSaved: () => void; onRotate: () => void }) {
   const { hook } = props;
   const [name, setName] = useState(hook.name);
-  const [url, setUrl] = useState(hook.url);
+  const address = addressOfHook(hook);
+  // A key is never shown whole: its field starts empty, and empty keeps it.
+  const shown = (w: Webhook) => (address === "routingKey" ? "" : destinationText(w));
+  const [url, setUrl] = useState(shown(hook));
   const [events, setEvents] = useState(hook.events);
   const [saved, setSaved] = useState(false);
   const act = useAction();
   useEffect(() => {
     setName(hook.name);
-    setUrl(hook.url);
+    setUrl(shown(hook));
     setEvents(hook.events);
   }, [hook.id, hook.updatedAt]);
   return (
@@ -520,7 +566,7 @@ function Settings(props: { projectId: string; hook: Webhook; onSaved: () => void
             projectId: props.projectId,
             webhookId: hook.id,
             name: name.trim(),
-            url: url.trim(),
+            ...(address === "routingKey" && !url.trim() ? {} : destinationOf(address, url)),
             events,
           }),
         );
@@ -532,7 +578,16 @@ function Settings(props: { projectId: string; hook: Webhook; onSaved: () => void
     >
       <h2>Settings</h2>
       <Field label="Name" value={name} onValue={setName} field="name" error={act.error} maxLength={200} />
-      <Field label="URL" value={url} onValue={setUrl} field="url" error={act.error} type="url" required />
+      <Field
+        label={address === "url" ? "URL" : address === "to" ? "Recipients" : "Integration key"}
+        value={url}
+        onValue={setUrl}
+        field={address}
+        error={act.error}
+        type={address === "url" ? "url" : "text"}
+        required={address !== "routingKey"}
+        hint={address === "routingKey" ? `Now ${hook.routingKey ?? ""}; leave empty to keep it.` : undefined}
+      />
       <EventPicker
         projectId={props.projectId}
         value={events}
