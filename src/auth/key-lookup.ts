@@ -1,4 +1,5 @@
 import { Coalescer } from "../shared/coalesce.js";
+import type { KeyKind } from "./principal.js";
 import type { Db } from "../storage/db.js";
 
 // API-key lookups batched per event-loop turn (shared/coalesce.ts): concurrent requests share one
@@ -10,7 +11,7 @@ export interface KeyRow {
   id: string;
   project_id: string;
   environment: string;
-  kind: "secret" | "publishable";
+  kind: KeyKind;
   /** The project's allowed origins (read with the key: no second round trip). */
   allowed_origins: string[];
 }

@@ -28,6 +28,7 @@ import { sdkMetrics } from "../temporal/runtime.js";
 import { isDocsPath, serveDocs } from "./docs.js";
 import { createDashboard, DEFAULT_DASHBOARD_DIR } from "./dashboard.js";
 import { createGate } from "./gate.js";
+import { redactPath } from "../shared/redact.js";
 import { BROWSER_INGEST, COMPRESSED_INGEST } from "./ingest-routes.js";
 import { createRpcHandler, protocolOf } from "./rpc.js";
 import { grpcCodeName, requestStatus, rpcLogLevel } from "./grpc-status.js";
@@ -240,7 +241,8 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
             protocol,
             method: req.method,
             route,
-            path,
+            // A ping URL's key (and any key a client put in a path) never reaches the log.
+            path: redactPath(path),
             status,
             grpcCode,
             ms: Math.round(seconds * 1e5) / 100,

@@ -6,7 +6,7 @@ import { ApiError, forbidden, unauthenticated } from "../shared/errors.js";
 import { isJsonContentType } from "../transcoding/body.js";
 import { NodeRequestHeaders } from "../transcoding/context.js";
 import type { RateLimiter } from "../shared/ratelimit.js";
-import { BROWSER_INGEST, INGEST_LIMITS } from "./ingest-routes.js";
+import { BROWSER_INGEST, INGEST_LIMITS, PING_URLS } from "./ingest-routes.js";
 
 // The request gate: what every request passes, over every protocol, BEFORE its body is read.
 //
@@ -28,6 +28,9 @@ import { BROWSER_INGEST, INGEST_LIMITS } from "./ingest-routes.js";
 //    here, for its project, before the body is read: a caller over its limit costs no read,
 //    inflation or parse (429 with Retry-After). Sessions (metrics, heartbeats) are counted by the
 //    handler, once the project of the path is known.
+// 5. Ping URLs (`PING_URLS`): the key is in the path, resolved and counted by the handler
+//    (`auth.pingKey`); none of the above applies to them. Ping keys (vk_ping_...) in a header are
+//    refused by src/auth on every route whose access is not `heartbeat` (403).
 
 export type Protocol = "rest" | "connect" | "grpc" | "grpc-web";
 
@@ -91,6 +94,8 @@ export function createGate(
     return limit && principal.kind === "apiKey" ? limits.take(limit, principal.projectId) : undefined;
   };
   return async ({ method, verb, headers, protocol, queryKeys }) => {
+    // A ping URL carries its key in the path (curl from a crontab): no header, no cookie, any body type.
+    if (PING_URLS.has(method)) return undefined;
     // navigator.sendBeacon: a publishable key in `?key=` on a browser ingestion route, with a
     // text/plain body (rest.ts reads it as JSON). It carries a key, not a cookie: the cross-site
     // rule does not apply, the origin check does.

@@ -9,6 +9,7 @@ import { ApiError, badRequest, methodNotAllowed, toRestError } from "../shared/e
 import { restJsonBodyKey, restJsonListKey, type ClientInfo } from "../shared/context.js";
 import { assertStorableJson, assertStorableMessage } from "../shared/message-check.js";
 import { textProblem } from "../shared/text.js";
+import { redactPath } from "../shared/redact.js";
 import { isJsonObject } from "../shared/json.js";
 import { isStreaming, type Handler, type StreamHandler, type UnaryHandler } from "../shared/feature.js";
 import type { ServiceBinding } from "../shared/feature.js";
@@ -191,8 +192,8 @@ export function createRestHandler(opts: RestOptions) {
         req.resume();
         // decisions.md "Corrections from the second round": an unknown path is a 404; a path that
         // exists answers a method it does not serve with 405 and `Allow`.
-        if (pathMatched) throw methodNotAllowed(url.pathname, verb, allowedVerbs(url.pathname));
-        throw new ApiError(404, "not_found", `no route for ${verb} ${url.pathname}`);
+        if (pathMatched) throw methodNotAllowed(redactPath(url.pathname), verb, allowedVerbs(url.pathname));
+        throw new ApiError(404, "not_found", `no route for ${verb} ${redactPath(url.pathname)}`);
       }
       const { route, params } = match;
       client.route = route.template;
@@ -231,7 +232,7 @@ export function createRestHandler(opts: RestOptions) {
       assertStorableMessage(route.method.input, input.message);
       if (keepBody) assertStorableJson(body);
       const fn = impls.get(rpc);
-      if (!fn) throw new ApiError(404, "not_found", `no route for ${verb} ${url.pathname}`);
+      if (!fn) throw new ApiError(404, "not_found", `no route for ${verb} ${redactPath(url.pathname)}`);
       const ctx = restContext({
         service: route.service,
         method: route.method,
