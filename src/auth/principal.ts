@@ -40,6 +40,9 @@ export const PUBLISHABLE_PREFIX = "vk_pub_";
 const PING_ONLY_HEARTBEATS =
   "a ping key can only send heartbeats (POST /v1/projects/:projectId/heartbeats/:monitorSlug, or the ping URL /ping/:pingKey/:monitorSlug): use a secret key or a session for anything else";
 
+const PING_URL_KEY_KIND =
+  "only a ping key (vk_ping_...) may be used in a ping URL: a URL ends up in logs and shell histories, so revoke this key and create a ping key";
+
 /** Ping secrets begin with this (the `_` after `ping` is not base62: no secret key begins so). */
 export const PING_PREFIX = "vk_ping_";
 
@@ -199,16 +202,23 @@ export class Authenticator {
   /**
    * A ping URL's key (`/ping/:pingKey/:monitorSlug`, curl from a crontab: no header). Looked up as
    * every key is (its hash, the same batched query): 401 when malformed, unknown or revoked; 403 for a
-   * key of another kind (it must not travel in a URL: the message says to revoke it). The caller is
-   * then this key, for the rest of the request (`principal(ctx)`), as the gate would have set it.
+   * key of another kind (it must not travel in a URL: the message says to revoke it). The gate
+   * resolves it over REST (before the body is read).
    */
-  async pingKey(ctx: HandlerContext, key: string): Promise<ProjectScope> {
+  async fromPingKey(key: string): Promise<Principal> {
     if (!key.startsWith("vk_")) throw unauthenticated("malformed ping key: expected vk_ping_...");
     const principal = await this.apiKey(key);
-    if (principal.kind !== "apiKey" || principal.keyKind !== "ping")
-      throw forbidden(
-        "only a ping key (vk_ping_...) may be used in a ping URL: a URL ends up in logs and shell histories, so revoke this key and create a ping key",
-      );
+    if (principal.kind !== "apiKey" || principal.keyKind !== "ping") throw forbidden(PING_URL_KEY_KIND);
+    return principal;
+  }
+
+  /**
+   * The ping URL handler's caller: the key the gate resolved from the path (REST), else the
+   * request's `key` (gRPC, Connect), as `fromPingKey`; it is the caller for the rest of the request.
+   */
+  async pingKey(ctx: HandlerContext, key: string): Promise<ProjectScope> {
+    const principal = ctx.values.get(principalKey) ?? (await this.fromPingKey(key));
+    if (principal.kind !== "apiKey" || principal.keyKind !== "ping") throw forbidden(PING_URL_KEY_KIND);
     ctx.values.set(principalKey, principal);
     ctx.values.get(clientInfoKey).projectId = principal.projectId;
     return { projectId: principal.projectId, principal };

@@ -19,10 +19,11 @@ export const BROWSER_INGEST: ReadonlySet<DescMethod> = new Set([
 
 /**
  * The ping URLs (`/ping/:pingKey/:monitorSlug`, curl from a crontab): the key travels in the path
- * (the message over gRPC and Connect), not in a header, and the handler resolves it
- * (`auth.pingKey`). The gate reads no credentials for them and applies no cookie rule (no cookie
- * makes them act): a `POST` may be empty and of any media type (a non-empty body must still be
- * JSON). Their paths are logged with the key redacted (src/shared/redact.ts).
+ * (the message over gRPC and Connect), never in a header. Over REST the gate resolves the path's key
+ * (a ping key only) and takes the heartbeat limit before the body is read, and applies no cookie
+ * rule (no cookie makes them act): a `POST` may be empty and of any media type (a non-empty body
+ * must still be JSON). Over RPC the handler resolves the message's key (`auth.pingKey`). Their
+ * paths are logged with the key redacted (src/shared/redact.ts).
  */
 export const PING_URLS: ReadonlySet<DescMethod> = new Set([PingService.method.ping]);
 
@@ -46,4 +47,5 @@ export const INGEST_LIMITS: ReadonlyMap<DescMethod, LimitName> = new Map<DescMet
   [MetricsService.method.recordMetric, "metrics"],
   [MetricsService.method.recordMetricBatch, "metricBatches"],
   [UptimeService.method.sendHeartbeat, "heartbeats"],
+  [PingService.method.ping, "heartbeats"],
 ]);

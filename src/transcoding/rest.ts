@@ -30,8 +30,15 @@ export type AnyResponse = ServerResponse | Http2ServerResponse;
 /**
  * Runs once the route is known and BEFORE the body is read (credentials, cross-site checks): it
  * throws to refuse, or returns the request's context values (client info, the resolved caller).
+ * `params`: the REST route's path variables (a ping URL's key is one); none over RPC.
  */
-export type Admit = (method: DescMethod, verb: string, req: AnyRequest, client: ClientInfo) => Promise<ContextValues>;
+export type Admit = (
+  method: DescMethod,
+  verb: string,
+  req: AnyRequest,
+  client: ClientInfo,
+  params?: Readonly<Record<string, string>>,
+) => Promise<ContextValues>;
 
 export interface RestOptions {
   bindings: ServiceBinding[];
@@ -200,7 +207,7 @@ export function createRestHandler(opts: RestOptions) {
       if (isBrowserIngest(route)) setCorsHeaders(res, requestOrigin(req));
       for (const [name, value] of Object.entries(params)) checkText(name, value);
       for (const [name, value] of url.searchParams) checkText(name, value);
-      const values = await opts.admit(route.method, verb, req, client);
+      const values = await opts.admit(route.method, verb, req, client, params);
       budget = values.get(bodyBudgetKey);
       // sendBeacon: the gate has resolved the publishable key of `?key=` (it refuses any other); the
       // body may then be text/plain, and `key` is no field of the request message.

@@ -2,6 +2,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import type { SendHeartbeatResponseSchema } from "../../gen/vigil/v1/uptime_pb.js";
 import { PingService, type PingRequest } from "../../gen/vigil/v1/ping_pb.js";
+import { principalKey } from "../auth/principal.js";
 import { bind, type ServiceBinding } from "../shared/feature.js";
 import type { UptimeDeps } from "./deps.js";
 import * as s from "./requests.js";
@@ -19,10 +20,10 @@ export type RecordHeartbeat = (
 
 // Ping URLs (decisions.md "Cron jobs and ping keys"; docs/uptime.md "Ping URLs"): `GET` or `POST
 // /ping/:pingKey/:monitorSlug`, a heartbeat from a crontab line with no header. The key comes in the
-// path (REST) or the message (gRPC, Connect): the gate reads no credentials for this RPC
-// (`PING_URLS`, src/server/ingest-routes.ts) and the handler resolves the key itself with
-// `auth.pingKey` (a ping key only: 401 unknown or revoked, 403 another kind), then takes the
-// heartbeat rate limit and records the heartbeat exactly as SendHeartbeat does (`RecordHeartbeat`).
+// path (REST: the gate resolves it and takes the heartbeat limit before the body is read, `PING_URLS`
+// in src/server/ingest-routes.ts) or the message (gRPC, Connect: the handler does both, with
+// `auth.pingKey`). A ping key only: 401 unknown or revoked, 403 another kind. The heartbeat is then
+// recorded exactly as SendHeartbeat records it (`RecordHeartbeat`).
 
 /** What the signals are run with: the feature's heartbeat and the key's resolution. */
 interface PingContext {
@@ -63,10 +64,11 @@ export function pingService(deps: Pick<UptimeDeps, "auth" | "limits">, heartbeat
     PingService,
     {
       async ping(req, ctx) {
+        // REST: the gate has resolved the path's key and taken the heartbeat limit, before the body.
+        const counted = ctx.values.get(principalKey) !== undefined;
         const { projectId } = await deps.auth.pingKey(ctx, req.pingKey);
-        // The heartbeat route's limit, per project (the gate takes it there, before the body; a ping
-        // URL's key is known only from the decoded request).
-        await deps.limits.take("heartbeats", projectId);
+        // gRPC, Connect: the key was in the message, so the limit is taken here.
+        if (!counted) await deps.limits.take("heartbeats", projectId);
         return PING_SIGNALS[""](p, req, ctx, projectId);
       },
     },
