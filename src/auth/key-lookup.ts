@@ -1,5 +1,4 @@
 import { Coalescer } from "../shared/coalesce.js";
-import type { KeyKind } from "./principal.js";
 import type { Db } from "../storage/db.js";
 
 // API-key lookups batched per event-loop turn (shared/coalesce.ts): concurrent requests share one
@@ -11,7 +10,8 @@ export interface KeyRow {
   id: string;
   project_id: string;
   environment: string;
-  kind: KeyKind;
+  /** principal.ts `KeyKind`: secret, publishable (vk_pub_...) or ping (vk_ping_...). */
+  kind: "secret" | "publishable" | "ping";
   /** The project's allowed origins (read with the key: no second round trip). */
   allowed_origins: string[];
 }

@@ -3,7 +3,7 @@ import type { Clock } from "../shared/clock.js";
 import { ApiError, forbidden, notFound, unauthenticated } from "../shared/errors.js";
 import { clientInfoKey } from "../shared/context.js";
 import type { Db } from "../storage/db.js";
-import { KeyLookup } from "./key-lookup.js";
+import { KeyLookup, type KeyRow } from "./key-lookup.js";
 import { sha256Hex } from "../shared/ids.js";
 import { assertNever } from "../shared/never.js";
 import { accountForToken, tokenFromCookieHeader } from "./sessions.js";
@@ -11,7 +11,8 @@ import { accountForToken, tokenFromCookieHeader } from "./sessions.js";
 // Who is calling, and what they may do in a project. The project always comes from the
 // credentials (an API key's own project, or a membership of the session's account).
 
-export type KeyKind = "secret" | "publishable" | "ping";
+/** An API key's kind (the api_keys.kind column, read by key-lookup.ts). */
+export type KeyKind = KeyRow["kind"];
 
 export type Principal =
   | {
