@@ -51,8 +51,8 @@ type PingSignal = (
  * answers (404 `not_found`).
  */
 const PING_SIGNALS = {
-  "": (p, req, ctx, projectId) =>
-    p.heartbeat(projectId, s.heartbeatFields(req), () => p.auth.pingKey(ctx, req.pingKey)),
+  "": (p, req, _ctx, projectId) =>
+    p.heartbeat(projectId, s.heartbeatFields(req), () => p.auth.fromPingKey(req.pingKey)),
   start: undefined,
   fail: undefined,
   exit: undefined,
