@@ -10,7 +10,8 @@ export interface KeyRow {
   id: string;
   project_id: string;
   environment: string;
-  kind: "secret" | "publishable";
+  /** principal.ts `KeyKind`: secret, publishable (vk_pub_...) or ping (vk_ping_...). */
+  kind: "secret" | "publishable" | "ping";
   /** The project's allowed origins (read with the key: no second round trip). */
   allowed_origins: string[];
 }

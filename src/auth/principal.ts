@@ -3,14 +3,16 @@ import type { Clock } from "../shared/clock.js";
 import { ApiError, forbidden, notFound, unauthenticated } from "../shared/errors.js";
 import { clientInfoKey } from "../shared/context.js";
 import type { Db } from "../storage/db.js";
-import { KeyLookup } from "./key-lookup.js";
+import { KeyLookup, type KeyRow } from "./key-lookup.js";
 import { sha256Hex } from "../shared/ids.js";
+import { assertNever } from "../shared/never.js";
 import { accountForToken, tokenFromCookieHeader } from "./sessions.js";
 
 // Who is calling, and what they may do in a project. The project always comes from the
 // credentials (an API key's own project, or a membership of the session's account).
 
-export type KeyKind = "secret" | "publishable";
+/** An API key's kind (the api_keys.kind column, read by key-lookup.ts). */
+export type KeyKind = KeyRow["kind"];
 
 export type Principal =
   | {
@@ -18,7 +20,10 @@ export type Principal =
       keyId: string;
       projectId: string;
       environment: string;
-      /** `publishable` (vk_pub_...): event ingestion only, from the project's allowed origins. */
+      /**
+       * `publishable` (vk_pub_...): event ingestion only, from the project's allowed origins;
+       * `ping` (vk_ping_...): heartbeats only, on the routes of access `heartbeat`.
+       */
       keyKind: KeyKind;
       /** The project's allowed origins (publishable keys; empty: any origin), as of this request. */
       allowedOrigins: readonly string[];
@@ -31,6 +36,16 @@ export const PUBLISHABLE_ONLY_INGESTS =
 
 /** Publishable secrets begin with this; secret ones with `vk_` and a base62 character. */
 export const PUBLISHABLE_PREFIX = "vk_pub_";
+
+/** What every route but the heartbeat ones (access `heartbeat`) answers a ping key, over every protocol. */
+const PING_ONLY_HEARTBEATS =
+  "a ping key can only send heartbeats (POST /v1/projects/:projectId/heartbeats/:monitorSlug, or the ping URL /ping/:pingKey/:monitorSlug): use a secret key or a session for anything else";
+
+const PING_URL_KEY_KIND =
+  "only a ping key (vk_ping_...) may be used in a ping URL: a URL ends up in logs and shell histories, so revoke this key and create a ping key";
+
+/** Ping secrets begin with this (the `_` after `ping` is not base62: no secret key begins so). */
+export const PING_PREFIX = "vk_ping_";
 
 /**
  * allowedOrigins, checked on the actual request (a preflight carries no key) for publishable keys
@@ -65,11 +80,14 @@ export const isOriginRefused = (err: unknown): err is OriginRefused =>
 type Role = "owner" | "admin" | "member";
 
 /**
- * Route access levels:
- * - `data`: API key of the project, or session of any member (project data reads and writes).
+ * Route access levels, declared by each handler's `project(ctx, id, access)` call: the one place
+ * that decides which key kinds a route takes (a new route declaring `data` or a role refuses ping
+ * and publishable keys without a line of its own).
+ * - `data`: secret API key of the project, or session of any member (project data reads and writes).
+ * - `heartbeat`: as `data`, and also a ping key of the project (heartbeats and, later, run signals).
  * - `member` / `admin` / `owner`: session routes; API keys are refused with 403.
  */
-export type Access = "data" | Role;
+export type Access = "data" | "heartbeat" | Role;
 
 export interface ProjectScope {
   projectId: string;
@@ -89,6 +107,31 @@ export interface CredentialHeaders {
 }
 
 const rank: Record<Role, number> = { member: 1, admin: 2, owner: 3 };
+
+/**
+ * The access levels each key kind may use (sessions: by role). A table over every kind, so a new kind
+ * does not compile until it is given its routes; a level not listed answers the kind 403.
+ */
+const ACCESS_OF_KEYS: Record<KeyKind, readonly Access[]> = {
+  secret: ["data", "heartbeat"],
+  // Event ingestion only (`ingestKey`, and the gate's BROWSER_INGEST).
+  publishable: [],
+  ping: ["heartbeat"],
+};
+
+/** The 403 message for a key of `kind` on a route it may not use. */
+function refusalOf(kind: KeyKind, otherwise: string): string {
+  switch (kind) {
+    case "publishable":
+      return PUBLISHABLE_ONLY_INGESTS;
+    case "ping":
+      return PING_ONLY_HEARTBEATS;
+    case "secret":
+      return otherwise;
+    default:
+      return assertNever(kind);
+  }
+}
 const BEARER = /^Bearer\s+(\S+)$/i;
 
 /** What the Authenticator reads: the database (keys, sessions, memberships), the clock, the cookie secret. */
@@ -153,10 +196,33 @@ export class Authenticator {
   async session(ctx: HandlerContext): Promise<Extract<Principal, { kind: "session" }>> {
     const p = await this.principal(ctx);
     if (p.kind !== "session")
-      throw forbidden(
-        p.keyKind === "publishable" ? PUBLISHABLE_ONLY_INGESTS : "this route needs a signed-in session, not an API key",
-      );
+      throw forbidden(refusalOf(p.keyKind, "this route needs a signed-in session, not an API key"));
     return p;
+  }
+
+  /**
+   * A ping URL's key (`/ping/:pingKey/:monitorSlug`, curl from a crontab: no header). Looked up as
+   * every key is (its hash, the same batched query): 401 when malformed, unknown or revoked; 403 for a
+   * key of another kind (it must not travel in a URL: the message says to revoke it). The gate
+   * resolves it over REST (before the body is read).
+   */
+  async fromPingKey(key: string): Promise<Principal> {
+    if (!key.startsWith("vk_")) throw unauthenticated("malformed ping key: expected vk_ping_...");
+    const principal = await this.apiKey(key);
+    if (principal.kind !== "apiKey" || principal.keyKind !== "ping") throw forbidden(PING_URL_KEY_KIND);
+    return principal;
+  }
+
+  /**
+   * The ping URL handler's caller: the key the gate resolved from the path (REST), else the
+   * request's `key` (gRPC, Connect), as `fromPingKey`; it is the caller for the rest of the request.
+   */
+  async pingKey(ctx: HandlerContext, key: string): Promise<ProjectScope> {
+    const principal = ctx.values.get(principalKey) ?? (await this.fromPingKey(key));
+    if (principal.kind !== "apiKey" || principal.keyKind !== "ping") throw forbidden(PING_URL_KEY_KIND);
+    ctx.values.set(principalKey, principal);
+    ctx.values.get(clientInfoKey).projectId = principal.projectId;
+    return { projectId: principal.projectId, principal };
   }
 
   private async apiKey(secret: string): Promise<Principal> {
@@ -192,8 +258,9 @@ export class Authenticator {
   private async resolveProject(ctx: HandlerContext, projectIdParam: string, access: Access): Promise<ProjectScope> {
     const principal = await this.principal(ctx);
     if (principal.kind === "apiKey") {
-      if (principal.keyKind === "publishable") throw forbidden(PUBLISHABLE_ONLY_INGESTS);
-      if (access !== "data") throw forbidden("this route needs a signed-in session, not an API key");
+      const allowed = ACCESS_OF_KEYS[principal.keyKind].includes(access);
+      if (!allowed)
+        throw forbidden(refusalOf(principal.keyKind, "this route needs a signed-in session, not an API key"));
       if (projectIdParam !== "self" && projectIdParam !== principal.projectId) throw notFound("project");
       return { projectId: principal.projectId, principal };
     }
@@ -204,7 +271,7 @@ export class Authenticator {
     );
     const role = r.rows[0]?.role;
     if (!role) throw notFound("project");
-    const needed: Role = access === "data" ? "member" : access;
+    const needed: Role = access === "data" || access === "heartbeat" ? "member" : access;
     if (rank[role] < rank[needed])
       throw new ApiError(403, "forbidden", `this action needs the ${needed} role in the project`);
     return { projectId: projectIdParam, principal, role };
@@ -214,6 +281,7 @@ export class Authenticator {
   async ingestKey(ctx: HandlerContext): Promise<ProjectScope> {
     const principal = await this.principal(ctx);
     if (principal.kind !== "apiKey") throw forbidden("event ingestion needs a project API key");
+    if (principal.keyKind === "ping") throw forbidden(PING_ONLY_HEARTBEATS);
     ctx.values.get(clientInfoKey).projectId = principal.projectId;
     return { projectId: principal.projectId, principal };
   }

@@ -102,6 +102,8 @@ export function createAuthFeature(deps: AuthFeatureDeps): Feature {
             return { data: toAccount(row) };
           },
           async logout(_req, ctx) {
+            // An API key (any kind) is refused as on every session route: 403, not "not signed in".
+            await deps.auth.session(ctx);
             const token = tokenFromCookieHeader(ctx.requestHeader.get("cookie"), deps.sessionSecret);
             if (!token) throw unauthenticated("not signed in");
             await revokeToken(db, token, clock());

@@ -31,13 +31,14 @@ export type ClaimKind = "event" | "metric" | "heartbeat";
 
 /**
  * Whose namespace of the project a claim is in: `publishable` for a publishable key (browsers),
- * `secret` for everything else (secret keys, sessions: servers).
+ * `secret` for everything else (secret keys, sessions: servers; ping keys, which send heartbeats
+ * only, whose claims are all `secret`: uptime/heartbeat-claims.ts).
  */
-export type ClaimKeyKind = KeyKind;
+export type ClaimKeyKind = "secret" | "publishable";
 
-/** The claim namespace of a caller: its key's kind, or `secret` for a session. */
+/** The claim namespace of a caller: `publishable` for a publishable key, else `secret`. */
 export const claimKeyKind = (p: { kind: "apiKey"; keyKind: KeyKind } | { kind: "session" }): ClaimKeyKind =>
-  p.kind === "apiKey" ? p.keyKind : "secret";
+  p.kind === "apiKey" && p.keyKind === "publishable" ? "publishable" : "secret";
 
 /** A client id on a record to store: what it claims, in which namespace of the project. */
 export interface Claim {

@@ -34,6 +34,8 @@ export type CallerKind =
   | "public"
   /** `deps.auth.project(ctx, id, "data")`: a project's secret API key or a member's session. */
   | "data"
+  /** `deps.auth.project(ctx, id, "heartbeat")`: as `data`, or a ping key of the project. */
+  | "heartbeat"
   /** `deps.auth.project(ctx, id, role)`: a session with at least that role in the project. */
   | "member"
   | "admin"
@@ -42,6 +44,8 @@ export type CallerKind =
   | "session"
   /** `deps.auth.ingestKey(ctx)`: a project API key only, secret or publishable. */
   | "apiKey"
+  /** `deps.auth.pingKey(ctx, key)`: a ping key of a project, in the path (ping URLs). */
+  | "pingKey"
   /** The gate's rule alone: any valid credentials. */
   | "credentials";
 
@@ -83,9 +87,14 @@ export async function probeRpcs(): Promise<{ bindings: ServiceBinding[]; facts: 
     fromHeaders: async () => apiKey,
     session: async () => (pass("session"), session),
     ingestKey: async () => (pass("apiKey"), { projectId: "prj_probe", principal: apiKey }),
+    pingKey: async () => (pass("pingKey"), { projectId: "prj_probe", principal: apiKey }),
     project: async (_ctx: unknown, _id: string, access: Access) => (
       pass(access),
-      { projectId: "prj_probe", principal: access === "data" ? apiKey : session, role: "owner" }
+      {
+        projectId: "prj_probe",
+        principal: access === "data" || access === "heartbeat" ? apiKey : session,
+        role: "owner",
+      }
     ),
   };
   const limit = (name: string) => {

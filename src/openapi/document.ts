@@ -51,24 +51,31 @@ body, rate limits); \`default\` covers the rest (409 conflicts, 503 \`query_time
 **Authentication.** A project API key (\`Authorization: Bearer vk_...\`) or the \`vigil_session\`
 cookie set by sign-up and login; each operation says which. Cookie-authenticated writes must come from
 the same origin (403 otherwise). A publishable key (\`vk_pub_...\`, for web pages) may only ingest
-events (\`POST /v1/events\`, \`POST /v1/events/batch\`): every other operation answers it 403.`;
+events (\`POST /v1/events\`, \`POST /v1/events/batch\`): every other operation answers it 403. A ping key
+(\`vk_ping_...\`, for cron jobs) may only send heartbeats (the operations whose auth names ping keys, and the
+ping URLs \`/ping/{pingKey}/{monitorSlug}\`, which take it in the path): every other operation answers it 403.`;
 
 const CALLER_TEXT: Record<CallerKind, string> = {
   public: "No credentials.",
   data: "A secret project API key, or the session of any member of the project (publishable keys: 403).",
+  heartbeat:
+    "A secret or ping project API key (`vk_ping_...`: heartbeats only), or the session of any member of the project (publishable keys: 403).",
   member: "The session of a member of the project (any role); API keys are refused (403).",
   admin: "The session of an admin or owner of the project; API keys are refused (403).",
   owner: "The session of the project's owner; API keys are refused (403).",
   session: "A signed-in session (the `vigil_session` cookie); API keys are refused.",
   apiKey:
     "A project API key, secret or publishable (`Authorization: Bearer vk_...`); the project is the key's own. For browsers: CORS, `text/plain` bodies with `?key=vk_pub_...` (sendBeacon), `Content-Encoding: gzip` (docs/clients.md).",
+  pingKey:
+    "A ping key of the project (`vk_ping_...`) in the path, no header (a URL for curl in a crontab): unknown or revoked, 401; a key of another kind, 403. The path is logged with the key redacted.",
   credentials: "A project API key or a signed-in session.",
 };
 
 function security(caller: CallerKind): Record<string, string[]>[] {
-  if (caller === "public") return [];
+  // A ping URL's key is a path parameter: no security scheme carries it.
+  if (caller === "public" || caller === "pingKey") return [];
   if (caller === "apiKey") return [{ apiKey: [] }];
-  if (caller === "data" || caller === "credentials") return [{ apiKey: [] }, { session: [] }];
+  if (caller === "data" || caller === "heartbeat" || caller === "credentials") return [{ apiKey: [] }, { session: [] }];
   return [{ session: [] }];
 }
 
@@ -92,7 +99,7 @@ const isWrite = (verb: string) => verb !== "GET" && verb !== "HEAD" && verb !== 
 function errorStatuses(route: Route, facts: RpcFacts): string[] {
   const s = ["400"];
   if (facts.caller !== "public") s.push("401");
-  if (!["public", "data", "credentials"].includes(facts.caller) || route.verb !== "GET") s.push("403");
+  if (!["public", "data", "heartbeat", "credentials"].includes(facts.caller) || route.verb !== "GET") s.push("403");
   if (route.segments.some((x) => "variable" in x)) s.push("404");
   if (isWrite(route.verb)) s.push("413", "415");
   if (facts.rateLimits.length) s.push("429");
@@ -220,7 +227,14 @@ export function buildDocument(input: DocumentInput): Schema {
     const p = pathOf(route, (name) => route.method.input.fields.find((f) => f.name === name)!);
     const binding = input.bindings.find((b) => b.desc === route.service)!;
     const op = operation(route, binding, facts, ctx);
-    if (operationIds.has(op.operationId as string)) op.operationId = `${tagOf(route.service.name)}${route.method.name}`;
+    // An RPC's second binding (additional_bindings: another verb) is `<Method><Verb>`; a method
+    // name that another service uses too is `<Service><Method>`.
+    const again = routes.some(
+      (r) => r !== route && r.method === route.method && routes.indexOf(r) < routes.indexOf(route),
+    );
+    if (again) op.operationId = `${route.method.name}${route.verb[0]}${route.verb.slice(1).toLowerCase()}`;
+    else if (operationIds.has(op.operationId as string))
+      op.operationId = `${tagOf(route.service.name)}${route.method.name}`;
     operationIds.add(op.operationId as string);
     (paths[p] ??= {})[route.verb.toLowerCase()] = op;
   }

@@ -13,7 +13,7 @@ export const updateSchema = z.object({ name: name.optional() });
 export const keySchema = z.object({
   name,
   environment: z.enum(ENVIRONMENTS),
-  kind: z.enum(["secret", "publishable"]).default("secret"),
+  kind: z.enum(["secret", "publishable", "ping"]).default("secret"),
 });
 /** At most this many allowed origins per project. */
 const MAX_ALLOWED_ORIGINS = 50;

@@ -1,7 +1,7 @@
 import type { HandlerContext } from "@connectrpc/connect";
 import type { Value } from "@bufbuild/protobuf/wkt";
 import { ProjectService } from "../../gen/vigil/v1/projects_pb.js";
-import { PUBLISHABLE_PREFIX, type Access } from "../auth/principal.js";
+import { PING_PREFIX, PUBLISHABLE_PREFIX, type Access, type KeyKind } from "../auth/principal.js";
 import type { Deps } from "../platform/deps.js";
 import { ApiError, conflict, notFound } from "../shared/errors.js";
 import { bind, type Feature } from "../shared/feature.js";
@@ -36,11 +36,12 @@ const valueJson = (v: Value): unknown =>
       : { notAScalar: v.kind.case };
 
 /**
- * `vk_` + 40 random base62 characters (about 238 bits); publishable keys `vk_pub_` + the same. The
- * `_` after `pub` is not base62, so no secret key can begin with `vk_pub_` (auth relies on it).
+ * `vk_` + 40 random base62 characters (about 238 bits); publishable keys `vk_pub_` + the same, ping
+ * keys `vk_ping_` + the same. The `_` after `pub`/`ping` is not base62, so no secret key can begin
+ * with `vk_pub_` or `vk_ping_` (auth relies on it).
  */
-const newSecret = (kind: "secret" | "publishable"): string =>
-  `${kind === "publishable" ? PUBLISHABLE_PREFIX : "vk_"}${randomToken(40)}`;
+const KEY_PREFIXES: Record<KeyKind, string> = { secret: "vk_", publishable: PUBLISHABLE_PREFIX, ping: PING_PREFIX };
+const newSecret = (kind: KeyKind): string => `${KEY_PREFIXES[kind]}${randomToken(40)}`;
 
 export function createProjectsFeature(deps: Pick<Deps, "db" | "clock" | "auth" | "limits" | "config">): Feature {
   const { db, clock, auth, limits, config } = deps;

@@ -28,7 +28,8 @@ import { sdkMetrics } from "../temporal/runtime.js";
 import { isDocsPath, serveDocs } from "./docs.js";
 import { createDashboard, DEFAULT_DASHBOARD_DIR } from "./dashboard.js";
 import { createGate } from "./gate.js";
-import { BROWSER_INGEST, COMPRESSED_INGEST } from "./ingest-routes.js";
+import { redactPath } from "../shared/redact.js";
+import { BROWSER_INGEST, COMPRESSED_INGEST, PING_URLS } from "./ingest-routes.js";
 import { createRpcHandler, protocolOf } from "./rpc.js";
 import { grpcCodeName, requestStatus, rpcLogLevel } from "./grpc-status.js";
 import { createStandardServices } from "./grpc-services.js";
@@ -148,6 +149,7 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
     verb: string,
     req: IncomingMessage | Http2ServerRequest,
     client: ClientInfo,
+    params?: Readonly<Record<string, string>>,
   ): Promise<ContextValues> => {
     const protocol = CONNECT_PATH.test((req.url ?? "").split("?", 1)[0])
       ? protocolOf(req.headers["content-type"])
@@ -158,10 +160,14 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
       protocol === "rest" && url.includes("key=") && BROWSER_INGEST.has(method)
         ? new URL(url, "http://vigil.local").searchParams.getAll("key")
         : undefined;
-    const principal = await gate({ method, verb, headers: req.headers, protocol, queryKeys }).catch((err: unknown) => {
-      if (isOriginRefused(err)) logOriginRefused(err, client);
-      throw err;
-    });
+    // A ping URL's key is a path variable (REST): the gate resolves it before the body is read.
+    const pathKey = protocol === "rest" && PING_URLS.has(method) ? params?.ping_key : undefined;
+    const principal = await gate({ method, verb, headers: req.headers, protocol, queryKeys, pathKey }).catch(
+      (err: unknown) => {
+        if (isOriginRefused(err)) logOriginRefused(err, client);
+        throw err;
+      },
+    );
     const values = createContextValues().set(clientInfoKey, client).set(principalKey, principal);
     if (COMPRESSED_INGEST.has(method)) values.set(bodyBudgetKey, inflight.open(inflightKey(principal, client)));
     return values;
@@ -240,7 +246,8 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
             protocol,
             method: req.method,
             route,
-            path,
+            // A ping URL's key (and any key a client put in a path) never reaches the log.
+            path: redactPath(path),
             status,
             grpcCode,
             ms: Math.round(seconds * 1e5) / 100,

@@ -6,7 +6,7 @@ import { ApiError, forbidden, unauthenticated } from "../shared/errors.js";
 import { isJsonContentType } from "../transcoding/body.js";
 import { NodeRequestHeaders } from "../transcoding/context.js";
 import type { RateLimiter } from "../shared/ratelimit.js";
-import { BROWSER_INGEST, INGEST_LIMITS } from "./ingest-routes.js";
+import { BROWSER_INGEST, INGEST_LIMITS, PING_URLS } from "./ingest-routes.js";
 
 // The request gate: what every request passes, over every protocol, BEFORE its body is read.
 //
@@ -28,6 +28,11 @@ import { BROWSER_INGEST, INGEST_LIMITS } from "./ingest-routes.js";
 //    here, for its project, before the body is read: a caller over its limit costs no read,
 //    inflation or parse (429 with Retry-After). Sessions (metrics, heartbeats) are counted by the
 //    handler, once the project of the path is known.
+// 5. Ping URLs (`PING_URLS`): the key is in the path, not a header. Over REST it is resolved here
+//    (a ping key only: 401 unknown or revoked, 403 another kind) and the heartbeat limit taken, before
+//    the body is read; rules 1-3 do not apply (no header, no cookie). Over RPC the key is in the
+//    message: the handler resolves and counts it (`auth.pingKey`). Ping keys (vk_ping_...) in a
+//    header are refused by src/auth on every route whose access is not `heartbeat` (403).
 
 export type Protocol = "rest" | "connect" | "grpc" | "grpc-web";
 
@@ -39,6 +44,8 @@ interface GateRequest {
   protocol: Protocol;
   /** REST: the values of the `key` query parameter (sendBeacon cannot set an Authorization header). */
   queryKeys?: string[];
+  /** REST, on the ping URLs (`PING_URLS`): the key of the path. */
+  pathKey?: string;
 }
 
 export type Gate = (r: GateRequest) => Promise<Principal | undefined>;
@@ -82,6 +89,7 @@ export function createGate(
   auth: {
     fromHeaders(h: CredentialHeaders): Promise<Principal>;
     fromQueryKey(key: string): Promise<Principal>;
+    fromPingKey(key: string): Promise<Principal>;
   },
   limits: Pick<RateLimiter, "take">,
 ): Gate {
@@ -90,7 +98,15 @@ export function createGate(
     const limit = INGEST_LIMITS.get(method);
     return limit && principal.kind === "apiKey" ? limits.take(limit, principal.projectId) : undefined;
   };
-  return async ({ method, verb, headers, protocol, queryKeys }) => {
+  return async ({ method, verb, headers, protocol, queryKeys, pathKey }) => {
+    // A ping URL carries its key in the path (curl from a crontab): no header, no cookie, any body type.
+    if (PING_URLS.has(method)) {
+      if (pathKey === undefined) return undefined; // gRPC, Connect: in the message (the handler's)
+      const principal = await auth.fromPingKey(pathKey);
+      const limited = ingestLimit(method, principal);
+      if (limited) await limited;
+      return principal;
+    }
     // navigator.sendBeacon: a publishable key in `?key=` on a browser ingestion route, with a
     // text/plain body (rest.ts reads it as JSON). It carries a key, not a cookie: the cross-site
     // rule does not apply, the origin check does.

@@ -1,6 +1,7 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import { EventService } from "../../gen/vigil/v1/events_pb.js";
 import { MetricsService } from "../../gen/vigil/v1/metrics_pb.js";
+import { PingService } from "../../gen/vigil/v1/ping_pb.js";
 import { UptimeService } from "../../gen/vigil/v1/uptime_pb.js";
 import type { LimitName } from "../shared/ratelimit.js";
 
@@ -16,12 +17,23 @@ export const BROWSER_INGEST: ReadonlySet<DescMethod> = new Set([
   EventService.method.ingestEventBatch,
 ]);
 
+/**
+ * The ping URLs (`/ping/:pingKey/:monitorSlug`, curl from a crontab): the key travels in the path
+ * (the message over gRPC and Connect), never in a header. Over REST the gate resolves the path's key
+ * (a ping key only) and takes the heartbeat limit before the body is read, and applies no cookie
+ * rule (no cookie makes them act): a `POST` may be empty and of any media type (a non-empty body
+ * must still be JSON). Over RPC the handler resolves the message's key (`auth.pingKey`). Their
+ * paths are logged with the key redacted (src/shared/redact.ts).
+ */
+export const PING_URLS: ReadonlySet<DescMethod> = new Set([PingService.method.ping]);
+
 /** The REST routes that accept `Content-Encoding: gzip` bodies (bounded once decompressed). */
 export const COMPRESSED_INGEST: ReadonlySet<DescMethod> = new Set([
   ...BROWSER_INGEST,
   MetricsService.method.recordMetric,
   MetricsService.method.recordMetricBatch,
   UptimeService.method.sendHeartbeat,
+  ...PING_URLS,
 ]);
 
 /**
@@ -35,4 +47,5 @@ export const INGEST_LIMITS: ReadonlyMap<DescMethod, LimitName> = new Map<DescMet
   [MetricsService.method.recordMetric, "metrics"],
   [MetricsService.method.recordMetricBatch, "metricBatches"],
   [UptimeService.method.sendHeartbeat, "heartbeats"],
+  [PingService.method.ping, "heartbeats"],
 ]);

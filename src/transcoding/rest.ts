@@ -9,6 +9,7 @@ import { ApiError, badRequest, methodNotAllowed, toRestError } from "../shared/e
 import { restJsonBodyKey, restJsonListKey, type ClientInfo } from "../shared/context.js";
 import { assertStorableJson, assertStorableMessage } from "../shared/message-check.js";
 import { textProblem } from "../shared/text.js";
+import { redactPath } from "../shared/redact.js";
 import { isJsonObject } from "../shared/json.js";
 import { isStreaming, type Handler, type StreamHandler, type UnaryHandler } from "../shared/feature.js";
 import type { ServiceBinding } from "../shared/feature.js";
@@ -29,8 +30,15 @@ export type AnyResponse = ServerResponse | Http2ServerResponse;
 /**
  * Runs once the route is known and BEFORE the body is read (credentials, cross-site checks): it
  * throws to refuse, or returns the request's context values (client info, the resolved caller).
+ * `params`: the REST route's path variables (a ping URL's key is one); none over RPC.
  */
-export type Admit = (method: DescMethod, verb: string, req: AnyRequest, client: ClientInfo) => Promise<ContextValues>;
+export type Admit = (
+  method: DescMethod,
+  verb: string,
+  req: AnyRequest,
+  client: ClientInfo,
+  params?: Readonly<Record<string, string>>,
+) => Promise<ContextValues>;
 
 export interface RestOptions {
   bindings: ServiceBinding[];
@@ -191,15 +199,15 @@ export function createRestHandler(opts: RestOptions) {
         req.resume();
         // decisions.md "Corrections from the second round": an unknown path is a 404; a path that
         // exists answers a method it does not serve with 405 and `Allow`.
-        if (pathMatched) throw methodNotAllowed(url.pathname, verb, allowedVerbs(url.pathname));
-        throw new ApiError(404, "not_found", `no route for ${verb} ${url.pathname}`);
+        if (pathMatched) throw methodNotAllowed(redactPath(url.pathname), verb, allowedVerbs(url.pathname));
+        throw new ApiError(404, "not_found", `no route for ${verb} ${redactPath(url.pathname)}`);
       }
       const { route, params } = match;
       client.route = route.template;
       if (isBrowserIngest(route)) setCorsHeaders(res, requestOrigin(req));
       for (const [name, value] of Object.entries(params)) checkText(name, value);
       for (const [name, value] of url.searchParams) checkText(name, value);
-      const values = await opts.admit(route.method, verb, req, client);
+      const values = await opts.admit(route.method, verb, req, client, params);
       budget = values.get(bodyBudgetKey);
       // sendBeacon: the gate has resolved the publishable key of `?key=` (it refuses any other); the
       // body may then be text/plain, and `key` is no field of the request message.
@@ -231,7 +239,7 @@ export function createRestHandler(opts: RestOptions) {
       assertStorableMessage(route.method.input, input.message);
       if (keepBody) assertStorableJson(body);
       const fn = impls.get(rpc);
-      if (!fn) throw new ApiError(404, "not_found", `no route for ${verb} ${url.pathname}`);
+      if (!fn) throw new ApiError(404, "not_found", `no route for ${verb} ${redactPath(url.pathname)}`);
       const ctx = restContext({
         service: route.service,
         method: route.method,

@@ -13,9 +13,10 @@ interface WithClientId {
 }
 
 /**
- * A heartbeat's claim key. Heartbeats are sent with secret keys or sessions only (a publishable key
- * is refused at the gate): their claims are in the `secret` namespace (heartbeat-sql.ts's insert
- * leaves `key_kind` to that default).
+ * A heartbeat's claim key. Heartbeats are sent with secret or ping keys or sessions only (a
+ * publishable key is refused at the gate): their claims are in the `secret` namespace (heartbeat-sql.ts's insert
+ * leaves `key_kind` to that default). A ping key shares it: it may send any heartbeat of its project
+ * anyway, and reads nothing but the monitor its heartbeat answers with.
  */
 export const heartbeatKey = (projectId: string, clientId: string): string =>
   claimKey(projectId, "heartbeat", "secret", clientId);

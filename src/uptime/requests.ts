@@ -1,5 +1,6 @@
 import { z } from "zod";
-import type { CreateMonitorRequest, UpdateMonitorRequest } from "../../gen/vigil/v1/uptime_pb.js";
+import type { PingRequest } from "../../gen/vigil/v1/ping_pb.js";
+import type { CreateMonitorRequest, SendHeartbeatRequest, UpdateMonitorRequest } from "../../gen/vigil/v1/uptime_pb.js";
 import { badRequest } from "../shared/errors.js";
 import { CLIENT_ID_MESSAGE, clientUuid } from "../shared/ids.js";
 import { jsonObjectSchema } from "../shared/json.js";
@@ -154,11 +155,24 @@ export function assertDeadlineFloor(
 }
 
 /** A request's int64 field as a number for validation (exact below 2^53; larger ones fail the range checks). */
-export const num = (v: bigint | undefined): number | undefined => (v === undefined ? undefined : Number(v));
+const num = (v: bigint | undefined): number | undefined => (v === undefined ? undefined : Number(v));
 
 // Proto `optional` fields and unset messages arrive as undefined; zod sees exactly what was sent.
 export const present = <T extends object>(o: T) =>
   Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+
+/** A heartbeat's fields (SendHeartbeat, and the ping URL: the same fields), for heartbeatSchema. */
+export function heartbeatFields(req: SendHeartbeatRequest | PingRequest) {
+  return present({
+    id: req.id,
+    slug: req.monitorSlug,
+    status: req.status,
+    latencyMs: req.latencyMs,
+    metadata: req.metadata,
+    expectedIntervalMs: num(req.expectedIntervalMs),
+    gracePeriodMs: num(req.gracePeriodMs),
+  });
+}
 
 /** The monitor fields of a create or update request, for createSchema / updateSchema. */
 export function monitorFields(req: CreateMonitorRequest | UpdateMonitorRequest) {

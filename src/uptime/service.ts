@@ -9,6 +9,7 @@ import { DAY_MS } from "../shared/time.js";
 import { validate } from "../shared/validate.js";
 import { createUptimeActivities, type UptimeActivities } from "./activities.js";
 import { HeartbeatWriter } from "./heartbeats.js";
+import { pingService, type RecordHeartbeat } from "./ping.js";
 import type { IncidentListener } from "./incidents.js";
 import { UptimeMetrics } from "./metrics.js";
 import { listMonitorsPage, monitorListSchema } from "./monitor-list.js";
@@ -53,6 +54,7 @@ export function createUptimeFeature(
     : new EmbeddedScheduler(deps);
   const writer = new HeartbeatWriter(deps, (changes) => runner.changed(changes));
   const rawRetentionMs = deps.config.uptime.rawRetentionDays * DAY_MS;
+  const heartbeat = heartbeatOf(deps, writer);
 
   return {
     name: "uptime",
@@ -60,7 +62,10 @@ export function createUptimeFeature(
     writer,
     incidentListeners,
     activities: createUptimeActivities(deps),
-    services: [uptimeService(deps, { writer, changed: (c) => runner.changed(c), rawRetentionMs })],
+    services: [
+      uptimeService(deps, { writer, changed: (c) => runner.changed(c), rawRetentionMs, heartbeat }),
+      pingService(deps, heartbeat),
+    ],
     async start() {
       await runner.start();
     },
@@ -78,17 +83,37 @@ interface UptimeContext {
   writer: HeartbeatWriter;
   changed: (changes: DeadlineChange[]) => void;
   rawRetentionMs: number;
+  heartbeat: RecordHeartbeat;
+}
+
+/** The heartbeat route's work once the caller is authorized (SendHeartbeat and ping.ts's ping URLs). */
+function heartbeatOf(deps: UptimeDeps, writer: HeartbeatWriter): RecordHeartbeat {
+  // Temporal mode: the least interval + grace (TEMPORAL_MIN_DEADLINE_MS); the embedded runner has none.
+  const minDeadlineMs = deps.config.temporal?.minDeadlineMs ?? 0;
+  return async (projectId, fields, recheck) => {
+    const input = validate(s.heartbeatSchema, fields);
+    s.assertDeadlineFloor(input, minDeadlineMs);
+    const at = deps.clock();
+    const { id: clientId, ...rest } = input;
+    const a = await unlessProjectGone(
+      () => writer.submit({ projectId, at, ...rest, slug: input.slug, clientId }),
+      recheck,
+    );
+    return { data: { accepted: true, monitor: monitorMessage(a.monitor, at), statusChanged: a.statusChanged } };
+  };
 }
 
 function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBinding {
   const { db, auth, clock } = deps;
   const scope = (ctx: HandlerContext, projectId: string) => auth.project(ctx, projectId, "data");
+  const heartbeatScope = (ctx: HandlerContext, projectId: string) => auth.project(ctx, projectId, "heartbeat");
   /**
    * Monitor and incident changes count as management writes; heartbeats have their own limit, which
    * the gate takes for an API key before the body is read (server/ingest-routes.ts).
    */
   const limited = async (ctx: HandlerContext, projectId: string, limit: "writes" | "heartbeats") => {
-    const s = await scope(ctx, projectId);
+    // Heartbeats (and, later, run signals) are access `heartbeat`: ping keys too (src/auth).
+    const s = await (limit === "heartbeats" ? heartbeatScope(ctx, projectId) : scope(ctx, projectId));
     if (limit === "writes" || s.principal.kind === "session") await deps.limits.take(limit, s.projectId);
     return s;
   };
@@ -169,27 +194,8 @@ function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBinding {
       },
       async sendHeartbeat(req, ctx) {
         const { projectId } = await limited(ctx, req.projectId, "heartbeats");
-        const input = validate(
-          s.heartbeatSchema,
-          s.present({
-            id: req.id,
-            slug: req.monitorSlug,
-            status: req.status,
-            latencyMs: req.latencyMs,
-            metadata: req.metadata,
-            expectedIntervalMs: s.num(req.expectedIntervalMs),
-            gracePeriodMs: s.num(req.gracePeriodMs),
-          }),
-        );
-        s.assertDeadlineFloor(input, minDeadlineMs);
-        const at = clock();
         // The project deleted meanwhile: answered as a request after the delete (401/404), not 500.
-        const { id: clientId, ...fields } = input;
-        const a = await unlessProjectGone(
-          () => u.writer.submit({ projectId, at, ...fields, slug: input.slug, clientId }),
-          () => scope(ctx, req.projectId),
-        );
-        return { data: { accepted: true, monitor: monitorMessage(a.monitor, at), statusChanged: a.statusChanged } };
+        return u.heartbeat(projectId, s.heartbeatFields(req), () => heartbeatScope(ctx, req.projectId));
       },
       async listHeartbeats(req, ctx) {
         const { projectId } = await scope(ctx, req.projectId);

@@ -15,7 +15,7 @@ import { principalKey, type Principal } from "../../src/auth/principal.js";
 import { clientInfoKey } from "../../src/shared/context.js";
 import { restContext } from "../../src/transcoding/context.js";
 import { isPublic } from "../../src/server/gate.js";
-import { BROWSER_INGEST } from "../../src/server/ingest-routes.js";
+import { BROWSER_INGEST, PING_URLS } from "../../src/server/ingest-routes.js";
 import { GENEROUS_LIMITS } from "../helpers/app.js";
 import { errorBody, publishableKey } from "../helpers/fixtures.js";
 import { useProject } from "../helpers/use.js";
@@ -100,8 +100,9 @@ describe("publishable API keys", () => {
     const routes = routesFor(t.app.features.flatMap((f) => f.services.map((s) => s.desc)));
     let refused = 0;
     for (const route of routes) {
-      // The RPCs marked (vigil.v1.no_credentials) take no key at all (sign-up, /health, status pages).
-      if (INGEST.has(label(route)) || isPublic(route.method)) continue;
+      // The RPCs marked (vigil.v1.no_credentials) take no key at all (sign-up, /health, status pages),
+      // and a ping URL reads none from a header (its key is in the path: test/uptime/ping.test.ts).
+      if (INGEST.has(label(route)) || isPublic(route.method) || PING_URLS.has(route.method)) continue;
       const hasBody = route.verb === "POST" || route.verb === "PATCH" || route.verb === "PUT";
       const r = await t.rest.req(route.verb, pathFor(route), { key: pub.secret, body: hasBody ? {} : undefined });
       assert.equal(r.status, 403, `${label(route)}: ${r.status} ${r.text}`);
@@ -123,7 +124,7 @@ describe("publishable API keys", () => {
         (req: object, opts: { headers: Record<string, string> }) => Promise<unknown> | AsyncIterable<unknown>
       >;
       for (const method of service.methods) {
-        if (isPublic(method) || BROWSER_INGEST.has(method)) continue;
+        if (isPublic(method) || BROWSER_INGEST.has(method) || PING_URLS.has(method)) continue;
         const answer = client[method.localName]({}, { headers });
         // A server stream's error arrives while it is read (ExportEvents): read it to its end.
         const e = await failure(

@@ -25,6 +25,7 @@ const VIGIL_SERVICES = [
   "MetricsService",
   "ProjectService",
   "UptimeService",
+  "PingService",
   "WebhookService",
 ].map((s) => `vigil.v1.${s}`);
 
@@ -177,7 +178,7 @@ describe("grpc.health.v1.Health/Watch", () => {
 });
 
 describe("Temporal mode, worker unreachable", () => {
-  it('keeps "" SERVING (the API serves; /health is 200 degraded) and reports UptimeService and WebhookService NOT_SERVING', async () => {
+  it('keeps "" SERVING (the API serves; /health is 200 degraded) and reports UptimeService, PingService and WebhookService NOT_SERVING', async () => {
     const node = await startTestApp({ TEMPORAL_ADDRESS: `127.0.0.1:${await freePort()}` });
     const c = connect(node.port);
     try {
@@ -187,6 +188,7 @@ describe("Temporal mode, worker unreachable", () => {
       assert.equal(await check(c, ""), "SERVING");
       assert.equal(await check(c, "vigil.v1.EventService"), "SERVING");
       assert.equal(await check(c, "vigil.v1.UptimeService"), "NOT_SERVING");
+      assert.equal(await check(c, "vigil.v1.PingService"), "NOT_SERVING");
       assert.equal(await check(c, "vigil.v1.WebhookService"), "NOT_SERVING");
     } finally {
       c.close();

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { startTestApp, GENEROUS_LIMITS, type TestApp } from "../helpers/app.js";
-import { project, tenants, type ProjectFixture } from "../helpers/fixtures.js";
+import { pingKey, project, tenants, type ProjectFixture } from "../helpers/fixtures.js";
 import { countingProxy, grpcError, loadVigil, statusDetails, struct, unary, type Proxy } from "./grpc-js-util.js";
 
 const MAX_BODY = 256 * 1024;
@@ -107,6 +107,10 @@ describe("@grpc/grpc-js against every vigil.v1 service", () => {
     assert.equal(mon.res.data.slug, "cron-job");
     assert.equal(Number(mon.res.data.expectedIntervalMs), 60_000);
     await rpc("UptimeService", "sendHeartbeat")({ projectId: p.projectId, monitorSlug: "cron-job" }, bearer());
+    // The ping URL's RPC: a ping key in the message, no metadata.
+    const ping = await pingKey(t.rest, p);
+    const pinged = await rpc("PingService", "ping")({ pingKey: ping.secret, monitorSlug: "cron-job" });
+    assert.equal(pinged.res.data.monitor.slug, "cron-job");
 
     const hooks = await rpc("WebhookService", "listWebhooks")({ projectId: p.projectId }, cookie);
     assert.deepEqual(hooks.res.data, []);

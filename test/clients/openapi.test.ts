@@ -6,7 +6,7 @@ import { after, before, describe, it } from "node:test";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { OPENAPI_PATH } from "../../src/server/docs.js";
 import { GENEROUS_LIMITS, startTestApp, type TestApp } from "../helpers/app.js";
-import { project, signup, type ProjectFixture } from "../helpers/fixtures.js";
+import { pingKey, project, signup, type ProjectFixture } from "../helpers/fixtures.js";
 import type { ReqOpts, Res } from "../helpers/rest.js";
 import { Receiver, waitFor } from "../webhooks/receiver.js";
 import {
@@ -337,6 +337,14 @@ describe("every operation against the document", () => {
       body: { status: "down", metadata: { error: "disk full" } },
     });
     await ok("ListHeartbeats", { params: { monitorId }, query: { limit: "10" } });
+    // The ping URLs: the ping key in the path, no header.
+    const ping = await pingKey(t.rest, p);
+    await ok("Ping", { params: { pingKey: ping.secret, monitorSlug: m.data.slug }, auth: "none" });
+    await ok("PingPost", {
+      params: { pingKey: ping.secret, monitorSlug: m.data.slug },
+      body: { latencyMs: 7 },
+      auth: "none",
+    });
     const incidents = await ok("ListIncidents", { params: { monitorId } });
     assert.ok(incidents.data.length > 0, "the down heartbeat opened an incident");
     await ok("UpdateIncident", { params: { incidentId: incidents.data[0].id }, body: { title: "Backup disk full" } });

@@ -50,6 +50,21 @@ export async function publishableKey(rest: RestClient, p: ProjectFixture): Promi
   return { id: k.body.data.id, secret: k.body.data.secret };
 }
 
+/** A ping key (vk_ping_..., heartbeats only: cron jobs' ping URLs) of `p`, created by its owner: its id and secret. */
+export async function pingKey(
+  rest: RestClient,
+  p: ProjectFixture,
+  name = "cron",
+): Promise<{ id: string; secret: string }> {
+  const k = await rest.post(
+    `/v1/projects/${p.projectId}/api-keys`,
+    { name, environment: "production", kind: "ping" },
+    { cookie: p.owner.cookie },
+  );
+  if (k.status !== 201) throw new Error(`create ping key failed: ${k.status} ${k.text}`);
+  return { id: k.body.data.id, secret: k.body.data.secret };
+}
+
 /** Signs up an account and adds it to `p` with `role` (by its owner); the account. */
 export async function memberOf(
   rest: RestClient,

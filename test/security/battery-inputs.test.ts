@@ -8,12 +8,13 @@ import { describe, it } from "node:test";
 import { ScalarType, type DescField } from "@bufbuild/protobuf";
 import { routesFor, type Route } from "../../src/transcoding/routes.js";
 import { GENEROUS_LIMITS } from "../helpers/app.js";
-import { errorBody, project, signup, type ProjectFixture } from "../helpers/fixtures.js";
+import { errorBody, pingKey, project, signup, type ProjectFixture } from "../helpers/fixtures.js";
 import type { Res } from "../helpers/rest.js";
 import { assertNoLeak } from "./leaks.js";
 import { useApp } from "../helpers/use.js";
 
 let a: ProjectFixture;
+let ping: { secret: string };
 let routes: Route[];
 const seen: Res[] = [];
 
@@ -22,6 +23,8 @@ const INF = "__INFINITY__";
 
 const { t } = useApp(GENEROUS_LIMITS, {}, async () => {
   a = await project(t.rest);
+  // A ping URL's key is in its path: a real one, so its body rules are reached.
+  ping = await pingKey(t.rest, a);
   routes = routesFor(t.app.features.flatMap((f) => f.services.map((s) => s.desc)));
 });
 
@@ -43,7 +46,9 @@ function pathFor(route: Route, values: Record<string, string>, encoded = false):
               : encodeURIComponent(values[s.variable])
             : s.variable === "project_id"
               ? a.projectId
-              : "x1",
+              : s.variable === "ping_key"
+                ? ping.secret
+                : "x1",
       )
       .join("/")
   );

@@ -16,11 +16,14 @@ import { EventService } from "../../gen/vigil/v1/events_pb.js";
 import { MetricsService } from "../../gen/vigil/v1/metrics_pb.js";
 import { doc, operations, type Json, type Operation } from "../clients/openapi-check.js";
 import { GENEROUS_LIMITS } from "../helpers/app.js";
-import { errorBody } from "../helpers/fixtures.js";
+import { errorBody, pingKey } from "../helpers/fixtures.js";
 import { sessionCookie, type Res } from "../helpers/rest.js";
 import { useProject } from "../helpers/use.js";
 
-const { t, p } = useProject(GENEROUS_LIMITS);
+let ping: { secret: string };
+const { t, p } = useProject(GENEROUS_LIMITS, {}, async () => {
+  ping = await pingKey(t.rest, p);
+});
 
 const bodyOps = operations.filter((o) => o.op.requestBody);
 const PROTO_NAMES = ["__proto__", "constructor", "toString", "hasOwnProperty", "valueOf", "prototype"];
@@ -29,7 +32,9 @@ const EXTRA_KEYS = ["properties", "extraField", ...PROTO_NAMES];
 const label = (o: Operation) => `${o.verb} ${o.path}`;
 const pathVars = (o: Operation) => [...o.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
 const pathOf = (o: Operation) =>
-  o.path.replace(/\{(\w+)\}/g, (_, v: string) => (v === "projectId" ? p.projectId : "x1"));
+  o.path.replace(/\{(\w+)\}/g, (_, v: string) =>
+    v === "projectId" ? p.projectId : v === "pingKey" ? ping.secret : "x1",
+  );
 
 /** A session of the owner of its own, for logout (which ends the session it is sent with). */
 async function freshSession(): Promise<string> {
@@ -43,7 +48,8 @@ async function send(o: Operation, raw: string): Promise<Res> {
   const r = await t.rest.req(o.verb, pathOf(o), {
     raw,
     contentType: "application/json",
-    ...(caller === "apiKey" ? { key: p.key } : { cookie }),
+    // A ping URL takes its key in the path (pathOf), no header.
+    ...(caller === "apiKey" ? { key: p.key } : caller === "pingKey" ? {} : { cookie }),
   });
   assert.ok(r.status < 500, `${label(o)} ${raw.slice(0, 200)}: ${r.status} ${r.text}`);
   return r;
