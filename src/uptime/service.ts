@@ -1,5 +1,11 @@
 import type { HandlerContext } from "@connectrpc/connect";
-import { UptimeService } from "../../gen/vigil/v1/uptime_pb.js";
+import {
+  UptimeService,
+  type ExitRunRequest,
+  type FailRunRequest,
+  type SendHeartbeatRequest,
+  type StartRunRequest,
+} from "../../gen/vigil/v1/uptime_pb.js";
 import type { UptimeDeps } from "./deps.js";
 import { bind, type Feature, type ServiceBinding } from "../shared/feature.js";
 import { conflict, notFound } from "../shared/errors.js";
@@ -8,7 +14,9 @@ import { unlessProjectGone } from "../shared/gone.js";
 import { DAY_MS } from "../shared/time.js";
 import { validate } from "../shared/validate.js";
 import { createUptimeActivities, type UptimeActivities } from "./activities.js";
-import { HeartbeatWriter } from "./heartbeats.js";
+import { HeartbeatWriter, recordRunSignal, type RunSignal } from "./heartbeats.js";
+import { listRunsPage, runMessage } from "./runs.js";
+import { nextRuns } from "./schedule.js";
 import type { IncidentListener } from "./incidents.js";
 import { UptimeMetrics } from "./metrics.js";
 import { listMonitorsPage, monitorListSchema } from "./monitor-list.js";
@@ -51,7 +59,12 @@ export function createUptimeFeature(
   const runner: DeadlineRunner = deps.temporal
     ? new TemporalDeadlineRunner(deps, deps.temporal)
     : new EmbeddedScheduler(deps);
-  const writer = new HeartbeatWriter(deps, (changes) => runner.changed(changes));
+  const writer = new HeartbeatWriter(
+    deps,
+    (changes) => runner.changed(changes),
+    (durations) =>
+      void deps.runDurations?.(durations).catch((err) => deps.log.warn({ err }, "recording run durations failed")),
+  );
   const rawRetentionMs = deps.config.uptime.rawRetentionDays * DAY_MS;
 
   return {
@@ -100,6 +113,33 @@ function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBinding {
 
   // Temporal mode: the least interval + grace (TEMPORAL_MIN_DEADLINE_MS); the embedded runner has none.
   const minDeadlineMs = deps.config.temporal?.minDeadlineMs ?? 0;
+
+  /** A heartbeat or run signal: its body's fields as plain values, then recordRunSignal (heartbeats.ts). */
+  const signal = async (
+    ctx: HandlerContext,
+    req: SendHeartbeatRequest | StartRunRequest | FailRunRequest | ExitRunRequest,
+    kind: RunSignal,
+  ) => {
+    const { projectId } = await limited(ctx, req.projectId, "heartbeats");
+    const at = clock();
+    const body = s.present({
+      id: req.id,
+      status: "status" in req ? req.status : undefined,
+      latencyMs: req.latencyMs,
+      metadata: req.metadata,
+      expectedIntervalMs: s.num(req.expectedIntervalMs),
+      gracePeriodMs: s.num(req.gracePeriodMs),
+      schedule: req.schedule && s.present({ cron: req.schedule.cron, timezone: req.schedule.timezone }),
+      runId: req.runId,
+      output: req.output,
+    });
+    // The project deleted meanwhile: answered as a request after the delete (401/404), not 500.
+    const a = await unlessProjectGone(
+      () => recordRunSignal(u.writer, { at, minDeadlineMs }, projectId, req.monitorSlug, kind, body),
+      () => scope(ctx, req.projectId),
+    );
+    return { data: { accepted: true, monitor: monitorMessage(a.monitor, at), statusChanged: a.statusChanged } };
+  };
 
   return bind(
     UptimeService,
@@ -168,28 +208,44 @@ function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBinding {
         return { data: monitorMessage(await resumeMonitor(deps, projectId, req.monitorId, u.changed), clock()) };
       },
       async sendHeartbeat(req, ctx) {
-        const { projectId } = await limited(ctx, req.projectId, "heartbeats");
-        const input = validate(
-          s.heartbeatSchema,
-          s.present({
-            id: req.id,
-            slug: req.monitorSlug,
-            status: req.status,
-            latencyMs: req.latencyMs,
-            metadata: req.metadata,
-            expectedIntervalMs: s.num(req.expectedIntervalMs),
-            gracePeriodMs: s.num(req.gracePeriodMs),
-          }),
+        return signal(ctx, req, "heartbeat");
+      },
+      async startRun(req, ctx) {
+        return signal(ctx, req, "start");
+      },
+      async failRun(req, ctx) {
+        return signal(ctx, req, "fail");
+      },
+      async exitRun(req, ctx) {
+        return signal(ctx, req, { exit: req.code });
+      },
+      async getMonitorSchedule(req, ctx) {
+        const { projectId } = await scope(ctx, req.projectId);
+        const q = validate(s.scheduleQuerySchema, s.present({ count: req.count }));
+        const m = await monitor(projectId, req.monitorId);
+        const schedule = store.scheduleOf(m);
+        // An interval monitor has no schedule resource: 404, as an unknown one (docs/uptime.md).
+        if (!schedule) throw notFound("schedule (this monitor has expectedIntervalMs, not a schedule)");
+        return {
+          data: {
+            cron: schedule.cron,
+            timezone: schedule.timezone,
+            next: nextRuns(schedule, clock().getTime(), q.count).map((t) => new Date(t).toISOString()),
+          },
+        };
+      },
+      async listRuns(req, ctx) {
+        const { projectId } = await scope(ctx, req.projectId);
+        const q = validate(
+          s.runListSchema,
+          s.present({ limit: req.limit, cursor: req.cursor === "" ? undefined : req.cursor }),
         );
-        s.assertDeadlineFloor(input, minDeadlineMs);
-        const at = clock();
-        // The project deleted meanwhile: answered as a request after the delete (401/404), not 500.
-        const { id: clientId, ...fields } = input;
-        const a = await unlessProjectGone(
-          () => u.writer.submit({ projectId, at, ...fields, slug: input.slug, clientId }),
-          () => scope(ctx, req.projectId),
-        );
-        return { data: { accepted: true, monitor: monitorMessage(a.monitor, at), statusChanged: a.statusChanged } };
+        const m = await monitor(projectId, req.monitorId);
+        const page = await listRunsPage(db, m.id, q);
+        return {
+          data: page.rows.map(runMessage),
+          pagination: { nextCursor: page.nextCursor, hasMore: page.hasMore },
+        };
       },
       async listHeartbeats(req, ctx) {
         const { projectId } = await scope(ctx, req.projectId);
@@ -261,6 +317,11 @@ function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBinding {
         listMonitors: monitorListSchema,
         updateMonitor: s.updateSchema,
         sendHeartbeat: s.heartbeatSchema,
+        startRun: s.runSignalSchema,
+        failRun: s.runSignalSchema,
+        exitRun: s.exitRunSchema,
+        getMonitorSchedule: s.scheduleQuerySchema,
+        listRuns: s.runListSchema,
         listHeartbeats: s.heartbeatListSchema,
         listIncidents: s.incidentListSchema,
         updateIncident: s.incidentPatchSchema,
