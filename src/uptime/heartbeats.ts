@@ -23,6 +23,7 @@ import {
   pairRun,
   runIncidentDescription,
   runningSinceOf,
+  runOutcome,
   type HeartbeatStatus,
   type MonitorState,
   type OpenRun,
@@ -716,7 +717,14 @@ export async function recordRunSignal(
     at: opts.at,
     clientId,
     kind: signal === "heartbeat" ? "heartbeat" : signal === "start" ? "start" : "end",
-    status: signal === "heartbeat" ? (status ?? "up") : signal === "fail" || (exitCode ?? 0) !== 0 ? "down" : "up",
+    status:
+      signal === "heartbeat"
+        ? (status ?? "up")
+        : runOutcome(
+            exitCode !== undefined
+              ? { kind: "exit", code: exitCode }
+              : { kind: signal === "fail" ? "fail" : "success" },
+          ),
     exitCode,
   });
 }
