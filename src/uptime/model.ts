@@ -71,7 +71,7 @@ export function deadlineOf(
  * When a run that is still running times out: the oldest running run's start + maxRuntimeMs, or null
  * (no limit, nothing running, or paused: a paused monitor is not watched).
  */
-export function runTimeoutOf(m: Pick<MonitorState, "status" | "maxRuntimeMs" | "runningSince">): number | null {
+function runTimeoutOf(m: Pick<MonitorState, "status" | "maxRuntimeMs" | "runningSince">): number | null {
   if (m.status === "paused" || m.maxRuntimeMs == null || m.runningSince == null) return null;
   return m.runningSince + m.maxRuntimeMs;
 }

@@ -44,7 +44,7 @@ const object = jsonObjectSchema(MAX_JSON_BYTES);
  * A cron schedule (decisions.md "Cron jobs and ping keys"): five fields in an IANA zone (default
  * UTC), checked by schedule.ts; a refusal names `schedule.cron` or `schedule.timezone`.
  */
-export const scheduleSchema = z
+const scheduleSchema = z
   .object({
     cron: z.string().meta({ description: "five fields: minute hour day-of-month month day-of-week" }),
     timezone: z.string().default("UTC"),

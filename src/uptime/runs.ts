@@ -13,7 +13,7 @@ import type { RunRow } from "./store.js";
 // monitor's row lock, so each run is written by exactly one transaction.
 
 /** The most output kept per run: its last 10,000 bytes (UTF-8, never cutting a character). */
-export const MAX_OUTPUT_BYTES = 10_000;
+const MAX_OUTPUT_BYTES = 10_000;
 
 export function outputTail(text: string): string {
   const bytes = Buffer.from(text, "utf8");
@@ -101,7 +101,7 @@ export async function endRuns(q: Queryable, ends: RunEnd[]): Promise<void> {
 // The run list: newest first by (created_at, id); the cursor is the last run's, tag run1.
 const AT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const ID = /^run_[0-9A-Za-z]{1,64}$/;
-export const runCursor = cursorFormat<{ at: string; id: string }>("run1", {
+const runCursor = cursorFormat<{ at: string; id: string }>("run1", {
   parts: 2,
   write: (p) => [p.at, p.id],
   read: ([at, id]) => (AT.test(at) && parseTimestampMs(at) !== undefined && ID.test(id) ? { at, id } : undefined),
@@ -145,7 +145,7 @@ export function runMessage(r: RunRow): MessageInitShape<typeof RunSchema> {
 }
 
 /** The metric each ended run's duration is recorded as (a measurement, tagged monitor and outcome). */
-export const RUN_DURATION_METRIC = "vigil.run.duration_ms";
+const RUN_DURATION_METRIC = "vigil.run.duration_ms";
 
 /** A run's duration, handed to the metrics feature's write path after the commit (server/features.ts). */
 export interface RunDuration {

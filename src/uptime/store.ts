@@ -132,7 +132,7 @@ export function withState(r: MonitorRow, s: MonitorState, now: Date): MonitorRow
 }
 
 /** The columns a state is written to, in the order of stateValues(). */
-export const STATE_COLUMNS = [
+const STATE_COLUMNS = [
   "status",
   "expected_interval_ms",
   "grace_period_ms",

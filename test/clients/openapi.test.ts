@@ -342,6 +342,16 @@ describe("every operation against the document", () => {
     await ok("UpdateIncident", { params: { incidentId: incidents.data[0].id }, body: { title: "Backup disk full" } });
     await ok("GetMonitorStats", { params: { monitorId } });
     await ok("GetMonitorHistory", { params: { monitorId } });
+    // Cron jobs: a schedule, run signals and the run list.
+    await ok("UpdateMonitor", {
+      params: { monitorId },
+      body: { schedule: { cron: "0 3 * * *", timezone: "Europe/Berlin" }, maxRuntimeMs: 60_000, failureTolerance: 1 },
+    });
+    await ok("GetMonitorSchedule", { params: { monitorId }, query: { count: "3" } });
+    await ok("StartRun", { params: { monitorSlug: m.data.slug }, body: { runId: "n1" } });
+    await ok("ExitRun", { params: { monitorSlug: m.data.slug, code: "0" }, body: { runId: "n1", output: "done" } });
+    await ok("FailRun", { params: { monitorSlug: m.data.slug }, body: { output: "boom" } });
+    await ok("ListRuns", { params: { monitorId }, query: { limit: "10" } });
     await ok("PauseMonitor", { params: { monitorId } });
     await ok("ResumeMonitor", { params: { monitorId } });
     await ok("DeleteMonitor", { params: { monitorId } });
