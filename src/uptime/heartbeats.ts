@@ -703,6 +703,7 @@ export async function recordRunSignal(
 ): Promise<HeartbeatAnswer> {
   let input: Omit<z.infer<typeof rq.heartbeatSchema>, "status"> & { status?: HeartbeatStatus };
   let exitCode: number | undefined;
+  rq.assertSignalFields(body, signal === "heartbeat");
   if (signal === "heartbeat") input = validate(rq.heartbeatSchema, { ...body, slug });
   else if (typeof signal === "object") {
     const v = validate(rq.exitRunSchema, { ...body, slug, code: signal.exit });

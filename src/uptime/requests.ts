@@ -140,6 +140,20 @@ export const heartbeatSchema = z.object(heartbeatFields).refine(oneOf, oneOfRule
 const { status: _status, ...signalFields } = heartbeatFields;
 export const runSignalSchema = z.object(signalFields).refine(oneOf, oneOfRule);
 
+/**
+ * A signal body's keys that are no field of it (`status` is the plain heartbeat's only): over REST
+ * the transcoder refuses them first; a caller handing raw JSON (a ping URL) gets the same 400.
+ */
+export function assertSignalFields(body: Record<string, unknown>, withStatus: boolean): void {
+  const known = withStatus ? heartbeatFields : signalFields;
+  const extra = Object.keys(body).filter((k) => k === "slug" || !Object.hasOwn(known, k));
+  if (extra.length)
+    throw badRequest(
+      `unknown field '${extra[0]}': the request body has no such field`,
+      extra.map((field) => ({ field, message: "unknown field" })),
+    );
+}
+
 /** `exit/:code`: 0 is a success, any other code a failure. */
 export const exitRunSchema = z
   .object({

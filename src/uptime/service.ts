@@ -14,7 +14,7 @@ import { unlessProjectGone } from "../shared/gone.js";
 import { DAY_MS } from "../shared/time.js";
 import { validate } from "../shared/validate.js";
 import { createUptimeActivities, type UptimeActivities } from "./activities.js";
-import { HeartbeatWriter, recordRunSignal, type RunSignal } from "./heartbeats.js";
+import { HeartbeatWriter, recordRunSignal, type HeartbeatAnswer, type RunSignal } from "./heartbeats.js";
 import { listRunsPage, runMessage } from "./runs.js";
 import { nextRuns } from "./schedule.js";
 import type { IncidentListener } from "./incidents.js";
@@ -48,6 +48,16 @@ export interface UptimeFeature extends Feature {
   incidentListeners: IncidentListener[];
   /** The activities the Temporal worker serves on the deadlines and uptime queues (server/features.ts). */
   activities: UptimeActivities;
+  /**
+   * Records a heartbeat or run signal now (recordRunSignal, heartbeats.ts) for a project's monitor by
+   * slug, from its body as JSON values: what a ping URL route calls once it has resolved its key.
+   */
+  recordRunSignal(
+    projectId: string,
+    slug: string,
+    signal: RunSignal,
+    body: Record<string, unknown>,
+  ): Promise<HeartbeatAnswer>;
 }
 
 /** `incidentListeners`: run inside the transaction that opens or resolves an incident (server/features.ts). */
@@ -73,6 +83,15 @@ export function createUptimeFeature(
     writer,
     incidentListeners,
     activities: createUptimeActivities(deps),
+    recordRunSignal: (projectId, slug, signal, body) =>
+      recordRunSignal(
+        writer,
+        { at: deps.clock(), minDeadlineMs: deps.config.temporal?.minDeadlineMs ?? 0 },
+        projectId,
+        slug,
+        signal,
+        body,
+      ),
     services: [uptimeService(deps, { writer, changed: (c) => runner.changed(c), rawRetentionMs })],
     async start() {
       await runner.start();

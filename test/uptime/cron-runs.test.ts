@@ -3,6 +3,8 @@ import { describe, it } from "node:test";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { UptimeService } from "../../gen/vigil/v1/uptime_pb.js";
+import { ApiError } from "../../src/shared/errors.js";
+import { uptimeOf } from "../helpers/app.js";
 import { errorBody } from "../helpers/fixtures.js";
 import { useProject } from "../helpers/use.js";
 import { recordNotices, waitFor } from "./util.js";
@@ -286,6 +288,22 @@ describe("schedules", () => {
     }
     assert.equal((await get(`/monitors/mon_nope/schedule`)).status, 404);
     assert.equal((await get(`/monitors/mon_nope/runs`)).status, 404);
+  });
+});
+
+describe("recordRunSignal (what a ping URL route calls)", () => {
+  it("records signals from a body of JSON values, validated as the routes' bodies", async () => {
+    const u = uptimeOf(t.app);
+    const s = await u.recordRunSignal(p.projectId, "pinged", "start", { runId: "p1" });
+    const e = await u.recordRunSignal(p.projectId, "pinged", { exit: 2 }, { runId: "p1", output: "failed" });
+    assert.equal(e.monitor.id, s.monitor.id);
+    assert.equal(e.monitor.status, "down");
+    const [run] = await runs(s.monitor.id);
+    assert.deepEqual([run.runId, run.outcome, run.exitCode, run.output], ["p1", "failed", 2, "failed"]);
+    await assert.rejects(
+      u.recordRunSignal(p.projectId, "pinged", "fail", { status: "up" }),
+      (err: unknown) => err instanceof ApiError && err.status === 400,
+    );
   });
 });
 
