@@ -286,6 +286,11 @@ describe("schedules", () => {
       assert.equal(r.status, 400, r.text);
       assert.equal((errorBody(r).details as { field: string }[])[0].field, "count");
     }
+    for (const code of ["abc", "1.5", "-1"]) {
+      const r = await post(`/heartbeats/x/exit/${code}`);
+      assert.equal(r.status, 400, `exit/${code}: ${r.text}`);
+      assert.equal(errorBody(r).code, "validation_failed");
+    }
     assert.equal((await get(`/monitors/mon_nope/schedule`)).status, 404);
     assert.equal((await get(`/monitors/mon_nope/runs`)).status, 404);
   });
