@@ -261,3 +261,32 @@ export function createMetricsFeature(
     ],
   };
 }
+
+/** A measurement another feature records (uptime: each run's duration), by the routes' own write path. */
+export interface Measurement {
+  name: string;
+  value: number;
+  unit: string | null;
+  timestamp: Date;
+  tags: Record<string, string | number | boolean>;
+  /** A UUID: recorded once whoever sends it again (the routes' client id). */
+  id: string;
+}
+
+/**
+ * Records measurements as RecordMetric does: the name's type settled in the registry (a name that
+ * is already a counter is skipped: it keeps its first type), then `$measure` events handed to the
+ * ingestor, whose committing step writes the points and rollups.
+ */
+export function measurementRecorder(db: Deps["db"], ingestor: Ingestor) {
+  return async (projectId: string, points: Measurement[]): Promise<void> => {
+    if (!points.length) return;
+    const types = await registerTypes(db, projectId, new Map(points.map((p) => [p.name, "measurement" as const])));
+    const ok = points.filter((p) => types.get(p.name) === "measurement");
+    if (!ok.length) return;
+    await ingestor.accept(
+      projectId,
+      ok.map((p) => toEvent({ type: "measurement", metricType: "measurement", op: "measure", ...p })),
+    );
+  };
+}

@@ -11,7 +11,7 @@ import { createJobsFeature } from "../jobs/service.js";
 import { createPurgeFeature } from "../lifecycle/purge.js";
 import { createRetentionFeature } from "../lifecycle/retention.js";
 import { metricsCommitting } from "../metrics/committing.js";
-import { createMetricsFeature } from "../metrics/service.js";
+import { createMetricsFeature, measurementRecorder } from "../metrics/service.js";
 import { createPagesFeature } from "../pages/service.js";
 import { createProjectsFeature } from "../projects/service.js";
 import { createStatusFeature } from "../status/service.js";
@@ -21,6 +21,7 @@ import { createWebhooksFeature } from "../webhooks/service.js";
 import { SubscriptionCache } from "../webhooks/subscriptions.js";
 import { createTriggers } from "../webhooks/triggers.js";
 import { createTemporalFeature } from "../temporal/worker.js";
+import { runDurationsTo } from "../uptime/runs.js";
 import { createUptimeFeature } from "../uptime/service.js";
 import { createHealthFeature } from "./health.js";
 
@@ -54,7 +55,9 @@ export async function createFeatures(deps: Deps): Promise<Feature[]> {
   const metrics = createMetricsFeature(deps, events.ingestor);
   const webhooks = createWebhooksFeature(deps, subscriptions);
   // Incident transitions run these inside the transaction that opens or resolves the incident.
-  const uptime = createUptimeFeature(deps, [webhookTriggers.incidents]);
+  // Each ended run's duration is a metric point (vigil.run.duration_ms), by the metrics routes' write path.
+  const measure = measurementRecorder(deps.db, events.ingestor);
+  const uptime = createUptimeFeature({ ...deps, runDurations: runDurationsTo(measure) }, [webhookTriggers.incidents]);
   // The Temporal worker (only with TEMPORAL_ADDRESS) serves the activities of the features that
   // own workflows (workflows/).
   const worker = createTemporalFeature(deps, deps.temporal, {

@@ -25,7 +25,14 @@ export const BROWSER_INGEST: ReadonlySet<DescMethod> = new Set([
  * must still be JSON). Over RPC the handler resolves the message's key (`auth.pingKey`). Their
  * paths are logged with the key redacted (src/shared/redact.ts).
  */
-export const PING_URLS: ReadonlySet<DescMethod> = new Set([PingService.method.ping]);
+export const PING_URLS: ReadonlySet<DescMethod> = new Set([
+  PingService.method.ping,
+  PingService.method.pingSignal,
+  PingService.method.pingExit,
+]);
+
+/** The run signals of a cron monitor (`.../heartbeats/:monitorSlug/start|fail|exit/:code`): heartbeats too. */
+const RUN_SIGNALS = [UptimeService.method.startRun, UptimeService.method.failRun, UptimeService.method.exitRun];
 
 /** The REST routes that accept `Content-Encoding: gzip` bodies (bounded once decompressed). */
 export const COMPRESSED_INGEST: ReadonlySet<DescMethod> = new Set([
@@ -33,6 +40,7 @@ export const COMPRESSED_INGEST: ReadonlySet<DescMethod> = new Set([
   MetricsService.method.recordMetric,
   MetricsService.method.recordMetricBatch,
   UptimeService.method.sendHeartbeat,
+  ...RUN_SIGNALS,
   ...PING_URLS,
 ]);
 
@@ -47,5 +55,6 @@ export const INGEST_LIMITS: ReadonlyMap<DescMethod, LimitName> = new Map<DescMet
   [MetricsService.method.recordMetric, "metrics"],
   [MetricsService.method.recordMetricBatch, "metricBatches"],
   [UptimeService.method.sendHeartbeat, "heartbeats"],
-  [PingService.method.ping, "heartbeats"],
+  ...RUN_SIGNALS.map((m) => [m, "heartbeats"] as const),
+  ...[...PING_URLS].map((m) => [m, "heartbeats"] as const),
 ]);

@@ -65,8 +65,13 @@ export function createUptimeActivities(deps: UptimeDeps) {
       );
       const due = r.rows[0]?.due ?? [];
       let opened: string[] = [];
+      // The due times the check left (a run timed out leaves the monitor's deadline; a monitor taken
+      // down, its running run's timeout): not in `next`, which was read before the check.
+      let after: number | null = null;
       if (due.length) {
-        opened = (await checkDeadlines(deps, due, now)).opened;
+        const res = await checkDeadlines(deps, due, now);
+        opened = res.opened;
+        for (const v of res.next.values()) if (v !== null && (after === null || v < after)) after = v;
         // The incidents are open; the monitors' workflows learn of it from the outbox (drained every second).
         if (opened.length)
           await enqueueWakes(
@@ -75,11 +80,12 @@ export function createUptimeActivities(deps: UptimeDeps) {
           );
       }
       if (due.length === SCAN_BATCH && opened.length) return { opened: opened.length, more: true, sleepMs: 0 };
-      const next = r.rows[0]?.next;
+      const read = r.rows[0]?.next?.getTime() ?? null;
+      const next = read === null ? after : after === null ? read : Math.min(read, after);
       return {
         opened: opened.length,
         more: false,
-        sleepMs: next ? Math.max(0, next.getTime() - deps.clock().getTime()) : null,
+        sleepMs: next !== null ? Math.max(0, next - deps.clock().getTime()) : null,
       };
     },
     /** v2 (local activity): re-reads the monitor, decides with evaluateDeadline(), applies "down" by CAS. */

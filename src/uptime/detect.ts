@@ -1,8 +1,9 @@
 import type { UptimeDeps } from "./deps.js";
 import { tx } from "../storage/db.js";
 import { openIncidents } from "./incidents.js";
-import { evaluateDeadline, markDown } from "./model.js";
-import { stateOf, stateValues, type MonitorRow } from "./store.js";
+import { applyRunTimeouts, evaluateDeadline, markDown, runIncidentDescription } from "./model.js";
+import { endRuns, openRuns, type RunDurationSink } from "./runs.js";
+import { stateOf, stateSets, stateValues, type MonitorRow } from "./store.js";
 
 // The deadline check shared by both runners (embedded scheduler, Temporal activity): re-read the
 // monitors, decide with evaluateDeadline(), and apply each "down" with a compare-and-set on the
@@ -27,10 +28,19 @@ export async function checkDeadlines(deps: UptimeDeps, ids: string[], now: Date)
   const rows = (await deps.db.query<MonitorRow>("SELECT * FROM monitors WHERE id = ANY($1::text[])", [ids])).rows;
   for (const row of rows) found.set(row.id, { status: row.status, slug: row.slug });
   const due: { row: MonitorRow; since: number }[] = [];
+  const timedOut: string[] = [];
   for (const row of rows) {
     const v = evaluateDeadline(stateOf(row), now.getTime());
     if (v.overdue) due.push({ row, since: v.since });
+    else if (v.runTimeout !== null) timedOut.push(row.id);
     else next.set(row.id, v.nextCheckAt);
+  }
+  // A run timed out (start + maxRuntimeMs passed): under the monitor's row lock (runs.ts, model.ts).
+  if (timedOut.length) {
+    const t = await applyTimeouts(deps, timedOut, now);
+    for (const [id, at] of t.next) next.set(id, at);
+    for (const [id, f] of t.found) found.set(id, f);
+    opened.push(...t.opened);
   }
   if (!due.length) return { next, opened, found };
 
@@ -80,5 +90,66 @@ export async function checkDeadlines(deps: UptimeDeps, ids: string[], now: Date)
       found.set(r.id, { status: r.status, slug: r.slug });
     }
   }
+  return { next, opened, found };
+}
+
+/**
+ * Times out the runs due (each a failure at start + maxRuntimeMs: applyRunTimeouts), under the
+ * monitors' row locks, so two nodes time a run out once: the second re-reads, finds it ended and
+ * nothing due. An incident opened by a timeout names the run. The durations go to the metrics sink
+ * after the commit.
+ */
+async function applyTimeouts(deps: UptimeDeps, ids: string[], now: Date): Promise<CheckResult> {
+  const next = new Map<string, number | null>();
+  const found = new Map<string, { status: MonitorRow["status"]; slug: string }>();
+  const opened: string[] = [];
+  const durations: Parameters<RunDurationSink>[0] = [];
+  await tx(deps.db, async (c) => {
+    const rows = (
+      await c.query<MonitorRow>("SELECT * FROM monitors WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE", [ids])
+    ).rows;
+    const running = await openRuns(
+      c,
+      rows.map((r) => r.id),
+    );
+    const ends: Parameters<typeof endRuns>[1] = [];
+    const incidents: { monitor: MonitorRow; startedAt: Date; description: string }[] = [];
+    for (const row of rows) {
+      const before = stateOf(row);
+      const t = applyRunTimeouts(before, running.get(row.id) ?? [], now.getTime());
+      found.set(row.id, { status: t.next.status, slug: row.slug });
+      next.set(row.id, t.next.deadlineAt);
+      if (!t.timeouts.length && t.next.deadlineAt === before.deadlineAt) continue;
+      const max = before.maxRuntimeMs ?? 0;
+      const r = await c.query<MonitorRow>(
+        `UPDATE monitors SET ${stateSets(3)}, updated_at = $2 WHERE id = $1 RETURNING *`,
+        [row.id, now, ...stateValues(t.next)],
+      );
+      for (const x of t.timeouts) {
+        ends.push({ id: x.run.id, endedAt: new Date(x.at), outcome: "timed_out", exitCode: null, output: null });
+        durations.push({
+          projectId: row.project_id,
+          runRecordId: x.run.id,
+          monitorSlug: row.slug,
+          outcome: "timed_out",
+          durationMs: max,
+          endedAt: new Date(x.at),
+        });
+        if (x.tookDown) {
+          incidents.push({
+            monitor: r.rows[0],
+            startedAt: new Date(x.at),
+            description: runIncidentDescription(x.run, { kind: "timed_out", maxRuntimeMs: max }),
+          });
+          opened.push(row.id);
+          deps.telemetry.schedulerLag.observe({ kind: "monitor_deadline" }, Math.max(0, now.getTime() - x.at) / 1000);
+        }
+      }
+    }
+    await endRuns(c, ends);
+    await openIncidents(deps, c, incidents, now);
+  });
+  if (durations.length && deps.runDurations)
+    void deps.runDurations(durations).catch((err) => deps.log.warn({ err }, "recording run durations failed"));
   return { next, opened, found };
 }

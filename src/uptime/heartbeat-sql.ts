@@ -47,9 +47,11 @@ export interface HeartbeatClaim {
 
 const sql = (cas: boolean, claims = false) => `WITH m AS (
   UPDATE monitors m SET status = u.status, expected_interval_ms = u.ei, grace_period_ms = u.gp, last_heartbeat_at = u.lh,
-         first_heartbeat_at = u.fh, up_since = u.us, deadline_at = u.dl, updated_at = $1
-    FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[], $7::timestamptz[], $8::timestamptz[], $9::timestamptz[], $10::timestamptz[])
-         AS u(id, version, status, ei, gp, lh, fh, us, dl)
+         first_heartbeat_at = u.fh, up_since = u.us, deadline_at = u.dl, schedule_cron = u.sc, schedule_timezone = u.sz,
+         consecutive_failures = u.cf, last_success_start_at = u.ls, running_since = u.rs, updated_at = $1
+    FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[], $7::timestamptz[], $8::timestamptz[], $9::timestamptz[], $10::timestamptz[],
+                $26::text[], $27::text[], $28::int[], $29::timestamptz[], $30::timestamptz[])
+         AS u(id, version, status, ei, gp, lh, fh, us, dl, sc, sz, cf, ls, rs)
    WHERE m.id = u.id${cas ? " AND m.version = u.version" : ""}
   RETURNING m.id, m.version
 ), h AS (
@@ -70,7 +72,7 @@ const sql = (cas: boolean, claims = false) => `WITH m AS (
   claims
     ? `, c AS (
   INSERT INTO ingest_ids (project_id, kind, client_id, created_at)
-  SELECT x.p, 'heartbeat', x.c, $1 FROM unnest($26::text[], $27::uuid[], $28::text[]) WITH ORDINALITY AS x(p, c, monitor_id, n)
+  SELECT x.p, 'heartbeat', x.c, $1 FROM unnest($31::text[], $32::uuid[], $33::text[]) WITH ORDINALITY AS x(p, c, monitor_id, n)
    WHERE x.monitor_id IN (SELECT id FROM m) ORDER BY n
 )`
     : ""
@@ -126,6 +128,11 @@ export async function writeHeartbeats(
       roll.map((a) => a.sum),
       roll.map((a) => a.min),
       roll.map((a) => a.max),
+      s.map((x) => x.schedule?.cron ?? null),
+      s.map((x) => x.schedule?.timezone ?? null),
+      s.map((x) => x.consecutiveFailures ?? 0),
+      s.map((x) => d(x.lastSuccessStartAt ?? null)),
+      s.map((x) => d(x.runningSince ?? null)),
       ...(withClaims
         ? [claims.map((x) => x.projectId), claims.map((x) => x.clientId), claims.map((x) => x.monitorId)]
         : []),

@@ -1,4 +1,7 @@
 import type { PoolClient } from "pg";
+import type { z } from "zod";
+import { validate } from "../shared/validate.js";
+import * as rq from "./requests.js";
 import type { UptimeDeps } from "./deps.js";
 import { Coalescer } from "../shared/coalesce.js";
 import { newId } from "../shared/ids.js";
@@ -9,7 +12,24 @@ import { tx } from "../storage/db.js";
 import { lockMonitorCreation, monitorCapReached, monitorCounts } from "./cap.js";
 import { openIncidents, resolveIncidents } from "./incidents.js";
 import { writeHeartbeats, type HeartbeatRow, type MonitorWrite } from "./heartbeat-sql.js";
-import { applyHeartbeat, needsWake, type HeartbeatStatus, type MonitorState } from "./model.js";
+import {
+  applyHeartbeat,
+  applyRunStart,
+  applySettings,
+  applyRunTimeouts,
+  evaluateDeadline,
+  markDown,
+  needsWake,
+  pairRun,
+  runIncidentDescription,
+  runningSinceOf,
+  runOutcome,
+  type HeartbeatStatus,
+  type MonitorState,
+  type OpenRun,
+} from "./model.js";
+import { endRuns, insertRuns, openRuns, outputTail, type RunDuration, type RunEnd, type RunWrite } from "./runs.js";
+import type { Schedule } from "./schedule.js";
 import { monitorsBySlug, stateOf, withState, type MonitorRow } from "./store.js";
 import { notifyWake, type DeadlineChange } from "./wake.js";
 
@@ -45,6 +65,18 @@ export interface HeartbeatRequest {
    * heartbeat records nothing and is answered with the monitor as it is now, statusChanged false.
    */
   clientId?: string;
+  /**
+   * The signal (decisions.md "Cron jobs and ping keys"): a plain `heartbeat` (default; a success or,
+   * with status down, a failure), a run's `start`, or its `end` (`fail`, `exit/:code`: status down,
+   * or up for exit code 0).
+   */
+  kind?: "heartbeat" | "start" | "end";
+  exitCode?: number;
+  runId?: string;
+  /** The run's output (its tail is kept: runs.ts). */
+  output?: string;
+  /** Sets the monitor's schedule (an interval given clears it). */
+  schedule?: Schedule;
 }
 
 export interface HeartbeatAnswer {
@@ -77,6 +109,8 @@ export class HeartbeatWriter {
   constructor(
     private readonly deps: UptimeDeps,
     private readonly onCommitted: (changes: DeadlineChange[]) => void,
+    /** Runs that ended with a start (their durations), after the commit that ended them. */
+    private readonly onRunsEnded: (durations: RunDuration[]) => void = () => {},
   ) {}
 
   submit(req: HeartbeatRequest): Promise<HeartbeatAnswer> {
@@ -93,7 +127,7 @@ export class HeartbeatWriter {
     const locked = await this.writeFast(batch);
     if (!locked.length) return;
     try {
-      const { answers, changes, rows } = await tx(this.deps.db, (c) =>
+      const { answers, changes, rows, durations } = await tx(this.deps.db, (c) =>
         this.write(
           c,
           locked.map((b) => b.req),
@@ -102,6 +136,7 @@ export class HeartbeatWriter {
       locked.forEach((b, i) => settle(b, answers[i]));
       this.remember(rows);
       this.onCommitted(changes);
+      if (durations.length) this.onRunsEnded(durations);
     } catch (err) {
       // One bad item (its project deleted meanwhile, say) must not fail the others: retry alone.
       if (locked.length === 1) locked[0].reject(err);
@@ -111,10 +146,11 @@ export class HeartbeatWriter {
 
   private async writeOne(b: Pending): Promise<void> {
     try {
-      const { answers, changes, rows } = await tx(this.deps.db, (c) => this.write(c, [b.req]));
+      const { answers, changes, rows, durations } = await tx(this.deps.db, (c) => this.write(c, [b.req]));
       settle(b, answers[0]);
       this.remember(rows);
       this.onCommitted(changes);
+      if (durations.length) this.onRunsEnded(durations);
     } catch (err) {
       b.reject(err);
     }
@@ -156,6 +192,11 @@ export class HeartbeatWriter {
         groups.set(k, null);
         continue;
       }
+      // Runs (a signal, a run field, a scheduled monitor, a run running) are written by the locked path.
+      if (touchesRuns(b.req, g.row)) {
+        groups.set(k, null);
+        continue;
+      }
       const prev = g.outs.length ? g.outs[g.outs.length - 1].next : stateOf(g.row);
       const out = applyHeartbeat(prev, {
         at: b.req.at.getTime(),
@@ -163,7 +204,8 @@ export class HeartbeatWriter {
         expectedIntervalMs: b.req.expectedIntervalMs,
         gracePeriodMs: b.req.gracePeriodMs,
       });
-      if (out.openIncidentAt !== null || out.resolveIncidentAt !== null) groups.set(k, null);
+      if (out.openIncidentAt !== null || out.resolveIncidentAt !== null || out.next.runningSince != null)
+        groups.set(k, null);
       else {
         g.items.push(b);
         g.outs.push(out);
@@ -237,11 +279,18 @@ export class HeartbeatWriter {
   private async write(
     c: PoolClient,
     reqs: HeartbeatRequest[],
-  ): Promise<{ answers: (HeartbeatAnswer | Error)[]; changes: DeadlineChange[]; rows: MonitorRow[] }> {
+  ): Promise<{
+    answers: (HeartbeatAnswer | Error)[];
+    changes: DeadlineChange[];
+    rows: MonitorRow[];
+    durations: RunDuration[];
+  }> {
     const now = this.deps.clock();
     const { repeats, claims } = await knownRepeats(c, reqs);
     const fresh = reqs.filter((_, i) => !repeats.has(i));
-    const out = fresh.length ? await this.writeFresh(c, fresh, now, claims) : { answers: [], changes: [], rows: [] };
+    const out = fresh.length
+      ? await this.writeFresh(c, fresh, now, claims)
+      : { answers: [], changes: [], rows: [], durations: [] };
     let j = 0;
     const isRepeat = reqs.map((_, i) => repeats.has(i) || out.answers[j++] === REPEAT);
     const current = isRepeat.some(Boolean)
@@ -261,19 +310,34 @@ export class HeartbeatWriter {
     return { ...out, answers };
   }
 
-  /** Locks, claims `claims` (REPEAT for those stored meanwhile), applies and writes the heartbeats. */
+  /**
+   * Locks, claims `claims` (REPEAT for those stored meanwhile), applies and writes the heartbeats and
+   * run signals. Runs: the running ones of the locked monitors are read under their locks; each
+   * signal first times out the runs due by its arrival (applyRunTimeouts), then a start adds a
+   * running run, an end closes the run pairRun() finds (or is a run of its own, without a start).
+   */
   private async writeFresh(
     c: PoolClient,
     reqs: HeartbeatRequest[],
     now: Date,
     claims: ClaimRow[],
-  ): Promise<{ answers: (HeartbeatAnswer | Error | typeof REPEAT)[]; changes: DeadlineChange[]; rows: MonitorRow[] }> {
+  ): Promise<{
+    answers: (HeartbeatAnswer | Error | typeof REPEAT)[];
+    changes: DeadlineChange[];
+    rows: MonitorRow[];
+    durations: RunDuration[];
+  }> {
     const { found: rows, refused } = await this.lockMonitors(c, reqs, now);
     const raced = claims.length ? await claimIds(c, claims, now) : undefined;
     const state = new Map<string, MonitorState>();
     const effects = new Map<string, Effect[]>();
     const answers: (HeartbeatAnswer | Error | typeof REPEAT)[] = [];
     const heartbeats: HeartbeatRow[] = [];
+    const running = await openRuns(
+      c,
+      [...rows.values()].filter((r) => r.running_since !== null).map((r) => r.id),
+    );
+    const runs = new RunChanges();
 
     for (const req of reqs) {
       if (raced?.size && req.clientId !== undefined && raced.has(heartbeatKey(req.projectId, req.clientId))) {
@@ -286,24 +350,86 @@ export class HeartbeatWriter {
         continue;
       }
       const row = rows.get(keyOf(req.projectId, req.slug))!;
-      const before = state.get(row.id) ?? stateOf(row);
-      const out = applyHeartbeat(before, {
-        at: req.at.getTime(),
-        status: req.status,
-        expectedIntervalMs: req.expectedIntervalMs,
-        gracePeriodMs: req.gracePeriodMs,
-      });
-      state.set(row.id, out.next);
-      const snapshot = withState(row, out.next, now);
+      const at = req.at.getTime();
+      let before = state.get(row.id) ?? stateOf(row);
+      let open = running.get(row.id) ?? [];
       const list = effects.get(row.id) ?? [];
-      if (out.openIncidentAt !== null) list.push({ kind: "open", at: new Date(out.openIncidentAt), monitor: snapshot });
-      if (out.resolveIncidentAt !== null)
-        list.push({ kind: "resolve", at: new Date(out.resolveIncidentAt), monitor: snapshot });
+      const opened = (s: MonitorState, when: number, description?: string) =>
+        list.push({ kind: "open", at: new Date(when), monitor: withState(row, s, now), description });
+      // Runs due to time out by this signal's arrival: failures at their own timeouts, first.
+      const t = applyRunTimeouts(before, open, at);
+      for (const x of t.timeouts) {
+        runs.timeout(row, x.run, x.at);
+        if (x.tookDown)
+          opened(
+            t.next,
+            x.at,
+            runIncidentDescription(x.run, { kind: "timed_out", maxRuntimeMs: before.maxRuntimeMs ?? 0 }),
+          );
+      }
+      before = t.next;
+      open = t.open;
+      let next: MonitorState;
+      let statusChanged: boolean;
+      const output = req.output === undefined ? null : outputTail(req.output);
+      if (req.kind === "start") {
+        // Not a heartbeat: no status, no deadline base moves; a deadline missed before it still counts.
+        const v = evaluateDeadline(before, at);
+        let m = v.overdue ? markDown(before) : before;
+        if (v.overdue) opened(m, v.since);
+        m = applySettings(m, {
+          expectedIntervalMs: req.expectedIntervalMs,
+          gracePeriodMs: req.gracePeriodMs,
+          schedule: req.schedule,
+        });
+        const run: OpenRun = { id: newId("run"), runId: req.runId ?? null, startedAt: at };
+        next = applyRunStart(m, open, run);
+        open = [...open, run];
+        runs.start(row, run, output, req.at);
+        // As a heartbeat's: against what the monitor really was (down after a missed deadline or a timeout).
+        statusChanged = false;
+      } else {
+        const i = pairRun(open, req.runId ?? null);
+        const paired = i === -1 ? null : open[i];
+        if (paired) open = open.filter((_, j) => j !== i);
+        const out = applyHeartbeat(
+          { ...before, runningSince: runningSinceOf(open) },
+          {
+            at,
+            status: req.status,
+            expectedIntervalMs: req.expectedIntervalMs,
+            gracePeriodMs: req.gracePeriodMs,
+            schedule: req.schedule,
+            startedAt: paired?.startedAt ?? null,
+          },
+        );
+        next = out.next;
+        statusChanged = out.statusChanged;
+        const isRun =
+          req.kind === "end" || paired !== null || req.runId !== undefined || output !== null || !!next.schedule;
+        const failed = req.status === "down";
+        let runRef: { id: string; runId: string | null } | null = null;
+        if (isRun) runRef = runs.end(row, paired, req, output, failed);
+        if (out.openIncidentAt !== null) {
+          const byRun = runRef !== null && failed && out.openIncidentAt === at;
+          opened(
+            out.next,
+            out.openIncidentAt,
+            byRun ? runIncidentDescription(runRef!, { kind: "failed", exitCode: req.exitCode ?? null }) : undefined,
+          );
+        }
+        if (out.resolveIncidentAt !== null)
+          list.push({ kind: "resolve", at: new Date(out.resolveIncidentAt), monitor: withState(row, next, now) });
+        heartbeats.push(heartbeatRow(req, row.id));
+      }
+      state.set(row.id, next);
+      running.set(row.id, open);
       if (list.length) effects.set(row.id, list);
-      answers.push({ monitor: snapshot, statusChanged: out.statusChanged || (row as Created).created === true });
-      heartbeats.push(heartbeatRow(req, row.id));
+      const snapshot = withState(row, next, now);
+      answers.push({ monitor: snapshot, statusChanged: statusChanged || (row as Created).created === true });
     }
 
+    await runs.write(c);
     const versions = await writeHeartbeats(
       c,
       false,
@@ -331,7 +457,7 @@ export class HeartbeatWriter {
     for (const a of answers)
       if (a !== REPEAT && !(a instanceof Error)) a.monitor.version = versions.get(a.monitor.id) ?? a.monitor.version;
     await notifyWake(c, changes, this.deps.config.temporal !== undefined);
-    return { answers, changes, rows: written };
+    return { answers, changes, rows: written, durations: runs.durations };
   }
 
   /**
@@ -434,7 +560,7 @@ export class HeartbeatWriter {
       await openIncidents(
         this.deps,
         c,
-        opens.map((e) => ({ monitor: e.monitor, startedAt: e.at })),
+        opens.map((e) => ({ monitor: e.monitor, startedAt: e.at, description: e.description })),
         now,
       );
       await resolveIncidents(
@@ -458,6 +584,93 @@ interface Effect {
   kind: "open" | "resolve";
   at: Date;
   monitor: MonitorRow;
+  description?: string;
+}
+
+/** Whether a heartbeat must take the locked path because it reads or writes runs. */
+function touchesRuns(req: HeartbeatRequest, row: MonitorRow): boolean {
+  return (
+    (req.kind ?? "heartbeat") !== "heartbeat" ||
+    req.runId !== undefined ||
+    req.output !== undefined ||
+    req.schedule !== undefined ||
+    row.schedule_cron !== null ||
+    row.running_since !== null
+  );
+}
+
+/** The run rows one transaction writes, in signal order (a run started and ended in it is inserted ended). */
+class RunChanges {
+  private inserts = new Map<string, RunWrite>();
+  private ends = new Map<string, RunEnd>();
+  readonly durations: RunDuration[] = [];
+
+  start(row: MonitorRow, run: OpenRun, output: string | null, at: Date): void {
+    this.inserts.set(run.id, {
+      id: run.id,
+      monitorId: row.id,
+      runId: run.runId,
+      startedAt: at,
+      endedAt: null,
+      outcome: "running",
+      exitCode: null,
+      output,
+      createdAt: at,
+    });
+  }
+
+  /** Ends the paired run, or records an end without a start; returns the run's names. */
+  end(
+    row: MonitorRow,
+    paired: OpenRun | null,
+    req: HeartbeatRequest,
+    output: string | null,
+    failed: boolean,
+  ): { id: string; runId: string | null } {
+    const outcome = failed ? "failed" : "succeeded";
+    const exitCode = req.exitCode ?? null;
+    if (paired === null) {
+      const id = newId("run");
+      const runId = req.runId ?? null;
+      this.inserts.set(id, {
+        id,
+        monitorId: row.id,
+        runId,
+        startedAt: null,
+        endedAt: req.at,
+        outcome,
+        exitCode,
+        output,
+        createdAt: req.at,
+      });
+      return { id, runId };
+    }
+    this.close(row, paired, { id: paired.id, endedAt: req.at, outcome, exitCode, output });
+    return paired;
+  }
+
+  timeout(row: MonitorRow, run: OpenRun, at: number): void {
+    this.close(row, run, { id: run.id, endedAt: new Date(at), outcome: "timed_out", exitCode: null, output: null });
+  }
+
+  private close(row: MonitorRow, run: OpenRun, end: RunEnd): void {
+    const pending = this.inserts.get(run.id);
+    if (pending) this.inserts.set(run.id, { ...pending, ...end, output: end.output ?? pending.output });
+    else this.ends.set(run.id, end);
+    this.durations.push({
+      projectId: row.project_id,
+      runRecordId: run.id,
+      monitorSlug: row.slug,
+      outcome: end.outcome,
+      durationMs: end.endedAt.getTime() - run.startedAt,
+      endedAt: end.endedAt,
+    });
+  }
+
+  async write(c: PoolClient): Promise<void> {
+    await insertRuns(c, [...this.inserts.values()]);
+    await endRuns(c, [...this.ends.values()]);
+  }
 }
 
 function heartbeatRow(req: HeartbeatRequest, monitorId: string): HeartbeatRow {
@@ -469,4 +682,50 @@ function heartbeatRow(req: HeartbeatRequest, monitorId: string): HeartbeatRow {
     latencyMs: req.latencyMs ?? null,
     metadata: JSON.stringify(req.metadata),
   };
+}
+
+/** A run signal (decisions.md "Cron jobs and ping keys"): the plain heartbeat (a success, or a failure with status down), start, fail, exit/:code. */
+export type RunSignal = "heartbeat" | "start" | "fail" | { exit: number };
+
+/**
+ * Records a heartbeat or run signal of a project's monitor (by slug) from its body as JSON values
+ * (`id, status, latencyMs, metadata, expectedIntervalMs, gracePeriodMs, schedule, runId, output`;
+ * `status` on the plain heartbeat only): validates it (400 naming the field), then writes it through
+ * the writer, answering as the heartbeat route. The REST/gRPC routes call it; a ping URL route can too.
+ */
+export async function recordRunSignal(
+  writer: HeartbeatWriter,
+  opts: { at: Date; minDeadlineMs: number },
+  projectId: string,
+  slug: string,
+  signal: RunSignal,
+  body: Record<string, unknown>,
+): Promise<HeartbeatAnswer> {
+  let input: Omit<z.infer<typeof rq.heartbeatSchema>, "status"> & { status?: HeartbeatStatus };
+  let exitCode: number | undefined;
+  rq.assertSignalFields(body, signal === "heartbeat");
+  if (signal === "heartbeat") input = validate(rq.heartbeatSchema, { ...body, slug });
+  else if (typeof signal === "object") {
+    const v = validate(rq.exitRunSchema, { ...body, slug, code: signal.exit });
+    exitCode = v.code;
+    input = v;
+  } else input = validate(rq.runSignalSchema, { ...body, slug });
+  rq.assertDeadlineFloor(input, opts.minDeadlineMs);
+  const { id: clientId, status, ...fields } = input;
+  return writer.submit({
+    ...fields,
+    projectId,
+    at: opts.at,
+    clientId,
+    kind: signal === "heartbeat" ? "heartbeat" : signal === "start" ? "start" : "end",
+    status:
+      signal === "heartbeat"
+        ? (status ?? "up")
+        : runOutcome(
+            exitCode !== undefined
+              ? { kind: "exit", code: exitCode }
+              : { kind: signal === "fail" ? "fail" : "success" },
+          ),
+    exitCode,
+  });
 }

@@ -32,6 +32,8 @@ export interface IncidentDeps {
 export interface OpenItem {
   monitor: MonitorRow;
   startedAt: Date;
+  /** The incident's description (a failed or timed-out run names itself and its exit code); absent: none. */
+  description?: string;
 }
 
 export interface ResolveItem {
@@ -48,9 +50,9 @@ export async function openIncidents(
 ): Promise<IncidentRow[]> {
   if (!items.length) return [];
   const r = await c.query<IncidentRow>(
-    `INSERT INTO incidents (id, monitor_id, project_id, started_at, created_at, updated_at)
-     SELECT d.id, d.monitor_id, d.project_id, d.started_at, $5, $5
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) AS d(id, monitor_id, project_id, started_at)
+    `INSERT INTO incidents (id, monitor_id, project_id, started_at, description, created_at, updated_at)
+     SELECT d.id, d.monitor_id, d.project_id, d.started_at, d.description, $5, $5
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $6::text[]) AS d(id, monitor_id, project_id, started_at, description)
      ON CONFLICT (monitor_id) WHERE ended_at IS NULL DO NOTHING
      RETURNING *`,
     [
@@ -59,6 +61,7 @@ export async function openIncidents(
       items.map((i) => i.monitor.project_id),
       items.map((i) => i.startedAt),
       now,
+      items.map((i) => i.description ?? null),
     ],
   );
   const byMonitor = new Map(items.map((i) => [i.monitor.id, i.monitor]));

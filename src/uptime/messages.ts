@@ -8,7 +8,14 @@ import type {
 } from "../../gen/vigil/v1/uptime_pb.js";
 import { timeUp } from "./model.js";
 import type { HeartbeatFigures } from "./stats.js";
-import { stateOf, type HeartbeatRow, type IncidentRow, type IncidentUpdateRow, type MonitorRow } from "./store.js";
+import {
+  scheduleOf,
+  stateOf,
+  type HeartbeatRow,
+  type IncidentRow,
+  type IncidentUpdateRow,
+  type MonitorRow,
+} from "./store.js";
 
 // Rows and figures as uptime response messages. Milliseconds and counts are int64 in the proto
 // (bigint in protobuf-es); the plain-number shapes (toMonitor, toIncident) stay what webhook payloads
@@ -33,6 +40,9 @@ export function toMonitor(r: MonitorRow, now: Date) {
     deadlineAt: iso(r.deadline_at),
     createdAt: r.created_at.toISOString(),
     updatedAt: r.updated_at.toISOString(),
+    schedule: scheduleOf(r) ?? undefined,
+    maxRuntimeMs: r.max_runtime_ms ?? undefined,
+    failureTolerance: r.failure_tolerance,
   };
 }
 
@@ -74,6 +84,7 @@ export function monitorMessage(r: MonitorRow, now: Date): MessageInitShape<typeo
     expectedIntervalMs: big(m.expectedIntervalMs),
     gracePeriodMs: big(m.gracePeriodMs),
     timeUp: big(m.timeUp),
+    maxRuntimeMs: m.maxRuntimeMs === undefined ? undefined : big(m.maxRuntimeMs),
   };
 }
 

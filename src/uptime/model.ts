@@ -21,6 +21,14 @@ export interface MonitorState {
   schedule?: Schedule | null;
   /** When the last successful run started (its start signal); absent or null: it arrived without one. */
   lastSuccessStartAt?: number | null;
+  /** A run that started and has not ended this long after its start is `timed_out` (a failure); null: no limit. */
+  maxRuntimeMs?: number | null;
+  /** The start of the oldest run still running; absent or null: none. */
+  runningSince?: number | null;
+  /** Failed runs tolerated in a row: the monitor goes down at the (N+1)-th (default 0). */
+  failureTolerance?: number;
+  /** Failed runs since the last success. */
+  consecutiveFailures?: number;
 }
 
 /**
@@ -59,23 +67,50 @@ export function deadlineOf(
   return next === null ? null : next + m.gracePeriodMs;
 }
 
+/**
+ * When a run that is still running times out: the oldest running run's start + maxRuntimeMs, or null
+ * (no limit, nothing running, or paused: a paused monitor is not watched).
+ */
+function runTimeoutOf(m: Pick<MonitorState, "status" | "maxRuntimeMs" | "runningSince">): number | null {
+  if (m.status === "paused" || m.maxRuntimeMs == null || m.runningSince == null) return null;
+  return m.runningSince + m.maxRuntimeMs;
+}
+
+/**
+ * The monitor's next due time: the earlier of its deadline and its running run's timeout. This is
+ * `deadlineAt` (monitors.deadline_at): the time both runners wake for, so a timeout is found like a
+ * deadline, with no second rule.
+ */
+export function dueAt(m: MonitorState): number | null {
+  const d = deadlineOf(m);
+  const t = runTimeoutOf(m);
+  if (d === null) return t;
+  return t === null ? d : Math.min(d, t);
+}
+
 export type DeadlineVerdict =
   /** Missed its deadline: goes down with an incident that started at `since` (the deadline itself). */
   | { overdue: true; since: number }
-  /** Not (yet) overdue: check again at `nextCheckAt`, or never when null (no deadline applies). */
-  | { overdue: false; nextCheckAt: number | null };
+  /** A running run timed out at `runTimeout` (start + maxRuntimeMs): apply applyRunTimeouts, then decide again. */
+  | { overdue: false; runTimeout: number }
+  /** Not (yet) due: check again at `nextCheckAt`, or never when null (nothing applies). */
+  | { overdue: false; runTimeout: null; nextCheckAt: number | null };
 
-/** THE decision: is this monitor overdue at `now`, and since when. */
+/** THE decision: is this monitor overdue at `now` (since when), or has a run timed out, or when to look again. */
 export function evaluateDeadline(m: MonitorState, now: number): DeadlineVerdict {
   const deadline = deadlineOf(m);
-  if (deadline === null) return { overdue: false, nextCheckAt: null };
-  if (deadline <= now) return { overdue: true, since: deadline };
-  return { overdue: false, nextCheckAt: deadline };
+  const timeout = runTimeoutOf(m);
+  if (deadline !== null && deadline <= now && (timeout === null || deadline <= timeout))
+    return { overdue: true, since: deadline };
+  if (timeout !== null && timeout <= now) return { overdue: false, runTimeout: timeout };
+  return { overdue: false, runTimeout: null, nextCheckAt: dueAt(m) };
 }
 
 /** The state after a missed deadline (the caller opens the incident at `since`). */
 export function markDown(m: MonitorState): MonitorState {
-  return { ...m, status: "down", upSince: null, deadlineAt: null };
+  const next: MonitorState = { ...m, status: "down", upSince: null };
+  next.deadlineAt = dueAt(next);
+  return next;
 }
 
 export interface HeartbeatInput {
@@ -83,6 +118,10 @@ export interface HeartbeatInput {
   status: HeartbeatStatus;
   expectedIntervalMs?: number;
   gracePeriodMs?: number;
+  /** A schedule given with the heartbeat (null clears it); an interval given clears the schedule. */
+  schedule?: Schedule | null;
+  /** The start of the run this heartbeat ends (a success counts the schedule from it); absent: none. */
+  startedAt?: number | null;
 }
 
 export interface HeartbeatOutcome {
@@ -107,25 +146,131 @@ export function applyHeartbeat(prev: MonitorState, hb: HeartbeatInput): Heartbea
   const m = verdict.overdue ? markDown(prev) : prev;
   if (verdict.overdue) openIncidentAt = verdict.since;
   const base: MonitorState = {
-    ...m,
-    expectedIntervalMs: hb.expectedIntervalMs ?? m.expectedIntervalMs,
-    gracePeriodMs: hb.gracePeriodMs ?? m.gracePeriodMs,
+    ...applySettings(m, hb),
     lastHeartbeatAt: Math.max(hb.at, m.lastHeartbeatAt ?? hb.at),
     firstHeartbeatAt: m.firstHeartbeatAt ?? hb.at,
   };
   let next: MonitorState;
   if (m.status === "paused") {
     next = base;
+    if (hb.status === "up") next.lastSuccessStartAt = hb.startedAt ?? null;
   } else if (hb.status === "up") {
-    next = { ...base, status: "up", upSince: m.status === "up" ? m.upSince : hb.at };
+    next = {
+      ...base,
+      status: "up",
+      upSince: m.status === "up" ? m.upSince : hb.at,
+      lastSuccessStartAt: hb.startedAt ?? null,
+      consecutiveFailures: 0,
+    };
     if (m.status === "down") resolveIncidentAt = hb.at;
   } else {
-    next = { ...base, status: "down", upSince: null };
-    if (m.status !== "down") openIncidentAt = hb.at;
+    const f = applyFailure(base, hb.at);
+    next = f.next;
+    if (f.openIncidentAt !== null) openIncidentAt = f.openIncidentAt;
   }
-  next.deadlineAt = deadlineOf(next);
+  next.deadlineAt = dueAt(next);
   // statusChanged: the status differs from what the monitor really was (down after a missed deadline).
   return { next, statusChanged: next.status !== m.status, openIncidentAt, resolveIncidentAt };
+}
+
+/**
+ * A failed run (a `down` heartbeat, a `fail` or non-zero `exit` signal, a run timed out) at `at`:
+ * one more consecutive failure; the monitor goes down (incident from `at`) once they pass its
+ * failureTolerance, else its status stays. Paused: counted, nothing else.
+ */
+export function applyFailure(m: MonitorState, at: number): { next: MonitorState; openIncidentAt: number | null } {
+  const failures = (m.consecutiveFailures ?? 0) + 1;
+  const counted: MonitorState = { ...m, consecutiveFailures: failures };
+  if (m.status === "paused" || failures <= (m.failureTolerance ?? 0)) {
+    counted.deadlineAt = dueAt(counted);
+    return { next: counted, openIncidentAt: null };
+  }
+  const next: MonitorState = { ...counted, status: "down", upSince: null };
+  next.deadlineAt = dueAt(next);
+  return { next, openIncidentAt: m.status === "down" ? null : at };
+}
+
+/** A run still running: its record id, the client's runId (null: none given) and its start. */
+export interface OpenRun {
+  id: string;
+  runId: string | null;
+  startedAt: number;
+}
+
+/**
+ * The running run an end signal closes: the one with the same runId; without a runId, the latest
+ * started of those that have none (a job run by cron ends the run it started last). -1: none (the
+ * end is a run of its own, without a start).
+ */
+export function pairRun(open: readonly OpenRun[], runId: string | null): number {
+  let best = -1;
+  open.forEach((r, i) => {
+    if (r.runId !== runId) return;
+    if (best === -1 || r.startedAt >= open[best].startedAt) best = i;
+  });
+  return best;
+}
+
+/** The start of the oldest run in the list, or null when none is running. */
+export function runningSinceOf(open: readonly OpenRun[]): number | null {
+  return open.length ? Math.min(...open.map((r) => r.startedAt)) : null;
+}
+
+/** A start signal: a new running run; the status and the deadline's base do not move (only the timeout). */
+export function applyRunStart(prev: MonitorState, open: readonly OpenRun[], run: OpenRun): MonitorState {
+  const next: MonitorState = { ...prev, runningSince: runningSinceOf([...open, run]) };
+  next.deadlineAt = dueAt(next);
+  return next;
+}
+
+/** A run timed out: a failure at `start + maxRuntimeMs`, in start order. */
+export interface RunTimeout {
+  run: OpenRun;
+  at: number;
+  /** This timeout took the monitor down (its incident starts at `at`). */
+  tookDown: boolean;
+}
+
+/**
+ * Every running run whose start + maxRuntimeMs is at or before `now` times out, oldest first, each a
+ * failure at its own timeout (applyFailure). Returns the state after them, the runs still running and
+ * the timeouts. A monitor without maxRuntimeMs, or paused, times nothing out.
+ */
+export function applyRunTimeouts(
+  prev: MonitorState,
+  open: readonly OpenRun[],
+  now: number,
+): { next: MonitorState; open: OpenRun[]; timeouts: RunTimeout[] } {
+  const max = prev.maxRuntimeMs;
+  if (max == null || prev.status === "paused") return { next: prev, open: [...open], timeouts: [] };
+  const expired = open.filter((r) => r.startedAt + max <= now).sort((a, b) => a.startedAt - b.startedAt);
+  if (!expired.length) return { next: prev, open: [...open], timeouts: [] };
+  const left = open.filter((r) => !expired.includes(r));
+  let m: MonitorState = { ...prev, runningSince: runningSinceOf(left) };
+  const timeouts: RunTimeout[] = [];
+  for (const run of expired) {
+    const f = applyFailure(m, run.startedAt + max);
+    m = f.next;
+    timeouts.push({ run, at: run.startedAt + max, tookDown: f.openIncidentAt !== null });
+  }
+  m.deadlineAt = dueAt(m);
+  return { next: m, open: left, timeouts };
+}
+
+/** A run's outcome from its end signal: `exit/0` and the plain heartbeat succeed, `fail` and other codes fail. */
+export function runOutcome(signal: { kind: "success" | "fail" } | { kind: "exit"; code: number }): "up" | "down" {
+  if (signal.kind === "exit") return signal.code === 0 ? "up" : "down";
+  return signal.kind === "success" ? "up" : "down";
+}
+
+/** The description of an incident a run opened: it names the run and its exit code (decisions.md). */
+export function runIncidentDescription(
+  run: { id: string; runId: string | null },
+  how: { kind: "failed"; exitCode: number | null } | { kind: "timed_out"; maxRuntimeMs: number },
+): string {
+  const name = run.runId !== null ? `Run "${run.runId}" (${run.id})` : `Run ${run.id}`;
+  if (how.kind === "timed_out") return `${name} timed out: still running ${how.maxRuntimeMs} ms after its start.`;
+  return how.exitCode === null ? `${name} failed.` : `${name} failed with exit code ${how.exitCode}.`;
 }
 
 /**
@@ -146,14 +291,24 @@ export function applyPause(
 /** Resuming gives `unknown`; the deadline counts from the later of the last heartbeat and the resume. */
 export function applyResume(m: MonitorState, now: number): MonitorState {
   const next: MonitorState = { ...m, status: "unknown", upSince: null, resumedAt: now };
-  next.deadlineAt = deadlineOf(next);
+  next.deadlineAt = dueAt(next);
   return next;
 }
 
-/** Interval, schedule (null clears it) or grace changed: the deadline moves with them. */
+/**
+ * Interval, schedule, grace, maxRuntimeMs or failureTolerance changed: the due time moves with them.
+ * A monitor has a schedule or an interval (decisions.md): a schedule given clears the interval's use,
+ * an interval given clears the schedule (null clears it too).
+ */
 export function applySettings(
   m: MonitorState,
-  s: { expectedIntervalMs?: number; gracePeriodMs?: number; schedule?: Schedule | null },
+  s: {
+    expectedIntervalMs?: number;
+    gracePeriodMs?: number;
+    schedule?: Schedule | null;
+    maxRuntimeMs?: number | null;
+    failureTolerance?: number;
+  },
 ): MonitorState {
   const next: MonitorState = {
     ...m,
@@ -161,7 +316,10 @@ export function applySettings(
     gracePeriodMs: s.gracePeriodMs ?? m.gracePeriodMs,
   };
   if (s.schedule !== undefined) next.schedule = s.schedule;
-  next.deadlineAt = deadlineOf(next);
+  else if (s.expectedIntervalMs !== undefined) next.schedule = null;
+  if (s.maxRuntimeMs !== undefined) next.maxRuntimeMs = s.maxRuntimeMs;
+  if (s.failureTolerance !== undefined) next.failureTolerance = s.failureTolerance;
+  next.deadlineAt = dueAt(next);
   return next;
 }
 

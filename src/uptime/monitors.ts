@@ -7,7 +7,8 @@ import { tx } from "../storage/db.js";
 import { lockMonitorCreation, monitorCapReached, monitorCounts } from "./cap.js";
 import { openIncidents, resolveIncidents } from "./incidents.js";
 import { applyPause, applyResume, applySettings, needsWake, slugify, type MonitorState } from "./model.js";
-import { monitorById, stateOf, stateValues, type MonitorRow } from "./store.js";
+import type { Schedule } from "./schedule.js";
+import { monitorById, stateOf, stateSets, stateValues, type MonitorRow } from "./store.js";
 import { notifyWake, type DeadlineChange } from "./wake.js";
 
 // Monitor administration: create, update, delete, pause, resume. Each state change locks the row,
@@ -17,13 +18,20 @@ export interface CreateInput {
   name: string;
   slug?: string;
   type: string;
-  expectedIntervalMs: number;
+  /** Absent: the default (60 s), kept unused while a schedule is set. */
+  expectedIntervalMs?: number;
   gracePeriodMs: number;
+  schedule?: Schedule;
+  maxRuntimeMs?: number;
+  failureTolerance: number;
   metadata: Record<string, unknown>;
   tags: Record<string, unknown>;
 }
 
+/** As CreateInput, every field optional; `maxRuntimeMs: 0` clears the limit. */
 export type UpdateInput = Partial<CreateInput>;
+
+const DEFAULT_INTERVAL_MS = 60_000;
 
 type Changed = (changes: DeadlineChange[]) => void;
 
@@ -41,19 +49,24 @@ export async function createMonitor(deps: UptimeDeps, projectId: string, input: 
 async function insertMonitor(c: PoolClient, projectId: string, input: CreateInput, now: Date): Promise<MonitorRow> {
   const insert = (slug: string) =>
     c.query<MonitorRow>(
-      `INSERT INTO monitors (id, project_id, slug, name, type, status, expected_interval_ms, grace_period_ms, metadata, tags, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, 'unknown', $6, $7, $8, $9, $10, $10) ON CONFLICT (project_id, slug) DO NOTHING RETURNING *`,
+      `INSERT INTO monitors (id, project_id, slug, name, type, status, expected_interval_ms, grace_period_ms, metadata, tags, created_at, updated_at,
+                             schedule_cron, schedule_timezone, max_runtime_ms, failure_tolerance)
+       VALUES ($1, $2, $3, $4, $5, 'unknown', $6, $7, $8, $9, $10, $10, $11, $12, $13, $14) ON CONFLICT (project_id, slug) DO NOTHING RETURNING *`,
       [
         newId("mon"),
         projectId,
         slug,
         input.name,
         input.type,
-        input.expectedIntervalMs,
+        input.expectedIntervalMs ?? DEFAULT_INTERVAL_MS,
         input.gracePeriodMs,
         input.metadata,
         input.tags,
         now,
+        input.schedule?.cron ?? null,
+        input.schedule?.timezone ?? null,
+        input.maxRuntimeMs ?? null,
+        input.failureTolerance,
       ],
     );
   if (input.slug !== undefined) {
@@ -89,9 +102,8 @@ async function change(
     const next = await fn(c, before, now);
     if (!next) return { row: before, delta: undefined };
     const r = await c.query<MonitorRow>(
-      `UPDATE monitors SET status = $2, expected_interval_ms = $3, grace_period_ms = $4, last_heartbeat_at = $5, first_heartbeat_at = $6,
-              resumed_at = $7, up_since = $8, deadline_at = $9, updated_at = $10 WHERE id = $1 RETURNING *`,
-      [id, ...stateValues(next), now],
+      `UPDATE monitors SET ${stateSets(3)}, updated_at = $2 WHERE id = $1 RETURNING *`,
+      [id, now, ...stateValues(next)],
     );
     const delta: DeadlineChange = {
       id,
@@ -132,6 +144,9 @@ export async function updateMonitor(
       return applySettings(stateOf(row), {
         expectedIntervalMs: input.expectedIntervalMs,
         gracePeriodMs: input.gracePeriodMs,
+        schedule: input.schedule,
+        maxRuntimeMs: input.maxRuntimeMs === undefined ? undefined : input.maxRuntimeMs || null,
+        failureTolerance: input.failureTolerance,
       });
     });
   } catch (err) {

@@ -1,11 +1,19 @@
 import { z } from "zod";
-import type { PingRequest } from "../../gen/vigil/v1/ping_pb.js";
-import type { CreateMonitorRequest, SendHeartbeatRequest, UpdateMonitorRequest } from "../../gen/vigil/v1/uptime_pb.js";
+import type { PingExitRequest, PingRequest, PingSignalRequest } from "../../gen/vigil/v1/ping_pb.js";
+import type {
+  CreateMonitorRequest,
+  ExitRunRequest,
+  FailRunRequest,
+  SendHeartbeatRequest,
+  StartRunRequest,
+  UpdateMonitorRequest,
+} from "../../gen/vigil/v1/uptime_pb.js";
 import { badRequest } from "../shared/errors.js";
 import { CLIENT_ID_MESSAGE, clientUuid } from "../shared/ids.js";
 import { jsonObjectSchema } from "../shared/json.js";
 import { textSchema } from "../shared/text.js";
 import { SLUG_RE } from "./model.js";
+import { parseSchedule, type Schedule } from "./schedule.js";
 import { DAY_MS, HOUR_MS, timestampSchema } from "../shared/time.js";
 
 // Input rules of the uptime routes (docs/uptime.md lists them).
@@ -14,6 +22,11 @@ const TYPES = ["heartbeat", "http", "worker", "bot", "cron", "custom"] as const;
 const MIN_INTERVAL_MS = 100;
 const MAX_MS = 365 * DAY_MS;
 const MAX_JSON_BYTES = 16 * 1024;
+const MIN_RUNTIME_MS = 1000;
+const MAX_TOLERANCE = 1000;
+
+const limitSchema = (def: number, max: number) =>
+  z.number().int("must be a whole number").min(1, "at least 1").max(max, `at most ${max}`).default(def);
 
 // Text: the shared storable-text rule and lengths (src/shared/text.ts), refused as a 400.
 const name = textSchema({ min: 1, max: 200 });
@@ -35,25 +48,71 @@ const grace = z
 // Free-form JSON (metadata, tags): the shared check; keys such as __proto__ stay data.
 const object = jsonObjectSchema(MAX_JSON_BYTES);
 
-export const createSchema = z.object({
-  name,
-  slug: slug.optional(),
-  type: z.enum(TYPES).default("heartbeat"),
-  expectedIntervalMs: interval.default(60_000),
-  gracePeriodMs: grace.default(30_000),
-  metadata: object.default({}),
-  tags: object.default({}),
-});
+/**
+ * A cron schedule (decisions.md "Cron jobs and ping keys"): five fields in an IANA zone (default
+ * UTC), checked by schedule.ts; a refusal names `schedule.cron` or `schedule.timezone`.
+ */
+const scheduleSchema = z
+  .object({
+    cron: z.string().meta({ description: "five fields: minute hour day-of-month month day-of-week" }),
+    timezone: z.string().default("UTC"),
+  })
+  .transform((v, ctx): Schedule => {
+    const r = parseSchedule(v);
+    if (r.ok) return r.schedule;
+    ctx.addIssue({ code: "custom", path: [r.refusal.field], message: r.refusal.message });
+    return z.NEVER;
+  });
+/** maxRuntimeMs: 1 s .. 365 days; 0 on PATCH clears it. */
+const maxRuntime = z
+  .number()
+  .int("must be a whole number of milliseconds")
+  .min(MIN_RUNTIME_MS, `at least ${MIN_RUNTIME_MS}`)
+  .max(MAX_MS, `at most ${MAX_MS}`);
+const tolerance = z
+  .number()
+  .int("must be a whole number")
+  .min(0, "must not be negative")
+  .max(MAX_TOLERANCE, `at most ${MAX_TOLERANCE}`);
 
-export const updateSchema = z.object({
-  name: name.optional(),
-  slug: slug.optional(),
-  type: z.enum(TYPES).optional(),
-  expectedIntervalMs: interval.optional(),
-  gracePeriodMs: grace.optional(),
-  metadata: object.optional(),
-  tags: object.optional(),
-});
+/** A monitor has a schedule or an interval, not both (decisions.md). */
+const oneOf = <T extends { schedule?: unknown; expectedIntervalMs?: unknown }>(v: T) =>
+  v.schedule === undefined || v.expectedIntervalMs === undefined;
+const oneOfRule = {
+  message: "give schedule or expectedIntervalMs, not both (a monitor has one of them)",
+  path: ["schedule"],
+};
+
+export const createSchema = z
+  .object({
+    name,
+    slug: slug.optional(),
+    type: z.enum(TYPES).default("heartbeat"),
+    expectedIntervalMs: interval.optional(),
+    gracePeriodMs: grace.default(30_000),
+    schedule: scheduleSchema.optional(),
+    maxRuntimeMs: maxRuntime.optional(),
+    failureTolerance: tolerance.default(0),
+    metadata: object.default({}),
+    tags: object.default({}),
+  })
+  .refine(oneOf, oneOfRule);
+
+export const updateSchema = z
+  .object({
+    name: name.optional(),
+    slug: slug.optional(),
+    type: z.enum(TYPES).optional(),
+    expectedIntervalMs: interval.optional(),
+    gracePeriodMs: grace.optional(),
+    schedule: scheduleSchema.optional(),
+    /** 0 clears the limit. */
+    maxRuntimeMs: z.union([z.literal(0), maxRuntime]).optional(),
+    failureTolerance: tolerance.optional(),
+    metadata: object.optional(),
+    tags: object.optional(),
+  })
+  .refine(oneOf, oneOfRule);
 
 /** A heartbeat's client id (decisions.md "Idempotent ingestion"): a UUID, stored lowercase. */
 const clientId = z
@@ -68,7 +127,7 @@ const clientId = z
   })
   .meta({ format: "uuid" });
 
-export const heartbeatSchema = z.object({
+const heartbeatFields = {
   id: clientId.optional(),
   slug,
   status: z.enum(["up", "down"]).default("up"),
@@ -76,7 +135,46 @@ export const heartbeatSchema = z.object({
   metadata: object.default({}),
   expectedIntervalMs: interval.optional(),
   gracePeriodMs: grace.optional(),
-});
+  schedule: scheduleSchema.optional(),
+  /** Pairs a run's start and end (decisions.md "Cron jobs and ping keys"). */
+  runId: textSchema({ min: 1, max: 200 }).optional(),
+  /** The run's output: any text; its last 10,000 bytes are kept (runs.ts). */
+  output: z.string().optional(),
+};
+
+export const heartbeatSchema = z.object(heartbeatFields).refine(oneOf, oneOfRule);
+
+/** A run signal's body (start, fail, exit): a heartbeat's fields without status. */
+const { status: _status, ...signalFields } = heartbeatFields;
+export const runSignalSchema = z.object(signalFields).refine(oneOf, oneOfRule);
+
+/**
+ * A signal body's keys that are no field of it (`status` is the plain heartbeat's only): over REST
+ * the transcoder refuses them first; a caller handing raw JSON (a ping URL) gets the same 400.
+ */
+export function assertSignalFields(body: Record<string, unknown>, withStatus: boolean): void {
+  const known = withStatus ? heartbeatFields : signalFields;
+  const extra = Object.keys(body).filter((k) => k === "slug" || !Object.hasOwn(known, k));
+  if (extra.length)
+    throw badRequest(
+      `unknown field '${extra[0]}': the request body has no such field`,
+      extra.map((field) => ({ field, message: "unknown field" })),
+    );
+}
+
+/** `exit/:code`: 0 is a success, any other code a failure. */
+export const exitRunSchema = z
+  .object({
+    code: z.number().int("must be a whole number").min(0, "at least 0").max(255, "at most 255 (a process exit status)"),
+    ...signalFields,
+  })
+  .refine(oneOf, oneOfRule);
+
+/** GET .../schedule: how many next runs (1-100, default 5). */
+export const scheduleQuerySchema = z.object({ count: limitSchema(5, 100) });
+
+/** GET .../runs: newest first, keyset pages. */
+export const runListSchema = z.object({ limit: limitSchema(50, 1000), cursor: z.string().optional() });
 
 export const incidentPatchSchema = z
   .object({
@@ -90,9 +188,6 @@ export const incidentPatchSchema = z
 
 /** An incident update (decisions.md: Status pages): public text, shown as given (trimmed) on status pages. */
 export const incidentUpdateSchema = z.object({ message: textSchema({ min: 1, max: 2000 }) });
-
-const limitSchema = (def: number, max: number) =>
-  z.number().int("must be a whole number").min(1, "at least 1").max(max, `at most ${max}`).default(def);
 
 export const heartbeatListSchema = z.object({
   from: timestampSchema.optional(),
@@ -161,16 +256,30 @@ const num = (v: bigint | undefined): number | undefined => (v === undefined ? un
 export const present = <T extends object>(o: T) =>
   Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 
-/** A heartbeat's fields (SendHeartbeat, and the ping URL: the same fields), for heartbeatSchema. */
-export function heartbeatFields(req: SendHeartbeatRequest | PingRequest) {
+/**
+ * A heartbeat's or run signal's body as plain values (SendHeartbeat, StartRun, FailRun, ExitRun and
+ * the ping URL: the same fields; `status` the plain heartbeat's only), for recordRunSignal.
+ */
+export function signalBody(
+  req:
+    | SendHeartbeatRequest
+    | StartRunRequest
+    | FailRunRequest
+    | ExitRunRequest
+    | PingRequest
+    | PingSignalRequest
+    | PingExitRequest,
+): Record<string, unknown> {
   return present({
     id: req.id,
-    slug: req.monitorSlug,
-    status: req.status,
+    status: "status" in req ? req.status : undefined,
     latencyMs: req.latencyMs,
     metadata: req.metadata,
     expectedIntervalMs: num(req.expectedIntervalMs),
     gracePeriodMs: num(req.gracePeriodMs),
+    schedule: req.schedule && present({ cron: req.schedule.cron, timezone: req.schedule.timezone }),
+    runId: req.runId,
+    output: req.output,
   });
 }
 
@@ -182,6 +291,9 @@ export function monitorFields(req: CreateMonitorRequest | UpdateMonitorRequest) 
     type: req.type,
     expectedIntervalMs: num(req.expectedIntervalMs),
     gracePeriodMs: num(req.gracePeriodMs),
+    schedule: req.schedule && { cron: req.schedule.cron, timezone: req.schedule.timezone },
+    maxRuntimeMs: num(req.maxRuntimeMs),
+    failureTolerance: req.failureTolerance,
     metadata: req.metadata,
     tags: req.tags,
   });

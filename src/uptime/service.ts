@@ -1,5 +1,11 @@
 import type { HandlerContext } from "@connectrpc/connect";
-import { UptimeService } from "../../gen/vigil/v1/uptime_pb.js";
+import {
+  UptimeService,
+  type ExitRunRequest,
+  type FailRunRequest,
+  type SendHeartbeatRequest,
+  type StartRunRequest,
+} from "../../gen/vigil/v1/uptime_pb.js";
 import type { UptimeDeps } from "./deps.js";
 import { bind, type Feature, type ServiceBinding } from "../shared/feature.js";
 import { conflict, notFound } from "../shared/errors.js";
@@ -8,8 +14,10 @@ import { unlessProjectGone } from "../shared/gone.js";
 import { DAY_MS } from "../shared/time.js";
 import { validate } from "../shared/validate.js";
 import { createUptimeActivities, type UptimeActivities } from "./activities.js";
-import { HeartbeatWriter } from "./heartbeats.js";
-import { pingService, type RecordHeartbeat } from "./ping.js";
+import { HeartbeatWriter, recordRunSignal, type RunSignal } from "./heartbeats.js";
+import { pingService, type RecordSignal } from "./ping.js";
+import { listRunsPage, runMessage } from "./runs.js";
+import { nextRuns } from "./schedule.js";
 import type { IncidentListener } from "./incidents.js";
 import { UptimeMetrics } from "./metrics.js";
 import { listMonitorsPage, monitorListSchema } from "./monitor-list.js";
@@ -52,9 +60,14 @@ export function createUptimeFeature(
   const runner: DeadlineRunner = deps.temporal
     ? new TemporalDeadlineRunner(deps, deps.temporal)
     : new EmbeddedScheduler(deps);
-  const writer = new HeartbeatWriter(deps, (changes) => runner.changed(changes));
+  const writer = new HeartbeatWriter(
+    deps,
+    (changes) => runner.changed(changes),
+    (durations) =>
+      void deps.runDurations?.(durations).catch((err) => deps.log.warn({ err }, "recording run durations failed")),
+  );
   const rawRetentionMs = deps.config.uptime.rawRetentionDays * DAY_MS;
-  const heartbeat = heartbeatOf(deps, writer);
+  const record = signalsOf(deps, writer);
 
   return {
     name: "uptime",
@@ -63,8 +76,8 @@ export function createUptimeFeature(
     incidentListeners,
     activities: createUptimeActivities(deps),
     services: [
-      uptimeService(deps, { writer, changed: (c) => runner.changed(c), rawRetentionMs, heartbeat }),
-      pingService(deps, heartbeat),
+      uptimeService(deps, { writer, changed: (c) => runner.changed(c), rawRetentionMs, record }),
+      pingService(deps, record),
     ],
     async start() {
       await runner.start();
@@ -83,20 +96,21 @@ interface UptimeContext {
   writer: HeartbeatWriter;
   changed: (changes: DeadlineChange[]) => void;
   rawRetentionMs: number;
-  heartbeat: RecordHeartbeat;
+  record: RecordSignal;
 }
 
-/** The heartbeat route's work once the caller is authorized (SendHeartbeat and ping.ts's ping URLs). */
-function heartbeatOf(deps: UptimeDeps, writer: HeartbeatWriter): RecordHeartbeat {
+/**
+ * A heartbeat's or run signal's work once the caller is authorized (SendHeartbeat, StartRun, FailRun,
+ * ExitRun, and ping.ts's ping URLs): recordRunSignal (heartbeats.ts) validates and writes it.
+ */
+function signalsOf(deps: UptimeDeps, writer: HeartbeatWriter): RecordSignal {
   // Temporal mode: the least interval + grace (TEMPORAL_MIN_DEADLINE_MS); the embedded runner has none.
   const minDeadlineMs = deps.config.temporal?.minDeadlineMs ?? 0;
-  return async (projectId, fields, recheck) => {
-    const input = validate(s.heartbeatSchema, fields);
-    s.assertDeadlineFloor(input, minDeadlineMs);
+  return async (projectId, slug, signal, body, recheck) => {
     const at = deps.clock();
-    const { id: clientId, ...rest } = input;
+    // The project deleted meanwhile: answered as a request after the delete (401/404), not 500.
     const a = await unlessProjectGone(
-      () => writer.submit({ projectId, at, ...rest, slug: input.slug, clientId }),
+      () => recordRunSignal(writer, { at, minDeadlineMs }, projectId, slug, signal, body),
       recheck,
     );
     return { data: { accepted: true, monitor: monitorMessage(a.monitor, at), statusChanged: a.statusChanged } };
@@ -125,6 +139,16 @@ function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBinding {
 
   // Temporal mode: the least interval + grace (TEMPORAL_MIN_DEADLINE_MS); the embedded runner has none.
   const minDeadlineMs = deps.config.temporal?.minDeadlineMs ?? 0;
+
+  /** A heartbeat or run signal: authorized (access `heartbeat`: ping keys too), then recorded. */
+  const signal = async (
+    ctx: HandlerContext,
+    req: SendHeartbeatRequest | StartRunRequest | FailRunRequest | ExitRunRequest,
+    kind: RunSignal,
+  ) => {
+    const { projectId } = await limited(ctx, req.projectId, "heartbeats");
+    return u.record(projectId, req.monitorSlug, kind, s.signalBody(req), () => heartbeatScope(ctx, req.projectId));
+  };
 
   return bind(
     UptimeService,
@@ -193,9 +217,44 @@ function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBinding {
         return { data: monitorMessage(await resumeMonitor(deps, projectId, req.monitorId, u.changed), clock()) };
       },
       async sendHeartbeat(req, ctx) {
-        const { projectId } = await limited(ctx, req.projectId, "heartbeats");
-        // The project deleted meanwhile: answered as a request after the delete (401/404), not 500.
-        return u.heartbeat(projectId, s.heartbeatFields(req), () => heartbeatScope(ctx, req.projectId));
+        return signal(ctx, req, "heartbeat");
+      },
+      async startRun(req, ctx) {
+        return signal(ctx, req, "start");
+      },
+      async failRun(req, ctx) {
+        return signal(ctx, req, "fail");
+      },
+      async exitRun(req, ctx) {
+        return signal(ctx, req, { exit: req.code });
+      },
+      async getMonitorSchedule(req, ctx) {
+        const { projectId } = await scope(ctx, req.projectId);
+        const q = validate(s.scheduleQuerySchema, s.present({ count: req.count }));
+        const m = await monitor(projectId, req.monitorId);
+        const schedule = store.scheduleOf(m);
+        // An interval monitor has no schedule resource: 404, as an unknown one (docs/uptime.md).
+        if (!schedule) throw notFound("schedule (this monitor has expectedIntervalMs, not a schedule)");
+        return {
+          data: {
+            cron: schedule.cron,
+            timezone: schedule.timezone,
+            next: nextRuns(schedule, clock().getTime(), q.count).map((t) => new Date(t).toISOString()),
+          },
+        };
+      },
+      async listRuns(req, ctx) {
+        const { projectId } = await scope(ctx, req.projectId);
+        const q = validate(
+          s.runListSchema,
+          s.present({ limit: req.limit, cursor: req.cursor === "" ? undefined : req.cursor }),
+        );
+        const m = await monitor(projectId, req.monitorId);
+        const page = await listRunsPage(db, m.id, q);
+        return {
+          data: page.rows.map(runMessage),
+          pagination: { nextCursor: page.nextCursor, hasMore: page.hasMore },
+        };
       },
       async listHeartbeats(req, ctx) {
         const { projectId } = await scope(ctx, req.projectId);
@@ -267,6 +326,11 @@ function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBinding {
         listMonitors: monitorListSchema,
         updateMonitor: s.updateSchema,
         sendHeartbeat: s.heartbeatSchema,
+        startRun: s.runSignalSchema,
+        failRun: s.runSignalSchema,
+        exitRun: s.exitRunSchema,
+        getMonitorSchedule: s.scheduleQuerySchema,
+        listRuns: s.runListSchema,
         listHeartbeats: s.heartbeatListSchema,
         listIncidents: s.incidentListSchema,
         updateIncident: s.incidentPatchSchema,

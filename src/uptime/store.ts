@@ -1,6 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { tx, type Db, type Queryable } from "../storage/db.js";
 import type { MonitorState, MonitorStatus } from "./model.js";
+import type { Schedule } from "./schedule.js";
 
 // Rows of the uptime tables and the SQL of the service's reads and small writes (messages.ts maps
 // rows to the API's shapes; monitors.ts, heartbeat-sql.ts, incidents.ts and detect.ts hold the SQL of
@@ -26,6 +27,27 @@ export interface MonitorRow {
   updated_at: Date;
   /** Bumped by a trigger on every UPDATE (migration 4002): the heartbeat fast path's compare-and-set. */
   version: number;
+  /** A scheduled monitor: both set (migration 9002); else both null. */
+  schedule_cron: string | null;
+  schedule_timezone: string | null;
+  max_runtime_ms: number | null;
+  failure_tolerance: number;
+  consecutive_failures: number;
+  last_success_start_at: Date | null;
+  running_since: Date | null;
+}
+
+/** A stored run (migration 9002). */
+export interface RunRow {
+  id: string;
+  monitor_id: string;
+  run_id: string | null;
+  started_at: Date | null;
+  ended_at: Date | null;
+  outcome: "running" | "succeeded" | "failed" | "timed_out";
+  exit_code: number | null;
+  output: string | null;
+  created_at: Date;
 }
 
 export interface IncidentRow {
@@ -69,7 +91,20 @@ export function stateOf(r: MonitorRow): MonitorState {
     resumedAt: ms(r.resumed_at),
     upSince: ms(r.up_since),
     deadlineAt: ms(r.deadline_at),
+    schedule: scheduleOf(r),
+    lastSuccessStartAt: ms(r.last_success_start_at),
+    maxRuntimeMs: r.max_runtime_ms === null ? null : Number(r.max_runtime_ms),
+    runningSince: ms(r.running_since),
+    failureTolerance: r.failure_tolerance,
+    consecutiveFailures: r.consecutive_failures,
   };
+}
+
+/** The monitor's schedule, or null for an interval monitor. */
+export function scheduleOf(r: Pick<MonitorRow, "schedule_cron" | "schedule_timezone">): Schedule | null {
+  return r.schedule_cron !== null && r.schedule_timezone !== null
+    ? { cron: r.schedule_cron, timezone: r.schedule_timezone }
+    : null;
 }
 
 /** The row with a new state applied (for answering without a re-read). */
@@ -85,13 +120,39 @@ export function withState(r: MonitorRow, s: MonitorState, now: Date): MonitorRow
     resumed_at: d(s.resumedAt),
     up_since: d(s.upSince),
     deadline_at: d(s.deadlineAt),
+    schedule_cron: s.schedule?.cron ?? null,
+    schedule_timezone: s.schedule?.timezone ?? null,
+    max_runtime_ms: s.maxRuntimeMs ?? null,
+    failure_tolerance: s.failureTolerance ?? 0,
+    consecutive_failures: s.consecutiveFailures ?? 0,
+    last_success_start_at: d(s.lastSuccessStartAt ?? null),
+    running_since: d(s.runningSince ?? null),
     updated_at: now,
   };
 }
 
+/** The columns a state is written to, in the order of stateValues(). */
+const STATE_COLUMNS = [
+  "status",
+  "expected_interval_ms",
+  "grace_period_ms",
+  "last_heartbeat_at",
+  "first_heartbeat_at",
+  "resumed_at",
+  "up_since",
+  "deadline_at",
+  "schedule_cron",
+  "schedule_timezone",
+  "max_runtime_ms",
+  "failure_tolerance",
+  "consecutive_failures",
+  "last_success_start_at",
+  "running_since",
+] as const;
+
 /** Column values of a state, in the order of STATE_COLUMNS. */
 export function stateValues(s: MonitorState): unknown[] {
-  const d = (v: number | null) => (v === null ? null : new Date(v));
+  const d = (v: number | null | undefined) => (v == null ? null : new Date(v));
   return [
     s.status,
     s.expectedIntervalMs,
@@ -101,7 +162,19 @@ export function stateValues(s: MonitorState): unknown[] {
     d(s.resumedAt),
     d(s.upSince),
     d(s.deadlineAt),
+    s.schedule?.cron ?? null,
+    s.schedule?.timezone ?? null,
+    s.maxRuntimeMs ?? null,
+    s.failureTolerance ?? 0,
+    s.consecutiveFailures ?? 0,
+    d(s.lastSuccessStartAt),
+    d(s.runningSince),
   ];
+}
+
+/** `UPDATE monitors SET <every state column> = $<first>...`: the SET list for stateValues() from `$first`. */
+export function stateSets(first: number): string {
+  return STATE_COLUMNS.map((c, i) => `${c} = $${first + i}`).join(", ");
 }
 
 export async function monitorById(

@@ -350,6 +350,22 @@ describe("every operation against the document", () => {
     await ok("UpdateIncident", { params: { incidentId: incidents.data[0].id }, body: { title: "Backup disk full" } });
     await ok("GetMonitorStats", { params: { monitorId } });
     await ok("GetMonitorHistory", { params: { monitorId } });
+    // Cron jobs: a schedule, run signals and the run list.
+    await ok("UpdateMonitor", {
+      params: { monitorId },
+      body: { schedule: { cron: "0 3 * * *", timezone: "Europe/Berlin" }, maxRuntimeMs: 60_000, failureTolerance: 1 },
+    });
+    await ok("GetMonitorSchedule", { params: { monitorId }, query: { count: "3" } });
+    await ok("StartRun", { params: { monitorSlug: m.data.slug }, body: { runId: "n1" } });
+    await ok("ExitRun", { params: { monitorSlug: m.data.slug, code: "0" }, body: { runId: "n1", output: "done" } });
+    await ok("FailRun", { params: { monitorSlug: m.data.slug }, body: { output: "boom" } });
+    const pinged = { pingKey: ping.secret, monitorSlug: m.data.slug };
+    await ok("PingSignal", { params: { ...pinged, signal: "start" }, query: { runId: "p1" }, auth: "none" });
+    await ok("PingExitPost", { params: { ...pinged, code: "0" }, body: { runId: "p1" }, auth: "none" });
+    await ok("PingSignalPost", { params: { ...pinged, signal: "start" }, body: { runId: "p2" }, auth: "none" });
+    await ok("PingExit", { params: { ...pinged, code: "2" }, query: { runId: "p2" }, auth: "none" });
+    await ok("PingSignal", { params: { ...pinged, signal: "fail" }, auth: "none" });
+    await ok("ListRuns", { params: { monitorId }, query: { limit: "10" } });
     await ok("PauseMonitor", { params: { monitorId } });
     await ok("ResumeMonitor", { params: { monitorId } });
     await ok("DeleteMonitor", { params: { monitorId } });

@@ -7,9 +7,16 @@ import {
   applyHeartbeat,
   applyPause,
   applyResume,
+  applyFailure,
+  applyRunStart,
+  applyRunTimeouts,
   applySettings,
   deadlineOf,
+  dueAt,
   evaluateDeadline,
+  pairRun,
+  runIncidentDescription,
+  runOutcome,
   needsWake,
   slugify,
   timeUp,
@@ -34,7 +41,7 @@ const up = (over: Partial<MonitorState> = {}): MonitorState => ({
 describe("evaluateDeadline: is this monitor overdue, and since when", () => {
   it("up: deadline = last heartbeat + interval + grace; overdue from the deadline itself", () => {
     assert.equal(deadlineOf(up()), 11_500);
-    assert.deepEqual(evaluateDeadline(up(), 11_499), { overdue: false, nextCheckAt: 11_500 });
+    assert.deepEqual(evaluateDeadline(up(), 11_499), { overdue: false, runTimeout: null, nextCheckAt: 11_500 });
     assert.deepEqual(evaluateDeadline(up(), 11_500), { overdue: true, since: 11_500 });
     assert.deepEqual(
       evaluateDeadline(up(), 99_999),
@@ -48,7 +55,7 @@ describe("evaluateDeadline: is this monitor overdue, and since when", () => {
       up({ status: "paused" }),
       up({ status: "unknown", lastHeartbeatAt: null, firstHeartbeatAt: null, resumedAt: 1 }),
     ]) {
-      assert.deepEqual(evaluateDeadline(s, 1e12), { overdue: false, nextCheckAt: null });
+      assert.deepEqual(evaluateDeadline(s, 1e12), { overdue: false, runTimeout: null, nextCheckAt: null });
     }
   });
   it("unknown after a resume counts from the later of the last heartbeat and the resume", () => {
@@ -207,6 +214,128 @@ describe("transitions", () => {
     assert.deepEqual(
       [slugify("Nightly Job #1"), slugify("  Ünïcode  "), slugify("!!!")],
       ["nightly-job-1", "unicode", "monitor"],
+    );
+  });
+});
+
+describe("runs: pairing, timeouts and failure tolerance (issue #32)", () => {
+  const run = (id: string, startedAt: number, runId: string | null = null) => ({ id, runId, startedAt });
+
+  it("pairs an end with its runId, or without one with the latest start that has none", () => {
+    const open = [run("a", 100, "x"), run("b", 200), run("c", 300), run("d", 400, "y")];
+    assert.equal(pairRun(open, "x"), 0);
+    assert.equal(pairRun(open, "y"), 3);
+    assert.equal(pairRun(open, null), 2, "the latest start without a runId");
+    assert.equal(pairRun(open, "z"), -1, "an unknown runId: an end without a start");
+    assert.equal(pairRun([], null), -1);
+  });
+
+  it("a start moves neither the status nor the deadline's base; with maxRuntimeMs the due time is its timeout", () => {
+    const m = up({ maxRuntimeMs: 300 });
+    const s = applyRunStart(m, [], run("r", 10_100));
+    assert.equal(s.status, "up");
+    assert.equal(s.lastHeartbeatAt, 10_000);
+    assert.equal(s.runningSince, 10_100);
+    assert.equal(s.deadlineAt, 10_400, "start + maxRuntimeMs is before the deadline (11,500)");
+    assert.equal(dueAt({ ...s, maxRuntimeMs: null }), 11_500, "no limit: the deadline alone");
+    assert.deepEqual(evaluateDeadline(s, 10_399), { overdue: false, runTimeout: null, nextCheckAt: 10_400 });
+    assert.deepEqual(evaluateDeadline(s, 10_400), { overdue: false, runTimeout: 10_400 });
+    // The deadline comes first when it is earlier than the timeout.
+    const late = applyRunStart(m, [], run("r", 11_400));
+    assert.deepEqual(evaluateDeadline(late, 11_800), { overdue: true, since: 11_500 });
+    assert.equal(dueAt({ ...s, status: "paused" }), null, "a paused monitor is not watched");
+  });
+
+  it("a run timed out is a failure at start + maxRuntimeMs, oldest first; the others keep running", () => {
+    const m = up({ maxRuntimeMs: 300, runningSince: 10_100 });
+    const open = [run("b", 10_200), run("a", 10_100), run("c", 10_900)];
+    const r = applyRunTimeouts(m, open, 10_550);
+    assert.deepEqual(
+      r.timeouts.map((x) => [x.run.id, x.at, x.tookDown]),
+      [
+        ["a", 10_400, true],
+        ["b", 10_500, false],
+      ],
+    );
+    assert.equal(r.next.status, "down");
+    assert.equal(r.next.consecutiveFailures, 2);
+    assert.deepEqual(
+      r.open.map((x) => x.id),
+      ["c"],
+    );
+    assert.equal(r.next.runningSince, 10_900);
+    assert.equal(r.next.deadlineAt, 11_200, "down: only c's timeout remains due");
+    assert.equal(applyRunTimeouts({ ...m, maxRuntimeMs: null }, open, 99_999).timeouts.length, 0);
+    assert.equal(applyRunTimeouts(m, open, 10_399).timeouts.length, 0);
+  });
+
+  it("failureTolerance: down at the (N+1)-th consecutive failure, a success resets the count", () => {
+    let m = up({ failureTolerance: 2, consecutiveFailures: 0 });
+    const a = applyFailure(m, 10_100);
+    assert.equal(a.next.status, "up");
+    assert.equal(a.openIncidentAt, null);
+    const b = applyFailure(a.next, 10_200);
+    assert.equal(b.next.status, "up");
+    const c = applyFailure(b.next, 10_300);
+    assert.equal(c.next.status, "down");
+    assert.equal(c.openIncidentAt, 10_300, "the incident starts at the failure that took it down");
+    // Through the heartbeat path: a down heartbeat is a failure; an up one resets.
+    m = up({ failureTolerance: 1, consecutiveFailures: 0 });
+    const h1 = applyHeartbeat(m, { at: 10_100, status: "down" });
+    assert.equal(h1.next.status, "up");
+    assert.equal(h1.openIncidentAt, null);
+    assert.equal(h1.next.consecutiveFailures, 1);
+    const ok = applyHeartbeat(h1.next, { at: 10_200, status: "up" });
+    assert.equal(ok.next.consecutiveFailures, 0);
+    const h2 = applyHeartbeat(ok.next, { at: 10_300, status: "down" });
+    assert.equal(h2.next.status, "up", "the count restarted after the success");
+    const h3 = applyHeartbeat(h2.next, { at: 10_400, status: "down" });
+    assert.equal(h3.next.status, "down");
+    assert.equal(h3.openIncidentAt, 10_400);
+    // Default tolerance 0: the first failure takes it down (today's down heartbeat).
+    assert.equal(applyHeartbeat(up(), { at: 10_100, status: "down" }).openIncidentAt, 10_100);
+  });
+
+  it("a missed deadline takes the monitor down whatever the tolerance", () => {
+    const m = up({ failureTolerance: 5 });
+    assert.deepEqual(evaluateDeadline(m, 11_500), { overdue: true, since: 11_500 });
+  });
+
+  it("a success counts a schedule from its run's start", () => {
+    const schedule = { cron: "*/5 * * * *", timezone: "UTC" };
+    const at = Date.parse("2026-03-01T10:06:00Z");
+    const start = Date.parse("2026-03-01T10:04:00Z");
+    const out = applyHeartbeat(up({ schedule, gracePeriodMs: 0 }), { at, status: "up", startedAt: start });
+    assert.equal(out.next.lastSuccessStartAt, start);
+    assert.equal(out.next.deadlineAt, Date.parse("2026-03-01T10:05:00Z"));
+    const noStart = applyHeartbeat(up({ schedule, gracePeriodMs: 0 }), { at, status: "up" });
+    assert.equal(noStart.next.deadlineAt, Date.parse("2026-03-01T10:10:00Z"), "without a start: from its arrival");
+  });
+
+  it("setting an interval clears the schedule, and a schedule given keeps the interval unused", () => {
+    const schedule = { cron: "0 3 * * *", timezone: "Europe/Berlin" };
+    const s = applySettings(up(), { schedule });
+    assert.deepEqual(s.schedule, schedule);
+    assert.equal(applySettings(s, { expectedIntervalMs: 5000 }).schedule, null);
+    assert.deepEqual(applySettings(s, { gracePeriodMs: 5000 }).schedule, schedule);
+  });
+
+  it("outcomes and incident descriptions", () => {
+    assert.equal(runOutcome({ kind: "exit", code: 0 }), "up");
+    assert.equal(runOutcome({ kind: "exit", code: 2 }), "down");
+    assert.equal(runOutcome({ kind: "fail" }), "down");
+    assert.equal(runOutcome({ kind: "success" }), "up");
+    assert.equal(
+      runIncidentDescription({ id: "run_1", runId: "nightly-7" }, { kind: "failed", exitCode: 3 }),
+      'Run "nightly-7" (run_1) failed with exit code 3.',
+    );
+    assert.equal(
+      runIncidentDescription({ id: "run_1", runId: null }, { kind: "failed", exitCode: null }),
+      "Run run_1 failed.",
+    );
+    assert.equal(
+      runIncidentDescription({ id: "run_1", runId: null }, { kind: "timed_out", maxRuntimeMs: 5000 }),
+      "Run run_1 timed out: still running 5000 ms after its start.",
     );
   });
 });

@@ -1,3 +1,4 @@
+import type { DescMessage } from "@bufbuild/protobuf";
 // Ping keys and ping URLs (decisions.md "Cron jobs and ping keys", issue #32 point 3): an API key kind
 // (vk_ping_...) that may send heartbeats to any monitor of its project and nothing else (403 on every
 // other operation of the OpenAPI document and every other RPC), and GET/POST /ping/:pingKey/:monitorSlug,
@@ -11,9 +12,20 @@ import pino from "pino";
 import pg from "pg";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
-import { PingRequestSchema, PingService } from "../../gen/vigil/v1/ping_pb.js";
+import {
+  PingExitRequestSchema,
+  PingRequestSchema,
+  PingService,
+  PingSignalRequestSchema,
+} from "../../gen/vigil/v1/ping_pb.js";
 import { ProjectService } from "../../gen/vigil/v1/projects_pb.js";
-import { SendHeartbeatRequestSchema, UptimeService } from "../../gen/vigil/v1/uptime_pb.js";
+import {
+  ExitRunRequestSchema,
+  FailRunRequestSchema,
+  SendHeartbeatRequestSchema,
+  StartRunRequestSchema,
+  UptimeService,
+} from "../../gen/vigil/v1/uptime_pb.js";
 import { isPublic } from "../../src/server/gate.js";
 import { PING_URLS } from "../../src/server/ingest-routes.js";
 import { doc, fillPath, operations, type Operation } from "../clients/openapi-check.js";
@@ -205,15 +217,26 @@ describe("ping keys", () => {
     assert.equal(still.status, "unknown");
   });
 
-  it("PingRequest has SendHeartbeatRequest's fields, the ping key in place of the project", () => {
-    const fields = (s: typeof PingRequestSchema | typeof SendHeartbeatRequestSchema, drop: string) =>
+  it("the ping messages have the heartbeat's and run signals' fields, the ping key in place of the project", () => {
+    const fields = (s: DescMessage, drop: string[], numbers = true) =>
       s.fields
-        .filter((f) => f.name !== drop)
+        .filter((f) => !drop.includes(f.name))
         .map((f) => {
           const type = f.fieldKind === "scalar" ? f.scalar : f.fieldKind === "message" ? f.message.typeName : "";
-          return `${f.name}:${f.number}:${f.fieldKind}:${type}:${f.proto.proto3Optional}`;
-        });
-    assert.deepEqual(fields(PingRequestSchema, "ping_key"), fields(SendHeartbeatRequestSchema, "project_id"));
+          return `${f.name}:${numbers ? f.number : ""}:${f.fieldKind}:${type}:${f.proto.proto3Optional}`;
+        })
+        .sort();
+    assert.deepEqual(fields(PingRequestSchema, ["ping_key"]), fields(SendHeartbeatRequestSchema, ["project_id"]));
+    // The signal messages differ in numbers only (the path's `signal` comes third).
+    for (const run of [StartRunRequestSchema, FailRunRequestSchema])
+      assert.deepEqual(
+        fields(PingSignalRequestSchema, ["ping_key", "signal"], false),
+        fields(run, ["project_id"], false),
+      );
+    assert.deepEqual(
+      fields(PingExitRequestSchema, ["ping_key"], false),
+      fields(ExitRunRequestSchema, ["project_id"], false),
+    );
   });
 });
 
@@ -328,21 +351,40 @@ describe("ping URLs", () => {
     assert.equal(hdr.status, 401);
   });
 
-  it("start, fail and exit/:code answer as an unknown route until the run signals are wired", async () => {
+  it("start, fail and exit/:code are the run signals, paired into runs; another suffix is a 404", async () => {
     const unknown = await t.rest.get(`/ping/${ping.secret}/rk/nonsense`);
     assert.equal(unknown.status, 404);
-    for (const suffix of ["start", "fail", "exit/0", "exit/1"]) {
-      for (const method of ["GET", "POST"]) {
-        const r = await t.rest.req(method, `/ping/${ping.secret}/rk/${suffix}`, {});
-        assert.equal(r.status, 404, `${method} ${suffix}: ${r.text}`);
-        assert.equal(errorBody(r).code, "not_found");
-        assert.equal(
-          errorBody(r).message.replace(suffix, "x"),
-          errorBody(unknown).message.replace("nonsense", "x").replace("GET", method),
-        );
-        assert.ok(!r.text.includes(ping.secret), "the 404 repeats the key");
-      }
-    }
+    assert.equal(errorBody(unknown).code, "not_found");
+    assert.ok(!unknown.text.includes(ping.secret), "the 404 repeats the key");
+    const slug = `ping-runs-${Date.now()}`;
+    const start = await t.rest.get(`/ping/${ping.secret}/${slug}/start?runId=r1`);
+    assert.equal(start.status, 200, start.text);
+    const id = start.body.data.monitor.id;
+    const exit = await t.rest.post(`/ping/${ping.secret}/${slug}/exit/3`, { runId: "r1", output: "tail of the log" });
+    assert.equal(exit.status, 200, exit.text);
+    assert.equal(exit.body.data.monitor.status, "down");
+    assert.equal((await t.rest.req("POST", `/ping/${ping.secret}/${slug}/start`, {})).status, 200);
+    const fail = await t.rest.get(`/ping/${ping.secret}/${slug}/fail`);
+    assert.equal(fail.status, 200, fail.text);
+    const bad = await t.rest.post(`/ping/${ping.secret}/${slug}/fail`, { status: "up" });
+    assert.equal(bad.status, 400, "a run signal has no status");
+    assert.equal((await t.rest.get(`/ping/${ping.secret}/${slug}/exit/256`)).status, 400);
+    const runs = await t.rest.get(`/v1/projects/self/monitors/${id}/runs`, { key: p.key });
+    assert.equal(runs.status, 200, runs.text);
+    assert.deepEqual(
+      runs.body.data.map(
+        (r: { runId: string | null; outcome: string; exitCode: number | null; output: string | null }) => [
+          r.runId,
+          r.outcome,
+          r.exitCode,
+          r.output,
+        ],
+      ),
+      [
+        [null, "failed", null, null],
+        ["r1", "failed", 3, "tail of the log"],
+      ],
+    );
   });
 
   it("keep the key out of every log line (request lines: /ping/[redacted]/...) and out of the metrics", async () => {

@@ -6,7 +6,7 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
-import type { SendHeartbeatResponseSchema } from "./uptime_pb.js";
+import type { MonitorSchedule, SendHeartbeatResponseSchema } from "./uptime_pb.js";
 import { file_vigil_v1_uptime } from "./uptime_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file vigil/v1/ping.proto.
  */
 export const file_vigil_v1_ping: GenFile = /*@__PURE__*/
-  fileDesc("ChN2aWdpbC92MS9waW5nLnByb3RvEgh2aWdpbC52MSKuAgoLUGluZ1JlcXVlc3QSEAoIcGluZ19rZXkYASABKAkSFAoMbW9uaXRvcl9zbHVnGAIgASgJEikKCG1ldGFkYXRhGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIhChRleHBlY3RlZF9pbnRlcnZhbF9tcxgEIAEoA0gAiAEBEhwKD2dyYWNlX3BlcmlvZF9tcxgFIAEoA0gBiAEBEhcKCmxhdGVuY3lfbXMYBiABKAFIAogBARITCgZzdGF0dXMYByABKAlIA4gBARIPCgJpZBgIIAEoCUgEiAEBQhcKFV9leHBlY3RlZF9pbnRlcnZhbF9tc0ISChBfZ3JhY2VfcGVyaW9kX21zQg0KC19sYXRlbmN5X21zQgkKB19zdGF0dXNCBQoDX2lkMp0BCgtQaW5nU2VydmljZRKNAQoEUGluZxIVLnZpZ2lsLnYxLlBpbmdSZXF1ZXN0Gh8udmlnaWwudjEuU2VuZEhlYXJ0YmVhdFJlc3BvbnNlIk2C0+STAkdaJDoBKiIfL3Bpbmcve3Bpbmdfa2V5fS97bW9uaXRvcl9zbHVnfRIfL3Bpbmcve3Bpbmdfa2V5fS97bW9uaXRvcl9zbHVnfWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_struct, file_vigil_v1_uptime]);
+  fileDesc("ChN2aWdpbC92MS9waW5nLnByb3RvEgh2aWdpbC52MSKbAwoLUGluZ1JlcXVlc3QSEAoIcGluZ19rZXkYASABKAkSFAoMbW9uaXRvcl9zbHVnGAIgASgJEikKCG1ldGFkYXRhGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIhChRleHBlY3RlZF9pbnRlcnZhbF9tcxgEIAEoA0gAiAEBEhwKD2dyYWNlX3BlcmlvZF9tcxgFIAEoA0gBiAEBEhcKCmxhdGVuY3lfbXMYBiABKAFIAogBARITCgZzdGF0dXMYByABKAlIA4gBARIPCgJpZBgIIAEoCUgEiAEBEisKCHNjaGVkdWxlGAkgASgLMhkudmlnaWwudjEuTW9uaXRvclNjaGVkdWxlEhMKBnJ1bl9pZBgKIAEoCUgFiAEBEhMKBm91dHB1dBgLIAEoCUgGiAEBQhcKFV9leHBlY3RlZF9pbnRlcnZhbF9tc0ISChBfZ3JhY2VfcGVyaW9kX21zQg0KC19sYXRlbmN5X21zQgkKB19zdGF0dXNCBQoDX2lkQgkKB19ydW5faWRCCQoHX291dHB1dCKRAwoRUGluZ1NpZ25hbFJlcXVlc3QSEAoIcGluZ19rZXkYASABKAkSFAoMbW9uaXRvcl9zbHVnGAIgASgJEg4KBnNpZ25hbBgDIAEoCRIpCghtZXRhZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSIQoUZXhwZWN0ZWRfaW50ZXJ2YWxfbXMYBSABKANIAIgBARIcCg9ncmFjZV9wZXJpb2RfbXMYBiABKANIAYgBARIXCgpsYXRlbmN5X21zGAcgASgBSAKIAQESDwoCaWQYCCABKAlIA4gBARIrCghzY2hlZHVsZRgJIAEoCzIZLnZpZ2lsLnYxLk1vbml0b3JTY2hlZHVsZRITCgZydW5faWQYCiABKAlIBIgBARITCgZvdXRwdXQYCyABKAlIBYgBAUIXChVfZXhwZWN0ZWRfaW50ZXJ2YWxfbXNCEgoQX2dyYWNlX3BlcmlvZF9tc0INCgtfbGF0ZW5jeV9tc0IFCgNfaWRCCQoHX3J1bl9pZEIJCgdfb3V0cHV0Io0DCg9QaW5nRXhpdFJlcXVlc3QSEAoIcGluZ19rZXkYASABKAkSFAoMbW9uaXRvcl9zbHVnGAIgASgJEgwKBGNvZGUYAyABKAUSKQoIbWV0YWRhdGEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiEKFGV4cGVjdGVkX2ludGVydmFsX21zGAUgASgDSACIAQESHAoPZ3JhY2VfcGVyaW9kX21zGAYgASgDSAGIAQESFwoKbGF0ZW5jeV9tcxgHIAEoAUgCiAEBEg8KAmlkGAggASgJSAOIAQESKwoIc2NoZWR1bGUYCSABKAsyGS52aWdpbC52MS5Nb25pdG9yU2NoZWR1bGUSEwoGcnVuX2lkGAogASgJSASIAQESEwoGb3V0cHV0GAsgASgJSAWIAQFCFwoVX2V4cGVjdGVkX2ludGVydmFsX21zQhIKEF9ncmFjZV9wZXJpb2RfbXNCDQoLX2xhdGVuY3lfbXNCBQoDX2lkQgkKB19ydW5faWRCCQoHX291dHB1dDL7AwoLUGluZ1NlcnZpY2USjQEKBFBpbmcSFS52aWdpbC52MS5QaW5nUmVxdWVzdBofLnZpZ2lsLnYxLlNlbmRIZWFydGJlYXRSZXNwb25zZSJNgtPkkwJHWiQ6ASoiHy9waW5nL3twaW5nX2tleX0ve21vbml0b3Jfc2x1Z30SHy9waW5nL3twaW5nX2tleX0ve21vbml0b3Jfc2x1Z30SqwEKClBpbmdTaWduYWwSGy52aWdpbC52MS5QaW5nU2lnbmFsUmVxdWVzdBofLnZpZ2lsLnYxLlNlbmRIZWFydGJlYXRSZXNwb25zZSJfgtPkkwJZWi06ASoiKC9waW5nL3twaW5nX2tleX0ve21vbml0b3Jfc2x1Z30ve3NpZ25hbH0SKC9waW5nL3twaW5nX2tleX0ve21vbml0b3Jfc2x1Z30ve3NpZ25hbH0SrQEKCFBpbmdFeGl0EhkudmlnaWwudjEuUGluZ0V4aXRSZXF1ZXN0Gh8udmlnaWwudjEuU2VuZEhlYXJ0YmVhdFJlc3BvbnNlImWC0+STAl9aMDoBKiIrL3Bpbmcve3Bpbmdfa2V5fS97bW9uaXRvcl9zbHVnfS9leGl0L3tjb2RlfRIrL3Bpbmcve3Bpbmdfa2V5fS97bW9uaXRvcl9zbHVnfS9leGl0L3tjb2RlfWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_struct, file_vigil_v1_uptime]);
 
 /**
  * SendHeartbeatRequest's fields, with the ping key in place of the project
@@ -69,6 +69,27 @@ export type PingRequest = Message<"vigil.v1.PingRequest"> & {
    * @generated from field: optional string id = 8;
    */
   id?: string | undefined;
+
+  /**
+   * Creates or updates the monitor's schedule (clears its interval).
+   *
+   * @generated from field: vigil.v1.MonitorSchedule schedule = 9;
+   */
+  schedule?: MonitorSchedule | undefined;
+
+  /**
+   * Pairs a run's start and end.
+   *
+   * @generated from field: optional string run_id = 10;
+   */
+  runId?: string | undefined;
+
+  /**
+   * The run's output; the last 10,000 bytes are kept.
+   *
+   * @generated from field: optional string output = 11;
+   */
+  output?: string | undefined;
 };
 
 /**
@@ -77,6 +98,148 @@ export type PingRequest = Message<"vigil.v1.PingRequest"> & {
  */
 export const PingRequestSchema: GenMessage<PingRequest> = /*@__PURE__*/
   messageDesc(file_vigil_v1_ping, 0);
+
+/**
+ * StartRunRequest's and FailRunRequest's fields, with the ping key in place of the project.
+ *
+ * @generated from message vigil.v1.PingSignalRequest
+ */
+export type PingSignalRequest = Message<"vigil.v1.PingSignalRequest"> & {
+  /**
+   * @generated from field: string ping_key = 1;
+   */
+  pingKey: string;
+
+  /**
+   * @generated from field: string monitor_slug = 2;
+   */
+  monitorSlug: string;
+
+  /**
+   * start or fail.
+   *
+   * @generated from field: string signal = 3;
+   */
+  signal: string;
+
+  /**
+   * @generated from field: google.protobuf.Struct metadata = 4;
+   */
+  metadata?: JsonObject | undefined;
+
+  /**
+   * @generated from field: optional int64 expected_interval_ms = 5;
+   */
+  expectedIntervalMs?: bigint | undefined;
+
+  /**
+   * @generated from field: optional int64 grace_period_ms = 6;
+   */
+  gracePeriodMs?: bigint | undefined;
+
+  /**
+   * @generated from field: optional double latency_ms = 7;
+   */
+  latencyMs?: number | undefined;
+
+  /**
+   * @generated from field: optional string id = 8;
+   */
+  id?: string | undefined;
+
+  /**
+   * @generated from field: vigil.v1.MonitorSchedule schedule = 9;
+   */
+  schedule?: MonitorSchedule | undefined;
+
+  /**
+   * @generated from field: optional string run_id = 10;
+   */
+  runId?: string | undefined;
+
+  /**
+   * @generated from field: optional string output = 11;
+   */
+  output?: string | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.PingSignalRequest.
+ * Use `create(PingSignalRequestSchema)` to create a new message.
+ */
+export const PingSignalRequestSchema: GenMessage<PingSignalRequest> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_ping, 1);
+
+/**
+ * ExitRunRequest's fields, with the ping key in place of the project.
+ *
+ * @generated from message vigil.v1.PingExitRequest
+ */
+export type PingExitRequest = Message<"vigil.v1.PingExitRequest"> & {
+  /**
+   * @generated from field: string ping_key = 1;
+   */
+  pingKey: string;
+
+  /**
+   * @generated from field: string monitor_slug = 2;
+   */
+  monitorSlug: string;
+
+  /**
+   * The job's exit code: 0 is a success, any other code (up to 255) a failure.
+   *
+   * @generated from field: int32 code = 3;
+   */
+  code: number;
+
+  /**
+   * @generated from field: google.protobuf.Struct metadata = 4;
+   */
+  metadata?: JsonObject | undefined;
+
+  /**
+   * @generated from field: optional int64 expected_interval_ms = 5;
+   */
+  expectedIntervalMs?: bigint | undefined;
+
+  /**
+   * @generated from field: optional int64 grace_period_ms = 6;
+   */
+  gracePeriodMs?: bigint | undefined;
+
+  /**
+   * @generated from field: optional double latency_ms = 7;
+   */
+  latencyMs?: number | undefined;
+
+  /**
+   * @generated from field: optional string id = 8;
+   */
+  id?: string | undefined;
+
+  /**
+   * @generated from field: vigil.v1.MonitorSchedule schedule = 9;
+   */
+  schedule?: MonitorSchedule | undefined;
+
+  /**
+   * @generated from field: optional string run_id = 10;
+   */
+  runId?: string | undefined;
+
+  /**
+   * @generated from field: optional string output = 11;
+   */
+  output?: string | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.PingExitRequest.
+ * Use `create(PingExitRequestSchema)` to create a new message.
+ */
+export const PingExitRequestSchema: GenMessage<PingExitRequest> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_ping, 2);
 
 /**
  * Ping URLs: a heartbeat from a crontab line, with no header
@@ -98,6 +261,28 @@ export const PingService: GenService<{
   ping: {
     methodKind: "unary";
     input: typeof PingRequestSchema;
+    output: typeof SendHeartbeatResponseSchema;
+  },
+  /**
+   * A run signal: `start` or `fail` (`.../heartbeats/{monitorSlug}/start|fail`), answered as
+   * that route; the body's fields as Ping's, without `status`.
+   *
+   * @generated from rpc vigil.v1.PingService.PingSignal
+   */
+  pingSignal: {
+    methodKind: "unary";
+    input: typeof PingSignalRequestSchema;
+    output: typeof SendHeartbeatResponseSchema;
+  },
+  /**
+   * A run's end with its exit code (`.../heartbeats/{monitorSlug}/exit/{code}`): 0 is a success,
+   * any other code (up to 255) a failure.
+   *
+   * @generated from rpc vigil.v1.PingService.PingExit
+   */
+  pingExit: {
+    methodKind: "unary";
+    input: typeof PingExitRequestSchema;
     output: typeof SendHeartbeatResponseSchema;
   },
 }> = /*@__PURE__*/

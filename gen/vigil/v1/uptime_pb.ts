@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file vigil/v1/uptime.proto.
  */
 export const file_vigil_v1_uptime: GenFile = /*@__PURE__*/
-  fileDesc("ChV2aWdpbC92MS91cHRpbWUucHJvdG8SCHZpZ2lsLnYxIoUDCgdNb25pdG9yEgoKAmlkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIMCgRzbHVnGAQgASgJEgwKBHR5cGUYBSABKAkSDgoGc3RhdHVzGAYgASgJEhwKFGV4cGVjdGVkX2ludGVydmFsX21zGAcgASgDEhcKD2dyYWNlX3BlcmlvZF9tcxgIIAEoAxIPCgd0aW1lX3VwGAkgASgDEikKCG1ldGFkYXRhGAogASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIlCgR0YWdzGAsgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIeChFsYXN0X2hlYXJ0YmVhdF9hdBgMIAEoCUgAiAEBEhgKC2RlYWRsaW5lX2F0GA0gASgJSAGIAQESEgoKY3JlYXRlZF9hdBgOIAEoCRISCgp1cGRhdGVkX2F0GA8gASgJQhQKEl9sYXN0X2hlYXJ0YmVhdF9hdEIOCgxfZGVhZGxpbmVfYXQihgEKCUhlYXJ0YmVhdBIKCgJpZBgBIAEoCRIKCgJhdBgCIAEoCRIpCghtZXRhZGF0YRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDgoGc3RhdHVzGAQgASgJEhcKCmxhdGVuY3lfbXMYBSABKAFIAIgBAUINCgtfbGF0ZW5jeV9tcyKMAgoISW5jaWRlbnQSCgoCaWQYASABKAkSEgoKbW9uaXRvcl9pZBgCIAEoCRIOCgZzdGF0dXMYAyABKAkSEgoKc3RhcnRlZF9hdBgEIAEoCRIVCghlbmRlZF9hdBgFIAEoCUgAiAEBEhgKC2R1cmF0aW9uX21zGAYgASgDSAGIAQESEgoFdGl0bGUYByABKAlIAogBARIYCgtkZXNjcmlwdGlvbhgIIAEoCUgDiAEBEhIKCmNyZWF0ZWRfYXQYCSABKAkSEgoKdXBkYXRlZF9hdBgKIAEoCUILCglfZW5kZWRfYXRCDgoMX2R1cmF0aW9uX21zQggKBl90aXRsZUIOCgxfZGVzY3JpcHRpb24ivgIKFENyZWF0ZU1vbml0b3JSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEQoEbmFtZRgCIAEoCUgAiAEBEhEKBHNsdWcYAyABKAlIAYgBARIRCgR0eXBlGAQgASgJSAKIAQESIQoUZXhwZWN0ZWRfaW50ZXJ2YWxfbXMYBSABKANIA4gBARIcCg9ncmFjZV9wZXJpb2RfbXMYBiABKANIBIgBARIpCghtZXRhZGF0YRgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSJQoEdGFncxgIIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCBwoFX25hbWVCBwoFX3NsdWdCBwoFX3R5cGVCFwoVX2V4cGVjdGVkX2ludGVydmFsX21zQhIKEF9ncmFjZV9wZXJpb2RfbXMiOAoVQ3JlYXRlTW9uaXRvclJlc3BvbnNlEh8KBGRhdGEYASABKAsyES52aWdpbC52MS5Nb25pdG9yImcKE0xpc3RNb25pdG9yc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBEhMKBmN1cnNvchgDIAEoCUgBiAEBQggKBl9saW1pdEIJCgdfY3Vyc29yIlAKEk1vbml0b3JzUGFnaW5hdGlvbhIYCgtuZXh0X2N1cnNvchgBIAEoCUgAiAEBEhAKCGhhc19tb3JlGAIgASgIQg4KDF9uZXh0X2N1cnNvciJpChRMaXN0TW9uaXRvcnNSZXNwb25zZRIfCgRkYXRhGAEgAygLMhEudmlnaWwudjEuTW9uaXRvchIwCgpwYWdpbmF0aW9uGAIgASgLMhwudmlnaWwudjEuTW9uaXRvcnNQYWdpbmF0aW9uIssBCg9Nb25pdG9yT3ZlcnZpZXcSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIMCgRzbHVnGAMgASgJEgwKBHR5cGUYBCABKAkSDgoGc3RhdHVzGAUgASgJEh4KEWxhc3RfaGVhcnRiZWF0X2F0GAYgASgJSACIAQESIgoVdXB0aW1lX3BlcmNlbnRhZ2VfMjRoGAcgASgBSAGIAQFCFAoSX2xhc3RfaGVhcnRiZWF0X2F0QhgKFl91cHRpbWVfcGVyY2VudGFnZV8yNGgiMAoaR2V0TW9uaXRvcnNPdmVydmlld1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCSJGChtHZXRNb25pdG9yc092ZXJ2aWV3UmVzcG9uc2USJwoEZGF0YRgBIAMoCzIZLnZpZ2lsLnYxLk1vbml0b3JPdmVydmlldyI7ChFHZXRNb25pdG9yUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCm1vbml0b3JfaWQYAiABKAkiNQoSR2V0TW9uaXRvclJlc3BvbnNlEh8KBGRhdGEYASABKAsyES52aWdpbC52MS5Nb25pdG9yIh8KDU1vbml0b3JTdGF0dXMSDgoGc3RhdHVzGAEgASgJIkEKF0dldE1vbml0b3JTdGF0dXNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKbW9uaXRvcl9pZBgCIAEoCSJBChhHZXRNb25pdG9yU3RhdHVzUmVzcG9uc2USJQoEZGF0YRgBIAEoCzIXLnZpZ2lsLnYxLk1vbml0b3JTdGF0dXMi0gIKFFVwZGF0ZU1vbml0b3JSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKbW9uaXRvcl9pZBgCIAEoCRIRCgRuYW1lGAMgASgJSACIAQESEQoEc2x1ZxgEIAEoCUgBiAEBEhEKBHR5cGUYBSABKAlIAogBARIhChRleHBlY3RlZF9pbnRlcnZhbF9tcxgGIAEoA0gDiAEBEhwKD2dyYWNlX3BlcmlvZF9tcxgHIAEoA0gEiAEBEikKCG1ldGFkYXRhGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIlCgR0YWdzGAkgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIHCgVfbmFtZUIHCgVfc2x1Z0IHCgVfdHlwZUIXChVfZXhwZWN0ZWRfaW50ZXJ2YWxfbXNCEgoQX2dyYWNlX3BlcmlvZF9tcyI4ChVVcGRhdGVNb25pdG9yUmVzcG9uc2USHwoEZGF0YRgBIAEoCzIRLnZpZ2lsLnYxLk1vbml0b3IiPgoURGVsZXRlTW9uaXRvclJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgptb25pdG9yX2lkGAIgASgJIhcKFURlbGV0ZU1vbml0b3JSZXNwb25zZSI9ChNQYXVzZU1vbml0b3JSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKbW9uaXRvcl9pZBgCIAEoCSI3ChRQYXVzZU1vbml0b3JSZXNwb25zZRIfCgRkYXRhGAEgASgLMhEudmlnaWwudjEuTW9uaXRvciI+ChRSZXN1bWVNb25pdG9yUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCm1vbml0b3JfaWQYAiABKAkiOAoVUmVzdW1lTW9uaXRvclJlc3BvbnNlEh8KBGRhdGEYASABKAsyES52aWdpbC52MS5Nb25pdG9yIrkCChRTZW5kSGVhcnRiZWF0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhQKDG1vbml0b3Jfc2x1ZxgCIAEoCRIpCghtZXRhZGF0YRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSIQoUZXhwZWN0ZWRfaW50ZXJ2YWxfbXMYBCABKANIAIgBARIcCg9ncmFjZV9wZXJpb2RfbXMYBSABKANIAYgBARIXCgpsYXRlbmN5X21zGAYgASgBSAKIAQESEwoGc3RhdHVzGAcgASgJSAOIAQESDwoCaWQYCCABKAlIBIgBAUIXChVfZXhwZWN0ZWRfaW50ZXJ2YWxfbXNCEgoQX2dyYWNlX3BlcmlvZF9tc0INCgtfbGF0ZW5jeV9tc0IJCgdfc3RhdHVzQgUKA19pZCJfCg9IZWFydGJlYXRSZXN1bHQSEAoIYWNjZXB0ZWQYASABKAgSIgoHbW9uaXRvchgCIAEoCzIRLnZpZ2lsLnYxLk1vbml0b3ISFgoOc3RhdHVzX2NoYW5nZWQYAyABKAgiQAoVU2VuZEhlYXJ0YmVhdFJlc3BvbnNlEicKBGRhdGEYASABKAsyGS52aWdpbC52MS5IZWFydGJlYXRSZXN1bHQikQEKFUxpc3RIZWFydGJlYXRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCm1vbml0b3JfaWQYAiABKAkSEQoEZnJvbRgDIAEoCUgAiAEBEg8KAnRvGAQgASgJSAGIAQESEgoFbGltaXQYBSABKAVIAogBAUIHCgVfZnJvbUIFCgNfdG9CCAoGX2xpbWl0IjsKFkxpc3RIZWFydGJlYXRzUmVzcG9uc2USIQoEZGF0YRgBIAMoCzITLnZpZ2lsLnYxLkhlYXJ0YmVhdCJcChRMaXN0SW5jaWRlbnRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCm1vbml0b3JfaWQYAiABKAkSEgoFbGltaXQYAyABKAVIAIgBAUIICgZfbGltaXQiOQoVTGlzdEluY2lkZW50c1Jlc3BvbnNlEiAKBGRhdGEYASADKAsyEi52aWdpbC52MS5JbmNpZGVudCKIAQoVVXBkYXRlSW5jaWRlbnRSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEwoLaW5jaWRlbnRfaWQYAiABKAkSEgoFdGl0bGUYAyABKAlIAIgBARIYCgtkZXNjcmlwdGlvbhgEIAEoCUgBiAEBQggKBl90aXRsZUIOCgxfZGVzY3JpcHRpb24iOgoWVXBkYXRlSW5jaWRlbnRSZXNwb25zZRIgCgRkYXRhGAEgASgLMhIudmlnaWwudjEuSW5jaWRlbnQitwMKDE1vbml0b3JTdGF0cxIeChF1cHRpbWVfcGVyY2VudGFnZRgBIAEoAUgAiAEBEhMKC2Rvd250aW1lX21zGAIgASgDEhYKDmluY2lkZW50X2NvdW50GAMgASgDEhYKDmN1cnJlbnRfc3RhdHVzGAQgASgJEhsKDmxhc3RfaGVhcnRiZWF0GAUgASgJSAGIAQESGAoQdG90YWxfaGVhcnRiZWF0cxgGIAEoAxIdChVzdWNjZXNzZnVsX2hlYXJ0YmVhdHMYByABKAMSGQoRZmFpbGVkX2hlYXJ0YmVhdHMYCCABKAMSGwoOYXZnX2xhdGVuY3lfbXMYCSABKAFIAogBARIbCg5taW5fbGF0ZW5jeV9tcxgKIAEoAUgDiAEBEhsKDm1heF9sYXRlbmN5X21zGAsgASgBSASIAQESDAoEZnJvbRgMIAEoCRIKCgJ0bxgNIAEoCUIUChJfdXB0aW1lX3BlcmNlbnRhZ2VCEQoPX2xhc3RfaGVhcnRiZWF0QhEKD19hdmdfbGF0ZW5jeV9tc0IRCg9fbWluX2xhdGVuY3lfbXNCEQoPX21heF9sYXRlbmN5X21zIpQBChZHZXRNb25pdG9yU3RhdHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKbW9uaXRvcl9pZBgCIAEoCRITCgZwZXJpb2QYAyABKAlIAIgBARIRCgRmcm9tGAQgASgJSAGIAQESDwoCdG8YBSABKAlIAogBAUIJCgdfcGVyaW9kQgcKBV9mcm9tQgUKA190byI/ChdHZXRNb25pdG9yU3RhdHNSZXNwb25zZRIkCgRkYXRhGAEgASgLMhYudmlnaWwudjEuTW9uaXRvclN0YXRzIoYBCg1IaXN0b3J5QnVja2V0Eg0KBXN0YXJ0GAEgASgJEgsKA2VuZBgCIAEoCRIOCgZzdGF0dXMYAyABKAkSHgoRdXB0aW1lX3BlcmNlbnRhZ2UYBCABKAFIAIgBARITCgtkb3dudGltZV9tcxgFIAEoA0IUChJfdXB0aW1lX3BlcmNlbnRhZ2UiSgoOTW9uaXRvckhpc3RvcnkSDgoGd2luZG93GAEgASgJEigKB2J1Y2tldHMYAiADKAsyFy52aWdpbC52MS5IaXN0b3J5QnVja2V0ImIKGEdldE1vbml0b3JIaXN0b3J5UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCm1vbml0b3JfaWQYAiABKAkSEwoGd2luZG93GAMgASgJSACIAQFCCQoHX3dpbmRvdyJDChlHZXRNb25pdG9ySGlzdG9yeVJlc3BvbnNlEiYKBGRhdGEYASABKAsyGC52aWdpbC52MS5Nb25pdG9ySGlzdG9yeSJWCg5JbmNpZGVudFVwZGF0ZRIKCgJpZBgBIAEoCRITCgtpbmNpZGVudF9pZBgCIAEoCRIPCgdtZXNzYWdlGAMgASgJEhIKCmNyZWF0ZWRfYXQYBCABKAkiVwobQ3JlYXRlSW5jaWRlbnRVcGRhdGVSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEwoLaW5jaWRlbnRfaWQYAiABKAkSDwoHbWVzc2FnZRgDIAEoCSJGChxDcmVhdGVJbmNpZGVudFVwZGF0ZVJlc3BvbnNlEiYKBGRhdGEYASABKAsyGC52aWdpbC52MS5JbmNpZGVudFVwZGF0ZSJFChpMaXN0SW5jaWRlbnRVcGRhdGVzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhMKC2luY2lkZW50X2lkGAIgASgJIkUKG0xpc3RJbmNpZGVudFVwZGF0ZXNSZXNwb25zZRImCgRkYXRhGAEgAygLMhgudmlnaWwudjEuSW5jaWRlbnRVcGRhdGUy/BMKDVVwdGltZVNlcnZpY2UShAEKDUNyZWF0ZU1vbml0b3ISHi52aWdpbC52MS5DcmVhdGVNb25pdG9yUmVxdWVzdBofLnZpZ2lsLnYxLkNyZWF0ZU1vbml0b3JSZXNwb25zZSIyyPMYyQGC0+STAic6ASoiIi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vbW9uaXRvcnMSeQoMTGlzdE1vbml0b3JzEh0udmlnaWwudjEuTGlzdE1vbml0b3JzUmVxdWVzdBoeLnZpZ2lsLnYxLkxpc3RNb25pdG9yc1Jlc3BvbnNlIiqC0+STAiQSIi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vbW9uaXRvcnMSlwEKE0dldE1vbml0b3JzT3ZlcnZpZXcSJC52aWdpbC52MS5HZXRNb25pdG9yc092ZXJ2aWV3UmVxdWVzdBolLnZpZ2lsLnYxLkdldE1vbml0b3JzT3ZlcnZpZXdSZXNwb25zZSIzgtPkkwItEisvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L21vbml0b3JzL292ZXJ2aWV3EoABCgpHZXRNb25pdG9yEhsudmlnaWwudjEuR2V0TW9uaXRvclJlcXVlc3QaHC52aWdpbC52MS5HZXRNb25pdG9yUmVzcG9uc2UiN4LT5JMCMRIvL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9tb25pdG9ycy97bW9uaXRvcl9pZH0SmQEKEEdldE1vbml0b3JTdGF0dXMSIS52aWdpbC52MS5HZXRNb25pdG9yU3RhdHVzUmVxdWVzdBoiLnZpZ2lsLnYxLkdldE1vbml0b3JTdGF0dXNSZXNwb25zZSI+gtPkkwI4EjYvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L21vbml0b3JzL3ttb25pdG9yX2lkfS9zdGF0dXMSjAEKDVVwZGF0ZU1vbml0b3ISHi52aWdpbC52MS5VcGRhdGVNb25pdG9yUmVxdWVzdBofLnZpZ2lsLnYxLlVwZGF0ZU1vbml0b3JSZXNwb25zZSI6gtPkkwI0OgEqMi8vdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L21vbml0b3JzL3ttb25pdG9yX2lkfRKOAQoNRGVsZXRlTW9uaXRvchIeLnZpZ2lsLnYxLkRlbGV0ZU1vbml0b3JSZXF1ZXN0Gh8udmlnaWwudjEuRGVsZXRlTW9uaXRvclJlc3BvbnNlIjzI8xjMAYLT5JMCMSovL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9tb25pdG9ycy97bW9uaXRvcl9pZH0SjwEKDFBhdXNlTW9uaXRvchIdLnZpZ2lsLnYxLlBhdXNlTW9uaXRvclJlcXVlc3QaHi52aWdpbC52MS5QYXVzZU1vbml0b3JSZXNwb25zZSJAgtPkkwI6OgEqIjUvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L21vbml0b3JzL3ttb25pdG9yX2lkfS9wYXVzZRKTAQoNUmVzdW1lTW9uaXRvchIeLnZpZ2lsLnYxLlJlc3VtZU1vbml0b3JSZXF1ZXN0Gh8udmlnaWwudjEuUmVzdW1lTW9uaXRvclJlc3BvbnNlIkGC0+STAjs6ASoiNi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vbW9uaXRvcnMve21vbml0b3JfaWR9L3Jlc3VtZRKQAQoNU2VuZEhlYXJ0YmVhdBIeLnZpZ2lsLnYxLlNlbmRIZWFydGJlYXRSZXF1ZXN0Gh8udmlnaWwudjEuU2VuZEhlYXJ0YmVhdFJlc3BvbnNlIj6C0+STAjg6ASoiMy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vaGVhcnRiZWF0cy97bW9uaXRvcl9zbHVnfRKXAQoOTGlzdEhlYXJ0YmVhdHMSHy52aWdpbC52MS5MaXN0SGVhcnRiZWF0c1JlcXVlc3QaIC52aWdpbC52MS5MaXN0SGVhcnRiZWF0c1Jlc3BvbnNlIkKC0+STAjwSOi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vbW9uaXRvcnMve21vbml0b3JfaWR9L2hlYXJ0YmVhdHMSkwEKDUxpc3RJbmNpZGVudHMSHi52aWdpbC52MS5MaXN0SW5jaWRlbnRzUmVxdWVzdBofLnZpZ2lsLnYxLkxpc3RJbmNpZGVudHNSZXNwb25zZSJBgtPkkwI7EjkvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L21vbml0b3JzL3ttb25pdG9yX2lkfS9pbmNpZGVudHMSkQEKDlVwZGF0ZUluY2lkZW50Eh8udmlnaWwudjEuVXBkYXRlSW5jaWRlbnRSZXF1ZXN0GiAudmlnaWwudjEuVXBkYXRlSW5jaWRlbnRSZXNwb25zZSI8gtPkkwI2OgEqMjEvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L2luY2lkZW50cy97aW5jaWRlbnRfaWR9ErABChRDcmVhdGVJbmNpZGVudFVwZGF0ZRIlLnZpZ2lsLnYxLkNyZWF0ZUluY2lkZW50VXBkYXRlUmVxdWVzdBomLnZpZ2lsLnYxLkNyZWF0ZUluY2lkZW50VXBkYXRlUmVzcG9uc2UiScjzGMkBgtPkkwI+OgEqIjkvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L2luY2lkZW50cy97aW5jaWRlbnRfaWR9L3VwZGF0ZXMSpQEKE0xpc3RJbmNpZGVudFVwZGF0ZXMSJC52aWdpbC52MS5MaXN0SW5jaWRlbnRVcGRhdGVzUmVxdWVzdBolLnZpZ2lsLnYxLkxpc3RJbmNpZGVudFVwZGF0ZXNSZXNwb25zZSJBgtPkkwI7EjkvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L2luY2lkZW50cy97aW5jaWRlbnRfaWR9L3VwZGF0ZXMSlQEKD0dldE1vbml0b3JTdGF0cxIgLnZpZ2lsLnYxLkdldE1vbml0b3JTdGF0c1JlcXVlc3QaIS52aWdpbC52MS5HZXRNb25pdG9yU3RhdHNSZXNwb25zZSI9gtPkkwI3EjUvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L21vbml0b3JzL3ttb25pdG9yX2lkfS9zdGF0cxKdAQoRR2V0TW9uaXRvckhpc3RvcnkSIi52aWdpbC52MS5HZXRNb25pdG9ySGlzdG9yeVJlcXVlc3QaIy52aWdpbC52MS5HZXRNb25pdG9ySGlzdG9yeVJlc3BvbnNlIj+C0+STAjkSNy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vbW9uaXRvcnMve21vbml0b3JfaWR9L2hpc3RvcnliBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_struct, file_vigil_v1_options]);
+  fileDesc("ChV2aWdpbC92MS91cHRpbWUucHJvdG8SCHZpZ2lsLnYxIv0DCgdNb25pdG9yEgoKAmlkGAEgASgJEhIKCnByb2plY3RfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIMCgRzbHVnGAQgASgJEgwKBHR5cGUYBSABKAkSDgoGc3RhdHVzGAYgASgJEhwKFGV4cGVjdGVkX2ludGVydmFsX21zGAcgASgDEhcKD2dyYWNlX3BlcmlvZF9tcxgIIAEoAxIPCgd0aW1lX3VwGAkgASgDEikKCG1ldGFkYXRhGAogASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIlCgR0YWdzGAsgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIeChFsYXN0X2hlYXJ0YmVhdF9hdBgMIAEoCUgAiAEBEhgKC2RlYWRsaW5lX2F0GA0gASgJSAGIAQESEgoKY3JlYXRlZF9hdBgOIAEoCRISCgp1cGRhdGVkX2F0GA8gASgJEisKCHNjaGVkdWxlGBAgASgLMhkudmlnaWwudjEuTW9uaXRvclNjaGVkdWxlEhsKDm1heF9ydW50aW1lX21zGBEgASgDSAKIAQESGQoRZmFpbHVyZV90b2xlcmFuY2UYEiABKAVCFAoSX2xhc3RfaGVhcnRiZWF0X2F0Qg4KDF9kZWFkbGluZV9hdEIRCg9fbWF4X3J1bnRpbWVfbXMiQwoPTW9uaXRvclNjaGVkdWxlEgwKBGNyb24YASABKAkSFQoIdGltZXpvbmUYAiABKAlIAIgBAUILCglfdGltZXpvbmUihgEKCUhlYXJ0YmVhdBIKCgJpZBgBIAEoCRIKCgJhdBgCIAEoCRIpCghtZXRhZGF0YRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDgoGc3RhdHVzGAQgASgJEhcKCmxhdGVuY3lfbXMYBSABKAFIAIgBAUINCgtfbGF0ZW5jeV9tcyKMAgoISW5jaWRlbnQSCgoCaWQYASABKAkSEgoKbW9uaXRvcl9pZBgCIAEoCRIOCgZzdGF0dXMYAyABKAkSEgoKc3RhcnRlZF9hdBgEIAEoCRIVCghlbmRlZF9hdBgFIAEoCUgAiAEBEhgKC2R1cmF0aW9uX21zGAYgASgDSAGIAQESEgoFdGl0bGUYByABKAlIAogBARIYCgtkZXNjcmlwdGlvbhgIIAEoCUgDiAEBEhIKCmNyZWF0ZWRfYXQYCSABKAkSEgoKdXBkYXRlZF9hdBgKIAEoCUILCglfZW5kZWRfYXRCDgoMX2R1cmF0aW9uX21zQggKBl90aXRsZUIOCgxfZGVzY3JpcHRpb24i0QMKFENyZWF0ZU1vbml0b3JSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEQoEbmFtZRgCIAEoCUgAiAEBEhEKBHNsdWcYAyABKAlIAYgBARIRCgR0eXBlGAQgASgJSAKIAQESIQoUZXhwZWN0ZWRfaW50ZXJ2YWxfbXMYBSABKANIA4gBARIcCg9ncmFjZV9wZXJpb2RfbXMYBiABKANIBIgBARIpCghtZXRhZGF0YRgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSJQoEdGFncxgIIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSKwoIc2NoZWR1bGUYCSABKAsyGS52aWdpbC52MS5Nb25pdG9yU2NoZWR1bGUSGwoObWF4X3J1bnRpbWVfbXMYCiABKANIBYgBARIeChFmYWlsdXJlX3RvbGVyYW5jZRgLIAEoBUgGiAEBQgcKBV9uYW1lQgcKBV9zbHVnQgcKBV90eXBlQhcKFV9leHBlY3RlZF9pbnRlcnZhbF9tc0ISChBfZ3JhY2VfcGVyaW9kX21zQhEKD19tYXhfcnVudGltZV9tc0IUChJfZmFpbHVyZV90b2xlcmFuY2UiOAoVQ3JlYXRlTW9uaXRvclJlc3BvbnNlEh8KBGRhdGEYASABKAsyES52aWdpbC52MS5Nb25pdG9yImcKE0xpc3RNb25pdG9yc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgVsaW1pdBgCIAEoBUgAiAEBEhMKBmN1cnNvchgDIAEoCUgBiAEBQggKBl9saW1pdEIJCgdfY3Vyc29yIlAKEk1vbml0b3JzUGFnaW5hdGlvbhIYCgtuZXh0X2N1cnNvchgBIAEoCUgAiAEBEhAKCGhhc19tb3JlGAIgASgIQg4KDF9uZXh0X2N1cnNvciJpChRMaXN0TW9uaXRvcnNSZXNwb25zZRIfCgRkYXRhGAEgAygLMhEudmlnaWwudjEuTW9uaXRvchIwCgpwYWdpbmF0aW9uGAIgASgLMhwudmlnaWwudjEuTW9uaXRvcnNQYWdpbmF0aW9uIssBCg9Nb25pdG9yT3ZlcnZpZXcSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIMCgRzbHVnGAMgASgJEgwKBHR5cGUYBCABKAkSDgoGc3RhdHVzGAUgASgJEh4KEWxhc3RfaGVhcnRiZWF0X2F0GAYgASgJSACIAQESIgoVdXB0aW1lX3BlcmNlbnRhZ2VfMjRoGAcgASgBSAGIAQFCFAoSX2xhc3RfaGVhcnRiZWF0X2F0QhgKFl91cHRpbWVfcGVyY2VudGFnZV8yNGgiMAoaR2V0TW9uaXRvcnNPdmVydmlld1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCSJGChtHZXRNb25pdG9yc092ZXJ2aWV3UmVzcG9uc2USJwoEZGF0YRgBIAMoCzIZLnZpZ2lsLnYxLk1vbml0b3JPdmVydmlldyI7ChFHZXRNb25pdG9yUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCm1vbml0b3JfaWQYAiABKAkiNQoSR2V0TW9uaXRvclJlc3BvbnNlEh8KBGRhdGEYASABKAsyES52aWdpbC52MS5Nb25pdG9yIh8KDU1vbml0b3JTdGF0dXMSDgoGc3RhdHVzGAEgASgJIkEKF0dldE1vbml0b3JTdGF0dXNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKbW9uaXRvcl9pZBgCIAEoCSJBChhHZXRNb25pdG9yU3RhdHVzUmVzcG9uc2USJQoEZGF0YRgBIAEoCzIXLnZpZ2lsLnYxLk1vbml0b3JTdGF0dXMi5QMKFFVwZGF0ZU1vbml0b3JSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKbW9uaXRvcl9pZBgCIAEoCRIRCgRuYW1lGAMgASgJSACIAQESEQoEc2x1ZxgEIAEoCUgBiAEBEhEKBHR5cGUYBSABKAlIAogBARIhChRleHBlY3RlZF9pbnRlcnZhbF9tcxgGIAEoA0gDiAEBEhwKD2dyYWNlX3BlcmlvZF9tcxgHIAEoA0gEiAEBEikKCG1ldGFkYXRhGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIlCgR0YWdzGAkgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIrCghzY2hlZHVsZRgKIAEoCzIZLnZpZ2lsLnYxLk1vbml0b3JTY2hlZHVsZRIbCg5tYXhfcnVudGltZV9tcxgLIAEoA0gFiAEBEh4KEWZhaWx1cmVfdG9sZXJhbmNlGAwgASgFSAaIAQFCBwoFX25hbWVCBwoFX3NsdWdCBwoFX3R5cGVCFwoVX2V4cGVjdGVkX2ludGVydmFsX21zQhIKEF9ncmFjZV9wZXJpb2RfbXNCEQoPX21heF9ydW50aW1lX21zQhQKEl9mYWlsdXJlX3RvbGVyYW5jZSI4ChVVcGRhdGVNb25pdG9yUmVzcG9uc2USHwoEZGF0YRgBIAEoCzIRLnZpZ2lsLnYxLk1vbml0b3IiPgoURGVsZXRlTW9uaXRvclJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgptb25pdG9yX2lkGAIgASgJIhcKFURlbGV0ZU1vbml0b3JSZXNwb25zZSI9ChNQYXVzZU1vbml0b3JSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKbW9uaXRvcl9pZBgCIAEoCSI3ChRQYXVzZU1vbml0b3JSZXNwb25zZRIfCgRkYXRhGAEgASgLMhEudmlnaWwudjEuTW9uaXRvciI+ChRSZXN1bWVNb25pdG9yUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCm1vbml0b3JfaWQYAiABKAkiOAoVUmVzdW1lTW9uaXRvclJlc3BvbnNlEh8KBGRhdGEYASABKAsyES52aWdpbC52MS5Nb25pdG9yIqYDChRTZW5kSGVhcnRiZWF0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhQKDG1vbml0b3Jfc2x1ZxgCIAEoCRIpCghtZXRhZGF0YRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSIQoUZXhwZWN0ZWRfaW50ZXJ2YWxfbXMYBCABKANIAIgBARIcCg9ncmFjZV9wZXJpb2RfbXMYBSABKANIAYgBARIXCgpsYXRlbmN5X21zGAYgASgBSAKIAQESEwoGc3RhdHVzGAcgASgJSAOIAQESDwoCaWQYCCABKAlIBIgBARIrCghzY2hlZHVsZRgJIAEoCzIZLnZpZ2lsLnYxLk1vbml0b3JTY2hlZHVsZRITCgZydW5faWQYCiABKAlIBYgBARITCgZvdXRwdXQYCyABKAlIBogBAUIXChVfZXhwZWN0ZWRfaW50ZXJ2YWxfbXNCEgoQX2dyYWNlX3BlcmlvZF9tc0INCgtfbGF0ZW5jeV9tc0IJCgdfc3RhdHVzQgUKA19pZEIJCgdfcnVuX2lkQgkKB19vdXRwdXQigQMKD1N0YXJ0UnVuUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhQKDG1vbml0b3Jfc2x1ZxgCIAEoCRIpCghtZXRhZGF0YRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSIQoUZXhwZWN0ZWRfaW50ZXJ2YWxfbXMYBCABKANIAIgBARIcCg9ncmFjZV9wZXJpb2RfbXMYBSABKANIAYgBARIXCgpsYXRlbmN5X21zGAYgASgBSAKIAQESDwoCaWQYByABKAlIA4gBARIrCghzY2hlZHVsZRgIIAEoCzIZLnZpZ2lsLnYxLk1vbml0b3JTY2hlZHVsZRITCgZydW5faWQYCSABKAlIBIgBARITCgZvdXRwdXQYCiABKAlIBYgBAUIXChVfZXhwZWN0ZWRfaW50ZXJ2YWxfbXNCEgoQX2dyYWNlX3BlcmlvZF9tc0INCgtfbGF0ZW5jeV9tc0IFCgNfaWRCCQoHX3J1bl9pZEIJCgdfb3V0cHV0IjsKEFN0YXJ0UnVuUmVzcG9uc2USJwoEZGF0YRgBIAEoCzIZLnZpZ2lsLnYxLkhlYXJ0YmVhdFJlc3VsdCKAAwoORmFpbFJ1blJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIUCgxtb25pdG9yX3NsdWcYAiABKAkSKQoIbWV0YWRhdGEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiEKFGV4cGVjdGVkX2ludGVydmFsX21zGAQgASgDSACIAQESHAoPZ3JhY2VfcGVyaW9kX21zGAUgASgDSAGIAQESFwoKbGF0ZW5jeV9tcxgGIAEoAUgCiAEBEg8KAmlkGAcgASgJSAOIAQESKwoIc2NoZWR1bGUYCCABKAsyGS52aWdpbC52MS5Nb25pdG9yU2NoZWR1bGUSEwoGcnVuX2lkGAkgASgJSASIAQESEwoGb3V0cHV0GAogASgJSAWIAQFCFwoVX2V4cGVjdGVkX2ludGVydmFsX21zQhIKEF9ncmFjZV9wZXJpb2RfbXNCDQoLX2xhdGVuY3lfbXNCBQoDX2lkQgkKB19ydW5faWRCCQoHX291dHB1dCI6Cg9GYWlsUnVuUmVzcG9uc2USJwoEZGF0YRgBIAEoCzIZLnZpZ2lsLnYxLkhlYXJ0YmVhdFJlc3VsdCKOAwoORXhpdFJ1blJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIUCgxtb25pdG9yX3NsdWcYAiABKAkSDAoEY29kZRgDIAEoBRIpCghtZXRhZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSIQoUZXhwZWN0ZWRfaW50ZXJ2YWxfbXMYBSABKANIAIgBARIcCg9ncmFjZV9wZXJpb2RfbXMYBiABKANIAYgBARIXCgpsYXRlbmN5X21zGAcgASgBSAKIAQESDwoCaWQYCCABKAlIA4gBARIrCghzY2hlZHVsZRgJIAEoCzIZLnZpZ2lsLnYxLk1vbml0b3JTY2hlZHVsZRITCgZydW5faWQYCiABKAlIBIgBARITCgZvdXRwdXQYCyABKAlIBYgBAUIXChVfZXhwZWN0ZWRfaW50ZXJ2YWxfbXNCEgoQX2dyYWNlX3BlcmlvZF9tc0INCgtfbGF0ZW5jeV9tc0IFCgNfaWRCCQoHX3J1bl9pZEIJCgdfb3V0cHV0IjoKD0V4aXRSdW5SZXNwb25zZRInCgRkYXRhGAEgASgLMhkudmlnaWwudjEuSGVhcnRiZWF0UmVzdWx0ImEKGUdldE1vbml0b3JTY2hlZHVsZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgptb25pdG9yX2lkGAIgASgJEhIKBWNvdW50GAMgASgFSACIAQFCCAoGX2NvdW50IkMKE01vbml0b3JTY2hlZHVsZVJ1bnMSDAoEY3JvbhgBIAEoCRIQCgh0aW1lem9uZRgCIAEoCRIMCgRuZXh0GAMgAygJIkkKGkdldE1vbml0b3JTY2hlZHVsZVJlc3BvbnNlEisKBGRhdGEYASABKAsyHS52aWdpbC52MS5Nb25pdG9yU2NoZWR1bGVSdW5zIv4BCgNSdW4SCgoCaWQYASABKAkSEwoGcnVuX2lkGAIgASgJSACIAQESFwoKc3RhcnRlZF9hdBgDIAEoCUgBiAEBEhUKCGVuZGVkX2F0GAQgASgJSAKIAQESGAoLZHVyYXRpb25fbXMYBSABKANIA4gBARIPCgdvdXRjb21lGAYgASgJEhYKCWV4aXRfY29kZRgHIAEoBUgEiAEBEhMKBm91dHB1dBgIIAEoCUgFiAEBQgkKB19ydW5faWRCDQoLX3N0YXJ0ZWRfYXRCCwoJX2VuZGVkX2F0Qg4KDF9kdXJhdGlvbl9tc0IMCgpfZXhpdF9jb2RlQgkKB19vdXRwdXQidwoPTGlzdFJ1bnNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKbW9uaXRvcl9pZBgCIAEoCRISCgVsaW1pdBgDIAEoBUgAiAEBEhMKBmN1cnNvchgEIAEoCUgBiAEBQggKBl9saW1pdEIJCgdfY3Vyc29yImEKEExpc3RSdW5zUmVzcG9uc2USGwoEZGF0YRgBIAMoCzINLnZpZ2lsLnYxLlJ1bhIwCgpwYWdpbmF0aW9uGAIgASgLMhwudmlnaWwudjEuTW9uaXRvcnNQYWdpbmF0aW9uIl8KD0hlYXJ0YmVhdFJlc3VsdBIQCghhY2NlcHRlZBgBIAEoCBIiCgdtb25pdG9yGAIgASgLMhEudmlnaWwudjEuTW9uaXRvchIWCg5zdGF0dXNfY2hhbmdlZBgDIAEoCCJAChVTZW5kSGVhcnRiZWF0UmVzcG9uc2USJwoEZGF0YRgBIAEoCzIZLnZpZ2lsLnYxLkhlYXJ0YmVhdFJlc3VsdCKRAQoVTGlzdEhlYXJ0YmVhdHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKbW9uaXRvcl9pZBgCIAEoCRIRCgRmcm9tGAMgASgJSACIAQESDwoCdG8YBCABKAlIAYgBARISCgVsaW1pdBgFIAEoBUgCiAEBQgcKBV9mcm9tQgUKA190b0IICgZfbGltaXQiOwoWTGlzdEhlYXJ0YmVhdHNSZXNwb25zZRIhCgRkYXRhGAEgAygLMhMudmlnaWwudjEuSGVhcnRiZWF0IlwKFExpc3RJbmNpZGVudHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKbW9uaXRvcl9pZBgCIAEoCRISCgVsaW1pdBgDIAEoBUgAiAEBQggKBl9saW1pdCI5ChVMaXN0SW5jaWRlbnRzUmVzcG9uc2USIAoEZGF0YRgBIAMoCzISLnZpZ2lsLnYxLkluY2lkZW50IogBChVVcGRhdGVJbmNpZGVudFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRITCgtpbmNpZGVudF9pZBgCIAEoCRISCgV0aXRsZRgDIAEoCUgAiAEBEhgKC2Rlc2NyaXB0aW9uGAQgASgJSAGIAQFCCAoGX3RpdGxlQg4KDF9kZXNjcmlwdGlvbiI6ChZVcGRhdGVJbmNpZGVudFJlc3BvbnNlEiAKBGRhdGEYASABKAsyEi52aWdpbC52MS5JbmNpZGVudCK3AwoMTW9uaXRvclN0YXRzEh4KEXVwdGltZV9wZXJjZW50YWdlGAEgASgBSACIAQESEwoLZG93bnRpbWVfbXMYAiABKAMSFgoOaW5jaWRlbnRfY291bnQYAyABKAMSFgoOY3VycmVudF9zdGF0dXMYBCABKAkSGwoObGFzdF9oZWFydGJlYXQYBSABKAlIAYgBARIYChB0b3RhbF9oZWFydGJlYXRzGAYgASgDEh0KFXN1Y2Nlc3NmdWxfaGVhcnRiZWF0cxgHIAEoAxIZChFmYWlsZWRfaGVhcnRiZWF0cxgIIAEoAxIbCg5hdmdfbGF0ZW5jeV9tcxgJIAEoAUgCiAEBEhsKDm1pbl9sYXRlbmN5X21zGAogASgBSAOIAQESGwoObWF4X2xhdGVuY3lfbXMYCyABKAFIBIgBARIMCgRmcm9tGAwgASgJEgoKAnRvGA0gASgJQhQKEl91cHRpbWVfcGVyY2VudGFnZUIRCg9fbGFzdF9oZWFydGJlYXRCEQoPX2F2Z19sYXRlbmN5X21zQhEKD19taW5fbGF0ZW5jeV9tc0IRCg9fbWF4X2xhdGVuY3lfbXMilAEKFkdldE1vbml0b3JTdGF0c1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgptb25pdG9yX2lkGAIgASgJEhMKBnBlcmlvZBgDIAEoCUgAiAEBEhEKBGZyb20YBCABKAlIAYgBARIPCgJ0bxgFIAEoCUgCiAEBQgkKB19wZXJpb2RCBwoFX2Zyb21CBQoDX3RvIj8KF0dldE1vbml0b3JTdGF0c1Jlc3BvbnNlEiQKBGRhdGEYASABKAsyFi52aWdpbC52MS5Nb25pdG9yU3RhdHMihgEKDUhpc3RvcnlCdWNrZXQSDQoFc3RhcnQYASABKAkSCwoDZW5kGAIgASgJEg4KBnN0YXR1cxgDIAEoCRIeChF1cHRpbWVfcGVyY2VudGFnZRgEIAEoAUgAiAEBEhMKC2Rvd250aW1lX21zGAUgASgDQhQKEl91cHRpbWVfcGVyY2VudGFnZSJKCg5Nb25pdG9ySGlzdG9yeRIOCgZ3aW5kb3cYASABKAkSKAoHYnVja2V0cxgCIAMoCzIXLnZpZ2lsLnYxLkhpc3RvcnlCdWNrZXQiYgoYR2V0TW9uaXRvckhpc3RvcnlSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKbW9uaXRvcl9pZBgCIAEoCRITCgZ3aW5kb3cYAyABKAlIAIgBAUIJCgdfd2luZG93IkMKGUdldE1vbml0b3JIaXN0b3J5UmVzcG9uc2USJgoEZGF0YRgBIAEoCzIYLnZpZ2lsLnYxLk1vbml0b3JIaXN0b3J5IlYKDkluY2lkZW50VXBkYXRlEgoKAmlkGAEgASgJEhMKC2luY2lkZW50X2lkGAIgASgJEg8KB21lc3NhZ2UYAyABKAkSEgoKY3JlYXRlZF9hdBgEIAEoCSJXChtDcmVhdGVJbmNpZGVudFVwZGF0ZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRITCgtpbmNpZGVudF9pZBgCIAEoCRIPCgdtZXNzYWdlGAMgASgJIkYKHENyZWF0ZUluY2lkZW50VXBkYXRlUmVzcG9uc2USJgoEZGF0YRgBIAEoCzIYLnZpZ2lsLnYxLkluY2lkZW50VXBkYXRlIkUKGkxpc3RJbmNpZGVudFVwZGF0ZXNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEwoLaW5jaWRlbnRfaWQYAiABKAkiRQobTGlzdEluY2lkZW50VXBkYXRlc1Jlc3BvbnNlEiYKBGRhdGEYASADKAsyGC52aWdpbC52MS5JbmNpZGVudFVwZGF0ZTK+GQoNVXB0aW1lU2VydmljZRKEAQoNQ3JlYXRlTW9uaXRvchIeLnZpZ2lsLnYxLkNyZWF0ZU1vbml0b3JSZXF1ZXN0Gh8udmlnaWwudjEuQ3JlYXRlTW9uaXRvclJlc3BvbnNlIjLI8xjJAYLT5JMCJzoBKiIiL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9tb25pdG9ycxJ5CgxMaXN0TW9uaXRvcnMSHS52aWdpbC52MS5MaXN0TW9uaXRvcnNSZXF1ZXN0Gh4udmlnaWwudjEuTGlzdE1vbml0b3JzUmVzcG9uc2UiKoLT5JMCJBIiL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9tb25pdG9ycxKXAQoTR2V0TW9uaXRvcnNPdmVydmlldxIkLnZpZ2lsLnYxLkdldE1vbml0b3JzT3ZlcnZpZXdSZXF1ZXN0GiUudmlnaWwudjEuR2V0TW9uaXRvcnNPdmVydmlld1Jlc3BvbnNlIjOC0+STAi0SKy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vbW9uaXRvcnMvb3ZlcnZpZXcSgAEKCkdldE1vbml0b3ISGy52aWdpbC52MS5HZXRNb25pdG9yUmVxdWVzdBocLnZpZ2lsLnYxLkdldE1vbml0b3JSZXNwb25zZSI3gtPkkwIxEi8vdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L21vbml0b3JzL3ttb25pdG9yX2lkfRKZAQoQR2V0TW9uaXRvclN0YXR1cxIhLnZpZ2lsLnYxLkdldE1vbml0b3JTdGF0dXNSZXF1ZXN0GiIudmlnaWwudjEuR2V0TW9uaXRvclN0YXR1c1Jlc3BvbnNlIj6C0+STAjgSNi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vbW9uaXRvcnMve21vbml0b3JfaWR9L3N0YXR1cxKMAQoNVXBkYXRlTW9uaXRvchIeLnZpZ2lsLnYxLlVwZGF0ZU1vbml0b3JSZXF1ZXN0Gh8udmlnaWwudjEuVXBkYXRlTW9uaXRvclJlc3BvbnNlIjqC0+STAjQ6ASoyLy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vbW9uaXRvcnMve21vbml0b3JfaWR9Eo4BCg1EZWxldGVNb25pdG9yEh4udmlnaWwudjEuRGVsZXRlTW9uaXRvclJlcXVlc3QaHy52aWdpbC52MS5EZWxldGVNb25pdG9yUmVzcG9uc2UiPMjzGMwBgtPkkwIxKi8vdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L21vbml0b3JzL3ttb25pdG9yX2lkfRKPAQoMUGF1c2VNb25pdG9yEh0udmlnaWwudjEuUGF1c2VNb25pdG9yUmVxdWVzdBoeLnZpZ2lsLnYxLlBhdXNlTW9uaXRvclJlc3BvbnNlIkCC0+STAjo6ASoiNS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vbW9uaXRvcnMve21vbml0b3JfaWR9L3BhdXNlEpMBCg1SZXN1bWVNb25pdG9yEh4udmlnaWwudjEuUmVzdW1lTW9uaXRvclJlcXVlc3QaHy52aWdpbC52MS5SZXN1bWVNb25pdG9yUmVzcG9uc2UiQYLT5JMCOzoBKiI2L3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9tb25pdG9ycy97bW9uaXRvcl9pZH0vcmVzdW1lEpABCg1TZW5kSGVhcnRiZWF0Eh4udmlnaWwudjEuU2VuZEhlYXJ0YmVhdFJlcXVlc3QaHy52aWdpbC52MS5TZW5kSGVhcnRiZWF0UmVzcG9uc2UiPoLT5JMCODoBKiIzL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9oZWFydGJlYXRzL3ttb25pdG9yX3NsdWd9EocBCghTdGFydFJ1bhIZLnZpZ2lsLnYxLlN0YXJ0UnVuUmVxdWVzdBoaLnZpZ2lsLnYxLlN0YXJ0UnVuUmVzcG9uc2UiRILT5JMCPjoBKiI5L3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9oZWFydGJlYXRzL3ttb25pdG9yX3NsdWd9L3N0YXJ0EoMBCgdGYWlsUnVuEhgudmlnaWwudjEuRmFpbFJ1blJlcXVlc3QaGS52aWdpbC52MS5GYWlsUnVuUmVzcG9uc2UiQ4LT5JMCPToBKiI4L3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9oZWFydGJlYXRzL3ttb25pdG9yX3NsdWd9L2ZhaWwSigEKB0V4aXRSdW4SGC52aWdpbC52MS5FeGl0UnVuUmVxdWVzdBoZLnZpZ2lsLnYxLkV4aXRSdW5SZXNwb25zZSJKgtPkkwJEOgEqIj8vdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L2hlYXJ0YmVhdHMve21vbml0b3Jfc2x1Z30vZXhpdC97Y29kZX0SoQEKEkdldE1vbml0b3JTY2hlZHVsZRIjLnZpZ2lsLnYxLkdldE1vbml0b3JTY2hlZHVsZVJlcXVlc3QaJC52aWdpbC52MS5HZXRNb25pdG9yU2NoZWR1bGVSZXNwb25zZSJAgtPkkwI6EjgvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L21vbml0b3JzL3ttb25pdG9yX2lkfS9zY2hlZHVsZRJ/CghMaXN0UnVucxIZLnZpZ2lsLnYxLkxpc3RSdW5zUmVxdWVzdBoaLnZpZ2lsLnYxLkxpc3RSdW5zUmVzcG9uc2UiPILT5JMCNhI0L3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9tb25pdG9ycy97bW9uaXRvcl9pZH0vcnVucxKXAQoOTGlzdEhlYXJ0YmVhdHMSHy52aWdpbC52MS5MaXN0SGVhcnRiZWF0c1JlcXVlc3QaIC52aWdpbC52MS5MaXN0SGVhcnRiZWF0c1Jlc3BvbnNlIkKC0+STAjwSOi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vbW9uaXRvcnMve21vbml0b3JfaWR9L2hlYXJ0YmVhdHMSkwEKDUxpc3RJbmNpZGVudHMSHi52aWdpbC52MS5MaXN0SW5jaWRlbnRzUmVxdWVzdBofLnZpZ2lsLnYxLkxpc3RJbmNpZGVudHNSZXNwb25zZSJBgtPkkwI7EjkvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L21vbml0b3JzL3ttb25pdG9yX2lkfS9pbmNpZGVudHMSkQEKDlVwZGF0ZUluY2lkZW50Eh8udmlnaWwudjEuVXBkYXRlSW5jaWRlbnRSZXF1ZXN0GiAudmlnaWwudjEuVXBkYXRlSW5jaWRlbnRSZXNwb25zZSI8gtPkkwI2OgEqMjEvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L2luY2lkZW50cy97aW5jaWRlbnRfaWR9ErABChRDcmVhdGVJbmNpZGVudFVwZGF0ZRIlLnZpZ2lsLnYxLkNyZWF0ZUluY2lkZW50VXBkYXRlUmVxdWVzdBomLnZpZ2lsLnYxLkNyZWF0ZUluY2lkZW50VXBkYXRlUmVzcG9uc2UiScjzGMkBgtPkkwI+OgEqIjkvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L2luY2lkZW50cy97aW5jaWRlbnRfaWR9L3VwZGF0ZXMSpQEKE0xpc3RJbmNpZGVudFVwZGF0ZXMSJC52aWdpbC52MS5MaXN0SW5jaWRlbnRVcGRhdGVzUmVxdWVzdBolLnZpZ2lsLnYxLkxpc3RJbmNpZGVudFVwZGF0ZXNSZXNwb25zZSJBgtPkkwI7EjkvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L2luY2lkZW50cy97aW5jaWRlbnRfaWR9L3VwZGF0ZXMSlQEKD0dldE1vbml0b3JTdGF0cxIgLnZpZ2lsLnYxLkdldE1vbml0b3JTdGF0c1JlcXVlc3QaIS52aWdpbC52MS5HZXRNb25pdG9yU3RhdHNSZXNwb25zZSI9gtPkkwI3EjUvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L21vbml0b3JzL3ttb25pdG9yX2lkfS9zdGF0cxKdAQoRR2V0TW9uaXRvckhpc3RvcnkSIi52aWdpbC52MS5HZXRNb25pdG9ySGlzdG9yeVJlcXVlc3QaIy52aWdpbC52MS5HZXRNb25pdG9ySGlzdG9yeVJlc3BvbnNlIj+C0+STAjkSNy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vbW9uaXRvcnMve21vbml0b3JfaWR9L2hpc3RvcnliBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_struct, file_vigil_v1_options]);
 
 /**
  * @generated from message vigil.v1.Monitor
@@ -103,6 +103,27 @@ export type Monitor = Message<"vigil.v1.Monitor"> & {
    * @generated from field: string updated_at = 15;
    */
   updatedAt: string;
+
+  /**
+   * A scheduled monitor's schedule (then expected_interval_ms is not used); null: an interval monitor.
+   *
+   * @generated from field: vigil.v1.MonitorSchedule schedule = 16;
+   */
+  schedule?: MonitorSchedule | undefined;
+
+  /**
+   * A run still running this long after its start is timed_out (a failure); null: no limit.
+   *
+   * @generated from field: optional int64 max_runtime_ms = 17;
+   */
+  maxRuntimeMs?: bigint | undefined;
+
+  /**
+   * Failed runs tolerated in a row: down at the (N+1)-th.
+   *
+   * @generated from field: int32 failure_tolerance = 18;
+   */
+  failureTolerance: number;
 };
 
 /**
@@ -111,6 +132,32 @@ export type Monitor = Message<"vigil.v1.Monitor"> & {
  */
 export const MonitorSchema: GenMessage<Monitor> = /*@__PURE__*/
   messageDesc(file_vigil_v1_uptime, 0);
+
+/**
+ * A cron schedule: five fields (minute hour day-of-month month day-of-week) in an IANA time zone.
+ *
+ * @generated from message vigil.v1.MonitorSchedule
+ */
+export type MonitorSchedule = Message<"vigil.v1.MonitorSchedule"> & {
+  /**
+   * @generated from field: string cron = 1;
+   */
+  cron: string;
+
+  /**
+   * An IANA zone name; default UTC.
+   *
+   * @generated from field: optional string timezone = 2;
+   */
+  timezone?: string | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.MonitorSchedule.
+ * Use `create(MonitorScheduleSchema)` to create a new message.
+ */
+export const MonitorScheduleSchema: GenMessage<MonitorSchedule> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_uptime, 1);
 
 /**
  * @generated from message vigil.v1.Heartbeat
@@ -149,7 +196,7 @@ export type Heartbeat = Message<"vigil.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 1);
+  messageDesc(file_vigil_v1_uptime, 2);
 
 /**
  * @generated from message vigil.v1.Incident
@@ -213,7 +260,7 @@ export type Incident = Message<"vigil.v1.Incident"> & {
  * Use `create(IncidentSchema)` to create a new message.
  */
 export const IncidentSchema: GenMessage<Incident> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 2);
+  messageDesc(file_vigil_v1_uptime, 3);
 
 /**
  * @generated from message vigil.v1.CreateMonitorRequest
@@ -258,6 +305,23 @@ export type CreateMonitorRequest = Message<"vigil.v1.CreateMonitorRequest"> & {
    * @generated from field: google.protobuf.Struct tags = 8;
    */
   tags?: JsonObject | undefined;
+
+  /**
+   * Instead of expected_interval_ms.
+   *
+   * @generated from field: vigil.v1.MonitorSchedule schedule = 9;
+   */
+  schedule?: MonitorSchedule | undefined;
+
+  /**
+   * @generated from field: optional int64 max_runtime_ms = 10;
+   */
+  maxRuntimeMs?: bigint | undefined;
+
+  /**
+   * @generated from field: optional int32 failure_tolerance = 11;
+   */
+  failureTolerance?: number | undefined;
 };
 
 /**
@@ -265,7 +329,7 @@ export type CreateMonitorRequest = Message<"vigil.v1.CreateMonitorRequest"> & {
  * Use `create(CreateMonitorRequestSchema)` to create a new message.
  */
 export const CreateMonitorRequestSchema: GenMessage<CreateMonitorRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 3);
+  messageDesc(file_vigil_v1_uptime, 4);
 
 /**
  * @generated from message vigil.v1.CreateMonitorResponse
@@ -282,7 +346,7 @@ export type CreateMonitorResponse = Message<"vigil.v1.CreateMonitorResponse"> & 
  * Use `create(CreateMonitorResponseSchema)` to create a new message.
  */
 export const CreateMonitorResponseSchema: GenMessage<CreateMonitorResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 4);
+  messageDesc(file_vigil_v1_uptime, 5);
 
 /**
  * @generated from message vigil.v1.ListMonitorsRequest
@@ -313,7 +377,7 @@ export type ListMonitorsRequest = Message<"vigil.v1.ListMonitorsRequest"> & {
  * Use `create(ListMonitorsRequestSchema)` to create a new message.
  */
 export const ListMonitorsRequestSchema: GenMessage<ListMonitorsRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 5);
+  messageDesc(file_vigil_v1_uptime, 6);
 
 /**
  * Keyset pagination of the monitor list (oldest monitor first), as the event list's.
@@ -337,7 +401,7 @@ export type MonitorsPagination = Message<"vigil.v1.MonitorsPagination"> & {
  * Use `create(MonitorsPaginationSchema)` to create a new message.
  */
 export const MonitorsPaginationSchema: GenMessage<MonitorsPagination> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 6);
+  messageDesc(file_vigil_v1_uptime, 7);
 
 /**
  * @generated from message vigil.v1.ListMonitorsResponse
@@ -359,7 +423,7 @@ export type ListMonitorsResponse = Message<"vigil.v1.ListMonitorsResponse"> & {
  * Use `create(ListMonitorsResponseSchema)` to create a new message.
  */
 export const ListMonitorsResponseSchema: GenMessage<ListMonitorsResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 7);
+  messageDesc(file_vigil_v1_uptime, 8);
 
 /**
  * @generated from message vigil.v1.MonitorOverview
@@ -408,7 +472,7 @@ export type MonitorOverview = Message<"vigil.v1.MonitorOverview"> & {
  * Use `create(MonitorOverviewSchema)` to create a new message.
  */
 export const MonitorOverviewSchema: GenMessage<MonitorOverview> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 8);
+  messageDesc(file_vigil_v1_uptime, 9);
 
 /**
  * @generated from message vigil.v1.GetMonitorsOverviewRequest
@@ -425,7 +489,7 @@ export type GetMonitorsOverviewRequest = Message<"vigil.v1.GetMonitorsOverviewRe
  * Use `create(GetMonitorsOverviewRequestSchema)` to create a new message.
  */
 export const GetMonitorsOverviewRequestSchema: GenMessage<GetMonitorsOverviewRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 9);
+  messageDesc(file_vigil_v1_uptime, 10);
 
 /**
  * @generated from message vigil.v1.GetMonitorsOverviewResponse
@@ -442,7 +506,7 @@ export type GetMonitorsOverviewResponse = Message<"vigil.v1.GetMonitorsOverviewR
  * Use `create(GetMonitorsOverviewResponseSchema)` to create a new message.
  */
 export const GetMonitorsOverviewResponseSchema: GenMessage<GetMonitorsOverviewResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 10);
+  messageDesc(file_vigil_v1_uptime, 11);
 
 /**
  * @generated from message vigil.v1.GetMonitorRequest
@@ -464,7 +528,7 @@ export type GetMonitorRequest = Message<"vigil.v1.GetMonitorRequest"> & {
  * Use `create(GetMonitorRequestSchema)` to create a new message.
  */
 export const GetMonitorRequestSchema: GenMessage<GetMonitorRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 11);
+  messageDesc(file_vigil_v1_uptime, 12);
 
 /**
  * @generated from message vigil.v1.GetMonitorResponse
@@ -481,7 +545,7 @@ export type GetMonitorResponse = Message<"vigil.v1.GetMonitorResponse"> & {
  * Use `create(GetMonitorResponseSchema)` to create a new message.
  */
 export const GetMonitorResponseSchema: GenMessage<GetMonitorResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 12);
+  messageDesc(file_vigil_v1_uptime, 13);
 
 /**
  * @generated from message vigil.v1.MonitorStatus
@@ -498,7 +562,7 @@ export type MonitorStatus = Message<"vigil.v1.MonitorStatus"> & {
  * Use `create(MonitorStatusSchema)` to create a new message.
  */
 export const MonitorStatusSchema: GenMessage<MonitorStatus> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 13);
+  messageDesc(file_vigil_v1_uptime, 14);
 
 /**
  * @generated from message vigil.v1.GetMonitorStatusRequest
@@ -520,7 +584,7 @@ export type GetMonitorStatusRequest = Message<"vigil.v1.GetMonitorStatusRequest"
  * Use `create(GetMonitorStatusRequestSchema)` to create a new message.
  */
 export const GetMonitorStatusRequestSchema: GenMessage<GetMonitorStatusRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 14);
+  messageDesc(file_vigil_v1_uptime, 15);
 
 /**
  * @generated from message vigil.v1.GetMonitorStatusResponse
@@ -537,7 +601,7 @@ export type GetMonitorStatusResponse = Message<"vigil.v1.GetMonitorStatusRespons
  * Use `create(GetMonitorStatusResponseSchema)` to create a new message.
  */
 export const GetMonitorStatusResponseSchema: GenMessage<GetMonitorStatusResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 15);
+  messageDesc(file_vigil_v1_uptime, 16);
 
 /**
  * @generated from message vigil.v1.UpdateMonitorRequest
@@ -587,6 +651,25 @@ export type UpdateMonitorRequest = Message<"vigil.v1.UpdateMonitorRequest"> & {
    * @generated from field: google.protobuf.Struct tags = 9;
    */
   tags?: JsonObject | undefined;
+
+  /**
+   * Sets the schedule (clears the interval's use); an expected_interval_ms given clears the schedule.
+   *
+   * @generated from field: vigil.v1.MonitorSchedule schedule = 10;
+   */
+  schedule?: MonitorSchedule | undefined;
+
+  /**
+   * 0 clears the limit.
+   *
+   * @generated from field: optional int64 max_runtime_ms = 11;
+   */
+  maxRuntimeMs?: bigint | undefined;
+
+  /**
+   * @generated from field: optional int32 failure_tolerance = 12;
+   */
+  failureTolerance?: number | undefined;
 };
 
 /**
@@ -594,7 +677,7 @@ export type UpdateMonitorRequest = Message<"vigil.v1.UpdateMonitorRequest"> & {
  * Use `create(UpdateMonitorRequestSchema)` to create a new message.
  */
 export const UpdateMonitorRequestSchema: GenMessage<UpdateMonitorRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 16);
+  messageDesc(file_vigil_v1_uptime, 17);
 
 /**
  * @generated from message vigil.v1.UpdateMonitorResponse
@@ -611,7 +694,7 @@ export type UpdateMonitorResponse = Message<"vigil.v1.UpdateMonitorResponse"> & 
  * Use `create(UpdateMonitorResponseSchema)` to create a new message.
  */
 export const UpdateMonitorResponseSchema: GenMessage<UpdateMonitorResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 17);
+  messageDesc(file_vigil_v1_uptime, 18);
 
 /**
  * @generated from message vigil.v1.DeleteMonitorRequest
@@ -633,7 +716,7 @@ export type DeleteMonitorRequest = Message<"vigil.v1.DeleteMonitorRequest"> & {
  * Use `create(DeleteMonitorRequestSchema)` to create a new message.
  */
 export const DeleteMonitorRequestSchema: GenMessage<DeleteMonitorRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 18);
+  messageDesc(file_vigil_v1_uptime, 19);
 
 /**
  * @generated from message vigil.v1.DeleteMonitorResponse
@@ -646,7 +729,7 @@ export type DeleteMonitorResponse = Message<"vigil.v1.DeleteMonitorResponse"> & 
  * Use `create(DeleteMonitorResponseSchema)` to create a new message.
  */
 export const DeleteMonitorResponseSchema: GenMessage<DeleteMonitorResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 19);
+  messageDesc(file_vigil_v1_uptime, 20);
 
 /**
  * @generated from message vigil.v1.PauseMonitorRequest
@@ -668,7 +751,7 @@ export type PauseMonitorRequest = Message<"vigil.v1.PauseMonitorRequest"> & {
  * Use `create(PauseMonitorRequestSchema)` to create a new message.
  */
 export const PauseMonitorRequestSchema: GenMessage<PauseMonitorRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 20);
+  messageDesc(file_vigil_v1_uptime, 21);
 
 /**
  * @generated from message vigil.v1.PauseMonitorResponse
@@ -685,7 +768,7 @@ export type PauseMonitorResponse = Message<"vigil.v1.PauseMonitorResponse"> & {
  * Use `create(PauseMonitorResponseSchema)` to create a new message.
  */
 export const PauseMonitorResponseSchema: GenMessage<PauseMonitorResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 21);
+  messageDesc(file_vigil_v1_uptime, 22);
 
 /**
  * @generated from message vigil.v1.ResumeMonitorRequest
@@ -707,7 +790,7 @@ export type ResumeMonitorRequest = Message<"vigil.v1.ResumeMonitorRequest"> & {
  * Use `create(ResumeMonitorRequestSchema)` to create a new message.
  */
 export const ResumeMonitorRequestSchema: GenMessage<ResumeMonitorRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 22);
+  messageDesc(file_vigil_v1_uptime, 23);
 
 /**
  * @generated from message vigil.v1.ResumeMonitorResponse
@@ -724,7 +807,7 @@ export type ResumeMonitorResponse = Message<"vigil.v1.ResumeMonitorResponse"> & 
  * Use `create(ResumeMonitorResponseSchema)` to create a new message.
  */
 export const ResumeMonitorResponseSchema: GenMessage<ResumeMonitorResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 23);
+  messageDesc(file_vigil_v1_uptime, 24);
 
 /**
  * @generated from message vigil.v1.SendHeartbeatRequest
@@ -776,6 +859,27 @@ export type SendHeartbeatRequest = Message<"vigil.v1.SendHeartbeatRequest"> & {
    * @generated from field: optional string id = 8;
    */
   id?: string | undefined;
+
+  /**
+   * Creates or updates the monitor's schedule (clears its interval).
+   *
+   * @generated from field: vigil.v1.MonitorSchedule schedule = 9;
+   */
+  schedule?: MonitorSchedule | undefined;
+
+  /**
+   * The run this success ends (paired with its start); without one, the latest start without a run id.
+   *
+   * @generated from field: optional string run_id = 10;
+   */
+  runId?: string | undefined;
+
+  /**
+   * The run's output; the last 10,000 bytes are kept.
+   *
+   * @generated from field: optional string output = 11;
+   */
+  output?: string | undefined;
 };
 
 /**
@@ -783,7 +887,464 @@ export type SendHeartbeatRequest = Message<"vigil.v1.SendHeartbeatRequest"> & {
  * Use `create(SendHeartbeatRequestSchema)` to create a new message.
  */
 export const SendHeartbeatRequestSchema: GenMessage<SendHeartbeatRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 24);
+  messageDesc(file_vigil_v1_uptime, 25);
+
+/**
+ * The body of a run signal (start, fail): a heartbeat's fields without status.
+ *
+ * @generated from message vigil.v1.StartRunRequest
+ */
+export type StartRunRequest = Message<"vigil.v1.StartRunRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: string monitor_slug = 2;
+   */
+  monitorSlug: string;
+
+  /**
+   * @generated from field: google.protobuf.Struct metadata = 3;
+   */
+  metadata?: JsonObject | undefined;
+
+  /**
+   * @generated from field: optional int64 expected_interval_ms = 4;
+   */
+  expectedIntervalMs?: bigint | undefined;
+
+  /**
+   * @generated from field: optional int64 grace_period_ms = 5;
+   */
+  gracePeriodMs?: bigint | undefined;
+
+  /**
+   * @generated from field: optional double latency_ms = 6;
+   */
+  latencyMs?: number | undefined;
+
+  /**
+   * Client-generated UUID, idempotent as the heartbeat's.
+   *
+   * @generated from field: optional string id = 7;
+   */
+  id?: string | undefined;
+
+  /**
+   * @generated from field: vigil.v1.MonitorSchedule schedule = 8;
+   */
+  schedule?: MonitorSchedule | undefined;
+
+  /**
+   * Pairs a start with its end.
+   *
+   * @generated from field: optional string run_id = 9;
+   */
+  runId?: string | undefined;
+
+  /**
+   * The run's output; the last 10,000 bytes are kept.
+   *
+   * @generated from field: optional string output = 10;
+   */
+  output?: string | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.StartRunRequest.
+ * Use `create(StartRunRequestSchema)` to create a new message.
+ */
+export const StartRunRequestSchema: GenMessage<StartRunRequest> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_uptime, 26);
+
+/**
+ * @generated from message vigil.v1.StartRunResponse
+ */
+export type StartRunResponse = Message<"vigil.v1.StartRunResponse"> & {
+  /**
+   * @generated from field: vigil.v1.HeartbeatResult data = 1;
+   */
+  data?: HeartbeatResult | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.StartRunResponse.
+ * Use `create(StartRunResponseSchema)` to create a new message.
+ */
+export const StartRunResponseSchema: GenMessage<StartRunResponse> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_uptime, 27);
+
+/**
+ * @generated from message vigil.v1.FailRunRequest
+ */
+export type FailRunRequest = Message<"vigil.v1.FailRunRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: string monitor_slug = 2;
+   */
+  monitorSlug: string;
+
+  /**
+   * @generated from field: google.protobuf.Struct metadata = 3;
+   */
+  metadata?: JsonObject | undefined;
+
+  /**
+   * @generated from field: optional int64 expected_interval_ms = 4;
+   */
+  expectedIntervalMs?: bigint | undefined;
+
+  /**
+   * @generated from field: optional int64 grace_period_ms = 5;
+   */
+  gracePeriodMs?: bigint | undefined;
+
+  /**
+   * @generated from field: optional double latency_ms = 6;
+   */
+  latencyMs?: number | undefined;
+
+  /**
+   * Client-generated UUID, idempotent as the heartbeat's.
+   *
+   * @generated from field: optional string id = 7;
+   */
+  id?: string | undefined;
+
+  /**
+   * @generated from field: vigil.v1.MonitorSchedule schedule = 8;
+   */
+  schedule?: MonitorSchedule | undefined;
+
+  /**
+   * Pairs a start with its end.
+   *
+   * @generated from field: optional string run_id = 9;
+   */
+  runId?: string | undefined;
+
+  /**
+   * The run's output; the last 10,000 bytes are kept.
+   *
+   * @generated from field: optional string output = 10;
+   */
+  output?: string | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.FailRunRequest.
+ * Use `create(FailRunRequestSchema)` to create a new message.
+ */
+export const FailRunRequestSchema: GenMessage<FailRunRequest> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_uptime, 28);
+
+/**
+ * @generated from message vigil.v1.FailRunResponse
+ */
+export type FailRunResponse = Message<"vigil.v1.FailRunResponse"> & {
+  /**
+   * @generated from field: vigil.v1.HeartbeatResult data = 1;
+   */
+  data?: HeartbeatResult | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.FailRunResponse.
+ * Use `create(FailRunResponseSchema)` to create a new message.
+ */
+export const FailRunResponseSchema: GenMessage<FailRunResponse> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_uptime, 29);
+
+/**
+ * @generated from message vigil.v1.ExitRunRequest
+ */
+export type ExitRunRequest = Message<"vigil.v1.ExitRunRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: string monitor_slug = 2;
+   */
+  monitorSlug: string;
+
+  /**
+   * The job's exit code: 0 is a success, any other code a failure.
+   *
+   * @generated from field: int32 code = 3;
+   */
+  code: number;
+
+  /**
+   * @generated from field: google.protobuf.Struct metadata = 4;
+   */
+  metadata?: JsonObject | undefined;
+
+  /**
+   * @generated from field: optional int64 expected_interval_ms = 5;
+   */
+  expectedIntervalMs?: bigint | undefined;
+
+  /**
+   * @generated from field: optional int64 grace_period_ms = 6;
+   */
+  gracePeriodMs?: bigint | undefined;
+
+  /**
+   * @generated from field: optional double latency_ms = 7;
+   */
+  latencyMs?: number | undefined;
+
+  /**
+   * @generated from field: optional string id = 8;
+   */
+  id?: string | undefined;
+
+  /**
+   * @generated from field: vigil.v1.MonitorSchedule schedule = 9;
+   */
+  schedule?: MonitorSchedule | undefined;
+
+  /**
+   * @generated from field: optional string run_id = 10;
+   */
+  runId?: string | undefined;
+
+  /**
+   * @generated from field: optional string output = 11;
+   */
+  output?: string | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.ExitRunRequest.
+ * Use `create(ExitRunRequestSchema)` to create a new message.
+ */
+export const ExitRunRequestSchema: GenMessage<ExitRunRequest> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_uptime, 30);
+
+/**
+ * @generated from message vigil.v1.ExitRunResponse
+ */
+export type ExitRunResponse = Message<"vigil.v1.ExitRunResponse"> & {
+  /**
+   * @generated from field: vigil.v1.HeartbeatResult data = 1;
+   */
+  data?: HeartbeatResult | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.ExitRunResponse.
+ * Use `create(ExitRunResponseSchema)` to create a new message.
+ */
+export const ExitRunResponseSchema: GenMessage<ExitRunResponse> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_uptime, 31);
+
+/**
+ * @generated from message vigil.v1.GetMonitorScheduleRequest
+ */
+export type GetMonitorScheduleRequest = Message<"vigil.v1.GetMonitorScheduleRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: string monitor_id = 2;
+   */
+  monitorId: string;
+
+  /**
+   * 1-100, default 5.
+   *
+   * @generated from field: optional int32 count = 3;
+   */
+  count?: number | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.GetMonitorScheduleRequest.
+ * Use `create(GetMonitorScheduleRequestSchema)` to create a new message.
+ */
+export const GetMonitorScheduleRequestSchema: GenMessage<GetMonitorScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_uptime, 32);
+
+/**
+ * @generated from message vigil.v1.MonitorScheduleRuns
+ */
+export type MonitorScheduleRuns = Message<"vigil.v1.MonitorScheduleRuns"> & {
+  /**
+   * @generated from field: string cron = 1;
+   */
+  cron: string;
+
+  /**
+   * @generated from field: string timezone = 2;
+   */
+  timezone: string;
+
+  /**
+   * The next scheduled times after now (ISO 8601, UTC).
+   *
+   * @generated from field: repeated string next = 3;
+   */
+  next: string[];
+};
+
+/**
+ * Describes the message vigil.v1.MonitorScheduleRuns.
+ * Use `create(MonitorScheduleRunsSchema)` to create a new message.
+ */
+export const MonitorScheduleRunsSchema: GenMessage<MonitorScheduleRuns> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_uptime, 33);
+
+/**
+ * @generated from message vigil.v1.GetMonitorScheduleResponse
+ */
+export type GetMonitorScheduleResponse = Message<"vigil.v1.GetMonitorScheduleResponse"> & {
+  /**
+   * @generated from field: vigil.v1.MonitorScheduleRuns data = 1;
+   */
+  data?: MonitorScheduleRuns | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.GetMonitorScheduleResponse.
+ * Use `create(GetMonitorScheduleResponseSchema)` to create a new message.
+ */
+export const GetMonitorScheduleResponseSchema: GenMessage<GetMonitorScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_uptime, 34);
+
+/**
+ * One run of a job: a start and its end, or an end without a start.
+ *
+ * @generated from message vigil.v1.Run
+ */
+export type Run = Message<"vigil.v1.Run"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The client's run id, if it gave one.
+   *
+   * @generated from field: optional string run_id = 2;
+   */
+  runId?: string | undefined;
+
+  /**
+   * Null for a run that never started (an end without a start).
+   *
+   * @generated from field: optional string started_at = 3;
+   */
+  startedAt?: string | undefined;
+
+  /**
+   * @generated from field: optional string ended_at = 4;
+   */
+  endedAt?: string | undefined;
+
+  /**
+   * End minus start; null for a run that never started or has not ended.
+   *
+   * @generated from field: optional int64 duration_ms = 5;
+   */
+  durationMs?: bigint | undefined;
+
+  /**
+   * running, succeeded, failed or timed_out.
+   *
+   * @generated from field: string outcome = 6;
+   */
+  outcome: string;
+
+  /**
+   * @generated from field: optional int32 exit_code = 7;
+   */
+  exitCode?: number | undefined;
+
+  /**
+   * The last 10,000 bytes of the output sent with its signals.
+   *
+   * @generated from field: optional string output = 8;
+   */
+  output?: string | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.Run.
+ * Use `create(RunSchema)` to create a new message.
+ */
+export const RunSchema: GenMessage<Run> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_uptime, 35);
+
+/**
+ * @generated from message vigil.v1.ListRunsRequest
+ */
+export type ListRunsRequest = Message<"vigil.v1.ListRunsRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: string monitor_id = 2;
+   */
+  monitorId: string;
+
+  /**
+   * 1-1000, default 50.
+   *
+   * @generated from field: optional int32 limit = 3;
+   */
+  limit?: number | undefined;
+
+  /**
+   * The next_cursor of the previous page.
+   *
+   * @generated from field: optional string cursor = 4;
+   */
+  cursor?: string | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.ListRunsRequest.
+ * Use `create(ListRunsRequestSchema)` to create a new message.
+ */
+export const ListRunsRequestSchema: GenMessage<ListRunsRequest> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_uptime, 36);
+
+/**
+ * @generated from message vigil.v1.ListRunsResponse
+ */
+export type ListRunsResponse = Message<"vigil.v1.ListRunsResponse"> & {
+  /**
+   * Newest first.
+   *
+   * @generated from field: repeated vigil.v1.Run data = 1;
+   */
+  data: Run[];
+
+  /**
+   * @generated from field: vigil.v1.MonitorsPagination pagination = 2;
+   */
+  pagination?: MonitorsPagination | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.ListRunsResponse.
+ * Use `create(ListRunsResponseSchema)` to create a new message.
+ */
+export const ListRunsResponseSchema: GenMessage<ListRunsResponse> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_uptime, 37);
 
 /**
  * @generated from message vigil.v1.HeartbeatResult
@@ -810,7 +1371,7 @@ export type HeartbeatResult = Message<"vigil.v1.HeartbeatResult"> & {
  * Use `create(HeartbeatResultSchema)` to create a new message.
  */
 export const HeartbeatResultSchema: GenMessage<HeartbeatResult> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 25);
+  messageDesc(file_vigil_v1_uptime, 38);
 
 /**
  * @generated from message vigil.v1.SendHeartbeatResponse
@@ -827,7 +1388,7 @@ export type SendHeartbeatResponse = Message<"vigil.v1.SendHeartbeatResponse"> & 
  * Use `create(SendHeartbeatResponseSchema)` to create a new message.
  */
 export const SendHeartbeatResponseSchema: GenMessage<SendHeartbeatResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 26);
+  messageDesc(file_vigil_v1_uptime, 39);
 
 /**
  * @generated from message vigil.v1.ListHeartbeatsRequest
@@ -866,7 +1427,7 @@ export type ListHeartbeatsRequest = Message<"vigil.v1.ListHeartbeatsRequest"> & 
  * Use `create(ListHeartbeatsRequestSchema)` to create a new message.
  */
 export const ListHeartbeatsRequestSchema: GenMessage<ListHeartbeatsRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 27);
+  messageDesc(file_vigil_v1_uptime, 40);
 
 /**
  * @generated from message vigil.v1.ListHeartbeatsResponse
@@ -883,7 +1444,7 @@ export type ListHeartbeatsResponse = Message<"vigil.v1.ListHeartbeatsResponse"> 
  * Use `create(ListHeartbeatsResponseSchema)` to create a new message.
  */
 export const ListHeartbeatsResponseSchema: GenMessage<ListHeartbeatsResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 28);
+  messageDesc(file_vigil_v1_uptime, 41);
 
 /**
  * @generated from message vigil.v1.ListIncidentsRequest
@@ -912,7 +1473,7 @@ export type ListIncidentsRequest = Message<"vigil.v1.ListIncidentsRequest"> & {
  * Use `create(ListIncidentsRequestSchema)` to create a new message.
  */
 export const ListIncidentsRequestSchema: GenMessage<ListIncidentsRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 29);
+  messageDesc(file_vigil_v1_uptime, 42);
 
 /**
  * @generated from message vigil.v1.ListIncidentsResponse
@@ -929,7 +1490,7 @@ export type ListIncidentsResponse = Message<"vigil.v1.ListIncidentsResponse"> & 
  * Use `create(ListIncidentsResponseSchema)` to create a new message.
  */
 export const ListIncidentsResponseSchema: GenMessage<ListIncidentsResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 30);
+  messageDesc(file_vigil_v1_uptime, 43);
 
 /**
  * @generated from message vigil.v1.UpdateIncidentRequest
@@ -961,7 +1522,7 @@ export type UpdateIncidentRequest = Message<"vigil.v1.UpdateIncidentRequest"> & 
  * Use `create(UpdateIncidentRequestSchema)` to create a new message.
  */
 export const UpdateIncidentRequestSchema: GenMessage<UpdateIncidentRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 31);
+  messageDesc(file_vigil_v1_uptime, 44);
 
 /**
  * @generated from message vigil.v1.UpdateIncidentResponse
@@ -978,7 +1539,7 @@ export type UpdateIncidentResponse = Message<"vigil.v1.UpdateIncidentResponse"> 
  * Use `create(UpdateIncidentResponseSchema)` to create a new message.
  */
 export const UpdateIncidentResponseSchema: GenMessage<UpdateIncidentResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 32);
+  messageDesc(file_vigil_v1_uptime, 45);
 
 /**
  * @generated from message vigil.v1.MonitorStats
@@ -1060,7 +1621,7 @@ export type MonitorStats = Message<"vigil.v1.MonitorStats"> & {
  * Use `create(MonitorStatsSchema)` to create a new message.
  */
 export const MonitorStatsSchema: GenMessage<MonitorStats> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 33);
+  messageDesc(file_vigil_v1_uptime, 46);
 
 /**
  * @generated from message vigil.v1.GetMonitorStatsRequest
@@ -1097,7 +1658,7 @@ export type GetMonitorStatsRequest = Message<"vigil.v1.GetMonitorStatsRequest"> 
  * Use `create(GetMonitorStatsRequestSchema)` to create a new message.
  */
 export const GetMonitorStatsRequestSchema: GenMessage<GetMonitorStatsRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 34);
+  messageDesc(file_vigil_v1_uptime, 47);
 
 /**
  * @generated from message vigil.v1.GetMonitorStatsResponse
@@ -1114,7 +1675,7 @@ export type GetMonitorStatsResponse = Message<"vigil.v1.GetMonitorStatsResponse"
  * Use `create(GetMonitorStatsResponseSchema)` to create a new message.
  */
 export const GetMonitorStatsResponseSchema: GenMessage<GetMonitorStatsResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 35);
+  messageDesc(file_vigil_v1_uptime, 48);
 
 /**
  * @generated from message vigil.v1.HistoryBucket
@@ -1153,7 +1714,7 @@ export type HistoryBucket = Message<"vigil.v1.HistoryBucket"> & {
  * Use `create(HistoryBucketSchema)` to create a new message.
  */
 export const HistoryBucketSchema: GenMessage<HistoryBucket> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 36);
+  messageDesc(file_vigil_v1_uptime, 49);
 
 /**
  * @generated from message vigil.v1.MonitorHistory
@@ -1175,7 +1736,7 @@ export type MonitorHistory = Message<"vigil.v1.MonitorHistory"> & {
  * Use `create(MonitorHistorySchema)` to create a new message.
  */
 export const MonitorHistorySchema: GenMessage<MonitorHistory> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 37);
+  messageDesc(file_vigil_v1_uptime, 50);
 
 /**
  * @generated from message vigil.v1.GetMonitorHistoryRequest
@@ -1202,7 +1763,7 @@ export type GetMonitorHistoryRequest = Message<"vigil.v1.GetMonitorHistoryReques
  * Use `create(GetMonitorHistoryRequestSchema)` to create a new message.
  */
 export const GetMonitorHistoryRequestSchema: GenMessage<GetMonitorHistoryRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 38);
+  messageDesc(file_vigil_v1_uptime, 51);
 
 /**
  * @generated from message vigil.v1.GetMonitorHistoryResponse
@@ -1219,7 +1780,7 @@ export type GetMonitorHistoryResponse = Message<"vigil.v1.GetMonitorHistoryRespo
  * Use `create(GetMonitorHistoryResponseSchema)` to create a new message.
  */
 export const GetMonitorHistoryResponseSchema: GenMessage<GetMonitorHistoryResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 39);
+  messageDesc(file_vigil_v1_uptime, 52);
 
 /**
  * A short public note on an incident ("We are investigating"), shown on the
@@ -1254,7 +1815,7 @@ export type IncidentUpdate = Message<"vigil.v1.IncidentUpdate"> & {
  * Use `create(IncidentUpdateSchema)` to create a new message.
  */
 export const IncidentUpdateSchema: GenMessage<IncidentUpdate> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 40);
+  messageDesc(file_vigil_v1_uptime, 53);
 
 /**
  * @generated from message vigil.v1.CreateIncidentUpdateRequest
@@ -1283,7 +1844,7 @@ export type CreateIncidentUpdateRequest = Message<"vigil.v1.CreateIncidentUpdate
  * Use `create(CreateIncidentUpdateRequestSchema)` to create a new message.
  */
 export const CreateIncidentUpdateRequestSchema: GenMessage<CreateIncidentUpdateRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 41);
+  messageDesc(file_vigil_v1_uptime, 54);
 
 /**
  * @generated from message vigil.v1.CreateIncidentUpdateResponse
@@ -1300,7 +1861,7 @@ export type CreateIncidentUpdateResponse = Message<"vigil.v1.CreateIncidentUpdat
  * Use `create(CreateIncidentUpdateResponseSchema)` to create a new message.
  */
 export const CreateIncidentUpdateResponseSchema: GenMessage<CreateIncidentUpdateResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 42);
+  messageDesc(file_vigil_v1_uptime, 55);
 
 /**
  * @generated from message vigil.v1.ListIncidentUpdatesRequest
@@ -1322,7 +1883,7 @@ export type ListIncidentUpdatesRequest = Message<"vigil.v1.ListIncidentUpdatesRe
  * Use `create(ListIncidentUpdatesRequestSchema)` to create a new message.
  */
 export const ListIncidentUpdatesRequestSchema: GenMessage<ListIncidentUpdatesRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 43);
+  messageDesc(file_vigil_v1_uptime, 56);
 
 /**
  * @generated from message vigil.v1.ListIncidentUpdatesResponse
@@ -1341,7 +1902,7 @@ export type ListIncidentUpdatesResponse = Message<"vigil.v1.ListIncidentUpdatesR
  * Use `create(ListIncidentUpdatesResponseSchema)` to create a new message.
  */
 export const ListIncidentUpdatesResponseSchema: GenMessage<ListIncidentUpdatesResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_uptime, 44);
+  messageDesc(file_vigil_v1_uptime, 57);
 
 /**
  * Heartbeat monitors, their incidents, statistics and status history.
@@ -1430,6 +1991,57 @@ export const UptimeService: GenService<{
     methodKind: "unary";
     input: typeof SendHeartbeatRequestSchema;
     output: typeof SendHeartbeatResponseSchema;
+  },
+  /**
+   * A run started (decisions.md "Cron jobs and ping keys"): paired with its end by run_id, or by
+   * order without one. Answers as the heartbeat route.
+   *
+   * @generated from rpc vigil.v1.UptimeService.StartRun
+   */
+  startRun: {
+    methodKind: "unary";
+    input: typeof StartRunRequestSchema;
+    output: typeof StartRunResponseSchema;
+  },
+  /**
+   * A run failed (a failure: down at the (failureTolerance+1)-th in a row). Answers as the heartbeat route.
+   *
+   * @generated from rpc vigil.v1.UptimeService.FailRun
+   */
+  failRun: {
+    methodKind: "unary";
+    input: typeof FailRunRequestSchema;
+    output: typeof FailRunResponseSchema;
+  },
+  /**
+   * A run ended with an exit code: 0 is a success, any other code a failure. Answers as the heartbeat route.
+   *
+   * @generated from rpc vigil.v1.UptimeService.ExitRun
+   */
+  exitRun: {
+    methodKind: "unary";
+    input: typeof ExitRunRequestSchema;
+    output: typeof ExitRunResponseSchema;
+  },
+  /**
+   * The next runs of a scheduled monitor, from now (404 for a monitor without a schedule).
+   *
+   * @generated from rpc vigil.v1.UptimeService.GetMonitorSchedule
+   */
+  getMonitorSchedule: {
+    methodKind: "unary";
+    input: typeof GetMonitorScheduleRequestSchema;
+    output: typeof GetMonitorScheduleResponseSchema;
+  },
+  /**
+   * A monitor's runs, newest first.
+   *
+   * @generated from rpc vigil.v1.UptimeService.ListRuns
+   */
+  listRuns: {
+    methodKind: "unary";
+    input: typeof ListRunsRequestSchema;
+    output: typeof ListRunsResponseSchema;
   },
   /**
    * @generated from rpc vigil.v1.UptimeService.ListHeartbeats
