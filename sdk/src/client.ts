@@ -2,6 +2,7 @@ import { VigilError } from "./errors.js";
 import type {
   HeartbeatOptions,
   HeartbeatResult,
+  JobOptions,
   Loose,
   MetricOptions,
   TrackOptions,
@@ -243,21 +244,52 @@ export class Vigil {
    * up to 10 attempts) record it once. Resolves with the server's answer; rejects with a VigilError.
    */
   async heartbeat(slug: string, opts: HeartbeatOptions = {}): Promise<HeartbeatResult> {
+    return this.signal(slug, "", {
+      latencyMs: opts.latencyMs,
+      status: opts.status,
+      metadata: opts.metadata,
+      expectedIntervalMs: opts.expectedIntervalMs,
+      gracePeriodMs: opts.gracePeriodMs,
+      schedule: opts.schedule,
+      runId: opts.runId,
+      output: opts.output,
+    });
+  }
+
+  /**
+   * Runs `fn` as one run of the cron monitor `slug`: a `start` signal before it, then a success
+   * (its duration as `latencyMs`) or, if it throws, a `fail` with the error's message as the run's
+   * output, all with one run id. Resolves with `fn`'s result or rejects with its error; a signal Vigil
+   * did not take is reported to `onError` and never changes the job's outcome.
+   */
+  async job<T>(slug: string, fn: () => T | Promise<T>, opts: JobOptions = {}): Promise<T> {
+    const runId = uuid();
+    // signal() rejects only with a VigilError (post's refusals, or a call after shutdown()).
+    const report = (err: VigilError) => this.reportError(err);
+    await this.signal(slug, "/start", { runId, metadata: opts.metadata }).catch(report);
+    const began = Date.now();
+    let result: T;
+    try {
+      result = await fn();
+    } catch (err) {
+      const output = err instanceof Error ? (err.stack ?? `${err.name}: ${err.message}`) : String(err);
+      await this.signal(slug, "/fail", { runId, output, latencyMs: Date.now() - began, metadata: opts.metadata }).catch(
+        report,
+      );
+      throw err;
+    }
+    await this.signal(slug, "", { runId, latencyMs: Date.now() - began, metadata: opts.metadata }).catch(report);
+    return result;
+  }
+
+  /** A heartbeat or run signal (`suffix` "", "/start", "/fail", "/exit/<code>") with its retries. */
+  private async signal(slug: string, suffix: string, fields: Loose): Promise<HeartbeatResult> {
     const id = uuid();
     if (this.closed) throw new VigilError("invalid", "heartbeat after shutdown()", { ids: [id] });
-    const body = JSON.stringify(
-      def({
-        id,
-        latencyMs: opts.latencyMs,
-        status: opts.status,
-        metadata: opts.metadata,
-        expectedIntervalMs: opts.expectedIntervalMs,
-        gracePeriodMs: opts.gracePeriodMs,
-      }),
-    );
+    const body = JSON.stringify(def({ id, ...fields }));
     try {
       const answer = await this.post(
-        `/v1/projects/self/heartbeats/${encodeURIComponent(slug)}`,
+        `/v1/projects/self/heartbeats/${encodeURIComponent(slug)}${suffix}`,
         body,
         [id],
         "heartbeat",

@@ -6,6 +6,7 @@ export type {
   MetricOptions,
   HeartbeatOptions,
   HeartbeatResult,
+  JobOptions,
   VigilStats,
   JsonObject,
   JsonValue,

@@ -67,6 +67,17 @@ export interface HeartbeatOptions {
   metadata?: Loose;
   expectedIntervalMs?: number;
   gracePeriodMs?: number;
+  /** A cron schedule instead of `expectedIntervalMs` (five fields; `timezone` an IANA name, default UTC). */
+  schedule?: { cron: string; timezone?: string };
+  /** Pairs this success with the `start` of the same run. */
+  runId?: string;
+  /** The run's output (the server keeps its last 10,000 bytes). */
+  output?: string;
+}
+
+export interface JobOptions {
+  /** Sent with each of the run's signals. */
+  metadata?: Loose;
 }
 
 export interface HeartbeatResult {

@@ -120,6 +120,34 @@ describe("the SDK against a real Vigil", () => {
     await vigil.shutdown();
   });
 
+  it("job: start, then success or fail with the error as output, one run id per run; the job's outcome is fn's", async () => {
+    const { vigil, errors } = client();
+    assert.equal(await vigil.job("sdk-cron", () => 42), 42);
+    const boom = new Error("disk full");
+    await assert.rejects(
+      vigil.job("sdk-cron", async () => {
+        throw boom;
+      }),
+      (e: unknown) => e === boom,
+    );
+    assert.deepEqual(errors, []);
+    const beat = await vigil.heartbeat("sdk-cron");
+    const runs = await t.rest.get(`/v1/projects/self/monitors/${beat.monitor.id}/runs`, { key: p.key });
+    assert.equal(runs.status, 200, runs.text);
+    const [last, failed, ok] = runs.body.data;
+    assert.equal(runs.body.data.length, 3, runs.text);
+    assert.equal(last.startedAt, null, "a heartbeat without a start is a run that never started");
+    assert.equal(failed.outcome, "failed");
+    assert.match(failed.output, /disk full/);
+    assert.equal(ok.outcome, "succeeded");
+    for (const r of [failed, ok]) {
+      assert.match(r.runId, UUID);
+      assert.ok(r.startedAt && r.endedAt && r.durationMs >= 0, JSON.stringify(r));
+    }
+    assert.notEqual(failed.runId, ok.runId);
+    await vigil.shutdown();
+  });
+
   it("an item the server refuses in a batch is reported alone; the others are stored", async () => {
     const { vigil, errors } = client();
     vigil.track("sdk.mixed", { ok: 1 });
