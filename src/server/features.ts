@@ -1,6 +1,7 @@
 import { createColumnBlocks } from "../analytics/blocks/create.js";
 import { Registry } from "../analytics/registry.js";
 import { rollupProjection } from "../analytics/rollups.js";
+import { createAlertsFeature } from "../alerts/service.js";
 import { createAnalyticsFeature } from "../analytics/service.js";
 import { createAuthFeature } from "../auth/service.js";
 import { createEventsFeature } from "../events/service.js";
@@ -78,6 +79,9 @@ export async function createFeatures(deps: Deps): Promise<Feature[]> {
     metrics,
     webhooks,
     uptime,
+    // Alerts (src/alerts/): rules over metrics and events; each owns a monitor, whose incidents are
+    // uptime's (the same incident listeners); samples read through analytics' window queries.
+    createAlertsFeature({ ...deps, windows: analytics.windows, incidents: uptime.incidents }),
     createPagesFeature(deps),
     // Deleted projects: removes the rows they still own, in the background (worker role).
     createPurgeFeature(deps),

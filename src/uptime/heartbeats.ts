@@ -2,7 +2,7 @@ import type { PoolClient } from "pg";
 import type { UptimeDeps } from "./deps.js";
 import { Coalescer } from "../shared/coalesce.js";
 import { newId } from "../shared/ids.js";
-import { notFound } from "../shared/errors.js";
+import { conflict, notFound } from "../shared/errors.js";
 import { claimIds, isClaimTaken, type ClaimRow } from "../events/claims.js";
 import { heartbeatKey, knownRepeats, REPEAT, repeatedIds, sortedHeartbeatClaims } from "./heartbeat-claims.js";
 import { tx } from "../storage/db.js";
@@ -286,6 +286,11 @@ export class HeartbeatWriter {
         continue;
       }
       const row = rows.get(keyOf(req.projectId, req.slug))!;
+      // An alert's monitor (src/alerts/): its evaluations set its status, heartbeats are refused.
+      if (row.owned_by !== null) {
+        answers.push(ownedMonitor(req.slug));
+        continue;
+      }
       const before = state.get(row.id) ?? stateOf(row);
       const out = applyHeartbeat(before, {
         at: req.at.getTime(),
@@ -449,6 +454,11 @@ export class HeartbeatWriter {
 }
 
 type Created = MonitorRow & { created?: boolean };
+
+const ownedMonitor = (slug: string) =>
+  conflict(`monitor '${slug}' belongs to an alert: its status follows the alert's evaluations, not heartbeats`, [
+    { field: "monitorSlug", message: "belongs to an alert" },
+  ]);
 
 function settle(b: Pending, a: HeartbeatAnswer | Error): void {
   if (a instanceof Error) b.reject(a);

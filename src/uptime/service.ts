@@ -9,7 +9,7 @@ import { DAY_MS } from "../shared/time.js";
 import { validate } from "../shared/validate.js";
 import { createUptimeActivities, type UptimeActivities } from "./activities.js";
 import { HeartbeatWriter } from "./heartbeats.js";
-import type { IncidentListener } from "./incidents.js";
+import type { IncidentDeps, IncidentListener } from "./incidents.js";
 import { UptimeMetrics } from "./metrics.js";
 import { listMonitorsPage, monitorListSchema } from "./monitor-list.js";
 import { createMonitor, deleteMonitor, pauseMonitor, resumeMonitor, updateMonitor } from "./monitors.js";
@@ -40,6 +40,8 @@ export interface UptimeFeature extends Feature {
   incidentListeners: IncidentListener[];
   /** The activities the Temporal worker serves on the deadlines and uptime queues (server/features.ts). */
   activities: UptimeActivities;
+  /** What opening and resolving incidents takes (incidents.ts): alerts' monitors change through it too. */
+  incidents: IncidentDeps;
 }
 
 /** `incidentListeners`: run inside the transaction that opens or resolves an incident (server/features.ts). */
@@ -60,6 +62,7 @@ export function createUptimeFeature(
     writer,
     incidentListeners,
     activities: createUptimeActivities(deps),
+    incidents: deps,
     services: [uptimeService(deps, { writer, changed: (c) => runner.changed(c), rawRetentionMs })],
     async start() {
       await runner.start();

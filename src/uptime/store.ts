@@ -26,6 +26,8 @@ export interface MonitorRow {
   updated_at: Date;
   /** Bumped by a trigger on every UPDATE (migration 4002): the heartbeat fast path's compare-and-set. */
   version: number;
+  /** `alert`: the monitor of an alert (src/alerts/), whose status its evaluations set; heartbeats to it are a 409. */
+  owned_by: "alert" | null;
 }
 
 export interface IncidentRow {
