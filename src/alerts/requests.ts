@@ -153,7 +153,7 @@ export function plainRule(req: {
   name?: string;
   slug?: string;
   query?: Value;
-  condition?: { operator: string; value: number };
+  condition?: { operator: string; value?: number };
   windowMs?: bigint;
   everyMs?: bigint;
   forMs?: bigint;
