@@ -36,8 +36,11 @@ const operator = z.enum(OPERATORS);
 const condition = z.strictObject({ operator, value: z.number() });
 const resolve = z.strictObject({ operator, value: z.number(), forMs: ms(0, MAX_MS).default(0) });
 
-/** Filters of the canonical model: checked by its parser, its details under this place. */
-const filters = z.json().superRefine((v, ctx) => {
+/**
+ * Filters of the canonical model (a grammar, src/analytics/filters.ts: in prose in the document, as
+ * analytics' own filters): checked by its parser, its details named in the message.
+ */
+const filters = z.custom<JsonValue>().superRefine((v, ctx) => {
   try {
     parseFilters(v);
   } catch (err) {
