@@ -3,6 +3,7 @@ import { describe, it } from "node:test";
 import { GENEROUS_LIMITS } from "../helpers/app.js";
 import { ingest } from "../helpers/events.js";
 import { seeded } from "../helpers/faults.js";
+import type { Res } from "../helpers/rest.js";
 import { useProject } from "../helpers/use.js";
 
 // Exact samples (issue #31 point 4; decisions.md: Alerts): the value an alert sees at `t` equals
@@ -36,7 +37,7 @@ const { t, p } = useProject({ ...GENEROUS_LIMITS, RATE_LIMIT_EVENTS_PER_MINUTE: 
     });
   }
   for (let i = 0; i < metrics.length; i += 500) {
-    const r = await t.rest.post(
+    const r: Res = await t.rest.post(
       `/v1/projects/${p.projectId}/metrics/batch`,
       { metrics: metrics.slice(i, i + 500) },
       { key: p.key },
