@@ -30,9 +30,9 @@ export type AlertDeps = Pick<
 };
 
 /** Late evaluations caught up after downtime, at most (older due times are skipped). */
-export const MAX_CATCH_UP = 1000;
+const MAX_CATCH_UP = 1000;
 
-export function ruleOf(r: AlertRow): DecisionRule {
+function ruleOf(r: AlertRow): DecisionRule {
   return { condition: r.condition, forMs: r.for_ms, resolve: r.resolve, noData: r.no_data, minSamples: r.min_samples };
 }
 

@@ -17,8 +17,8 @@ import { NO_DATA_POLICIES, OPERATORS } from "./model.js";
 // union on `source`; its filters are the canonical filter model (src/analytics/filters.ts), its
 // operations those of analytics/aggregate and of metrics/query.
 
-export const MIN_WINDOW_MS = 10_000;
-export const MAX_WINDOW_MS = 2_592_000_000;
+const MIN_WINDOW_MS = 10_000;
+const MAX_WINDOW_MS = 2_592_000_000;
 const MIN_EVERY_MS = 10_000;
 const MAX_MS = MAX_WINDOW_MS;
 
@@ -97,7 +97,6 @@ const ruleFields = {
 };
 
 export const createSchema = z.object({ name, slug: slug.optional(), ...ruleFields });
-export type CreateInput = z.infer<typeof createSchema>;
 
 export const updateSchema = z.object({
   name: name.optional(),
@@ -111,7 +110,6 @@ export const updateSchema = z.object({
   noData: z.enum(NO_DATA_POLICIES).optional(),
   minSamples: z.number().int().min(1, "at least 1").max(1_000_000_000).optional(),
 });
-export type UpdateInput = z.infer<typeof updateSchema>;
 
 const time = z
   .object({ start: timestampSchema, end: timestampSchema }, { error: "time {start, end} is required" })

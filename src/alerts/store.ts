@@ -32,7 +32,7 @@ export interface AlertRow {
 }
 
 /** The newest evaluations kept per alert. */
-export const MAX_EVALUATIONS = 1000;
+const MAX_EVALUATIONS = 1000;
 
 const SELECT = `SELECT a.*, m.name, m.slug, m.status AS monitor_status, m.resumed_at AS monitor_resumed_at,
        to_char(a.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
