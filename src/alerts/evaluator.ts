@@ -23,7 +23,7 @@ import { alertById, lockAlert, recordEvaluation, saveState, setMonitorStatus, ty
 
 export type AlertDeps = Pick<
   Deps,
-  "db" | "log" | "clock" | "config" | "auth" | "limits" | "background" | "notifications"
+  "db" | "log" | "clock" | "config" | "auth" | "limits" | "background" | "notifications" | "temporal"
 > & {
   windows: WindowQueries;
   incidents: IncidentDeps;

@@ -24,6 +24,8 @@ import type { Sample } from "./model.js";
 import * as rq from "./requests.js";
 import { sampleAt } from "./samples.js";
 import { announceDue, AlertScheduler } from "./scheduler.js";
+import { withAlertScan } from "./temporal.js";
+import type { UptimeActivities } from "../uptime/activities.js";
 import * as store from "./store.js";
 
 // Alerts (decisions.md: Alerts; docs/alerts.md): handlers authorize (as monitors: an API key or a
@@ -34,9 +36,15 @@ import * as store from "./store.js";
 /** Preview samples read at once (each one query). */
 const PREVIEW_CONCURRENCY = 4;
 
-export function createAlertsFeature(deps: AlertDeps): Feature {
+export interface AlertsFeature extends Feature {
+  /** Temporal mode: uptime's deadline-scan activities, the scan also running due alerts (temporal.ts). */
+  deadlineActivities(uptime: UptimeActivities): UptimeActivities;
+}
+
+export function createAlertsFeature(deps: AlertDeps): AlertsFeature {
   const { db, auth, clock, limits } = deps;
-  const scheduler = new AlertScheduler(deps);
+  // Embedded runner only; with TEMPORAL_ADDRESS the deadline scan runs the evaluations (temporal.ts).
+  const scheduler = deps.temporal ? undefined : new AlertScheduler(deps);
   const read = (ctx: HandlerContext, projectId: string) => auth.project(ctx, projectId, "data");
   const write = async (ctx: HandlerContext, projectId: string) => {
     const s = await auth.project(ctx, projectId, "data");
@@ -109,7 +117,7 @@ export function createAlertsFeature(deps: AlertDeps): Feature {
                 }),
               () => read(ctx, req.projectId),
             );
-            scheduler.changed(projectId, id, nextAt.getTime());
+            scheduler?.changed(projectId, id, nextAt.getTime());
             return { data: alertMessage(await alertOr404(projectId, id), clock()) };
           },
           async listAlerts(req, ctx) {
@@ -178,14 +186,14 @@ export function createAlertsFeature(deps: AlertDeps): Feature {
               if (isUniqueViolation(err)) throw slugTaken(input.slug);
               throw err;
             }
-            if (nextAt) scheduler.changed(projectId, req.alertId, nextAt.getTime());
+            if (nextAt) scheduler?.changed(projectId, req.alertId, nextAt.getTime());
             return { data: alertMessage(await alertOr404(projectId, req.alertId), clock()) };
           },
           async deleteAlert(req, ctx) {
             const { projectId } = await write(ctx, req.projectId);
             const gone = await tx(db, (c) => store.deleteAlert(c, projectId, req.alertId));
             if (!gone) throw notFound("alert");
-            scheduler.changed(projectId, req.alertId, null);
+            scheduler?.changed(projectId, req.alertId, null);
             return {};
           },
           async listAlertEvaluations(req, ctx) {
@@ -244,11 +252,12 @@ export function createAlertsFeature(deps: AlertDeps): Feature {
         },
       ),
     ],
+    deadlineActivities: (uptime) => withAlertScan(deps, uptime),
     async start() {
-      await scheduler.start();
+      await scheduler?.start();
     },
     async stop() {
-      await scheduler.stop();
+      await scheduler?.stop();
     },
   };
 }

@@ -56,10 +56,14 @@ export async function createFeatures(deps: Deps): Promise<Feature[]> {
   const webhooks = createWebhooksFeature(deps, subscriptions);
   // Incident transitions run these inside the transaction that opens or resolves the incident.
   const uptime = createUptimeFeature(deps, [webhookTriggers.incidents]);
+  // Alerts (src/alerts/): rules over metrics and events; each owns a monitor, whose incidents are
+  // uptime's (the same incident listeners); samples read through analytics' window queries. In
+  // Temporal mode the deadline scan also runs the due evaluations (its activities wrapped here).
+  const alerts = createAlertsFeature({ ...deps, windows: analytics.windows, incidents: uptime.incidents });
   // The Temporal worker (only with TEMPORAL_ADDRESS) serves the activities of the features that
   // own workflows (workflows/).
   const worker = createTemporalFeature(deps, deps.temporal, {
-    deadlines: uptime.activities,
+    deadlines: alerts.deadlineActivities(uptime.activities),
     uptime: uptime.activities,
     webhooks: webhooks.activities,
   });
@@ -79,9 +83,7 @@ export async function createFeatures(deps: Deps): Promise<Feature[]> {
     metrics,
     webhooks,
     uptime,
-    // Alerts (src/alerts/): rules over metrics and events; each owns a monitor, whose incidents are
-    // uptime's (the same incident listeners); samples read through analytics' window queries.
-    createAlertsFeature({ ...deps, windows: analytics.windows, incidents: uptime.incidents }),
+    alerts,
     createPagesFeature(deps),
     // Deleted projects: removes the rows they still own, in the background (worker role).
     createPurgeFeature(deps),
