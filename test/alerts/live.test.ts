@@ -120,10 +120,24 @@ describe("live alert evaluation", () => {
     assert.equal(types[0].data.incident.id, incidents.body.data[0].id);
   });
 
-  it("catches up the evaluations missed while stopped, in order, at start-up", async () => {
+  it("catches up the evaluations missed while stopped, in order, and fires once across the restart", async () => {
     const a = await startTestApp(env);
     const p = await project(a.rest);
+    const url = rx.on("/restart", () => ({ status: 200, body: "ok" }));
+    const w = await a.rest.post(
+      `/v1/projects/${p.projectId}/webhooks`,
+      { name: "pager", url, events: ["incident.started", "incident.recovered"] },
+      { cookie: p.owner.cookie },
+    );
+    assert.equal(w.status, 201, w.text);
     const { alert, first } = await createAlert(a, p, "Caught up");
+    // In the window of the first evaluation only (which fires), not of the second (which resolves).
+    const m = await a.rest.post(
+      `/v1/projects/${p.projectId}/metrics`,
+      { type: "measurement", name: "checkout.latency", value: 2500, timestamp: new Date(first - 1000).toISOString() },
+      { key: p.key },
+    );
+    assert.equal(m.status, 201, m.text);
     // Stopped before its first evaluation, for three due times.
     await a.close();
     const gone = Date.now();
@@ -133,13 +147,38 @@ describe("live alert evaluation", () => {
     const evs = await waitFor(
       async () => {
         const r = await b.rest.get(`/v1/projects/${p.projectId}/alerts/${alert.id}/evaluations`, { key: p.key });
-        return r.body.data.length >= 3 ? (r.body.data as { at: string; state: string }[]) : undefined;
+        return r.body.data.length >= 3
+          ? (r.body.data as { at: string; value: number | null; state: string }[])
+          : undefined;
       },
       "three evaluations",
       15_000,
     );
-    const times = evs.map((e) => Date.parse(e.at)).reverse();
-    assert.deepEqual(times.slice(0, 3), [first, first + EVERY, first + 2 * EVERY], "every due time, oldest first");
-    assert.ok(evs.every((e) => e.state === "ok"));
+    const oldest = evs.slice().reverse();
+    assert.deepEqual(
+      oldest.slice(0, 3),
+      [
+        { at: new Date(first).toISOString(), value: 2500, state: "firing" },
+        { at: new Date(first + EVERY).toISOString(), value: null, state: "ok" },
+        { at: new Date(first + 2 * EVERY).toISOString(), value: null, state: "ok" },
+      ],
+      "every due time, oldest first, each over its own window",
+    );
+    const incidents = await b.rest.get(`/v1/projects/${p.projectId}/monitors/${alert.monitorId}/incidents`, {
+      key: p.key,
+    });
+    assert.equal(incidents.body.data.length, 1, incidents.text);
+    assert.equal(incidents.body.data[0].startedAt, new Date(first).toISOString());
+    assert.equal(incidents.body.data[0].endedAt, new Date(first + EVERY).toISOString());
+    await waitFor(() => rx.at("/restart").length >= 2, "two deliveries");
+    await new Promise((r) => setTimeout(r, 1500));
+    // Exactly one of each (deliveries are independent: caught up together, they may arrive in either order).
+    assert.deepEqual(
+      rx
+        .at("/restart")
+        .map((req) => (JSON.parse(req.raw) as { type: string }).type)
+        .sort(),
+      ["incident.recovered", "incident.started"],
+    );
   });
 });
