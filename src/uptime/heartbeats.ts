@@ -269,7 +269,14 @@ export class HeartbeatWriter {
     claims: ClaimRow[],
   ): Promise<{ answers: (HeartbeatAnswer | Error | typeof REPEAT)[]; changes: DeadlineChange[]; rows: MonitorRow[] }> {
     const { found: rows, refused } = await this.lockMonitors(c, reqs, now);
-    const raced = claims.length ? await claimIds(c, claims, now) : undefined;
+    // An alert's monitor takes no heartbeat (409 below): nor are their client ids claimed.
+    const owned = new Set(
+      reqs
+        .filter((r) => r.clientId !== undefined && rows.get(keyOf(r.projectId, r.slug))?.owned_by)
+        .map((r) => heartbeatKey(r.projectId, r.clientId!)),
+    );
+    const mine = owned.size ? claims.filter((x) => !owned.has(heartbeatKey(x.projectId, x.clientId))) : claims;
+    const raced = mine.length ? await claimIds(c, mine, now) : undefined;
     const state = new Map<string, MonitorState>();
     const effects = new Map<string, Effect[]>();
     const answers: (HeartbeatAnswer | Error | typeof REPEAT)[] = [];

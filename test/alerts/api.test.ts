@@ -266,6 +266,12 @@ describe("alerts: the owned monitor", () => {
       { key: p.key },
     );
     assert.equal(down.status, 409, down.text);
+    // With a client id, again and again: refused each time (the id is not claimed by a refused heartbeat).
+    const id = "0b7c3f5e-4a1d-4e8b-9c2f-6d5e4f3a2b1c";
+    for (let i = 0; i < 2; i++) {
+      const r = await t.rest.post(`/v1/projects/${p.projectId}/heartbeats/${a.slug}`, { id }, { key: p.key });
+      assert.equal(r.status, 409, r.text);
+    }
     const m = await t.rest.get(`/v1/projects/${p.projectId}/monitors/${a.monitorId}`, { key: p.key });
     assert.equal(m.body.data.status, "unknown");
     assert.equal(m.body.data.lastHeartbeatAt, null);
