@@ -23,7 +23,7 @@ import { alertById, lockAlert, recordEvaluation, saveState, setMonitorStatus, ty
 
 export type AlertDeps = Pick<
   Deps,
-  "db" | "log" | "clock" | "config" | "auth" | "limits" | "background" | "notifications" | "temporal"
+  "db" | "log" | "clock" | "config" | "auth" | "limits" | "background" | "notifications" | "temporal" | "telemetry"
 > & {
   windows: WindowQueries;
   incidents: IncidentDeps;
@@ -106,6 +106,8 @@ export async function runDue(deps: AlertDeps, projectId: string, id: string, now
           nowDate,
         );
       await saveState(c, id, out.next, nextAt, nowDate);
+      // Due time → applied (vigil_scheduler_lag_seconds{kind="alert_evaluation"}).
+      deps.telemetry.schedulerLag.observe({ kind: "alert_evaluation" }, Math.max(0, nowDate.getTime() - at) / 1000);
       return { ...alert, next_at: nextAt, updated_at: nowDate, state: out.next };
     });
     row = next ?? undefined;

@@ -118,6 +118,12 @@ describe("live alert evaluation", () => {
       ["incident.started", "incident.recovered"],
     );
     assert.equal(types[0].data.incident.id, incidents.body.data[0].id);
+    // Each evaluation's lag (due time → committed) is recorded by the node that made it.
+    const scraped = await Promise.all([a, b].map(async (n) => (await fetch(`${n.metricsUrl}/metrics`)).text()));
+    const count = scraped
+      .map((text) => /vigil_scheduler_lag_seconds_count\{kind="alert_evaluation"\} (\d+)/.exec(text)?.[1] ?? "0")
+      .reduce((x, y) => x + Number(y), 0);
+    assert.ok(count >= 2, `alert_evaluation lag observations: ${count}`);
   });
 
   it("catches up the evaluations missed while stopped, in order, and fires once across the restart", async () => {
