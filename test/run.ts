@@ -55,12 +55,15 @@ const NOT_IN_STORAGE_RERUN = ["test/dashboard/", "test/sdk/", "test/workflows/",
 const STORAGE_RERUN_KEEPS = new Set(["test/temporal/webhooks-outage.test.ts"]);
 
 /** Pass 2 runs these directories' test files with Temporal as the runner... */
-const TEMPORAL_PASS_DIRS = ["test/uptime", "test/webhooks"];
+const TEMPORAL_PASS_DIRS = ["test/uptime", "test/webhooks", "test/alerts"];
 /** ...except the pure unit tests (no service, so nothing for Temporal to run). */
 const NOT_IN_TEMPORAL_PASS = new Set([
   "test/uptime/model.test.ts",
   "test/uptime/schedule.test.ts",
   "test/webhooks/decisions.test.ts",
+  "test/alerts/model.test.ts",
+  // Preview and samples only: no runner involved.
+  "test/alerts/samples.test.ts",
 ]);
 
 function testFiles(dir: string): string[] {

@@ -312,3 +312,20 @@ export function preview(
   }
   return { evaluations, incidents, state };
 }
+
+/**
+ * The alert's state as its monitor's pause and resume leave it (pausing and resuming happen on the
+ * monitor: decisions.md "Pausing the monitor pauses the alert"). `resumedAt` after the last evaluation
+ * means a pause and a resume came in between: the runs in progress were dropped by that pause.
+ */
+export function withMonitor(
+  s: EvaluationState,
+  monitor: { status: string; resumedAt: number | null },
+  at: number,
+): EvaluationState {
+  if (monitor.status === "paused") return pause(s, at).next;
+  if (s.state === "paused") return resume(s);
+  if (monitor.resumedAt !== null && (s.lastEvaluatedAt === null || monitor.resumedAt > s.lastEvaluatedAt))
+    return resume(pause(s, at).next);
+  return s;
+}

@@ -15,12 +15,12 @@ import { keysetScan, queryEvents, type EventPosition } from "./events.js";
 import { toEventJson, toEventMessage } from "../events/record.js";
 import { CONTENT_TYPES, csvHeader, csvLine, ndjsonLine, parseExport } from "./export-format.js";
 import { knownTypes, pickFields, sampledFields } from "./known.js";
-import { parseFilters } from "./filters.js";
+import { parseFilters, type Node } from "./filters.js";
 import { ProjectLimiter } from "./limit.js";
-import { aggregate, count, group, timeseries, unique, type QueryEnv } from "./queries.js";
+import { aggregate, count, group, timeseries, unique, type Aggregation, type QueryEnv } from "./queries.js";
 import type { Registry } from "./registry.js";
 import { analyticsRules, parseAggregations, parseField, parseGroupBy, parseInterval, parseLimit } from "./requests.js";
-import { parseWindow } from "./time.js";
+import { parseWindow, type Window } from "./time.js";
 import { valueToJson } from "../shared/value.js";
 
 // Analytics: the canonical query model over events (handlers: authorize, validate, query, map).
@@ -36,13 +36,26 @@ export interface AnalyticsWiring {
   blocks: ColumnBlocks | null;
 }
 
+/**
+ * The analytics answers other features read for a window, with the code and the rollups and blocks
+ * of `count` and `aggregate` (alerts' samples: src/alerts/samples.ts). Not bound to a request.
+ */
+export interface WindowQueries {
+  count(projectId: string, w: Window, filter: Node | null): Promise<number>;
+  aggregate(projectId: string, w: Window, filter: Node | null, aggs: Aggregation[]): Promise<(number | null)[]>;
+}
+
+export interface AnalyticsFeature extends Feature {
+  windows: WindowQueries;
+}
+
 /** Events per export batch (one read, one chunk). */
 const EXPORT_BATCH = 1000;
 
 export function createAnalyticsFeature(
   deps: Pick<Deps, "db" | "auth" | "clock" | "config" | "log" | "telemetry" | "background">,
   { registry, derived, blocks }: AnalyticsWiring,
-): Feature {
+): AnalyticsFeature {
   const { db, auth, clock, config } = deps;
   const fast = config.analytics.fastPaths;
   const bounds = config.analyticsLimits;
@@ -64,10 +77,23 @@ export function createAnalyticsFeature(
     });
   }
 
+  /** As `run`, for a caller with no request: no per-project queue, no cancellation. */
+  async function inWindow<T>(projectId: string, fn: (env: QueryEnv) => Promise<T>): Promise<T> {
+    await derived.settle(projectId);
+    const slots = fast ? await registry.slots(projectId, clock().getTime()) : NO_SLOTS;
+    return withCancellable(db, undefined, (c) => fn({ db: c, fast, slots, blocks: blocks?.queries(c, slots, record) }));
+  }
+  const windows: WindowQueries = {
+    count: (projectId, w, filter) => inWindow(projectId, (e) => count(e, projectId, w, filter)),
+    aggregate: async (projectId, w, filter, aggs) =>
+      (await inWindow(projectId, (e) => aggregate(e, projectId, w, filter, aggs))).map((r) => r.value),
+  };
+
   let worker: Periodic | undefined;
   let blockWorker: Periodic | undefined;
   return {
     name: "analytics",
+    windows,
     services: [
       bind(
         AnalyticsService,

@@ -102,6 +102,8 @@ export const envSchema = z.object({
   LOGIN_MAX_FAILURES_PER_ADDRESS: intFrom(50, 1),
   LOGIN_WINDOW_SECONDS: intFrom(900, 1),
   MAX_MONITORS_PER_PROJECT: intFrom(1000, 1),
+  // Alerts per project (src/alerts/; docs/alerts.md): 409 beyond. Each also holds a monitor's place.
+  MAX_ALERTS_PER_PROJECT: intFrom(100, 1),
   // Records per project (src/shared/project-cap.ts; docs/security.md "Records"): 409 beyond.
   MAX_WEBHOOKS_PER_PROJECT: intFrom(50, 1),
   MAX_API_KEYS_PER_PROJECT: intFrom(100, 1),
@@ -236,6 +238,8 @@ export interface Config {
   pgPoolSize: number;
   /** Raw heartbeats are kept this long; older windows read hourly rollups. */
   uptime: { rawRetentionDays: number; maxMonitorsPerProject: number };
+  /** Alerts (src/alerts/): alerts per project (MAX_ALERTS_PER_PROJECT). */
+  alerts: { maxPerProject: number };
   /** Retention: default days (undefined: forever; capped by maxDays), the most a project may set, pass period. */
   retention: { defaultDays?: number; maxDays: number; intervalMs: number; batchRows: number; dutyCycle: number };
   /** Rollups and typed slots on (default) or off; slot assignment pass interval (0: no worker). */
@@ -402,6 +406,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     projects: { maxApiKeys: e.MAX_API_KEYS_PER_PROJECT, maxMembers: e.MAX_MEMBERS_PER_PROJECT },
     pgPoolSize: e.PG_POOL_SIZE,
     uptime: { rawRetentionDays: e.UPTIME_RAW_RETENTION_DAYS, maxMonitorsPerProject: e.MAX_MONITORS_PER_PROJECT },
+    alerts: { maxPerProject: e.MAX_ALERTS_PER_PROJECT },
     retention: {
       defaultDays: e.RETENTION_DAYS === undefined ? undefined : Math.min(e.RETENTION_DAYS, e.RETENTION_MAX_DAYS),
       maxDays: e.RETENTION_MAX_DAYS,

@@ -1,6 +1,7 @@
 import { createColumnBlocks } from "../analytics/blocks/create.js";
 import { Registry } from "../analytics/registry.js";
 import { rollupProjection } from "../analytics/rollups.js";
+import { createAlertsFeature } from "../alerts/service.js";
 import { createAnalyticsFeature } from "../analytics/service.js";
 import { createAuthFeature } from "../auth/service.js";
 import { createEventsFeature } from "../events/service.js";
@@ -58,10 +59,14 @@ export async function createFeatures(deps: Deps): Promise<Feature[]> {
   // Each ended run's duration is a metric point (vigil.run.duration_ms), by the metrics routes' write path.
   const measure = measurementRecorder(deps.db, events.ingestor);
   const uptime = createUptimeFeature({ ...deps, runDurations: runDurationsTo(measure) }, [webhookTriggers.incidents]);
+  // Alerts (src/alerts/): rules over metrics and events; each owns a monitor, whose incidents are
+  // uptime's (the same incident listeners); samples read through analytics' window queries. In
+  // Temporal mode the deadline scan also runs the due evaluations (its activities wrapped here).
+  const alerts = createAlertsFeature({ ...deps, windows: analytics.windows, incidents: uptime.incidents });
   // The Temporal worker (only with TEMPORAL_ADDRESS) serves the activities of the features that
   // own workflows (workflows/).
   const worker = createTemporalFeature(deps, deps.temporal, {
-    deadlines: uptime.activities,
+    deadlines: alerts.deadlineActivities(uptime.activities),
     uptime: uptime.activities,
     webhooks: webhooks.activities,
   });
@@ -81,6 +86,7 @@ export async function createFeatures(deps: Deps): Promise<Feature[]> {
     metrics,
     webhooks,
     uptime,
+    alerts,
     createPagesFeature(deps),
     // Deleted projects: removes the rows they still own, in the background (worker role).
     createPurgeFeature(deps),

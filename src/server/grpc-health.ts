@@ -9,9 +9,9 @@ import type { Readiness } from "./health.js";
 // - "" (the whole node; what Kubernetes' gRPC probes ask) and every served service: SERVING while
 //   the database answers and every migration of this build is applied; NOT_SERVING otherwise and
 //   from the moment the node begins to shut down.
-// - vigil.v1.UptimeService, PingService (heartbeats) and WebhookService are also NOT_SERVING while GET /health says
-//   "degraded" (Temporal mode: this node's workers cannot run or the Temporal server does not answer
-//   it, so deadlines and deliveries wait).
+// - vigil.v1.UptimeService, PingService (heartbeats), WebhookService and AlertService are also NOT_SERVING
+//   while GET /health says "degraded" (Temporal mode: this node's workers cannot run or the Temporal
+//   server does not answer it, so deadlines, deliveries and alert evaluations wait).
 //   "" stays SERVING then, as /health stays 200: the API serves, and restarting the node would not
 //   bring Temporal back.
 // - Check of an unknown name: NOT_FOUND. Watch of one: SERVICE_UNKNOWN, and the stream stays open.
@@ -28,7 +28,12 @@ export interface HealthOptions {
 }
 
 /** Services whose work runs on this node's Temporal workers in Temporal mode. */
-const NEEDS_WORKER = new Set(["vigil.v1.UptimeService", "vigil.v1.PingService", "vigil.v1.WebhookService"]);
+const NEEDS_WORKER = new Set([
+  "vigil.v1.UptimeService",
+  "vigil.v1.PingService",
+  "vigil.v1.WebhookService",
+  "vigil.v1.AlertService",
+]);
 
 export function grpcHealth(o: HealthOptions): ServiceImpl<typeof Health> {
   const known = new Set(["", ...o.services]);

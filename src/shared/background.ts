@@ -30,6 +30,8 @@ export const BACKGROUND_TASKS = {
   "uptime deadline checks": { role: "worker", mode: "embedded", owner: "src/uptime/scheduler.ts" },
   "temporal wake drain": { role: "worker", mode: "temporal", owner: "src/uptime/temporal-runner.ts" },
   "uptime reconciler": { role: "worker", mode: "temporal", owner: "src/uptime/temporal-runner.ts" },
+  "alert re-scan": { role: "worker", mode: "embedded", owner: "src/alerts/scheduler.ts" },
+  "alert evaluations": { role: "worker", mode: "embedded", owner: "src/alerts/scheduler.ts" },
   "webhook outbox expander": { role: "worker", mode: "always", owner: "src/webhooks/expander.ts" },
   "webhook delivery scheduler": { role: "worker", mode: "always", owner: "src/webhooks/scheduler.ts" },
   "webhook reconciler": { role: "worker", mode: "temporal", owner: "src/webhooks/service.ts" },

@@ -30,7 +30,7 @@ export class Telemetry {
   });
   readonly schedulerLag = new Histogram({
     name: "vigil_scheduler_lag_seconds",
-    help: "Delay between a job's due time and its run, by kind (monitor deadline, webhook delivery)",
+    help: "Delay between a job's due time and its run, by kind (monitor deadline, webhook delivery, alert evaluation)",
     labelNames: ["kind"] as const,
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
     registers: [this.registry],

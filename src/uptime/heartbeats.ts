@@ -5,7 +5,7 @@ import * as rq from "./requests.js";
 import type { UptimeDeps } from "./deps.js";
 import { Coalescer } from "../shared/coalesce.js";
 import { newId } from "../shared/ids.js";
-import { notFound } from "../shared/errors.js";
+import { conflict, notFound } from "../shared/errors.js";
 import { claimIds, isClaimTaken, type ClaimRow } from "../events/claims.js";
 import { heartbeatKey, knownRepeats, REPEAT, repeatedIds, sortedHeartbeatClaims } from "./heartbeat-claims.js";
 import { tx } from "../storage/db.js";
@@ -328,7 +328,14 @@ export class HeartbeatWriter {
     durations: RunDuration[];
   }> {
     const { found: rows, refused } = await this.lockMonitors(c, reqs, now);
-    const raced = claims.length ? await claimIds(c, claims, now) : undefined;
+    // An alert's monitor takes no heartbeat (409 below): nor are their client ids claimed.
+    const owned = new Set(
+      reqs
+        .filter((r) => r.clientId !== undefined && rows.get(keyOf(r.projectId, r.slug))?.owned_by)
+        .map((r) => heartbeatKey(r.projectId, r.clientId!)),
+    );
+    const mine = owned.size ? claims.filter((x) => !owned.has(heartbeatKey(x.projectId, x.clientId))) : claims;
+    const raced = mine.length ? await claimIds(c, mine, now) : undefined;
     const state = new Map<string, MonitorState>();
     const effects = new Map<string, Effect[]>();
     const answers: (HeartbeatAnswer | Error | typeof REPEAT)[] = [];
@@ -350,6 +357,11 @@ export class HeartbeatWriter {
         continue;
       }
       const row = rows.get(keyOf(req.projectId, req.slug))!;
+      // An alert's monitor (src/alerts/): its evaluations set its status, heartbeats and run signals are refused.
+      if (row.owned_by !== null) {
+        answers.push(ownedMonitor(req.slug));
+        continue;
+      }
       const at = req.at.getTime();
       let before = state.get(row.id) ?? stateOf(row);
       let open = running.get(row.id) ?? [];
@@ -575,6 +587,11 @@ export class HeartbeatWriter {
 }
 
 type Created = MonitorRow & { created?: boolean };
+
+const ownedMonitor = (slug: string) =>
+  conflict(`monitor '${slug}' belongs to an alert: its status follows the alert's evaluations, not heartbeats`, [
+    { field: "monitorSlug", message: "belongs to an alert" },
+  ]);
 
 function settle(b: Pending, a: HeartbeatAnswer | Error): void {
   if (a instanceof Error) b.reject(a);

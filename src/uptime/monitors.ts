@@ -46,7 +46,13 @@ export async function createMonitor(deps: UptimeDeps, projectId: string, input: 
   });
 }
 
-async function insertMonitor(c: PoolClient, projectId: string, input: CreateInput, now: Date): Promise<MonitorRow> {
+/** Inserts a monitor (after the caller took the creation lock and checked the cap, as createMonitor does). */
+export async function insertMonitor(
+  c: PoolClient,
+  projectId: string,
+  input: CreateInput,
+  now: Date,
+): Promise<MonitorRow> {
   const insert = (slug: string) =>
     c.query<MonitorRow>(
       `INSERT INTO monitors (id, project_id, slug, name, type, status, expected_interval_ms, grace_period_ms, metadata, tags, created_at, updated_at,

@@ -18,7 +18,7 @@ import { HeartbeatWriter, recordRunSignal, type RunSignal } from "./heartbeats.j
 import { pingService, type RecordSignal } from "./ping.js";
 import { listRunsPage, runMessage } from "./runs.js";
 import { nextRuns } from "./schedule.js";
-import type { IncidentListener } from "./incidents.js";
+import type { IncidentDeps, IncidentListener } from "./incidents.js";
 import { UptimeMetrics } from "./metrics.js";
 import { listMonitorsPage, monitorListSchema } from "./monitor-list.js";
 import { createMonitor, deleteMonitor, pauseMonitor, resumeMonitor, updateMonitor } from "./monitors.js";
@@ -49,6 +49,8 @@ export interface UptimeFeature extends Feature {
   incidentListeners: IncidentListener[];
   /** The activities the Temporal worker serves on the deadlines and uptime queues (server/features.ts). */
   activities: UptimeActivities;
+  /** What opening and resolving incidents takes (incidents.ts): alerts' monitors change through it too. */
+  incidents: IncidentDeps;
 }
 
 /** `incidentListeners`: run inside the transaction that opens or resolves an incident (server/features.ts). */
@@ -75,6 +77,7 @@ export function createUptimeFeature(
     writer,
     incidentListeners,
     activities: createUptimeActivities(deps),
+    incidents: deps,
     services: [
       uptimeService(deps, { writer, changed: (c) => runner.changed(c), rawRetentionMs, record }),
       pingService(deps, record),

@@ -35,6 +35,8 @@ export interface MonitorRow {
   consecutive_failures: number;
   last_success_start_at: Date | null;
   running_since: Date | null;
+  /** `alert`: the monitor of an alert (src/alerts/), whose status its evaluations set; heartbeats to it are a 409. */
+  owned_by: "alert" | null;
 }
 
 /** A stored run (migration 9002). */

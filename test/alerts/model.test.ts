@@ -15,6 +15,7 @@ import {
   pause,
   preview,
   resume,
+  withMonitor,
   type AlertState,
   type DecisionRule,
   type Evaluation,
@@ -778,5 +779,38 @@ describe("properties (fast-check)", () => {
       }),
       RUNS,
     );
+  });
+});
+
+describe("withMonitor: the owned monitor's pause and resume", () => {
+  const firing: EvaluationState = {
+    state: "firing",
+    value: 9,
+    lastEvaluatedAt: 100_000,
+    pendingSince: 90_000,
+    firingSince: 100_000,
+    resolvingSince: null,
+  };
+  it("a paused monitor pauses the alert (runs dropped)", () => {
+    const s = withMonitor(firing, { status: "paused", resumedAt: null }, 110_000);
+    assert.equal(s.state, "paused");
+    assert.equal(s.firingSince, null);
+    assert.equal(s.pendingSince, null);
+    assert.equal(monitorStatusOf(s), "paused");
+  });
+  it("a resumed monitor gives ok, from a stored paused state or a pause and resume between evaluations", () => {
+    const paused = pause(firing, 105_000).next;
+    assert.deepEqual(withMonitor(paused, { status: "unknown", resumedAt: 106_000 }, 110_000), resume(paused));
+    const between = withMonitor(firing, { status: "unknown", resumedAt: 106_000 }, 110_000);
+    assert.equal(between.state, "ok");
+    assert.equal(between.firingSince, null);
+    assert.equal(between.pendingSince, null);
+    // The next evaluation opens a new incident when the condition still holds, from its own time.
+    const rule: DecisionRule = { condition: { operator: "gt", value: 1 }, forMs: 0, noData: "ok", minSamples: 1 };
+    assert.deepEqual(evaluate(rule, between, { value: 5, samples: 1 }, 110_000).openIncident, { startedAt: 110_000 });
+  });
+  it("a resume before the last evaluation changes nothing", () => {
+    assert.deepEqual(withMonitor(firing, { status: "down", resumedAt: 50_000 }, 110_000), firing);
+    assert.deepEqual(withMonitor(firing, { status: "down", resumedAt: null }, 110_000), firing);
   });
 });

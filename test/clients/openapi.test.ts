@@ -410,6 +410,26 @@ describe("every operation against the document", () => {
     await ok("DeletePage", { params: { pageId } });
   });
 
+  it("alerts", async () => {
+    const rule = {
+      query: { source: "metric", name: "latency", aggregation: "p95" },
+      condition: { operator: "gt", value: 500 },
+      windowMs: 300_000,
+    };
+    const a = await ok("CreateAlert", {
+      body: { ...rule, name: "Slow checkout", resolve: { operator: "lte", value: 300, forMs: 60_000 } },
+    });
+    const alertId = a.data.id;
+    await ok("ListAlerts", { query: { limit: "10" } });
+    await ok("GetAlert", { params: { alertId } });
+    await ok("UpdateAlert", { params: { alertId }, body: { forMs: 120_000, resolve: null } });
+    await ok("ListAlertEvaluations", { params: { alertId }, query: { limit: "10" } });
+    await ok("PreviewAlert", {
+      body: { ...rule, time: { start: "2024-03-04T10:00:00Z", end: "2024-03-04T11:00:00Z" } },
+    });
+    await ok("DeleteAlert", { params: { alertId } });
+  });
+
   // The errors each operation's documented rules predict, with the parameters it succeeded with.
   it("errors: the document's rules, over every operation", async () => {
     for (const o of operations) {

@@ -1,0 +1,190 @@
+import assert from "node:assert/strict";
+import { after, describe, it } from "node:test";
+import { GENEROUS_LIMITS, startTestApp, type TestApp } from "../helpers/app.js";
+import { project, type ProjectFixture } from "../helpers/fixtures.js";
+import { useReceiver, waitFor } from "../webhooks/receiver.js";
+
+// Live evaluation with real timers (decisions.md: Alerts; issue #31 points 3 and 5): evaluations at
+// evaluationOffsetMs + k·everyMs (10 s, the least cadence), a metric alert that fires and resolves,
+// its incident (startedAt = pendingSince, endedAt = the resolving evaluation) and exactly one
+// incident.started and one incident.recovered delivery with two nodes on one database; and the due
+// times missed while the service was stopped caught up in order at start-up. Each test waits for
+// evaluation times (up to ~30 s): they are kept few.
+
+const EVERY = 10_000;
+const apps: TestApp[] = [];
+after(async () => {
+  for (const a of apps) await a.close().catch(() => undefined);
+});
+const rx = useReceiver();
+
+const env = { ...GENEROUS_LIMITS, WEBHOOK_ALLOW_PRIVATE: "true", WEBHOOK_BACKOFF_BASE_MS: "200" };
+
+async function createAlert(app: TestApp, p: ProjectFixture, name: string) {
+  const r = await app.rest.post(
+    `/v1/projects/${p.projectId}/alerts`,
+    {
+      name,
+      query: { source: "metric", name: "checkout.latency", aggregation: "avg" },
+      condition: { operator: "gt", value: 1000 },
+      windowMs: EVERY,
+      everyMs: EVERY,
+    },
+    { key: p.key },
+  );
+  assert.equal(r.status, 201, r.text);
+  const a = r.body.data;
+  const created = Date.parse(a.createdAt);
+  // The first evaluation: the first offset + k·everyMs at or after the creation.
+  const first = a.evaluationOffsetMs + Math.ceil((created - a.evaluationOffsetMs) / EVERY) * EVERY;
+  return { alert: a as { id: string; monitorId: string; slug: string }, first };
+}
+
+describe("live alert evaluation", () => {
+  it("fires and resolves once across two nodes: one incident, one started and one recovered delivery", async () => {
+    const a = await startTestApp(env);
+    apps.push(a);
+    const b = await startTestApp(env, { databaseUrl: a.databaseUrl });
+    apps.push(b);
+    const p = await project(a.rest);
+    const url = rx.on("/alerts", () => ({ status: 200, body: "ok" }));
+    const w = await a.rest.post(
+      `/v1/projects/${p.projectId}/webhooks`,
+      { name: "pager", url, events: ["incident.started", "incident.recovered"] },
+      { cookie: p.owner.cookie },
+    );
+    assert.equal(w.status, 201, w.text);
+
+    const { alert, first } = await createAlert(a, p, "Checkout latency");
+    // One slow request a second before the first evaluation: in its window, not in the next one's.
+    const m = await b.rest.post(
+      `/v1/projects/${p.projectId}/metrics`,
+      { type: "measurement", name: "checkout.latency", value: 5000, timestamp: new Date(first - 1000).toISOString() },
+      { key: p.key },
+    );
+    assert.equal(m.status, 201, m.text);
+
+    const get = async (app: TestApp) =>
+      (await app.rest.get(`/v1/projects/${p.projectId}/alerts/${alert.id}`, { key: p.key })).body.data;
+    const firing = await waitFor(
+      async () => {
+        const x = await get(b);
+        return x.state === "firing" ? x : undefined;
+      },
+      "the alert firing",
+      EVERY + 8_000,
+    );
+    assert.equal(firing.lastEvaluatedAt, new Date(first).toISOString());
+    assert.equal(firing.pendingSince, new Date(first).toISOString());
+    assert.equal(firing.value, 5000);
+    const mon = await a.rest.get(`/v1/projects/${p.projectId}/monitors/${alert.monitorId}`, { key: p.key });
+    assert.equal(mon.body.data.status, "down");
+
+    // The next evaluation has no data (noData ok): the alert resolves there.
+    const ok = await waitFor(
+      async () => {
+        const x = await get(a);
+        return x.state === "ok" && x.lastEvaluatedAt !== firing.lastEvaluatedAt ? x : undefined;
+      },
+      "the alert resolving",
+      EVERY + 8_000,
+    );
+    assert.equal(ok.lastEvaluatedAt, new Date(first + EVERY).toISOString());
+    assert.equal(ok.value, null);
+    const up = await b.rest.get(`/v1/projects/${p.projectId}/monitors/${alert.monitorId}`, { key: p.key });
+    assert.equal(up.body.data.status, "up");
+
+    const incidents = await a.rest.get(`/v1/projects/${p.projectId}/monitors/${alert.monitorId}/incidents`, {
+      key: p.key,
+    });
+    assert.equal(incidents.body.data.length, 1, incidents.text);
+    assert.equal(incidents.body.data[0].startedAt, new Date(first).toISOString());
+    assert.equal(incidents.body.data[0].endedAt, new Date(first + EVERY).toISOString());
+
+    const evs = await a.rest.get(`/v1/projects/${p.projectId}/alerts/${alert.id}/evaluations`, { key: p.key });
+    assert.deepEqual(evs.body.data.slice(0, 2), [
+      { at: new Date(first + EVERY).toISOString(), value: null, state: "ok" },
+      { at: new Date(first).toISOString(), value: 5000, state: "firing" },
+    ]);
+
+    await waitFor(() => rx.at("/alerts").length >= 2, "two deliveries");
+    // Give a duplicate (the other node) time to show up, then count.
+    await new Promise((r) => setTimeout(r, 1500));
+    const types = rx
+      .at("/alerts")
+      .map((req) => JSON.parse(req.raw) as { type: string; data: { incident: { id: string } } });
+    assert.deepEqual(
+      types.map((x) => x.type),
+      ["incident.started", "incident.recovered"],
+    );
+    assert.equal(types[0].data.incident.id, incidents.body.data[0].id);
+    // Each evaluation's lag (due time → committed) is recorded by the node that made it.
+    const scraped = await Promise.all([a, b].map(async (n) => (await fetch(`${n.metricsUrl}/metrics`)).text()));
+    const count = scraped
+      .map((text) => /vigil_scheduler_lag_seconds_count\{kind="alert_evaluation"\} (\d+)/.exec(text)?.[1] ?? "0")
+      .reduce((x, y) => x + Number(y), 0);
+    assert.ok(count >= 2, `alert_evaluation lag observations: ${count}`);
+  });
+
+  it("catches up the evaluations missed while stopped, in order, and fires once across the restart", async () => {
+    const a = await startTestApp(env);
+    const p = await project(a.rest);
+    const url = rx.on("/restart", () => ({ status: 200, body: "ok" }));
+    const w = await a.rest.post(
+      `/v1/projects/${p.projectId}/webhooks`,
+      { name: "pager", url, events: ["incident.started", "incident.recovered"] },
+      { cookie: p.owner.cookie },
+    );
+    assert.equal(w.status, 201, w.text);
+    const { alert, first } = await createAlert(a, p, "Caught up");
+    // In the window of the first evaluation only (which fires), not of the second (which resolves).
+    const m = await a.rest.post(
+      `/v1/projects/${p.projectId}/metrics`,
+      { type: "measurement", name: "checkout.latency", value: 2500, timestamp: new Date(first - 1000).toISOString() },
+      { key: p.key },
+    );
+    assert.equal(m.status, 201, m.text);
+    // Stopped before its first evaluation, for three due times.
+    await a.close();
+    const gone = Date.now();
+    await new Promise((r) => setTimeout(r, Math.max(0, first + 2 * EVERY + 500 - gone)));
+    const b = await startTestApp(env, { databaseUrl: a.databaseUrl });
+    apps.push(b);
+    const evs = await waitFor(
+      async () => {
+        const r = await b.rest.get(`/v1/projects/${p.projectId}/alerts/${alert.id}/evaluations`, { key: p.key });
+        return r.body.data.length >= 3
+          ? (r.body.data as { at: string; value: number | null; state: string }[])
+          : undefined;
+      },
+      "three evaluations",
+      15_000,
+    );
+    const oldest = evs.slice().reverse();
+    assert.deepEqual(
+      oldest.slice(0, 3),
+      [
+        { at: new Date(first).toISOString(), value: 2500, state: "firing" },
+        { at: new Date(first + EVERY).toISOString(), value: null, state: "ok" },
+        { at: new Date(first + 2 * EVERY).toISOString(), value: null, state: "ok" },
+      ],
+      "every due time, oldest first, each over its own window",
+    );
+    const incidents = await b.rest.get(`/v1/projects/${p.projectId}/monitors/${alert.monitorId}/incidents`, {
+      key: p.key,
+    });
+    assert.equal(incidents.body.data.length, 1, incidents.text);
+    assert.equal(incidents.body.data[0].startedAt, new Date(first).toISOString());
+    assert.equal(incidents.body.data[0].endedAt, new Date(first + EVERY).toISOString());
+    await waitFor(() => rx.at("/restart").length >= 2, "two deliveries");
+    await new Promise((r) => setTimeout(r, 1500));
+    // Exactly one of each (deliveries are independent: caught up together, they may arrive in either order).
+    assert.deepEqual(
+      rx
+        .at("/restart")
+        .map((req) => (JSON.parse(req.raw) as { type: string }).type)
+        .sort(),
+      ["incident.recovered", "incident.started"],
+    );
+  });
+});

@@ -1,0 +1,158 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { GENEROUS_LIMITS } from "../helpers/app.js";
+import { ingest } from "../helpers/events.js";
+import { seeded } from "../helpers/faults.js";
+import type { Res } from "../helpers/rest.js";
+import { useProject } from "../helpers/use.js";
+
+// Exact samples (issue #31 point 4; decisions.md: Alerts): the value an alert sees at `t` equals
+// what metrics/query or analytics/aggregate (or the two analytics/count answers of a ratio) answer
+// for time {start: t - windowMs, end: t}. Random points and events over three hours, windows that
+// cross minute and hour edges (rollups plus raw edges), compared through preview, which evaluates
+// with the same sample code as live evaluation.
+
+const DAY = Date.UTC(2024, 2, 4, 10, 0, 0);
+const SPAN = 3 * 3_600_000;
+const rnd = seeded(3101);
+const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
+const iso = (ms: number) => new Date(ms).toISOString();
+
+const { t, p } = useProject({ ...GENEROUS_LIMITS, RATE_LIMIT_EVENTS_PER_MINUTE: "1000000" }, {}, async () => {
+  const metrics = [];
+  for (let i = 0; i < 600; i++) {
+    const ts = DAY + Math.floor(rnd() * SPAN);
+    metrics.push({
+      type: "measurement",
+      name: "latency",
+      value: Math.round(rnd() * 100_000) / 100,
+      timestamp: iso(ts),
+    });
+    const inc = rnd() < 0.7;
+    metrics.push({
+      type: inc ? "increment" : "decrement",
+      name: "queue",
+      value: 1 + Math.floor(rnd() * 9),
+      timestamp: iso(DAY + Math.floor(rnd() * SPAN)),
+    });
+  }
+  for (let i = 0; i < metrics.length; i += 500) {
+    const r: Res = await t.rest.post(
+      `/v1/projects/${p.projectId}/metrics/batch`,
+      { metrics: metrics.slice(i, i + 500) },
+      { key: p.key },
+    );
+    assert.equal(r.status, 201, r.text);
+    assert.equal(r.body.data.rejected, 0, r.text);
+  }
+  const events = [];
+  for (let i = 0; i < 1500; i++) {
+    events.push({
+      type: pick(["request", "request", "request", "error", "signup"]),
+      timestamp: iso(DAY + Math.floor(rnd() * SPAN)),
+      userId: `u${Math.floor(rnd() * 40)}`,
+      data: { ms: Math.round(rnd() * 5000), plan: pick(["free", "pro"]) },
+    });
+  }
+  await ingest(t.rest, p.key, events);
+});
+
+const post = (route: string, body: unknown) =>
+  t.rest.post(`/v1/projects/${p.projectId}/${route}`, body, { key: p.key });
+
+async function previewValues(query: unknown, windowMs: number, everyMs: number, offsetMs: number) {
+  const r = await post("alerts/preview", {
+    query,
+    condition: { operator: "gt", value: 0 },
+    windowMs,
+    everyMs,
+    evaluationOffsetMs: offsetMs,
+    time: { start: iso(DAY), end: iso(DAY + SPAN) },
+  });
+  assert.equal(r.status, 200, r.text);
+  return r.body.data.evaluations as { at: string; value: number | null }[];
+}
+
+const WINDOWS = [90_000, 600_000, 3_600_000 + 1234, 2 * 3_600_000 + 61_001];
+
+describe("alert samples equal the endpoints' answers", () => {
+  it("metric aggregations equal metrics/query for the same window", async () => {
+    const cases: [string, string][] = [
+      ["latency", "avg"],
+      ["latency", "p95"],
+      ["latency", "max"],
+      ["latency", "count"],
+      ["queue", "sum"],
+      ["queue", "min"],
+    ];
+    for (const [name, aggregation] of cases) {
+      const windowMs = pick(WINDOWS);
+      const evs = await previewValues(
+        { source: "metric", name, aggregation },
+        windowMs,
+        900_000,
+        Math.floor(rnd() * 900_000),
+      );
+      assert.ok(evs.length >= 11);
+      assert.ok(evs.filter((e) => e.value !== null).length >= 8, "values to compare");
+      for (const e of evs) {
+        const at = Date.parse(e.at);
+        const q = await post("metrics/query", { name, aggregation, time: { start: iso(at - windowMs), end: e.at } });
+        assert.equal(q.status, 200, q.text);
+        const expected = q.body.data.count === 0 ? null : q.body.data.value;
+        assert.equal(e.value, expected, `${name} ${aggregation} over ${windowMs} ms at ${e.at}`);
+      }
+    }
+  });
+
+  it("events aggregates equal analytics/aggregate for the same window", async () => {
+    const cases: { filters?: unknown; operation: string; field?: string }[] = [
+      { operation: "count" },
+      { filters: { field: "type", operator: "equals", value: "error" }, operation: "count" },
+      { filters: { field: "type", operator: "equals", value: "request" }, operation: "p95", field: "data.ms" },
+      { operation: "avg", field: "data.ms" },
+      { filters: { field: "data.plan", operator: "equals", value: "pro" }, operation: "count_unique" },
+      { operation: "sum", field: "data.ms" },
+    ];
+    for (const c of cases) {
+      const windowMs = pick(WINDOWS);
+      const evs = await previewValues({ source: "events", ...c }, windowMs, 900_000, Math.floor(rnd() * 900_000));
+      assert.ok(evs.filter((e) => e.value !== null).length >= 8, "values to compare");
+      for (const e of evs) {
+        const at = Date.parse(e.at);
+        const time = { start: iso(at - windowMs), end: e.at };
+        const a = await post("analytics/aggregate", {
+          time,
+          filters: c.filters,
+          aggregations: [
+            { name: "v", operation: c.operation, field: c.field },
+            { name: "n", operation: "count" },
+          ],
+        });
+        assert.equal(a.status, 200, a.text);
+        const [v, n] = a.body.data.results;
+        const expected = n.value === 0 ? null : v.value;
+        assert.equal(e.value, expected, `${JSON.stringify(c)} over ${windowMs} ms at ${e.at}`);
+      }
+    }
+  });
+
+  it("a ratio is the two analytics/count answers, no data without denominator events", async () => {
+    const numerator = { filters: { field: "type", operator: "equals", value: "error" } };
+    const denominator = { filters: { field: "type", operator: "in", value: ["request", "error"] } };
+    for (const windowMs of [90_000, 3_600_000]) {
+      const evs = await previewValues({ source: "ratio", numerator, denominator }, windowMs, 600_000, 0);
+      assert.ok(evs.filter((e) => e.value !== null && e.value > 0).length >= 8, "values to compare");
+      for (const e of evs) {
+        const at = Date.parse(e.at);
+        const time = { start: iso(at - windowMs), end: e.at };
+        const [n, d] = await Promise.all([
+          post("analytics/count", { time, ...numerator }),
+          post("analytics/count", { time, ...denominator }),
+        ]);
+        const expected = d.body.data.count === 0 ? null : n.body.data.count / d.body.data.count;
+        assert.equal(e.value, expected, `ratio over ${windowMs} ms at ${e.at}`);
+      }
+    }
+  });
+});
