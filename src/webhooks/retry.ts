@@ -1,14 +1,8 @@
 // The one decision of the retry schedule, shared by the embedded scheduler and the Temporal
-// workflow. Pure: no I/O, no clock, no imports (the workflow bundle imports it as is).
+// workflow. Pure: no I/O, no clock, no imports but types (the workflow bundle imports it as is).
+import type { AttemptOutcome } from "./targets/target.js";
 
 export type DeliveryStatus = "pending" | "retrying" | "succeeded" | "abandoned";
-
-export interface AttemptOutcome {
-  /** A 2xx answer within the timeout. */
-  ok: boolean;
-  /** A receiver's own wait (Discord's 429 `retry_after`, or a `Retry-After` header), in ms. */
-  retryAfterMs?: number;
-}
 
 export interface RetryPolicy {
   /** WEBHOOK_BACKOFF_BASE_MS: the first retry waits about this long. */

@@ -115,6 +115,9 @@ describe("@grpc/grpc-js against every vigil.v1 service", () => {
     const hooks = await rpc("WebhookService", "listWebhooks")({ projectId: p.projectId }, cookie);
     assert.deepEqual(hooks.res.data, []);
 
+    const alerts = await rpc("AlertService", "listAlerts")({ projectId: p.projectId }, bearer());
+    assert.deepEqual(alerts.res.data, []);
+
     const page = await rpc("PageService", "createPage")(
       { projectId: p.projectId, slug: "grpc-js-page", title: "Status", monitors: [{ monitorId: mon.res.data.id }] },
       cookie,

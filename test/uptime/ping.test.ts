@@ -125,10 +125,10 @@ describe("ping keys", () => {
 
   it("answer 403 on every other operation of the OpenAPI document; only the heartbeat access level lets them in", async () => {
     // What takes a ping key is declared by the handler's access level (`heartbeat`), not by a path:
-    // today that is the heartbeat route alone.
+    // today that is the heartbeat route and the run signals.
     assert.deepEqual(
       heartbeatOps.map((o) => o.id),
-      ["SendHeartbeat"],
+      ["SendHeartbeat", "StartRun", "FailRun", "ExitRun"],
     );
     let refused = 0;
     for (const o of operations) {
@@ -154,7 +154,10 @@ describe("ping keys", () => {
 
   it("answer PERMISSION_DENIED on every other RPC over gRPC, and send heartbeats over gRPC and Connect", async () => {
     const allowed = new Set(heartbeatOps.map(grpcName));
-    assert.deepEqual([...allowed], ["vigil.v1.UptimeService/SendHeartbeat"]);
+    assert.deepEqual(
+      [...allowed],
+      ["SendHeartbeat", "StartRun", "FailRun", "ExitRun"].map((m) => `vigil.v1.UptimeService/${m}`),
+    );
     const headers = { authorization: `Bearer ${ping.secret}` };
     const grpc = createGrpcTransport({ baseUrl: t.url });
     let refused = 0;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { addressRange, isPublicAddress } from "../../src/webhooks/address.js";
+import { addressRange, isPublicAddress } from "../../src/webhooks/targets/address.js";
 import {
   DISCORD_LIMITS,
   discordMessage,

@@ -4,7 +4,7 @@ import net from "node:net";
 import { describe, it } from "node:test";
 import pg from "pg";
 import { errorBody } from "../helpers/fixtures.js";
-import { BlockedAddressError, isPublicAddress, type ResolvedAddress } from "../../src/webhooks/address.js";
+import { BlockedAddressError, isPublicAddress, type ResolvedAddress } from "../../src/webhooks/targets/address.js";
 import { AGENT_OPTIONS, sendAttempt, type Target } from "../../src/webhooks/sender.js";
 import { useReceiver, waitFor } from "./receiver.js";
 import { useProject } from "../helpers/use.js";

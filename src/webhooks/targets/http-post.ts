@@ -9,7 +9,7 @@ import {
   UnresolvedHostError,
   urlHost,
   type ResolvedAddress,
-} from "../address.js";
+} from "./address.js";
 import type { Envelope } from "./envelope.js";
 import type { Links } from "./links.js";
 import { retryAfterMs as defaultRetryAfterMs } from "./retry-after.js";

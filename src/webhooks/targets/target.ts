@@ -1,7 +1,6 @@
 import type http from "node:http";
 import type https from "node:https";
-import type { Resolver } from "../address.js";
-import type { AttemptOutcome } from "../retry.js";
+import type { Resolver } from "./address.js";
 import type { Envelope } from "./envelope.js";
 import type { Links } from "./links.js";
 import type { Config } from "../../config/index.js";
@@ -35,6 +34,14 @@ export interface AttemptRecord {
   durationMs: number;
   error: string | null;
   responseBody: string | null;
+}
+
+/** What one attempt tells the retry rule (retry.ts `nextAttempt`). */
+export interface AttemptOutcome {
+  /** A 2xx answer within the timeout (or the channel's own success: an SMTP 2xx reply). */
+  ok: boolean;
+  /** A receiver's own wait (Discord's 429 `retry_after`, or a `Retry-After` header), in ms. */
+  retryAfterMs?: number;
 }
 
 export interface SendResult {
