@@ -71,7 +71,8 @@ function entries(list: unknown[] | undefined, ctx: z.RefinementCtx): PageEntry[]
   return out;
 }
 
-const createSchema = z
+/** CreatePage's rules (bound to the RPC: the OpenAPI document states them). */
+export const createSchema = z
   .object({
     slug,
     title,
@@ -81,7 +82,8 @@ const createSchema = z
   })
   .transform((v, ctx) => ({ ...v, description: v.description ?? null, monitors: entries(v.monitors, ctx) ?? [] }));
 
-const updateSchema = z
+/** UpdatePage's rules (bound to the RPC). */
+export const updateSchema = z
   .object({
     slug: slug.optional(),
     title: title.optional(),

@@ -173,7 +173,7 @@ function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBinding {
           s.heartbeatSchema,
           s.present({
             id: req.id,
-            slug: req.monitorSlug,
+            monitorSlug: req.monitorSlug,
             status: req.status,
             latencyMs: req.latencyMs,
             metadata: req.metadata,
@@ -184,9 +184,9 @@ function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBinding {
         s.assertDeadlineFloor(input, minDeadlineMs);
         const at = clock();
         // The project deleted meanwhile: answered as a request after the delete (401/404), not 500.
-        const { id: clientId, ...fields } = input;
+        const { id: clientId, monitorSlug: slug, ...fields } = input;
         const a = await unlessProjectGone(
-          () => u.writer.submit({ projectId, at, ...fields, slug: input.slug, clientId }),
+          () => u.writer.submit({ projectId, at, ...fields, slug, clientId }),
           () => scope(ctx, req.projectId),
         );
         return { data: { accepted: true, monitor: monitorMessage(a.monitor, at), statusChanged: a.statusChanged } };

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { cursorFormat } from "../shared/cursor.js";
+import { cursorFormat, cursorRule } from "../shared/cursor.js";
 import { badRequest } from "../shared/errors.js";
 import { textSchema } from "../shared/text.js";
 import { parseTimestamp } from "../shared/time.js";
@@ -28,7 +28,8 @@ const url = z
     } catch {
       return false;
     }
-  }, "must be an http: or https: URL");
+  }, "must be an http: or https: URL")
+  .meta({ format: "uri", pattern: "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]" });
 const name = textSchema({ min: 1, max: 200 });
 
 export const createSchema = z.object({
@@ -50,7 +51,7 @@ export const updateSchema = z.object({
 export const listSchema = z.object({
   limit: z.number().int().min(1).max(100).default(50),
   status: z.enum(["pending", "retrying", "succeeded", "abandoned"]).optional(),
-  cursor: z.string().max(200).optional(),
+  cursor: cursorRule.optional(),
 });
 
 /**
