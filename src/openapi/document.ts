@@ -162,6 +162,8 @@ function operation(route: Route, binding: ServiceBinding, facts: RpcFacts, ctx: 
   }
   const rpc = `${service.typeName}/${method.name}`;
   const also = rule ? alsoRefusedOf(rule) : [];
+  const bodySchema = (requestBody?.content as Record<string, Schema> | undefined)?.["application/json"]?.schema;
+  if (bodySchema && hasFreeJson(bodySchema as Schema, resolve)) also.push(FREE_JSON_REFUSED);
   const lines = [
     ctx.describe(`${service.typeName}.${method.name}`),
     `**Auth:** ${CALLER_TEXT[facts.caller]}`,
@@ -305,6 +307,31 @@ export function buildDocument(input: DocumentInput): Schema {
   };
   pruneSchemas(document);
   return document;
+}
+
+/** What the storable-text check refuses inside free-form JSON, where JSON Schema patterns do not reach. */
+const FREE_JSON_REFUSED =
+  "a NUL character (U+0000) or a lone UTF-16 surrogate in a string or key inside free-form JSON";
+
+/** Whether a request schema holds free-form JSON (Struct, Value, ListValue items, batch items) at any depth. */
+function hasFreeJson(schema: Schema, resolve: (ref: string) => Schema): boolean {
+  const seen = new Set<Schema>();
+  const walk = (s: unknown): boolean => {
+    if (!s || typeof s !== "object" || seen.has(s as Schema)) return false;
+    const x = s as Schema;
+    seen.add(x);
+    if (x.$ref) return walk(resolve(x.$ref as string));
+    if (x.additionalProperties === true) return true;
+    if (x.type === undefined && !x.anyOf && !x.enum && x.const === undefined) return true;
+    const parts = [
+      ...Object.values((x.properties ?? {}) as Record<string, Schema>),
+      ...((x.anyOf ?? []) as Schema[]),
+      ...(x.items ? [x.items] : []),
+      ...(typeof x.additionalProperties === "object" ? [x.additionalProperties] : []),
+    ];
+    return parts.some(walk);
+  };
+  return walk(schema);
 }
 
 const PARAM = /^\{(.+)\}$/;

@@ -51,8 +51,9 @@ export type Resolve = (ref: string) => Schema;
 export function ruleOnField(base: Schema, given: Schema, required: boolean, resolve?: Resolve): Schema {
   const rule = nonNull(given);
   if (base.type === undefined && !base.$ref && !base.anyOf) {
-    // Any JSON value (a google.protobuf.Value item): the rule says what it must be.
-    const { default: _, ...r } = rule;
+    // Any JSON value (a google.protobuf.Value item): the rule says what it must be, null included
+    // when the rule takes it and the field is not required.
+    const { default: _, ...r } = required ? rule : given;
     return { ...r, ...(base.description ? { description: base.description } : {}) };
   }
   const ref = (base.$ref ?? (base.anyOf as Schema[] | undefined)?.find((s) => s.$ref)?.$ref) as string | undefined;

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { cursorFormat, cursorRule } from "../shared/cursor.js";
 import { badRequest } from "../shared/errors.js";
+import { alsoRefused } from "../shared/validate.js";
 import { textSchema } from "../shared/text.js";
 import { parseTimestamp } from "../shared/time.js";
 import { BlockedAddressError, pinTarget, systemResolver, UnresolvedHostError, urlHost } from "./address.js";
@@ -30,23 +31,34 @@ const url = z
     }
   }, "must be an http: or https: URL")
   .meta({ format: "uri", pattern: "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]" });
+/** What the target check (checkTarget, below) refuses beyond the URL's form. */
+const TARGET_REFUSED = [
+  "a url whose host does not resolve, or resolves to a private address (unless WEBHOOK_ALLOW_PRIVATE)",
+  "a url its type's target does not take (docs/webhooks.md)",
+];
 const name = textSchema({ min: 1, max: 200 });
 
-export const createSchema = z.object({
-  name: name.optional(),
-  type: z.enum(WEBHOOK_TYPES).default("http"),
-  url,
-  events: eventsSchema,
-  enabled: z.boolean().default(true),
-});
+export const createSchema = alsoRefused(
+  z.object({
+    name: name.optional(),
+    type: z.enum(WEBHOOK_TYPES).default("http"),
+    url,
+    events: eventsSchema,
+    enabled: z.boolean().default(true),
+  }),
+  ...TARGET_REFUSED,
+);
 
-export const updateSchema = z.object({
-  name: name.optional(),
-  url: url.optional(),
-  events: eventsSchema.optional(),
-  enabled: z.boolean().optional(),
-  rotateSecret: z.boolean().optional(),
-});
+export const updateSchema = alsoRefused(
+  z.object({
+    name: name.optional(),
+    url: url.optional(),
+    events: eventsSchema.optional(),
+    enabled: z.boolean().optional(),
+    rotateSecret: z.boolean().optional(),
+  }),
+  ...TARGET_REFUSED,
+);
 
 export const listSchema = z.object({
   limit: z.number().int().min(1).max(100).default(50),
