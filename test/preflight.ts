@@ -20,6 +20,10 @@ import { promisify } from "node:util";
 //   aiosmtpd      for files that run a local SMTP server (test/helpers/smtp.ts: the email webhooks):
 //                 Python 3 with aiosmtpd importable from .tmp/aiosmtpd (or VIGIL_TEST_PYTHONPATH),
 //                 else installed there with pip (`pip install --target`, PyPI), else missing.
+//   schemathesis  for test/clients/schemathesis.test.ts, unless SCHEMATHESIS is set: on PATH, else
+//                 installed from PyPI with `python3 -m pip install --target .tmp/schemathesis` (as root
+//                 or not, also where the system Python refuses installs), named to the file by
+//                 SCHEMATHESIS and SCHEMATHESIS_PYTHONPATH.
 // The Temporal CLI is found or obtained by test/helpers/temporal.ts. Chromium is not obtained here:
 // the browser tests (the dashboard, the SDK in a page, a status page, /docs) skip with a message where
 // /usr/bin/chromium is missing.
@@ -68,6 +72,13 @@ export async function preflight(opts: PreflightOptions): Promise<Record<string, 
       problems.push((err as Error).message);
     }
   }
+  if (!env.SCHEMATHESIS && opts.files.some(isSchemathesisTest)) {
+    try {
+      Object.assign(out, await schemathesis(env, say));
+    } catch (err) {
+      problems.push((err as Error).message);
+    }
+  }
   if (!env.DATABASE_URL) {
     const pg = await embeddedPostgres();
     if (pg) problems.push(pg);
@@ -84,6 +95,55 @@ const JVM_TOOLS: [string, { apt: string; brew: string }][] = [
 
 const isWorkflowTest = (file: string) =>
   path.relative(root, path.resolve(root, file)).split(path.sep).join("/").startsWith("test/workflows/");
+
+const isSchemathesisTest = (file: string) =>
+  path.relative(root, path.resolve(root, file)).split(path.sep).join("/") === "test/clients/schemathesis.test.ts";
+
+/** The schemathesis version CI installs (.ci/run) and npm test installs when it is missing. */
+const SCHEMATHESIS_VERSION = "4.32.5";
+
+/** schemathesis on PATH, else installed from PyPI into .tmp/schemathesis: the variables naming it. */
+async function schemathesis(env: NodeJS.ProcessEnv, say: (l: string) => void): Promise<Record<string, string>> {
+  const found = onPath("schemathesis", env);
+  if (found && (await runs(found, env))) return { SCHEMATHESIS: found };
+  const target = path.join(root, ".tmp", "schemathesis");
+  const bin = path.join(target, "bin", "schemathesis");
+  const vars = { SCHEMATHESIS: bin, SCHEMATHESIS_PYTHONPATH: target };
+  const withPath = { ...env, PYTHONPATH: target };
+  if (await runs(bin, withPath)) return vars;
+  const how = `install it (pip install schemathesis==${SCHEMATHESIS_VERSION}), or set SCHEMATHESIS=/path/to/schemathesis`;
+  if (env.VIGIL_TEST_NO_INSTALL === "1" || env.VIGIL_TEST_NO_INSTALL === "true")
+    throw new PreflightError(
+      `npm test: schemathesis is missing and installing is turned off (VIGIL_TEST_NO_INSTALL); ${how}`,
+    );
+  const python = onPath("python3", env);
+  if (!python)
+    throw new PreflightError(`npm test: schemathesis is missing and there is no python3 to install it; ${how}`);
+  say(
+    `npm test: schemathesis is missing: installing schemathesis==${SCHEMATHESIS_VERSION} with pip into .tmp/schemathesis`,
+  );
+  try {
+    await run(
+      python,
+      [
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--upgrade",
+        "--target",
+        target,
+        `schemathesis==${SCHEMATHESIS_VERSION}`,
+      ],
+      { env, timeout: 600_000, maxBuffer: 16 << 20 },
+    );
+  } catch (err) {
+    throw new PreflightError(`npm test: schemathesis is missing and pip install failed (${firstLine(err)}); ${how}`);
+  }
+  if (await runs(bin, withPath)) return vars;
+  throw new PreflightError(`npm test: schemathesis was installed into .tmp/schemathesis but does not run; ${how}`);
+}
 
 /** Whether a test file starts a redis-server (imports test/helpers/redis). */
 function usesRedis(file: string): boolean {

@@ -49,9 +49,18 @@ const args = process.argv.slice(2);
  * - the live Temporal suites (pass 1b) but the database outage: they test Temporal's edges (its
  *   server stopped, workers killed, clusters, replay); their SQL is the activities', which pass 2
  *   runs on both set-ups.
+ * - the schemathesis run (test/clients/schemathesis.test.ts, ~3 minutes): it checks the document
+ *   against the server's validation, which no storage reaches; openapi.test.ts drives every
+ *   operation on both set-ups.
  * Every protocol's suites (test/clients/, test/transcoding/, test/foundation/ ...) run in both.
  */
-const NOT_IN_STORAGE_RERUN = ["test/dashboard/", "test/sdk/", "test/workflows/", "test/temporal/"];
+const NOT_IN_STORAGE_RERUN = [
+  "test/dashboard/",
+  "test/sdk/",
+  "test/workflows/",
+  "test/temporal/",
+  "test/clients/schemathesis.test.ts",
+];
 const STORAGE_RERUN_KEEPS = new Set(["test/temporal/webhooks-outage.test.ts"]);
 
 /** Pass 2 runs these directories' test files with Temporal as the runner... */

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { badRequest } from "../shared/errors.js";
-import { validate } from "../shared/validate.js";
+import { alsoRefused, validate } from "../shared/validate.js";
+import { cursorRule } from "../shared/cursor.js";
 import { fieldProblem, resolveField, type Field } from "./fields.js";
 import { OPERATION_NAMES, isNumeric, parseOperation, type Operation } from "./aggregations.js";
 import type { Aggregation } from "./queries.js";
@@ -92,14 +93,40 @@ export function parseGroupBy(v: string[]): Field[] {
  * (a grammar, src/analytics/filters.ts), a field's grammar and `time.start <= time.end` are in prose.
  */
 const instant = z.string().meta({ format: "date-time" });
-const time = z.object({ start: instant, end: instant });
-const field = z.string().min(1);
+const time = alsoRefused(z.object({ start: instant, end: instant }), "time.start after time.end");
+const FIELD_GRAMMAR = "a field name outside the field grammar (docs/analytics.md)";
+const field = alsoRefused(z.string().min(1), FIELD_GRAMMAR);
+/** Every analytics body takes `filters`: a grammar of its own (src/analytics/filters.ts), stated in prose. */
+const filtered = <T extends z.ZodType>(rule: T) =>
+  alsoRefused(rule, "filters outside the filter grammar (docs/analytics.md)");
 export const analyticsRules = {
-  queryEvents: z.object({ time: time.optional(), pagination: z.object({ limit: limit(50, 100) }).optional() }),
-  exportEvents: z.object({ time: time.optional() }),
-  count: z.object({ time }),
-  timeseries: z.object({ time, interval }),
-  aggregate: z.object({ time, aggregations: aggSchema }),
-  unique: z.object({ time, field, limit: limit(100, 1000) }),
-  group: z.object({ time, groupBy: z.array(field).min(1).max(MAX_GROUP_BY), limit: limit(100, 1000) }),
+  queryEvents: filtered(
+    z.object({
+      time: time.optional(),
+      pagination: z.object({ limit: limit(50, 100), cursor: cursorRule.optional() }).optional(),
+    }),
+  ),
+  exportEvents: filtered(z.object({ time: time.optional() })),
+  count: filtered(z.object({ time })),
+  timeseries: filtered(z.object({ time, interval })),
+  aggregate: filtered(
+    alsoRefused(
+      z.object({ time, aggregations: aggSchema }),
+      `an aggregation's operation other than ${OPERATION_NAMES}`,
+      "an aggregation without a field (all but count need one)",
+      "two aggregations of one name",
+      FIELD_GRAMMAR,
+    ),
+  ),
+  unique: filtered(z.object({ time, field, limit: limit(100, 1000) })),
+  group: filtered(
+    alsoRefused(
+      z.object({
+        time,
+        groupBy: z.array(field).min(1).max(MAX_GROUP_BY).meta({ uniqueItems: true }),
+        limit: limit(100, 1000),
+      }),
+      "a groupBy field named count",
+    ),
+  ),
 };

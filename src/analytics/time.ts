@@ -32,9 +32,12 @@ function instantProblem(v: unknown): string | null {
   return parseInstant(v) ? null : TIMESTAMP_MESSAGE;
 }
 
-/** Validates `time`; required where a window applies. Returns null when absent and optional. */
+/**
+ * Validates `time`; required where a window applies. Returns null when absent and optional; a `time`
+ * that is given needs both bounds, also where it is optional (`{}` is not "no window").
+ */
 export function parseWindow(time: { start?: string; end?: string } | undefined, required: boolean): Window | null {
-  if (!time || (time.start === undefined && time.end === undefined)) {
+  if (!time || (required && time.start === undefined && time.end === undefined)) {
     if (!required) return null;
     throw badRequest("time: start and end are required", [{ field: "time", message: "is required" }]);
   }

@@ -13,7 +13,8 @@ import { IngestMetrics } from "./metrics.js";
 import { Projector } from "./projector.js";
 import { withCancellable } from "../storage/db.js";
 import { HOUR_MS, timestampSchema } from "../shared/time.js";
-import { validate } from "../shared/validate.js";
+import { alsoRefused, validate } from "../shared/validate.js";
+import { CURSOR_REFUSED } from "../shared/cursor.js";
 import { mergeContext, serverContext } from "./context.js";
 import { encodeCursor, eventCursor } from "./cursor.js";
 import { GroupCommitIngestor } from "./ingest.js";
@@ -31,21 +32,24 @@ import {
   type EventRefusal,
 } from "./validate.js";
 
-const listSchema = z
-  .object({
-    limit: z.number().int().min(1, "must be between 1 and 100").max(100, "must be between 1 and 100").default(50),
-    cursor: z.string().optional(),
-    type: z.string().min(1).max(200).optional(),
-    userId: z.string().min(1).max(256).optional(),
-    source: z.string().min(1).max(256).optional(),
-    search: z.string().max(200).optional(),
-    startDate: timestampSchema.optional(),
-    endDate: timestampSchema.optional(),
-  })
-  .refine((v) => !v.startDate || !v.endDate || v.startDate <= v.endDate, {
-    message: "startDate must not be after endDate",
-    path: ["startDate"],
-  });
+const listSchema = alsoRefused(
+  z
+    .object({
+      limit: z.number().int().min(1, "must be between 1 and 100").max(100, "must be between 1 and 100").default(50),
+      cursor: alsoRefused(z.string(), CURSOR_REFUSED).optional(),
+      type: z.string().min(1).max(200).optional(),
+      userId: z.string().min(1).max(256).optional(),
+      source: z.string().min(1).max(256).optional(),
+      search: z.string().max(200).optional(),
+      startDate: timestampSchema.optional(),
+      endDate: timestampSchema.optional(),
+    })
+    .refine((v) => !v.startDate || !v.endDate || v.startDate <= v.endDate, {
+      message: "startDate must not be after endDate",
+      path: ["startDate"],
+    }),
+  "startDate after endDate",
+);
 
 function refusal(e: EventRefusal): ApiError {
   return new ApiError(400, e.code, e.message, [{ field: e.field, message: e.message }]);

@@ -5,6 +5,7 @@ import { itemKeys, jsonProblem, problemField, unknownItemKey } from "../shared/j
 import { DAY_MS, parseTimestampMs, TIMESTAMP_MESSAGE } from "../shared/time.js";
 import { CLIENT_ID_MESSAGE, clientUuid, UUID } from "../shared/ids.js";
 import { textPattern } from "../shared/text.js";
+import { alsoRefused, batchItem } from "../shared/validate.js";
 import { z } from "zod";
 
 // Validation of one incoming event (single route, batch item, or another feature's input).
@@ -45,10 +46,19 @@ const optionalText = z
   .nullable()
   .optional();
 const jsonObject = z.record(z.string(), z.unknown()).nullable().optional();
+/**
+ * A point's time as given (events and metrics): RFC 3339, and within a range JSON Schema cannot state
+ * (its upper end moves with the clock).
+ */
+export const timestampRule = alsoRefused(
+  z.string().meta({ format: "date-time" }),
+  "timestamp before 2000-01-01T00:00:00Z or more than 24 hours after the server's clock",
+);
+
 export const eventRules = z.strictObject({
   id: z.string().regex(UUID).meta({ format: "uuid" }).nullable().optional(),
   type: z.string().min(1).max(MAX_TYPE_LENGTH).regex(new RegExp(EVENT_TYPE_PATTERN)),
-  timestamp: z.string().meta({ format: "date-time" }).nullable().optional(),
+  timestamp: timestampRule.nullable().optional(),
   userId: optionalText,
   groupId: optionalText,
   source: optionalText,
@@ -58,7 +68,9 @@ export const eventRules = z.strictObject({
 });
 
 /** A batch's body as checked (sizes: IngestEventBatch's handler). */
-export const eventBatchRules = z.object({ events: z.array(eventRules).min(1).max(MAX_BATCH_EVENTS) });
+export const eventBatchRules = z.object({
+  events: z.array(batchItem("an event (POST /v1/events' body)")).min(1).max(MAX_BATCH_EVENTS),
+});
 
 export type EventCheck = { ok: true; event: NewEvent } | { ok: false; error: EventRefusal };
 

@@ -1,10 +1,10 @@
 import { z } from "zod";
 import { MIN_TIMESTAMP_MS } from "../events/validate.js";
-import { cursorFormat } from "../shared/cursor.js";
+import { cursorFormat, cursorRule } from "../shared/cursor.js";
 import { badRequest, notFound } from "../shared/errors.js";
 import { isPlainText, textPattern } from "../shared/text.js";
 import { parseTimestampMs, TIMESTAMP_MESSAGE } from "../shared/time.js";
-import { validate } from "../shared/validate.js";
+import { alsoRefused, validate } from "../shared/validate.js";
 import { AGGREGATION_NAMES, INTERVALS, defaultAggregation, type Aggregation, type Interval } from "./model.js";
 import type { Selection } from "./query.js";
 import type { MetricRow } from "./store.js";
@@ -32,13 +32,16 @@ const zoned = z
   .string()
   .refine((s) => parseTimestampMs(s) !== undefined, TIMESTAMP_MESSAGE)
   .meta({ format: "date-time" });
-const time = z.object({ start: zoned, end: zoned }, { error: "time {start, end} is required" }).refine(
-  (t) => {
-    const a = parseTimestampMs(t.start),
-      b = parseTimestampMs(t.end);
-    return a === undefined || b === undefined || a <= b;
-  },
-  { message: "start must not be after end", path: ["start"] },
+const time = alsoRefused(
+  z.object({ start: zoned, end: zoned }, { error: "time {start, end} is required" }).refine(
+    (t) => {
+      const a = parseTimestampMs(t.start),
+        b = parseTimestampMs(t.end);
+      return a === undefined || b === undefined || a <= b;
+    },
+    { message: "start must not be after end", path: ["start"] },
+  ),
+  "time.start after time.end",
 );
 
 const common = {
@@ -50,17 +53,20 @@ const common = {
 };
 
 export const querySchema = z.object(common);
-export const timeseriesSchema = z.object({
-  ...common,
-  interval: z.enum(Object.keys(INTERVALS) as [Interval, ...Interval[]]),
-});
+export const timeseriesSchema = alsoRefused(
+  z.object({
+    ...common,
+    interval: z.enum(Object.keys(INTERVALS) as [Interval, ...Interval[]]),
+  }),
+  `a time range of more than ${MAX_BUCKETS} intervals`,
+);
 export const pointsSchema = z.object({
   name,
   type: common.type,
   operation: common.operation,
   time,
   limit: z.number().int().min(1).max(POINTS_LIMIT_MAX).optional(),
-  cursor: z.string().max(200).optional(),
+  cursor: cursorRule.optional(),
 });
 export const currentSchema = z.object({ name });
 

@@ -10,7 +10,7 @@ import { EVENT_TYPE, INTERVALS, type MetricType } from "./model.js";
 import { aggregate, timeseries } from "./query.js";
 import * as rq from "./requests.js";
 import { findMetric, listMetrics, readPoints, registerTypes } from "./store.js";
-import { BATCH_MAX, checkMetric, type MetricInput } from "./validate.js";
+import { BATCH_MAX, checkMetric, metricBatchRules, metricRules, type MetricInput } from "./validate.js";
 
 // Metrics routes. Recording validates, settles the name's type in the registry (409 for the
 // other type), and hands `$measure`/`$increment`/`$decrement` events to the ingestor; the
@@ -251,6 +251,8 @@ export function createMetricsFeature(
         },
         {
           rules: {
+            recordMetric: metricRules,
+            recordMetricBatch: metricBatchRules,
             queryMetric: rq.querySchema,
             getMetricTimeseries: rq.timeseriesSchema,
             listMetricPoints: rq.pointsSchema,

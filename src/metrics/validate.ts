@@ -1,9 +1,11 @@
 import { RecordMetricRequestSchema } from "../../gen/vigil/v1/metrics_pb.js";
-import { MAX_FUTURE_MS, MIN_TIMESTAMP_MS } from "../events/validate.js";
-import { CLIENT_ID_MESSAGE, clientUuid } from "../shared/ids.js";
+import { z } from "zod";
+import { MAX_FUTURE_MS, MIN_TIMESTAMP_MS, timestampRule } from "../events/validate.js";
+import { CLIENT_ID_MESSAGE, clientUuid, UUID } from "../shared/ids.js";
 import { itemKeys, NUMBER_PROBLEM, unknownItemKey } from "../shared/json.js";
 import { setOwn } from "../shared/objects.js";
-import { isPlainText, isStorableText } from "../shared/text.js";
+import { isPlainText, isStorableText, textPattern } from "../shared/text.js";
+import { alsoRefused, batchItem } from "../shared/validate.js";
 import { parseTimestampMs, TIMESTAMP_MESSAGE } from "../shared/time.js";
 import { EVENT_TYPE, type InputType, type Operation, metricTypeOf, opOf, type MetricType } from "./model.js";
 
@@ -153,3 +155,34 @@ export function checkMetric(raw: unknown, now: Date): MetricCheck {
     throw err;
   }
 }
+
+/**
+ * The rules `checkMetric` enforces, as a zod schema for the OpenAPI document (bind's `rules`, like
+ * events' `eventRules`): the hand-written check above stays the hot path, and
+ * test/metrics/metric-rules.test.ts checks that both give the same verdict on what this states.
+ */
+export const metricRules = alsoRefused(
+  z.strictObject({
+    id: z.string().regex(UUID).meta({ format: "uuid" }).nullable().optional(),
+    type: z.enum(INPUT_TYPES as [InputType, ...InputType[]]),
+    name: z
+      .string()
+      .max(MAX_NAME_LENGTH)
+      .regex(new RegExp("^(?!\\$)" + textPattern(true, true).slice(1))),
+    value: z.number(),
+    unit: z
+      .string()
+      .max(MAX_UNIT_LENGTH)
+      .regex(new RegExp(textPattern(true, false)))
+      .nullable()
+      .optional(),
+    timestamp: timestampRule.nullable().optional(),
+    tags: z.record(z.string(), z.unknown()).nullable().optional(),
+  }),
+  "value below 0 with type increment or decrement",
+  `tags: at most ${MAX_TAGS}, keys of 1-${MAX_TAG_KEY_LENGTH} characters without control characters, values strings (at most ${MAX_TAG_VALUE_LENGTH} characters), numbers or booleans`,
+);
+
+export const metricBatchRules = z.object({
+  metrics: z.array(batchItem("a metric (POST .../metrics' body)")).min(1).max(BATCH_MAX),
+});

@@ -3,7 +3,7 @@ import { isStreaming, type ServiceBinding } from "../shared/feature.js";
 import { routesFor, type Route } from "../transcoding/routes.js";
 import type { CallerKind, RpcFacts } from "./access.js";
 import type { Describe } from "./comments.js";
-import { applyRule, ruleOnField, ruleSchema } from "./rules.js";
+import { alsoRefusedOf, applyRule, ruleOnField, ruleSchema } from "./rules.js";
 import {
   fieldSchema,
   messageRef,
@@ -168,12 +168,16 @@ function operation(route: Route, binding: ServiceBinding, facts: RpcFacts, ctx: 
     parameters.push(...queryParameters(method, pathFields, ctx, rule));
   }
   const rpc = `${service.typeName}/${method.name}`;
+  const also = rule ? alsoRefusedOf(rule) : [];
+  const bodySchema = (requestBody?.content as Record<string, Schema> | undefined)?.["application/json"]?.schema;
+  if (bodySchema && hasFreeJson(bodySchema as Schema, resolve)) also.push(FREE_JSON_REFUSED);
   const lines = [
     ctx.describe(`${service.typeName}.${method.name}`),
     `**Auth:** ${CALLER_TEXT[facts.caller]}`,
     facts.rateLimits.length
       ? `**Rate limit:** counts against \`${facts.rateLimits.join("`, `")}\` (429 with \`Retry-After\` when over it).`
       : undefined,
+    also.length ? `**Also refused (400), beyond what the schemas say:** ${also.join("; ")}.` : undefined,
     `**gRPC:** \`${rpc}\``,
   ];
   const success = String(route.successStatus);
@@ -206,6 +210,7 @@ function operation(route: Route, binding: ServiceBinding, facts: RpcFacts, ctx: 
     security: security(facts.caller),
     "x-vigil-caller": facts.caller,
     ...(facts.rateLimits.length ? { "x-vigil-rate-limits": facts.rateLimits } : {}),
+    ...(also.length ? { "x-vigil-also-refused": also } : {}),
     "x-grpc-method": `/${rpc}`,
   };
 }
@@ -238,6 +243,7 @@ export function buildDocument(input: DocumentInput): Schema {
     operationIds.add(op.operationId as string);
     (paths[p] ??= {})[route.verb.toLowerCase()] = op;
   }
+  addLinks(paths, schemas);
   const tags = input.bindings
     .filter((b) => b.desc.methods.some((m) => routes.some((r) => r.method === m)))
     .map((b) => ({
@@ -315,6 +321,76 @@ export function buildDocument(input: DocumentInput): Schema {
   };
   pruneSchemas(document);
   return document;
+}
+
+/** What the storable-text check refuses inside free-form JSON, where JSON Schema patterns do not reach. */
+const FREE_JSON_REFUSED =
+  "a NUL character (U+0000) or a lone UTF-16 surrogate in a string or key inside free-form JSON";
+
+/** Whether a request schema holds free-form JSON (Struct, Value, ListValue items, batch items) at any depth. */
+function hasFreeJson(schema: Schema, resolve: (ref: string) => Schema): boolean {
+  const seen = new Set<Schema>();
+  const walk = (s: unknown): boolean => {
+    if (!s || typeof s !== "object" || seen.has(s as Schema)) return false;
+    const x = s as Schema;
+    seen.add(x);
+    if (x.$ref) return walk(resolve(x.$ref as string));
+    if (x.additionalProperties === true) return true;
+    if (x.type === undefined && !x.anyOf && !x.enum && x.const === undefined) return true;
+    const parts = [
+      ...Object.values((x.properties ?? {}) as Record<string, Schema>),
+      ...((x.anyOf ?? []) as Schema[]),
+      ...(x.items ? [x.items] : []),
+      ...(typeof x.additionalProperties === "object" ? [x.additionalProperties] : []),
+    ];
+    return parts.some(walk);
+  };
+  return walk(schema);
+}
+
+const PARAM = /^\{(.+)\}$/;
+
+/**
+ * OpenAPI `links` from each create to what it created: a POST on `P` whose success answers
+ * `data.id` links to every operation under `P/{x}` (x: a path parameter `P` does not have), with `x`
+ * the created id and `P`'s own parameters those of the create request. Derived from the paths, so a
+ * new resource gets its links (stateful tools such as schemathesis follow them: create, then
+ * read, update, delete what was created).
+ */
+function addLinks(paths: Record<string, Record<string, Schema>>, schemas: Record<string, Schema>): void {
+  const deref = (s: Schema | undefined): Schema | undefined =>
+    s?.$ref ? schemas[(s.$ref as string).slice("#/components/schemas/".length)] : s;
+  const dataOf = (s: Schema | undefined): Schema | undefined => {
+    const d = deref(s)?.properties as Record<string, Schema> | undefined;
+    const data = d?.data;
+    if (!data) return undefined;
+    return deref(data.$ref ? data : ((data.anyOf as Schema[] | undefined)?.find((x) => x.$ref) ?? data));
+  };
+  for (const [path, ops] of Object.entries(paths)) {
+    const create = ops.post;
+    if (!create) continue;
+    const success = Object.entries(create.responses as Record<string, Schema>).find(([s]) => s < "3")![1];
+    const content = success.content as Record<string, Schema> | undefined;
+    const data = dataOf(content?.["application/json"]?.schema as Schema | undefined);
+    if (!(data?.properties as Record<string, Schema> | undefined)?.id) continue;
+    const own = path.split("/").flatMap((seg) => (PARAM.test(seg) ? [seg.slice(1, -1)] : []));
+    const links: Record<string, Schema> = {};
+    for (const [target, targetOps] of Object.entries(paths)) {
+      if (!target.startsWith(path + "/")) continue;
+      const created = PARAM.exec(target.slice(path.length + 1).split("/")[0])?.[1];
+      if (!created || own.includes(created)) continue;
+      for (const op of Object.values(targetOps)) {
+        const parameters: Record<string, string> = { [created]: "$response.body#/data/id" };
+        for (const p of own) parameters[p] = `$request.path.${p}`;
+        links[op.operationId as string] = {
+          operationId: op.operationId,
+          parameters,
+          description: `The ${created} this create answered.`,
+        };
+      }
+    }
+    if (Object.keys(links).length) success.links = links;
+  }
 }
 
 /**

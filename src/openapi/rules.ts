@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ALSO_REFUSED, BATCH_ITEM } from "../shared/validate.js";
 import type { Schema } from "./schema.js";
 
 // The rules a handler enforces with zod (`bind(..., { rules })`, src/shared/feature.ts), stated in
@@ -50,8 +51,9 @@ export type Resolve = (ref: string) => Schema;
 export function ruleOnField(base: Schema, given: Schema, required: boolean, resolve?: Resolve): Schema {
   const rule = nonNull(given);
   if (base.type === undefined && !base.$ref && !base.anyOf) {
-    // Any JSON value (a google.protobuf.Value item): the rule says what it must be.
-    const { default: _, ...r } = rule;
+    // Any JSON value (a google.protobuf.Value item): the rule says what it must be, null included
+    // when the rule takes it and the field is not required.
+    const { default: _, ...r } = required ? rule : given;
     return { ...r, ...(base.description ? { description: base.description } : {}) };
   }
   const ref = (base.$ref ?? (base.anyOf as Schema[] | undefined)?.find((s) => s.$ref)?.$ref) as string | undefined;
@@ -77,8 +79,13 @@ export function ruleOnField(base: Schema, given: Schema, required: boolean, reso
   for (const k of KEYWORDS) if (rule[k] !== undefined) out[k] = rule[k];
   if (Array.isArray(out.enum) && rule.pattern === undefined) delete out.pattern; // the enum says it all
   if (Array.isArray(out.enum) && t.includes("null")) out.enum = [...(out.enum as unknown[]), null];
-  if (rule.items && base.items && typeof rule.items === "object")
-    out.items = ruleOnField(base.items as Schema, rule.items as Schema, true);
+  if (rule.items && base.items && typeof rule.items === "object") {
+    const items = rule.items as Schema;
+    // A batch's items (batchItem): any JSON value, described; else the item's own rules (messages too).
+    out.items = items[BATCH_ITEM]
+      ? { description: items.description }
+      : ruleOnField(base.items as Schema, items, true, resolve);
+  }
   // A format that is not JSON Schema's own (int32...) from the proto, replaced by zod's when it has one.
   if (out.format === undefined && base.format !== undefined) out.format = base.format;
   return out;
@@ -94,4 +101,22 @@ export function applyRule(target: Schema, rule: Schema, resolve?: Resolve): Sche
   }
   const req = [...required].filter((n) => n in props);
   return { ...target, properties: props, ...(req.length ? { required: req } : {}) };
+}
+
+/**
+ * What a rule says JSON Schema cannot (`alsoRefused`, src/shared/validate.ts), wherever in the rule
+ * it is: the operation lists these as `x-vigil-also-refused` and in its description.
+ */
+export function alsoRefusedOf(rule: Schema): string[] {
+  const out = new Set<string>();
+  const walk = (v: unknown): void => {
+    if (Array.isArray(v)) v.forEach(walk);
+    else if (v && typeof v === "object")
+      for (const [k, x] of Object.entries(v)) {
+        if (k === ALSO_REFUSED && Array.isArray(x)) for (const r of x) out.add(String(r));
+        else walk(x);
+      }
+  };
+  walk(rule);
+  return [...out];
 }

@@ -124,12 +124,13 @@ export function fieldSchema(field: DescField, mode: Mode, ctx: SchemaContext): S
     case "scalar":
       s = scalarSchema(field.scalar);
       if (mode === "input") s = storable(s);
-      // Output: unset optional scalars are null; input: null means unset.
-      if (field.presence !== FeatureSet_FieldPresence.IMPLICIT || field.oneof) s = nullable(s);
+      // Output: unset optional scalars are null. Input: null means unset, for every field (proto3
+      // JSON reads null as the field's default).
+      if (mode === "input" || field.presence !== FeatureSet_FieldPresence.IMPLICIT || field.oneof) s = nullable(s);
       break;
     case "enum":
       s = elementSchema(field, "enum", mode, ctx);
-      if (field.presence !== FeatureSet_FieldPresence.IMPLICIT || field.oneof) s = nullable(s);
+      if (mode === "input" || field.presence !== FeatureSet_FieldPresence.IMPLICIT || field.oneof) s = nullable(s);
       break;
     case "message":
       // An unset message is written as null (and may be sent as null).
@@ -147,6 +148,8 @@ export function fieldSchema(field: DescField, mode: Mode, ctx: SchemaContext): S
           field.listKind === "message" ? field.message : undefined,
         ),
       };
+      // Input: null is the empty list (proto3 JSON reads null as a field's default); never written.
+      if (mode === "input") s.type = ["array", "null"];
       break;
     case "map":
       s = {
@@ -160,6 +163,7 @@ export function fieldSchema(field: DescField, mode: Mode, ctx: SchemaContext): S
           field.mapKind === "message" ? field.message : undefined,
         ),
       };
+      if (mode === "input") s.type = ["object", "null"];
       break;
   }
   const description = ctx.describe(`${field.parent.typeName}.${field.name}`);

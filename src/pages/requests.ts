@@ -4,7 +4,7 @@ import type { ListValue, Value } from "@bufbuild/protobuf/wkt";
 import type { CreatePageRequest, UpdatePageRequest } from "../../gen/vigil/v1/pages_pb.js";
 import { valueToJson } from "../shared/value.js";
 import { textSchema } from "../shared/text.js";
-import { validate } from "../shared/validate.js";
+import { alsoRefused, validate } from "../shared/validate.js";
 import { MAX_PAGE_MONITORS, type PageEntry } from "./model.js";
 
 // Input rules of the page routes (docs/pages.md lists them). A page's monitors are checked item by
@@ -38,10 +38,13 @@ const entrySchema = z.strictObject(
   "must be an object {monitorId, name?, section?}",
 );
 
-const monitorsSchema = z
-  .array(z.unknown(), "must be an array of {monitorId, name?, section?}")
-  .max(MAX_PAGE_MONITORS, `at most ${MAX_PAGE_MONITORS} monitors`)
-  .optional();
+const monitorsSchema = alsoRefused(
+  z
+    .array(z.unknown(), "must be an array of {monitorId, name?, section?}")
+    .max(MAX_PAGE_MONITORS, `at most ${MAX_PAGE_MONITORS} monitors`),
+  "a monitors item that is not {monitorId (1-200 characters), name?, section?} (names and sections: plain text, at most 100 characters)",
+  "a monitorId listed twice, or not a monitor of this project",
+).optional();
 
 /** Checks the entries one by one: each problem named `monitors[i].field`; a monitorId listed twice is one. */
 function entries(list: unknown[] | undefined, ctx: z.RefinementCtx): PageEntry[] | undefined {
@@ -71,7 +74,8 @@ function entries(list: unknown[] | undefined, ctx: z.RefinementCtx): PageEntry[]
   return out;
 }
 
-const createSchema = z
+/** CreatePage's rules (bound to the RPC: the OpenAPI document states them). */
+export const createSchema = z
   .object({
     slug,
     title,
@@ -81,7 +85,8 @@ const createSchema = z
   })
   .transform((v, ctx) => ({ ...v, description: v.description ?? null, monitors: entries(v.monitors, ctx) ?? [] }));
 
-const updateSchema = z
+/** UpdatePage's rules (bound to the RPC). */
+export const updateSchema = z
   .object({
     slug: slug.optional(),
     title: title.optional(),

@@ -7,7 +7,7 @@ import { unlessProjectGone } from "../shared/gone.js";
 import { newId } from "../shared/ids.js";
 import { pageMessage } from "./messages.js";
 import { isEmptyPatch } from "./model.js";
-import { createInput, updateInput } from "./requests.js";
+import { createInput, createSchema, updateInput, updateSchema } from "./requests.js";
 import * as store from "./store.js";
 
 // Status page management (decisions.md: Status pages; docs/pages.md): session routes, owners and
@@ -33,40 +33,44 @@ export function createPagesFeature(deps: Pick<Deps, "db" | "clock" | "auth" | "l
   return {
     name: "pages",
     services: [
-      bind(PageService, {
-        async createPage(req, ctx) {
-          const { projectId } = await write(ctx, req.projectId);
-          const input = createInput(req);
-          const row = await unlessProjectGone(
-            () => store.createPage(db, { ...input, id: newId("pg"), projectId, now: clock() }),
-            () => admin(ctx, req.projectId),
-          );
-          return { data: pageMessage(row) };
+      bind(
+        PageService,
+        {
+          async createPage(req, ctx) {
+            const { projectId } = await write(ctx, req.projectId);
+            const input = createInput(req);
+            const row = await unlessProjectGone(
+              () => store.createPage(db, { ...input, id: newId("pg"), projectId, now: clock() }),
+              () => admin(ctx, req.projectId),
+            );
+            return { data: pageMessage(row) };
+          },
+          async listPages(req, ctx) {
+            const { projectId } = await read(ctx, req.projectId);
+            return { data: (await store.listPages(db, projectId)).map(pageMessage) };
+          },
+          async getPage(req, ctx) {
+            const { projectId } = await read(ctx, req.projectId);
+            return { data: pageMessage(await pageOf(projectId, req.pageId)) };
+          },
+          async updatePage(req, ctx) {
+            const { projectId } = await write(ctx, req.projectId);
+            const input = updateInput(req);
+            if (isEmptyPatch(input)) return { data: pageMessage(await pageOf(projectId, req.pageId)) };
+            const row = await unlessProjectGone(
+              () => store.updatePage(db, projectId, req.pageId, input, clock()),
+              () => admin(ctx, req.projectId),
+            );
+            return { data: pageMessage(row) };
+          },
+          async deletePage(req, ctx) {
+            const { projectId } = await write(ctx, req.projectId);
+            if (!(await store.deletePage(db, projectId, req.pageId))) throw notFound("page");
+            return {};
+          },
         },
-        async listPages(req, ctx) {
-          const { projectId } = await read(ctx, req.projectId);
-          return { data: (await store.listPages(db, projectId)).map(pageMessage) };
-        },
-        async getPage(req, ctx) {
-          const { projectId } = await read(ctx, req.projectId);
-          return { data: pageMessage(await pageOf(projectId, req.pageId)) };
-        },
-        async updatePage(req, ctx) {
-          const { projectId } = await write(ctx, req.projectId);
-          const input = updateInput(req);
-          if (isEmptyPatch(input)) return { data: pageMessage(await pageOf(projectId, req.pageId)) };
-          const row = await unlessProjectGone(
-            () => store.updatePage(db, projectId, req.pageId, input, clock()),
-            () => admin(ctx, req.projectId),
-          );
-          return { data: pageMessage(row) };
-        },
-        async deletePage(req, ctx) {
-          const { projectId } = await write(ctx, req.projectId);
-          if (!(await store.deletePage(db, projectId, req.pageId))) throw notFound("page");
-          return {};
-        },
-      }),
+        { rules: { createPage: createSchema, updatePage: updateSchema } },
+      ),
     ],
   };
 }

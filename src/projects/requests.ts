@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { badRequest } from "../shared/errors.js";
-import { textSchema } from "../shared/text.js";
+import { emailSchema, textSchema } from "../shared/text.js";
+import { alsoRefused } from "../shared/validate.js";
 
 // Request parsing and validation for projects, members and API keys.
 
@@ -9,7 +10,12 @@ const ENVIRONMENTS = ["production", "development", "preview"] as const;
 const name = textSchema({ min: 1, max: 200 });
 
 export const createSchema = z.object({ name, platform: z.enum(PLATFORMS) });
-export const updateSchema = z.object({ name: name.optional() });
+/** A PATCH's `retentionDays` as JSON: an integer of at least 1, or null; its upper bound is configured. */
+const retentionDays = alsoRefused(
+  z.number().int().min(1).nullable(),
+  "retentionDays above the server's RETENTION_MAX_DAYS (3650 by default)",
+);
+export const updateSchema = z.object({ name: name.optional(), retentionDays: retentionDays.optional() });
 export const keySchema = z.object({
   name,
   environment: z.enum(ENVIRONMENTS),
@@ -55,16 +61,16 @@ export function parseAllowedOrigins(items: unknown[]): string[] {
  * default again). Anything else (a string, 0, -1, 1.5, 1e308, a list or object) is a 400 naming it.
  */
 export function parseRetentionDays(value: unknown, maxDays: number): number | null {
-  if (value === null) return null;
-  if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > maxDays) {
+  const r = retentionDays.safeParse(value);
+  if (!r.success || (r.data !== null && r.data > maxDays)) {
     const message = `must be an integer from 1 to ${maxDays} (days), or null for the default`;
     throw badRequest(`invalid request: retentionDays: ${message}`, [{ field: "retentionDays", message }]);
   }
-  return value;
+  return r.data;
 }
 
 export const addMemberSchema = z.object({
-  email: z.string().trim().toLowerCase().email(),
+  email: emailSchema,
   role: z.enum(["admin", "member"]),
 });
 export const roleSchema = z.object({ role: z.enum(["admin", "member"]) });

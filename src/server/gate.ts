@@ -127,9 +127,11 @@ export function createGate(
     }
     // Credentials before the media type: a caller without them learns 401, whatever it sent.
     const principal = isPublic(method) ? undefined : await auth.fromHeaders(new NodeRequestHeaders(headers));
+    // Every REST write but DELETE says its body is JSON, whoever sends it (the document's
+    // `requestBody.required`): for a cookie it is also the cross-site rule (a form cannot send
+    // application/json); an API key's absent body is refused the same way, not read as `{}`.
     if (
       !SAFE.has(verb) &&
-      headers.authorization === undefined &&
       protocol === "rest" &&
       verb !== "DELETE" &&
       !isJsonContentType(header(headers, "content-type"))

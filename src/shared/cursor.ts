@@ -1,4 +1,6 @@
 import { badRequest, type ApiError } from "./errors.js";
+import { z } from "zod";
+import { alsoRefused } from "./validate.js";
 
 // Keyset cursors: the one format of every list's `cursor` / `nextCursor`. A cursor is the base64url
 // of `<tag>:<part>|<part>…`, the position after the last row of a page (its sort key). It is opaque
@@ -13,6 +15,12 @@ import { badRequest, type ApiError } from "./errors.js";
 // never read as some other position. A cursor is a position, not a snapshot of the filters.
 
 export const MAX_CURSOR_LENGTH = 200;
+
+/** What JSON Schema cannot say about a cursor (alsoRefused): only the list's own cursors are read. */
+export const CURSOR_REFUSED = "a cursor that is not a nextCursor this same list answered";
+
+/** A cursor field's rule (zod). */
+export const cursorRule = alsoRefused(z.string().max(MAX_CURSOR_LENGTH), CURSOR_REFUSED);
 
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
 

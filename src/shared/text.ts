@@ -59,3 +59,16 @@ export function textPattern(plain: boolean, nonBlank: boolean): string {
   const visible = plain ? "[^\\s\\u0000-\\u001f\\u007f]" : "[^\\s\\u0000]";
   return nonBlank ? `^${ok}*${visible}${ok}*$` : `^${ok}*$`;
 }
+
+/**
+ * An email address as sign-up, login and member invitations take it: trimmed, lowercased, zod's
+ * address grammar, at most 254 characters (RFC 5321's path limit) with at most 64 before the `@`
+ * (its local-part limit; the document's `format: email` says the same).
+ */
+export const emailSchema = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .email()
+  .max(254)
+  .refine((v) => v.indexOf("@") <= 64, "the part before @ is at most 64 characters");

@@ -721,16 +721,19 @@ export async function recordRunSignal(
   let input: Omit<z.infer<typeof rq.heartbeatSchema>, "status"> & { status?: HeartbeatStatus };
   let exitCode: number | undefined;
   rq.assertSignalFields(body, signal === "heartbeat");
-  if (signal === "heartbeat") input = validate(rq.heartbeatSchema, { ...body, slug });
+  // The path's slug is validated as the route's `monitorSlug` (a 400 names that field).
+  const path = { monitorSlug: slug };
+  if (signal === "heartbeat") input = validate(rq.heartbeatSchema, { ...body, ...path });
   else if (typeof signal === "object") {
-    const v = validate(rq.exitRunSchema, { ...body, slug, code: signal.exit });
+    const v = validate(rq.exitRunSchema, { ...body, ...path, code: signal.exit });
     exitCode = v.code;
     input = v;
-  } else input = validate(rq.runSignalSchema, { ...body, slug });
+  } else input = validate(rq.runSignalSchema, { ...body, ...path });
   rq.assertDeadlineFloor(input, opts.minDeadlineMs);
-  const { id: clientId, status, ...fields } = input;
+  const { id: clientId, status, monitorSlug, ...fields } = input;
   return writer.submit({
     ...fields,
+    slug: monitorSlug,
     projectId,
     at: opts.at,
     clientId,

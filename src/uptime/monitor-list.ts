@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { cursorFormat } from "../shared/cursor.js";
+import { CURSOR_REFUSED, cursorFormat } from "../shared/cursor.js";
 import { parseTimestampMs } from "../shared/time.js";
-import { validate } from "../shared/validate.js";
+import { alsoRefused, validate } from "../shared/validate.js";
 import type { Queryable } from "../storage/db.js";
 import type { MonitorRow } from "./store.js";
 
@@ -21,7 +21,7 @@ export const monitorListSchema = z.object({
     .min(1, `must be between 1 and ${LIST_MAX}`)
     .max(LIST_MAX, `must be between 1 and ${LIST_MAX}`)
     .default(LIST_DEFAULT),
-  cursor: z.string().optional(),
+  cursor: alsoRefused(z.string(), CURSOR_REFUSED).optional(),
 });
 
 interface Position {

@@ -12,6 +12,7 @@ import { badRequest } from "../shared/errors.js";
 import { CLIENT_ID_MESSAGE, clientUuid } from "../shared/ids.js";
 import { jsonObjectSchema } from "../shared/json.js";
 import { textSchema } from "../shared/text.js";
+import { alsoRefused } from "../shared/validate.js";
 import { SLUG_RE } from "./model.js";
 import { parseSchedule, type Schedule } from "./schedule.js";
 import { DAY_MS, HOUR_MS, timestampSchema } from "../shared/time.js";
@@ -34,7 +35,9 @@ const slug = z
   .string()
   .trim()
   .toLowerCase()
-  .regex(SLUG_RE, "lowercase letters, digits, '.', '_' or '-' (1-100, starting and ending with a letter or digit)");
+  .regex(SLUG_RE, "lowercase letters, digits, '.', '_' or '-' (1-100, starting and ending with a letter or digit)")
+  // As sent: trimmed and lowercased before SLUG_RE, so surrounding spaces and uppercase pass.
+  .meta({ pattern: "^\\s*[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?\\s*$" });
 const interval = z
   .number()
   .int("must be a whole number of milliseconds")
@@ -129,7 +132,8 @@ const clientId = z
 
 const heartbeatFields = {
   id: clientId.optional(),
-  slug,
+  /** The path's slug (the route's `monitorSlug`). */
+  monitorSlug: slug,
   status: z.enum(["up", "down"]).default("up"),
   latencyMs: z.number().min(0, "must not be negative").max(MAX_MS).optional(),
   metadata: object.default({}),
@@ -154,7 +158,7 @@ export const runSignalSchema = z.object(signalFields).refine(oneOf, oneOfRule);
  */
 export function assertSignalFields(body: Record<string, unknown>, withStatus: boolean): void {
   const known = withStatus ? heartbeatFields : signalFields;
-  const extra = Object.keys(body).filter((k) => k === "slug" || !Object.hasOwn(known, k));
+  const extra = Object.keys(body).filter((k) => k === "monitorSlug" || !Object.hasOwn(known, k));
   if (extra.length)
     throw badRequest(
       `unknown field '${extra[0]}': the request body has no such field`,
@@ -176,15 +180,18 @@ export const scheduleQuerySchema = z.object({ count: limitSchema(5, 100) });
 /** GET .../runs: newest first, keyset pages. */
 export const runListSchema = z.object({ limit: limitSchema(50, 1000), cursor: z.string().optional() });
 
-export const incidentPatchSchema = z
-  .object({
-    title: textSchema({ max: 200 }).optional(),
-    description: textSchema({ max: 10_000 }).optional(),
-  })
-  .refine((v) => v.title !== undefined || v.description !== undefined, {
-    message: "give title or description (an empty string clears it)",
-    path: ["title"],
-  });
+export const incidentPatchSchema = alsoRefused(
+  z
+    .object({
+      title: textSchema({ max: 200 }).optional(),
+      description: textSchema({ max: 10_000 }).optional(),
+    })
+    .refine((v) => v.title !== undefined || v.description !== undefined, {
+      message: "give title or description (an empty string clears it)",
+      path: ["title"],
+    }),
+  "neither title nor description",
+);
 
 /** An incident update (decisions.md: Status pages): public text, shown as given (trimmed) on status pages. */
 export const incidentUpdateSchema = z.object({ message: textSchema({ min: 1, max: 2000 }) });
@@ -208,16 +215,21 @@ export const historySchema = z.object({
 });
 
 const MAX_PERIOD_MS = 366 * DAY_MS;
-export const statsSchema = z.object({
-  period: z
-    .string()
-    .regex(/^[1-9]\d{0,4}[dh]$/, "a number followed by d or h, such as 7d or 24h")
-    .transform((p) => Number(p.slice(0, -1)) * (p.endsWith("d") ? DAY_MS : HOUR_MS))
-    .refine((ms) => ms <= MAX_PERIOD_MS, "at most 366 days")
-    .optional(),
-  from: timestampSchema.optional(),
-  to: timestampSchema.optional(),
-});
+export const statsSchema = alsoRefused(
+  z.object({
+    period: z
+      .string()
+      .regex(/^[1-9]\d{0,4}[dh]$/, "a number followed by d or h, such as 7d or 24h")
+      .transform((p) => Number(p.slice(0, -1)) * (p.endsWith("d") ? DAY_MS : HOUR_MS))
+      .refine((ms) => ms <= MAX_PERIOD_MS, "at most 366 days")
+      .optional(),
+    from: timestampSchema.optional(),
+    to: timestampSchema.optional(),
+  }),
+  "period over 366 days",
+  "period together with from or to",
+  "from not before to, or a window over 366 days",
+);
 
 /** The stats window: `period` back from now, or from/to (to defaults to now), else the last 24 hours. */
 export function statsWindow(input: z.infer<typeof statsSchema>, now: Date): { from: Date; to: Date } {

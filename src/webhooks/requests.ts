@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { cursorFormat } from "../shared/cursor.js";
+import { cursorFormat, cursorRule } from "../shared/cursor.js";
 import { textSchema } from "../shared/text.js";
-import { validate } from "../shared/validate.js";
+import { alsoRefused, validate } from "../shared/validate.js";
 import { parseTimestamp } from "../shared/time.js";
 import type { DeliveryRow } from "./store.js";
 import { targetOf, WEBHOOK_TYPES, type WebhookType } from "./targets/index.js";
@@ -28,7 +28,13 @@ const url = z
     } catch {
       return false;
     }
-  }, "must be an http: or https: URL");
+  }, "must be an http: or https: URL")
+  .meta({ format: "uri", pattern: "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]" });
+/** What the target check (checkTarget, below) refuses beyond the URL's form. */
+const TARGET_REFUSED = [
+  "a url whose host does not resolve, or resolves to a private address (unless WEBHOOK_ALLOW_PRIVATE)",
+  "a url its type's target does not take (docs/webhooks.md)",
+];
 const name = textSchema({ min: 1, max: 200 });
 /** `email`: 1-10 addresses, duplicates (ignoring case) removed. */
 const MAX_RECIPIENTS = 10;
@@ -63,27 +69,39 @@ function addressRule(
   }
 }
 
-export const createSchema = z
-  .object({
+/** The destination rule across fields (addressRule), which JSON Schema cannot state. */
+const ADDRESS_REFUSED =
+  "a destination field other than the one its type takes (url, to or routingKey), or that one missing";
+
+export const createSchema = alsoRefused(
+  z
+    .object({
+      name: name.optional(),
+      type: z.enum(WEBHOOK_TYPES).default("http"),
+      url: url.optional(),
+      to: toSchema.optional(),
+      routingKey: routingKeySchema.optional(),
+      events: eventsSchema,
+      enabled: z.boolean().default(true),
+    })
+    .superRefine((v, ctx) => addressRule(v.type, v, ctx, true)),
+  ...TARGET_REFUSED,
+  ADDRESS_REFUSED,
+);
+
+export const updateSchema = alsoRefused(
+  z.object({
     name: name.optional(),
-    type: z.enum(WEBHOOK_TYPES).default("http"),
     url: url.optional(),
     to: toSchema.optional(),
     routingKey: routingKeySchema.optional(),
-    events: eventsSchema,
-    enabled: z.boolean().default(true),
-  })
-  .superRefine((v, ctx) => addressRule(v.type, v, ctx, true));
-
-export const updateSchema = z.object({
-  name: name.optional(),
-  url: url.optional(),
-  to: toSchema.optional(),
-  routingKey: routingKeySchema.optional(),
-  events: eventsSchema.optional(),
-  enabled: z.boolean().optional(),
-  rotateSecret: z.boolean().optional(),
-});
+    events: eventsSchema.optional(),
+    enabled: z.boolean().optional(),
+    rotateSecret: z.boolean().optional(),
+  }),
+  ...TARGET_REFUSED,
+  ADDRESS_REFUSED,
+);
 
 /** A PATCH's destination fields against the webhook's type (400 naming the field). */
 export function checkUpdateAddress(type: WebhookType, v: Partial<Record<AddressField, unknown>>): void {
@@ -96,7 +114,7 @@ export function checkUpdateAddress(type: WebhookType, v: Partial<Record<AddressF
 export const listSchema = z.object({
   limit: z.number().int().min(1).max(100).default(50),
   status: z.enum(["pending", "retrying", "succeeded", "abandoned"]).optional(),
-  cursor: z.string().max(200).optional(),
+  cursor: cursorRule.optional(),
 });
 
 /**

@@ -190,6 +190,19 @@ describe("unique and group", () => {
 });
 
 describe("events/query", () => {
+  it("refuses a time window given without its bounds (400), as the document's time.required says; absent is no window", async () => {
+    for (const route of ["events/query", "events/export"]) {
+      const r = await post(route, { time: {} });
+      assert.equal(r.status, 400, `${route}: ${r.text}`);
+      const e = errorBody(r);
+      assert.deepEqual(
+        (e.details as { field: string }[]).map((d) => d.field),
+        ["time.start", "time.end"],
+        route,
+      );
+      assert.equal((await post(route, {})).status, 200, route);
+    }
+  });
   it("pages newest first with pagination.limit and pagination.cursor, never skipping or repeating", async () => {
     const seen: string[] = [];
     let cursor: string | undefined;

@@ -69,6 +69,7 @@ async function call(id: string, c: Call = {}): Promise<Res> {
     opts.raw = c.raw;
     opts.contentType = c.contentType;
   } else if (c.body !== undefined) opts.body = c.body;
+  else if (o.op.requestBody?.required) opts.body = {}; // the document requires a body: `{}` at least
   const res = await t.rest.req(o.verb, url, opts);
   checkResponse(o, res);
   return res;

@@ -83,7 +83,7 @@ function listed(...flags: string[]): Promise<string[]> {
 }
 
 describe("CI's second run (--storage-rerun, external PostgreSQL + Redis)", () => {
-  it("repeats every file but the browser suites, the workflow unit tests and the live Temporal suites (the database outage kept); every protocol's suites stay", async () => {
+  it("repeats every file but the browser suites, the workflow unit tests, the live Temporal suites (the database outage kept) and the schemathesis run; every protocol's suites stay", async () => {
     const all = await listed();
     const rerun = await listed("--storage-rerun");
     const file = (l: string) => l.split(" ")[1]!;
@@ -91,7 +91,11 @@ describe("CI's second run (--storage-rerun, external PostgreSQL + Redis)", () =>
     assert.ok(all.some((l) => file(l).startsWith("test/workflows/")));
     const left = all.filter((l) => !rerun.includes(l)).map(file);
     for (const f of left)
-      assert.match(f, /^test\/(dashboard|sdk|workflows|temporal)\//, `${f} is left out of the storage rerun`);
+      assert.match(
+        f,
+        /^test\/((dashboard|sdk|workflows|temporal)\/|clients\/schemathesis\.test\.ts$)/,
+        `${f} is left out of the storage rerun`,
+      );
     assert.ok(left.some((f) => f.startsWith("test/dashboard/")) && left.some((f) => f.startsWith("test/sdk/")));
     assert.ok(left.some((f) => f.startsWith("test/workflows/")));
     assert.deepEqual(

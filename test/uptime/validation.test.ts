@@ -110,10 +110,16 @@ describe("monitor validation", () => {
 });
 
 describe("heartbeat validation", () => {
-  it("normalizes the slug's case and accepts an empty body", async () => {
-    const r = await t.rest.req("POST", `${base()}/heartbeats/Billing-Job`, { key: p.key });
+  it("normalizes the slug's case and accepts an empty JSON body", async () => {
+    const r = await t.rest.post(`${base()}/heartbeats/Billing-Job`, {}, { key: p.key });
     assert.equal(r.status, 200, r.text);
     assert.equal(r.body.data.monitor.slug, "billing-job");
+  });
+
+  it("refuses an absent body with an API key too (415, as the document's requestBody.required says)", async () => {
+    const r = await t.rest.req("POST", `${base()}/heartbeats/no-body`, { key: p.key });
+    assert.equal(r.status, 415, r.text);
+    assert.equal(errorBody(r).code, "unsupported_media_type");
   });
 
   for (const [label, slug, body, field] of [
@@ -123,10 +129,10 @@ describe("heartbeat validation", () => {
     ["metadata array", "main", { metadata: ["x"] }, "metadata"],
     ["NUL in metadata", "main", { metadata: { e: "\u0000" } }, "metadata.e"],
     ["zero interval", "main", { expectedIntervalMs: 0 }, "expectedIntervalMs"],
-    ["slug with spaces", "bad%20slug", {}, "slug"],
-    ["hostile slug", encodeURIComponent("x'; DELETE FROM monitors; --"), {}, "slug"],
-    ["slug too long", "a".repeat(150), {}, "slug"],
-    ["slug starting with a dash", "-job", {}, "slug"],
+    ["slug with spaces", "bad%20slug", {}, "monitorSlug"],
+    ["hostile slug", encodeURIComponent("x'; DELETE FROM monitors; --"), {}, "monitorSlug"],
+    ["slug too long", "a".repeat(150), {}, "monitorSlug"],
+    ["slug starting with a dash", "-job", {}, "monitorSlug"],
   ] as const) {
     it(`refuses ${label} with 400`, async () => {
       await refused("POST", `${base()}/heartbeats/${slug}`, body, 400, field);
