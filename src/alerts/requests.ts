@@ -1,6 +1,7 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import type { Value } from "@bufbuild/protobuf/wkt";
 import { z } from "zod";
+import { cursorRule } from "../shared/cursor.js";
 import { isNumeric, OPERATION_NAMES, parseOperation } from "../analytics/aggregations.js";
 import { fieldProblem } from "../analytics/fields.js";
 import { parseFilters } from "../analytics/filters.js";
@@ -129,8 +130,8 @@ export const previewSchema = z
 
 const listLimit = (def: number, max: number) =>
   z.number().int().min(1, `must be between 1 and ${max}`).max(max, `must be between 1 and ${max}`).default(def);
-export const listSchema = z.object({ limit: listLimit(50, 100), cursor: z.string().optional() });
-export const evaluationListSchema = z.object({ limit: listLimit(100, 1000), cursor: z.string().optional() });
+export const listSchema = z.object({ limit: listLimit(50, 100), cursor: cursorRule.optional() });
+export const evaluationListSchema = z.object({ limit: listLimit(100, 1000), cursor: cursorRule.optional() });
 
 const US = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const ALERT_ID = /^alr_[0-9A-Za-z]{1,64}$/;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { cursorRule } from "../shared/cursor.js";
 import type { PingExitRequest, PingRequest, PingSignalRequest } from "../../gen/vigil/v1/ping_pb.js";
 import type {
   CreateMonitorRequest,
@@ -178,7 +179,7 @@ export const exitRunSchema = z
 export const scheduleQuerySchema = z.object({ count: limitSchema(5, 100) });
 
 /** GET .../runs: newest first, keyset pages. */
-export const runListSchema = z.object({ limit: limitSchema(50, 1000), cursor: z.string().optional() });
+export const runListSchema = z.object({ limit: limitSchema(50, 1000), cursor: cursorRule.optional() });
 
 export const incidentPatchSchema = alsoRefused(
   z

@@ -53,7 +53,14 @@ const toml = (v: unknown): string => JSON.stringify(v); // TOML's basic strings 
 /** The run's configuration: credentials, the project, and what the document says each operation answers. */
 function config(auth: "key" | "session"): string {
   const lines = [
+    // Positive and negative data (what `--mode all` says), set here so that a phase may narrow it.
+    `generation.mode = "all"`,
     ...(auth === "session" ? [`headers = { Origin = ${toml(t.url)} }`] : []),
+    // The stateful phase reports valid requests as schema-violating ones accepted when a link
+    // filled them (schemathesis issue #2983, open): its negative-data check is off; every other
+    // check runs there, and the negative-data check runs in every other phase.
+    "[phases.stateful.checks.negative_data_rejection]",
+    "enabled = false",
     "[parameters]",
     `projectId = ${toml(p.projectId)}`,
     auth === "key" ? "[auth.openapi.apiKey]" : "[auth.openapi.session]",
@@ -102,10 +109,8 @@ async function run(auth: "key" | "session", select: string[], extra: string[] = 
     file,
     "run",
     `${t.url}/openapi.json`,
-    "--checks",
-    "all",
-    "--mode",
-    "all",
+    // Every check: schemathesis' default (`--checks all` on the command line would override the
+    // stateful phase's setting in the configuration).
     "--max-examples",
     String(MAX_EXAMPLES),
     "--seed",
