@@ -29,11 +29,12 @@ export type RecordSignal = (
 ) => Promise<{ data: MessageInitShape<typeof HeartbeatResultSchema> }>;
 
 // Ping URLs (decisions.md "Cron jobs and ping keys"; docs/uptime.md "Ping URLs"): `GET` or `POST
-// /ping/:pingKey/:monitorSlug`, a heartbeat from a crontab line with no header. The key comes in the
+// /ping/:pingKey/:monitorSlug[/start|/fail|/exit/:code]`, a heartbeat or run signal from a crontab
+// line with no header. The key comes in the
 // path (REST: the gate resolves it and takes the heartbeat limit before the body is read, `PING_URLS`
 // in src/server/ingest-routes.ts) or the message (gRPC, Connect: the handler does both, with
-// `auth.pingKey`). A ping key only: 401 unknown or revoked, 403 another kind. The heartbeat is then
-// recorded exactly as SendHeartbeat records it (`RecordHeartbeat`).
+// `auth.pingKey`). A ping key only: 401 unknown or revoked, 403 another kind. The signal is then
+// recorded exactly as SendHeartbeat and the run signal routes record theirs (`RecordSignal`).
 
 /**
  * The ping URLs' suffixes after `/ping/:pingKey/:monitorSlug`, each to its run signal (heartbeats.ts

@@ -5,6 +5,9 @@ import type { DescMessage } from "@bufbuild/protobuf";
 // which needs no header and answers as the heartbeat route. The key never reaches a log line or a metric.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
+import { mkdtemp, readFile, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import { Writable } from "node:stream";
 import { promisify } from "node:util";
 import { describe, it } from "node:test";
@@ -388,6 +391,46 @@ describe("ping URLs", () => {
         ["r1", "failed", 3, "tail of the log"],
       ],
     );
+  });
+
+  it("the shell wrapper of docs/clients.md, run as written: start, then exit/:code with the output's tail", async (ctx) => {
+    const tools = await Promise.all(
+      ["curl", "jq"].map((c) =>
+        run(c, ["--version"]).then(
+          () => true,
+          () => false,
+        ),
+      ),
+    );
+    if (tools.includes(false)) return ctx.skip("the wrapper needs curl and jq");
+    const md = await readFile(new URL("../../docs/clients.md", import.meta.url), "utf8");
+    const block = /<!-- vigil-run: begin -->\n```sh\n([\s\S]*?)```\n<!-- vigil-run: end -->/.exec(md);
+    assert.ok(block, "docs/clients.md has no vigil-run block");
+    const dir = await mkdtemp(path.join(os.tmpdir(), "vigil-run-"));
+    const script = path.join(dir, "vigil-run");
+    await writeFile(script, block[1]);
+    const env = { ...process.env, VIGIL_URL: t.url, VIGIL_PING_KEY: ping.secret };
+    const slug = `shell-job-${Date.now()}`;
+    const wrapped = (command: string) =>
+      run("sh", [script, slug, "sh", "-c", command], { env }).then(
+        (r) => ({ code: 0, stdout: r.stdout }),
+        (e: { code: number; stdout: string }) => ({ code: e.code, stdout: e.stdout }),
+      );
+    const failed = await wrapped("echo 'copying \"db\" é'; echo oops >&2; exit 3");
+    assert.equal(failed.code, 3, "the wrapper exits with the command's code");
+    assert.match(failed.stdout, /copying "db" é\noops/, "the wrapper prints the command's output");
+    const ok = await wrapped("sleep 0.2; echo done");
+    assert.equal(ok.code, 0);
+    const m = await t.rest.get(`/v1/projects/self/monitors?limit=1000`, { key: p.key });
+    const id = m.body.data.find((x: { slug: string }) => x.slug === slug).id;
+    const runs = await t.rest.get(`/v1/projects/self/monitors/${id}/runs`, { key: p.key });
+    assert.equal(runs.status, 200, runs.text);
+    const [second, first] = runs.body.data;
+    assert.deepEqual([first.outcome, first.exitCode, first.output], ["failed", 3, 'copying "db" é\noops\n']);
+    assert.deepEqual([second.outcome, second.exitCode, second.output], ["succeeded", 0, "done\n"]);
+    for (const r of [first, second]) assert.match(r.runId, /^[0-9a-f]{16}$/);
+    assert.notEqual(first.runId, second.runId);
+    assert.ok(second.durationMs >= 200, `duration ${second.durationMs}`);
   });
 
   it("keep the key out of every log line (request lines: /ping/[redacted]/...) and out of the metrics", async () => {
