@@ -15,7 +15,10 @@ type TaskRole = "every" | "worker";
 /** Which runner it belongs to: always, only without TEMPORAL_ADDRESS, or only with it. */
 type TaskMode = "always" | "embedded" | "temporal";
 
-/** Every background loop of the service (owner: the file that starts it). */
+/**
+ * Every background loop of the service (owner: the file that starts it). `woken`: it runs only when
+ * its work is due (a deadline, an evaluation), so /health lists it once there was some.
+ */
 export const BACKGROUND_TASKS = {
   "derived records projector": { role: "every", mode: "always", owner: "src/events/projector.ts" },
   "derived records poll": { role: "every", mode: "always", owner: "src/events/projector.ts" },
@@ -27,16 +30,16 @@ export const BACKGROUND_TASKS = {
   "analytics slot pass": { role: "worker", mode: "always", owner: "src/analytics/worker.ts" },
   "analytics block pass": { role: "worker", mode: "always", owner: "src/analytics/blocks/worker.ts" },
   "uptime re-scan": { role: "worker", mode: "embedded", owner: "src/uptime/scheduler.ts" },
-  "uptime deadline checks": { role: "worker", mode: "embedded", owner: "src/uptime/scheduler.ts" },
+  "uptime deadline checks": { role: "worker", mode: "embedded", owner: "src/uptime/scheduler.ts", woken: true },
   "temporal wake drain": { role: "worker", mode: "temporal", owner: "src/uptime/temporal-runner.ts" },
   "uptime reconciler": { role: "worker", mode: "temporal", owner: "src/uptime/temporal-runner.ts" },
   "alert re-scan": { role: "worker", mode: "embedded", owner: "src/alerts/scheduler.ts" },
-  "alert evaluations": { role: "worker", mode: "embedded", owner: "src/alerts/scheduler.ts" },
+  "alert evaluations": { role: "worker", mode: "embedded", owner: "src/alerts/scheduler.ts", woken: true },
   "webhook outbox expander": { role: "worker", mode: "always", owner: "src/webhooks/expander.ts" },
   "webhook delivery scheduler": { role: "worker", mode: "always", owner: "src/webhooks/scheduler.ts" },
   "webhook reconciler": { role: "worker", mode: "temporal", owner: "src/webhooks/service.ts" },
   "temporal workers": { role: "worker", mode: "temporal", owner: "src/temporal/worker.ts" },
-} as const satisfies Record<string, { role: TaskRole; mode: TaskMode; owner: string }>;
+} as const satisfies Record<string, { role: TaskRole; mode: TaskMode; owner: string; woken?: true }>;
 
 export type TaskName = keyof typeof BACKGROUND_TASKS;
 

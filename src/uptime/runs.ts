@@ -8,7 +8,7 @@ import type { OpenRun } from "./model.js";
 import type { RunRow } from "./store.js";
 
 // Runs of cron jobs (decisions.md "Cron jobs and ping keys"): the SQL of the monitor_runs table
-// (migration 9002), the output's tail, the run list's pages and messages. The decisions (pairing,
+// (migration 9004), the output's tail, the run list's pages and messages. The decisions (pairing,
 // timeouts, failure tolerance) are model.ts's; heartbeats.ts and detect.ts apply them under the
 // monitor's row lock, so each run is written by exactly one transaction.
 

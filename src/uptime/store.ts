@@ -27,7 +27,7 @@ export interface MonitorRow {
   updated_at: Date;
   /** Bumped by a trigger on every UPDATE (migration 4002): the heartbeat fast path's compare-and-set. */
   version: number;
-  /** A scheduled monitor: both set (migration 9002); else both null. */
+  /** A scheduled monitor: both set (migration 9004); else both null. */
   schedule_cron: string | null;
   schedule_timezone: string | null;
   max_runtime_ms: number | null;
@@ -39,7 +39,7 @@ export interface MonitorRow {
   owned_by: "alert" | null;
 }
 
-/** A stored run (migration 9002). */
+/** A stored run (migration 9004). */
 export interface RunRow {
   id: string;
   monitor_id: string;
