@@ -40,7 +40,8 @@ async function createAlert(app: TestApp, p: ProjectFixture, name: string) {
   return { alert: a as { id: string; monitorId: string; slug: string }, first };
 }
 
-describe("live alert evaluation", () => {
+// The two tests wait on real due times with apps and databases of their own: run side by side.
+describe("live alert evaluation", { concurrency: true }, () => {
   it("fires and resolves once across two nodes: one incident, one started and one recovered delivery", async () => {
     const a = await startTestApp(env);
     apps.push(a);
