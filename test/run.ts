@@ -47,19 +47,53 @@ const args = process.argv.slice(2);
  *   storage the API suites check on both set-ups;
  * - the workflow unit tests (test/workflows/): fake activities, no storage at all;
  * - the live Temporal suites (pass 1b) but the database outage: they test Temporal's edges (its
- *   server stopped, workers killed, clusters, replay); their SQL is the activities', which pass 2
- *   runs on both set-ups.
+ *   server stopped, workers killed, clusters, replay); their SQL is the activities', the same
+ *   statements the embedded runner applies (pass 1 runs them on both set-ups).
+ * - pass 2 (Temporal as the runner): it decides with the same pure functions and applies with the
+ *   same SQL as the embedded runner, whose suites pass 1 runs on both set-ups.
  * - the schemathesis run (test/clients/schemathesis.test.ts, ~3 minutes): it checks the document
  *   against the server's validation, which no storage reaches; openapi.test.ts drives every
  *   operation on both set-ups.
+ * - the files that start no server and open no database (STATIC below): checks of the source and
+ *   the document (tsc, knip, redocly, spectral, the import graph, the docs) and pure unit tests.
  * Every protocol's suites (test/clients/, test/transcoding/, test/foundation/ ...) run in both.
  */
+const STATIC = [
+  "test/clients/openapi-lint.test.ts",
+  "test/clients/openapi-rules.test.ts",
+  "test/clients/openapi-typescript.test.ts",
+  "test/foundation/basics.test.ts",
+  "test/foundation/coalesce.test.ts",
+  "test/foundation/docs.test.ts",
+  "test/foundation/errors.test.ts",
+  "test/foundation/event-record.test.ts",
+  "test/foundation/extension-tables.test.ts",
+  "test/foundation/imports.test.ts",
+  "test/foundation/preflight.test.ts",
+  "test/foundation/service-types.test.ts",
+  "test/foundation/unused.test.ts",
+  "test/operations/lockfile.test.ts",
+  "test/alerts/model.test.ts",
+  "test/analytics/blocks.test.ts",
+  "test/analytics/compiler.test.ts",
+  "test/events/event-rules.test.ts",
+  "test/events/units.test.ts",
+  "test/metrics/metric-rules.test.ts",
+  "test/metrics/model.test.ts",
+  "test/pages/model.test.ts",
+  "test/status/model.test.ts",
+  "test/status/render.test.ts",
+  "test/uptime/model.test.ts",
+  "test/uptime/schedule.test.ts",
+  "test/webhooks/decisions.test.ts",
+];
 const NOT_IN_STORAGE_RERUN = [
   "test/dashboard/",
   "test/sdk/",
   "test/workflows/",
   "test/temporal/",
   "test/clients/schemathesis.test.ts",
+  ...STATIC,
 ];
 const STORAGE_RERUN_KEEPS = new Set(["test/temporal/webhooks-outage.test.ts"]);
 
@@ -250,7 +284,10 @@ async function runAll({ cli, testServer, temporal, adminUrl, admin, template, st
   const flags = args.filter((a) => a.startsWith("--") && !OWN_FLAGS.has(a));
   const temporalOnly = args.includes("--temporal-only");
   const files = selected();
-  const temporalPass = !given.length || temporalOnly || args.includes("--temporal");
+  // Pass 2 runs on the embedded default only: the runners apply with the same SQL (docs/architecture.md
+  // "Background runners"), which the storage rerun's pass 1 runs on the external set-up.
+  const temporalPass =
+    (!given.length && !args.includes("--storage-rerun")) || temporalOnly || args.includes("--temporal");
   const timingDir = await mkdtemp(path.join(os.tmpdir(), "vigil-test-timing-"));
   const timings: { pass: string; file: string; ms: number }[] = [];
   const temporalFiles = given.length
