@@ -56,6 +56,10 @@ const args = process.argv.slice(2);
  *   operation on both set-ups.
  * - the files that start no server and open no database (STATIC below): checks of the source and
  *   the document (tsc, knip, redocly, spectral, the import graph, the docs) and pure unit tests.
+ * - the files that choose their storage themselves (OWN_STORAGE below): the README's first command
+ *   as root and the failed starts run `src/main.ts` with DATABASE_URL and REDIS_URL cleared (the
+ *   embedded default is what they test), and the runner's own tests start their own `npm test`s
+ *   with their own PostgreSQL.
  * Every protocol's suites (test/clients/, test/transcoding/, test/foundation/ ...) run in both.
  */
 const STATIC = [
@@ -87,6 +91,11 @@ const STATIC = [
   "test/uptime/schedule.test.ts",
   "test/webhooks/decisions.test.ts",
 ];
+const OWN_STORAGE = [
+  "test/operations/fresh-root.test.ts",
+  "test/operations/startup-failure.test.ts",
+  "test/operations/test-runner.test.ts",
+];
 const NOT_IN_STORAGE_RERUN = [
   "test/dashboard/",
   "test/sdk/",
@@ -94,6 +103,7 @@ const NOT_IN_STORAGE_RERUN = [
   "test/temporal/",
   "test/clients/schemathesis.test.ts",
   ...STATIC,
+  ...OWN_STORAGE,
 ];
 const STORAGE_RERUN_KEEPS = new Set(["test/temporal/webhooks-outage.test.ts"]);
 

@@ -84,7 +84,7 @@ function listed(...flags: string[]): Promise<string[]> {
 }
 
 describe("CI's second run (--storage-rerun, external PostgreSQL + Redis)", () => {
-  it("repeats every file but the browser suites, the workflow unit tests, the live Temporal suites (the database outage kept), the schemathesis run and the static checks; every protocol's suites stay", async () => {
+  it("repeats every file but the browser suites, the workflow unit tests, the live Temporal suites (the database outage kept), the schemathesis run, the static checks and the files that choose their own storage; every protocol's suites stay", async () => {
     const all = await listed();
     const rerun = await listed("--storage-rerun");
     const file = (l: string) => l.split(" ")[1]!;
@@ -93,8 +93,11 @@ describe("CI's second run (--storage-rerun, external PostgreSQL + Redis)", () =>
     const left = all.filter((l) => !rerun.includes(l)).map(file);
     for (const f of left) {
       if (/^test\/((dashboard|sdk|workflows|temporal)\/|clients\/schemathesis\.test\.ts$)/.test(f)) continue;
-      // Otherwise a static file (STATIC in test/run.ts): it starts no server and opens no database.
       const text = await readFile(path.join(root, f), "utf8");
+      // A file that chooses its storage itself (OWN_STORAGE in test/run.ts): it clears DATABASE_URL
+      // and REDIS_URL for the processes it starts, or runs `npm test`s of its own.
+      if (/DATABASE_URL: "",\s*REDIS_URL: ""/.test(text) || f === "test/operations/test-runner.test.ts") continue;
+      // Otherwise a static file (STATIC in test/run.ts): it starts no server and opens no database.
       assert.doesNotMatch(
         text,
         /startTestApp|useProject|useApp|useTenants|startNode|DATABASE_URL|new pg\./,
@@ -102,6 +105,7 @@ describe("CI's second run (--storage-rerun, external PostgreSQL + Redis)", () =>
       );
     }
     assert.ok(left.includes("test/foundation/extension-tables.test.ts"), "the static checks run once");
+    assert.ok(left.includes("test/operations/fresh-root.test.ts"), "the embedded-only starts run once");
     assert.ok(left.some((f) => f.startsWith("test/dashboard/")) && left.some((f) => f.startsWith("test/sdk/")));
     assert.ok(left.some((f) => f.startsWith("test/workflows/")));
     assert.deepEqual(
