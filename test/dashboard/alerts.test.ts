@@ -20,6 +20,57 @@ async function record(points: { value: number; timestamp: string }[]) {
 }
 
 describe("dashboard: alerts", () => {
+  it("previews a ratio of two event counts, filtered with the filter builder, under its minimum sample", async (ctx) => {
+    if (!available()) return ctx.skip(SKIP);
+    // The last hour, two requests a minute; both fail from 30 to 20 minutes ago.
+    const now = Date.now();
+    const events = Array.from({ length: 120 }, (_, i) => {
+      const k = Math.floor(i / 2);
+      return {
+        type: "http.request",
+        timestamp: new Date(now - k * MIN - 2000 - (i % 2) * 1000).toISOString(),
+        data: { status: k >= 20 && k <= 30 ? 503 : 200 },
+      };
+    });
+    const sent = await t.rest.post("/v1/events/batch", { events }, { key: p.key });
+    assert.equal(sent.body.data?.accepted, events.length, sent.text);
+    const { context, page } = await dash.open(p.owner);
+    await page.goto(`/projects/${p.projectId}/alerts?new=1&range=1h`);
+    await page.getByLabel("Source").selectOption("ratio");
+    // A rule complete enough to save before the filter is applied (Apply must not save it).
+    await page.getByLabel("Name", { exact: true }).fill("Error ratio");
+    await page.getByLabel("Threshold", { exact: true }).fill("0.3");
+    // The numerator: requests with a status of 500 or more (the filter builder, applied in place:
+    // its Apply does not submit the editor).
+    const numerator = page.getByRole("group", { name: "Numerator events" });
+    await numerator.getByRole("button", { name: "+ Condition" }).click();
+    await numerator.getByLabel("Field", { exact: true }).fill("data.status");
+    await numerator.getByLabel("Operator").selectOption("gte");
+    const valueType = numerator.getByLabel("Value type");
+    if (await valueType.count()) await valueType.selectOption("number");
+    await numerator.getByLabel("Value", { exact: true }).fill("500");
+    await numerator.getByRole("button", { name: "Apply filters" }).click();
+    await page.waitForURL(/data\.status/);
+    await page.getByLabel("Minimum sample (denominator events)").fill("5");
+    const chart = page.locator('[aria-label="Preview: value, threshold and incidents"]');
+    await page
+      .getByTestId("preview-summary")
+      .filter({ hasText: /^1 incident over 6[01] evaluations/ })
+      .waitFor();
+    assert.equal(await chart.getAttribute("data-bands"), "1");
+    // Under a minimum sample no 5-minute window reaches, every evaluation is no data: no incident.
+    await page.getByLabel("Minimum sample (denominator events)").fill("1000");
+    await page
+      .getByTestId("preview-summary")
+      .filter({ hasText: /^0 incidents over (6[01]) evaluations \(\1 without data\)$/ })
+      .waitFor();
+    // Nothing was saved along the way.
+    const list = await t.rest.get(`/v1/projects/${p.projectId}/alerts`, { key: p.key });
+    assert.deepEqual(list.body.data, []);
+    assert.deepEqual(pageErrors, []);
+    await context.close();
+  });
+
   it("writes a rule with a preview, saves it, lists it with its state and shows the incident it opened", async (ctx) => {
     if (!available()) return ctx.skip(SKIP);
     // The last hour, a point a minute: 100 ms, but 600 ms from 45 to 35 minutes ago and in the last

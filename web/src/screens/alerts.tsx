@@ -394,7 +394,9 @@ function RuleEditor(props: {
       aria-label="Alert rule"
       onSubmit={(e) => {
         e.preventDefault();
-        void onSave();
+        // The filter builders are forms of their own inside this one: their Apply applies a filter
+        // and never saves the alert (Chromium does not bubble their submit here; the spec says it bubbles).
+        if (e.target === e.currentTarget) void onSave();
       }}
     >
       <section class="card" aria-labelledby="rule-source">
@@ -460,16 +462,16 @@ function RuleEditor(props: {
         )}
         {draft.source === "ratio" && (
           <div class="ratio-sides">
-            <div>
-              <h3>Numerator events</h3>
+            <div role="group" aria-labelledby="alert-numerator">
+              <h3 id="alert-numerator">Numerator events</h3>
               <FilterBuilder
                 projectId={project.id}
                 value={draft.numerator}
                 onChange={(f) => change({ numerator: f })}
               />
             </div>
-            <div>
-              <h3>Denominator events</h3>
+            <div role="group" aria-labelledby="alert-denominator">
+              <h3 id="alert-denominator">Denominator events</h3>
               <FilterBuilder
                 projectId={project.id}
                 value={draft.denominator}
