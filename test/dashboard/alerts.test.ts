@@ -142,6 +142,18 @@ describe("dashboard: alerts", () => {
     assert.equal(incidents.status, 200, incidents.text);
     assert.equal(incidents.body.data.length, 1);
     assert.equal(incidents.body.data[0].startedAt, stored.pendingSince);
+
+    // Edit rule: the editor starts from the stored rule, its preview over the last hour (the longest
+    // range a 10 s cadence covers cheaply); Cancel goes back to the page.
+    await page.getByRole("button", { name: "Edit rule" }).click();
+    await page.waitForURL(/edit=1/);
+    assert.equal(await page.getByLabel("Threshold", { exact: true }).inputValue(), "300");
+    assert.equal(await page.getByLabel("Every", { exact: true }).inputValue(), "10s");
+    assert.equal(await page.getByLabel("Resolve threshold", { exact: true }).inputValue(), "200");
+    assert.equal(await page.getByLabel("Time range").inputValue(), "1h");
+    await page.locator('[aria-label="Preview: value, threshold and incidents"][data-rendered]').waitFor();
+    await page.getByRole("button", { name: "Cancel" }).click();
+    await page.getByRole("heading", { name: "Incidents" }).waitFor();
     assert.deepEqual(pageErrors, []);
     await context.close();
   });

@@ -20,7 +20,7 @@ import {
   Select,
   StatusBadge,
 } from "../ui/kit.js";
-import { rangeOf, TimeRangePicker } from "../ui/time-range.js";
+import { rangeOf, TimeRangePicker, type Preset } from "../ui/time-range.js";
 import { useQueryState } from "../ui/url-state.js";
 import "./alerts.css";
 
@@ -249,6 +249,16 @@ function ruleFields(r: Rule) {
     noData: r.noData,
     minSamples: r.minSamples,
   };
+}
+
+/**
+ * The preview's range when the URL names none: the longest of the last 7 days, 24 hours or hour that
+ * the rule's cadence covers in at most ~2,000 evaluations (each one a query: a 10 s cadence over a
+ * day would be 8,641 of them).
+ */
+function previewFallback(everyMs: number | undefined): Preset {
+  const fits = (ms: number) => everyMs !== undefined && everyMs > 0 && ms / everyMs <= 2100;
+  return fits(7 * 86_400_000) ? "7d" : fits(86_400_000) ? "24h" : "1h";
 }
 
 /** `value`, once it has stayed the same for `ms` (a preview per pause in typing, not per key). */
@@ -583,11 +593,12 @@ function RulePreview(props: {
 }) {
   const { project } = useProject();
   const { query, set } = props;
+  const fallback = previewFallback(props.rule?.everyMs);
   const wanted = JSON.stringify([props.rule, query.range, query.from, query.to]);
   const settled = useSettled(wanted, 400);
   const preview = useAsync(async () => {
     if (!props.rule) return undefined;
-    const range = rangeOf(query, "24h");
+    const range = rangeOf(query, fallback);
     const r = await api.alerts.previewAlert({
       projectId: project.id,
       ...ruleFields(props.rule),
@@ -601,7 +612,7 @@ function RulePreview(props: {
       <div class="toolbar">
         <div class="field">
           <span class="field-label">Over</span>
-          <TimeRangePicker query={query} set={(c) => set(c)} />
+          <TimeRangePicker query={query} set={(c) => set(c)} fallback={fallback} />
         </div>
         {preview.loading && <span class="muted">Evaluating…</span>}
       </div>
