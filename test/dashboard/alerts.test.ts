@@ -130,6 +130,7 @@ describe("dashboard: alerts", () => {
     const stored = (await t.rest.get(`/v1/projects/${p.projectId}/alerts/${alertId}`, { key: p.key })).body.data;
     assert.ok(value > 300, `last value ${value}`);
     assert.equal(value, Number(stored.value.toFixed(4)));
+    await dash.screenshot(page, "alerts");
 
     // Its page: the open incident, started when the condition first held, and the evaluations.
     await row.getByRole("link", { name: "Slow API" }).click();
@@ -142,6 +143,7 @@ describe("dashboard: alerts", () => {
     assert.equal(incidents.status, 200, incidents.text);
     assert.equal(incidents.body.data.length, 1);
     assert.equal(incidents.body.data[0].startedAt, stored.pendingSince);
+    await dash.screenshot(page, "alert");
 
     // Edit rule: the editor starts from the stored rule, its preview over the last hour (the longest
     // range a 10 s cadence covers cheaply); Cancel goes back to the page.

@@ -637,11 +637,20 @@ function EvaluationChart(props: {
   /** Oldest first. */
   evaluations: AlertEvaluation[];
   incidents: { startedAt: string; endedAt?: string }[];
+  /**
+   * The least span drawn, ending at the last evaluation (a young alert's few evaluations would
+   * otherwise be a lone point on an axis of years, without its threshold lines).
+   */
+  minSpanMs?: number;
 }) {
-  const { x, series, bands } = useMemo(() => {
-    const xs = props.evaluations.map((e) => Date.parse(e.at) / 1000);
+  const { x, series, bands, table } = useMemo(() => {
+    const at = props.evaluations.map((e) => Date.parse(e.at) / 1000);
+    const values = props.evaluations.map((e) => e.value ?? null);
+    const start = at.length && props.minSpanMs ? at[at.length - 1] - props.minSpanMs / 1000 : undefined;
+    const early = start !== undefined && start < at[0];
+    const xs = early ? [start, ...at] : at;
     const s: Series[] = [
-      { label: "Value", values: props.evaluations.map((e) => e.value ?? null) },
+      { label: "Value", values: early ? [null, ...values] : values },
       {
         label: `Threshold ${OPERATORS[props.rule.condition.operator]} ${formatNumber(props.rule.condition.value)}`,
         values: xs.map(() => props.rule.condition.value),
@@ -658,8 +667,8 @@ function EvaluationChart(props: {
       from: Date.parse(i.startedAt) / 1000,
       to: i.endedAt ? Date.parse(i.endedAt) / 1000 : null,
     }));
-    return { x: xs, series: s, bands: b };
-  }, [props.evaluations, props.incidents, props.rule]);
+    return { x: xs, series: s, bands: b, table: { x: at, series: [{ label: "Value", values }] } };
+  }, [props.evaluations, props.incidents, props.rule, props.minSpanMs]);
   const withData = props.evaluations.filter((e) => e.value !== undefined).length;
   return (
     <>
@@ -667,7 +676,7 @@ function EvaluationChart(props: {
         <strong>
           {props.incidents.length === 1 ? "1 incident" : `${formatNumber(props.incidents.length)} incidents`}
         </strong>{" "}
-        over {formatNumber(props.evaluations.length)} evaluations
+        over {formatNumber(props.evaluations.length)} evaluation{props.evaluations.length === 1 ? "" : "s"}
         {withData < props.evaluations.length && ` (${formatNumber(props.evaluations.length - withData)} without data)`}
       </p>
       <TimeChart
@@ -691,7 +700,7 @@ function EvaluationChart(props: {
           ))}
         </ul>
       )}
-      <ChartTable x={x} series={series.slice(0, 1)} format={formatValue} />
+      <ChartTable x={table.x} series={table.series} format={formatValue} />
     </>
   );
 }
@@ -862,7 +871,13 @@ export function AlertDetail() {
         <ErrorMessage error={evaluations.error} />
         {evaluations.data && oldestFirst.length === 0 && <p class="muted">No evaluation yet.</p>}
         {oldestFirst.length > 0 && (
-          <EvaluationChart title="Recent evaluations" rule={rule} evaluations={oldestFirst} incidents={shown} />
+          <EvaluationChart
+            title="Recent evaluations"
+            rule={rule}
+            evaluations={oldestFirst}
+            incidents={shown}
+            minSpanMs={30 * Number(a.everyMs)}
+          />
         )}
       </section>
     </>
