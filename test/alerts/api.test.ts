@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
 import { describe, it } from "node:test";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
@@ -415,5 +416,37 @@ describe("alerts over gRPC and Connect", () => {
         (e: unknown) => e instanceof ConnectError && e.code === Code.NotFound,
       );
     }
+  });
+});
+
+describe("alerts: the recipes of docs/alerts.md", () => {
+  it("creates every recipe of docs/alerts.md as written (201), and previews it", async () => {
+    const md = await readFile(new URL("../../docs/alerts.md", import.meta.url), "utf8");
+    const recipes = [...md.matchAll(/<!-- recipe: ([\w-]+) -->\n```json\n([\s\S]*?)\n```\n<!-- \/recipe -->/g)];
+    assert.deepEqual(
+      recipes.map((m) => m[1]),
+      ["latency-p95", "error-ratio", "no-signups", "cron-duration"],
+    );
+    // In the other project: this file's caps its alerts at 4 (the cap test fills p's).
+    // Side by side (four alerts: the cap of this file's projects).
+    await Promise.all(
+      recipes.map(async ([, name, json]) => {
+        const recipe = JSON.parse(json) as Record<string, unknown>;
+        const r = await t.rest.post(alerts(other.projectId), recipe, { key: other.key });
+        assert.equal(r.status, 201, `${name}: ${r.text}`);
+        const { name: _name, ...rule } = recipe;
+        const end = Date.parse("2024-03-05T00:00:00Z");
+        const time = {
+          start: new Date(end - (rule.windowMs as number)).toISOString(),
+          end: new Date(end).toISOString(),
+        };
+        const preview = await t.rest.post(`${alerts(other.projectId)}/preview`, { ...rule, time }, { key: other.key });
+        assert.equal(preview.status, 200, `${name}: ${preview.text}`);
+        assert.equal(
+          (await t.rest.del(`${alerts(other.projectId)}/${r.body.data.id}`, { key: other.key })).status,
+          204,
+        );
+      }),
+    );
   });
 });

@@ -1,6 +1,7 @@
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { AlertService } from "../../gen/vigil/v1/alerts_pb.js";
 import { AnalyticsService } from "../../gen/vigil/v1/analytics_pb.js";
 import { AuthService } from "../../gen/vigil/v1/auth_pb.js";
 import { EventService } from "../../gen/vigil/v1/events_pb.js";
@@ -49,6 +50,7 @@ export const api = {
   jobs: createClient(JobsService, transport),
   metrics: createClient(MetricsService, transport),
   uptime: createClient(UptimeService, transport),
+  alerts: createClient(AlertService, transport),
   webhooks: createClient(WebhookService, transport),
   pages: createClient(PageService, transport),
 };

@@ -15,6 +15,7 @@ import { Events } from "./screens/events.js";
 import { Analytics } from "./screens/analytics.js";
 import { Metrics } from "./screens/metrics.js";
 import { Uptime, MonitorDetail } from "./screens/uptime.js";
+import { Alerts, AlertDetail } from "./screens/alerts.js";
 import { Webhooks, WebhookDetail } from "./screens/webhooks.js";
 import { StatusPages } from "./screens/pages.js";
 import { Users, UserDetail } from "./screens/users.js";
@@ -58,6 +59,8 @@ export function App() {
               path="/projects/:projectId/uptime/:monitorId"
               component={() => <InProject screen={MonitorDetail} />}
             />
+            <Route path="/projects/:projectId/alerts" component={() => <InProject screen={Alerts} />} />
+            <Route path="/projects/:projectId/alerts/:alertId" component={() => <InProject screen={AlertDetail} />} />
             <Route path="/projects/:projectId/webhooks" component={() => <InProject screen={Webhooks} />} />
             <Route
               path="/projects/:projectId/webhooks/:webhookId"

@@ -5,6 +5,7 @@ export const SECTIONS: [path: string, label: string][] = [
   ["analytics", "Analytics"],
   ["metrics", "Metrics"],
   ["uptime", "Uptime"],
+  ["alerts", "Alerts"],
   ["webhooks", "Webhooks"],
   ["pages", "Status pages"],
   ["users", "Users"],

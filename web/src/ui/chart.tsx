@@ -14,6 +14,14 @@ export interface Series {
   label: string;
   /** One value per x (null: no value there, a gap). */
   values: (number | null)[];
+  /** A reference line (an alert's threshold): drawn dashed in its own colour, without points or fill. */
+  reference?: { color: string };
+}
+
+/** A shaded span of x (Unix seconds), e.g. an incident; `to` null: still open at the chart's end. */
+export interface Band {
+  from: number;
+  to: number | null;
 }
 
 /** A y range from 0 (or the lowest value, when below 0) to the highest value plus a tenth. */
@@ -47,6 +55,8 @@ export function TimeChart(props: {
   spanGaps?: boolean;
   /** Formats a y value on the axis and in the legend. */
   format?: (v: number) => string;
+  /** Shaded spans behind the series (an alert's incidents); `data-bands` says how many were drawn. */
+  bands?: Band[];
 }) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot>();
@@ -59,9 +69,27 @@ export function TimeChart(props: {
       width: Math.max(200, el.clientWidth),
       height: props.height ?? 260,
       hooks: {
+        // The bands under the series: shaded from `from` to `to` (or the right edge), full height.
+        drawClear: [
+          (u) => {
+            if (!props.bands?.length) return;
+            const { ctx, bbox } = u;
+            ctx.save();
+            ctx.fillStyle = "rgba(220, 38, 38, 0.14)";
+            for (const b of props.bands) {
+              const left = Math.max(bbox.left, u.valToPos(b.from, "x", true));
+              const right =
+                b.to === null ? bbox.left + bbox.width : Math.min(bbox.left + bbox.width, u.valToPos(b.to, "x", true));
+              // An incident opened and resolved at neighbouring evaluations still shows: at least 2 px.
+              if (right >= left) ctx.fillRect(left, bbox.top, Math.max(2, right - left), bbox.height);
+            }
+            ctx.restore();
+          },
+        ],
         draw: [
           (u) => {
             el.dataset.rendered = String(u.data[0].length);
+            el.dataset.bands = String(props.bands?.length ?? 0);
             // The y-axis' lowest value drawn, for the tests (bars start at 0).
             el.dataset.yMin = String(u.scales.y.min);
           },
@@ -88,21 +116,32 @@ export function TimeChart(props: {
       ],
       series: [
         {},
-        ...props.series.map((s, i) => ({
-          label: s.label,
-          stroke: COLORS[i % COLORS.length],
-          width: 2,
-          fill: props.kind === "bars" ? COLORS[i % COLORS.length] + "cc" : COLORS[i % COLORS.length] + "14",
-          paths: bars,
-          spanGaps: props.spanGaps,
-          // Lines with few values (or values between gaps) would be invisible without their points.
-          points: {
-            show: props.kind !== "bars" && s.values.filter((v) => v !== null).length <= 120,
-            size: 6,
-            fill: COLORS[i % COLORS.length],
-          },
-          value: fmt ? (_u: uPlot, v: number | null) => (v === null ? "—" : fmt(v)) : undefined,
-        })),
+        ...props.series.map((s, i) =>
+          s.reference
+            ? {
+                label: s.label,
+                stroke: s.reference.color,
+                width: 2,
+                dash: [8, 5],
+                points: { show: false },
+                value: fmt ? (_u: uPlot, v: number | null) => (v === null ? "—" : fmt(v)) : undefined,
+              }
+            : {
+                label: s.label,
+                stroke: COLORS[i % COLORS.length],
+                width: 2,
+                fill: props.kind === "bars" ? COLORS[i % COLORS.length] + "cc" : COLORS[i % COLORS.length] + "14",
+                paths: bars,
+                spanGaps: props.spanGaps,
+                // Lines with few values (or values between gaps) would be invisible without their points.
+                points: {
+                  show: props.kind !== "bars" && s.values.filter((v) => v !== null).length <= 120,
+                  size: 6,
+                  fill: COLORS[i % COLORS.length],
+                },
+                value: fmt ? (_u: uPlot, v: number | null) => (v === null ? "—" : fmt(v)) : undefined,
+              },
+        ),
       ],
     };
     const data = [props.x, ...props.series.map((s) => s.values)] as uPlot.AlignedData;
@@ -118,7 +157,7 @@ export function TimeChart(props: {
       plot.current?.destroy();
       plot.current = undefined;
     };
-  }, [props.x, props.series, props.height, props.kind, props.format, props.spanGaps]);
+  }, [props.x, props.series, props.height, props.kind, props.format, props.spanGaps, props.bands]);
   return <div class="chart" ref={box} role="img" aria-label={props.title} />;
 }
 
