@@ -124,9 +124,7 @@ async function enforce(deps: PassDeps, derived: DerivedRecords, stopped: () => b
   //    one), whatever the project's retention: the run list stays bounded (docs/uptime.md "Runs").
   for (;;) {
     if (stopped()) return;
-    const n = await paced(() =>
-      store.trimRunsOverCap(db, config.uptime.maxRunsPerMonitor, config.retention.batchRows),
-    );
+    const n = await paced(() => store.trimRunsOverCap(db, config.uptime.maxRunsPerMonitor, config.retention.batchRows));
     result.deleted += n;
     if (n < config.retention.batchRows) break;
   }
