@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { after, describe, it } from "node:test";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { UptimeService } from "../../gen/vigil/v1/uptime_pb.js";
@@ -26,6 +26,8 @@ const { t, p } = useProject(
     rx = await Receiver.start();
   },
 );
+// Registered after the app's hooks: the receiver closes once the app has.
+after(() => rx?.close());
 
 const base = () => `/v1/projects/${p.projectId}`;
 const post = (path: string, body: unknown = {}) => t.rest.post(`${base()}${path}`, body, { key: p.key });
