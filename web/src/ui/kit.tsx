@@ -243,7 +243,7 @@ export function ConfirmButton(props: {
 export function StatusBadge({ status }: { status: string }) {
   const tone = /^(up|operational|active|succeeded|success|delivered|enabled|published|resolved)$/.test(status)
     ? "good"
-    : /^(down|failed|failure|open|disabled|revoked)$/.test(status)
+    : /^(down|failed|failure|timed_out|open|disabled|revoked)$/.test(status)
       ? "bad"
       : /^(degraded|pending|retrying|running|paused)$/.test(status)
         ? "warn"
