@@ -15,8 +15,13 @@ export function pingKeyOfSession(projectId: string): { name: string; secret: str
   return created.get(projectId);
 }
 
-/** The ping URL of a monitor (the dashboard's origin is the one Vigil answers pings on). */
-export function pingUrl(key: string, slug: string, origin = location.origin): string {
+/** Vigil's public address: PUBLIC_URL (a meta element the server adds), else this page's origin. */
+export function publicOrigin(): string {
+  return document.querySelector<HTMLMetaElement>('meta[name="vigil-public-url"]')?.content || location.origin;
+}
+
+/** The ping URL of a monitor, on Vigil's public address. */
+export function pingUrl(key: string, slug: string, origin = publicOrigin()): string {
   return `${origin}/ping/${key}/${encodeURIComponent(slug)}`;
 }
 
