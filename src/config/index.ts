@@ -133,6 +133,8 @@ export const envSchema = z.object({
   PUBLIC_URL: optionalUrl.optional(),
   PG_POOL_SIZE: intFrom(10, 1),
   UPTIME_RAW_RETENTION_DAYS: intFrom(7, 1),
+  // Runs of cron jobs kept per monitor (the newest; running runs are never pruned): docs/uptime.md "Runs".
+  UPTIME_MAX_RUNS_PER_MONITOR: intFrom(1000, 1),
   // Data retention (src/lifecycle/retention.ts; docs/lifecycle.md): the default days kept (unset: forever),
   // the most a project may set (also caps the default), and how often the enforcement pass runs.
   RETENTION_DAYS: z.coerce.number().int().min(1).optional(),
@@ -236,8 +238,11 @@ export interface Config {
   /** Unrevoked API keys and members (the owner included) per project. */
   projects: { maxApiKeys: number; maxMembers: number };
   pgPoolSize: number;
-  /** Raw heartbeats are kept this long; older windows read hourly rollups. */
-  uptime: { rawRetentionDays: number; maxMonitorsPerProject: number };
+  /**
+   * Raw heartbeats are kept this long (older windows read hourly rollups); each monitor keeps its
+   * newest `maxRunsPerMonitor` ended runs.
+   */
+  uptime: { rawRetentionDays: number; maxMonitorsPerProject: number; maxRunsPerMonitor: number };
   /** Alerts (src/alerts/): alerts per project (MAX_ALERTS_PER_PROJECT). */
   alerts: { maxPerProject: number };
   /** Retention: default days (undefined: forever; capped by maxDays), the most a project may set, pass period. */
@@ -405,7 +410,11 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ""),
     projects: { maxApiKeys: e.MAX_API_KEYS_PER_PROJECT, maxMembers: e.MAX_MEMBERS_PER_PROJECT },
     pgPoolSize: e.PG_POOL_SIZE,
-    uptime: { rawRetentionDays: e.UPTIME_RAW_RETENTION_DAYS, maxMonitorsPerProject: e.MAX_MONITORS_PER_PROJECT },
+    uptime: {
+      rawRetentionDays: e.UPTIME_RAW_RETENTION_DAYS,
+      maxMonitorsPerProject: e.MAX_MONITORS_PER_PROJECT,
+      maxRunsPerMonitor: e.UPTIME_MAX_RUNS_PER_MONITOR,
+    },
     alerts: { maxPerProject: e.MAX_ALERTS_PER_PROJECT },
     retention: {
       defaultDays: e.RETENTION_DAYS === undefined ? undefined : Math.min(e.RETENTION_DAYS, e.RETENTION_MAX_DAYS),

@@ -12,11 +12,12 @@ import * as store from "./store.js";
 // 1. whole weekly partitions of events are dropped when every project with rows in them has a cutoff past
 //    their end (checked under an exclusive lock, so no row arrives between the check and the drop);
 // 2. what remains older than each project's cutoff is deleted in bounded batches (short transactions):
-//    event webhook deliveries, events, metric points, heartbeats, then the derived analytics rows
+//    event webhook deliveries, events, metric points, heartbeats, ended runs, then the derived analytics rows
 //    (rollups at every grain, column blocks, user-hours). Derived deltas are settled first, so a pending
 //    delta cannot bring an expired bucket back. The batches keep to RETENTION_DUTY_CYCLE of the wall
 //    time (resting in between), so a large trim does not take ingest's share of the database;
-// 3. raw heartbeats older than UPTIME_RAW_RETENTION_DAYS (+1 h) are deleted for every project, paced the same.
+// 3. raw heartbeats older than UPTIME_RAW_RETENTION_DAYS (+1 h) are deleted for every project, paced the same;
+// 4. each monitor's ended runs beyond its newest UPTIME_MAX_RUNS_PER_MONITOR are deleted, paced the same.
 // Every step deletes by "older than the cutoff" only: a pass cut short (kill -9) is finished by the next.
 
 const LOCK = "SELECT pg_try_advisory_lock(hashtextextended('vigil:retention', 0)) AS ok";
@@ -115,6 +116,15 @@ async function enforce(deps: PassDeps, derived: DerivedRecords, stopped: () => b
   for (;;) {
     if (stopped()) return;
     const n = await paced(() => store.trimRawHeartbeats(db, rawCutoff, config.retention.batchRows));
+    result.deleted += n;
+    if (n < config.retention.batchRows) break;
+  }
+
+  // 4. Runs of cron jobs beyond the newest UPTIME_MAX_RUNS_PER_MONITOR of each monitor (never a running
+  //    one), whatever the project's retention: the run list stays bounded (docs/uptime.md "Runs").
+  for (;;) {
+    if (stopped()) return;
+    const n = await paced(() => store.trimRunsOverCap(db, config.uptime.maxRunsPerMonitor, config.retention.batchRows));
     result.deleted += n;
     if (n < config.retention.batchRows) break;
   }

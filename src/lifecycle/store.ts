@@ -127,6 +127,25 @@ export async function trimRawHeartbeats(q: Queryable, before: Date, limit: numbe
   return r.rowCount ?? 0;
 }
 
+/**
+ * Deletes at most `limit` ended runs (any project) beyond the newest `keep` runs of their monitor;
+ * the count deleted. A run still running is never deleted (it counts toward the newest, though, so
+ * no ended run newer than it goes first). The inner scan reads only the list index (monitor_id,
+ * created_at DESC, id DESC of 9004): a monitor within its cap costs one index-only range.
+ */
+export async function trimRunsOverCap(q: Queryable, keep: number, limit: number): Promise<number> {
+  const r = await q.query(
+    `DELETE FROM monitor_runs WHERE ctid = ANY(ARRAY(
+        SELECT x.ctid FROM monitors m
+          CROSS JOIN LATERAL (
+            SELECT id FROM monitor_runs WHERE monitor_id = m.id ORDER BY created_at DESC, id DESC OFFSET $1) old
+          JOIN monitor_runs x ON x.id = old.id
+         WHERE x.outcome <> 'running' LIMIT $2))`,
+    [keep, limit],
+  );
+  return r.rowCount ?? 0;
+}
+
 /** Each a delete of at most $3 rows of project $1 older than $2. */
 const TRIMS = {
   metricPoints: `DELETE FROM metric_points WHERE ctid = ANY(ARRAY(
@@ -136,6 +155,11 @@ const TRIMS = {
   heartbeats: `DELETE FROM heartbeats WHERE ctid = ANY(ARRAY(
       SELECT h.ctid FROM monitors m CROSS JOIN LATERAL (
         SELECT ctid FROM heartbeats WHERE monitor_id = m.id AND at < $2 LIMIT $3) h
+      WHERE m.project_id = $1 LIMIT $3))`,
+  // Ended runs of cron jobs by their first signal (a running one stays, whatever its age).
+  runs: `DELETE FROM monitor_runs WHERE ctid = ANY(ARRAY(
+      SELECT r.ctid FROM monitors m CROSS JOIN LATERAL (
+        SELECT ctid FROM monitor_runs WHERE monitor_id = m.id AND created_at < $2 AND outcome <> 'running' LIMIT $3) r
       WHERE m.project_id = $1 LIMIT $3))`,
   // Event deliveries only (incident and test deliveries have no event_ts); index of 8003_retention.sql.
   webhookDeliveries: `DELETE FROM webhook_deliveries WHERE ctid = ANY(ARRAY(
@@ -164,6 +188,7 @@ export const TRIM_ORDER: readonly TrimTarget[] = [
   "events",
   "metricPoints",
   "heartbeats",
+  "runs",
   "rollups",
   "blocks",
   "userHours",

@@ -201,7 +201,7 @@ async function assemble(config: Config, opts: AppOptions, opened: Opened): Promi
     };
   }
 
-  const dashboard = createDashboard(config.dashboardDir ?? DEFAULT_DASHBOARD_DIR);
+  const dashboard = createDashboard(config.dashboardDir ?? DEFAULT_DASHBOARD_DIR, config.publicUrl);
   // Plain HTTP routes of features (the public status pages), tried before the REST transcoder.
   const httpRoutes = features.flatMap((f) => (f.http ? [f.http] : []));
 

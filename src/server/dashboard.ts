@@ -11,7 +11,8 @@ import { gzipSync } from "node:zlib";
 // (the application routes in the browser), `/assets/*` the hashed bundles (immutable), everything
 // else goes on to the API. The files are read into memory, with a gzip copy of each (the whole
 // build is a few hundred KB), again when a page load finds a newer index.html; a missing build
-// answers a page that says how to make it.
+// answers a page that says how to make it. With PUBLIC_URL set, index.html carries it in a
+// `<meta name="vigil-public-url">` (the ping URLs a monitor's page shows are on the public address).
 
 type Req = IncomingMessage | Http2ServerRequest;
 type Res = ServerResponse | Http2ServerResponse;
@@ -68,7 +69,17 @@ export interface Dashboard {
   serve(req: Req, res: Res, pathname: string): void;
 }
 
-export function createDashboard(dir: string): Dashboard {
+/** index.html with PUBLIC_URL in a meta element, for the page to read (web/src/ui/ping-keys.ts). */
+function withPublicUrl(html: Buffer, publicUrl: string | undefined): Buffer {
+  if (!publicUrl) return html;
+  const attr = publicUrl.replace(/[&"<>]/g, (c) => `&#${c.charCodeAt(0)};`);
+  const text = html.toString("utf8");
+  const at = text.indexOf("</head>");
+  if (at < 0) return html;
+  return Buffer.from(`${text.slice(0, at)}<meta name="vigil-public-url" content="${attr}">${text.slice(at)}`);
+}
+
+export function createDashboard(dir: string, publicUrl?: string): Dashboard {
   let files: Map<string, File> | undefined;
   let builtAt = 0;
   /** The build in memory; a page load (not an asset) notices a new build (`npm run build:web`). */
@@ -92,7 +103,7 @@ export function createDashboard(dir: string): Dashboard {
         if (statSync(full).isDirectory()) walk(r);
         else {
           const type = TYPES[path.extname(name)] ?? "application/octet-stream";
-          const body = readFileSync(full);
+          const body = r === "index.html" ? withPublicUrl(readFileSync(full), publicUrl) : readFileSync(full);
           const compressible = /^(text\/|image\/svg|application\/json)/.test(type) && body.length > 512;
           out.set(`/${r}`, { type, body, gzip: compressible ? gzipSync(body, { level: 9 }) : undefined });
         }

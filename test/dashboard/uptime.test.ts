@@ -7,11 +7,13 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Page } from "playwright-core";
-import { memberOf } from "../helpers/fixtures.js";
-import { useDashboard } from "../helpers/dashboard.js";
+import { memberOf, pingKey } from "../helpers/fixtures.js";
+import { runShownCurl, useDashboard } from "../helpers/dashboard.js";
 import { waitFor } from "../uptime/util.js";
 
-const { t, p, dash, pageErrors, available, SKIP } = useDashboard();
+// PUBLIC_URL: the ping URLs a monitor's page shows are on the public address, not the page's origin.
+const PUBLIC_URL = "https://vigil.example";
+const { t, p, dash, pageErrors, available, SKIP } = useDashboard({ PUBLIC_URL });
 
 const base = () => `/v1/projects/${p.projectId}`;
 const beat = async (slug: string, body: Record<string, unknown> = {}) => {
@@ -239,6 +241,94 @@ describe("dashboard: uptime", () => {
     assert.equal(saved.body.data.expectedIntervalMs, 120_000);
     assert.equal(saved.body.data.slug, "pager");
     await page.getByText("Every 2 min from the job").waitFor();
+    assert.deepEqual(pageErrors, []);
+    await context.close();
+  });
+
+  it("shows a cron monitor's schedule in words, next runs, runs with exit codes and their durations, and its ping URL", async (ctx) => {
+    if (!available()) return ctx.skip(SKIP);
+    const created = await t.rest.post(
+      `${base()}/monitors`,
+      {
+        name: "Nightly backup",
+        slug: "nightly-db-backup",
+        schedule: { cron: "30 3 * * 1-5", timezone: "Europe/Berlin" },
+        maxRuntimeMs: 3_600_000,
+        failureTolerance: 1,
+      },
+      { key: p.key },
+    );
+    assert.equal(created.status, 201, created.text);
+    const id = created.body.data.id;
+    const signal = async (path: string, body: Record<string, unknown> = {}) => {
+      const r = await t.rest.post(`${base()}/heartbeats/nightly-db-backup/${path}`, body, { key: p.key });
+      assert.equal(r.status, 200, r.text);
+    };
+    // Three runs with a duration each: a success, a failure with exit code 2 (tolerated), a success.
+    for (const [runId, end, output] of [
+      ["run-1", "exit/0", "dumped 1.2 GB"],
+      ["run-2", "exit/2", "pg_dump: error: connection refused"],
+      ["run-3", "exit/0", "dumped 1.3 GB"],
+    ]) {
+      await signal("start", { runId });
+      await new Promise((r) => setTimeout(r, 40));
+      await signal(end, { runId, output });
+    }
+    const next = (await t.rest.get(`${base()}/monitors/${id}/schedule`, { key: p.key })).body.data.next;
+    // A ping key made over REST: its secret is not this session's, so the page shows a placeholder.
+    await pingKey(t.rest, p, "cron host");
+
+    const { context, page } = await dash.open(p.owner);
+    await page.goto(`/projects/${p.projectId}/uptime/${id}`);
+    await page.getByTestId("schedule-words").getByText("At 03:30, Monday through Friday").waitFor();
+    assert.match((await page.getByTestId("schedule-words").textContent()) ?? "", /\(Europe\/Berlin\)$/);
+    const nextRuns = page.getByRole("list", { name: "Next runs" }).locator("time");
+    await nextRuns.first().waitFor();
+    assert.deepEqual(await nextRuns.evaluateAll((ts) => ts.map((x) => x.getAttribute("datetime"))), next);
+
+    // The run list, newest first: outcome, exit code, run id; the duration chart has the three runs.
+    const runs = page.getByRole("table", { name: "Runs of Nightly backup" });
+    await runs.getByRole("cell", { name: "run-3" }).waitFor();
+    const rows = await runs
+      .locator("tbody tr")
+      .evaluateAll((trs) =>
+        trs.map((tr) => [...tr.querySelectorAll("td")].slice(1, 5).map((td) => td.textContent?.trim())),
+      );
+    assert.deepEqual(
+      rows.map((r) => [r[0], r[2], r[3]]),
+      [
+        ["succeeded", "0", "run-3"],
+        ["failed", "2", "run-2"],
+        ["succeeded", "0", "run-1"],
+      ],
+    );
+    for (const r of rows) assert.match(r[1] ?? "", /^\d+ ms$/, "each run's duration");
+    const chart = page.locator('[aria-label="Run durations of Nightly backup"][data-rendered]');
+    await chart.waitFor();
+    assert.equal(await chart.getAttribute("data-rendered"), "3");
+
+    // The ping URL: a placeholder, naming the ping key that exists.
+    const ping = page.getByRole("region", { name: "Ping URL" });
+    await ping.getByText("“cron host” (").waitFor();
+    const placeholder = await ping.getByTestId("ping-url").textContent();
+    assert.equal(placeholder, `curl -fsS -m 10 --retry 5 ${PUBLIC_URL}/ping/<ping-key>/nightly-db-backup`);
+    await page.evaluate(() => document.getElementById("schedule-title")?.scrollIntoView());
+    await dash.screenshot(page, "cron-monitor");
+
+    // A ping key created in this session: the page then shows the full URL, which works as shown.
+    await ping.getByRole("link", { name: "create a new one" }).click();
+    await page.getByLabel("Key name").fill("backup host");
+    await page.getByRole("radio", { name: /^Ping/ }).check();
+    await page.getByRole("button", { name: "Create key" }).click();
+    const secret = await page.getByTestId("secret").textContent();
+    assert.match(secret ?? "", /^vk_ping_/);
+    await page.getByRole("button", { name: "Done" }).click();
+    await page.goBack();
+    await ping.getByText("“backup host” you just created").waitFor();
+    const full = (await ping.getByTestId("ping-url").textContent()) ?? "";
+    assert.equal(full, `curl -fsS -m 10 --retry 5 ${PUBLIC_URL}/ping/${secret}/nightly-db-backup`);
+    // Run as shown, with this test's Vigil standing in for the public address.
+    assert.equal((await runShownCurl(full.replace(PUBLIC_URL, t.url), "")).status, 200);
     assert.deepEqual(pageErrors, []);
     await context.close();
   });

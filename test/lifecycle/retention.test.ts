@@ -60,6 +60,8 @@ const { t, p } = useProject({
   RETENTION_INTERVAL_MS: "200",
   // The pass also prunes raw heartbeats past this window (tested below): far enough to keep these.
   UPTIME_RAW_RETENTION_DAYS: "3650",
+  // Each monitor keeps its newest 3 ended runs (tested below; no other test here makes runs).
+  UPTIME_MAX_RUNS_PER_MONITOR: "3",
   ANALYTICS_BLOCK_INTERVAL_MS: "100",
   ANALYTICS_BLOCK_SEAL_MS: "0",
 });
@@ -529,6 +531,57 @@ describe("raw heartbeats", () => {
     } finally {
       await q.end();
       await app.close();
+    }
+  });
+});
+
+describe("runs of cron jobs", () => {
+  it("the pass keeps each monitor's newest UPTIME_MAX_RUNS_PER_MONITOR runs and a project's retention window; a running run is never pruned", async () => {
+    const q = db();
+    try {
+      const f = await project(t.rest); // no retention: only the cap applies
+      const signal = (fx: typeof f, path: string, body: unknown = {}) =>
+        t.rest.post(`/v1/projects/${fx.projectId}/heartbeats/${path}`, body, { key: fx.key });
+      // The oldest run stays running (it never ends); five ended runs follow it.
+      assert.equal((await signal(f, "backup/start", { runId: "open" })).status, 200);
+      for (let i = 1; i <= 5; i++) assert.equal((await signal(f, "backup/exit/0", { runId: `e${i}` })).status, 200);
+      // A second project keeps 10 days: an ended run from 20 days ago goes, a running one as old stays.
+      const g = await project(t.rest);
+      const set = await t.rest.patch(`/v1/projects/${g.projectId}`, { retentionDays: 10 }, { cookie: g.owner.cookie });
+      assert.equal(set.status, 200, set.text);
+      assert.equal((await signal(g, "report/start", { runId: "hung" })).status, 200);
+      assert.equal((await signal(g, "report/exit/1", { runId: "old" })).status, 200);
+      assert.equal((await signal(g, "report/exit/0", { runId: "recent" })).status, 200);
+      await q.query(
+        `UPDATE monitor_runs r SET created_at = now() - interval '20 days',
+                started_at = CASE WHEN r.started_at IS NULL THEN NULL ELSE now() - interval '20 days' END,
+                ended_at = CASE WHEN r.ended_at IS NULL THEN NULL ELSE now() - interval '20 days' END
+           FROM monitors m WHERE m.id = r.monitor_id AND m.project_id = $1 AND r.run_id IN ('hung', 'old')`,
+        [g.projectId],
+      );
+      // The app's own loop may hold the lock for a moment: one pass of ours completes.
+      const deadline = Date.now() + 10_000;
+      while (!(await runRetentionPass(t.app.deps, eventsOf(t.app).derived)).completed)
+        assert.ok(Date.now() < deadline, "a pass completed");
+      const left = async (fx: typeof f) =>
+        (
+          await q.query<{ run_id: string; outcome: string }>(
+            `SELECT r.run_id, r.outcome FROM monitor_runs r JOIN monitors m ON m.id = r.monitor_id
+              WHERE m.project_id = $1 ORDER BY r.created_at, r.id`,
+            [fx.projectId],
+          )
+        ).rows.map((r) => `${r.run_id}:${r.outcome}`);
+      assert.deepEqual(await left(f), ["open:running", "e3:succeeded", "e4:succeeded", "e5:succeeded"]);
+      assert.deepEqual(await left(g), ["hung:running", "recent:succeeded"]);
+      // The run list answers the same.
+      const monitorId = (await signal(f, "backup/start", { runId: "next" })).body.data.monitor.id;
+      const list = await t.rest.get(`/v1/projects/${f.projectId}/monitors/${monitorId}/runs`, { key: f.key });
+      assert.deepEqual(
+        list.body.data.map((r: { runId: string }) => r.runId),
+        ["next", "e5", "e4", "e3", "open"],
+      );
+    } finally {
+      await q.end();
     }
   });
 });

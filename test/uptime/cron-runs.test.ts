@@ -1,10 +1,11 @@
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { after, describe, it } from "node:test";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { UptimeService } from "../../gen/vigil/v1/uptime_pb.js";
 import { errorBody } from "../helpers/fixtures.js";
 import { useProject } from "../helpers/use.js";
+import { Receiver } from "../webhooks/receiver.js";
 import { recordNotices, waitFor } from "./util.js";
 
 // Cron jobs over the real port (issue #32, decisions.md "Cron jobs and ping keys"): schedules on
@@ -15,9 +16,18 @@ import { recordNotices, waitFor } from "./util.js";
 
 let offsetMs = 0;
 let notices: ReturnType<typeof recordNotices>;
-const { t, p } = useProject({}, { clock: () => new Date(Date.now() + offsetMs) }, async () => {
-  notices = recordNotices(t);
-});
+let rx: Receiver;
+const { t, p } = useProject(
+  // A local webhook receiver, and status pages rebuilt every 50 ms (the status-page test below).
+  { WEBHOOK_ALLOW_PRIVATE: "true", STATUS_PAGE_REFRESH_MS: "50" },
+  { clock: () => new Date(Date.now() + offsetMs) },
+  async () => {
+    notices = recordNotices(t);
+    rx = await Receiver.start();
+  },
+);
+// Registered after the app's hooks: the receiver closes once the app has.
+after(() => rx?.close());
 
 const base = () => `/v1/projects/${p.projectId}`;
 const post = (path: string, body: unknown = {}) => t.rest.post(`${base()}${path}`, body, { key: p.key });
@@ -217,6 +227,96 @@ describe("run signals and the run list", () => {
     const late = await post("/heartbeats/hang/exit/0", { runId: "h1" });
     assert.equal(late.body.data.monitor.status, "up");
     assert.equal((await runs(id))[0].startedAt, null);
+  });
+});
+
+describe("status pages and webhooks", () => {
+  it("a cron monitor's incidents from a failed run (exit code) and a hung run (maxRuntimeMs) show on its status page (JSON, HTML, feed) and reach a webhook, naming the run", async () => {
+    const url = rx.on("/cron-incidents", () => ({ status: 200 }));
+    const hook = await t.rest.post(
+      `${base()}/webhooks`,
+      { name: "cron", url, events: ["incident.started"] },
+      { cookie: p.owner.cookie },
+    );
+    assert.equal(hook.status, 201, hook.text);
+    const etl = await post("/monitors", {
+      name: "Nightly ETL",
+      slug: "etl",
+      schedule: { cron: "0 3 * * *", timezone: "Europe/Berlin" },
+    });
+    const stuck = await post("/monitors", {
+      name: "Stuck sync",
+      slug: "stuck-sync",
+      schedule: { cron: "*/5 * * * *" },
+      maxRuntimeMs: 1000,
+    });
+    assert.equal(etl.status, 201, etl.text);
+    assert.equal(stuck.status, 201, stuck.text);
+    const page = await t.rest.post(
+      `${base()}/pages`,
+      {
+        slug: "cron-jobs",
+        title: "Cron jobs",
+        published: true,
+        monitors: [{ monitorId: etl.body.data.id }, { monitorId: stuck.body.data.id }],
+      },
+      { cookie: p.owner.cookie },
+    );
+    assert.equal(page.status, 201, page.text);
+
+    await post("/heartbeats/etl/start", { runId: "etl-42" });
+    assert.equal((await post("/heartbeats/etl/exit/3", { runId: "etl-42" })).body.data.monitor.status, "down");
+    const [etlRun] = await runs(etl.body.data.id);
+    await post("/heartbeats/stuck-sync/start", { runId: "sync-7" });
+    const [stuckRun] = await runs(stuck.body.data.id);
+    await waitFor(async () => (await status(stuck.body.data.id)) === "down", 15_000, "the hung run timing out");
+    const failed = `Run "etl-42" (${etlRun.id}) failed with exit code 3.`;
+    const hung = `Run "sync-7" (${stuckRun.id}) timed out: still running 1000 ms after its start.`;
+
+    // The page's JSON: both monitors down, both incidents with their descriptions.
+    const json = await waitFor(
+      async () => {
+        const r = await t.rest.get("/v1/status/cron-jobs");
+        return r.status === 200 && r.body.data.incidents.length === 2 ? r.body.data : undefined;
+      },
+      5000,
+      "the page listing both incidents",
+    );
+    assert.deepEqual(
+      json.monitors.map((m: any) => [m.name, m.status]),
+      [
+        ["Nightly ETL", "down"],
+        ["Stuck sync", "down"],
+      ],
+    );
+    assert.deepEqual(json.incidents.map((i: any) => i.description).sort(), [failed, hung].sort());
+    // The HTML page and the Atom feed name the runs and the exit code too.
+    const html = await t.rest.get("/status/cron-jobs");
+    assert.equal(html.status, 200);
+    const feed = await t.rest.get("/status/cron-jobs/feed.atom");
+    assert.equal(feed.status, 200);
+    for (const [what, text] of [
+      ["html", html.text],
+      ["feed", feed.text],
+    ]) {
+      assert.ok(text.includes(etlRun.id) && text.includes("failed with exit code 3."), `${what}: the failed run`);
+      assert.ok(
+        text.includes(stuckRun.id) && text.includes("still running 1000 ms after its start."),
+        `${what}: the hung run`,
+      );
+    }
+
+    // The webhook receiver got one incident.started per monitor, each naming its run.
+    const got = await waitFor(
+      async () => (rx.at("/cron-incidents").length >= 2 ? rx.at("/cron-incidents") : undefined),
+      10_000,
+      "two webhook deliveries",
+    );
+    const bodies = got.map((r) => JSON.parse(r.raw));
+    assert.deepEqual(bodies.map((b) => [b.type, b.data.monitor.slug, b.data.incident.description]).sort(), [
+      ["incident.started", "etl", failed],
+      ["incident.started", "stuck-sync", hung],
+    ]);
   });
 });
 

@@ -5,6 +5,7 @@ import type { CreatedApiKey } from "../../../gen/vigil/v1/projects_pb.js";
 import { api, fieldErrors } from "../api.js";
 import { useProject } from "../session.js";
 import { curlPost } from "../ui/curl.js";
+import { pingCurl, pingUrl, rememberPingKey } from "../ui/ping-keys.js";
 import { formatTime, timeAgo } from "../ui/format.js";
 import { useAction, useAsync } from "../ui/hooks.js";
 import {
@@ -28,7 +29,7 @@ import "./keys.css";
 
 const ENVIRONMENTS = ["production", "development", "preview"] as const;
 type Environment = (typeof ENVIRONMENTS)[number];
-type Kind = "secret" | "publishable";
+type Kind = "secret" | "publishable" | "ping";
 
 const KINDS: { value: Kind; label: string; what: string }[] = [
   {
@@ -40,6 +41,11 @@ const KINDS: { value: Kind; label: string; what: string }[] = [
     value: "publishable",
     label: "Publishable",
     what: "Only sends events (POST /v1/events and /v1/events/batch), so it is safe in a web page or app bundle.",
+  },
+  {
+    value: "ping",
+    label: "Ping",
+    what: "Only sends heartbeats and cron job runs, also in a URL with no header (/ping/<key>/<monitor>): for crontabs.",
   },
 ];
 
@@ -160,6 +166,8 @@ function CreateKey({ onCreated }: { onCreated: (k: CreatedApiKey) => void }) {
         const r = await action.run(() => api.projects.createApiKey({ projectId: project.id, name, environment, kind }));
         if (r?.data) {
           setName("");
+          // A monitor's page shows the full ping URL while this session lasts (ui/ping-keys.ts).
+          if (r.data.kind === "ping") rememberPingKey(project.id, { name: r.data.name, secret: r.data.secret });
           onCreated(r.data);
         }
       }}
@@ -214,6 +222,7 @@ function CreateKey({ onCreated }: { onCreated: (k: CreatedApiKey) => void }) {
 
 /** The secret of a key just created: shown once, with a first request to paste into a terminal. */
 function NewKey({ created, onDone }: { created: CreatedApiKey; onDone: () => void }) {
+  if (created.kind === "ping") return <NewPingKey created={created} onDone={onDone} />;
   const curl = firstCurl(created.secret);
   return (
     <SecretOnce
@@ -236,6 +245,32 @@ function NewKey({ created, onDone }: { created: CreatedApiKey; onDone: () => voi
           below (when the list is not empty).
         </p>
       )}
+    </SecretOnce>
+  );
+}
+
+/** A ping key just created: its secret once, and the ping URL a crontab line calls. */
+function NewPingKey({ created, onDone }: { created: CreatedApiKey; onDone: () => void }) {
+  const curl = pingCurl(pingUrl(created.secret, "<monitor-slug>"));
+  return (
+    <SecretOnce
+      title={`Your new ping key “${created.name}” (${created.environment})`}
+      secret={created.secret}
+      kept="hash"
+      onDone={onDone}
+    >
+      <h3>Ping a monitor</h3>
+      <p>
+        Put this at the end of a crontab line (after <code>&amp;&amp;</code>), with the monitor's slug; add{" "}
+        <code>/start</code>, <code>/fail</code> or <code>/exit/$?</code> to report a run. Each monitor's page shows its
+        URL while this session lasts.
+      </p>
+      <div class="first-curl">
+        <pre data-copy={curl} data-testid="ping-curl">
+          {curl}
+        </pre>
+        <CopyButton text={curl} label="Copy command" />
+      </div>
     </SecretOnce>
   );
 }

@@ -20,6 +20,7 @@ import {
   StatusBadge,
 } from "../ui/kit.js";
 import { DayBars, Sparkline24h } from "../ui/uptime-charts.js";
+import { CronSchedule, cronInWords, PingUrl, Runs } from "./uptime-cron.js";
 import "./uptime.css";
 
 // Uptime: the project's heartbeat monitors (status, last heartbeat, 24-hour sparkline, 90-day
@@ -45,6 +46,85 @@ function msOf(seconds: string): bigint | undefined {
   return v >= 2 ** 63 ? INT64_MAX : BigInt(Math.round(v));
 }
 const secondsOf = (ms: bigint) => String(Number(ms) / 1000);
+
+/** A whole number as typed; undefined when blank, -1 (refused by the server, naming the field) when not whole. */
+function countOf(text: string): number | undefined {
+  const t = text.trim();
+  if (t === "") return undefined;
+  const v = Number(t);
+  return Number.isInteger(v) && Math.abs(v) < 2 ** 31 ? v : -1;
+}
+
+/** The schedule fields of the forms: a cron expression (blank: an interval monitor) and its IANA zone. */
+function scheduleOf(cron: string, timezone: string): { cron: string; timezone: string } | undefined {
+  return cron.trim() === "" ? undefined : { cron: cron.trim(), timezone: timezone.trim() || "UTC" };
+}
+
+/** The reader's own IANA zone, the form's default for a new schedule. */
+const localZone = () => Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+
+/** The cron form fields, shared by the create form and the settings (hints: the schedule in words). */
+function CronFields(props: {
+  cron: string;
+  setCron: (v: string) => void;
+  zone: string;
+  setZone: (v: string) => void;
+  maxRuntime: string;
+  setMaxRuntime: (v: string) => void;
+  tolerance: string;
+  setTolerance: (v: string) => void;
+  error: unknown;
+  disabled?: boolean;
+}) {
+  return (
+    <>
+      <Field
+        label="Schedule (cron)"
+        name="cron"
+        placeholder="0 3 * * *"
+        value={props.cron}
+        onValue={props.setCron}
+        field="schedule.cron"
+        error={props.error}
+        disabled={props.disabled}
+        hint={props.cron.trim() ? cronInWords(props.cron.trim()) : "Optional: instead of the interval"}
+      />
+      <Field
+        label="Time zone"
+        name="timezone"
+        placeholder="Europe/Berlin"
+        value={props.zone}
+        onValue={props.setZone}
+        field="schedule.timezone"
+        error={props.error}
+        disabled={props.disabled}
+        hint="IANA name, for the schedule"
+      />
+      <Field
+        label="Max runtime (seconds)"
+        name="maxRuntime"
+        inputMode="decimal"
+        value={props.maxRuntime}
+        onValue={props.setMaxRuntime}
+        field="maxRuntimeMs"
+        error={props.error}
+        disabled={props.disabled}
+        hint="Optional: a run still running after it fails"
+      />
+      <Field
+        label="Failure tolerance"
+        name="failureTolerance"
+        inputMode="numeric"
+        value={props.tolerance}
+        onValue={props.setTolerance}
+        field="failureTolerance"
+        error={props.error}
+        disabled={props.disabled}
+        hint="Failed runs in a row before it goes down"
+      />
+    </>
+  );
+}
 
 /** The `curl` that sends a heartbeat (and creates the monitor on the first one). */
 function heartbeatCurl(projectId: string, slug: string, intervalMs?: number) {
@@ -168,6 +248,10 @@ function CreateMonitor({ onDone }: { onDone: (created: boolean) => void }) {
   const [slug, setSlug] = useState("");
   const [interval, setIntervalText] = useState("60");
   const [grace, setGrace] = useState("30");
+  const [cron, setCron] = useState("");
+  const [zone, setZone] = useState(localZone);
+  const [maxRuntime, setMaxRuntime] = useState("");
+  const [tolerance, setTolerance] = useState("0");
   const [created, setCreated] = useState<Monitor>();
   const create = useAction();
   if (created)
@@ -175,8 +259,11 @@ function CreateMonitor({ onDone }: { onDone: (created: boolean) => void }) {
       <section class="card" aria-labelledby="created-title">
         <h2 id="created-title">Monitor “{created.name}” created</h2>
         <p>
-          It stays <strong>unknown</strong> until its first heartbeat. Send one every{" "}
-          {formatDuration(created.expectedIntervalMs)}:
+          It stays <strong>unknown</strong> until its first heartbeat. Send one{" "}
+          {created.schedule
+            ? `at each run (${cronInWords(created.schedule.cron)}, ${created.schedule.timezone ?? "UTC"})`
+            : `every ${formatDuration(created.expectedIntervalMs)}`}
+          :
         </p>
         <pre class="curl">{heartbeatCurl(project.id, created.slug)}</pre>
         <Button variant="primary" onClick={() => onDone(true)}>
@@ -196,8 +283,12 @@ function CreateMonitor({ onDone }: { onDone: (created: boolean) => void }) {
               projectId: project.id,
               name: name.trim() || undefined,
               slug: slug.trim() || undefined,
-              expectedIntervalMs: msOf(interval),
+              // A schedule or an interval, never both (the server refuses both).
+              schedule: scheduleOf(cron, zone),
+              expectedIntervalMs: scheduleOf(cron, zone) ? undefined : msOf(interval),
               gracePeriodMs: msOf(grace),
+              maxRuntimeMs: msOf(maxRuntime),
+              failureTolerance: countOf(tolerance),
             }),
           );
           if (r?.data) setCreated(r.data);
@@ -229,6 +320,17 @@ function CreateMonitor({ onDone }: { onDone: (created: boolean) => void }) {
           value={grace}
           onValue={setGrace}
           field="gracePeriodMs"
+          error={create.error}
+        />
+        <CronFields
+          cron={cron}
+          setCron={setCron}
+          zone={zone}
+          setZone={setZone}
+          maxRuntime={maxRuntime}
+          setMaxRuntime={setMaxRuntime}
+          tolerance={tolerance}
+          setTolerance={setTolerance}
           error={create.error}
         />
         <Button variant="primary" type="submit" busy={create.busy}>
@@ -285,8 +387,8 @@ function MonitorCard(props: {
         <Fact term="Last heartbeat">
           <span title={formatTime(m.lastHeartbeatAt)}>{timeAgo(m.lastHeartbeatAt)}</span>
         </Fact>
-        <Fact term="Expected every">
-          {formatDuration(m.expectedIntervalMs)}
+        <Fact term={m.schedule ? "Scheduled" : "Expected every"}>
+          {m.schedule ? cronInWords(m.schedule.cron) : formatDuration(m.expectedIntervalMs)}
           {m.gracePeriodMs > 0n && <span class="muted"> + {formatDuration(m.gracePeriodMs)} grace</span>}
         </Fact>
         <Fact term={m.status === "up" ? "Up for" : "Deadline"}>
@@ -461,6 +563,13 @@ export function MonitorDetail() {
       />
       {monitor.error && <ErrorMessage error={monitor.error} />}
       <Stats monitor={m} slot={slot} />
+      {m.schedule && (
+        <div class="grid-2">
+          <CronSchedule monitor={m} />
+          <PingUrl monitor={m} />
+        </div>
+      )}
+      <Runs monitor={m} slot={slot} />
       <section class="card" aria-labelledby="incidents-title">
         <h2 id="incidents-title">Incidents</h2>
         {incidents.error && <ErrorMessage error={incidents.error} />}
@@ -483,6 +592,7 @@ export function MonitorDetail() {
         <Settings monitor={m} canAdmin={canAdmin} onSaved={monitor.reload} />
         <HeartbeatSetup monitor={m} />
       </div>
+      {!m.schedule && <PingUrl monitor={m} />}
       <Heartbeats monitor={m} />
     </>
   );
@@ -579,10 +689,30 @@ function Settings({ monitor: m, canAdmin, onSaved }: { monitor: Monitor; canAdmi
   const [slug, setSlug] = useState(m.slug);
   const [interval, setIntervalText] = useState(secondsOf(m.expectedIntervalMs));
   const [grace, setGrace] = useState(secondsOf(m.gracePeriodMs));
+  const [cron, setCron] = useState(m.schedule?.cron ?? "");
+  const [zone, setZone] = useState(m.schedule?.timezone ?? "UTC");
+  const [maxRuntime, setMaxRuntime] = useState(m.maxRuntimeMs === undefined ? "" : secondsOf(m.maxRuntimeMs));
+  const [tolerance, setTolerance] = useState(String(m.failureTolerance));
   const [saved, setSaved] = useState(false);
   const save = useAction();
+  const schedule = scheduleOf(cron, zone);
+  const scheduleChanged =
+    schedule?.cron !== m.schedule?.cron ||
+    (schedule !== undefined && schedule.timezone !== (m.schedule?.timezone ?? "UTC"));
+  // A cleared schedule is sent as the interval (which clears it); a new one replaces the interval.
+  const intervalChanged = msOf(interval) !== m.expectedIntervalMs || (!schedule && m.schedule !== undefined);
+  // A blank max runtime clears the limit (0 on PATCH).
+  const maxRuntimeMs = msOf(maxRuntime) ?? 0n;
+  const maxRuntimeChanged = maxRuntimeMs !== (m.maxRuntimeMs ?? 0n);
+  const toleranceChanged = countOf(tolerance) !== m.failureTolerance;
   const changed =
-    name !== m.name || slug !== m.slug || msOf(interval) !== m.expectedIntervalMs || msOf(grace) !== m.gracePeriodMs;
+    name !== m.name ||
+    slug !== m.slug ||
+    scheduleChanged ||
+    intervalChanged ||
+    msOf(grace) !== m.gracePeriodMs ||
+    maxRuntimeChanged ||
+    toleranceChanged;
   return (
     <section class="card" aria-labelledby="settings-title">
       <h2 id="settings-title">Settings</h2>
@@ -597,8 +727,11 @@ function Settings({ monitor: m, canAdmin, onSaved }: { monitor: Monitor; canAdmi
               monitorId: m.id,
               name: name !== m.name ? name : undefined,
               slug: slug !== m.slug ? slug : undefined,
-              expectedIntervalMs: msOf(interval) !== m.expectedIntervalMs ? msOf(interval) : undefined,
+              schedule: schedule && scheduleChanged ? schedule : undefined,
+              expectedIntervalMs: !schedule && intervalChanged ? msOf(interval) : undefined,
               gracePeriodMs: msOf(grace) !== m.gracePeriodMs ? msOf(grace) : undefined,
+              maxRuntimeMs: maxRuntimeChanged ? maxRuntimeMs : undefined,
+              failureTolerance: toleranceChanged ? countOf(tolerance) : undefined,
             }),
           );
           if (r?.data) {
@@ -629,6 +762,18 @@ function Settings({ monitor: m, canAdmin, onSaved }: { monitor: Monitor; canAdmi
           disabled={!canAdmin}
           hint={formatDuration(m.gracePeriodMs)}
         />
+        <CronFields
+          cron={cron}
+          setCron={setCron}
+          zone={zone}
+          setZone={setZone}
+          maxRuntime={maxRuntime}
+          setMaxRuntime={setMaxRuntime}
+          tolerance={tolerance}
+          setTolerance={setTolerance}
+          error={save.error}
+          disabled={!canAdmin}
+        />
         {canAdmin ? (
           <div class="actions">
             <Button variant="primary" type="submit" busy={save.busy} disabled={!changed}>
@@ -655,8 +800,8 @@ function HeartbeatSetup({ monitor: m }: { monitor: Monitor }) {
     <section class="card" aria-labelledby="setup-title">
       <h2 id="setup-title">Send heartbeats</h2>
       <p>
-        Every {formatDuration(m.expectedIntervalMs)} from the job or service it watches (with a secret key from{" "}
-        <a href={`/projects/${project.id}/keys`}>API keys</a>):
+        {m.schedule ? "At each run" : `Every ${formatDuration(m.expectedIntervalMs)}`} from the job or service it
+        watches (with a secret key from <a href={`/projects/${project.id}/keys`}>API keys</a>):
       </p>
       <pre class="curl">{curl}</pre>
       <p class="muted">

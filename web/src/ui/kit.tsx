@@ -239,11 +239,11 @@ export function ConfirmButton(props: {
   );
 }
 
-/** A status word as a coloured pill: up/ok/operational/succeeded green, down/firing/failed red, others grey. */
+/** A status word as a coloured pill: up/ok/operational/succeeded green, down/firing/failed/timed_out red, others grey. */
 export function StatusBadge({ status }: { status: string }) {
   const tone = /^(up|ok|operational|active|succeeded|success|delivered|enabled|published|resolved)$/.test(status)
     ? "good"
-    : /^(down|firing|failed|failure|open|disabled|revoked)$/.test(status)
+    : /^(down|firing|failed|failure|timed_out|open|disabled|revoked)$/.test(status)
       ? "bad"
       : /^(degraded|pending|retrying|running|paused)$/.test(status)
         ? "warn"
