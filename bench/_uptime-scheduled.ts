@@ -18,9 +18,9 @@ import { absorbed, startRig, stopRig, type Rig, type TemporalUptimeOptions } fro
 
 const SCALE = (quick: boolean) => Number(process.env.BENCH_SCALE ?? (quick ? 0.1 : 1));
 const CONCURRENCY = Number(process.env.BENCH_UPTIME_CONCURRENCY ?? 128);
-/** Interval monitors: each beats every 30 s (grace 15 s). */
-const INTERVAL_MS = 30_000;
-const INTERVAL_GRACE_MS = 15_000;
+/** Interval monitors: each beats every 60 s (grace 30 s), the product's defaults. */
+const INTERVAL_MS = 60_000;
+const INTERVAL_GRACE_MS = 30_000;
 /** Cadences by i % 10: 1 every minute, 2 every 5 min, 2 every 15 min, 2 hourly, 3 daily. */
 const CRONS = [
   "* * * * *",
