@@ -278,7 +278,7 @@ export async function scheduledUptime(o: TemporalUptimeOptions & { temporal: boo
     "Australia/Adelaide, America/Sao_Paulo, Asia/Tokyo; grace 10 to 29 s, spread) next to " +
       `${fmt(e.interval)} interval monitors (interval ${INTERVAL_MS / 1000} s, grace ${INTERVAL_GRACE_MS / 1000} s,`,
     "each beating at its own phase, bench/_pacer.ts). Each runner in turn: Vigil with its embedded runner, then Vigil with",
-    "`TEMPORAL_ADDRESS` on its own `temporal server start-dev` (after every new monitor's workflow was started); one Vigil",
+    "`TEMPORAL_ADDRESS` on its own `temporal server start-dev` (measured once every new monitor's workflow was started, or BENCH_ABSORB_MAX_MS passed); one Vigil",
     `process and database each on one embedded PostgreSQL (PG_POOL_SIZE=${o.pool}), the dev server and the load generator on the`,
     `same 2 cores, **shared with other sessions' builds and tests while this ran** (1-minute load average at the end of each runner: ${load.map((l) => l.toFixed(1)).join(", ")}).`,
     "",
