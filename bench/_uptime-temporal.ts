@@ -79,14 +79,14 @@ function settings(quick: boolean): Settings {
   };
 }
 
-interface Rig {
+export interface Rig {
   runner: "embedded" | "Temporal";
   vigil: BenchVigil;
   db: pg.Client;
   temporal?: BenchTemporal;
 }
 
-async function startRig(o: TemporalUptimeOptions, dbName: string, temporal?: BenchTemporal): Promise<Rig> {
+export async function startRig(o: TemporalUptimeOptions, dbName: string, temporal?: BenchTemporal): Promise<Rig> {
   const url = await createDatabase(o.pgUrl, dbName);
   const vigil = await startVigil(url, path.join(o.tmp, dbName), {
     PG_POOL_SIZE: o.pool,
@@ -100,7 +100,7 @@ async function startRig(o: TemporalUptimeOptions, dbName: string, temporal?: Ben
   return { runner: temporal ? "Temporal" : "embedded", vigil, db, temporal };
 }
 
-async function stopRig(r: Rig | undefined): Promise<void> {
+export async function stopRig(r: Rig | undefined): Promise<void> {
   if (!r) return;
   await r.db.end().catch(() => undefined);
   await r.vigil.stop().catch(() => undefined);
@@ -181,7 +181,7 @@ const ABSORB_MAX_MS = Number(process.env.BENCH_ABSORB_MAX_MS ?? 300_000);
  * empty and the monitor workflows' queue completes fewer than 5 tasks in 2 s. Returns the wait (ms),
  * Infinity when that did not happen within ABSORB_MAX_MS.
  */
-async function absorbed(rig: Rig): Promise<number> {
+export async function absorbed(rig: Rig): Promise<number> {
   const began = performance.now();
   while (performance.now() - began < ABSORB_MAX_MS) {
     const left = (await rig.db.query<{ n: number }>("SELECT count(*)::int AS n FROM monitor_wakes")).rows[0].n;

@@ -11,6 +11,9 @@
 //     monitor per deadline period at two heartbeat rates, and a ramp to the most monitors the dev
 //     server carries with detection p99 < 1 s. Flags: --quick, --temporal-only, --no-temporal,
 //     --sequential; BENCH_SCALE and the other knobs are described in docs/benchmarks.md.
+//  5. Scheduled monitors (bench/_uptime-scheduled.ts, issue #32): 10,000 cron monitors next to 10,000
+//     interval ones; run signals/s against heartbeats/s, and detection in both runners. Flags:
+//     --scheduled-only, --no-scheduled.
 // Bounded: each phase stops at its time cap. Loopback only.
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -21,6 +24,7 @@ import path from "node:path";
 import pg from "pg";
 import pino from "pino";
 import { startEmbeddedPostgres } from "../src/storage/embedded.js";
+import { scheduledUptime } from "./_uptime-scheduled.js";
 import { temporalUptime } from "./_uptime-temporal.js";
 import {
   freePort,
@@ -36,8 +40,12 @@ import {
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const QUICK = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1";
 /** --temporal-only: only the Temporal-mode part (bench/_uptime-temporal.ts); --no-temporal: only the embedded runner against the baseline. */
-const EMBEDDED = !process.argv.includes("--temporal-only");
+const SCHEDULED_ONLY = process.argv.includes("--scheduled-only");
+const EMBEDDED = !process.argv.includes("--temporal-only") && !SCHEDULED_ONLY;
 const TEMPORAL = !process.argv.includes("--no-temporal");
+/** The scheduled monitors' part: both runners (the embedded one only with --no-temporal). */
+const SCHEDULED =
+  SCHEDULED_ONLY || (!process.argv.includes("--no-scheduled") && !process.argv.includes("--temporal-only"));
 const MONITORS = QUICK ? 2_000 : 10_000;
 const STOPPED = QUICK ? 200 : 1_000;
 const INTERVAL_MS = 1_000;
@@ -384,7 +392,7 @@ async function main(): Promise<void> {
   const db = new pg.Client({ connectionString: pgHandle.url });
   try {
     if (EMBEDDED) await embeddedAndBaseline(pgHandle.url, db, tmp, children);
-    if (TEMPORAL) {
+    if (TEMPORAL && !SCHEDULED_ONLY) {
       const section = await temporalUptime({
         pgUrl: pgHandle.url,
         tmp,
@@ -394,6 +402,18 @@ async function main(): Promise<void> {
       });
       console.log("\n" + section);
       await writeBenchSection("Temporal mode: uptime", section);
+    }
+    if (SCHEDULED) {
+      const section = await scheduledUptime({
+        pgUrl: pgHandle.url,
+        tmp,
+        quick: QUICK,
+        sequential: true,
+        pool: POOL,
+        temporal: TEMPORAL,
+      });
+      console.log("\n" + section);
+      await writeBenchSection("Uptime: scheduled monitors", section);
     }
   } finally {
     await db.end().catch(() => undefined);

@@ -69,6 +69,7 @@ const STATIC = [
   "test/foundation/basics.test.ts",
   "test/foundation/coalesce.test.ts",
   "test/foundation/docs.test.ts",
+  "test/foundation/due-timer.test.ts",
   "test/foundation/errors.test.ts",
   "test/foundation/event-record.test.ts",
   "test/foundation/extension-tables.test.ts",

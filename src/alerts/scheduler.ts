@@ -1,14 +1,14 @@
 import { failureLevel, startPeriodic, type Periodic } from "../shared/periodic.js";
+import { DueTimer } from "../shared/due-timer.js";
 import type { Subscription } from "../shared/notifications.js";
 import type { Queryable } from "../storage/db.js";
-import { MinHeap } from "../uptime/heap.js";
 import { runDue, type AlertDeps } from "./evaluator.js";
 import { dueAlerts } from "./store.js";
 
 // The embedded alert scheduler, in the manner of uptime's deadline scheduler (src/uptime/scheduler.ts):
 // the durable state is alerts.next_at (the next due evaluation); this process keeps the known due
-// times in a min-heap with ONE timer for the earliest. It learns them from its own commits (created
-// or changed alerts: changed()), from other nodes by NOTIFY on WAKE_CHANNEL, and from a re-scan of
+// times in a DueTimer (shared/due-timer.ts: a min-heap with ONE timer for the earliest). It learns
+// them from its own commits (created or changed alerts: changed()), from other nodes by NOTIFY on WAKE_CHANNEL, and from a re-scan of
 // the due times within the horizon at start-up (overdue ones: caught up at once, in order) and every
 // RESCAN_MS. Every node that runs it may evaluate the same alert: the evaluation's transaction
 // claims it (evaluator.ts), so each due time is applied once.
@@ -26,21 +26,21 @@ export async function announceDue(c: Queryable, projectId: string, id: string, a
 }
 
 export class AlertScheduler {
-  private heap = new MinHeap();
-  /** id -> its due time in the heap, and its project. */
-  private current = new Map<string, { at: number; projectId: string }>();
-  private timer: NodeJS.Timeout | undefined;
-  private timerAt = Infinity;
+  /** Alert ids by due time, each with its project. */
+  private due: DueTimer<string>;
   private rescanLoop: Periodic | undefined;
   private running = false;
   private active = new Set<string>();
   private runs = new Set<Promise<void>>();
   private subscription: Subscription | undefined;
 
-  constructor(private readonly deps: AlertDeps) {}
+  constructor(private readonly deps: AlertDeps) {
+    this.due = new DueTimer({ now: () => deps.clock().getTime(), maxDelayMs: RESCAN_MS, onDue: () => this.launch() });
+  }
 
   async start(): Promise<void> {
     this.running = true;
+    this.due.start();
     this.subscription = this.deps.notifications.subscribe({
       channels: [WAKE_CHANNEL],
       onMessage: (_channel, payload) => {
@@ -60,34 +60,24 @@ export class AlertScheduler {
   async stop(): Promise<void> {
     this.running = false;
     await this.rescanLoop?.stop();
-    clearTimeout(this.timer);
-    this.timer = undefined;
+    this.due.stop();
     await Promise.allSettled([...this.runs]);
     this.subscription?.close();
     this.subscription = undefined;
-    this.heap.clear();
-    this.current.clear();
   }
 
   /** A local commit set this alert's next due time (null: deleted). */
   changed(projectId: string, id: string, at: number | null): void {
     if (!this.running) return;
-    if (at === null) this.current.delete(id);
-    else this.put(id, projectId, at);
+    if (at === null) this.due.delete(id);
+    else this.due.set(id, at, projectId);
     this.arm();
   }
 
   /** Hints (notifications, re-scans): keep the earliest known; the run reads the truth. */
   private offer(id: string, projectId: string, at: number): void {
-    const cur = this.current.get(id);
-    if (cur === undefined || at < cur.at) this.put(id, projectId, at);
+    this.due.offer(id, at, projectId);
     this.arm();
-  }
-
-  private put(id: string, projectId: string, at: number): void {
-    if (this.current.get(id)?.at === at) return;
-    this.current.set(id, { at, projectId });
-    this.heap.push({ id, at });
   }
 
   async rescan(): Promise<void> {
@@ -95,63 +85,34 @@ export class AlertScheduler {
     const until = new Date(this.deps.clock().getTime() + HORIZON_MS);
     for (const r of await dueAlerts(this.deps.db, until, RESCAN_LIMIT))
       this.offer(r.id, r.project_id, r.next_at.getTime());
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    this.timerAt = Infinity;
-    this.arm();
+    if (this.running) this.due.rearm();
   }
 
   private arm(): void {
-    if (!this.running) return;
-    let top = this.heap.peek();
-    while (top && this.current.get(top.id)?.at !== top.at) {
-      this.heap.pop();
-      top = this.heap.peek();
-    }
-    if (!top) return;
-    const delay = Math.min(Math.max(0, top.at - this.deps.clock().getTime()), RESCAN_MS);
-    if (delay === 0) {
-      clearTimeout(this.timer);
-      this.timer = undefined;
-      this.timerAt = Infinity;
-      this.launch();
-      return;
-    }
-    if (this.timer && this.timerAt <= top.at) return;
-    clearTimeout(this.timer);
-    this.timerAt = top.at;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.timerAt = Infinity;
-      this.launch();
-    }, delay);
+    if (this.running) this.due.arm();
   }
 
   /** Starts the due alerts' runs (one run per alert at a time, at most MAX_RUNNING at once). */
   private launch(): void {
+    if (!this.running) return;
     const now = this.deps.clock().getTime();
-    const skipped: { id: string; at: number }[] = [];
-    while (this.running && this.active.size < MAX_RUNNING) {
-      const top = this.heap.peek();
-      if (!top || top.at > now) break;
-      this.heap.pop();
-      const cur = this.current.get(top.id);
-      if (cur?.at !== top.at) continue;
-      if (this.active.has(top.id)) {
-        skipped.push(top);
-        continue;
-      }
-      this.current.delete(top.id);
-      this.active.add(top.id);
-      const run = this.run(top.id, cur.projectId, now).finally(() => {
-        this.active.delete(top.id);
+    let held = 0;
+    const hold = (id: string): boolean => {
+      if (!this.active.has(id)) return false;
+      held++;
+      return true;
+    };
+    for (const { id, value: projectId } of this.due.takeDue(now, MAX_RUNNING - this.active.size, hold)) {
+      this.active.add(id);
+      const run = this.run(id, projectId, now).finally(() => {
+        this.active.delete(id);
         this.runs.delete(run);
         this.arm();
       });
       this.runs.add(run);
     }
-    for (const s of skipped) this.heap.push(s);
-    if (this.active.size < MAX_RUNNING && !skipped.length) this.arm();
+    // An alert still running keeps its due time in the timer: its run's end re-arms.
+    if (this.active.size < MAX_RUNNING && !held) this.arm();
   }
 
   private async run(id: string, projectId: string, now: number): Promise<void> {

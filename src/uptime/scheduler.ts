@@ -1,13 +1,13 @@
 import type { UptimeDeps } from "./deps.js";
 import { failureLevel, startPeriodic, type Periodic } from "../shared/periodic.js";
 import { checkDeadlines } from "./detect.js";
-import { MinHeap } from "./heap.js";
 import { parseWake, WAKE_CHANNEL, type DeadlineChange, type DeadlineRunner } from "./wake.js";
+import { DueTimer } from "../shared/due-timer.js";
 import type { Subscription } from "../shared/notifications.js";
 
 // The embedded deadline runner (no TEMPORAL_ADDRESS). The durable state is monitors.deadline_at; this
-// process keeps the nearest deadlines in a min-heap with ONE timer for the earliest, so a monitor is
-// checked when its deadline passes (not by minute polling). It learns deadlines from:
+// process keeps the nearest deadlines in a DueTimer (shared/due-timer.ts: a min-heap with ONE timer for
+// the earliest), so a monitor is checked when its deadline passes (not by minute polling). It learns deadlines from:
 // - its own commits (heartbeats, pause/resume, patches): changed(), exact;
 // - other nodes: NOTIFY on WAKE_CHANNEL for new or earlier deadlines (later ones need no message:
 //   the stale entry fires early, the check re-reads the row and re-arms);
@@ -26,10 +26,7 @@ export interface SchedulerOptions {
 }
 
 export class EmbeddedScheduler implements DeadlineRunner {
-  private heap = new MinHeap();
-  private current = new Map<string, number>();
-  private timer: NodeJS.Timeout | undefined;
-  private timerAt = Infinity;
+  private due: DueTimer<null>;
   private rescanLoop: Periodic | undefined;
   private running = false;
   private active = 0;
@@ -39,10 +36,17 @@ export class EmbeddedScheduler implements DeadlineRunner {
   constructor(
     private readonly deps: UptimeDeps,
     private readonly opts: SchedulerOptions = { horizonMs: 60_000, rescanMs: 30_000 },
-  ) {}
+  ) {
+    this.due = new DueTimer({
+      now: () => this.deps.clock().getTime(),
+      maxDelayMs: opts.rescanMs,
+      onDue: () => this.launch(),
+    });
+  }
 
   async start(): Promise<void> {
     this.running = true;
+    this.due.start();
     await this.listen();
     await this.rescan();
     // Stopped meanwhile (stop() closes the subscription a start may still be waiting on).
@@ -53,35 +57,20 @@ export class EmbeddedScheduler implements DeadlineRunner {
   async stop(): Promise<void> {
     this.running = false;
     await this.rescanLoop?.stop();
-    clearTimeout(this.timer);
-    this.timer = undefined;
+    this.due.stop();
     await Promise.allSettled([...this.checks]);
     this.subscription?.close();
     this.subscription = undefined;
-    this.heap.clear();
-    this.current.clear();
   }
 
   /** Local commits: exact deadlines (null: none applies). */
   changed(changes: DeadlineChange[]): void {
     if (!this.running) return;
     for (const c of changes) {
-      if (c.deadlineAt === null) this.current.delete(c.id);
-      else this.put(c.id, c.deadlineAt);
+      if (c.deadlineAt === null) this.due.delete(c.id);
+      else this.due.set(c.id, c.deadlineAt, null);
     }
     this.arm();
-  }
-
-  /** Hints (notifications, re-scans): keep the earliest known; a check settles the truth. */
-  private offer(id: string, at: number): void {
-    const cur = this.current.get(id);
-    if (cur === undefined || at < cur) this.put(id, at);
-  }
-
-  private put(id: string, at: number): void {
-    if (this.current.get(id) === at) return;
-    this.current.set(id, at);
-    this.heap.push({ id, at });
   }
 
   sweep(): Promise<void> {
@@ -96,12 +85,10 @@ export class EmbeddedScheduler implements DeadlineRunner {
       "SELECT id, deadline_at FROM monitors WHERE deadline_at IS NOT NULL AND deadline_at <= $1",
       [until],
     );
-    for (const row of r.rows) this.offer(row.id, row.deadline_at.getTime());
+    // Hints: keep the earliest known; a check settles the truth.
+    for (const row of r.rows) this.due.offer(row.id, row.deadline_at.getTime(), null);
     // Re-arm from scratch: the wall clock may have jumped (suspend, NTP step) since the timer was set.
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    this.timerAt = Infinity;
-    this.arm();
+    if (this.running) this.due.rearm();
   }
 
   /** On the process's LISTEN connection (shared/notifications.ts); resolves once listening. */
@@ -111,7 +98,7 @@ export class EmbeddedScheduler implements DeadlineRunner {
       onMessage: (_channel, payload) => {
         const w = parseWake(payload);
         if (!w || !this.running) return;
-        this.offer(w.id, w.deadlineAt);
+        this.due.offer(w.id, w.deadlineAt, null);
         this.arm();
       },
       // Reconnected: re-scan for whatever was announced while the connection was down.
@@ -122,48 +109,16 @@ export class EmbeddedScheduler implements DeadlineRunner {
     await this.subscription.listening;
   }
 
-  /** Points the single timer at the earliest live deadline (or starts checks for those already due). */
+  /** Points the timer at the earliest live deadline (or starts checks for those already due). */
   private arm(): void {
-    if (!this.running) return;
-    let top = this.heap.peek();
-    while (top && this.current.get(top.id) !== top.at) {
-      this.heap.pop();
-      top = this.heap.peek();
-    }
-    if (!top) return;
-    const delay = Math.min(Math.max(0, top.at - this.deps.clock().getTime()), this.opts.rescanMs);
-    if (delay === 0) {
-      clearTimeout(this.timer);
-      this.timer = undefined;
-      this.timerAt = Infinity;
-      this.launch();
-      return;
-    }
-    if (this.timer && this.timerAt <= top.at) return;
-    clearTimeout(this.timer);
-    this.timerAt = top.at;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.timerAt = Infinity;
-      this.launch();
-    }, delay);
+    if (this.running) this.due.arm();
   }
 
   /** Starts checks of due monitors, in batches of at most MAX_BATCH, up to MAX_CHECKS at once. */
   private launch(): void {
     while (this.running && this.active < MAX_CHECKS) {
       const now = this.deps.clock();
-      const due: string[] = [];
-      for (
-        let top = this.heap.peek();
-        top && top.at <= now.getTime() && due.length < MAX_BATCH;
-        top = this.heap.peek()
-      ) {
-        this.heap.pop();
-        if (this.current.get(top.id) !== top.at) continue;
-        this.current.delete(top.id);
-        due.push(top.id);
-      }
+      const due = this.due.takeDue(now.getTime(), MAX_BATCH).map((e) => e.id);
       if (!due.length) break;
       this.active++;
       const run = this.check(due, now).finally(() => {
@@ -182,11 +137,11 @@ export class EmbeddedScheduler implements DeadlineRunner {
       // Woken by deadlines only (none when no monitor is watched): no due time of its own, no lag.
       const task = this.deps.background.record("uptime deadline checks", null);
       const { next } = await task.run(() => checkDeadlines(this.deps, due, now));
-      for (const [id, at] of next) if (at !== null) this.offer(id, at);
+      for (const [id, at] of next) if (at !== null) this.due.offer(id, at, null);
     } catch (err) {
       if (!this.running) return;
       this.deps.log[failureLevel(err)]({ err }, "uptime deadline check failed; retrying in 1 s");
-      for (const id of due) this.offer(id, now.getTime() + 1000);
+      for (const id of due) this.due.offer(id, now.getTime() + 1000, null);
     }
   }
 }

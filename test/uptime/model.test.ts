@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { DAY_MS as DAY, HOUR_MS as HOUR } from "../../src/shared/time.js";
 import { historyBuckets, windowFigures, type Timeline } from "../../src/uptime/figures.js";
-import { MinHeap } from "../../src/uptime/heap.js";
+import { MinHeap } from "../../src/shared/heap.js";
 import {
   applyHeartbeat,
   applyPause,

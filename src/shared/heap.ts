@@ -1,5 +1,5 @@
-// A binary min-heap of (time, id) entries. Entries are never removed in place: the scheduler keeps
-// the current deadline per id and skips popped entries that no longer match it (lazy deletion).
+// A binary min-heap of (time, id) entries. Entries are never removed in place: its user (DueTimer,
+// due-timer.ts) keeps the current time per id and skips popped entries that no longer match it (lazy deletion).
 
 export interface Entry {
   at: number;
