@@ -16,7 +16,7 @@ export function pingKeyOfSession(projectId: string): { name: string; secret: str
 }
 
 /** Vigil's public address: PUBLIC_URL (a meta element the server adds), else this page's origin. */
-export function publicOrigin(): string {
+function publicOrigin(): string {
   return document.querySelector<HTMLMetaElement>('meta[name="vigil-public-url"]')?.content || location.origin;
 }
 
