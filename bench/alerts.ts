@@ -75,6 +75,44 @@ function ingestLoad(port: number, key: string) {
   };
 }
 
+/** The rules' kinds (one in four of each); the first three are also previewed. */
+const KINDS = [
+  {
+    query: {
+      source: "events",
+      filters: { field: "type", operator: "equals", value: "error" },
+      operation: "count",
+    },
+    condition: { operator: "gt", value: 1e9 },
+  },
+  {
+    query: {
+      source: "ratio",
+      numerator: { filters: { field: "type", operator: "equals", value: "error" } },
+      denominator: { filters: { field: "type", operator: "in", value: ["view", "click", "error"] } },
+    },
+    condition: { operator: "gt", value: 0.99 },
+  },
+  {
+    query: {
+      source: "events",
+      filters: { field: "data.plan", operator: "equals", value: "pro" },
+      operation: "max",
+      field: "data.amount",
+    },
+    condition: { operator: "gt", value: 1e9 },
+  },
+  // Holds at once: fires at its first evaluation (the firing latency's sample).
+  {
+    query: {
+      source: "events",
+      filters: { field: "type", operator: "equals", value: "signup" },
+      operation: "count",
+    },
+    condition: { operator: "gte", value: 0 },
+  },
+];
+
 async function main() {
   if (!DIR || !existsSync(path.join(DIR, "bench-analytics.json")))
     throw new Error(
@@ -106,100 +144,74 @@ async function main() {
     return observe(labels, v);
   }) as typeof hist.observe;
   try {
+    /** Phases 1-3 (BENCH_ALERTS_RULES=0 skips them: the preview alone). */
+    async function evaluationPhases() {
+      console.log(`1. ingest alone, ${PHASE_S} s`);
+      let load = ingestLoad(port, key);
+      await new Promise((r) => setTimeout(r, PHASE_S * 1000));
+      const alone = await load.stop();
+      const aloneRate = alone.events / alone.seconds;
+      console.log(`   ${aloneRate.toFixed(0)} events/s`);
+
+      console.log(`2. creating ${RULES} rules`);
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+      const t0 = performance.now();
+      let made = 0;
+      const creator = async () => {
+        while (made < RULES) {
+          const i = made++;
+          const k = KINDS[i % KINDS.length];
+          const body = JSON.stringify({ name: `bench rule ${i}`, ...k, windowMs: 5 * MINUTE, everyMs: MINUTE });
+          const r = await post(agent, port, `/v1/projects/${pid}/alerts`, body, key);
+          if (r.status !== 201 && r.status !== 200)
+            throw new Error(`create alert: ${r.status} ${r.text.slice(0, 300)}`);
+        }
+      };
+      await Promise.all(Array.from({ length: 8 }, creator));
+      agent.destroy();
+      const createS = (performance.now() - t0) / 1000;
+      console.log(`   created in ${createS.toFixed(0)} s`);
+
+      console.log(`3. ingest while ${RULES} rules are evaluated, ${EVAL_S} s`);
+      const evalStart = Date.now();
+      lags.length = 0;
+      load = ingestLoad(port, key);
+      await new Promise((r) => setTimeout(r, EVAL_S * 1000));
+      const during = await load.stop();
+      const evalEnd = Date.now();
+      const duringRate = during.events / during.seconds;
+      const lagS = lags.filter((l) => l.at >= evalStart && l.at <= evalEnd).map((l) => l.s);
+      const firing = (
+        await db.query<{ ms: number }>(
+          `SELECT extract(epoch FROM i.created_at - i.started_at) * 1000 AS ms FROM incidents i
+            JOIN monitors m ON m.id = i.monitor_id WHERE m.project_id = $1 AND m.owned_by = 'alert'
+             AND i.created_at >= $2 AND i.created_at <= $3`,
+          [pid, new Date(evalStart), new Date(evalEnd)],
+        )
+      ).rows.map((r) => Number(r.ms));
+      const lagP99 = p99(lagS) * 1000;
+      const firingP99 = p99(firing);
+      console.log(
+        `   ${duringRate.toFixed(0)} events/s (${((duringRate / aloneRate) * 100).toFixed(1)} % of alone); ${lagS.length} evaluations, lag p99 ${lagP99.toFixed(0)} ms; ${firing.length} firings, latency p99 ${firingP99.toFixed(0)} ms`,
+      );
+      // The rules go before the previews (their evaluations would share the machine).
+      await db.query("DELETE FROM monitors WHERE project_id = $1 AND owned_by = 'alert'", [pid]);
+
+      return { aloneRate, duringRate, createS, lagS, lagP99, firing, firingP99 };
+    }
     // An earlier run's rules go (their monitors, with them the alerts, evaluations and incidents).
     await db.query("DELETE FROM monitors WHERE project_id = $1 AND owned_by = 'alert'", [pid]);
 
-    console.log(`1. ingest alone, ${PHASE_S} s`);
-    let load = ingestLoad(port, key);
-    await new Promise((r) => setTimeout(r, PHASE_S * 1000));
-    const alone = await load.stop();
-    const aloneRate = alone.events / alone.seconds;
-    console.log(`   ${aloneRate.toFixed(0)} events/s`);
-
-    console.log(`2. creating ${RULES} rules`);
-    const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
-    const kinds = [
-      {
-        query: { source: "events", filters: { field: "type", operator: "equals", value: "error" }, operation: "count" },
-        condition: { operator: "gt", value: 1e9 },
-      },
-      {
-        query: {
-          source: "ratio",
-          numerator: { filters: { field: "type", operator: "equals", value: "error" } },
-          denominator: { filters: { field: "type", operator: "in", value: ["view", "click", "error"] } },
-        },
-        condition: { operator: "gt", value: 0.99 },
-      },
-      {
-        query: {
-          source: "events",
-          filters: { field: "data.plan", operator: "equals", value: "pro" },
-          operation: "max",
-          field: "data.amount",
-        },
-        condition: { operator: "gt", value: 1e9 },
-      },
-      // Holds at once: fires at its first evaluation (the firing latency's sample).
-      {
-        query: {
-          source: "events",
-          filters: { field: "type", operator: "equals", value: "signup" },
-          operation: "count",
-        },
-        condition: { operator: "gte", value: 0 },
-      },
-    ];
-    const t0 = performance.now();
-    let made = 0;
-    const creator = async () => {
-      while (made < RULES) {
-        const i = made++;
-        const k = kinds[i % kinds.length];
-        const body = JSON.stringify({ name: `bench rule ${i}`, ...k, windowMs: 5 * MINUTE, everyMs: MINUTE });
-        const r = await post(agent, port, `/v1/projects/${pid}/alerts`, body, key);
-        if (r.status !== 201 && r.status !== 200) throw new Error(`create alert: ${r.status} ${r.text.slice(0, 300)}`);
-      }
-    };
-    await Promise.all(Array.from({ length: 8 }, creator));
-    agent.destroy();
-    const createS = (performance.now() - t0) / 1000;
-    console.log(`   created in ${createS.toFixed(0)} s`);
-
-    console.log(`3. ingest while ${RULES} rules are evaluated, ${EVAL_S} s`);
-    const evalStart = Date.now();
-    lags.length = 0;
-    load = ingestLoad(port, key);
-    await new Promise((r) => setTimeout(r, EVAL_S * 1000));
-    const during = await load.stop();
-    const evalEnd = Date.now();
-    const duringRate = during.events / during.seconds;
-    const lagS = lags.filter((l) => l.at >= evalStart && l.at <= evalEnd).map((l) => l.s);
-    const firing = (
-      await db.query<{ ms: number }>(
-        `SELECT extract(epoch FROM i.created_at - i.started_at) * 1000 AS ms FROM incidents i
-          JOIN monitors m ON m.id = i.monitor_id WHERE m.project_id = $1 AND m.owned_by = 'alert'
-           AND i.created_at >= $2 AND i.created_at <= $3`,
-        [pid, new Date(evalStart), new Date(evalEnd)],
-      )
-    ).rows.map((r) => Number(r.ms));
-    const lagP99 = p99(lagS) * 1000;
-    const firingP99 = p99(firing);
-    console.log(
-      `   ${duringRate.toFixed(0)} events/s (${((duringRate / aloneRate) * 100).toFixed(1)} % of alone); ${lagS.length} evaluations, lag p99 ${lagP99.toFixed(0)} ms; ${firing.length} firings, latency p99 ${firingP99.toFixed(0)} ms`,
-    );
-    // The rules go before the previews (their evaluations would share the machine).
-    await db.query("DELETE FROM monitors WHERE project_id = $1 AND owned_by = 'alert'", [pid]);
-
+    const live = RULES > 0 ? await evaluationPhases() : null;
     console.log("4. preview, 10,000 evaluations at a 1-minute cadence");
     const end = Math.floor(Date.now() / MINUTE) * MINUTE;
     const time = { start: new Date(end - 9_999 * MINUTE).toISOString(), end: new Date(end).toISOString() };
     const previewAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     const previews: { label: string; ms: number; first: number }[] = [];
     for (const k of [
-      { label: "count of a type, 5-minute window (minute rollups)", k: kinds[0] },
-      { label: "ratio of two type counts (minute rollups)", k: kinds[1] },
-      { label: "max of data.amount where plan = pro (raw events)", k: kinds[2] },
+      { label: "count of a type, 5-minute window (minute rollups)", k: KINDS[0] },
+      { label: "ratio of two type counts (minute rollups)", k: KINDS[1] },
+      { label: "max of data.amount where plan = pro (raw events)", k: KINDS[2] },
     ]) {
       const body = JSON.stringify({ ...k.k, windowMs: 5 * MINUTE, everyMs: MINUTE, time });
       const once = async () => {
@@ -217,24 +229,32 @@ async function main() {
     }
     previewAgent.destroy();
 
-    const ratio = duringRate / aloneRate;
+    const ratio = live ? live.duringRate / live.aloneRate : NaN;
     const met = (ok: boolean) => (ok ? "met" : "**not met**");
     const full = loaded.events >= 10_000_000;
     const lines = [
-      `Run ${new Date().toISOString().slice(0, 16)} UTC: \`BENCH_ANALYTICS_DIR=<dir> npm run bench alerts\` over the project of \`npm run bench analytics\``,
+      `Run ${new Date().toISOString().slice(0, 16)} UTC: \`${RULES ? "" : "BENCH_ALERTS_RULES=0 "}BENCH_ANALYTICS_DIR=<dir> npm run bench alerts\` over the project of \`npm run bench analytics\``,
       `(${loaded.events.toLocaleString("en-US")} generated events over 90 days${full ? ", the issue's size" : `, **smaller than the issue's 10,000,000**: the full load did not fit the time available`}; rollups, slots and column blocks as that bench leaves them).`,
       `One Vigil in the bench's process (embedded runner, ROLE all, embedded PostgreSQL), the load generator in the same process.`,
       `Machine: ${os.cpus().length} cores, **shared with five other sessions running builds and tests** during the run (1-minute load average ${os.loadavg()[0].toFixed(1)} at the end): the figures are upper bounds of a quiet machine's.`,
       "",
-      `Ingest: batches of 100 events, 4 at a time, ${PHASE_S} s alone (the baseline), then ${EVAL_S} s while ${RULES.toLocaleString("en-US")} rules at a 60 s cadence (5-minute windows; created over REST in ${createS.toFixed(0)} s)`,
-      "were evaluated: a quarter counts of one type, a quarter ratios of type counts, a quarter the max of `data.amount` under a `data.plan` filter, a quarter a type count whose condition holds at once (each fires at its first evaluation).",
-      "Lag: every evaluation's due time -> applied, as the evaluator observes `vigil_scheduler_lag_seconds{kind=\"alert_evaluation\"}`; firing latency: the due time of the evaluation at which the condition held -> the incident's `created_at` (the storing transaction's clock).",
-      "",
+      ...(live
+        ? [
+            `Ingest: batches of 100 events, 4 at a time, ${PHASE_S} s alone (the baseline), then ${EVAL_S} s while ${RULES.toLocaleString("en-US")} rules at a 60 s cadence (5-minute windows; created over REST in ${live.createS.toFixed(0)} s)`,
+            "were evaluated: a quarter counts of one type, a quarter ratios of type counts, a quarter the max of `data.amount` under a `data.plan` filter, a quarter a type count whose condition holds at once (each fires at its first evaluation).",
+            "Lag: every evaluation's due time -> applied, as the evaluator observes `vigil_scheduler_lag_seconds{kind=\"alert_evaluation\"}`; firing latency: the due time of the evaluation at which the condition held -> the incident's `created_at` (the storing transaction's clock).",
+            "",
+          ]
+        : ["Rules not evaluated in this run (`BENCH_ALERTS_RULES=0`: the preview alone).", ""]),
       "| Measure | Target | Result | |",
       "|---|---|---|---|",
-      `| Evaluation lag p99 (${lagS.length.toLocaleString("en-US")} evaluations) | < 1 s | ${lagP99.toFixed(0)} ms | ${met(lagP99 < 1000)} |`,
-      `| Ingest during evaluation / alone | within 10 % | ${duringRate.toFixed(0)} / ${aloneRate.toFixed(0)} events/s = ${(ratio * 100).toFixed(1)} % | ${met(ratio >= 0.9)} |`,
-      `| Firing latency p99 (${firing.length.toLocaleString("en-US")} firings) | < 100 ms | ${firingP99.toFixed(0)} ms | ${met(firingP99 < 100)} |`,
+      ...(live
+        ? [
+            `| Evaluation lag p99 (${live.lagS.length.toLocaleString("en-US")} evaluations) | < 1 s | ${live.lagP99.toFixed(0)} ms | ${met(live.lagP99 < 1000)} |`,
+            `| Ingest during evaluation / alone | within 10 % | ${live.duringRate.toFixed(0)} / ${live.aloneRate.toFixed(0)} events/s = ${(ratio * 100).toFixed(1)} % | ${met(ratio >= 0.9)} |`,
+            `| Firing latency p99 (${live.firing.length.toLocaleString("en-US")} firings) | < 100 ms | ${live.firingP99.toFixed(0)} ms | ${met(live.firingP99 < 100)} |`,
+          ]
+        : []),
       ...previews.map(
         (p) =>
           `| Preview, 10,000 evaluations at 1 min: ${p.label} | < 1 s | ${p.ms.toFixed(0)} ms (median of 3; first ${p.first.toFixed(0)} ms) | ${met(p.ms < 1000)} |`,
