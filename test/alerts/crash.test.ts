@@ -88,8 +88,8 @@ describe("alert evaluation and kill -9", () => {
       await victim.kill("SIGKILL");
       await db.query("ROLLBACK");
 
-      const restarted = await startNode(env(stuck), victim.port);
-      nodes.push(restarted);
+      // Restarted while the other node applies the evaluation.
+      const restarting = startNode(env(stuck), victim.port).then((n) => (nodes.push(n), n));
       const incidents = await waitFor(
         async () => {
           const x = await db.query("SELECT id FROM incidents WHERE monitor_id = $1", [alert.monitorId]);
@@ -99,7 +99,8 @@ describe("alert evaluation and kill -9", () => {
         EVERY + 10_000,
       );
       await waitFor(() => rx.at("/crash").length > 0, "the delivery", 10_000);
-      // A duplicate (the other node, a retried delivery) would show up in this time.
+      await restarting;
+      // A duplicate (the restarted node, a retried delivery) would show up in this time.
       await new Promise((r) => setTimeout(r, 1500));
       const other = stuck === "vigil-a" ? b : a;
       const after = async () =>
