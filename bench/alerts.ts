@@ -128,7 +128,7 @@ async function main() {
     DATA_DIR: path.resolve(DIR),
     SESSION_SECRET: "bench-session-secret-0123456789abcdef",
     LOG_LEVEL: "warn",
-    MAX_ALERTS_PER_PROJECT: String(RULES),
+    MAX_ALERTS_PER_PROJECT: String(Math.max(1, RULES)),
     MAX_MONITORS_PER_PROJECT: String(RULES + 1000),
   });
   const app = await buildApp(config, { log: pino({ level: "warn" }) });
