@@ -2,9 +2,11 @@ import type { Aggregation as EventAggregation } from "../analytics/queries.js";
 import { parseOperation, type Operation } from "../analytics/aggregations.js";
 import { resolveField } from "../analytics/fields.js";
 import { parseFilters } from "../analytics/filters.js";
+import type { WindowMoments } from "../analytics/queries.js";
 import type { WindowQueries } from "../analytics/service.js";
 import type { Window } from "../analytics/time.js";
-import { aggregate as metricAggregate } from "../metrics/query.js";
+import { fromMoments, percentileOf } from "../metrics/model.js";
+import { aggregate as metricAggregate, rangeMoments } from "../metrics/query.js";
 import { aggregationFor, rangeOf, selection } from "../metrics/requests.js";
 import { findMetric } from "../metrics/store.js";
 import { assertNever } from "../shared/never.js";
@@ -73,3 +75,67 @@ export async function sampleAt(
       return assertNever(query, "alert query source");
   }
 }
+
+/**
+ * Preview (the same windows as `sampleAt`, for every evaluation time at once): the samples from at
+ * most a few statements per source series, or null where no exact plan of that kind applies and the
+ * caller samples each evaluation with `sampleAt`. The windows' moments (events: WindowQueries.moments;
+ * metrics: rangeMoments) cut the preview's range at every window bound and add up the pieces, which
+ * is exact for counts, minima and maxima, and for sums and averages of integers (exactSums); a
+ * percentile, a distinct count, a standard deviation, an events count of a field's values, and sums
+ * of other floats (another order of additions may differ in the last bit) go through sampleAt.
+ */
+export async function previewSamples(
+  src: SampleSources,
+  projectId: string,
+  query: AlertQuery,
+  times: readonly number[],
+  windowMs: number,
+): Promise<Sample[] | null> {
+  const windows = times.map((at) => ({ start: at - windowMs, end: at }));
+  switch (query.source) {
+    case "metric": {
+      const m = await findMetric(src.db, projectId, query.name);
+      if (!m) return times.map(() => ({ value: null, samples: 0 }));
+      const agg = aggregationFor(m, query.aggregation);
+      if (percentileOf(agg) !== undefined) return null;
+      // As sampleAt's selection: the inclusive window [at - windowMs, at] as rangeOf reads it.
+      const sel = selection(m, {}, rangeOf({ start: iso(0), end: iso(0) }));
+      const ranges = windows.map((w) => rangeOf({ start: iso(w.start), end: iso(w.end) }));
+      const r = await rangeMoments(src.db, sel, ranges);
+      if (!r.exactSums && (agg === "sum" || agg === "avg")) return null;
+      const moment = agg as Exclude<typeof agg, `p${number}`>;
+      return r.ranges.map((x) => ({ value: fromMoments(moment, x, sel.negate), samples: x.n }));
+    }
+    case "events": {
+      const op = parseOperation(query.operation)!;
+      const value = MOMENT_VALUES[op.kind];
+      if (!value || (op.kind === "count" && query.field)) return null;
+      const field = query.field ? resolveField(query.field) : null;
+      const r = await src.windows.moments(projectId, windows, parseFilters(query.filters ?? null), field);
+      if (!r.exactSums && (op.kind === "sum" || op.kind === "avg")) return null;
+      return r.windows.map((x) => ({ value: value(x), samples: x.n }));
+    }
+    case "ratio": {
+      const [num, den] = await Promise.all([
+        src.windows.moments(projectId, windows, parseFilters(query.numerator.filters ?? null), null),
+        src.windows.moments(projectId, windows, parseFilters(query.denominator.filters ?? null), null),
+      ]);
+      return den.windows.map((d, k) => ({ value: d.n > 0 ? num.windows[k].n / d.n : null, samples: d.n }));
+    }
+    default:
+      return assertNever(query, "alert query source");
+  }
+}
+
+/** The events operations a window's moments answer (as analytics/aggregate does); null: sampleAt. */
+const MOMENT_VALUES: Record<Operation["kind"], ((m: WindowMoments) => number | null) | null> = {
+  count: (m) => m.n,
+  sum: (m) => m.sum,
+  avg: (m) => (m.vn > 0 ? m.sum / m.vn : null),
+  min: (m) => m.min,
+  max: (m) => m.max,
+  count_unique: null,
+  stddev: null,
+  percentile: null,
+};

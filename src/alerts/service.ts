@@ -22,7 +22,7 @@ import {
 } from "./model.js";
 import type { Sample } from "./model.js";
 import * as rq from "./requests.js";
-import { sampleAt } from "./samples.js";
+import { previewSamples, sampleAt } from "./samples.js";
 import { announceDue, AlertScheduler } from "./scheduler.js";
 import { withAlertScan } from "./temporal.js";
 import type { UptimeActivities } from "../uptime/activities.js";
@@ -33,7 +33,7 @@ import * as store from "./store.js";
 // (requests.ts), call the store and answer the record (messages.ts). Live evaluation is the
 // scheduler's (worker role), through evaluator.ts.
 
-/** Preview samples read at once (each one query). */
+/** Preview samples read at once where each evaluation is sampled on its own (samples.ts previewSamples). */
 const PREVIEW_CONCURRENCY = 4;
 
 export interface AlertsFeature extends Feature {
@@ -228,9 +228,12 @@ export function createAlertsFeature(deps: AlertDeps): AlertsFeature {
                 `the window holds ${times.tooMany} evaluations at this cadence; at most ${MAX_PREVIEW_EVALUATIONS}`,
                 [{ field: "time", message: `at most ${MAX_PREVIEW_EVALUATIONS} evaluations` }],
               );
-            const samples = new Map<number, Sample>();
             const src = { db, windows: deps.windows };
-            let next = 0;
+            const samples = new Map<number, Sample>();
+            // A few statements for the whole preview where an exact plan exists, else one sample per evaluation.
+            const batch = await previewSamples(src, projectId, input.query, times.times, input.windowMs);
+            if (batch) times.times.forEach((at, k) => samples.set(at, batch[k]));
+            let next = batch ? times.times.length : 0;
             const worker = async () => {
               while (next < times.times.length) {
                 const at = times.times[next++];

@@ -10,6 +10,7 @@ import { rawScan, rollupEligible } from "./plan.js";
 import { GRAIN_CODE } from "./rollups.js";
 import { NO_SLOTS, Params, type SlotMap } from "./sql.js";
 import { bucketStarts, decompose, type Grain, type Interval, type Window } from "./time.js";
+import { MINUTE_MS } from "../shared/time.js";
 import type { BlockQueries } from "./column-blocks.js";
 
 // The analytics queries. `fast` enables rollups and slots; with it off every answer comes from the
@@ -314,4 +315,133 @@ function groupObject(fields: Field[], keys: unknown[], count: unknown): JsonObje
   fields.forEach((f, i) => put(f.name, keys[i] ?? null));
   put("count", count);
   return o;
+}
+
+/** Moments of the matching events of one window (alert preview): count(*), and of the numeric field its count, sum, min, max. */
+export interface WindowMoments {
+  n: number;
+  vn: number;
+  sum: number;
+  min: number | null;
+  max: number | null;
+}
+
+const EMPTY_MOMENTS: WindowMoments = { n: 0, vn: 0, sum: 0, min: null, max: null };
+
+/** Adds b into a (in place). */
+function addMoments(a: WindowMoments, b: WindowMoments): void {
+  a.n += b.n;
+  a.vn += b.vn;
+  a.sum += b.sum;
+  if (b.min !== null && (a.min === null || b.min < a.min)) a.min = b.min;
+  if (b.max !== null && (a.max === null || b.max > a.max)) a.max = b.max;
+}
+
+type MomentsRow = {
+  j: number;
+  n: string | number;
+  vn: string | number;
+  s: number | null;
+  mn: number | null;
+  mx: number | null;
+  fr: string | number;
+  ab: number | null;
+};
+const momentsOf = (r: MomentsRow): WindowMoments => ({
+  n: Number(r.n),
+  vn: Number(r.vn),
+  sum: r.s ?? 0,
+  min: r.mn,
+  max: r.mx,
+});
+
+/** Microseconds since the epoch as timestamptz text (PostgreSQL keeps microseconds). */
+const usText = (us: number) => {
+  const ms = Math.floor(us / 1000);
+  return new Date(ms).toISOString().replace("Z", `${String(us - ms * 1000).padStart(3, "0")}Z`);
+};
+
+/**
+ * The moments of many inclusive windows `[start, end]` (ms; starts and ends each non-decreasing, as
+ * an alert's evaluations are) in at most two statements, each window answered exactly as `count`
+ * and `aggregate` answer it on its own: the distinct window bounds cut the whole range into
+ * segments, one statement aggregates each segment (GROUP BY width_bucket over the sorted bounds) and
+ * each window adds up the segments it covers. Counts of type-only filters read the minute rollups
+ * (as `count` does: the window up to end + 1 ms) when every window's start and end fall on a minute:
+ * then the rollups cover the whole minutes and one indexed probe per window its last millisecond;
+ * otherwise the raw events up to end + 1 µs (as the raw scan's `ts <= end`). count(*), and of
+ * `field` (numeric: as `aggregate`'s sum, avg, min, max) count, sum, min and max, add up exactly;
+ * sums only when `exactSums` (integers whose magnitudes sum to at most 2^53): other floats sum to
+ * what another order of additions gives, not always the very double `aggregate` answers.
+ */
+export async function windowMoments(
+  env: QueryEnv,
+  projectId: string,
+  windows: readonly { start: number; end: number }[],
+  filter: Node | null,
+  field: Field | null,
+): Promise<{ windows: WindowMoments[]; exactSums: boolean }> {
+  if (!windows.length) return { windows: [], exactSums: true };
+  const aligned = windows.every((w) => w.start % MINUTE_MS === 0 && w.end % MINUTE_MS === 0);
+  const rollups = env.fast && field === null && rollupEligible(filter) && aligned;
+  // Half-open [from, to) in microseconds.
+  const spans = windows.map((w) => ({ from: w.start * 1000, to: w.end * 1000 + (rollups ? 0 : 1) }));
+  const bounds = [...new Set(spans.flatMap((s) => [s.from, s.to]))].sort((a, b) => a - b);
+  const params = new Params();
+  const b = params.add(bounds.map(usText));
+  const lo = params.add(usText(bounds[0]));
+  const hi = params.add(usText(bounds[bounds.length - 1]));
+  let sql: string;
+  if (rollups) {
+    const f = filterSqlFor({ params, alias: "r", slots: NO_SLOTS }, filter);
+    sql = `SELECT width_bucket(r.bucket, ${b}::timestamptz[]) AS j, sum(r.count) AS n, 0 AS vn, NULL::float8 AS s, NULL::float8 AS mn, NULL::float8 AS mx, 0 AS fr, 0 AS ab
+      FROM analytics_rollups r WHERE r.project_id = ${params.add(projectId)} AND r.grain = ${GRAIN_CODE.minute}
+        AND r.bucket >= ${lo}::timestamptz AND r.bucket < ${hi}::timestamptz AND ${f} GROUP BY 1`;
+  } else {
+    const s = rawScan(projectId, null, filter, slotsOf(env), params);
+    const v = field ? numberSql(s.ctx, field) : null;
+    if (field && !v)
+      throw badRequest("field: needs a data, context or tags field", [
+        { field: "field", message: "needs a numeric data, context or tags field" },
+      ]);
+    const val = v ?? "NULL::float8";
+    sql = `SELECT width_bucket(e.ts, ${b}::timestamptz[]) AS j, count(*) AS n, count(${val}) AS vn, sum(${val}) AS s, min(${val}) AS mn, max(${val}) AS mx,
+        count(*) FILTER (WHERE ${val} <> trunc(${val})) AS fr, sum(abs(${val})) AS ab
+      FROM events e WHERE ${s.where} AND e.ts >= ${lo}::timestamptz AND e.ts < ${hi}::timestamptz GROUP BY 1`;
+  }
+  // Segment j (1-based, as width_bucket numbers them) is [bounds[j-1], bounds[j]).
+  const segments: WindowMoments[] = Array.from({ length: bounds.length }, () => EMPTY_MOMENTS);
+  // Sums are exact in any order when every value is an integer and the sum of their magnitudes is
+  // one (a double holds every integer up to 2^53).
+  let fractional = 0;
+  let magnitude = 0;
+  for (const r of (await env.db.query<MomentsRow>(sql, params.values)).rows) {
+    segments[Number(r.j)] = momentsOf(r);
+    fractional += Number(r.fr);
+    magnitude += r.ab ?? 0;
+  }
+  // With rollups: the last millisecond of each window [end, end + 1 ms) from the raw events.
+  const lastMs = new Map<number, WindowMoments>();
+  if (rollups) {
+    const p = new Params();
+    const s = rawScan(projectId, null, filter, slotsOf(env), p);
+    const ends = p.add([...new Set(windows.map((w) => w.end))].map((ms) => new Date(ms).toISOString()));
+    const rows = await env.db.query<{ t: Date; n: string }>(
+      `SELECT x.t, c.n FROM unnest(${ends}::timestamptz[]) AS x(t) CROSS JOIN LATERAL (
+         SELECT count(*) AS n FROM events e WHERE ${s.where} AND e.ts >= x.t AND e.ts < x.t + interval '1 millisecond') c
+       WHERE c.n > 0`,
+      p.values,
+    );
+    for (const r of rows.rows) lastMs.set(r.t.getTime(), { ...EMPTY_MOMENTS, n: Number(r.n) });
+  }
+  // Each window adds its segments; starts and ends only move forward, so the positions do too.
+  const out: WindowMoments[] = [];
+  let i = 0;
+  for (let k = 0; k < spans.length; k++) {
+    while (bounds[i] < spans[k].from) i++;
+    const m = { ...(lastMs.get(windows[k].end) ?? EMPTY_MOMENTS) };
+    for (let j = i + 1; j < bounds.length && bounds[j - 1] < spans[k].to; j++) addMoments(m, segments[j]);
+    out.push(m);
+  }
+  return { windows: out, exactSums: fractional === 0 && magnitude <= Number.MAX_SAFE_INTEGER };
 }

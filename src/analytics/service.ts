@@ -17,7 +17,18 @@ import { CONTENT_TYPES, csvHeader, csvLine, ndjsonLine, parseExport } from "./ex
 import { knownTypes, pickFields, sampledFields } from "./known.js";
 import { parseFilters, type Node } from "./filters.js";
 import { ProjectLimiter } from "./limit.js";
-import { aggregate, count, group, timeseries, unique, type Aggregation, type QueryEnv } from "./queries.js";
+import {
+  aggregate,
+  count,
+  group,
+  timeseries,
+  unique,
+  windowMoments,
+  type Aggregation,
+  type QueryEnv,
+  type WindowMoments,
+} from "./queries.js";
+import type { Field } from "./fields.js";
 import type { Registry } from "./registry.js";
 import { analyticsRules, parseAggregations, parseField, parseGroupBy, parseInterval, parseLimit } from "./requests.js";
 import { parseWindow, type Window } from "./time.js";
@@ -43,6 +54,13 @@ export interface AnalyticsWiring {
 export interface WindowQueries {
   count(projectId: string, w: Window, filter: Node | null): Promise<number>;
   aggregate(projectId: string, w: Window, filter: Node | null, aggs: Aggregation[]): Promise<(number | null)[]>;
+  /** Many windows at once (alert preview): queries.ts windowMoments. */
+  moments(
+    projectId: string,
+    windows: readonly { start: number; end: number }[],
+    filter: Node | null,
+    field: Field | null,
+  ): Promise<{ windows: WindowMoments[]; exactSums: boolean }>;
 }
 
 export interface AnalyticsFeature extends Feature {
@@ -87,6 +105,8 @@ export function createAnalyticsFeature(
     count: (projectId, w, filter) => inWindow(projectId, (e) => count(e, projectId, w, filter)),
     aggregate: async (projectId, w, filter, aggs) =>
       (await inWindow(projectId, (e) => aggregate(e, projectId, w, filter, aggs))).map((r) => r.value),
+    moments: (projectId, ws, filter, field) =>
+      inWindow(projectId, (e) => windowMoments(e, projectId, ws, filter, field)),
   };
 
   let worker: Periodic | undefined;

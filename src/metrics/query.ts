@@ -119,3 +119,52 @@ export async function timeseries(db: Queryable, sel: Selection, agg: Aggregation
     count: Number(x.n),
   }));
 }
+
+/**
+ * The moments of many half-open ranges `[from, to)` of one selection (alert preview; froms and tos
+ * each non-decreasing) in one statement: the distinct bounds cut the whole range into segments, the
+ * points are aggregated per segment (GROUP BY width_bucket over the sorted bounds) and each range
+ * adds up the segments it covers. Equal to `aggregate`'s moments of each range (which reads rollups
+ * for whole minutes: the same points, summed in another order): counts, minima and maxima always,
+ * sums when `exactSums` (integers whose magnitudes sum to at most 2^53, exact in any order).
+ */
+export async function rangeMoments(
+  db: Queryable,
+  sel: Pick<Selection, "metricId" | "ops">,
+  ranges: readonly { from: number; to: number }[],
+): Promise<{ ranges: Moments[]; exactSums: boolean }> {
+  if (!ranges.length) return { ranges: [], exactSums: true };
+  const bounds = [...new Set(ranges.flatMap((r) => [r.from, r.to]))].sort((a, b) => a - b);
+  const r = await db.query<MomentRow & { j: number; fr: string; ab: number | null }>(
+    `SELECT width_bucket(ts, $3::timestamptz[]) AS j, count(*) AS n, sum(v) AS s, min(v) AS mn, max(v) AS mx,
+            count(*) FILTER (WHERE v <> trunc(v)) AS fr, sum(abs(v)) AS ab
+       FROM metric_points WHERE metric_id = $1 AND op = ANY($2::int2[]) AND ts >= $4 AND ts < $5 GROUP BY 1`,
+    [sel.metricId, sel.ops, bounds.map(iso), iso(bounds[0]), iso(bounds[bounds.length - 1])],
+  );
+  // Segment j (1-based, as width_bucket numbers them) is [bounds[j-1], bounds[j]).
+  const segments: (Moments | undefined)[] = [];
+  // Sums are exact in any order when every value is an integer and their magnitudes sum to at most 2^53.
+  let fractional = 0;
+  let magnitude = 0;
+  for (const x of r.rows) {
+    segments[Number(x.j)] = moments(x);
+    fractional += Number(x.fr);
+    magnitude += x.ab ?? 0;
+  }
+  const out: Moments[] = [];
+  let i = 0;
+  for (const range of ranges) {
+    while (bounds[i] < range.from) i++;
+    const m: Moments = { n: 0, sum: 0, min: null, max: null };
+    for (let j = i + 1; j < bounds.length && bounds[j - 1] < range.to; j++) {
+      const s = segments[j];
+      if (!s) continue;
+      m.n += s.n;
+      m.sum += s.sum;
+      if (s.min !== null && (m.min === null || s.min < m.min)) m.min = s.min;
+      if (s.max !== null && (m.max === null || s.max > m.max)) m.max = s.max;
+    }
+    out.push(m);
+  }
+  return { ranges: out, exactSums: fractional === 0 && magnitude <= Number.MAX_SAFE_INTEGER };
+}
