@@ -103,6 +103,14 @@ export const updateSchema = alsoRefused(
   ADDRESS_REFUSED,
 );
 
+/** The longest overlap of a rotation: a week (decisions.md). */
+export const MAX_OVERLAP_SECONDS = 604_800;
+
+/** POST .../rotate-secret: how long the replaced secret keeps signing too (default a day). */
+export const rotateSchema = z.object({
+  overlapSeconds: z.number().int().min(0).max(MAX_OVERLAP_SECONDS).default(86_400),
+});
+
 /** A PATCH's destination fields against the webhook's type (400 naming the field). */
 export function checkUpdateAddress(type: WebhookType, v: Partial<Record<AddressField, unknown>>): void {
   validate(

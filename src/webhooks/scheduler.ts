@@ -9,7 +9,7 @@ import type { WebhookMetrics } from "./metrics.js";
 import type { Db } from "../storage/db.js";
 import { envelope } from "./targets/envelope.js";
 import { nextAttempt } from "./retry.js";
-import { sendAttempt } from "./sender.js";
+import { rowTarget, sendAttempt } from "./sender.js";
 import type { OpenChannels } from "./channels.js";
 import { claimDue, finishMany, handOver, nextDueAt, type ClaimedDelivery, type Finished } from "./store.js";
 import { failureLevel } from "../shared/periodic.js";
@@ -142,12 +142,12 @@ export class DeliveryScheduler {
         projectId: r.project_id,
         payload: r.payload,
       });
-      const res = await sendAttempt(
-        { type: r.type, url: r.url, to: r.to, routingKey: r.routing_key, secret: r.secret },
-        env,
-        r.event_id,
-        { timeoutMs: webhooks.timeoutMs, allowPrivate: webhooks.allowPrivate, now: clock(), channels: this.o.channels },
-      );
+      const res = await sendAttempt(rowTarget(r), env, r.event_id, {
+        timeoutMs: webhooks.timeoutMs,
+        allowPrivate: webhooks.allowPrivate,
+        now: clock(),
+        channels: this.o.channels,
+      });
       const next = nextAttempt(
         res.outcome,
         r.attempt_count + 1,

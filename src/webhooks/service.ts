@@ -17,6 +17,7 @@ import {
   decodeCursor,
   encodeCursor,
   listSchema,
+  rotateSchema,
   updateSchema,
 } from "./requests.js";
 import { channelSettings, openChannels } from "./channels.js";
@@ -50,6 +51,13 @@ function defaultName(type: WebhookType, d: { url: string | null; to: string[] | 
   if (d.url) return new URL(d.url).hostname;
   if (d.to?.length) return d.to.length > 1 ? `${d.to[0]} and ${d.to.length - 1} more` : d.to[0];
   return targetOf(type).defaultName ?? type;
+}
+
+/** A 400 for rotating the secret of a type that has none. */
+function noSecret(type: WebhookType, field: string): ApiError {
+  return badRequest(`invalid request: ${field}: ${type} webhooks have no secret`, [
+    { field, message: `${type} webhooks have no secret` },
+  ]);
 }
 
 /**
@@ -176,10 +184,7 @@ export function createWebhooksFeature(
               rotateSecret: req.rotateSecret,
             });
             const w = await webhookOf(scope.projectId, req.webhookId);
-            if (input.rotateSecret && !targetOf(w.type).signed)
-              throw badRequest(`invalid request: rotateSecret: ${w.type} webhooks have no secret`, [
-                { field: "rotateSecret", message: `${w.type} webhooks have no secret` },
-              ]);
+            if (input.rotateSecret && !targetOf(w.type).signed) throw noSecret(w.type, "rotateSecret");
             checkUpdateAddress(w.type, input);
             const address = targetOf(w.type).address;
             if (input[address] !== undefined)
@@ -204,6 +209,19 @@ export function createWebhooksFeature(
             });
             await changed(scope.projectId);
             return { data: { ...toWebhook(row), secret: secret ?? undefined } };
+          },
+          // decisions.md: the new secret once; the old one signs too until the overlap ends.
+          async rotateWebhookSecret(req, ctx) {
+            const scope = await admin(ctx, req.projectId, "writes");
+            const input = validate(rotateSchema, { overlapSeconds: req.overlapSeconds });
+            const w = await webhookOf(scope.projectId, req.webhookId);
+            if (!targetOf(w.type).signed) throw noSecret(w.type, "type");
+            const secret = newWebhookSecret();
+            const now = clock();
+            const until = new Date(now.getTime() + input.overlapSeconds * 1000);
+            const row = await store.rotateSecret(db, scope.projectId, w.id, secret, until, now);
+            if (!row) throw notFound("webhook");
+            return { data: { ...toWebhook(row), secret } };
           },
           async deleteWebhook(req, ctx) {
             const scope = await admin(ctx, req.projectId, "writes");
@@ -287,7 +305,14 @@ export function createWebhooksFeature(
             };
           },
         },
-        { rules: { createWebhook: createSchema, updateWebhook: updateSchema, listDeliveries: listSchema } },
+        {
+          rules: {
+            createWebhook: createSchema,
+            updateWebhook: updateSchema,
+            listDeliveries: listSchema,
+            rotateWebhookSecret: rotateSchema,
+          },
+        },
       ),
     ],
     async start() {

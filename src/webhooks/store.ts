@@ -21,6 +21,9 @@ export interface WebhookRow {
   routing_key: string | null;
   events: string[];
   secret: string | null;
+  /** The replaced secret, still signing until previous_secret_until (a rotation's overlap). */
+  previous_secret: string | null;
+  previous_secret_until: Date | null;
   enabled: boolean;
   created_at: Date;
   updated_at: Date;
@@ -60,6 +63,9 @@ export interface NewDelivery {
 export const PAYLOAD_SQL = `coalesce(d.payload, (
   SELECT ${eventJsonSql("e")}
   FROM events e WHERE e.project_id = d.project_id AND e.ts = d.event_ts AND e.id::text = d.event_id), '{}'::jsonb)`;
+
+/** A delivery's webhook as the sender needs it (sender.ts `rowTarget`), from `webhooks w`. */
+export const TARGET_COLS = `w.type, w.url, w."to", w.routing_key, w.secret, w.previous_secret, w.previous_secret_until`;
 
 const DELIVERY_COLS =
   "id, webhook_id, project_id, event_id, event_type, status, attempts, attempt_count, attempt_limit, coalesce(next_attempt_at, planned_at) AS next_attempt_at, claim_token, created_at";
@@ -121,7 +127,9 @@ export async function updateWebhook(
 ): Promise<WebhookRow | undefined> {
   const r = await q.query<WebhookRow>(
     `UPDATE webhooks SET name = coalesce($3, name), url = coalesce($4, url), events = coalesce($5, events), enabled = coalesce($6, enabled),
-            secret = coalesce($7, secret), updated_at = $8, "to" = coalesce($9, "to"), routing_key = coalesce($10, routing_key)
+            secret = coalesce($7, secret), updated_at = $8,
+            previous_secret = CASE WHEN $7::text IS NULL THEN previous_secret END,
+            previous_secret_until = CASE WHEN $7::text IS NULL THEN previous_secret_until END, "to" = coalesce($9, "to"), routing_key = coalesce($10, routing_key)
      WHERE project_id = $1 AND id = $2 RETURNING *`,
     [
       projectId,
@@ -135,6 +143,28 @@ export async function updateWebhook(
       p.to ?? null,
       p.routingKey ?? null,
     ],
+  );
+  return r.rows[0];
+}
+
+/**
+ * A new secret; the current one keeps signing until `until` (none when `until` is not after `now`).
+ * Undefined when no such webhook in the project.
+ */
+export async function rotateSecret(
+  q: Queryable,
+  projectId: string,
+  id: string,
+  secret: string,
+  until: Date,
+  now: Date,
+): Promise<WebhookRow | undefined> {
+  const r = await q.query<WebhookRow>(
+    `UPDATE webhooks SET previous_secret = CASE WHEN $4::timestamptz > $5::timestamptz THEN secret END,
+            previous_secret_until = CASE WHEN $4::timestamptz > $5::timestamptz THEN $4::timestamptz END,
+            secret = $3, updated_at = $5
+     WHERE project_id = $1 AND id = $2 RETURNING *`,
+    [projectId, id, secret, until, now],
   );
   return r.rows[0];
 }
@@ -293,6 +323,8 @@ export interface ClaimedDelivery {
   to: string[] | null;
   routing_key: string | null;
   secret: string | null;
+  previous_secret: string | null;
+  previous_secret_until: Date | null;
 }
 
 /**
@@ -314,7 +346,7 @@ export async function claimDue(
      FROM due JOIN webhooks w ON true
      WHERE d.id = due.id AND w.id = d.webhook_id
      RETURNING d.id, d.webhook_id, d.project_id, d.event_id, d.event_type, ${PAYLOAD_SQL} AS payload, d.created_at, d.attempt_count, d.attempt_limit,
-               d.claim_token, due.due_at, w.type, w.url, w."to", w.routing_key, w.secret`,
+               d.claim_token, due.due_at, ${TARGET_COLS}`,
     [now, max, leaseUntil, token],
   );
   return r.rows;

@@ -308,6 +308,7 @@ describe("every operation against the document", () => {
     assert.ok(types.data.some((x: { type: string }) => x.type === "mattermost"));
     await ok("GetWebhook", { params: { webhookId } });
     await ok("UpdateWebhook", { params: { webhookId }, body: { name: "Paid orders" } });
+    await ok("RotateWebhookSecret", { params: { webhookId }, body: { overlapSeconds: 60 } });
     const test = await ok("TestWebhook", { params: { webhookId }, body: { data: { hello: "world" } } });
     await waitFor(async () => {
       const r = await call("ListDeliveries", { params: { webhookId } });

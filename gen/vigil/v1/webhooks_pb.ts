@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file vigil/v1/webhooks.proto.
  */
 export const file_vigil_v1_webhooks: GenFile = /*@__PURE__*/
-  fileDesc("Chd2aWdpbC92MS93ZWJob29rcy5wcm90bxIIdmlnaWwudjEiygEKB1dlYmhvb2sSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIMCgR0eXBlGAMgASgJEhAKA3VybBgEIAEoCUgAiAEBEg4KBmV2ZW50cxgFIAMoCRIPCgdlbmFibGVkGAYgASgIEhIKCmNyZWF0ZWRfYXQYByABKAkSEgoKdXBkYXRlZF9hdBgIIAEoCRIKCgJ0bxgJIAMoCRIYCgtyb3V0aW5nX2tleRgKIAEoCUgBiAEBQgYKBF91cmxCDgoMX3JvdXRpbmdfa2V5IvQBChFXZWJob29rV2l0aFNlY3JldBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEgwKBHR5cGUYAyABKAkSEAoDdXJsGAQgASgJSACIAQESDgoGZXZlbnRzGAUgAygJEg8KB2VuYWJsZWQYBiABKAgSEgoKY3JlYXRlZF9hdBgHIAEoCRISCgp1cGRhdGVkX2F0GAggASgJEhMKBnNlY3JldBgJIAEoCUgBiAEBEgoKAnRvGAogAygJEhgKC3JvdXRpbmdfa2V5GAsgASgJSAKIAQFCBgoEX3VybEIJCgdfc2VjcmV0Qg4KDF9yb3V0aW5nX2tleSLkAQoUQ3JlYXRlV2ViaG9va1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIRCgRuYW1lGAIgASgJSACIAQESEQoEdHlwZRgDIAEoCUgBiAEBEhAKA3VybBgEIAEoCUgCiAEBEg4KBmV2ZW50cxgFIAMoCRIUCgdlbmFibGVkGAYgASgISAOIAQESCgoCdG8YByADKAkSGAoLcm91dGluZ19rZXkYCCABKAlIBIgBAUIHCgVfbmFtZUIHCgVfdHlwZUIGCgRfdXJsQgoKCF9lbmFibGVkQg4KDF9yb3V0aW5nX2tleSJCChVDcmVhdGVXZWJob29rUmVzcG9uc2USKQoEZGF0YRgBIAEoCzIbLnZpZ2lsLnYxLldlYmhvb2tXaXRoU2VjcmV0IikKE0xpc3RXZWJob29rc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCSI3ChRMaXN0V2ViaG9va3NSZXNwb25zZRIfCgRkYXRhGAEgAygLMhEudmlnaWwudjEuV2ViaG9vayI7ChFHZXRXZWJob29rUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkiNQoSR2V0V2ViaG9va1Jlc3BvbnNlEh8KBGRhdGEYASABKAsyES52aWdpbC52MS5XZWJob29rIooCChRVcGRhdGVXZWJob29rUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkSEQoEbmFtZRgDIAEoCUgAiAEBEhAKA3VybBgEIAEoCUgBiAEBEg4KBmV2ZW50cxgFIAMoCRIUCgdlbmFibGVkGAYgASgISAKIAQESGgoNcm90YXRlX3NlY3JldBgHIAEoCEgDiAEBEgoKAnRvGAggAygJEhgKC3JvdXRpbmdfa2V5GAkgASgJSASIAQFCBwoFX25hbWVCBgoEX3VybEIKCghfZW5hYmxlZEIQCg5fcm90YXRlX3NlY3JldEIOCgxfcm91dGluZ19rZXkiQgoVVXBkYXRlV2ViaG9va1Jlc3BvbnNlEikKBGRhdGEYASABKAsyGy52aWdpbC52MS5XZWJob29rV2l0aFNlY3JldCI+ChREZWxldGVXZWJob29rUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkiFwoVRGVsZXRlV2ViaG9va1Jlc3BvbnNlIqgBCg9EZWxpdmVyeUF0dGVtcHQSCgoCYXQYASABKAkSGAoLc3RhdHVzX2NvZGUYAiABKAVIAIgBARITCgtkdXJhdGlvbl9tcxgDIAEoBRISCgVlcnJvchgEIAEoCUgBiAEBEhoKDXJlc3BvbnNlX2JvZHkYBSABKAlIAogBAUIOCgxfc3RhdHVzX2NvZGVCCAoGX2Vycm9yQhAKDl9yZXNwb25zZV9ib2R5Ir8BCghEZWxpdmVyeRIKCgJpZBgBIAEoCRIQCghldmVudF9pZBgCIAEoCRISCgpldmVudF90eXBlGAMgASgJEg4KBnN0YXR1cxgEIAEoCRIrCghhdHRlbXB0cxgFIAMoCzIZLnZpZ2lsLnYxLkRlbGl2ZXJ5QXR0ZW1wdBIcCg9uZXh0X2F0dGVtcHRfYXQYBiABKAlIAIgBARISCgpjcmVhdGVkX2F0GAcgASgJQhIKEF9uZXh0X2F0dGVtcHRfYXQinQEKFUxpc3REZWxpdmVyaWVzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkSEgoFbGltaXQYAyABKAVIAIgBARITCgZzdGF0dXMYBCABKAlIAYgBARITCgZjdXJzb3IYBSABKAlIAogBAUIICgZfbGltaXRCCQoHX3N0YXR1c0IJCgdfY3Vyc29yIlIKFERlbGl2ZXJpZXNQYWdpbmF0aW9uEhgKC25leHRfY3Vyc29yGAEgASgJSACIAQESEAoIaGFzX21vcmUYAiABKAhCDgoMX25leHRfY3Vyc29yIm4KFkxpc3REZWxpdmVyaWVzUmVzcG9uc2USIAoEZGF0YRgBIAMoCzISLnZpZ2lsLnYxLkRlbGl2ZXJ5EjIKCnBhZ2luYXRpb24YAiABKAsyHi52aWdpbC52MS5EZWxpdmVyaWVzUGFnaW5hdGlvbiJRChJHZXREZWxpdmVyeVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgp3ZWJob29rX2lkGAIgASgJEhMKC2RlbGl2ZXJ5X2lkGAMgASgJIjcKE0dldERlbGl2ZXJ5UmVzcG9uc2USIAoEZGF0YRgBIAEoCzISLnZpZ2lsLnYxLkRlbGl2ZXJ5IlMKFFJldHJ5RGVsaXZlcnlSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKd2ViaG9va19pZBgCIAEoCRITCgtkZWxpdmVyeV9pZBgDIAEoCSI5ChVSZXRyeURlbGl2ZXJ5UmVzcG9uc2USIAoEZGF0YRgBIAEoCzISLnZpZ2lsLnYxLkRlbGl2ZXJ5InEKElRlc3RXZWJob29rUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkSKgoEZGF0YRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIAIgBAUIHCgVfZGF0YSI3ChNUZXN0V2ViaG9va1Jlc3BvbnNlEiAKBGRhdGEYASABKAsyEi52aWdpbC52MS5EZWxpdmVyeSIZChdMaXN0V2ViaG9va1R5cGVzUmVxdWVzdCJPCgtXZWJob29rVHlwZRIMCgR0eXBlGAEgASgJEg4KBnNpZ25lZBgCIAEoCBIPCgdhZGRyZXNzGAMgASgJEhEKCWF2YWlsYWJsZRgEIAEoCCI/ChhMaXN0V2ViaG9va1R5cGVzUmVzcG9uc2USIwoEZGF0YRgBIAMoCzIVLnZpZ2lsLnYxLldlYmhvb2tUeXBlMqoLCg5XZWJob29rU2VydmljZRKEAQoNQ3JlYXRlV2ViaG9vaxIeLnZpZ2lsLnYxLkNyZWF0ZVdlYmhvb2tSZXF1ZXN0Gh8udmlnaWwudjEuQ3JlYXRlV2ViaG9va1Jlc3BvbnNlIjLI8xjJAYLT5JMCJzoBKiIiL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS93ZWJob29rcxJ5CgxMaXN0V2ViaG9va3MSHS52aWdpbC52MS5MaXN0V2ViaG9va3NSZXF1ZXN0Gh4udmlnaWwudjEuTGlzdFdlYmhvb2tzUmVzcG9uc2UiKoLT5JMCJBIiL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS93ZWJob29rcxKAAQoKR2V0V2ViaG9vaxIbLnZpZ2lsLnYxLkdldFdlYmhvb2tSZXF1ZXN0GhwudmlnaWwudjEuR2V0V2ViaG9va1Jlc3BvbnNlIjeC0+STAjESLy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vd2ViaG9va3Mve3dlYmhvb2tfaWR9EowBCg1VcGRhdGVXZWJob29rEh4udmlnaWwudjEuVXBkYXRlV2ViaG9va1JlcXVlc3QaHy52aWdpbC52MS5VcGRhdGVXZWJob29rUmVzcG9uc2UiOoLT5JMCNDoBKjIvL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS93ZWJob29rcy97d2ViaG9va19pZH0SjgEKDURlbGV0ZVdlYmhvb2sSHi52aWdpbC52MS5EZWxldGVXZWJob29rUmVxdWVzdBofLnZpZ2lsLnYxLkRlbGV0ZVdlYmhvb2tSZXNwb25zZSI8yPMYzAGC0+STAjEqLy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vd2ViaG9va3Mve3dlYmhvb2tfaWR9EpcBCg5MaXN0RGVsaXZlcmllcxIfLnZpZ2lsLnYxLkxpc3REZWxpdmVyaWVzUmVxdWVzdBogLnZpZ2lsLnYxLkxpc3REZWxpdmVyaWVzUmVzcG9uc2UiQoLT5JMCPBI6L3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS93ZWJob29rcy97d2ViaG9va19pZH0vZGVsaXZlcmllcxKcAQoLR2V0RGVsaXZlcnkSHC52aWdpbC52MS5HZXREZWxpdmVyeVJlcXVlc3QaHS52aWdpbC52MS5HZXREZWxpdmVyeVJlc3BvbnNlIlCC0+STAkoSSC92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vd2ViaG9va3Mve3dlYmhvb2tfaWR9L2RlbGl2ZXJpZXMve2RlbGl2ZXJ5X2lkfRKwAQoNUmV0cnlEZWxpdmVyeRIeLnZpZ2lsLnYxLlJldHJ5RGVsaXZlcnlSZXF1ZXN0Gh8udmlnaWwudjEuUmV0cnlEZWxpdmVyeVJlc3BvbnNlIl7I8xjKAYLT5JMCUzoBKiJOL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS93ZWJob29rcy97d2ViaG9va19pZH0vZGVsaXZlcmllcy97ZGVsaXZlcnlfaWR9L3JldHJ5EpABCgtUZXN0V2ViaG9vaxIcLnZpZ2lsLnYxLlRlc3RXZWJob29rUmVxdWVzdBodLnZpZ2lsLnYxLlRlc3RXZWJob29rUmVzcG9uc2UiRMjzGMoBgtPkkwI5OgEqIjQvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L3dlYmhvb2tzL3t3ZWJob29rX2lkfS90ZXN0EnQKEExpc3RXZWJob29rVHlwZXMSIS52aWdpbC52MS5MaXN0V2ViaG9va1R5cGVzUmVxdWVzdBoiLnZpZ2lsLnYxLkxpc3RXZWJob29rVHlwZXNSZXNwb25zZSIZgtPkkwITEhEvdjEvd2ViaG9vay10eXBlc2IGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_struct, file_vigil_v1_options]);
+  fileDesc("Chd2aWdpbC92MS93ZWJob29rcy5wcm90bxIIdmlnaWwudjEiygEKB1dlYmhvb2sSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIMCgR0eXBlGAMgASgJEhAKA3VybBgEIAEoCUgAiAEBEg4KBmV2ZW50cxgFIAMoCRIPCgdlbmFibGVkGAYgASgIEhIKCmNyZWF0ZWRfYXQYByABKAkSEgoKdXBkYXRlZF9hdBgIIAEoCRIKCgJ0bxgJIAMoCRIYCgtyb3V0aW5nX2tleRgKIAEoCUgBiAEBQgYKBF91cmxCDgoMX3JvdXRpbmdfa2V5IvQBChFXZWJob29rV2l0aFNlY3JldBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEgwKBHR5cGUYAyABKAkSEAoDdXJsGAQgASgJSACIAQESDgoGZXZlbnRzGAUgAygJEg8KB2VuYWJsZWQYBiABKAgSEgoKY3JlYXRlZF9hdBgHIAEoCRISCgp1cGRhdGVkX2F0GAggASgJEhMKBnNlY3JldBgJIAEoCUgBiAEBEgoKAnRvGAogAygJEhgKC3JvdXRpbmdfa2V5GAsgASgJSAKIAQFCBgoEX3VybEIJCgdfc2VjcmV0Qg4KDF9yb3V0aW5nX2tleSLkAQoUQ3JlYXRlV2ViaG9va1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIRCgRuYW1lGAIgASgJSACIAQESEQoEdHlwZRgDIAEoCUgBiAEBEhAKA3VybBgEIAEoCUgCiAEBEg4KBmV2ZW50cxgFIAMoCRIUCgdlbmFibGVkGAYgASgISAOIAQESCgoCdG8YByADKAkSGAoLcm91dGluZ19rZXkYCCABKAlIBIgBAUIHCgVfbmFtZUIHCgVfdHlwZUIGCgRfdXJsQgoKCF9lbmFibGVkQg4KDF9yb3V0aW5nX2tleSJCChVDcmVhdGVXZWJob29rUmVzcG9uc2USKQoEZGF0YRgBIAEoCzIbLnZpZ2lsLnYxLldlYmhvb2tXaXRoU2VjcmV0IikKE0xpc3RXZWJob29rc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCSI3ChRMaXN0V2ViaG9va3NSZXNwb25zZRIfCgRkYXRhGAEgAygLMhEudmlnaWwudjEuV2ViaG9vayI7ChFHZXRXZWJob29rUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkiNQoSR2V0V2ViaG9va1Jlc3BvbnNlEh8KBGRhdGEYASABKAsyES52aWdpbC52MS5XZWJob29rIooCChRVcGRhdGVXZWJob29rUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkSEQoEbmFtZRgDIAEoCUgAiAEBEhAKA3VybBgEIAEoCUgBiAEBEg4KBmV2ZW50cxgFIAMoCRIUCgdlbmFibGVkGAYgASgISAKIAQESGgoNcm90YXRlX3NlY3JldBgHIAEoCEgDiAEBEgoKAnRvGAggAygJEhgKC3JvdXRpbmdfa2V5GAkgASgJSASIAQFCBwoFX25hbWVCBgoEX3VybEIKCghfZW5hYmxlZEIQCg5fcm90YXRlX3NlY3JldEIOCgxfcm91dGluZ19rZXkiQgoVVXBkYXRlV2ViaG9va1Jlc3BvbnNlEikKBGRhdGEYASABKAsyGy52aWdpbC52MS5XZWJob29rV2l0aFNlY3JldCJ2ChpSb3RhdGVXZWJob29rU2VjcmV0UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkSHAoPb3ZlcmxhcF9zZWNvbmRzGAMgASgFSACIAQFCEgoQX292ZXJsYXBfc2Vjb25kcyJIChtSb3RhdGVXZWJob29rU2VjcmV0UmVzcG9uc2USKQoEZGF0YRgBIAEoCzIbLnZpZ2lsLnYxLldlYmhvb2tXaXRoU2VjcmV0Ij4KFERlbGV0ZVdlYmhvb2tSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKd2ViaG9va19pZBgCIAEoCSIXChVEZWxldGVXZWJob29rUmVzcG9uc2UiqAEKD0RlbGl2ZXJ5QXR0ZW1wdBIKCgJhdBgBIAEoCRIYCgtzdGF0dXNfY29kZRgCIAEoBUgAiAEBEhMKC2R1cmF0aW9uX21zGAMgASgFEhIKBWVycm9yGAQgASgJSAGIAQESGgoNcmVzcG9uc2VfYm9keRgFIAEoCUgCiAEBQg4KDF9zdGF0dXNfY29kZUIICgZfZXJyb3JCEAoOX3Jlc3BvbnNlX2JvZHkivwEKCERlbGl2ZXJ5EgoKAmlkGAEgASgJEhAKCGV2ZW50X2lkGAIgASgJEhIKCmV2ZW50X3R5cGUYAyABKAkSDgoGc3RhdHVzGAQgASgJEisKCGF0dGVtcHRzGAUgAygLMhkudmlnaWwudjEuRGVsaXZlcnlBdHRlbXB0EhwKD25leHRfYXR0ZW1wdF9hdBgGIAEoCUgAiAEBEhIKCmNyZWF0ZWRfYXQYByABKAlCEgoQX25leHRfYXR0ZW1wdF9hdCKdAQoVTGlzdERlbGl2ZXJpZXNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKd2ViaG9va19pZBgCIAEoCRISCgVsaW1pdBgDIAEoBUgAiAEBEhMKBnN0YXR1cxgEIAEoCUgBiAEBEhMKBmN1cnNvchgFIAEoCUgCiAEBQggKBl9saW1pdEIJCgdfc3RhdHVzQgkKB19jdXJzb3IiUgoURGVsaXZlcmllc1BhZ2luYXRpb24SGAoLbmV4dF9jdXJzb3IYASABKAlIAIgBARIQCghoYXNfbW9yZRgCIAEoCEIOCgxfbmV4dF9jdXJzb3IibgoWTGlzdERlbGl2ZXJpZXNSZXNwb25zZRIgCgRkYXRhGAEgAygLMhIudmlnaWwudjEuRGVsaXZlcnkSMgoKcGFnaW5hdGlvbhgCIAEoCzIeLnZpZ2lsLnYxLkRlbGl2ZXJpZXNQYWdpbmF0aW9uIlEKEkdldERlbGl2ZXJ5UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkSEwoLZGVsaXZlcnlfaWQYAyABKAkiNwoTR2V0RGVsaXZlcnlSZXNwb25zZRIgCgRkYXRhGAEgASgLMhIudmlnaWwudjEuRGVsaXZlcnkiUwoUUmV0cnlEZWxpdmVyeVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgp3ZWJob29rX2lkGAIgASgJEhMKC2RlbGl2ZXJ5X2lkGAMgASgJIjkKFVJldHJ5RGVsaXZlcnlSZXNwb25zZRIgCgRkYXRhGAEgASgLMhIudmlnaWwudjEuRGVsaXZlcnkicQoSVGVzdFdlYmhvb2tSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKd2ViaG9va19pZBgCIAEoCRIqCgRkYXRhGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgAiAEBQgcKBV9kYXRhIjcKE1Rlc3RXZWJob29rUmVzcG9uc2USIAoEZGF0YRgBIAEoCzISLnZpZ2lsLnYxLkRlbGl2ZXJ5IhkKF0xpc3RXZWJob29rVHlwZXNSZXF1ZXN0Ik8KC1dlYmhvb2tUeXBlEgwKBHR5cGUYASABKAkSDgoGc2lnbmVkGAIgASgIEg8KB2FkZHJlc3MYAyABKAkSEQoJYXZhaWxhYmxlGAQgASgIIj8KGExpc3RXZWJob29rVHlwZXNSZXNwb25zZRIjCgRkYXRhGAEgAygLMhUudmlnaWwudjEuV2ViaG9va1R5cGUy2QwKDldlYmhvb2tTZXJ2aWNlEoQBCg1DcmVhdGVXZWJob29rEh4udmlnaWwudjEuQ3JlYXRlV2ViaG9va1JlcXVlc3QaHy52aWdpbC52MS5DcmVhdGVXZWJob29rUmVzcG9uc2UiMsjzGMkBgtPkkwInOgEqIiIvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L3dlYmhvb2tzEnkKDExpc3RXZWJob29rcxIdLnZpZ2lsLnYxLkxpc3RXZWJob29rc1JlcXVlc3QaHi52aWdpbC52MS5MaXN0V2ViaG9va3NSZXNwb25zZSIqgtPkkwIkEiIvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L3dlYmhvb2tzEoABCgpHZXRXZWJob29rEhsudmlnaWwudjEuR2V0V2ViaG9va1JlcXVlc3QaHC52aWdpbC52MS5HZXRXZWJob29rUmVzcG9uc2UiN4LT5JMCMRIvL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS93ZWJob29rcy97d2ViaG9va19pZH0SjAEKDVVwZGF0ZVdlYmhvb2sSHi52aWdpbC52MS5VcGRhdGVXZWJob29rUmVxdWVzdBofLnZpZ2lsLnYxLlVwZGF0ZVdlYmhvb2tSZXNwb25zZSI6gtPkkwI0OgEqMi8vdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L3dlYmhvb2tzL3t3ZWJob29rX2lkfRKOAQoNRGVsZXRlV2ViaG9vaxIeLnZpZ2lsLnYxLkRlbGV0ZVdlYmhvb2tSZXF1ZXN0Gh8udmlnaWwudjEuRGVsZXRlV2ViaG9va1Jlc3BvbnNlIjzI8xjMAYLT5JMCMSovL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS93ZWJob29rcy97d2ViaG9va19pZH0SlwEKDkxpc3REZWxpdmVyaWVzEh8udmlnaWwudjEuTGlzdERlbGl2ZXJpZXNSZXF1ZXN0GiAudmlnaWwudjEuTGlzdERlbGl2ZXJpZXNSZXNwb25zZSJCgtPkkwI8EjovdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L3dlYmhvb2tzL3t3ZWJob29rX2lkfS9kZWxpdmVyaWVzEpwBCgtHZXREZWxpdmVyeRIcLnZpZ2lsLnYxLkdldERlbGl2ZXJ5UmVxdWVzdBodLnZpZ2lsLnYxLkdldERlbGl2ZXJ5UmVzcG9uc2UiUILT5JMCShJIL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS93ZWJob29rcy97d2ViaG9va19pZH0vZGVsaXZlcmllcy97ZGVsaXZlcnlfaWR9ErABCg1SZXRyeURlbGl2ZXJ5Eh4udmlnaWwudjEuUmV0cnlEZWxpdmVyeVJlcXVlc3QaHy52aWdpbC52MS5SZXRyeURlbGl2ZXJ5UmVzcG9uc2UiXsjzGMoBgtPkkwJTOgEqIk4vdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L3dlYmhvb2tzL3t3ZWJob29rX2lkfS9kZWxpdmVyaWVzL3tkZWxpdmVyeV9pZH0vcmV0cnkSkAEKC1Rlc3RXZWJob29rEhwudmlnaWwudjEuVGVzdFdlYmhvb2tSZXF1ZXN0Gh0udmlnaWwudjEuVGVzdFdlYmhvb2tSZXNwb25zZSJEyPMYygGC0+STAjk6ASoiNC92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vd2ViaG9va3Mve3dlYmhvb2tfaWR9L3Rlc3QSrAEKE1JvdGF0ZVdlYmhvb2tTZWNyZXQSJC52aWdpbC52MS5Sb3RhdGVXZWJob29rU2VjcmV0UmVxdWVzdBolLnZpZ2lsLnYxLlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXNwb25zZSJIgtPkkwJCOgEqIj0vdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L3dlYmhvb2tzL3t3ZWJob29rX2lkfS9yb3RhdGUtc2VjcmV0EnQKEExpc3RXZWJob29rVHlwZXMSIS52aWdpbC52MS5MaXN0V2ViaG9va1R5cGVzUmVxdWVzdBoiLnZpZ2lsLnYxLkxpc3RXZWJob29rVHlwZXNSZXNwb25zZSIZgtPkkwITEhEvdjEvd2ViaG9vay10eXBlc2IGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_struct, file_vigil_v1_options]);
 
 /**
  * @generated from message vigil.v1.Webhook
@@ -389,6 +389,52 @@ export const UpdateWebhookResponseSchema: GenMessage<UpdateWebhookResponse> = /*
   messageDesc(file_vigil_v1_webhooks, 9);
 
 /**
+ * @generated from message vigil.v1.RotateWebhookSecretRequest
+ */
+export type RotateWebhookSecretRequest = Message<"vigil.v1.RotateWebhookSecretRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: string webhook_id = 2;
+   */
+  webhookId: string;
+
+  /**
+   * How long the replaced secret keeps signing too: 0 to 604800 seconds, default 86400.
+   *
+   * @generated from field: optional int32 overlap_seconds = 3;
+   */
+  overlapSeconds?: number | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.RotateWebhookSecretRequest.
+ * Use `create(RotateWebhookSecretRequestSchema)` to create a new message.
+ */
+export const RotateWebhookSecretRequestSchema: GenMessage<RotateWebhookSecretRequest> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_webhooks, 10);
+
+/**
+ * @generated from message vigil.v1.RotateWebhookSecretResponse
+ */
+export type RotateWebhookSecretResponse = Message<"vigil.v1.RotateWebhookSecretResponse"> & {
+  /**
+   * @generated from field: vigil.v1.WebhookWithSecret data = 1;
+   */
+  data?: WebhookWithSecret | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.RotateWebhookSecretResponse.
+ * Use `create(RotateWebhookSecretResponseSchema)` to create a new message.
+ */
+export const RotateWebhookSecretResponseSchema: GenMessage<RotateWebhookSecretResponse> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_webhooks, 11);
+
+/**
  * @generated from message vigil.v1.DeleteWebhookRequest
  */
 export type DeleteWebhookRequest = Message<"vigil.v1.DeleteWebhookRequest"> & {
@@ -408,7 +454,7 @@ export type DeleteWebhookRequest = Message<"vigil.v1.DeleteWebhookRequest"> & {
  * Use `create(DeleteWebhookRequestSchema)` to create a new message.
  */
 export const DeleteWebhookRequestSchema: GenMessage<DeleteWebhookRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 10);
+  messageDesc(file_vigil_v1_webhooks, 12);
 
 /**
  * @generated from message vigil.v1.DeleteWebhookResponse
@@ -421,7 +467,7 @@ export type DeleteWebhookResponse = Message<"vigil.v1.DeleteWebhookResponse"> & 
  * Use `create(DeleteWebhookResponseSchema)` to create a new message.
  */
 export const DeleteWebhookResponseSchema: GenMessage<DeleteWebhookResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 11);
+  messageDesc(file_vigil_v1_webhooks, 13);
 
 /**
  * @generated from message vigil.v1.DeliveryAttempt
@@ -462,7 +508,7 @@ export type DeliveryAttempt = Message<"vigil.v1.DeliveryAttempt"> & {
  * Use `create(DeliveryAttemptSchema)` to create a new message.
  */
 export const DeliveryAttemptSchema: GenMessage<DeliveryAttempt> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 12);
+  messageDesc(file_vigil_v1_webhooks, 14);
 
 /**
  * @generated from message vigil.v1.Delivery
@@ -511,7 +557,7 @@ export type Delivery = Message<"vigil.v1.Delivery"> & {
  * Use `create(DeliverySchema)` to create a new message.
  */
 export const DeliverySchema: GenMessage<Delivery> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 13);
+  messageDesc(file_vigil_v1_webhooks, 15);
 
 /**
  * @generated from message vigil.v1.ListDeliveriesRequest
@@ -554,7 +600,7 @@ export type ListDeliveriesRequest = Message<"vigil.v1.ListDeliveriesRequest"> & 
  * Use `create(ListDeliveriesRequestSchema)` to create a new message.
  */
 export const ListDeliveriesRequestSchema: GenMessage<ListDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 14);
+  messageDesc(file_vigil_v1_webhooks, 16);
 
 /**
  * @generated from message vigil.v1.DeliveriesPagination
@@ -576,7 +622,7 @@ export type DeliveriesPagination = Message<"vigil.v1.DeliveriesPagination"> & {
  * Use `create(DeliveriesPaginationSchema)` to create a new message.
  */
 export const DeliveriesPaginationSchema: GenMessage<DeliveriesPagination> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 15);
+  messageDesc(file_vigil_v1_webhooks, 17);
 
 /**
  * @generated from message vigil.v1.ListDeliveriesResponse
@@ -598,7 +644,7 @@ export type ListDeliveriesResponse = Message<"vigil.v1.ListDeliveriesResponse"> 
  * Use `create(ListDeliveriesResponseSchema)` to create a new message.
  */
 export const ListDeliveriesResponseSchema: GenMessage<ListDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 16);
+  messageDesc(file_vigil_v1_webhooks, 18);
 
 /**
  * @generated from message vigil.v1.GetDeliveryRequest
@@ -625,7 +671,7 @@ export type GetDeliveryRequest = Message<"vigil.v1.GetDeliveryRequest"> & {
  * Use `create(GetDeliveryRequestSchema)` to create a new message.
  */
 export const GetDeliveryRequestSchema: GenMessage<GetDeliveryRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 17);
+  messageDesc(file_vigil_v1_webhooks, 19);
 
 /**
  * @generated from message vigil.v1.GetDeliveryResponse
@@ -642,7 +688,7 @@ export type GetDeliveryResponse = Message<"vigil.v1.GetDeliveryResponse"> & {
  * Use `create(GetDeliveryResponseSchema)` to create a new message.
  */
 export const GetDeliveryResponseSchema: GenMessage<GetDeliveryResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 18);
+  messageDesc(file_vigil_v1_webhooks, 20);
 
 /**
  * @generated from message vigil.v1.RetryDeliveryRequest
@@ -669,7 +715,7 @@ export type RetryDeliveryRequest = Message<"vigil.v1.RetryDeliveryRequest"> & {
  * Use `create(RetryDeliveryRequestSchema)` to create a new message.
  */
 export const RetryDeliveryRequestSchema: GenMessage<RetryDeliveryRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 19);
+  messageDesc(file_vigil_v1_webhooks, 21);
 
 /**
  * @generated from message vigil.v1.RetryDeliveryResponse
@@ -686,7 +732,7 @@ export type RetryDeliveryResponse = Message<"vigil.v1.RetryDeliveryResponse"> & 
  * Use `create(RetryDeliveryResponseSchema)` to create a new message.
  */
 export const RetryDeliveryResponseSchema: GenMessage<RetryDeliveryResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 20);
+  messageDesc(file_vigil_v1_webhooks, 22);
 
 /**
  * @generated from message vigil.v1.TestWebhookRequest
@@ -715,7 +761,7 @@ export type TestWebhookRequest = Message<"vigil.v1.TestWebhookRequest"> & {
  * Use `create(TestWebhookRequestSchema)` to create a new message.
  */
 export const TestWebhookRequestSchema: GenMessage<TestWebhookRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 21);
+  messageDesc(file_vigil_v1_webhooks, 23);
 
 /**
  * @generated from message vigil.v1.TestWebhookResponse
@@ -732,7 +778,7 @@ export type TestWebhookResponse = Message<"vigil.v1.TestWebhookResponse"> & {
  * Use `create(TestWebhookResponseSchema)` to create a new message.
  */
 export const TestWebhookResponseSchema: GenMessage<TestWebhookResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 22);
+  messageDesc(file_vigil_v1_webhooks, 24);
 
 /**
  * @generated from message vigil.v1.ListWebhookTypesRequest
@@ -745,7 +791,7 @@ export type ListWebhookTypesRequest = Message<"vigil.v1.ListWebhookTypesRequest"
  * Use `create(ListWebhookTypesRequestSchema)` to create a new message.
  */
 export const ListWebhookTypesRequestSchema: GenMessage<ListWebhookTypesRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 23);
+  messageDesc(file_vigil_v1_webhooks, 25);
 
 /**
  * @generated from message vigil.v1.WebhookType
@@ -785,7 +831,7 @@ export type WebhookType = Message<"vigil.v1.WebhookType"> & {
  * Use `create(WebhookTypeSchema)` to create a new message.
  */
 export const WebhookTypeSchema: GenMessage<WebhookType> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 24);
+  messageDesc(file_vigil_v1_webhooks, 26);
 
 /**
  * @generated from message vigil.v1.ListWebhookTypesResponse
@@ -804,7 +850,7 @@ export type ListWebhookTypesResponse = Message<"vigil.v1.ListWebhookTypesRespons
  * Use `create(ListWebhookTypesResponseSchema)` to create a new message.
  */
 export const ListWebhookTypesResponseSchema: GenMessage<ListWebhookTypesResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 25);
+  messageDesc(file_vigil_v1_webhooks, 27);
 
 /**
  * Webhooks of a project and their deliveries. Session routes for the
@@ -887,6 +933,18 @@ export const WebhookService: GenService<{
     methodKind: "unary";
     input: typeof TestWebhookRequestSchema;
     output: typeof TestWebhookResponseSchema;
+  },
+  /**
+   * A new signing secret (http webhooks), answered once. Until the overlap
+   * ends (overlapSeconds, 0 to 604800, default 86400) deliveries carry a
+   * signature by each secret: `t=...,v1=<new>,v1=<old>`; then only the new one.
+   *
+   * @generated from rpc vigil.v1.WebhookService.RotateWebhookSecret
+   */
+  rotateWebhookSecret: {
+    methodKind: "unary";
+    input: typeof RotateWebhookSecretRequestSchema;
+    output: typeof RotateWebhookSecretResponseSchema;
   },
   /**
    * The webhook types this server sends (its table of targets), for a client

@@ -22,6 +22,8 @@ export interface Destination {
   /** `pagerduty`: the Events API v2 integration key. */
   routingKey: string | null;
   secret: string | null;
+  /** A rotated-out secret still in its overlap (signs next to `secret`); absent or null: none. */
+  previousSecret?: string | null;
 }
 
 /** The request field a type takes its destination from (the others must be absent). */
