@@ -17,6 +17,7 @@ import {
   decodeCursor,
   encodeCursor,
   listSchema,
+  recoverSchema,
   rotateSchema,
   updateSchema,
 } from "./requests.js";
@@ -36,6 +37,9 @@ import {
   type WebhookActivitiesV1,
 } from "./temporal.js";
 import { startPeriodic, type Periodic } from "../shared/periodic.js";
+import { noteOutcomes } from "./failing.js";
+import { getJob, insertJob } from "../jobs/store.js";
+import { toJob } from "../jobs/messages.js";
 
 // Webhook management (owner or admin), the triggers that enqueue deliveries (events through the
 // outbox and its expander), and the runner that sends them: the embedded scheduler, or Temporal
@@ -127,9 +131,22 @@ export function createWebhooksFeature(
     await store.notifyChanged(db, projectId);
   }
 
+  /** The failing streaks after each recorded attempt, in both runners (failing.ts). */
+  const failing = {
+    db,
+    channels,
+    log: deps.log,
+    disableAfterMs: config.webhooks.disableAfterDays * 86_400_000,
+    publicUrl: config.publicUrl,
+  };
+  const note = (outcomes: { webhookId: string; ok: boolean }[], now: Date) =>
+    noteOutcomes(failing, outcomes, now).catch((err: unknown) =>
+      deps.log.error({ err }, "webhooks: could not note failing webhooks; the next outcome will"),
+    );
+
   return {
     name: "webhooks",
-    activities: createWebhookActivities(deps, metrics, channels),
+    activities: createWebhookActivities(deps, metrics, channels, note),
     services: [
       bind(
         WebhookService,
@@ -223,6 +240,31 @@ export function createWebhooksFeature(
             if (!row) throw notFound("webhook");
             return { data: { ...toWebhook(row), secret } };
           },
+          // decisions.md: a job that attempts again the abandoned deliveries created in the range.
+          async recoverDeliveries(req, ctx) {
+            const scope = await admin(ctx, req.projectId, "webhookSends");
+            const input = validate(recoverSchema, { since: req.since, until: req.until });
+            const now = clock();
+            const w = await webhookOf(scope.projectId, req.webhookId);
+            const job = await tx(db, async (c) => {
+              // One open recovery per webhook: a repeated request answers it (idempotent).
+              await c.query("SELECT 1 FROM webhooks WHERE id = $1 FOR UPDATE", [w.id]);
+              const open = await store.openRecovery(c, scope.projectId, w.id);
+              if (open) return (await getJob(c, scope.projectId, open))!;
+              return insertJob(
+                c,
+                scope.projectId,
+                "webhook.recover",
+                {
+                  webhookId: w.id,
+                  since: input.since.toISOString(),
+                  until: (input.until ?? now).toISOString(),
+                },
+                now,
+              );
+            });
+            return { data: toJob(job) };
+          },
           async deleteWebhook(req, ctx) {
             const scope = await admin(ctx, req.projectId, "writes");
             if (!(await store.deleteWebhook(db, scope.projectId, req.webhookId))) throw notFound("webhook");
@@ -311,6 +353,7 @@ export function createWebhooksFeature(
             updateWebhook: updateSchema,
             listDeliveries: listSchema,
             rotateWebhookSecret: rotateSchema,
+            recoverDeliveries: recoverSchema,
           },
         },
       ),
@@ -336,6 +379,7 @@ export function createWebhooksFeature(
         metrics,
         webhooks: config.webhooks,
         channels,
+        noteOutcomes: note,
         dispatch: temporal?.dispatch,
         yieldTo: deps.pressure,
       });

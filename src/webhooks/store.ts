@@ -25,6 +25,10 @@ export interface WebhookRow {
   previous_secret: string | null;
   previous_secret_until: Date | null;
   enabled: boolean;
+  /** "failing": disabled by failing.ts; null otherwise. */
+  disabled_reason: "failing" | null;
+  /** The first failed attempt since the last success (failing.ts); null while it succeeds. */
+  failing_since: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -129,6 +133,8 @@ export async function updateWebhook(
     `UPDATE webhooks SET name = coalesce($3, name), url = coalesce($4, url), events = coalesce($5, events), enabled = coalesce($6, enabled),
             secret = coalesce($7, secret), updated_at = $8,
             previous_secret = CASE WHEN $7::text IS NULL THEN previous_secret END,
+            disabled_reason = CASE WHEN $6::boolean THEN NULL ELSE disabled_reason END,
+            failing_since = CASE WHEN $6::boolean THEN NULL ELSE failing_since END,
             previous_secret_until = CASE WHEN $7::text IS NULL THEN previous_secret_until END, "to" = coalesce($9, "to"), routing_key = coalesce($10, routing_key)
      WHERE project_id = $1 AND id = $2 RETURNING *`,
     [
@@ -172,6 +178,55 @@ export async function rotateSecret(
 /** False when there was no such webhook in the project. Its deliveries go with it (cascade). */
 export async function deleteWebhook(q: Queryable, projectId: string, id: string): Promise<boolean> {
   return !!(await q.query("DELETE FROM webhooks WHERE project_id = $1 AND id = $2", [projectId, id])).rowCount;
+}
+
+/** A webhook just disabled by noteOutcomes; `destination`: its url, its addresses, or its type (never a key). */
+export interface DisabledWebhook {
+  id: string;
+  project_id: string;
+  name: string;
+  destination: string;
+}
+
+/**
+ * Moves the failing streaks of the webhooks of these outcomes (only rows whose state changes are
+ * written) and disables, with the reason "failing", an enabled one that failed again while its
+ * streak began at or before `failingSince` (failing.ts). Answers the webhooks it disabled.
+ */
+export async function noteOutcomes(
+  q: Queryable,
+  outcomes: { webhookId: string; ok: boolean }[],
+  now: Date,
+  failingSince: Date,
+): Promise<DisabledWebhook[]> {
+  const r = await q.query<DisabledWebhook & { disabled: boolean }>(
+    `WITH o AS (
+       SELECT x.webhook_id, bool_or(x.ok) AS ok FROM jsonb_to_recordset($1::jsonb) AS x(webhook_id text, ok boolean) GROUP BY 1),
+     upd AS (
+       UPDATE webhooks w SET
+         failing_since = CASE WHEN o.ok THEN NULL ELSE coalesce(w.failing_since, $2) END,
+         enabled = w.enabled AND (o.ok OR w.failing_since IS NULL OR w.failing_since > $3),
+         disabled_reason = CASE WHEN NOT o.ok AND w.enabled AND w.failing_since <= $3 THEN 'failing' ELSE w.disabled_reason END,
+         updated_at = CASE WHEN NOT o.ok AND w.enabled AND w.failing_since <= $3 THEN $2 ELSE w.updated_at END
+       FROM o JOIN webhooks before ON before.id = o.webhook_id
+       WHERE w.id = o.webhook_id AND CASE WHEN o.ok THEN w.failing_since IS NOT NULL
+                                          ELSE w.failing_since IS NULL OR (w.enabled AND w.failing_since <= $3) END
+       RETURNING w.id, w.project_id, w.name, coalesce(w.url, array_to_string(w."to", ', '), w.type) AS destination,
+                 (before.enabled AND NOT w.enabled) AS disabled)
+     SELECT id, project_id, name, destination FROM upd WHERE disabled`,
+    [JSON.stringify(outcomes.map((o) => ({ webhook_id: o.webhookId, ok: o.ok }))), now, failingSince],
+  );
+  return r.rows;
+}
+
+/** The email addresses of a project's owners (mail about its webhooks). */
+export async function ownerEmails(q: Queryable, projectId: string): Promise<string[]> {
+  const r = await q.query<{ email: string }>(
+    `SELECT a.email FROM project_members m JOIN accounts a ON a.id = m.account_id
+     WHERE m.project_id = $1 AND m.role = 'owner' ORDER BY a.email LIMIT 10`,
+    [projectId],
+  );
+  return r.rows.map((x) => x.email);
 }
 
 /** Tells every node (this one included) that a project's subscriptions changed. */
@@ -306,6 +361,45 @@ export async function setDeliveriesPaused(q: Queryable, webhookId: string, pause
   }
 }
 
+/**
+ * One batch of a recovery (POST .../recover, the job webhook.recover): up to `max` deliveries of the
+ * webhook abandoned before `asOf` and created in [since, until) get one more attempt, due now (paused
+ * instead while the webhook is disabled, like a PATCH's pause). Returns how many; NOTIFY on commit.
+ */
+export async function recoverBatch(
+  q: Queryable,
+  p: { webhookId: string; since: string; until: string },
+  asOf: Date,
+  max: number,
+  now: Date,
+): Promise<number> {
+  const r = await q.query<{ n: number }>(
+    `WITH pick AS (
+       SELECT id FROM webhook_deliveries
+       WHERE webhook_id = $1 AND status = 'abandoned' AND created_at >= $2 AND created_at < $3 AND updated_at <= $4
+       ORDER BY created_at, id LIMIT $5 FOR UPDATE SKIP LOCKED),
+     upd AS (
+       UPDATE webhook_deliveries d SET status = 'retrying', attempt_limit = d.attempt_count + 1, claim_token = NULL,
+              next_attempt_at = CASE WHEN w.enabled THEN $6::timestamptz END,
+              planned_at = CASE WHEN w.enabled THEN NULL ELSE $6::timestamptz END,
+              paused_at = CASE WHEN w.enabled THEN NULL ELSE $6::timestamptz END, updated_at = $6
+       FROM pick, webhooks w WHERE d.id = pick.id AND w.id = d.webhook_id RETURNING 1)
+     SELECT c.n FROM (SELECT count(*)::int AS n FROM upd) c, LATERAL (SELECT pg_notify($7, '') WHERE c.n > 0) z`,
+    [p.webhookId, p.since, p.until, asOf, max, now, DUE_CHANNEL],
+  );
+  return r.rows[0]?.n ?? 0;
+}
+
+/** The unfinished recovery job of a webhook, if any (a second request answers it). */
+export async function openRecovery(q: Queryable, projectId: string, webhookId: string): Promise<string | undefined> {
+  const r = await q.query<{ id: string }>(
+    `SELECT id FROM jobs WHERE project_id = $1 AND kind = 'webhook.recover' AND status IN ('pending', 'running')
+       AND params->>'webhookId' = $2 ORDER BY created_at LIMIT 1`,
+    [projectId, webhookId],
+  );
+  return r.rows[0]?.id;
+}
+
 export interface ClaimedDelivery {
   id: string;
   webhook_id: string;
@@ -354,6 +448,8 @@ export async function claimDue(
 
 export interface Finished {
   id: string;
+  /** The delivery's webhook (its failing streak, failing.ts). */
+  webhookId: string;
   token: string;
   status: DeliveryStatus;
   attempt: AttemptRecord;

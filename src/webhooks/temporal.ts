@@ -128,6 +128,7 @@ export function createWebhookActivities(
   deps: Pick<Deps, "db" | "clock" | "config">,
   metrics: WebhookMetrics,
   channels: OpenChannels,
+  noteOutcomes: (outcomes: { webhookId: string; ok: boolean }[], now: Date) => Promise<void>,
 ): WebhookActivities & WebhookActivitiesV1 {
   const { db, clock, config } = deps;
   const send = (
@@ -198,14 +199,15 @@ export function createWebhookActivities(
       );
       const now = clock();
       const delayMs = next.status === "retrying" ? next.delayMs : null;
-      const r = await db.query(
+      const r = await db.query<{ webhook_id: string }>(
         // Ours while our claim holds. Also when the scheduler took the claim back after its lease (this
         // record waited behind a backlog of workflow tasks, or the database was away) but nothing
         // attempted since (in Temporal mode only this run attempts: attempt_count unchanged): the
         // attempt did go out, so it is recorded instead of being sent a second time.
         `UPDATE webhook_deliveries SET status = $3, attempt_count = attempt_count + 1, attempts = attempts || jsonb_build_array($4::jsonb),
                 planned_at = $5, next_attempt_at = NULL, claim_token = NULL, updated_at = $6
-         WHERE id = $1 AND (claim_token = $2 OR (attempt_count = $7 AND status IN ('pending', 'retrying')))`,
+         WHERE id = $1 AND (claim_token = $2 OR (attempt_count = $7 AND status IN ('pending', 'retrying')))
+         RETURNING webhook_id`,
         [
           deliveryId,
           sent.token,
@@ -216,8 +218,9 @@ export function createWebhookActivities(
           sent.attempts - 1,
         ],
       );
-      if (r.rowCount) {
+      if (r.rows[0]) {
         metrics.attempts.inc({ outcome: next.status === "retrying" ? "failed" : next.status });
+        await noteOutcomes([{ webhookId: r.rows[0].webhook_id, ok: sent.outcome.ok }], now);
         return { status: next.status, delayMs };
       }
       // Recorded already (this local activity ran again after a crash), or the claim was taken over:

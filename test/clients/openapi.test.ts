@@ -320,6 +320,11 @@ describe("every operation against the document", () => {
     await ok("ListDeliveries", { params: { webhookId }, query: { limit: "10" } });
     await ok("GetDelivery", { params: { webhookId, deliveryId: test.data.id } });
     await ok("RetryDelivery", { params: { webhookId, deliveryId: test.data.id } });
+    const recovery = await ok("RecoverDeliveries", {
+      params: { webhookId },
+      body: { since: "2026-01-01T00:00:00Z" },
+    });
+    assert.equal(recovery.data.kind, "webhook.recover");
     await ok("DeleteWebhook", { params: { webhookId } });
   });
 

@@ -6,3 +6,11 @@
 ALTER TABLE webhooks
   ADD COLUMN previous_secret text,
   ADD COLUMN previous_secret_until timestamptz;
+
+-- A webhook whose deliveries have all failed for WEBHOOK_DISABLE_AFTER_DAYS is disabled with a
+-- reason (src/webhooks/failing.ts): failing_since is the first failed attempt after its last
+-- success (null while it succeeds), disabled_reason 'failing' when it was disabled for that (null
+-- when enabled, or disabled by a person).
+ALTER TABLE webhooks
+  ADD COLUMN failing_since timestamptz,
+  ADD COLUMN disabled_reason text CHECK (disabled_reason IN ('failing'));
