@@ -1,7 +1,7 @@
 import type { PoolClient } from "pg";
 import type { DerivedRecords } from "../events/pipeline.js";
 import { deleteUserBatch, deleteUserRecord } from "./user-delete.js";
-import { recoverBatch } from "../webhooks/store.js";
+import { recoverBatch } from "./webhook-recover.js";
 import type { Deps } from "../platform/deps.js";
 import { txOn } from "../storage/db.js";
 import { assertNever } from "../shared/never.js";
@@ -30,7 +30,7 @@ const POLL_MS = 250;
 const OPEN_JOBS_PER_PASS = 20;
 /** webhook.recover: deliveries re-queued per transaction, and at most per recovery. */
 const RECOVER_BATCH = 500;
-export const RECOVER_MAX = 10_000;
+const RECOVER_MAX = 10_000;
 
 export interface JobRunner {
   start(): void;
@@ -85,7 +85,7 @@ export function createJobRunner(
 
   /**
    * webhook.recover: the abandoned deliveries in batches, each re-queued with one more attempt
-   * (webhooks/store.ts recoverBatch); only those abandoned before the job was made, so one that
+   * (webhook-recover.ts); only those abandoned before the job was made, so one that
    * fails again is not taken twice, and a resumed job goes on where it stopped.
    */
   async function recoverDeliveries(

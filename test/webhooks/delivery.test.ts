@@ -273,9 +273,8 @@ describe("http deliveries", () => {
       const j = await job(r.body.data.jobId);
       return j.status === "succeeded" ? j : undefined;
     }, "the recovery job");
-    assert.equal(first.eventsDeleted, "2", "the job counts the deliveries it re-queued");
-    if (again.body.data.jobId !== r.body.data.jobId)
-      assert.equal((await job(again.body.data.jobId)).eventsDeleted, "0");
+    assert.equal(first.eventsDeleted, 2, "the job counts the deliveries it re-queued");
+    if (again.body.data.jobId !== r.body.data.jobId) assert.equal((await job(again.body.data.jobId)).eventsDeleted, 0);
 
     const done = await waitFor(async () => {
       const x = (await deliveries(w.id, "?status=succeeded")).data;
