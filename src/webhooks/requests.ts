@@ -104,7 +104,7 @@ export const updateSchema = alsoRefused(
 );
 
 /** The longest overlap of a rotation: a week (decisions.md). */
-export const MAX_OVERLAP_SECONDS = 604_800;
+const MAX_OVERLAP_SECONDS = 604_800;
 
 /** POST .../rotate-secret: how long the replaced secret keeps signing too (default a day). */
 export const rotateSchema = z.object({
