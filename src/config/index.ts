@@ -121,6 +121,9 @@ export const envSchema = z.object({
   WEBHOOK_MAX_ATTEMPTS: intFrom(8, 1),
   WEBHOOK_TIMEOUT_MS: intFrom(10_000, 1),
   WEBHOOK_ALLOW_PRIVATE: bool.default(false),
+  // A webhook whose deliveries have all failed this long is disabled (src/webhooks/failing.ts); a
+  // fraction of a day is allowed (tests).
+  WEBHOOK_DISABLE_AFTER_DAYS: z.coerce.number().positive().max(3650).default(5),
   // Notification channels (src/webhooks/targets/; docs/webhooks.md): email through SMTP_URL from
   // MAIL_FROM, PagerDuty's endpoint, and the public address used for links in messages.
   SMTP_URL: smtpUrl.optional(),
@@ -228,6 +231,8 @@ export interface Config {
     timeoutMs: number;
     allowPrivate: boolean;
     maxPerProject: number;
+    /** WEBHOOK_DISABLE_AFTER_DAYS: only failures for this long disable a webhook. */
+    disableAfterDays: number;
     /** PAGERDUTY_EVENTS_URL. */
     pagerDutyEventsUrl: string;
   };
@@ -404,6 +409,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
       allowPrivate: e.WEBHOOK_ALLOW_PRIVATE,
       maxPerProject: e.MAX_WEBHOOKS_PER_PROJECT,
+      disableAfterDays: e.WEBHOOK_DISABLE_AFTER_DAYS,
       pagerDutyEventsUrl: e.PAGERDUTY_EVENTS_URL,
     },
     mail: { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM },

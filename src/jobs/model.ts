@@ -16,9 +16,11 @@ export function isFinished(status: JobStatus): boolean {
 export interface JobParamsByKind {
   /** Deleting a user and their data: the user record's id and its externalId (events' userId). */
   "user.delete": { userId: string; externalId: string };
+  /** Re-queueing a webhook's abandoned deliveries created in [since, until) (ISO times; webhooks/recover.ts). */
+  "webhook.recover": { webhookId: string; since: string; until: string };
 }
 export type JobKind = keyof JobParamsByKind;
-const JOB_KINDS: readonly JobKind[] = ["user.delete"];
+const JOB_KINDS: readonly JobKind[] = ["user.delete", "webhook.recover"];
 
 export function isJobKind(kind: string): kind is JobKind {
   return (JOB_KINDS as readonly string[]).includes(kind);
@@ -33,6 +35,10 @@ export function parseParams(kind: JobKind, params: unknown): JobParamsByKind[Job
     case "user.delete":
       return typeof p.userId === "string" && typeof p.externalId === "string"
         ? { userId: p.userId, externalId: p.externalId }
+        : undefined;
+    case "webhook.recover":
+      return typeof p.webhookId === "string" && typeof p.since === "string" && typeof p.until === "string"
+        ? { webhookId: p.webhookId, since: p.since, until: p.until }
         : undefined;
     default:
       return assertNever(kind, "job kind");

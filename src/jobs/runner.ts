@@ -1,6 +1,7 @@
 import type { PoolClient } from "pg";
 import type { DerivedRecords } from "../events/pipeline.js";
 import { deleteUserBatch, deleteUserRecord } from "./user-delete.js";
+import { recoverBatch } from "./webhook-recover.js";
 import type { Deps } from "../platform/deps.js";
 import { txOn } from "../storage/db.js";
 import { assertNever } from "../shared/never.js";
@@ -27,6 +28,9 @@ import {
 
 const POLL_MS = 250;
 const OPEN_JOBS_PER_PASS = 20;
+/** webhook.recover: deliveries re-queued per transaction, and at most per recovery. */
+const RECOVER_BATCH = 500;
+const RECOVER_MAX = 10_000;
 
 export interface JobRunner {
   start(): void;
@@ -79,6 +83,33 @@ export function createJobRunner(
     }
   }
 
+  /**
+   * webhook.recover: the abandoned deliveries in batches, each re-queued with one more attempt
+   * (webhook-recover.ts); only those abandoned before the job was made, so one that
+   * fails again is not taken twice, and a resumed job goes on where it stopped.
+   */
+  async function recoverDeliveries(
+    c: PoolClient,
+    job: JobRow,
+    p: JobParamsByKind["webhook.recover"],
+    stopped: () => boolean,
+  ): Promise<boolean> {
+    let left = RECOVER_MAX - job.events_deleted;
+    for (;;) {
+      if (stopped()) return false;
+      const done = await inTx(c, async () => {
+        const n = left > 0 ? await recoverBatch(c, p, job.created_at, Math.min(RECOVER_BATCH, left), clock()) : 0;
+        // The count so far (shown as the job's eventsDeleted: deliveries re-queued).
+        await addEventsDeleted(c, job.id, n);
+        left -= n;
+        if (n === RECOVER_BATCH && left > 0) return false;
+        await markSucceeded(c, job.id, clock());
+        return true;
+      });
+      if (done) return true;
+    }
+  }
+
   /** Runs a locked, unfinished job to its end; false when the node is stopping. Exhaustive over kinds. */
   async function run(c: PoolClient, job: JobRow, stopped: () => boolean): Promise<boolean> {
     const kind = job.kind;
@@ -88,6 +119,11 @@ export function createJobRunner(
         const p = parseParams(kind, job.params);
         if (!p) throw new JobFailure("the job's parameters are invalid");
         return deleteUser(c, job, p, stopped);
+      }
+      case "webhook.recover": {
+        const p = parseParams(kind, job.params);
+        if (!p) throw new JobFailure("the job's parameters are invalid");
+        return recoverDeliveries(c, job, p, stopped);
       }
       default:
         return assertNever(kind, "job kind");

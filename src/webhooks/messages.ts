@@ -14,6 +14,7 @@ export function toWebhook(r: WebhookRow) {
     routingKey: r.routing_key ? `…${r.routing_key.slice(-4)}` : undefined,
     events: r.events,
     enabled: r.enabled,
+    disabledReason: r.disabled_reason ?? undefined,
     createdAt: r.created_at.toISOString(),
     updatedAt: r.updated_at.toISOString(),
   };

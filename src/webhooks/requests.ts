@@ -2,7 +2,7 @@ import { z } from "zod";
 import { cursorFormat, cursorRule } from "../shared/cursor.js";
 import { textSchema } from "../shared/text.js";
 import { alsoRefused, validate } from "../shared/validate.js";
-import { parseTimestamp } from "../shared/time.js";
+import { parseTimestamp, timestampSchema } from "../shared/time.js";
 import type { DeliveryRow } from "./store.js";
 import { targetOf, WEBHOOK_TYPES, type WebhookType } from "./targets/index.js";
 import type { AddressField, CheckContext, Destination } from "./targets/target.js";
@@ -101,6 +101,23 @@ export const updateSchema = alsoRefused(
   }),
   ...TARGET_REFUSED,
   ADDRESS_REFUSED,
+);
+
+/** The longest overlap of a rotation: a week (decisions.md). */
+const MAX_OVERLAP_SECONDS = 604_800;
+
+/** POST .../rotate-secret: how long the replaced secret keeps signing too (default a day). */
+export const rotateSchema = z.object({
+  overlapSeconds: z.number().int().min(0).max(MAX_OVERLAP_SECONDS).default(86_400),
+});
+
+/** POST .../recover: deliveries created in [since, until); until defaults to now (the route's). */
+export const recoverSchema = alsoRefused(
+  z.object({ since: timestampSchema, until: timestampSchema.optional() }).superRefine((v, ctx) => {
+    if (v.until && v.until <= v.since)
+      ctx.addIssue({ code: "custom", path: ["until"], message: "must be after since" });
+  }),
+  "an until that is not after since",
 );
 
 /** A PATCH's destination fields against the webhook's type (400 naming the field). */

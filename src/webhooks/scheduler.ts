@@ -9,7 +9,7 @@ import type { WebhookMetrics } from "./metrics.js";
 import type { Db } from "../storage/db.js";
 import { envelope } from "./targets/envelope.js";
 import { nextAttempt } from "./retry.js";
-import { sendAttempt } from "./sender.js";
+import { rowTarget, sendAttempt } from "./sender.js";
 import type { OpenChannels } from "./channels.js";
 import { claimDue, finishMany, handOver, nextDueAt, type ClaimedDelivery, type Finished } from "./store.js";
 import { failureLevel } from "../shared/periodic.js";
@@ -39,6 +39,8 @@ export interface SchedulerOptions {
   busyConcurrency?: number;
   /** Every type's channel (channels.ts). */
   channels: OpenChannels;
+  /** After each batch of outcomes: the webhooks' failing streaks (failing.ts `noteOutcomes`). */
+  noteOutcomes: (outcomes: { webhookId: string; ok: boolean }[], now: Date) => Promise<void>;
   /** Temporal mode: hand claimed deliveries over instead of sending them. */
   dispatch?: (rows: ClaimedDelivery[]) => Promise<void>;
 }
@@ -142,12 +144,12 @@ export class DeliveryScheduler {
         projectId: r.project_id,
         payload: r.payload,
       });
-      const res = await sendAttempt(
-        { type: r.type, url: r.url, to: r.to, routingKey: r.routing_key, secret: r.secret },
-        env,
-        r.event_id,
-        { timeoutMs: webhooks.timeoutMs, allowPrivate: webhooks.allowPrivate, now: clock(), channels: this.o.channels },
-      );
+      const res = await sendAttempt(rowTarget(r), env, r.event_id, {
+        timeoutMs: webhooks.timeoutMs,
+        allowPrivate: webhooks.allowPrivate,
+        now: clock(),
+        channels: this.o.channels,
+      });
       const next = nextAttempt(
         res.outcome,
         r.attempt_count + 1,
@@ -158,7 +160,15 @@ export class DeliveryScheduler {
       metrics.attempts.inc({ outcome: next.status === "retrying" ? "failed" : next.status });
       const now = clock();
       const nextAt = next.status === "retrying" ? new Date(now.getTime() + next.delayMs) : null;
-      this.record({ id: r.id, token: r.claim_token, status: next.status, attempt: res.record, nextAt, now });
+      this.record({
+        id: r.id,
+        webhookId: r.webhook_id,
+        token: r.claim_token,
+        status: next.status,
+        attempt: res.record,
+        nextAt,
+        now,
+      });
       if (nextAt) this.armAt(nextAt);
     } catch (err) {
       // Unexpected (the sender reports failures as outcomes): the lease will bring it back.
@@ -175,7 +185,7 @@ export class DeliveryScheduler {
     for (let i = 0; ; i++) {
       try {
         await finishMany(this.o.db, batch);
-        return;
+        break;
       } catch (err) {
         if (i >= 3) {
           this.o.log.error(
@@ -187,6 +197,11 @@ export class DeliveryScheduler {
         await new Promise((r) => setTimeout(r, 200 * (i + 1)));
       }
     }
+    // The webhooks' failing streaks (failing.ts; it logs its own failures, never throws).
+    await this.o.noteOutcomes(
+      batch.map((f) => ({ webhookId: f.webhookId, ok: f.status === "succeeded" })),
+      batch[batch.length - 1].now,
+    );
   }
 
   private async armFromDb(): Promise<void> {

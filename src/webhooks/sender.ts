@@ -19,6 +19,30 @@ export interface Target {
   secret: string | null;
   to?: string[] | null;
   routingKey?: string | null;
+  /** A rotated-out secret that signs too until `previousSecretUntil` (POST .../rotate-secret). */
+  previousSecret?: string | null;
+  previousSecretUntil?: Date | null;
+}
+
+/** The Target of a row selected with store.ts TARGET_COLS (both runners). */
+export function rowTarget(r: {
+  type: WebhookType;
+  url: string | null;
+  to: string[] | null;
+  routing_key: string | null;
+  secret: string | null;
+  previous_secret: string | null;
+  previous_secret_until: Date | null;
+}): Target {
+  return {
+    type: r.type,
+    url: r.url,
+    to: r.to,
+    routingKey: r.routing_key,
+    secret: r.secret,
+    previousSecret: r.previous_secret,
+    previousSecretUntil: r.previous_secret_until,
+  };
 }
 
 export type SendOptions = DeliverContext & {
@@ -67,6 +91,11 @@ export async function sendAttempt(
   const dest = {
     url: target.url,
     secret: target.secret,
+    // The old secret signs too while the rotation's overlap lasts, judged at the attempt's time.
+    previousSecret:
+      target.previousSecret && target.previousSecretUntil && target.previousSecretUntil > opts.now
+        ? target.previousSecret
+        : null,
     to: target.to ?? null,
     routingKey: target.routingKey ?? null,
   };

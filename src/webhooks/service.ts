@@ -17,6 +17,8 @@ import {
   decodeCursor,
   encodeCursor,
   listSchema,
+  recoverSchema,
+  rotateSchema,
   updateSchema,
 } from "./requests.js";
 import { channelSettings, openChannels } from "./channels.js";
@@ -35,6 +37,9 @@ import {
   type WebhookActivitiesV1,
 } from "./temporal.js";
 import { startPeriodic, type Periodic } from "../shared/periodic.js";
+import { noteOutcomes } from "./failing.js";
+import { getJob, insertJob } from "../jobs/store.js";
+import { toJob } from "../jobs/messages.js";
 
 // Webhook management (owner or admin), the triggers that enqueue deliveries (events through the
 // outbox and its expander), and the runner that sends them: the embedded scheduler, or Temporal
@@ -50,6 +55,13 @@ function defaultName(type: WebhookType, d: { url: string | null; to: string[] | 
   if (d.url) return new URL(d.url).hostname;
   if (d.to?.length) return d.to.length > 1 ? `${d.to[0]} and ${d.to.length - 1} more` : d.to[0];
   return targetOf(type).defaultName ?? type;
+}
+
+/** A 400 for rotating the secret of a type that has none. */
+function noSecret(type: WebhookType, field: string): ApiError {
+  return badRequest(`invalid request: ${field}: ${type} webhooks have no secret`, [
+    { field, message: `${type} webhooks have no secret` },
+  ]);
 }
 
 /**
@@ -119,9 +131,22 @@ export function createWebhooksFeature(
     await store.notifyChanged(db, projectId);
   }
 
+  /** The failing streaks after each recorded attempt, in both runners (failing.ts). */
+  const failing = {
+    db,
+    channels,
+    log: deps.log,
+    disableAfterMs: config.webhooks.disableAfterDays * 86_400_000,
+    publicUrl: config.publicUrl,
+  };
+  const note = (outcomes: { webhookId: string; ok: boolean }[], now: Date) =>
+    noteOutcomes(failing, outcomes, now).catch((err: unknown) =>
+      deps.log.error({ err }, "webhooks: could not note failing webhooks; the next outcome will"),
+    );
+
   return {
     name: "webhooks",
-    activities: createWebhookActivities(deps, metrics, channels),
+    activities: createWebhookActivities(deps, metrics, channels, note),
     services: [
       bind(
         WebhookService,
@@ -176,10 +201,7 @@ export function createWebhooksFeature(
               rotateSecret: req.rotateSecret,
             });
             const w = await webhookOf(scope.projectId, req.webhookId);
-            if (input.rotateSecret && !targetOf(w.type).signed)
-              throw badRequest(`invalid request: rotateSecret: ${w.type} webhooks have no secret`, [
-                { field: "rotateSecret", message: `${w.type} webhooks have no secret` },
-              ]);
+            if (input.rotateSecret && !targetOf(w.type).signed) throw noSecret(w.type, "rotateSecret");
             checkUpdateAddress(w.type, input);
             const address = targetOf(w.type).address;
             if (input[address] !== undefined)
@@ -204,6 +226,44 @@ export function createWebhooksFeature(
             });
             await changed(scope.projectId);
             return { data: { ...toWebhook(row), secret: secret ?? undefined } };
+          },
+          // decisions.md: the new secret once; the old one signs too until the overlap ends.
+          async rotateWebhookSecret(req, ctx) {
+            const scope = await admin(ctx, req.projectId, "writes");
+            const input = validate(rotateSchema, { overlapSeconds: req.overlapSeconds });
+            const w = await webhookOf(scope.projectId, req.webhookId);
+            if (!targetOf(w.type).signed) throw noSecret(w.type, "type");
+            const secret = newWebhookSecret();
+            const now = clock();
+            const until = new Date(now.getTime() + input.overlapSeconds * 1000);
+            const row = await store.rotateSecret(db, scope.projectId, w.id, secret, until, now);
+            if (!row) throw notFound("webhook");
+            return { data: { ...toWebhook(row), secret } };
+          },
+          // decisions.md: a job that attempts again the abandoned deliveries created in the range.
+          async recoverDeliveries(req, ctx) {
+            const scope = await admin(ctx, req.projectId, "webhookSends");
+            const input = validate(recoverSchema, { since: req.since, until: req.until });
+            const now = clock();
+            const w = await webhookOf(scope.projectId, req.webhookId);
+            const job = await tx(db, async (c) => {
+              // One open recovery per webhook: a repeated request answers it (idempotent).
+              await c.query("SELECT 1 FROM webhooks WHERE id = $1 FOR UPDATE", [w.id]);
+              const open = await store.openRecovery(c, scope.projectId, w.id);
+              if (open) return (await getJob(c, scope.projectId, open))!;
+              return insertJob(
+                c,
+                scope.projectId,
+                "webhook.recover",
+                {
+                  webhookId: w.id,
+                  since: input.since.toISOString(),
+                  until: (input.until ?? now).toISOString(),
+                },
+                now,
+              );
+            });
+            return { data: toJob(job) };
           },
           async deleteWebhook(req, ctx) {
             const scope = await admin(ctx, req.projectId, "writes");
@@ -287,7 +347,15 @@ export function createWebhooksFeature(
             };
           },
         },
-        { rules: { createWebhook: createSchema, updateWebhook: updateSchema, listDeliveries: listSchema } },
+        {
+          rules: {
+            createWebhook: createSchema,
+            updateWebhook: updateSchema,
+            listDeliveries: listSchema,
+            rotateWebhookSecret: rotateSchema,
+            recoverDeliveries: recoverSchema,
+          },
+        },
       ),
     ],
     async start() {
@@ -311,6 +379,7 @@ export function createWebhooksFeature(
         metrics,
         webhooks: config.webhooks,
         channels,
+        noteOutcomes: note,
         dispatch: temporal?.dispatch,
         yieldTo: deps.pressure,
       });

@@ -7,6 +7,7 @@ import { eventJsonSql } from "../events/record.js";
 
 // SQL of the webhooks feature. Always parameterized; rows are mapped to messages in messages.ts.
 
+// Also written in src/jobs/webhook-recover.ts (a recovery wakes the schedulers).
 export const DUE_CHANNEL = "vigil_webhook_due";
 export const CHANGED_CHANNEL = "vigil_webhooks_changed";
 
@@ -21,7 +22,14 @@ export interface WebhookRow {
   routing_key: string | null;
   events: string[];
   secret: string | null;
+  /** The replaced secret, still signing until previous_secret_until (a rotation's overlap). */
+  previous_secret: string | null;
+  previous_secret_until: Date | null;
   enabled: boolean;
+  /** "failing": disabled by failing.ts; null otherwise. */
+  disabled_reason: "failing" | null;
+  /** The first failed attempt since the last success (failing.ts); null while it succeeds. */
+  failing_since: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -60,6 +68,9 @@ export interface NewDelivery {
 export const PAYLOAD_SQL = `coalesce(d.payload, (
   SELECT ${eventJsonSql("e")}
   FROM events e WHERE e.project_id = d.project_id AND e.ts = d.event_ts AND e.id::text = d.event_id), '{}'::jsonb)`;
+
+/** A delivery's webhook as the sender needs it (sender.ts `rowTarget`), from `webhooks w`. */
+export const TARGET_COLS = `w.type, w.url, w."to", w.routing_key, w.secret, w.previous_secret, w.previous_secret_until`;
 
 const DELIVERY_COLS =
   "id, webhook_id, project_id, event_id, event_type, status, attempts, attempt_count, attempt_limit, coalesce(next_attempt_at, planned_at) AS next_attempt_at, claim_token, created_at";
@@ -121,7 +132,11 @@ export async function updateWebhook(
 ): Promise<WebhookRow | undefined> {
   const r = await q.query<WebhookRow>(
     `UPDATE webhooks SET name = coalesce($3, name), url = coalesce($4, url), events = coalesce($5, events), enabled = coalesce($6, enabled),
-            secret = coalesce($7, secret), updated_at = $8, "to" = coalesce($9, "to"), routing_key = coalesce($10, routing_key)
+            secret = coalesce($7, secret), updated_at = $8,
+            previous_secret = CASE WHEN $7::text IS NULL THEN previous_secret END,
+            disabled_reason = CASE WHEN $6::boolean THEN NULL ELSE disabled_reason END,
+            failing_since = CASE WHEN $6::boolean THEN NULL ELSE failing_since END,
+            previous_secret_until = CASE WHEN $7::text IS NULL THEN previous_secret_until END, "to" = coalesce($9, "to"), routing_key = coalesce($10, routing_key)
      WHERE project_id = $1 AND id = $2 RETURNING *`,
     [
       projectId,
@@ -139,9 +154,80 @@ export async function updateWebhook(
   return r.rows[0];
 }
 
+/**
+ * A new secret; the current one keeps signing until `until` (none when `until` is not after `now`).
+ * Undefined when no such webhook in the project.
+ */
+export async function rotateSecret(
+  q: Queryable,
+  projectId: string,
+  id: string,
+  secret: string,
+  until: Date,
+  now: Date,
+): Promise<WebhookRow | undefined> {
+  const r = await q.query<WebhookRow>(
+    `UPDATE webhooks SET previous_secret = CASE WHEN $4::timestamptz > $5::timestamptz THEN secret END,
+            previous_secret_until = CASE WHEN $4::timestamptz > $5::timestamptz THEN $4::timestamptz END,
+            secret = $3, updated_at = $5
+     WHERE project_id = $1 AND id = $2 RETURNING *`,
+    [projectId, id, secret, until, now],
+  );
+  return r.rows[0];
+}
+
 /** False when there was no such webhook in the project. Its deliveries go with it (cascade). */
 export async function deleteWebhook(q: Queryable, projectId: string, id: string): Promise<boolean> {
   return !!(await q.query("DELETE FROM webhooks WHERE project_id = $1 AND id = $2", [projectId, id])).rowCount;
+}
+
+/** A webhook just disabled by noteOutcomes; `destination`: its url, its addresses, or its type (never a key). */
+export interface DisabledWebhook {
+  id: string;
+  project_id: string;
+  name: string;
+  destination: string;
+}
+
+/**
+ * Moves the failing streaks of the webhooks of these outcomes (only rows whose state changes are
+ * written) and disables, with the reason "failing", an enabled one that failed again while its
+ * streak began at or before `failingSince` (failing.ts). Answers the webhooks it disabled.
+ */
+export async function noteOutcomes(
+  q: Queryable,
+  outcomes: { webhookId: string; ok: boolean }[],
+  now: Date,
+  failingSince: Date,
+): Promise<DisabledWebhook[]> {
+  const r = await q.query<DisabledWebhook & { disabled: boolean }>(
+    `WITH o AS (
+       SELECT x.webhook_id, bool_or(x.ok) AS ok FROM jsonb_to_recordset($1::jsonb) AS x(webhook_id text, ok boolean) GROUP BY 1),
+     upd AS (
+       UPDATE webhooks w SET
+         failing_since = CASE WHEN o.ok THEN NULL ELSE coalesce(w.failing_since, $2) END,
+         enabled = w.enabled AND (o.ok OR w.failing_since IS NULL OR w.failing_since > $3),
+         disabled_reason = CASE WHEN NOT o.ok AND w.enabled AND w.failing_since <= $3 THEN 'failing' ELSE w.disabled_reason END,
+         updated_at = CASE WHEN NOT o.ok AND w.enabled AND w.failing_since <= $3 THEN $2 ELSE w.updated_at END
+       FROM o JOIN webhooks before ON before.id = o.webhook_id
+       WHERE w.id = o.webhook_id AND CASE WHEN o.ok THEN w.failing_since IS NOT NULL
+                                          ELSE w.failing_since IS NULL OR (w.enabled AND w.failing_since <= $3) END
+       RETURNING w.id, w.project_id, w.name, coalesce(w.url, array_to_string(w."to", ', '), w.type) AS destination,
+                 (before.enabled AND NOT w.enabled) AS disabled)
+     SELECT id, project_id, name, destination FROM upd WHERE disabled`,
+    [JSON.stringify(outcomes.map((o) => ({ webhook_id: o.webhookId, ok: o.ok }))), now, failingSince],
+  );
+  return r.rows;
+}
+
+/** The email addresses of a project's owners (mail about its webhooks). */
+export async function ownerEmails(q: Queryable, projectId: string): Promise<string[]> {
+  const r = await q.query<{ email: string }>(
+    `SELECT a.email FROM project_members m JOIN accounts a ON a.id = m.account_id
+     WHERE m.project_id = $1 AND m.role = 'owner' ORDER BY a.email LIMIT 10`,
+    [projectId],
+  );
+  return r.rows.map((x) => x.email);
 }
 
 /** Tells every node (this one included) that a project's subscriptions changed. */
@@ -276,6 +362,16 @@ export async function setDeliveriesPaused(q: Queryable, webhookId: string, pause
   }
 }
 
+/** The unfinished recovery job of a webhook, if any (a second request answers it). */
+export async function openRecovery(q: Queryable, projectId: string, webhookId: string): Promise<string | undefined> {
+  const r = await q.query<{ id: string }>(
+    `SELECT id FROM jobs WHERE project_id = $1 AND kind = 'webhook.recover' AND status IN ('pending', 'running')
+       AND params->>'webhookId' = $2 ORDER BY created_at LIMIT 1`,
+    [projectId, webhookId],
+  );
+  return r.rows[0]?.id;
+}
+
 export interface ClaimedDelivery {
   id: string;
   webhook_id: string;
@@ -293,6 +389,8 @@ export interface ClaimedDelivery {
   to: string[] | null;
   routing_key: string | null;
   secret: string | null;
+  previous_secret: string | null;
+  previous_secret_until: Date | null;
 }
 
 /**
@@ -314,7 +412,7 @@ export async function claimDue(
      FROM due JOIN webhooks w ON true
      WHERE d.id = due.id AND w.id = d.webhook_id
      RETURNING d.id, d.webhook_id, d.project_id, d.event_id, d.event_type, ${PAYLOAD_SQL} AS payload, d.created_at, d.attempt_count, d.attempt_limit,
-               d.claim_token, due.due_at, w.type, w.url, w."to", w.routing_key, w.secret`,
+               d.claim_token, due.due_at, ${TARGET_COLS}`,
     [now, max, leaseUntil, token],
   );
   return r.rows;
@@ -322,6 +420,8 @@ export async function claimDue(
 
 export interface Finished {
   id: string;
+  /** The delivery's webhook (its failing streak, failing.ts). */
+  webhookId: string;
   token: string;
   status: DeliveryStatus;
   attempt: AttemptRecord;

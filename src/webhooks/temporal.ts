@@ -7,8 +7,8 @@ import type { Queryable } from "../storage/db.js";
 import { envelope } from "./targets/envelope.js";
 import { nextAttempt, type DeliveryStatus } from "./retry.js";
 import type { AttemptOutcome } from "./targets/target.js";
-import { sendAttempt, type AttemptRecord } from "./sender.js";
-import { PAYLOAD_SQL, type ClaimedDelivery } from "./store.js";
+import { rowTarget, sendAttempt, type AttemptRecord } from "./sender.js";
+import { PAYLOAD_SQL, TARGET_COLS, type ClaimedDelivery } from "./store.js";
 import type { WebhookType } from "./targets/index.js";
 import type { OpenChannels } from "./channels.js";
 
@@ -91,6 +91,8 @@ interface Claimed {
   to: string[] | null;
   routing_key: string | null;
   secret: string | null;
+  previous_secret: string | null;
+  previous_secret_until: Date | null;
 }
 
 /**
@@ -115,7 +117,7 @@ async function claimForAttempt(
         updated_at = $4
      FROM webhooks w, LATERAL (SELECT w.enabled OR NOT $5::boolean AS send) go
      WHERE d.id = $1 AND w.id = d.webhook_id AND ($6::int IS NULL OR d.attempt_count = $6)
-     RETURNING go.send, d.project_id, d.event_id, d.event_type, ${PAYLOAD_SQL} AS payload, d.created_at, d.attempt_count, d.attempt_limit, w.type, w.url, w."to", w.routing_key, w.secret`,
+     RETURNING go.send, d.project_id, d.event_id, d.event_type, ${PAYLOAD_SQL} AS payload, d.created_at, d.attempt_count, d.attempt_limit, ${TARGET_COLS}`,
     [id, token, leaseUntil, now, scheduled, attemptsSoFar],
   );
   return r.rows[0];
@@ -126,6 +128,7 @@ export function createWebhookActivities(
   deps: Pick<Deps, "db" | "clock" | "config">,
   metrics: WebhookMetrics,
   channels: OpenChannels,
+  noteOutcomes: (outcomes: { webhookId: string; ok: boolean }[], now: Date) => Promise<void>,
 ): WebhookActivities & WebhookActivitiesV1 {
   const { db, clock, config } = deps;
   const send = (
@@ -136,6 +139,8 @@ export function createWebhookActivities(
       | "to"
       | "routing_key"
       | "secret"
+      | "previous_secret"
+      | "previous_secret_until"
       | "event_id"
       | "event_type"
       | "created_at"
@@ -145,7 +150,7 @@ export function createWebhookActivities(
     id: string,
   ) =>
     sendAttempt(
-      { type: d.type, url: d.url, to: d.to, routingKey: d.routing_key, secret: d.secret },
+      rowTarget(d),
       envelope({ id, eventType: d.event_type, createdAt: d.created_at, projectId: d.project_id, payload: d.payload }),
       d.event_id,
       { timeoutMs: config.webhooks.timeoutMs, allowPrivate: config.webhooks.allowPrivate, now: clock(), channels },
@@ -194,14 +199,15 @@ export function createWebhookActivities(
       );
       const now = clock();
       const delayMs = next.status === "retrying" ? next.delayMs : null;
-      const r = await db.query(
+      const r = await db.query<{ webhook_id: string }>(
         // Ours while our claim holds. Also when the scheduler took the claim back after its lease (this
         // record waited behind a backlog of workflow tasks, or the database was away) but nothing
         // attempted since (in Temporal mode only this run attempts: attempt_count unchanged): the
         // attempt did go out, so it is recorded instead of being sent a second time.
         `UPDATE webhook_deliveries SET status = $3, attempt_count = attempt_count + 1, attempts = attempts || jsonb_build_array($4::jsonb),
                 planned_at = $5, next_attempt_at = NULL, claim_token = NULL, updated_at = $6
-         WHERE id = $1 AND (claim_token = $2 OR (attempt_count = $7 AND status IN ('pending', 'retrying')))`,
+         WHERE id = $1 AND (claim_token = $2 OR (attempt_count = $7 AND status IN ('pending', 'retrying')))
+         RETURNING webhook_id`,
         [
           deliveryId,
           sent.token,
@@ -212,8 +218,9 @@ export function createWebhookActivities(
           sent.attempts - 1,
         ],
       );
-      if (r.rowCount) {
+      if (r.rows[0]) {
         metrics.attempts.inc({ outcome: next.status === "retrying" ? "failed" : next.status });
+        await noteOutcomes([{ webhookId: r.rows[0].webhook_id, ok: sent.outcome.ok }], now);
         return { status: next.status, delayMs };
       }
       // Recorded already (this local activity ran again after a crash), or the claim was taken over:
@@ -238,7 +245,7 @@ export function createWebhookActivities(
 
     async sendWebhookAttempt(deliveryId) {
       const r0 = await db.query<Claimed>(
-        `SELECT true AS send, d.project_id, d.event_id, d.event_type, ${PAYLOAD_SQL} AS payload, d.created_at, d.attempt_count, d.attempt_limit, w.type, w.url, w."to", w.routing_key, w.secret
+        `SELECT true AS send, d.project_id, d.event_id, d.event_type, ${PAYLOAD_SQL} AS payload, d.created_at, d.attempt_count, d.attempt_limit, ${TARGET_COLS}
          FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.id = $1`,
         [deliveryId],
       );

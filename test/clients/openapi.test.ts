@@ -308,6 +308,7 @@ describe("every operation against the document", () => {
     assert.ok(types.data.some((x: { type: string }) => x.type === "mattermost"));
     await ok("GetWebhook", { params: { webhookId } });
     await ok("UpdateWebhook", { params: { webhookId }, body: { name: "Paid orders" } });
+    await ok("RotateWebhookSecret", { params: { webhookId }, body: { overlapSeconds: 60 } });
     const test = await ok("TestWebhook", { params: { webhookId }, body: { data: { hello: "world" } } });
     await waitFor(async () => {
       const r = await call("ListDeliveries", { params: { webhookId } });
@@ -319,6 +320,11 @@ describe("every operation against the document", () => {
     await ok("ListDeliveries", { params: { webhookId }, query: { limit: "10" } });
     await ok("GetDelivery", { params: { webhookId, deliveryId: test.data.id } });
     await ok("RetryDelivery", { params: { webhookId, deliveryId: test.data.id } });
+    const recovery = await ok("RecoverDeliveries", {
+      params: { webhookId },
+      body: { since: "2026-01-01T00:00:00Z" },
+    });
+    assert.equal(recovery.data.kind, "webhook.recover");
     await ok("DeleteWebhook", { params: { webhookId } });
   });
 

@@ -8,7 +8,12 @@ import { useReceiver, waitFor } from "../webhooks/receiver.js";
 // verifyWebhook against a real Vigil webhook delivery (the event tracked through the SDK, delivered
 // to a real local receiver), then against every way a forged, replayed or damaged delivery fails.
 
-const { t, p } = useProject({ WEBHOOK_ALLOW_PRIVATE: "true", WEBHOOK_BACKOFF_BASE_MS: "50" });
+/** Moved forward by the rotation test (its last case) to end an overlap without waiting for it. */
+let skewMs = 0;
+const { t, p } = useProject(
+  { WEBHOOK_ALLOW_PRIVATE: "true", WEBHOOK_BACKOFF_BASE_MS: "50" },
+  { clock: () => new Date(Date.now() + skewMs) },
+);
 const rx = useReceiver();
 
 function sign(secret: string, t: number, body: string | Buffer): string {
@@ -120,5 +125,65 @@ describe("verifyWebhook", () => {
       reason("invalid_json"),
     );
     await assert.rejects(verifyWebhook(body, { "x-vigil-signature": header }, ""), TypeError);
+  });
+
+  // Last: it moves the server's clock two days on.
+  it("secret rotation: both secrets verify during the overlap, only the new one after it", async () => {
+    const owner = { cookie: p.owner.cookie };
+    const base = `/v1/projects/${p.projectId}/webhooks`;
+    const url = rx.on("/rotated", () => ({ status: 200, body: "ok" }));
+    const w = await t.rest.post(base, { name: "rotated", url, events: ["x"] }, owner);
+    assert.equal(w.status, 201, w.text);
+    const old: string = w.body.data.secret;
+    /** A test delivery as received, and the header's t (the server's clock may be skewed). */
+    const deliver = async () => {
+      const n = rx.at("/rotated").length;
+      assert.equal((await t.rest.post(`${base}/${w.body.data.id}/test`, {}, owner)).status, 202);
+      const req = (await waitFor(() => rx.at("/rotated")[n], "the test delivery"))!;
+      const header = String(req.headers["x-vigil-signature"]);
+      return { req, header, nowSeconds: Number(/^t=(\d+)/.exec(header)![1]) };
+    };
+
+    const rot = await t.rest.post(`${base}/${w.body.data.id}/rotate-secret`, {}, owner);
+    assert.equal(rot.status, 200, rot.text);
+    const fresh: string = rot.body.data.secret;
+    assert.match(fresh, /^whsec_/);
+    assert.notEqual(fresh, old);
+    assert.equal(rot.body.data.id, w.body.data.id);
+    const g = await t.rest.get(`${base}/${w.body.data.id}`, owner);
+    assert.ok(!g.text.includes("whsec_"), "the secret is shown once");
+
+    // During the overlap (default a day): t=...,v1=<new>,v1=<old>; the SDK accepts either secret.
+    const during = await deliver();
+    assert.match(during.header, /^t=\d+,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
+    for (const secret of [fresh, old])
+      assert.equal((await verifyWebhook(during.req.raw, during.req.headers, secret, during)).type, "webhook.test");
+    await assert.rejects(verifyWebhook(during.req.raw, during.req.headers, "whsec_other", during), reason("signature"));
+
+    // A day and a second later the old secret no longer signs.
+    skewMs = 86_401_000;
+    const after = await deliver();
+    assert.match(after.header, /^t=\d+,v1=[0-9a-f]{64}$/);
+    assert.equal((await verifyWebhook(after.req.raw, after.req.headers, fresh, after)).type, "webhook.test");
+    await assert.rejects(verifyWebhook(after.req.raw, after.req.headers, old, after), reason("signature"));
+
+    // overlapSeconds 0: the replaced secret stops at once.
+    const now = await t.rest.post(`${base}/${w.body.data.id}/rotate-secret`, { overlapSeconds: 0 }, owner);
+    assert.equal(now.status, 200, now.text);
+    const third = await deliver();
+    assert.match(third.header, /^t=\d+,v1=[0-9a-f]{64}$/);
+    assert.ok(await verifyWebhook(third.req.raw, third.req.headers, now.body.data.secret, third));
+    await assert.rejects(verifyWebhook(third.req.raw, third.req.headers, fresh, third), reason("signature"));
+
+    // Bounds, and types without a secret.
+    for (const overlapSeconds of [-1, 604_801, 1.5]) {
+      const bad = await t.rest.post(`${base}/${w.body.data.id}/rotate-secret`, { overlapSeconds }, owner);
+      assert.equal(bad.status, 400, bad.text);
+      assert.equal(bad.body.error.details[0].field, "overlapSeconds");
+    }
+    const discord = await t.rest.post(base, { type: "discord", url: rx.on("/d", () => ({})), events: ["x"] }, owner);
+    const refused = await t.rest.post(`${base}/${discord.body.data.id}/rotate-secret`, {}, owner);
+    assert.equal(refused.status, 400, refused.text);
+    assert.equal(refused.body.error.details[0].field, "type");
   });
 });

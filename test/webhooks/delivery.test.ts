@@ -244,4 +244,61 @@ describe("http deliveries", () => {
     assert.equal(e.status, 400);
     errorBody(e);
   });
+
+  it("recover: a job attempts again the abandoned deliveries created since a time, once each", async () => {
+    let healthy = false;
+    const w = await hook("/recover", ["recover.me"], () => (healthy ? { status: 200 } : { status: 503 }));
+    const base = `/v1/projects/${p.projectId}/webhooks/${w.id}`;
+    const abandoned = async (n: number) =>
+      waitFor(async () => {
+        const x = (await deliveries(w.id, "?status=abandoned")).data;
+        return x.length === n ? x : undefined;
+      }, `${n} abandoned`);
+    await track("recover.me", { n: 0 });
+    const [before] = await abandoned(1);
+    const since = new Date(Date.parse(before.createdAt) + 1).toISOString();
+    await track("recover.me", { n: 1 });
+    await track("recover.me", { n: 2 });
+    await abandoned(3);
+
+    healthy = true;
+    const r = await t.rest.post(`${base}/recover`, { since }, owner());
+    assert.equal(r.status, 202, r.text);
+    assert.equal(r.body.data.kind, "webhook.recover");
+    // Asked again while it runs: the same job (or, when it has already finished, one with nothing left).
+    const again = await t.rest.post(`${base}/recover`, { since }, owner());
+    assert.equal(again.status, 202, again.text);
+    const job = async (id: string) => (await t.rest.get(`/v1/projects/${p.projectId}/jobs/${id}`, owner())).body.data;
+    const first = await waitFor(async () => {
+      const j = await job(r.body.data.jobId);
+      return j.status === "succeeded" ? j : undefined;
+    }, "the recovery job");
+    assert.equal(first.eventsDeleted, 2, "the job counts the deliveries it re-queued");
+    if (again.body.data.jobId !== r.body.data.jobId) assert.equal((await job(again.body.data.jobId)).eventsDeleted, 0);
+
+    const done = await waitFor(async () => {
+      const x = (await deliveries(w.id, "?status=succeeded")).data;
+      return x.length === 2 ? x : undefined;
+    }, "the two recovered deliveries succeeded");
+    for (const d of done) assert.equal(d.attempts.length, MAX_ATTEMPTS + 1, "one more attempt each");
+    const left = (await deliveries(w.id, "?status=abandoned")).data;
+    assert.deepEqual(
+      left.map((d: { id: string }) => d.id),
+      [before.id],
+      "the one created before `since` stays abandoned",
+    );
+    assert.equal(rx.at("/recover").length, 3 * MAX_ATTEMPTS + 2);
+
+    for (const [body, field] of [
+      [{}, "since"],
+      [{ since: "yesterday" }, "since"],
+      [{ since, until: since }, "until"],
+    ] as const) {
+      const bad = await t.rest.post(`${base}/recover`, body, owner());
+      assert.equal(bad.status, 400, bad.text);
+      assert.equal(bad.body.error.details[0].field, field, bad.text);
+    }
+    const gone = await t.rest.post(`/v1/projects/${p.projectId}/webhooks/wh_unknown/recover`, { since }, owner());
+    assert.equal(gone.status, 404, gone.text);
+  });
 });

@@ -9,7 +9,7 @@ import { startTestApp } from "../helpers/app.js";
 import { errorBody, project } from "../helpers/fixtures.js";
 import { useSmtpServer } from "../helpers/smtp.js";
 import { useProject } from "../helpers/use.js";
-import { waitFor } from "./receiver.js";
+import { useReceiver, waitFor } from "./receiver.js";
 
 // `email` webhooks (decisions.md "Notification channels"; docs/webhooks.md "Email"), against a real
 // SMTP server process on loopback (aiosmtpd, test/helpers/smtp.ts) that requires a login: the
@@ -31,6 +31,8 @@ const USER = "vigil-mailer";
 const PASSWORD = "pa$$:w/rd@smtp-31337";
 const smtp = useSmtpServer({ user: USER, password: PASSWORD });
 const logLines: string[] = [];
+/** Moved forward by the last case (a webhook failing for days) instead of waiting for days. */
+let skewMs = 0;
 const { t, p } = useProject(
   async () => ({
     WEBHOOK_ALLOW_PRIVATE: "true",
@@ -40,8 +42,12 @@ const { t, p } = useProject(
     MAIL_FROM: "Vigil Alerts <alerts@vigil.test>",
     PUBLIC_URL: "https://vigil.example.com/",
   }),
-  { log: pino({ level: "debug" }, { write: (l: string) => void logLines.push(l) }) },
+  {
+    log: pino({ level: "debug" }, { write: (l: string) => void logLines.push(l) }),
+    clock: () => new Date(Date.now() + skewMs),
+  },
 );
+const rx = useReceiver();
 
 /** Bound of a wait for a delivery: generous, for a loaded machine running Temporal (no speed is asserted). */
 const WAIT_MS = 30_000;
@@ -276,5 +282,80 @@ describe("email webhooks: deliveries", () => {
       assert.ok(!text.includes(PASSWORD), `password in: ${text.slice(0, 300)}`);
       assert.ok(!text.includes(encodeURIComponent(PASSWORD)), `encoded password in: ${text.slice(0, 300)}`);
     }
+  });
+});
+
+// Last: it moves the server's clock on by days.
+describe("a webhook that fails for days (WEBHOOK_DISABLE_AFTER_DAYS, default 5)", () => {
+  it("is disabled with the reason failing, its owners are mailed, and enabling it again works", async () => {
+    const server = await smtp();
+    let up = false;
+    const url = rx.on("/down", () => (up ? { status: 200, body: "ok" } : { status: 503, body: "down" }));
+    const c = await t.rest.post(base(), { name: "Orders <hook>", url, events: ["order.paid"] }, owner());
+    assert.equal(c.status, 201, c.text);
+    const id: string = c.body.data.id;
+    const get = async () => (await t.rest.get(`${base()}/${id}`, owner())).body.data;
+    /** A test delivery and its first attempt (sent even while disabled). */
+    const attempt = async () => {
+      const d = await t.rest.post(`${base()}/${id}/test`, {}, owner());
+      assert.equal(d.status, 202, d.text);
+      return waitFor(
+        async () =>
+          (await deliveries(id)).find(
+            (x: { id: string; attempts: unknown[] }) => x.id === d.body.data.id && x.attempts.length,
+          ),
+        "the test delivery's attempt",
+        WAIT_MS,
+      );
+    };
+
+    // Failing, but for less than five days: still enabled.
+    await attempt();
+    skewMs = 4 * 86_400_000;
+    await attempt();
+    assert.equal((await get()).enabled, true);
+    assert.equal((await get()).disabledReason, null);
+
+    // Still failing five days after the first failure: disabled, with the reason.
+    skewMs = 5 * 86_400_000 + 60_000;
+    await attempt();
+    const w = await waitFor(async () => {
+      const x = await get();
+      return x.enabled ? undefined : x;
+    }, "the webhook disabled");
+    assert.equal(w.disabledReason, "failing");
+    const listed = (await t.rest.get(base(), owner())).body.data.find((x: { id: string }) => x.id === id);
+    assert.equal(listed.disabledReason, "failing");
+
+    // The owner's mail: why, what it means, and the link to the webhook.
+    const mail = await waitFor(
+      () => server.messages.find((m) => m.rcptTos.includes(p.owner.email) && m.headers["x-vigil-webhook-id"] === id),
+      "the owners' mail",
+      WAIT_MS,
+    );
+    assert.match(mail.headers.subject, /Webhook "Orders <hook>" disabled: failing for 5 days/);
+    assert.match(mail.text!, /Every delivery of the webhook "Orders <hook>" has failed for 5 days/);
+    assert.ok(mail.text!.includes(`https://vigil.example.com/projects/${p.projectId}/webhooks/${id}`), mail.text!);
+    assert.ok(mail.html!.includes("Orders &lt;hook&gt;"), mail.html!);
+    assert.ok(mail.text!.includes(url), "names the destination");
+
+    // Enabling it again clears the reason and the streak: one more failure does not disable it.
+    const on = await t.rest.patch(`${base()}/${id}`, { enabled: true }, owner());
+    assert.equal(on.status, 200, on.text);
+    assert.equal(on.body.data.enabled, true);
+    assert.equal(on.body.data.disabledReason, null);
+    skewMs += 86_400_000;
+    await attempt();
+    assert.equal((await get()).enabled, true);
+    // A success ends the streak too: failures starting later count from then.
+    up = true;
+    await attempt();
+    up = false;
+    skewMs += 5 * 86_400_000;
+    await attempt();
+    const after = await get();
+    assert.equal(after.enabled, true);
+    assert.equal(after.disabledReason, null);
+    assert.equal(server.messages.filter((m) => m.headers["x-vigil-webhook-id"] === id).length, 1);
   });
 });

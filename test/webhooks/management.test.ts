@@ -29,6 +29,8 @@ describe("webhook management", () => {
     const w = c.body.data;
     assert.deepEqual(Object.keys(w).sort(), [
       "createdAt",
+      // Why the server disabled it ("failing"); null here.
+      "disabledReason",
       "enabled",
       "events",
       "id",

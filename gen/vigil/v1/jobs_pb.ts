@@ -30,7 +30,7 @@ export type Job = Message<"vigil.v1.Job"> & {
   status: string;
 
   /**
-   * What the job does: `user.delete`.
+   * What the job does: `user.delete`, `webhook.recover`.
    *
    * @generated from field: string kind = 3;
    */

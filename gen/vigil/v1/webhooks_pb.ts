@@ -6,6 +6,8 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
+import type { Job } from "./jobs_pb.js";
+import { file_vigil_v1_jobs } from "./jobs_pb.js";
 import { file_vigil_v1_options } from "./options_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -13,7 +15,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file vigil/v1/webhooks.proto.
  */
 export const file_vigil_v1_webhooks: GenFile = /*@__PURE__*/
-  fileDesc("Chd2aWdpbC92MS93ZWJob29rcy5wcm90bxIIdmlnaWwudjEiygEKB1dlYmhvb2sSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIMCgR0eXBlGAMgASgJEhAKA3VybBgEIAEoCUgAiAEBEg4KBmV2ZW50cxgFIAMoCRIPCgdlbmFibGVkGAYgASgIEhIKCmNyZWF0ZWRfYXQYByABKAkSEgoKdXBkYXRlZF9hdBgIIAEoCRIKCgJ0bxgJIAMoCRIYCgtyb3V0aW5nX2tleRgKIAEoCUgBiAEBQgYKBF91cmxCDgoMX3JvdXRpbmdfa2V5IvQBChFXZWJob29rV2l0aFNlY3JldBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEgwKBHR5cGUYAyABKAkSEAoDdXJsGAQgASgJSACIAQESDgoGZXZlbnRzGAUgAygJEg8KB2VuYWJsZWQYBiABKAgSEgoKY3JlYXRlZF9hdBgHIAEoCRISCgp1cGRhdGVkX2F0GAggASgJEhMKBnNlY3JldBgJIAEoCUgBiAEBEgoKAnRvGAogAygJEhgKC3JvdXRpbmdfa2V5GAsgASgJSAKIAQFCBgoEX3VybEIJCgdfc2VjcmV0Qg4KDF9yb3V0aW5nX2tleSLkAQoUQ3JlYXRlV2ViaG9va1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIRCgRuYW1lGAIgASgJSACIAQESEQoEdHlwZRgDIAEoCUgBiAEBEhAKA3VybBgEIAEoCUgCiAEBEg4KBmV2ZW50cxgFIAMoCRIUCgdlbmFibGVkGAYgASgISAOIAQESCgoCdG8YByADKAkSGAoLcm91dGluZ19rZXkYCCABKAlIBIgBAUIHCgVfbmFtZUIHCgVfdHlwZUIGCgRfdXJsQgoKCF9lbmFibGVkQg4KDF9yb3V0aW5nX2tleSJCChVDcmVhdGVXZWJob29rUmVzcG9uc2USKQoEZGF0YRgBIAEoCzIbLnZpZ2lsLnYxLldlYmhvb2tXaXRoU2VjcmV0IikKE0xpc3RXZWJob29rc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCSI3ChRMaXN0V2ViaG9va3NSZXNwb25zZRIfCgRkYXRhGAEgAygLMhEudmlnaWwudjEuV2ViaG9vayI7ChFHZXRXZWJob29rUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkiNQoSR2V0V2ViaG9va1Jlc3BvbnNlEh8KBGRhdGEYASABKAsyES52aWdpbC52MS5XZWJob29rIooCChRVcGRhdGVXZWJob29rUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkSEQoEbmFtZRgDIAEoCUgAiAEBEhAKA3VybBgEIAEoCUgBiAEBEg4KBmV2ZW50cxgFIAMoCRIUCgdlbmFibGVkGAYgASgISAKIAQESGgoNcm90YXRlX3NlY3JldBgHIAEoCEgDiAEBEgoKAnRvGAggAygJEhgKC3JvdXRpbmdfa2V5GAkgASgJSASIAQFCBwoFX25hbWVCBgoEX3VybEIKCghfZW5hYmxlZEIQCg5fcm90YXRlX3NlY3JldEIOCgxfcm91dGluZ19rZXkiQgoVVXBkYXRlV2ViaG9va1Jlc3BvbnNlEikKBGRhdGEYASABKAsyGy52aWdpbC52MS5XZWJob29rV2l0aFNlY3JldCI+ChREZWxldGVXZWJob29rUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkiFwoVRGVsZXRlV2ViaG9va1Jlc3BvbnNlIqgBCg9EZWxpdmVyeUF0dGVtcHQSCgoCYXQYASABKAkSGAoLc3RhdHVzX2NvZGUYAiABKAVIAIgBARITCgtkdXJhdGlvbl9tcxgDIAEoBRISCgVlcnJvchgEIAEoCUgBiAEBEhoKDXJlc3BvbnNlX2JvZHkYBSABKAlIAogBAUIOCgxfc3RhdHVzX2NvZGVCCAoGX2Vycm9yQhAKDl9yZXNwb25zZV9ib2R5Ir8BCghEZWxpdmVyeRIKCgJpZBgBIAEoCRIQCghldmVudF9pZBgCIAEoCRISCgpldmVudF90eXBlGAMgASgJEg4KBnN0YXR1cxgEIAEoCRIrCghhdHRlbXB0cxgFIAMoCzIZLnZpZ2lsLnYxLkRlbGl2ZXJ5QXR0ZW1wdBIcCg9uZXh0X2F0dGVtcHRfYXQYBiABKAlIAIgBARISCgpjcmVhdGVkX2F0GAcgASgJQhIKEF9uZXh0X2F0dGVtcHRfYXQinQEKFUxpc3REZWxpdmVyaWVzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkSEgoFbGltaXQYAyABKAVIAIgBARITCgZzdGF0dXMYBCABKAlIAYgBARITCgZjdXJzb3IYBSABKAlIAogBAUIICgZfbGltaXRCCQoHX3N0YXR1c0IJCgdfY3Vyc29yIlIKFERlbGl2ZXJpZXNQYWdpbmF0aW9uEhgKC25leHRfY3Vyc29yGAEgASgJSACIAQESEAoIaGFzX21vcmUYAiABKAhCDgoMX25leHRfY3Vyc29yIm4KFkxpc3REZWxpdmVyaWVzUmVzcG9uc2USIAoEZGF0YRgBIAMoCzISLnZpZ2lsLnYxLkRlbGl2ZXJ5EjIKCnBhZ2luYXRpb24YAiABKAsyHi52aWdpbC52MS5EZWxpdmVyaWVzUGFnaW5hdGlvbiJRChJHZXREZWxpdmVyeVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgp3ZWJob29rX2lkGAIgASgJEhMKC2RlbGl2ZXJ5X2lkGAMgASgJIjcKE0dldERlbGl2ZXJ5UmVzcG9uc2USIAoEZGF0YRgBIAEoCzISLnZpZ2lsLnYxLkRlbGl2ZXJ5IlMKFFJldHJ5RGVsaXZlcnlSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKd2ViaG9va19pZBgCIAEoCRITCgtkZWxpdmVyeV9pZBgDIAEoCSI5ChVSZXRyeURlbGl2ZXJ5UmVzcG9uc2USIAoEZGF0YRgBIAEoCzISLnZpZ2lsLnYxLkRlbGl2ZXJ5InEKElRlc3RXZWJob29rUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkSKgoEZGF0YRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIAIgBAUIHCgVfZGF0YSI3ChNUZXN0V2ViaG9va1Jlc3BvbnNlEiAKBGRhdGEYASABKAsyEi52aWdpbC52MS5EZWxpdmVyeSIZChdMaXN0V2ViaG9va1R5cGVzUmVxdWVzdCJPCgtXZWJob29rVHlwZRIMCgR0eXBlGAEgASgJEg4KBnNpZ25lZBgCIAEoCBIPCgdhZGRyZXNzGAMgASgJEhEKCWF2YWlsYWJsZRgEIAEoCCI/ChhMaXN0V2ViaG9va1R5cGVzUmVzcG9uc2USIwoEZGF0YRgBIAMoCzIVLnZpZ2lsLnYxLldlYmhvb2tUeXBlMqoLCg5XZWJob29rU2VydmljZRKEAQoNQ3JlYXRlV2ViaG9vaxIeLnZpZ2lsLnYxLkNyZWF0ZVdlYmhvb2tSZXF1ZXN0Gh8udmlnaWwudjEuQ3JlYXRlV2ViaG9va1Jlc3BvbnNlIjLI8xjJAYLT5JMCJzoBKiIiL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS93ZWJob29rcxJ5CgxMaXN0V2ViaG9va3MSHS52aWdpbC52MS5MaXN0V2ViaG9va3NSZXF1ZXN0Gh4udmlnaWwudjEuTGlzdFdlYmhvb2tzUmVzcG9uc2UiKoLT5JMCJBIiL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS93ZWJob29rcxKAAQoKR2V0V2ViaG9vaxIbLnZpZ2lsLnYxLkdldFdlYmhvb2tSZXF1ZXN0GhwudmlnaWwudjEuR2V0V2ViaG9va1Jlc3BvbnNlIjeC0+STAjESLy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vd2ViaG9va3Mve3dlYmhvb2tfaWR9EowBCg1VcGRhdGVXZWJob29rEh4udmlnaWwudjEuVXBkYXRlV2ViaG9va1JlcXVlc3QaHy52aWdpbC52MS5VcGRhdGVXZWJob29rUmVzcG9uc2UiOoLT5JMCNDoBKjIvL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS93ZWJob29rcy97d2ViaG9va19pZH0SjgEKDURlbGV0ZVdlYmhvb2sSHi52aWdpbC52MS5EZWxldGVXZWJob29rUmVxdWVzdBofLnZpZ2lsLnYxLkRlbGV0ZVdlYmhvb2tSZXNwb25zZSI8yPMYzAGC0+STAjEqLy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vd2ViaG9va3Mve3dlYmhvb2tfaWR9EpcBCg5MaXN0RGVsaXZlcmllcxIfLnZpZ2lsLnYxLkxpc3REZWxpdmVyaWVzUmVxdWVzdBogLnZpZ2lsLnYxLkxpc3REZWxpdmVyaWVzUmVzcG9uc2UiQoLT5JMCPBI6L3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS93ZWJob29rcy97d2ViaG9va19pZH0vZGVsaXZlcmllcxKcAQoLR2V0RGVsaXZlcnkSHC52aWdpbC52MS5HZXREZWxpdmVyeVJlcXVlc3QaHS52aWdpbC52MS5HZXREZWxpdmVyeVJlc3BvbnNlIlCC0+STAkoSSC92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vd2ViaG9va3Mve3dlYmhvb2tfaWR9L2RlbGl2ZXJpZXMve2RlbGl2ZXJ5X2lkfRKwAQoNUmV0cnlEZWxpdmVyeRIeLnZpZ2lsLnYxLlJldHJ5RGVsaXZlcnlSZXF1ZXN0Gh8udmlnaWwudjEuUmV0cnlEZWxpdmVyeVJlc3BvbnNlIl7I8xjKAYLT5JMCUzoBKiJOL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS93ZWJob29rcy97d2ViaG9va19pZH0vZGVsaXZlcmllcy97ZGVsaXZlcnlfaWR9L3JldHJ5EpABCgtUZXN0V2ViaG9vaxIcLnZpZ2lsLnYxLlRlc3RXZWJob29rUmVxdWVzdBodLnZpZ2lsLnYxLlRlc3RXZWJob29rUmVzcG9uc2UiRMjzGMoBgtPkkwI5OgEqIjQvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L3dlYmhvb2tzL3t3ZWJob29rX2lkfS90ZXN0EnQKEExpc3RXZWJob29rVHlwZXMSIS52aWdpbC52MS5MaXN0V2ViaG9va1R5cGVzUmVxdWVzdBoiLnZpZ2lsLnYxLkxpc3RXZWJob29rVHlwZXNSZXNwb25zZSIZgtPkkwITEhEvdjEvd2ViaG9vay10eXBlc2IGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_struct, file_vigil_v1_options]);
+  fileDesc("Chd2aWdpbC92MS93ZWJob29rcy5wcm90bxIIdmlnaWwudjEi/AEKB1dlYmhvb2sSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIMCgR0eXBlGAMgASgJEhAKA3VybBgEIAEoCUgAiAEBEg4KBmV2ZW50cxgFIAMoCRIPCgdlbmFibGVkGAYgASgIEhIKCmNyZWF0ZWRfYXQYByABKAkSEgoKdXBkYXRlZF9hdBgIIAEoCRIKCgJ0bxgJIAMoCRIYCgtyb3V0aW5nX2tleRgKIAEoCUgBiAEBEhwKD2Rpc2FibGVkX3JlYXNvbhgLIAEoCUgCiAEBQgYKBF91cmxCDgoMX3JvdXRpbmdfa2V5QhIKEF9kaXNhYmxlZF9yZWFzb24ipgIKEVdlYmhvb2tXaXRoU2VjcmV0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSDAoEdHlwZRgDIAEoCRIQCgN1cmwYBCABKAlIAIgBARIOCgZldmVudHMYBSADKAkSDwoHZW5hYmxlZBgGIAEoCBISCgpjcmVhdGVkX2F0GAcgASgJEhIKCnVwZGF0ZWRfYXQYCCABKAkSEwoGc2VjcmV0GAkgASgJSAGIAQESCgoCdG8YCiADKAkSGAoLcm91dGluZ19rZXkYCyABKAlIAogBARIcCg9kaXNhYmxlZF9yZWFzb24YDCABKAlIA4gBAUIGCgRfdXJsQgkKB19zZWNyZXRCDgoMX3JvdXRpbmdfa2V5QhIKEF9kaXNhYmxlZF9yZWFzb24i5AEKFENyZWF0ZVdlYmhvb2tSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEQoEbmFtZRgCIAEoCUgAiAEBEhEKBHR5cGUYAyABKAlIAYgBARIQCgN1cmwYBCABKAlIAogBARIOCgZldmVudHMYBSADKAkSFAoHZW5hYmxlZBgGIAEoCEgDiAEBEgoKAnRvGAcgAygJEhgKC3JvdXRpbmdfa2V5GAggASgJSASIAQFCBwoFX25hbWVCBwoFX3R5cGVCBgoEX3VybEIKCghfZW5hYmxlZEIOCgxfcm91dGluZ19rZXkiQgoVQ3JlYXRlV2ViaG9va1Jlc3BvbnNlEikKBGRhdGEYASABKAsyGy52aWdpbC52MS5XZWJob29rV2l0aFNlY3JldCIpChNMaXN0V2ViaG9va3NSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkiNwoUTGlzdFdlYmhvb2tzUmVzcG9uc2USHwoEZGF0YRgBIAMoCzIRLnZpZ2lsLnYxLldlYmhvb2siOwoRR2V0V2ViaG9va1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgp3ZWJob29rX2lkGAIgASgJIjUKEkdldFdlYmhvb2tSZXNwb25zZRIfCgRkYXRhGAEgASgLMhEudmlnaWwudjEuV2ViaG9vayKKAgoUVXBkYXRlV2ViaG9va1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgp3ZWJob29rX2lkGAIgASgJEhEKBG5hbWUYAyABKAlIAIgBARIQCgN1cmwYBCABKAlIAYgBARIOCgZldmVudHMYBSADKAkSFAoHZW5hYmxlZBgGIAEoCEgCiAEBEhoKDXJvdGF0ZV9zZWNyZXQYByABKAhIA4gBARIKCgJ0bxgIIAMoCRIYCgtyb3V0aW5nX2tleRgJIAEoCUgEiAEBQgcKBV9uYW1lQgYKBF91cmxCCgoIX2VuYWJsZWRCEAoOX3JvdGF0ZV9zZWNyZXRCDgoMX3JvdXRpbmdfa2V5IkIKFVVwZGF0ZVdlYmhvb2tSZXNwb25zZRIpCgRkYXRhGAEgASgLMhsudmlnaWwudjEuV2ViaG9va1dpdGhTZWNyZXQidgoaUm90YXRlV2ViaG9va1NlY3JldFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgp3ZWJob29rX2lkGAIgASgJEhwKD292ZXJsYXBfc2Vjb25kcxgDIAEoBUgAiAEBQhIKEF9vdmVybGFwX3NlY29uZHMiSAobUm90YXRlV2ViaG9va1NlY3JldFJlc3BvbnNlEikKBGRhdGEYASABKAsyGy52aWdpbC52MS5XZWJob29rV2l0aFNlY3JldCJvChhSZWNvdmVyRGVsaXZlcmllc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgp3ZWJob29rX2lkGAIgASgJEg0KBXNpbmNlGAMgASgJEhIKBXVudGlsGAQgASgJSACIAQFCCAoGX3VudGlsIjgKGVJlY292ZXJEZWxpdmVyaWVzUmVzcG9uc2USGwoEZGF0YRgBIAEoCzINLnZpZ2lsLnYxLkpvYiI+ChREZWxldGVXZWJob29rUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkiFwoVRGVsZXRlV2ViaG9va1Jlc3BvbnNlIqgBCg9EZWxpdmVyeUF0dGVtcHQSCgoCYXQYASABKAkSGAoLc3RhdHVzX2NvZGUYAiABKAVIAIgBARITCgtkdXJhdGlvbl9tcxgDIAEoBRISCgVlcnJvchgEIAEoCUgBiAEBEhoKDXJlc3BvbnNlX2JvZHkYBSABKAlIAogBAUIOCgxfc3RhdHVzX2NvZGVCCAoGX2Vycm9yQhAKDl9yZXNwb25zZV9ib2R5Ir8BCghEZWxpdmVyeRIKCgJpZBgBIAEoCRIQCghldmVudF9pZBgCIAEoCRISCgpldmVudF90eXBlGAMgASgJEg4KBnN0YXR1cxgEIAEoCRIrCghhdHRlbXB0cxgFIAMoCzIZLnZpZ2lsLnYxLkRlbGl2ZXJ5QXR0ZW1wdBIcCg9uZXh0X2F0dGVtcHRfYXQYBiABKAlIAIgBARISCgpjcmVhdGVkX2F0GAcgASgJQhIKEF9uZXh0X2F0dGVtcHRfYXQinQEKFUxpc3REZWxpdmVyaWVzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkSEgoFbGltaXQYAyABKAVIAIgBARITCgZzdGF0dXMYBCABKAlIAYgBARITCgZjdXJzb3IYBSABKAlIAogBAUIICgZfbGltaXRCCQoHX3N0YXR1c0IJCgdfY3Vyc29yIlIKFERlbGl2ZXJpZXNQYWdpbmF0aW9uEhgKC25leHRfY3Vyc29yGAEgASgJSACIAQESEAoIaGFzX21vcmUYAiABKAhCDgoMX25leHRfY3Vyc29yIm4KFkxpc3REZWxpdmVyaWVzUmVzcG9uc2USIAoEZGF0YRgBIAMoCzISLnZpZ2lsLnYxLkRlbGl2ZXJ5EjIKCnBhZ2luYXRpb24YAiABKAsyHi52aWdpbC52MS5EZWxpdmVyaWVzUGFnaW5hdGlvbiJRChJHZXREZWxpdmVyeVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRISCgp3ZWJob29rX2lkGAIgASgJEhMKC2RlbGl2ZXJ5X2lkGAMgASgJIjcKE0dldERlbGl2ZXJ5UmVzcG9uc2USIAoEZGF0YRgBIAEoCzISLnZpZ2lsLnYxLkRlbGl2ZXJ5IlMKFFJldHJ5RGVsaXZlcnlSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSEgoKd2ViaG9va19pZBgCIAEoCRITCgtkZWxpdmVyeV9pZBgDIAEoCSI5ChVSZXRyeURlbGl2ZXJ5UmVzcG9uc2USIAoEZGF0YRgBIAEoCzISLnZpZ2lsLnYxLkRlbGl2ZXJ5InEKElRlc3RXZWJob29rUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEhIKCndlYmhvb2tfaWQYAiABKAkSKgoEZGF0YRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIAIgBAUIHCgVfZGF0YSI3ChNUZXN0V2ViaG9va1Jlc3BvbnNlEiAKBGRhdGEYASABKAsyEi52aWdpbC52MS5EZWxpdmVyeSIZChdMaXN0V2ViaG9va1R5cGVzUmVxdWVzdCJPCgtXZWJob29rVHlwZRIMCgR0eXBlGAEgASgJEg4KBnNpZ25lZBgCIAEoCBIPCgdhZGRyZXNzGAMgASgJEhEKCWF2YWlsYWJsZRgEIAEoCCI/ChhMaXN0V2ViaG9va1R5cGVzUmVzcG9uc2USIwoEZGF0YRgBIAMoCzIVLnZpZ2lsLnYxLldlYmhvb2tUeXBlMoEOCg5XZWJob29rU2VydmljZRKEAQoNQ3JlYXRlV2ViaG9vaxIeLnZpZ2lsLnYxLkNyZWF0ZVdlYmhvb2tSZXF1ZXN0Gh8udmlnaWwudjEuQ3JlYXRlV2ViaG9va1Jlc3BvbnNlIjLI8xjJAYLT5JMCJzoBKiIiL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS93ZWJob29rcxJ5CgxMaXN0V2ViaG9va3MSHS52aWdpbC52MS5MaXN0V2ViaG9va3NSZXF1ZXN0Gh4udmlnaWwudjEuTGlzdFdlYmhvb2tzUmVzcG9uc2UiKoLT5JMCJBIiL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS93ZWJob29rcxKAAQoKR2V0V2ViaG9vaxIbLnZpZ2lsLnYxLkdldFdlYmhvb2tSZXF1ZXN0GhwudmlnaWwudjEuR2V0V2ViaG9va1Jlc3BvbnNlIjeC0+STAjESLy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vd2ViaG9va3Mve3dlYmhvb2tfaWR9EowBCg1VcGRhdGVXZWJob29rEh4udmlnaWwudjEuVXBkYXRlV2ViaG9va1JlcXVlc3QaHy52aWdpbC52MS5VcGRhdGVXZWJob29rUmVzcG9uc2UiOoLT5JMCNDoBKjIvL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS93ZWJob29rcy97d2ViaG9va19pZH0SjgEKDURlbGV0ZVdlYmhvb2sSHi52aWdpbC52MS5EZWxldGVXZWJob29rUmVxdWVzdBofLnZpZ2lsLnYxLkRlbGV0ZVdlYmhvb2tSZXNwb25zZSI8yPMYzAGC0+STAjEqLy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vd2ViaG9va3Mve3dlYmhvb2tfaWR9EpcBCg5MaXN0RGVsaXZlcmllcxIfLnZpZ2lsLnYxLkxpc3REZWxpdmVyaWVzUmVxdWVzdBogLnZpZ2lsLnYxLkxpc3REZWxpdmVyaWVzUmVzcG9uc2UiQoLT5JMCPBI6L3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS93ZWJob29rcy97d2ViaG9va19pZH0vZGVsaXZlcmllcxKcAQoLR2V0RGVsaXZlcnkSHC52aWdpbC52MS5HZXREZWxpdmVyeVJlcXVlc3QaHS52aWdpbC52MS5HZXREZWxpdmVyeVJlc3BvbnNlIlCC0+STAkoSSC92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vd2ViaG9va3Mve3dlYmhvb2tfaWR9L2RlbGl2ZXJpZXMve2RlbGl2ZXJ5X2lkfRKwAQoNUmV0cnlEZWxpdmVyeRIeLnZpZ2lsLnYxLlJldHJ5RGVsaXZlcnlSZXF1ZXN0Gh8udmlnaWwudjEuUmV0cnlEZWxpdmVyeVJlc3BvbnNlIl7I8xjKAYLT5JMCUzoBKiJOL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS93ZWJob29rcy97d2ViaG9va19pZH0vZGVsaXZlcmllcy97ZGVsaXZlcnlfaWR9L3JldHJ5EpABCgtUZXN0V2ViaG9vaxIcLnZpZ2lsLnYxLlRlc3RXZWJob29rUmVxdWVzdBodLnZpZ2lsLnYxLlRlc3RXZWJob29rUmVzcG9uc2UiRMjzGMoBgtPkkwI5OgEqIjQvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L3dlYmhvb2tzL3t3ZWJob29rX2lkfS90ZXN0EqwBChNSb3RhdGVXZWJob29rU2VjcmV0EiQudmlnaWwudjEuUm90YXRlV2ViaG9va1NlY3JldFJlcXVlc3QaJS52aWdpbC52MS5Sb3RhdGVXZWJob29rU2VjcmV0UmVzcG9uc2UiSILT5JMCQjoBKiI9L3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS93ZWJob29rcy97d2ViaG9va19pZH0vcm90YXRlLXNlY3JldBKlAQoRUmVjb3ZlckRlbGl2ZXJpZXMSIi52aWdpbC52MS5SZWNvdmVyRGVsaXZlcmllc1JlcXVlc3QaIy52aWdpbC52MS5SZWNvdmVyRGVsaXZlcmllc1Jlc3BvbnNlIkfI8xjKAYLT5JMCPDoBKiI3L3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS93ZWJob29rcy97d2ViaG9va19pZH0vcmVjb3ZlchJ0ChBMaXN0V2ViaG9va1R5cGVzEiEudmlnaWwudjEuTGlzdFdlYmhvb2tUeXBlc1JlcXVlc3QaIi52aWdpbC52MS5MaXN0V2ViaG9va1R5cGVzUmVzcG9uc2UiGYLT5JMCExIRL3YxL3dlYmhvb2stdHlwZXNiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_struct, file_vigil_v1_jobs, file_vigil_v1_options]);
 
 /**
  * @generated from message vigil.v1.Webhook
@@ -78,6 +80,14 @@ export type Webhook = Message<"vigil.v1.Webhook"> & {
    * @generated from field: optional string routing_key = 10;
    */
   routingKey?: string | undefined;
+
+  /**
+   * Why the server disabled it: "failing" (every delivery failed for
+   * WEBHOOK_DISABLE_AFTER_DAYS); null when enabled or disabled by a person.
+   *
+   * @generated from field: optional string disabled_reason = 11;
+   */
+  disabledReason?: string | undefined;
 };
 
 /**
@@ -149,6 +159,11 @@ export type WebhookWithSecret = Message<"vigil.v1.WebhookWithSecret"> & {
    * @generated from field: optional string routing_key = 11;
    */
   routingKey?: string | undefined;
+
+  /**
+   * @generated from field: optional string disabled_reason = 12;
+   */
+  disabledReason?: string | undefined;
 };
 
 /**
@@ -389,6 +404,105 @@ export const UpdateWebhookResponseSchema: GenMessage<UpdateWebhookResponse> = /*
   messageDesc(file_vigil_v1_webhooks, 9);
 
 /**
+ * @generated from message vigil.v1.RotateWebhookSecretRequest
+ */
+export type RotateWebhookSecretRequest = Message<"vigil.v1.RotateWebhookSecretRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: string webhook_id = 2;
+   */
+  webhookId: string;
+
+  /**
+   * How long the replaced secret keeps signing too: 0 to 604800 seconds, default 86400.
+   *
+   * @generated from field: optional int32 overlap_seconds = 3;
+   */
+  overlapSeconds?: number | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.RotateWebhookSecretRequest.
+ * Use `create(RotateWebhookSecretRequestSchema)` to create a new message.
+ */
+export const RotateWebhookSecretRequestSchema: GenMessage<RotateWebhookSecretRequest> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_webhooks, 10);
+
+/**
+ * @generated from message vigil.v1.RotateWebhookSecretResponse
+ */
+export type RotateWebhookSecretResponse = Message<"vigil.v1.RotateWebhookSecretResponse"> & {
+  /**
+   * @generated from field: vigil.v1.WebhookWithSecret data = 1;
+   */
+  data?: WebhookWithSecret | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.RotateWebhookSecretResponse.
+ * Use `create(RotateWebhookSecretResponseSchema)` to create a new message.
+ */
+export const RotateWebhookSecretResponseSchema: GenMessage<RotateWebhookSecretResponse> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_webhooks, 11);
+
+/**
+ * @generated from message vigil.v1.RecoverDeliveriesRequest
+ */
+export type RecoverDeliveriesRequest = Message<"vigil.v1.RecoverDeliveriesRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: string webhook_id = 2;
+   */
+  webhookId: string;
+
+  /**
+   * RFC 3339: deliveries created at or after this time.
+   *
+   * @generated from field: string since = 3;
+   */
+  since: string;
+
+  /**
+   * RFC 3339: deliveries created before this time (default: now).
+   *
+   * @generated from field: optional string until = 4;
+   */
+  until?: string | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.RecoverDeliveriesRequest.
+ * Use `create(RecoverDeliveriesRequestSchema)` to create a new message.
+ */
+export const RecoverDeliveriesRequestSchema: GenMessage<RecoverDeliveriesRequest> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_webhooks, 12);
+
+/**
+ * @generated from message vigil.v1.RecoverDeliveriesResponse
+ */
+export type RecoverDeliveriesResponse = Message<"vigil.v1.RecoverDeliveriesResponse"> & {
+  /**
+   * @generated from field: vigil.v1.Job data = 1;
+   */
+  data?: Job | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.RecoverDeliveriesResponse.
+ * Use `create(RecoverDeliveriesResponseSchema)` to create a new message.
+ */
+export const RecoverDeliveriesResponseSchema: GenMessage<RecoverDeliveriesResponse> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_webhooks, 13);
+
+/**
  * @generated from message vigil.v1.DeleteWebhookRequest
  */
 export type DeleteWebhookRequest = Message<"vigil.v1.DeleteWebhookRequest"> & {
@@ -408,7 +522,7 @@ export type DeleteWebhookRequest = Message<"vigil.v1.DeleteWebhookRequest"> & {
  * Use `create(DeleteWebhookRequestSchema)` to create a new message.
  */
 export const DeleteWebhookRequestSchema: GenMessage<DeleteWebhookRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 10);
+  messageDesc(file_vigil_v1_webhooks, 14);
 
 /**
  * @generated from message vigil.v1.DeleteWebhookResponse
@@ -421,7 +535,7 @@ export type DeleteWebhookResponse = Message<"vigil.v1.DeleteWebhookResponse"> & 
  * Use `create(DeleteWebhookResponseSchema)` to create a new message.
  */
 export const DeleteWebhookResponseSchema: GenMessage<DeleteWebhookResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 11);
+  messageDesc(file_vigil_v1_webhooks, 15);
 
 /**
  * @generated from message vigil.v1.DeliveryAttempt
@@ -462,7 +576,7 @@ export type DeliveryAttempt = Message<"vigil.v1.DeliveryAttempt"> & {
  * Use `create(DeliveryAttemptSchema)` to create a new message.
  */
 export const DeliveryAttemptSchema: GenMessage<DeliveryAttempt> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 12);
+  messageDesc(file_vigil_v1_webhooks, 16);
 
 /**
  * @generated from message vigil.v1.Delivery
@@ -511,7 +625,7 @@ export type Delivery = Message<"vigil.v1.Delivery"> & {
  * Use `create(DeliverySchema)` to create a new message.
  */
 export const DeliverySchema: GenMessage<Delivery> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 13);
+  messageDesc(file_vigil_v1_webhooks, 17);
 
 /**
  * @generated from message vigil.v1.ListDeliveriesRequest
@@ -554,7 +668,7 @@ export type ListDeliveriesRequest = Message<"vigil.v1.ListDeliveriesRequest"> & 
  * Use `create(ListDeliveriesRequestSchema)` to create a new message.
  */
 export const ListDeliveriesRequestSchema: GenMessage<ListDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 14);
+  messageDesc(file_vigil_v1_webhooks, 18);
 
 /**
  * @generated from message vigil.v1.DeliveriesPagination
@@ -576,7 +690,7 @@ export type DeliveriesPagination = Message<"vigil.v1.DeliveriesPagination"> & {
  * Use `create(DeliveriesPaginationSchema)` to create a new message.
  */
 export const DeliveriesPaginationSchema: GenMessage<DeliveriesPagination> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 15);
+  messageDesc(file_vigil_v1_webhooks, 19);
 
 /**
  * @generated from message vigil.v1.ListDeliveriesResponse
@@ -598,7 +712,7 @@ export type ListDeliveriesResponse = Message<"vigil.v1.ListDeliveriesResponse"> 
  * Use `create(ListDeliveriesResponseSchema)` to create a new message.
  */
 export const ListDeliveriesResponseSchema: GenMessage<ListDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 16);
+  messageDesc(file_vigil_v1_webhooks, 20);
 
 /**
  * @generated from message vigil.v1.GetDeliveryRequest
@@ -625,7 +739,7 @@ export type GetDeliveryRequest = Message<"vigil.v1.GetDeliveryRequest"> & {
  * Use `create(GetDeliveryRequestSchema)` to create a new message.
  */
 export const GetDeliveryRequestSchema: GenMessage<GetDeliveryRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 17);
+  messageDesc(file_vigil_v1_webhooks, 21);
 
 /**
  * @generated from message vigil.v1.GetDeliveryResponse
@@ -642,7 +756,7 @@ export type GetDeliveryResponse = Message<"vigil.v1.GetDeliveryResponse"> & {
  * Use `create(GetDeliveryResponseSchema)` to create a new message.
  */
 export const GetDeliveryResponseSchema: GenMessage<GetDeliveryResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 18);
+  messageDesc(file_vigil_v1_webhooks, 22);
 
 /**
  * @generated from message vigil.v1.RetryDeliveryRequest
@@ -669,7 +783,7 @@ export type RetryDeliveryRequest = Message<"vigil.v1.RetryDeliveryRequest"> & {
  * Use `create(RetryDeliveryRequestSchema)` to create a new message.
  */
 export const RetryDeliveryRequestSchema: GenMessage<RetryDeliveryRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 19);
+  messageDesc(file_vigil_v1_webhooks, 23);
 
 /**
  * @generated from message vigil.v1.RetryDeliveryResponse
@@ -686,7 +800,7 @@ export type RetryDeliveryResponse = Message<"vigil.v1.RetryDeliveryResponse"> & 
  * Use `create(RetryDeliveryResponseSchema)` to create a new message.
  */
 export const RetryDeliveryResponseSchema: GenMessage<RetryDeliveryResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 20);
+  messageDesc(file_vigil_v1_webhooks, 24);
 
 /**
  * @generated from message vigil.v1.TestWebhookRequest
@@ -715,7 +829,7 @@ export type TestWebhookRequest = Message<"vigil.v1.TestWebhookRequest"> & {
  * Use `create(TestWebhookRequestSchema)` to create a new message.
  */
 export const TestWebhookRequestSchema: GenMessage<TestWebhookRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 21);
+  messageDesc(file_vigil_v1_webhooks, 25);
 
 /**
  * @generated from message vigil.v1.TestWebhookResponse
@@ -732,7 +846,7 @@ export type TestWebhookResponse = Message<"vigil.v1.TestWebhookResponse"> & {
  * Use `create(TestWebhookResponseSchema)` to create a new message.
  */
 export const TestWebhookResponseSchema: GenMessage<TestWebhookResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 22);
+  messageDesc(file_vigil_v1_webhooks, 26);
 
 /**
  * @generated from message vigil.v1.ListWebhookTypesRequest
@@ -745,7 +859,7 @@ export type ListWebhookTypesRequest = Message<"vigil.v1.ListWebhookTypesRequest"
  * Use `create(ListWebhookTypesRequestSchema)` to create a new message.
  */
 export const ListWebhookTypesRequestSchema: GenMessage<ListWebhookTypesRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 23);
+  messageDesc(file_vigil_v1_webhooks, 27);
 
 /**
  * @generated from message vigil.v1.WebhookType
@@ -785,7 +899,7 @@ export type WebhookType = Message<"vigil.v1.WebhookType"> & {
  * Use `create(WebhookTypeSchema)` to create a new message.
  */
 export const WebhookTypeSchema: GenMessage<WebhookType> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 24);
+  messageDesc(file_vigil_v1_webhooks, 28);
 
 /**
  * @generated from message vigil.v1.ListWebhookTypesResponse
@@ -804,7 +918,7 @@ export type ListWebhookTypesResponse = Message<"vigil.v1.ListWebhookTypesRespons
  * Use `create(ListWebhookTypesResponseSchema)` to create a new message.
  */
 export const ListWebhookTypesResponseSchema: GenMessage<ListWebhookTypesResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_webhooks, 25);
+  messageDesc(file_vigil_v1_webhooks, 29);
 
 /**
  * Webhooks of a project and their deliveries. Session routes for the
@@ -887,6 +1001,31 @@ export const WebhookService: GenService<{
     methodKind: "unary";
     input: typeof TestWebhookRequestSchema;
     output: typeof TestWebhookResponseSchema;
+  },
+  /**
+   * A new signing secret (http webhooks), answered once. Until the overlap
+   * ends (overlapSeconds, 0 to 604800, default 86400) deliveries carry a
+   * signature by each secret: `t=...,v1=<new>,v1=<old>`; then only the new one.
+   *
+   * @generated from rpc vigil.v1.WebhookService.RotateWebhookSecret
+   */
+  rotateWebhookSecret: {
+    methodKind: "unary";
+    input: typeof RotateWebhookSecretRequestSchema;
+    output: typeof RotateWebhookSecretResponseSchema;
+  },
+  /**
+   * Attempts again every abandoned delivery of the webhook created in
+   * [since, until) (until: now), as a job (GET .../jobs/{jobId}): each gets
+   * one more attempt, at most 10,000 per recovery. While a recovery of the
+   * webhook is unfinished, another answers that job.
+   *
+   * @generated from rpc vigil.v1.WebhookService.RecoverDeliveries
+   */
+  recoverDeliveries: {
+    methodKind: "unary";
+    input: typeof RecoverDeliveriesRequestSchema;
+    output: typeof RecoverDeliveriesResponseSchema;
   },
   /**
    * The webhook types this server sends (its table of targets), for a client

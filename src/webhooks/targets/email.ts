@@ -105,6 +105,7 @@ export const emailTarget: WebhookTarget = {
           outcome: { ok: reply.ok },
         };
       },
+      ...(mail ? { mail: (m: MailMessage) => mail.send(m) } : {}),
       close: () => mail?.close(),
     };
   },

@@ -228,6 +228,7 @@ export interface JsonTargetSpec {
     eventId: string;
     body: string;
     secret: string | null;
+    previousSecret: string | null;
     now: Date;
   }): Record<string, string>;
   retryAfterMs?: RetryAfter;
@@ -245,7 +246,15 @@ export function jsonTarget(spec: JsonTargetSpec): WebhookTarget {
     open: (settings) => ({
       async deliver({ dest, env, eventId }, ctx) {
         const body = spec.body(env, spec.links ? await settings.links(env) : {});
-        const headers = spec.headers?.({ env, eventId, body, secret: dest.secret, now: ctx.now }) ?? {};
+        const headers =
+          spec.headers?.({
+            env,
+            eventId,
+            body,
+            secret: dest.secret,
+            previousSecret: dest.previousSecret ?? null,
+            now: ctx.now,
+          }) ?? {};
         return postJson({ url: dest.url ?? "", body, headers, retryAfterMs: spec.retryAfterMs }, ctx);
       },
     }),

@@ -15,7 +15,7 @@ export interface MailMessage {
 }
 
 /** The server's answer to one message: its reply code and text, or what failed before one. */
-interface MailReply {
+export interface MailReply {
   ok: boolean;
   /** The SMTP reply code (250 when accepted; 4xx/5xx when refused); null without a reply. */
   code: number | null;

@@ -16,9 +16,18 @@ export function computeSignature(secret: string, timestamp: number, rawBody: str
   return createHmac("sha256", secret).update(`${timestamp}.`).update(rawBody).digest("hex");
 }
 
-/** The header value for a body sent at `timestampSeconds`. */
-export function signatureHeader(secret: string, rawBody: string | Buffer, timestampSeconds: number): string {
-  return `t=${timestampSeconds},v1=${computeSignature(secret, timestampSeconds, rawBody)}`;
+/**
+ * The header value for a body sent at `timestampSeconds`; with `previousSecret` (a rotation's
+ * overlap, decisions.md) a second v1 after the new one: `t=...,v1=<new>,v1=<old>`.
+ */
+export function signatureHeader(
+  secret: string,
+  rawBody: string | Buffer,
+  timestampSeconds: number,
+  previousSecret?: string | null,
+): string {
+  const sigs = [secret, ...(previousSecret ? [previousSecret] : [])];
+  return `t=${timestampSeconds},${sigs.map((s) => `v1=${computeSignature(s, timestampSeconds, rawBody)}`).join(",")}`;
 }
 
 export type VerifyResult =

@@ -3,6 +3,7 @@ import type https from "node:https";
 import type { Resolver } from "./address.js";
 import type { Envelope } from "./envelope.js";
 import type { Links } from "./links.js";
+import type { MailMessage, MailReply } from "./mailer.js";
 import type { Config } from "../../config/index.js";
 
 // What differs between webhook types. The table of types is targets/index.ts; the routes
@@ -22,6 +23,8 @@ export interface Destination {
   /** `pagerduty`: the Events API v2 integration key. */
   routingKey: string | null;
   secret: string | null;
+  /** A rotated-out secret still in its overlap (signs next to `secret`); absent or null: none. */
+  previousSecret?: string | null;
 }
 
 /** The request field a type takes its destination from (the others must be absent). */
@@ -69,6 +72,8 @@ export interface Channel {
    * (for incidents the per-transition key; for tests `evt_test_...`).
    */
   deliver(attempt: { dest: Destination; env: Envelope; eventId: string }, ctx: DeliverContext): Promise<SendResult>;
+  /** A channel that sends mail (email) also sends the server's own notices through its transport; absent when unconfigured. */
+  mail?(m: MailMessage): Promise<MailReply>;
   close?(): void;
 }
 

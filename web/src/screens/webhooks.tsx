@@ -229,6 +229,7 @@ function WebhookRow({ projectId, hook, onChanged }: { projectId: string; hook: W
       </td>
       <td>
         <StatusBadge status={hook.enabled ? "enabled" : "disabled"} />
+        {hook.disabledReason === "failing" && <div class="muted">failing for days</div>}
       </td>
       <td class="row-actions">
         <Button
@@ -526,7 +527,10 @@ export function WebhookDetail() {
       <ErrorMessage error={act.error} />
       {!w.enabled && (
         <p class="notice">
-          Disabled: new events create no deliveries and unfinished ones are paused. Tests and retries are still sent.
+          {w.disabledReason === "failing"
+            ? "Disabled by Vigil: every delivery failed for days; fix the receiver (send a test), then enable it. New"
+            : "Disabled: new"}{" "}
+          events create no deliveries and unfinished ones are paused. Tests and retries are still sent.
         </p>
       )}
       {secret && (
