@@ -102,6 +102,8 @@ export const envSchema = z.object({
   LOGIN_MAX_FAILURES_PER_ADDRESS: intFrom(50, 1),
   LOGIN_WINDOW_SECONDS: intFrom(900, 1),
   MAX_MONITORS_PER_PROJECT: intFrom(1000, 1),
+  // Open manual incidents per project (src/uptime/manual.ts; docs/uptime.md): 409 beyond.
+  MAX_OPEN_INCIDENTS_PER_PROJECT: intFrom(50, 1),
   // Alerts per project (src/alerts/; docs/alerts.md): 409 beyond. Each also holds a monitor's place.
   MAX_ALERTS_PER_PROJECT: intFrom(100, 1),
   // Records per project (src/shared/project-cap.ts; docs/security.md "Records"): 409 beyond.
@@ -237,7 +239,7 @@ export interface Config {
   projects: { maxApiKeys: number; maxMembers: number };
   pgPoolSize: number;
   /** Raw heartbeats are kept this long; older windows read hourly rollups. */
-  uptime: { rawRetentionDays: number; maxMonitorsPerProject: number };
+  uptime: { rawRetentionDays: number; maxMonitorsPerProject: number; maxOpenIncidentsPerProject: number };
   /** Alerts (src/alerts/): alerts per project (MAX_ALERTS_PER_PROJECT). */
   alerts: { maxPerProject: number };
   /** Retention: default days (undefined: forever; capped by maxDays), the most a project may set, pass period. */
@@ -405,7 +407,11 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ""),
     projects: { maxApiKeys: e.MAX_API_KEYS_PER_PROJECT, maxMembers: e.MAX_MEMBERS_PER_PROJECT },
     pgPoolSize: e.PG_POOL_SIZE,
-    uptime: { rawRetentionDays: e.UPTIME_RAW_RETENTION_DAYS, maxMonitorsPerProject: e.MAX_MONITORS_PER_PROJECT },
+    uptime: {
+      rawRetentionDays: e.UPTIME_RAW_RETENTION_DAYS,
+      maxMonitorsPerProject: e.MAX_MONITORS_PER_PROJECT,
+      maxOpenIncidentsPerProject: e.MAX_OPEN_INCIDENTS_PER_PROJECT,
+    },
     alerts: { maxPerProject: e.MAX_ALERTS_PER_PROJECT },
     retention: {
       defaultDays: e.RETENTION_DAYS === undefined ? undefined : Math.min(e.RETENTION_DAYS, e.RETENTION_MAX_DAYS),
