@@ -39,7 +39,7 @@ export interface MonitorView {
 }
 
 /** A page's incident update: a manual incident's carries the status it moved the incident to. */
-export interface UpdateView {
+interface UpdateView {
   at: Date;
   message: string;
   status: IncidentStage | null;
@@ -89,7 +89,7 @@ export function overallStatus(statuses: readonly MonitorStatus[]): PageStatus {
  * The page's status with its open manual incidents: a problem no monitor caught still shows. A
  * critical one makes the page down; any other makes an operational or unknown page degraded.
  */
-export function withManualIncidents(status: PageStatus, incidents: readonly IncidentView[]): PageStatus {
+function withManualIncidents(status: PageStatus, incidents: readonly IncidentView[]): PageStatus {
   const open = incidents.filter((i) => i.kind === "manual" && i.endedAt === null);
   if (open.some((i) => i.impact === "critical")) return "down";
   if (open.length && (status === "operational" || status === "unknown")) return "degraded";

@@ -203,7 +203,7 @@ const updateMessage = textSchema({ min: 1, max: 2000 });
 export const incidentUpdateSchema = z.object({ message: updateMessage, status: z.enum(INCIDENT_STAGES).optional() });
 
 /** The most monitors a manual incident names (decisions.md "Status communication"). */
-export const MAX_INCIDENT_MONITORS = 100;
+const MAX_INCIDENT_MONITORS = 100;
 
 /** POST .../incidents: a manual incident (decisions.md "Status communication"). */
 export const createIncidentSchema = z.object({
