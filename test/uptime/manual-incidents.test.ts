@@ -27,6 +27,8 @@ const { t, p } = useProject(async () => ({
 }));
 
 const KEY = "R0UT1NGKEY0123456789abcdefABCDEF";
+/** Bound of a wait for a page or a delivery: generous, for a loaded machine running Temporal (no speed is asserted). */
+const WAIT_MS = 30_000;
 const incidents = (f: ProjectFixture = p) => `/v1/projects/${f.projectId}/incidents`;
 const updates = (id: string) => `${incidents()}/${id}/updates`;
 
@@ -61,12 +63,16 @@ const body = (monitorIds: string[], extra: Record<string, unknown> = {}) => ({
 
 /** The page's incident titled `title` in its JSON, once the page's snapshot shows `when`. */
 async function pageIncident(slug: string, title: string, when: (i: Record<string, unknown>) => boolean) {
-  return waitFor(async () => {
-    const r = await t.rest.get(`/v1/status/${slug}`);
-    assert.equal(r.status, 200, r.text);
-    const i = r.body.data.incidents.find((x: { title: string }) => x.title === title);
-    return i && when(i) ? { page: r.body.data, incident: i } : undefined;
-  }, `page ${slug} showing ${title}`);
+  return waitFor(
+    async () => {
+      const r = await t.rest.get(`/v1/status/${slug}`);
+      assert.equal(r.status, 200, r.text);
+      const i = r.body.data.incidents.find((x: { title: string }) => x.title === title);
+      return i && when(i) ? { page: r.body.data, incident: i } : undefined;
+    },
+    `page ${slug} showing ${title}`,
+    WAIT_MS,
+  );
 }
 
 describe("manual incidents", { concurrency: true }, () => {
@@ -186,7 +192,11 @@ describe("manual incidents", { concurrency: true }, () => {
 
     // Webhooks: started and recovered once each, on every target.
     const forInc = (path: string) => rx.at(path).filter((r: Received) => r.raw.includes(inc.id));
-    const http = await waitFor(() => (forInc("/hook").length >= 2 ? forInc("/hook") : undefined), "http deliveries");
+    const http = await waitFor(
+      () => (forInc("/hook").length >= 2 ? forInc("/hook") : undefined),
+      "http deliveries",
+      WAIT_MS,
+    );
     const byType = new Map(http.map((r) => [JSON.parse(r.raw).type, JSON.parse(r.raw).data]));
     for (const [type, status] of [
       ["incident.started", "investigating"],
@@ -208,6 +218,7 @@ describe("manual incidents", { concurrency: true }, () => {
     const sl = await waitFor(
       () => (forInc("/services/T0001/B0001/abcdEFGH1234").length >= 2 ? true : undefined),
       "slack deliveries",
+      WAIT_MS,
     );
     assert.ok(sl);
     const texts = forInc("/services/T0001/B0001/abcdEFGH1234").map((r) => r.raw);
@@ -219,13 +230,17 @@ describe("manual incidents", { concurrency: true }, () => {
       texts.some((x) => x.includes("Resolved: Payments are slow")),
       texts.join("\n"),
     );
-    const pd = await waitFor(() => {
-      const l = rx
-        .at("/v2/enqueue")
-        .map((r) => JSON.parse(r.raw))
-        .filter((e) => e.dedup_key === inc.id);
-      return l.length >= 2 ? l : undefined;
-    }, "pagerduty events");
+    const pd = await waitFor(
+      () => {
+        const l = rx
+          .at("/v2/enqueue")
+          .map((r) => JSON.parse(r.raw))
+          .filter((e) => e.dedup_key === inc.id);
+        return l.length >= 2 ? l : undefined;
+      },
+      "pagerduty events",
+      WAIT_MS,
+    );
     assert.deepEqual(pd.map((e) => e.event_action).sort(), ["resolve", "trigger"]);
     const trigger = pd.find((e) => e.event_action === "trigger");
     assert.equal(trigger.payload.severity, "error", "major impact");
