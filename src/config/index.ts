@@ -102,6 +102,8 @@ export const envSchema = z.object({
   LOGIN_MAX_FAILURES_PER_ADDRESS: intFrom(50, 1),
   LOGIN_WINDOW_SECONDS: intFrom(900, 1),
   MAX_MONITORS_PER_PROJECT: intFrom(1000, 1),
+  // Open manual incidents per project (src/uptime/manual.ts; docs/uptime.md): 409 beyond.
+  MAX_OPEN_INCIDENTS_PER_PROJECT: intFrom(50, 1),
   // Alerts per project (src/alerts/; docs/alerts.md): 409 beyond. Each also holds a monitor's place.
   MAX_ALERTS_PER_PROJECT: intFrom(100, 1),
   // Records per project (src/shared/project-cap.ts; docs/security.md "Records"): 409 beyond.
@@ -247,7 +249,12 @@ export interface Config {
    * Raw heartbeats are kept this long (older windows read hourly rollups); each monitor keeps its
    * newest `maxRunsPerMonitor` ended runs.
    */
-  uptime: { rawRetentionDays: number; maxMonitorsPerProject: number; maxRunsPerMonitor: number };
+  uptime: {
+    rawRetentionDays: number;
+    maxMonitorsPerProject: number;
+    maxRunsPerMonitor: number;
+    maxOpenIncidentsPerProject: number;
+  };
   /** Alerts (src/alerts/): alerts per project (MAX_ALERTS_PER_PROJECT). */
   alerts: { maxPerProject: number };
   /** Retention: default days (undefined: forever; capped by maxDays), the most a project may set, pass period. */
@@ -420,6 +427,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       rawRetentionDays: e.UPTIME_RAW_RETENTION_DAYS,
       maxMonitorsPerProject: e.MAX_MONITORS_PER_PROJECT,
       maxRunsPerMonitor: e.UPTIME_MAX_RUNS_PER_MONITOR,
+      maxOpenIncidentsPerProject: e.MAX_OPEN_INCIDENTS_PER_PROJECT,
     },
     alerts: { maxPerProject: e.MAX_ALERTS_PER_PROJECT },
     retention: {

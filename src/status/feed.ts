@@ -1,4 +1,5 @@
 import { markup } from "./escape.js";
+import { incidentStatusText } from "./html.js";
 import type { IncidentView, PageView } from "./model.js";
 
 // GET /status/{slug}/feed.atom: the page's incidents as an Atom 1.0 feed (RFC 4287), newest first,
@@ -18,11 +19,16 @@ function entryUpdated(i: IncidentView): Date {
 function entryText(i: IncidentView): string {
   const lines = [
     i.endedAt === null
-      ? `Open since ${i.startedAt.toISOString()}.`
+      ? `${incidentStatusText(i.status)} since ${i.startedAt.toISOString()}.`
       : `Resolved: ${i.startedAt.toISOString()} to ${i.endedAt.toISOString()}.`,
   ];
+  if (i.kind === "manual") lines.push(`Impact: ${i.impact}.`);
   if (i.description !== null) lines.push("", i.description);
-  for (const u of i.updates) lines.push("", `${u.at.toISOString()}: ${u.message}`);
+  for (const u of i.updates)
+    lines.push(
+      "",
+      `${u.at.toISOString()}: ${u.status !== null ? `[${incidentStatusText(u.status)}] ` : ""}${u.message}`,
+    );
   return lines.join("\n");
 }
 
@@ -37,7 +43,7 @@ export function renderFeed(v: PageView, slug: string, pageUpdatedAt: Date): stri
     const id = `tag:${TAG_AUTHORITY}:status/${slug}/incident/${start}${n > 1 ? `-${n}` : ""}`;
     return `<entry>
 <id>${markup(id)}</id>
-<title>${markup(`${i.endedAt === null ? "[Open] " : "[Resolved] "}${i.title}`)}</title>
+<title>${markup(`[${incidentStatusText(i.status)}] ${i.title}`)}</title>
 <updated>${entryUpdated(i).toISOString()}</updated>
 <published>${start}</published>
 <link rel="alternate" type="text/html" href="${base}"/>

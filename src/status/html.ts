@@ -146,14 +146,38 @@ function monitorHtml(m: MonitorView): string {
 </li>`;
 }
 
+/** An incident's status in words (a monitor incident: open or resolved; a manual one: its workflow status). */
+export function incidentStatusText(s: IncidentView["status"]): string {
+  switch (s) {
+    case "open":
+      return "Open";
+    case "investigating":
+      return "Investigating";
+    case "identified":
+      return "Identified";
+    case "monitoring":
+      return "Monitoring";
+    case "resolved":
+      return "Resolved";
+    default:
+      return assertNever(s);
+  }
+}
+
 function incidentHtml(i: IncidentView): string {
   const when = i.endedAt === null ? `since ${time(i.startedAt)}` : `${time(i.startedAt)} to ${time(i.endedAt)}`;
   const updates = i.updates.length
-    ? `<ol class="updates">${i.updates.map((u) => `<li>${time(u.at)}: <span class="text">${markup(u.message)}</span></li>`).join("")}</ol>`
+    ? `<ol class="updates">${i.updates
+        .map(
+          (u) =>
+            `<li>${time(u.at)}: ${u.status !== null ? `<strong>${incidentStatusText(u.status)}</strong> — ` : ""}<span class="text">${markup(u.message)}</span></li>`,
+        )
+        .join("")}</ol>`
     : "";
+  const impact = i.kind === "manual" ? ` · ${i.impact[0].toUpperCase()}${i.impact.slice(1)} impact` : "";
   return `<article>
 <h3>${markup(i.title)}</h3>
-<div class="muted"><span class="${i.endedAt === null ? "m-down" : "m-up"}">${i.endedAt === null ? "Open" : "Resolved"}</span> · ${when}</div>
+<div class="muted"><span class="${i.endedAt === null ? "m-down" : "m-up"}">${incidentStatusText(i.status)}</span>${impact} · ${when}</div>
 ${i.description !== null ? `<p class="text">${markup(i.description)}</p>` : ""}${updates}
 </article>`;
 }

@@ -29,9 +29,11 @@ export function statusPageMessage(v: PageView): StatusPage {
       title: i.title,
       description: i.description ?? undefined,
       status: i.status,
+      kind: i.kind,
+      impact: i.impact,
       startedAt: i.startedAt.toISOString(),
       endedAt: i.endedAt?.toISOString(),
-      updates: i.updates.map((u) => ({ at: u.at.toISOString(), message: u.message })),
+      updates: i.updates.map((u) => ({ at: u.at.toISOString(), message: u.message, status: u.status ?? undefined })),
     })),
   });
 }

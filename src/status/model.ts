@@ -1,5 +1,5 @@
 import type { Bucket, BucketStatus, WindowFigures } from "../uptime/figures.js";
-import type { MonitorStatus } from "../uptime/model.js";
+import type { IncidentImpact, IncidentStage, MonitorStatus } from "../uptime/model.js";
 import { DAY_MS } from "../shared/time.js";
 
 // What a public status page shows, decided from rows and figures (no I/O; tested directly by
@@ -38,14 +38,25 @@ export interface MonitorView {
   days: DayView[];
 }
 
+/** A page's incident update: a manual incident's carries the status it moved the incident to. */
+interface UpdateView {
+  at: Date;
+  message: string;
+  status: IncidentStage | null;
+}
+
 export interface IncidentView {
   title: string;
   description: string | null;
-  status: "open" | "resolved";
+  /** A monitor incident: open or resolved; a manual one: its workflow status. */
+  status: "open" | IncidentStage;
+  kind: "monitor" | "manual";
+  /** A monitor incident's is major (docs/uptime.md "Manual incidents"). */
+  impact: IncidentImpact;
   startedAt: Date;
   endedAt: Date | null;
   /** Oldest first. */
-  updates: { at: Date; message: string }[];
+  updates: UpdateView[];
 }
 
 export interface PageView {
@@ -72,6 +83,17 @@ export function overallStatus(statuses: readonly MonitorStatus[]): PageStatus {
   if (up + down === 0) return "unknown";
   if (down === 0) return "operational";
   return up === 0 ? "down" : "degraded";
+}
+
+/**
+ * The page's status with its open manual incidents: a problem no monitor caught still shows. A
+ * critical one makes the page down; any other makes an operational or unknown page degraded.
+ */
+function withManualIncidents(status: PageStatus, incidents: readonly IncidentView[]): PageStatus {
+  const open = incidents.filter((i) => i.kind === "manual" && i.endedAt === null);
+  if (open.some((i) => i.impact === "critical")) return "down";
+  if (open.length && (status === "operational" || status === "unknown")) return "degraded";
+  return status;
 }
 
 /** A history bucket of a day as the page shows it. */
@@ -104,13 +126,20 @@ export const incidentTitle = (title: string | null, monitorName: string, resolve
 export const incidentsSince = (now: Date): Date => new Date(now.getTime() - INCIDENT_WINDOW_MS);
 
 export interface IncidentFacts {
-  monitorId: string;
+  /** The monitor that opened it; null for a manual incident. */
+  monitorId: string | null;
   startedAt: Date;
   endedAt: Date | null;
   title: string | null;
   description: string | null;
-  updates: { at: Date; message: string }[];
+  updates: { at: Date; message: string; status?: IncidentStage | null }[];
+  /** A manual incident's impact, workflow status and monitors; absent for a monitor incident. */
+  manual?: { impact: IncidentImpact; stage: IncidentStage; monitorIds: readonly string[] };
 }
+
+/** Whether the incident names a monitor of the page (`names`, by monitor id). */
+const onPage = (i: IncidentFacts, names: ReadonlyMap<string, string>): boolean =>
+  i.manual ? i.manual.monitorIds.some((id) => names.has(id)) : i.monitorId !== null && names.has(i.monitorId);
 
 /**
  * The incidents a page lists, from those of its monitors: open, or started since incidentsSince(now);
@@ -124,14 +153,18 @@ export function pageIncidents(
 ): IncidentView[] {
   const since = incidentsSince(now).getTime();
   return incidents
-    .filter((i) => names.has(i.monitorId) && (i.endedAt === null || i.startedAt.getTime() >= since))
-    .map((i) => ({
-      title: incidentTitle(i.title, names.get(i.monitorId) ?? "", i.endedAt !== null),
+    .filter((i) => onPage(i, names) && (i.endedAt === null || i.startedAt.getTime() >= since))
+    .map((i): IncidentView => ({
+      title: incidentTitle(i.title, names.get(i.monitorId ?? "") ?? "", i.endedAt !== null),
       description: i.description !== null && i.description !== "" ? i.description : null,
-      status: i.endedAt === null ? ("open" as const) : ("resolved" as const),
+      status: i.manual?.stage ?? (i.endedAt === null ? "open" : "resolved"),
+      kind: i.manual ? "manual" : "monitor",
+      impact: i.manual?.impact ?? "major",
       startedAt: i.startedAt,
       endedAt: i.endedAt,
-      updates: [...i.updates].sort((a, b) => a.at.getTime() - b.at.getTime()),
+      updates: i.updates
+        .map((u) => ({ at: u.at, message: u.message, status: u.status ?? null }))
+        .sort((a, b) => a.at.getTime() - b.at.getTime()),
     }))
     .sort(
       (a, b) =>
@@ -170,12 +203,13 @@ export function pageView(
     days: m.buckets.map(dayOf),
   }));
   const names = new Map(monitors.map((m, i) => [m.id, views[i].name]));
+  const listed = pageIncidents(incidents, names, now);
   return {
     title: page.title,
     description: page.description !== null && page.description !== "" ? page.description : null,
-    status: overallStatus(monitors.map((m) => m.status)),
+    status: withManualIncidents(overallStatus(monitors.map((m) => m.status)), listed),
     monitors: views,
-    incidents: pageIncidents(incidents, names, now),
+    incidents: listed,
   };
 }
 

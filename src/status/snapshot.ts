@@ -76,7 +76,7 @@ export async function buildSnapshot(deps: Pick<Deps, "db" | "clock">, slug: stri
   const byIncident = new Map<string, IncidentFacts["updates"]>();
   for (const u of updates) {
     const list = byIncident.get(u.incident_id) ?? [];
-    list.push({ at: u.created_at, message: u.message });
+    list.push({ at: u.created_at, message: u.message, status: u.status });
     byIncident.set(u.incident_id, list);
   }
   const view = pageView(
@@ -102,6 +102,10 @@ export async function buildSnapshot(deps: Pick<Deps, "db" | "clock">, slug: stri
       title: i.title,
       description: i.description,
       updates: byIncident.get(i.id) ?? [],
+      manual:
+        i.kind === "manual" && i.impact !== null && i.stage !== null
+          ? { impact: i.impact, stage: i.stage, monitorIds: i.monitor_ids }
+          : undefined,
     })),
     now,
   );

@@ -1,4 +1,5 @@
 import type { Queryable } from "../storage/db.js";
+import type { IncidentImpact, IncidentStage } from "../uptime/model.js";
 import type { MonitorRow } from "../uptime/store.js";
 
 // The reads of a public status page (tables of migrations 4000, 4003 and 7000): the page by its
@@ -22,7 +23,13 @@ export interface PageMonitorRow extends MonitorRow {
 
 export interface PageIncidentRow {
   id: string;
-  monitor_id: string;
+  /** Null for a manual incident. */
+  monitor_id: string | null;
+  kind: "monitor" | "manual";
+  impact: IncidentImpact | null;
+  stage: IncidentStage | null;
+  /** A manual incident's monitors among the page's; a monitor incident's own. */
+  monitor_ids: string[];
   started_at: Date;
   ended_at: Date | null;
   title: string | null;
@@ -33,6 +40,7 @@ export interface IncidentUpdateRow {
   incident_id: string;
   message: string;
   created_at: Date;
+  status: IncidentStage | null;
 }
 
 export async function pageBySlug(q: Queryable, slug: string): Promise<PageRow | undefined> {
@@ -54,7 +62,10 @@ export async function pageMonitors(q: Queryable, pageId: string): Promise<PageMo
   return r.rows;
 }
 
-/** Incidents of the monitors that are open or started since `since`, newest first, at most `limit`. */
+/**
+ * Incidents of the monitors (opened by one of them, or manual ones naming one: migration 9011) that
+ * are open or started since `since`, newest first, at most `limit`.
+ */
 export async function recentIncidents(
   q: Queryable,
   monitorIds: string[],
@@ -63,9 +74,16 @@ export async function recentIncidents(
 ): Promise<PageIncidentRow[]> {
   if (monitorIds.length === 0) return [];
   const r = await q.query<PageIncidentRow>(
-    `SELECT id, monitor_id, started_at, ended_at, title, description FROM incidents
-      WHERE monitor_id = ANY($1::text[]) AND (ended_at IS NULL OR started_at >= $2)
-      ORDER BY started_at DESC, id DESC LIMIT $3`,
+    `SELECT i.id, i.monitor_id, i.kind, i.impact, i.stage, i.started_at, i.ended_at, i.title, i.description,
+            CASE WHEN i.kind = 'manual'
+              THEN ARRAY(SELECT im.monitor_id FROM incident_monitors im
+                          WHERE im.incident_id = i.id AND im.monitor_id = ANY($1::text[]) ORDER BY im.monitor_id)
+              ELSE ARRAY[i.monitor_id] END AS monitor_ids
+       FROM incidents i
+      WHERE (i.monitor_id = ANY($1::text[])
+             OR i.id IN (SELECT incident_id FROM incident_monitors WHERE monitor_id = ANY($1::text[])))
+        AND (i.ended_at IS NULL OR i.started_at >= $2)
+      ORDER BY i.started_at DESC, i.id DESC LIMIT $3`,
     [monitorIds, since, limit],
   );
   return r.rows;
@@ -75,7 +93,7 @@ export async function recentIncidents(
 export async function incidentUpdates(q: Queryable, incidentIds: string[]): Promise<IncidentUpdateRow[]> {
   if (incidentIds.length === 0) return [];
   const r = await q.query<IncidentUpdateRow>(
-    `SELECT incident_id, message, created_at FROM incident_updates
+    `SELECT incident_id, message, created_at, status FROM incident_updates
       WHERE incident_id = ANY($1::text[]) ORDER BY created_at, id`,
     [incidentIds],
   );

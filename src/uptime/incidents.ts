@@ -69,7 +69,7 @@ export async function openIncidents(
     deps,
     c,
     "started",
-    r.rows.map((inc) => ({ incident: inc, monitor: byMonitor.get(inc.monitor_id)! })),
+    r.rows.map((inc) => ({ incident: inc, monitor: byMonitor.get(inc.monitor_id!)! })),
     now,
   );
   deps.metrics.incidents.inc({ transition: "opened" }, r.rowCount ?? 0);
@@ -101,7 +101,7 @@ export async function resolveIncidents(
       deps,
       c,
       "recovered",
-      r.rows.map((inc) => ({ incident: inc, monitor: byMonitor.get(inc.monitor_id)! })),
+      r.rows.map((inc) => ({ incident: inc, monitor: byMonitor.get(inc.monitor_id!)! })),
       now,
     );
   }
@@ -116,6 +116,56 @@ async function notify(
   list: { incident: IncidentRow; monitor: MonitorRow }[],
   now: Date,
 ): Promise<void> {
+  await fire(
+    deps,
+    c,
+    kind,
+    list.map(({ incident, monitor }) => ({
+      incident,
+      payload: { incident: toIncident(incident), monitor: toMonitor(monitor, now) },
+    })),
+    now,
+  );
+}
+
+/** A monitor as a manual incident's notification names it. */
+export interface NoticeMonitor {
+  id: string;
+  name: string;
+  slug: string;
+}
+
+/**
+ * A manual incident's transition (src/uptime/manual.ts), in the transaction that made it: the same
+ * notices as a monitor incident's, once per incident and transition, the payload naming the
+ * incident (kind, impact, title, status, monitorIds) and its monitors.
+ */
+export async function notifyManual(
+  deps: IncidentDeps,
+  c: PoolClient,
+  kind: NoticeKind,
+  incident: IncidentRow,
+  monitors: readonly NoticeMonitor[],
+  now: Date,
+): Promise<void> {
+  const payload = {
+    incident: toIncident(
+      incident,
+      monitors.map((m) => m.id),
+    ),
+    monitors: monitors.map((m) => ({ id: m.id, name: m.name, slug: m.slug })),
+  };
+  await fire(deps, c, kind, [{ incident, payload }], now);
+  deps.metrics.incidents.inc({ transition: kind === "started" ? "opened" : "resolved" });
+}
+
+async function fire(
+  deps: IncidentDeps,
+  c: PoolClient,
+  kind: NoticeKind,
+  list: { incident: IncidentRow; payload: Record<string, unknown> }[],
+  now: Date,
+): Promise<void> {
   if (!list.length) return;
   const ins = await c.query<{ incident_id: string }>(
     `INSERT INTO incident_notifications (incident_id, kind, created_at)
@@ -124,13 +174,13 @@ async function notify(
     [list.map((l) => l.incident.id), kind, now],
   );
   const inserted = new Set(ins.rows.map((r) => r.incident_id));
-  for (const { incident, monitor } of list) {
+  for (const { incident, payload } of list) {
     if (!inserted.has(incident.id)) continue;
     const notice: IncidentNotice = {
       type: kind === "started" ? "incident.started" : "incident.recovered",
-      projectId: monitor.project_id,
+      projectId: incident.project_id,
       dedupeKey: `${incident.id}:${kind}`,
-      payload: { incident: toIncident(incident), monitor: toMonitor(monitor, now) },
+      payload,
       at: kind === "started" ? incident.started_at : (incident.ended_at ?? now),
     };
     for (const listener of deps.incidentListeners) await listener(c, notice);

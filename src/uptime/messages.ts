@@ -12,6 +12,7 @@ import {
   scheduleOf,
   stateOf,
   type HeartbeatRow,
+  type IncidentDetails,
   type IncidentRow,
   type IncidentUpdateRow,
   type MonitorRow,
@@ -46,11 +47,18 @@ export function toMonitor(r: MonitorRow, now: Date) {
   };
 }
 
-export function toIncident(r: IncidentRow) {
+/** A monitor incident's impact (docs/uptime.md "Manual incidents"). */
+const MONITOR_IMPACT = "major";
+
+/** `monitorIds`: a manual incident's monitors (incident_monitors); a monitor incident's is its own. */
+export function toIncident(r: IncidentRow, monitorIds: readonly string[] = r.monitor_id ? [r.monitor_id] : []) {
   return {
     id: r.id,
-    monitorId: r.monitor_id,
-    status: r.ended_at ? "resolved" : "open",
+    kind: r.kind,
+    monitorId: r.monitor_id ?? undefined,
+    monitorIds: [...monitorIds],
+    impact: r.impact ?? MONITOR_IMPACT,
+    status: r.stage ?? (r.ended_at ? "resolved" : "open"),
     startedAt: r.started_at.toISOString(),
     endedAt: iso(r.ended_at),
     durationMs: r.duration_ms ?? undefined,
@@ -88,13 +96,24 @@ export function monitorMessage(r: MonitorRow, now: Date): MessageInitShape<typeo
   };
 }
 
-export function incidentMessage(r: IncidentRow): MessageInitShape<typeof IncidentSchema> {
-  const i = toIncident(r);
-  return { ...i, durationMs: i.durationMs === undefined ? undefined : big(i.durationMs) };
+/** `d`: the incident's monitors and updates (store.incidentDetails). */
+export function incidentMessage(r: IncidentRow, d: IncidentDetails): MessageInitShape<typeof IncidentSchema> {
+  const i = toIncident(r, d.monitorIds);
+  return {
+    ...i,
+    durationMs: i.durationMs === undefined ? undefined : big(i.durationMs),
+    updates: d.updates.map(incidentUpdateMessage),
+  };
 }
 
 export function incidentUpdateMessage(r: IncidentUpdateRow): MessageInitShape<typeof IncidentUpdateSchema> {
-  return { id: r.id, incidentId: r.incident_id, message: r.message, createdAt: r.created_at.toISOString() };
+  return {
+    id: r.id,
+    incidentId: r.incident_id,
+    message: r.message,
+    createdAt: r.created_at.toISOString(),
+    status: r.status ?? undefined,
+  };
 }
 
 export function statsMessage(

@@ -347,3 +347,25 @@ export function slugify(name: string): string {
 }
 
 export const SLUG_RE = /^[a-z0-9](?:[a-z0-9._-]{0,98}[a-z0-9])?$/;
+
+// Manual incidents (decisions.md "Status communication"; docs/uptime.md "Manual incidents").
+
+/** A manual incident's impact; a monitor incident is `major` (a monitor it names is down). */
+export const INCIDENT_IMPACTS = ["minor", "major", "critical"] as const;
+export type IncidentImpact = (typeof INCIDENT_IMPACTS)[number];
+
+/** A manual incident's workflow, in order; `resolved` ends it. */
+export const INCIDENT_STAGES = ["investigating", "identified", "monitoring", "resolved"] as const;
+export type IncidentStage = (typeof INCIDENT_STAGES)[number];
+
+/**
+ * An update's effect on a manual incident at `current`: the stage it moves to. Any move between the
+ * open stages is allowed (a fix that did not hold goes back to identified or investigating), and to
+ * `resolved` from any of them; a resolved incident stays resolved (`reopen`: refused, open a new one),
+ * though an update without a status (or with `resolved`) still adds a note to it.
+ */
+export function nextStage(current: IncidentStage, requested: IncidentStage | undefined): IncidentStage | "reopen" {
+  if (requested === undefined) return current;
+  if (current === "resolved" && requested !== "resolved") return "reopen";
+  return requested;
+}

@@ -14,7 +14,7 @@ import { CLIENT_ID_MESSAGE, clientUuid } from "../shared/ids.js";
 import { jsonObjectSchema } from "../shared/json.js";
 import { textSchema } from "../shared/text.js";
 import { alsoRefused } from "../shared/validate.js";
-import { SLUG_RE } from "./model.js";
+import { INCIDENT_IMPACTS, INCIDENT_STAGES, SLUG_RE } from "./model.js";
 import { parseSchedule, type Schedule } from "./schedule.js";
 import { DAY_MS, HOUR_MS, timestampSchema } from "../shared/time.js";
 
@@ -192,10 +192,39 @@ export const incidentPatchSchema = alsoRefused(
       path: ["title"],
     }),
   "neither title nor description",
+  "an empty title on a manual incident (it keeps one)",
 );
 
-/** An incident update (decisions.md: Status pages): public text, shown as given (trimmed) on status pages. */
-export const incidentUpdateSchema = z.object({ message: textSchema({ min: 1, max: 2000 }) });
+const updateMessage = textSchema({ min: 1, max: 2000 });
+
+/**
+ * An incident update (decisions.md: Status pages): public text, shown as given (trimmed) on status
+ * pages; on a manual incident it may move its status (model.ts `nextStage`).
+ */
+export const incidentUpdateSchema = alsoRefused(
+  z.object({ message: updateMessage, status: z.enum(INCIDENT_STAGES).optional() }),
+  "a status on an incident a monitor opened (only manual incidents take one)",
+);
+
+/** The most monitors a manual incident names (decisions.md "Status communication"). */
+const MAX_INCIDENT_MONITORS = 100;
+
+/** POST .../incidents: a manual incident (decisions.md "Status communication"). */
+export const createIncidentSchema = alsoRefused(
+  z.object({
+    title: textSchema({ min: 1, max: 200 }),
+    description: textSchema({ max: 2000 }).optional(),
+    impact: z.enum(INCIDENT_IMPACTS),
+    monitorIds: z
+      .array(z.string().min(1, "must not be empty").max(200, "at most 200 characters"))
+      .min(1, "at least 1 monitor")
+      .max(MAX_INCIDENT_MONITORS, `at most ${MAX_INCIDENT_MONITORS} monitors`)
+      .refine((ids) => new Set(ids).size === ids.length, "must not repeat a monitor"),
+    status: z.enum(INCIDENT_STAGES),
+    message: updateMessage,
+  }),
+  "a monitor id given twice in monitorIds",
+);
 
 export const heartbeatListSchema = z.object({
   from: timestampSchema.optional(),

@@ -8,8 +8,7 @@ import {
 } from "../../gen/vigil/v1/uptime_pb.js";
 import type { UptimeDeps } from "./deps.js";
 import { bind, type Feature, type ServiceBinding } from "../shared/feature.js";
-import { conflict, notFound } from "../shared/errors.js";
-import { newId } from "../shared/ids.js";
+import { badRequest, notFound } from "../shared/errors.js";
 import { unlessProjectGone } from "../shared/gone.js";
 import { DAY_MS } from "../shared/time.js";
 import { validate } from "../shared/validate.js";
@@ -19,6 +18,7 @@ import { pingService, type RecordSignal } from "./ping.js";
 import { listRunsPage, runMessage } from "./runs.js";
 import { nextRuns } from "./schedule.js";
 import type { IncidentDeps, IncidentListener } from "./incidents.js";
+import { createManualIncident, postIncidentUpdate } from "./manual.js";
 import { UptimeMetrics } from "./metrics.js";
 import { listMonitorsPage, monitorListSchema } from "./monitor-list.js";
 import { createMonitor, deleteMonitor, pauseMonitor, resumeMonitor, updateMonitor } from "./monitors.js";
@@ -133,6 +133,11 @@ function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBinding {
     const s = await (limit === "heartbeats" ? heartbeatScope(ctx, projectId) : scope(ctx, projectId));
     if (limit === "writes" || s.principal.kind === "session") await deps.limits.take(limit, s.projectId);
     return s;
+  };
+  /** Incidents as records: their monitors and updates read at once. */
+  const incidentMessages = async (rows: store.IncidentRow[]) => {
+    const details = await store.incidentDetails(db, rows);
+    return rows.map((r) => incidentMessage(r, details.get(r.id) ?? { monitorIds: [], updates: [] }));
   };
   const monitor = async (projectId: string, id: string): Promise<MonitorRow> => {
     const m = await store.monitorById(db, projectId, id);
@@ -269,33 +274,58 @@ function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBinding {
         const { projectId } = await scope(ctx, req.projectId);
         const q = validate(s.incidentListSchema, s.present({ limit: req.limit }));
         const m = await monitor(projectId, req.monitorId);
-        return { data: (await store.listIncidents(db, m.id, q.limit)).map(incidentMessage) };
+        return { data: await incidentMessages(await store.listIncidents(db, m.id, q.limit)) };
+      },
+      async listProjectIncidents(req, ctx) {
+        const { projectId } = await scope(ctx, req.projectId);
+        const q = validate(s.incidentListSchema, s.present({ limit: req.limit }));
+        return { data: await incidentMessages(await store.listProjectIncidents(db, projectId, q.limit)) };
+      },
+      async getIncident(req, ctx) {
+        const { projectId } = await scope(ctx, req.projectId);
+        const row = await store.incidentById(db, projectId, req.incidentId);
+        if (!row) throw notFound("incident");
+        return { data: (await incidentMessages([row]))[0] };
+      },
+      // A manual incident (decisions.md "Status communication"): a management write, like PATCH incident.
+      async createIncident(req, ctx) {
+        const { projectId } = await limited(ctx, req.projectId, "writes");
+        const input = validate(
+          s.createIncidentSchema,
+          s.present({
+            title: req.title,
+            description: req.description,
+            impact: req.impact,
+            monitorIds: req.monitorIds,
+            status: req.status,
+            message: req.message,
+          }),
+        );
+        const row = await unlessProjectGone(
+          () => createManualIncident(deps, projectId, input, clock()),
+          () => scope(ctx, req.projectId),
+        );
+        return { data: (await incidentMessages([row]))[0] };
       },
       async updateIncident(req, ctx) {
         const { projectId } = await limited(ctx, req.projectId, "writes");
         const input = validate(s.incidentPatchSchema, s.present({ title: req.title, description: req.description }));
+        const existing = await store.incidentById(db, projectId, req.incidentId);
+        if (!existing) throw notFound("incident");
+        // A manual incident's title is what pages and notifications call it: it can change, not go.
+        if (existing.kind === "manual" && input.title === "")
+          throw badRequest("a manual incident keeps a title", [{ field: "title", message: "must not be empty" }]);
         const row = await store.patchIncident(db, projectId, req.incidentId, input, clock());
         if (!row) throw notFound("incident");
-        return { data: incidentMessage(row) };
+        return { data: (await incidentMessages([row]))[0] };
       },
       // Incident updates (decisions.md: Status pages, "member or above"): the access of the other
       // incident routes (an API key of the project or any member's session); posting counts as a
-      // management write, like PATCH incident.
+      // management write, like PATCH incident. A manual incident's update may carry its status.
       async createIncidentUpdate(req, ctx) {
         const { projectId } = await limited(ctx, req.projectId, "writes");
-        const input = validate(s.incidentUpdateSchema, s.present({ message: req.message }));
-        const row = await store.addIncidentUpdate(db, {
-          id: newId("iup"),
-          projectId,
-          incidentId: req.incidentId,
-          message: input.message,
-          now: clock(),
-        });
-        if (row === "missing") throw notFound("incident");
-        if (row === "full")
-          throw conflict(`this incident has reached its limit of ${store.MAX_INCIDENT_UPDATES} updates`, [
-            { field: "message", message: `at most ${store.MAX_INCIDENT_UPDATES} updates per incident` },
-          ]);
+        const input = validate(s.incidentUpdateSchema, s.present({ message: req.message, status: req.status }));
+        const row = await postIncidentUpdate(deps, projectId, req.incidentId, input, clock());
         return { data: incidentUpdateMessage(row) };
       },
       async listIncidentUpdates(req, ctx) {
@@ -336,6 +366,8 @@ function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBinding {
         listRuns: s.runListSchema,
         listHeartbeats: s.heartbeatListSchema,
         listIncidents: s.incidentListSchema,
+        listProjectIncidents: s.incidentListSchema,
+        createIncident: s.createIncidentSchema,
         updateIncident: s.incidentPatchSchema,
         createIncidentUpdate: s.incidentUpdateSchema,
         getMonitorStats: s.statsSchema,

@@ -1,6 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import { tx, type Db, type Queryable } from "../storage/db.js";
-import type { MonitorState, MonitorStatus } from "./model.js";
+import type { Queryable } from "../storage/db.js";
+import type { IncidentImpact, IncidentStage, MonitorState, MonitorStatus } from "./model.js";
 import type { Schedule } from "./schedule.js";
 
 // Rows of the uptime tables and the SQL of the service's reads and small writes (messages.ts maps
@@ -54,7 +54,8 @@ export interface RunRow {
 
 export interface IncidentRow {
   id: string;
-  monitor_id: string;
+  /** The monitor that opened it; null for a manual incident (its monitors: incident_monitors, migration 9011). */
+  monitor_id: string | null;
   project_id: string;
   started_at: Date;
   ended_at: Date | null;
@@ -63,6 +64,11 @@ export interface IncidentRow {
   description: string | null;
   created_at: Date;
   updated_at: Date;
+  kind: "monitor" | "manual";
+  /** A manual incident's; null on a monitor incident. */
+  impact: IncidentImpact | null;
+  /** A manual incident's workflow status; null on a monitor incident. */
+  stage: IncidentStage | null;
 }
 
 export interface IncidentUpdateRow {
@@ -71,6 +77,8 @@ export interface IncidentUpdateRow {
   project_id: string;
   message: string;
   created_at: Date;
+  /** The manual incident's stage after this update; null on a monitor incident's. */
+  status: IncidentStage | null;
 }
 
 export interface HeartbeatRow {
@@ -226,14 +234,65 @@ export async function listHeartbeats(
   return r.rows;
 }
 
-/** A monitor's incidents, newest first. */
+/** A monitor's incidents (those it opened and the manual ones naming it), newest first. */
 export async function listIncidents(q: Queryable, monitorId: string, limit: number): Promise<IncidentRow[]> {
   return (
     await q.query<IncidentRow>(
-      "SELECT * FROM incidents WHERE monitor_id = $1 ORDER BY started_at DESC, id DESC LIMIT $2",
+      `SELECT * FROM incidents
+        WHERE monitor_id = $1 OR id IN (SELECT incident_id FROM incident_monitors WHERE monitor_id = $1)
+        ORDER BY started_at DESC, id DESC LIMIT $2`,
       [monitorId, limit],
     )
   ).rows;
+}
+
+/** A project's incidents of both kinds, newest first. */
+export async function listProjectIncidents(q: Queryable, projectId: string, limit: number): Promise<IncidentRow[]> {
+  return (
+    await q.query<IncidentRow>(
+      "SELECT * FROM incidents WHERE project_id = $1 ORDER BY started_at DESC, id DESC LIMIT $2",
+      [projectId, limit],
+    )
+  ).rows;
+}
+
+export async function incidentById(q: Queryable, projectId: string, id: string): Promise<IncidentRow | undefined> {
+  return (await q.query<IncidentRow>("SELECT * FROM incidents WHERE id = $1 AND project_id = $2", [id, projectId]))
+    .rows[0];
+}
+
+/** What an incident's record shows beside its row: its monitors' ids and its updates (oldest first). */
+export interface IncidentDetails {
+  monitorIds: string[];
+  updates: IncidentUpdateRow[];
+}
+
+/** The details of each incident (two reads, whatever the count). */
+export async function incidentDetails(
+  q: Queryable,
+  rows: readonly IncidentRow[],
+): Promise<Map<string, IncidentDetails>> {
+  const out = new Map<string, IncidentDetails>(
+    rows.map((r) => [r.id, { monitorIds: r.monitor_id ? [r.monitor_id] : [], updates: [] }]),
+  );
+  if (!rows.length) return out;
+  const ids = rows.map((r) => r.id);
+  const manual = rows.filter((r) => r.kind === "manual").map((r) => r.id);
+  const [links, updates] = await Promise.all([
+    manual.length
+      ? q.query<{ incident_id: string; monitor_id: string }>(
+          "SELECT incident_id, monitor_id FROM incident_monitors WHERE incident_id = ANY($1::text[]) ORDER BY monitor_id",
+          [manual],
+        )
+      : { rows: [] },
+    q.query<IncidentUpdateRow>(
+      "SELECT * FROM incident_updates WHERE incident_id = ANY($1::text[]) ORDER BY created_at, id",
+      [ids],
+    ),
+  ]);
+  for (const l of links.rows) out.get(l.incident_id)?.monitorIds.push(l.monitor_id);
+  for (const u of updates.rows) out.get(u.incident_id)?.updates.push(u);
+  return out;
 }
 
 /** Sets the given title and description (an empty string clears it); undefined when no such incident in the project. */
@@ -265,31 +324,33 @@ export async function patchIncident(
 export const MAX_INCIDENT_UPDATES = 100;
 
 /**
- * Adds an update to an incident of the project, under the incident's row lock: `missing` when the
- * project has no such incident, `full` at MAX_INCIDENT_UPDATES. `created_at` is `now`, or just after
- * the incident's latest update when that is later (a clock step back, two updates in one
- * microsecond), so that oldest-first is always the order they were posted in.
+ * Adds an update to an incident the caller holds locked (`lockIncident`), in its transaction: null at
+ * MAX_INCIDENT_UPDATES. `created_at` is `now`, or just after the incident's latest update when that
+ * is later (a clock step back, two updates in one microsecond), so that oldest-first is always the
+ * order they were posted in.
  */
-export async function addIncidentUpdate(
-  db: Db,
-  u: { id: string; projectId: string; incidentId: string; message: string; now: Date },
-): Promise<IncidentUpdateRow | "missing" | "full"> {
-  return tx(db, async (c) => {
-    const inc = await c.query("SELECT id FROM incidents WHERE id = $1 AND project_id = $2 FOR NO KEY UPDATE", [
-      u.incidentId,
-      u.projectId,
-    ]);
-    if (!inc.rowCount) return "missing";
-    const r = await c.query<IncidentUpdateRow>(
-      `INSERT INTO incident_updates (id, incident_id, project_id, message, created_at)
-       SELECT $1, $2, $3, $4, GREATEST($5::timestamptz, max(created_at) + interval '1 microsecond')
-         FROM incident_updates WHERE incident_id = $2
-       HAVING count(*) < $6
-       RETURNING *`,
-      [u.id, u.incidentId, u.projectId, u.message, u.now, MAX_INCIDENT_UPDATES],
-    );
-    return r.rows[0] ?? "full";
-  });
+export async function insertIncidentUpdate(
+  c: Queryable,
+  u: { id: string; projectId: string; incidentId: string; message: string; status: IncidentStage | null; now: Date },
+): Promise<IncidentUpdateRow | null> {
+  const r = await c.query<IncidentUpdateRow>(
+    `INSERT INTO incident_updates (id, incident_id, project_id, message, status, created_at)
+     SELECT $1, $2, $3, $4, $7, GREATEST($5::timestamptz, max(created_at) + interval '1 microsecond')
+       FROM incident_updates WHERE incident_id = $2
+     HAVING count(*) < $6
+     RETURNING *`,
+    [u.id, u.incidentId, u.projectId, u.message, u.now, MAX_INCIDENT_UPDATES, u.status],
+  );
+  return r.rows[0] ?? null;
+}
+
+/** The incident of the project, locked against other updates until the transaction ends. */
+export async function lockIncident(c: Queryable, projectId: string, id: string): Promise<IncidentRow | undefined> {
+  const r = await c.query<IncidentRow>("SELECT * FROM incidents WHERE id = $1 AND project_id = $2 FOR NO KEY UPDATE", [
+    id,
+    projectId,
+  ]);
+  return r.rows[0];
 }
 
 /** An incident's updates, oldest first; undefined when the project has no such incident. */

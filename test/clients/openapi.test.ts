@@ -395,6 +395,22 @@ describe("every operation against the document", () => {
     const incidentId = incidents.body.data[0].id;
     await ok("CreateIncidentUpdate", { params: { incidentId }, body: { message: "Investigating" } });
     await ok("ListIncidentUpdates", { params: { incidentId } });
+    await ok("GetIncident", { params: { incidentId } });
+    // A manual incident (docs/uptime.md "Manual incidents"), moved along by an update with a status.
+    const manual = await ok("CreateIncident", {
+      body: {
+        title: "Payments degraded",
+        impact: "minor",
+        monitorIds: [m.body.data.id],
+        status: "investigating",
+        message: "Looking into it",
+      },
+    });
+    await ok("CreateIncidentUpdate", {
+      params: { incidentId: manual.data.id },
+      body: { message: "Fixed", status: "resolved" },
+    });
+    await ok("ListProjectIncidents", { query: { limit: "10" } });
     const page = await ok("CreatePage", {
       body: {
         slug: `docs-${Date.now()}`,

@@ -182,17 +182,29 @@ describe("GET /v1/status/:slug", () => {
 
     assert.equal(d.incidents.length, 1);
     const i = d.incidents[0];
-    assert.deepEqual(keysOf(i), ["description", "endedAt", "startedAt", "status", "title", "updates"]);
+    assert.deepEqual(keysOf(i), [
+      "description",
+      "endedAt",
+      "impact",
+      "kind",
+      "startedAt",
+      "status",
+      "title",
+      "updates",
+    ]);
     assert.equal(i.title, "Website is down");
     assert.equal(i.status, "open");
+    // A monitor's incident (docs/uptime.md "Manual incidents": kinds and impacts).
+    assert.equal(i.kind, "monitor");
+    assert.equal(i.impact, "major");
     assert.equal(i.endedAt, null);
     assert.equal(i.description, null);
     assert.equal(i.startedAt, incidents[0].startedAt);
     assert.deepEqual(
       i.updates.map((u: object) => keysOf(u)),
       [
-        ["at", "message"],
-        ["at", "message"],
+        ["at", "message", "status"],
+        ["at", "message", "status"],
       ],
     );
     assert.deepEqual(

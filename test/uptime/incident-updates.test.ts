@@ -46,7 +46,8 @@ describe("incident updates", () => {
   it("posts an update (201, the record) and lists them oldest first", async () => {
     const c = await t.rest.post(updates(), { message: "  Investigating elevated errors  " }, { key: p.key });
     assert.equal(c.status, 201, c.text);
-    assert.deepEqual(Object.keys(c.body.data).sort(), ["createdAt", "id", "incidentId", "message"]);
+    assert.deepEqual(Object.keys(c.body.data).sort(), ["createdAt", "id", "incidentId", "message", "status"]);
+    assert.equal(c.body.data.status, null, "a monitor incident's update carries no status");
     assert.match(c.body.data.id, /^iup_[0-9A-Za-z]{20}$/);
     assert.equal(c.body.data.incidentId, incidentId);
     assert.equal(c.body.data.message, "Investigating elevated errors", "trimmed");

@@ -285,6 +285,64 @@ describe("email webhooks: deliveries", () => {
   });
 });
 
+describe("email webhooks: manual incidents", () => {
+  it("mails a manual incident's start and resolution, headed by its title, naming kind, impact and status", async () => {
+    const server = await smtp();
+    const c = await t.rest.post(
+      base(),
+      { type: "email", to: ["status@example.com"], events: ["incident.started", "incident.recovered"] },
+      owner(),
+    );
+    assert.equal(c.status, 201, c.text);
+    const m = await t.rest.post(
+      `/v1/projects/${p.projectId}/monitors`,
+      { name: "Checkout", slug: "checkout-manual" },
+      {
+        key: p.key,
+      },
+    );
+    assert.equal(m.status, 201, m.text);
+    const inc = await t.rest.post(
+      `/v1/projects/${p.projectId}/incidents`,
+      {
+        title: "Checkout is slow",
+        impact: "critical",
+        monitorIds: [m.body.data.id],
+        status: "identified",
+        message: "A database index is missing",
+      },
+      { key: p.key },
+    );
+    assert.equal(inc.status, 201, inc.text);
+    const done = await t.rest.post(
+      `/v1/projects/${p.projectId}/incidents/${inc.body.data.id}/updates`,
+      { message: "Index added", status: "resolved" },
+      { key: p.key },
+    );
+    assert.equal(done.status, 201, done.text);
+    const mails = await waitFor(
+      () => {
+        const l = server.messages.filter((x) => x.rcptTos.includes("status@example.com"));
+        return l.length >= 2 ? l : undefined;
+      },
+      "two manual incident mails",
+      WAIT_MS,
+    );
+    assert.deepEqual(mails.map((x) => x.headers.subject).sort(), [
+      "[Vigil] 🔴 Incident: Checkout is slow",
+      "[Vigil] 🟢 Resolved: Checkout is slow",
+    ]);
+    for (const x of mails) {
+      assert.match(x.text!, /kind: manual/);
+      assert.match(x.text!, /impact: critical/);
+      assert.match(x.text!, new RegExp(`incidentId: ${inc.body.data.id}`));
+      assert.match(x.text!, /monitors: Checkout/);
+    }
+    const resolved = mails.find((x) => x.headers.subject.includes("Resolved"))!;
+    assert.match(resolved.text!, /status: resolved/);
+  });
+});
+
 // Last: it moves the server's clock on by days.
 describe("a webhook that fails for days (WEBHOOK_DISABLE_AFTER_DAYS, default 5)", () => {
   it("is disabled with the reason failing, its owners are mailed, and enabling it again works", async () => {

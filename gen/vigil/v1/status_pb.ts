@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file vigil/v1/status.proto.
  */
 export const file_vigil_v1_status: GenFile = /*@__PURE__*/
-  fileDesc("ChV2aWdpbC92MS9zdGF0dXMucHJvdG8SCHZpZ2lsLnYxIiQKFEdldFN0YXR1c1BhZ2VSZXF1ZXN0EgwKBHNsdWcYASABKAkidAoJU3RhdHVzRGF5EgwKBGRhdGUYASABKAkSDgoGc3RhdHVzGAIgASgJEh4KEXVwdGltZV9wZXJjZW50YWdlGAMgASgBSACIAQESEwoLZG93bnRpbWVfbXMYBCABKANCFAoSX3VwdGltZV9wZXJjZW50YWdlIrABCg1TdGF0dXNNb25pdG9yEgwKBG5hbWUYASABKAkSFAoHc2VjdGlvbhgCIAEoCUgAiAEBEg4KBnN0YXR1cxgDIAEoCRIiChV1cHRpbWVfcGVyY2VudGFnZV8yNGgYBCABKAFIAYgBARIhCgRkYXlzGAUgAygLMhMudmlnaWwudjEuU3RhdHVzRGF5QgoKCF9zZWN0aW9uQhgKFl91cHRpbWVfcGVyY2VudGFnZV8yNGgiMwoUU3RhdHVzSW5jaWRlbnRVcGRhdGUSCgoCYXQYASABKAkSDwoHbWVzc2FnZRgCIAEoCSLCAQoOU3RhdHVzSW5jaWRlbnQSDQoFdGl0bGUYASABKAkSGAoLZGVzY3JpcHRpb24YAiABKAlIAIgBARIOCgZzdGF0dXMYAyABKAkSEgoKc3RhcnRlZF9hdBgEIAEoCRIVCghlbmRlZF9hdBgFIAEoCUgBiAEBEi8KB3VwZGF0ZXMYBiADKAsyHi52aWdpbC52MS5TdGF0dXNJbmNpZGVudFVwZGF0ZUIOCgxfZGVzY3JpcHRpb25CCwoJX2VuZGVkX2F0Iq0BCgpTdGF0dXNQYWdlEg0KBXRpdGxlGAEgASgJEhgKC2Rlc2NyaXB0aW9uGAIgASgJSACIAQESDgoGc3RhdHVzGAMgASgJEikKCG1vbml0b3JzGAQgAygLMhcudmlnaWwudjEuU3RhdHVzTW9uaXRvchIrCglpbmNpZGVudHMYBSADKAsyGC52aWdpbC52MS5TdGF0dXNJbmNpZGVudEIOCgxfZGVzY3JpcHRpb24iOwoVR2V0U3RhdHVzUGFnZVJlc3BvbnNlEiIKBGRhdGEYASABKAsyFC52aWdpbC52MS5TdGF0dXNQYWdlMoABCg1TdGF0dXNTZXJ2aWNlEm8KDUdldFN0YXR1c1BhZ2USHi52aWdpbC52MS5HZXRTdGF0dXNQYWdlUmVxdWVzdBofLnZpZ2lsLnYxLkdldFN0YXR1c1BhZ2VSZXNwb25zZSId0PMYAYLT5JMCExIRL3YxL3N0YXR1cy97c2x1Z31iBnByb3RvMw", [file_google_api_annotations, file_vigil_v1_options]);
+  fileDesc("ChV2aWdpbC92MS9zdGF0dXMucHJvdG8SCHZpZ2lsLnYxIiQKFEdldFN0YXR1c1BhZ2VSZXF1ZXN0EgwKBHNsdWcYASABKAkidAoJU3RhdHVzRGF5EgwKBGRhdGUYASABKAkSDgoGc3RhdHVzGAIgASgJEh4KEXVwdGltZV9wZXJjZW50YWdlGAMgASgBSACIAQESEwoLZG93bnRpbWVfbXMYBCABKANCFAoSX3VwdGltZV9wZXJjZW50YWdlIrABCg1TdGF0dXNNb25pdG9yEgwKBG5hbWUYASABKAkSFAoHc2VjdGlvbhgCIAEoCUgAiAEBEg4KBnN0YXR1cxgDIAEoCRIiChV1cHRpbWVfcGVyY2VudGFnZV8yNGgYBCABKAFIAYgBARIhCgRkYXlzGAUgAygLMhMudmlnaWwudjEuU3RhdHVzRGF5QgoKCF9zZWN0aW9uQhgKFl91cHRpbWVfcGVyY2VudGFnZV8yNGgiUwoUU3RhdHVzSW5jaWRlbnRVcGRhdGUSCgoCYXQYASABKAkSDwoHbWVzc2FnZRgCIAEoCRITCgZzdGF0dXMYAyABKAlIAIgBAUIJCgdfc3RhdHVzIuABCg5TdGF0dXNJbmNpZGVudBINCgV0aXRsZRgBIAEoCRIYCgtkZXNjcmlwdGlvbhgCIAEoCUgAiAEBEg4KBnN0YXR1cxgDIAEoCRISCgpzdGFydGVkX2F0GAQgASgJEhUKCGVuZGVkX2F0GAUgASgJSAGIAQESLwoHdXBkYXRlcxgGIAMoCzIeLnZpZ2lsLnYxLlN0YXR1c0luY2lkZW50VXBkYXRlEgwKBGtpbmQYByABKAkSDgoGaW1wYWN0GAggASgJQg4KDF9kZXNjcmlwdGlvbkILCglfZW5kZWRfYXQirQEKClN0YXR1c1BhZ2USDQoFdGl0bGUYASABKAkSGAoLZGVzY3JpcHRpb24YAiABKAlIAIgBARIOCgZzdGF0dXMYAyABKAkSKQoIbW9uaXRvcnMYBCADKAsyFy52aWdpbC52MS5TdGF0dXNNb25pdG9yEisKCWluY2lkZW50cxgFIAMoCzIYLnZpZ2lsLnYxLlN0YXR1c0luY2lkZW50Qg4KDF9kZXNjcmlwdGlvbiI7ChVHZXRTdGF0dXNQYWdlUmVzcG9uc2USIgoEZGF0YRgBIAEoCzIULnZpZ2lsLnYxLlN0YXR1c1BhZ2UygAEKDVN0YXR1c1NlcnZpY2USbwoNR2V0U3RhdHVzUGFnZRIeLnZpZ2lsLnYxLkdldFN0YXR1c1BhZ2VSZXF1ZXN0Gh8udmlnaWwudjEuR2V0U3RhdHVzUGFnZVJlc3BvbnNlIh3Q8xgBgtPkkwITEhEvdjEvc3RhdHVzL3tzbHVnfWIGcHJvdG8z", [file_google_api_annotations, file_vigil_v1_options]);
 
 /**
  * @generated from message vigil.v1.GetStatusPageRequest
@@ -124,6 +124,13 @@ export type StatusIncidentUpdate = Message<"vigil.v1.StatusIncidentUpdate"> & {
    * @generated from field: string message = 2;
    */
   message: string;
+
+  /**
+   * A manual incident's status after this update; null on a monitor incident's.
+   *
+   * @generated from field: optional string status = 3;
+   */
+  status?: string | undefined;
 };
 
 /**
@@ -148,7 +155,8 @@ export type StatusIncident = Message<"vigil.v1.StatusIncident"> & {
   description?: string | undefined;
 
   /**
-   * open or resolved.
+   * A monitor incident: open or resolved. A manual one: investigating,
+   * identified, monitoring or resolved.
    *
    * @generated from field: string status = 3;
    */
@@ -170,6 +178,20 @@ export type StatusIncident = Message<"vigil.v1.StatusIncident"> & {
    * @generated from field: repeated vigil.v1.StatusIncidentUpdate updates = 6;
    */
   updates: StatusIncidentUpdate[];
+
+  /**
+   * monitor or manual.
+   *
+   * @generated from field: string kind = 7;
+   */
+  kind: string;
+
+  /**
+   * minor, major or critical (a monitor incident: major).
+   *
+   * @generated from field: string impact = 8;
+   */
+  impact: string;
 };
 
 /**
@@ -194,7 +216,8 @@ export type StatusPage = Message<"vigil.v1.StatusPage"> & {
   description?: string | undefined;
 
   /**
-   * operational, degraded, down or unknown.
+   * operational, degraded, down or unknown: from the monitors' statuses, and
+   * at least degraded (down for a critical one) while a manual incident is open.
    *
    * @generated from field: string status = 3;
    */

@@ -9,7 +9,8 @@ import type { WebhookTarget } from "./target.js";
 // `routingKey` (the service integration's 32-character key) instead of a URL; every delivery is a
 // POST to PAGERDUTY_EVENTS_URL (default https://events.pagerduty.com/v2/enqueue), through the same
 // HTTP delivery and address rule as the others (http-post.ts).
-// - incident.started: `trigger`, severity `critical`, dedup_key the incident id;
+// - incident.started: `trigger`, severity `critical` (a manual incident's by its impact: minor
+//   `warning`, major `error`, critical `critical`), dedup_key the incident id;
 // - incident.recovered: `resolve` of that dedup_key (PagerDuty closes the alert it opened);
 // - any other event type (and test deliveries): `trigger`, severity `info`, dedup_key the event id
 //   (`evt_test_...` for tests), so a retried delivery never opens a second alert.
@@ -37,6 +38,13 @@ interface PagerDutyEvent {
     custom_details: Record<string, unknown>;
   };
   links?: { href: string; text: string }[];
+}
+
+/** A monitor incident is critical; a manual one by its impact (minor: warning, major: error, critical). */
+function severityOf(impact: string | undefined): Severity {
+  if (impact === "minor") return "warning";
+  if (impact === "major") return "error";
+  return "critical";
 }
 
 /** The integration key: 32 letters and digits. */
@@ -69,7 +77,7 @@ function pagerDutyEvent(env: Envelope, eventId: string, routingKey: string, link
         PAGERDUTY_LIMITS.summary,
       ),
       source: truncate(inc ? inc.monitorName : `vigil project ${env.projectId}`, PAGERDUTY_LIMITS.source),
-      severity: inc ? "critical" : "info",
+      severity: inc ? severityOf(inc.impact) : "info",
       timestamp: env.createdAt,
       ...(inc ? { component: truncate(inc.monitorName, PAGERDUTY_LIMITS.source) } : {}),
       group: env.projectId,

@@ -45,8 +45,9 @@ export function summarize(env: Envelope): Summary {
   const fields: SummaryField[] = [];
   if (env.type === "incident.started" || env.type === "incident.recovered") {
     const started = env.type === "incident.started";
-    const name = show(d.monitorName ?? (d.monitor as { name?: unknown } | undefined)?.name ?? d.monitorId);
     const inc = (d.incident && typeof d.incident === "object" ? d.incident : d) as Record<string, unknown>;
+    if (inc.kind === "manual") return manualSummary(inc, d, started);
+    const name = show(d.monitorName ?? (d.monitor as { name?: unknown } | undefined)?.name ?? d.monitorId);
     for (const k of ["id", "monitorId", "status", "startedAt", "endedAt", "durationMs"])
       if (inc[k] !== undefined && inc[k] !== null)
         fields.push({ name: k === "id" ? "incidentId" : k, value: show(inc[k]), inline: true });
@@ -69,13 +70,52 @@ export function summarize(env: Envelope): Summary {
   return { kind: "event", title: env.type, fields, props };
 }
 
+/**
+ * A manual incident's message (decisions.md "Status communication"): headed by its title, its
+ * description or impact as the sentence, fields naming its kind, impact, status and monitors.
+ */
+function manualSummary(inc: Record<string, unknown>, d: Record<string, unknown>, started: boolean): Summary {
+  const monitors = Array.isArray(d.monitors) ? (d.monitors as { name?: unknown }[]) : [];
+  const fields: SummaryField[] = [];
+  for (const k of ["id", "kind", "impact", "status", "startedAt", "endedAt", "durationMs"])
+    if (inc[k] !== undefined && inc[k] !== null)
+      fields.push({ name: k === "id" ? "incidentId" : k, value: show(inc[k]), inline: true });
+  if (monitors.length)
+    fields.push({ name: "monitors", value: monitors.map((m) => show(m.name)).join(", "), inline: false });
+  const description = typeof inc.description === "string" && inc.description ? inc.description : undefined;
+  return {
+    kind: started ? "started" : "recovered",
+    title: `${started ? "🔴 Incident" : "🟢 Resolved"}: ${show(inc.title)}`,
+    description: description ?? `${show(inc.impact)} impact; status: ${show(inc.status)}.`,
+    fields,
+  };
+}
+
 /** An incident delivery's incident and monitor (undefined for events and tests). */
-export function incidentOf(
-  env: Envelope,
-): { started: boolean; incidentId: string; monitorId?: string; monitorName: string } | undefined {
+export function incidentOf(env: Envelope):
+  | {
+      started: boolean;
+      incidentId: string;
+      monitorId?: string;
+      monitorName: string;
+      /** A manual incident's impact (absent: a monitor incident). */
+      impact?: string;
+    }
+  | undefined {
   if (env.type !== "incident.started" && env.type !== "incident.recovered") return undefined;
   const d = env.data;
   const inc = (d.incident && typeof d.incident === "object" ? d.incident : d) as Record<string, unknown>;
+  if (inc.kind === "manual") {
+    // Named by its title; its first monitor leads to the dashboard and a status page.
+    const ids = Array.isArray(inc.monitorIds) ? inc.monitorIds.filter((x) => typeof x === "string") : [];
+    return {
+      started: env.type === "incident.started",
+      incidentId: show(inc.id),
+      monitorId: ids[0],
+      monitorName: show(inc.title),
+      impact: show(inc.impact),
+    };
+  }
   const monitor = (d.monitor && typeof d.monitor === "object" ? d.monitor : {}) as Record<string, unknown>;
   const monitorId = typeof inc.monitorId === "string" ? inc.monitorId : (monitor.id as string | undefined);
   return {
