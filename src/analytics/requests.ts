@@ -64,6 +64,64 @@ export function parseAggregations(v: { name: string; field?: string; operation: 
   }));
 }
 
+/** A measure per timeseries bucket: an aggregation without a name. */
+export function parseMeasure(v: { operation: string; field?: string } | undefined): Aggregation | null {
+  if (!v) return null;
+  const [a] = parseAggregations([{ name: "value", operation: v.operation, field: v.field }]);
+  return a;
+}
+
+/** Group aggregations: optional, and no name may clash with a group-by field or `count`. */
+export function parseGroupAggregations(
+  v: { name: string; field?: string; operation: string }[],
+  groupBy: string[],
+): Aggregation[] {
+  if (v.length === 0) return [];
+  const aggs = parseAggregations(v);
+  aggs.forEach((a, i) => {
+    if (a.name === "count" || groupBy.includes(a.name))
+      throw badRequest(`aggregations[${i}].name: '${a.name}' is already a key of each group`, [
+        { field: `aggregations[${i}].name`, message: "must differ from count and the groupBy fields" },
+      ]);
+  });
+  return aggs;
+}
+
+/** The funnel's bounds (decisions.md: 2-10 steps; the window: docs/analytics.md). */
+const MAX_WINDOW_MS = 90 * 86_400_000;
+const funnelSchema = z.object({
+  steps: z.number().int().min(2, "needs at least 2 steps").max(10, "at most 10 steps"),
+  windowMs: z
+    .number()
+    .int("must be an integer")
+    .min(1, "must be at least 1")
+    .max(MAX_WINDOW_MS, `must be at most ${MAX_WINDOW_MS} (90 days)`)
+    .default(86_400_000),
+  actor: z.enum(["userId"], { message: "must be userId" }).default("userId"),
+});
+
+export function parseFunnel(v: { steps: number; windowMs?: bigint; actor: string }): { windowMs: number } {
+  return validate(funnelSchema, {
+    steps: v.steps,
+    windowMs: bigintToNumber(v.windowMs),
+    actor: v.actor || undefined,
+  });
+}
+
+const RETENTION_INTERVALS = ["day", "week", "month"] as const;
+const retentionSchema = z.object({
+  interval: z.enum(RETENTION_INTERVALS, { message: `must be one of ${RETENTION_INTERVALS.join(", ")}` }),
+  periods: z
+    .number({ message: "is required" })
+    .int("must be an integer")
+    .min(1, "must be at least 1")
+    .max(30, "must be at most 30"),
+});
+
+export function parseRetention(v: { interval: string; periods?: bigint }): { interval: Interval; periods: number } {
+  return validate(retentionSchema, { interval: v.interval || undefined, periods: bigintToNumber(v.periods) });
+}
+
 export function parseField(v: string, where: string): Field {
   return resolveField(v === "" ? undefined : v, where);
 }
@@ -108,7 +166,6 @@ export const analyticsRules = {
   ),
   exportEvents: filtered(z.object({ time: time.optional() })),
   count: filtered(z.object({ time })),
-  timeseries: filtered(z.object({ time, interval })),
   aggregate: filtered(
     alsoRefused(
       z.object({ time, aggregations: aggSchema }),
@@ -119,14 +176,37 @@ export const analyticsRules = {
     ),
   ),
   unique: filtered(z.object({ time, field, limit: limit(100, 1000) })),
+  timeseries: filtered(
+    alsoRefused(
+      z.object({
+        time,
+        interval,
+        aggregation: z.object({ operation: z.string(), field: field.optional() }).optional(),
+      }),
+      `an aggregation's operation other than ${OPERATION_NAMES}`,
+      "an aggregation without a field (all but count need one)",
+    ),
+  ),
   group: filtered(
     alsoRefused(
       z.object({
         time,
         groupBy: z.array(field).min(1).max(MAX_GROUP_BY).meta({ uniqueItems: true }),
         limit: limit(100, 1000),
+        aggregations: aggSchema.optional(),
       }),
       "a groupBy field named count",
+      "an aggregation named count or as a groupBy field",
+      "two aggregations of one name",
     ),
   ),
+  funnel: filtered(
+    z.object({
+      steps: z.array(z.object({})).min(2).max(10),
+      time,
+      windowMs: funnelSchema.shape.windowMs,
+      actor: funnelSchema.shape.actor,
+    }),
+  ),
+  retention: filtered(z.object({ time, ...retentionSchema.shape })),
 };
