@@ -28,30 +28,34 @@ const fieldName = z.string().superRefine((v, ctx) => {
   if (p) ctx.addIssue({ code: "custom", message: p });
 });
 
-const aggSchema = z
-  .array(
-    z
-      .object({
-        name: z.string().trim().min(1, "is required").max(100),
-        field: fieldName.optional(),
-        operation: z.string().refine((v) => parseOperation(v) !== undefined, `must be ${OPERATION_NAMES}`),
-      })
-      .superRefine((a, ctx) => {
-        // Counts need no field; numeric operations (and a name that is none) do.
-        const op = parseOperation(a.operation);
-        if ((!op || isNumeric(op)) && !a.field)
-          ctx.addIssue({ code: "custom", path: ["field"], message: `is required for ${a.operation}` });
-      }),
-  )
-  .min(1, "needs at least one aggregation")
-  .max(50, "at most 50 aggregations")
-  .superRefine((list, ctx) => {
-    const seen = new Set<string>();
-    list.forEach((a, i) => {
-      if (seen.has(a.name)) ctx.addIssue({ code: "custom", path: [i, "name"], message: "names must be unique" });
-      seen.add(a.name);
+/** Aggregations, at least `min` (group takes none: an absent list is an empty one over RPC). */
+const aggList = (min: number) =>
+  z
+    .array(
+      z
+        .object({
+          name: z.string().trim().min(1, "is required").max(100),
+          field: fieldName.optional(),
+          operation: z.string().refine((v) => parseOperation(v) !== undefined, `must be ${OPERATION_NAMES}`),
+        })
+        .superRefine((a, ctx) => {
+          // Counts need no field; numeric operations (and a name that is none) do.
+          const op = parseOperation(a.operation);
+          if ((!op || isNumeric(op)) && !a.field)
+            ctx.addIssue({ code: "custom", path: ["field"], message: `is required for ${a.operation}` });
+        }),
+    )
+    .min(min, "needs at least one aggregation")
+    .max(50, "at most 50 aggregations")
+    .superRefine((list, ctx) => {
+      const seen = new Set<string>();
+      list.forEach((a, i) => {
+        if (seen.has(a.name)) ctx.addIssue({ code: "custom", path: [i, "name"], message: "names must be unique" });
+        seen.add(a.name);
+      });
     });
-  });
+
+const aggSchema = aggList(1);
 
 export function parseAggregations(v: { name: string; field?: string; operation: string }[]): Aggregation[] {
   const list = validate(z.object({ aggregations: aggSchema }), {
@@ -193,7 +197,7 @@ export const analyticsRules = {
         time,
         groupBy: z.array(field).min(1).max(MAX_GROUP_BY).meta({ uniqueItems: true }),
         limit: limit(100, 1000),
-        aggregations: aggSchema.optional(),
+        aggregations: aggList(0).optional(),
       }),
       "a groupBy field named count",
       "an aggregation named count or as a groupBy field",
