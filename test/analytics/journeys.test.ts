@@ -2,7 +2,9 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import fc from "fast-check";
 import { AnalyticsService } from "../../gen/vigil/v1/analytics_pb.js";
+import { reachedSteps } from "../../src/analytics/journeys.js";
 import { startTestApp, type TestApp } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
 import { ingest } from "../helpers/events.js";
@@ -342,5 +344,49 @@ describe("product analytics against a JS computation", { concurrency: true }, ()
       { headers },
     );
     assert.ok((r.data?.cohorts.length ?? 0) > 0);
+  });
+});
+
+describe("reachedSteps (fast-check)", () => {
+  it("equals a search over distinct events on dense ties and overlapping masks", () => {
+    const brute = (ts: number[], masks: number[], steps: number, from: number, to: number, win: number) => {
+      let best = 0;
+      const go = (k: number, used: boolean[], last: number, t1: number): void => {
+        best = Math.max(best, k);
+        if (k === steps) return;
+        ts.forEach((t, e) => {
+          if (used[e] || t < last || t > t1 + win || (masks[e] & (1 << k)) === 0) return;
+          used[e] = true;
+          go(k + 1, used, t, t1);
+          used[e] = false;
+        });
+      };
+      ts.forEach((t, e) => {
+        if (t >= from && t <= to && masks[e] & 1)
+          go(
+            1,
+            ts.map((_, i) => i === e),
+            t,
+            t,
+          );
+      });
+      return best;
+    };
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 6 }), fc.integer({ min: 1, max: 15 })), { maxLength: 9 }),
+        fc.integer({ min: 2, max: 4 }),
+        fc.integer({ min: 0, max: 3 }),
+        fc.integer({ min: 0, max: 4 }),
+        (evs, steps, from, win) => {
+          const sorted = [...evs].sort((a, b) => a[0] - b[0]);
+          const ts = sorted.map((e) => e[0]);
+          const masks = sorted.map((e) => e[1]);
+          const to = from + 2;
+          assert.equal(reachedSteps({ ts, masks }, steps, from, to, win), brute(ts, masks, steps, from, to, win));
+        },
+      ),
+      { numRuns: 2000, seed: 35 },
+    );
   });
 });
