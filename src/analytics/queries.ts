@@ -133,57 +133,98 @@ export async function aggregate(
     if (values) return aggs.map((a, i) => ({ name: a.name, value: values[i] }));
   }
   const s = rawScan(projectId, w, filter, slotsOf(env));
-  const ctx = s.ctx;
   const scanned: string[] = [];
   const cols = aggs.map((a, i) => {
     const f = a.field;
-    let expr: string;
-    const op = a.operation;
-    if (env.fast && op.kind === "count_unique" && (!f || (f.kind === "column" && f.column === "user_id"))) {
+    if (env.fast && a.operation.kind === "count_unique" && (!f || (f.kind === "column" && f.column === "user_id"))) {
       // Distinct users through a hashed DISTINCT (count(DISTINCT) sorts, and spills to disk).
       return `(SELECT count(*) FROM (SELECT DISTINCT e.user_id FROM events e WHERE ${s.where} AND e.user_id IS NOT NULL) u)::float8 AS a${i}`;
     }
-    // Every operation (aggregations.ts lists them); a missing one is a compile error (assertNever).
-    const numeric = () => {
-      const n = f ? numberSql(ctx, f) : null;
-      if (!n)
-        throw badRequest(`aggregations[${i}].field: ${operationName(op)} needs a data, context or tags field`, [
-          { field: `aggregations[${i}].field`, message: "needs a numeric data, context or tags field" },
-        ]);
-      return n;
-    };
-    switch (op.kind) {
-      case "count":
-        expr = f ? `count(${f.kind === "column" ? columnSql(ctx, f) : jsonValueSql(ctx, f)})` : "count(*)";
-        break;
-      case "count_unique":
-        expr = f
-          ? `count(DISTINCT ${f.kind === "column" ? columnSql(ctx, f) : jsonValueSql(ctx, f)})`
-          : "count(DISTINCT e.user_id)";
-        break;
-      case "sum":
-        expr = `COALESCE(sum(${numeric()}), 0)`;
-        break;
-      case "avg":
-      case "min":
-      case "max":
-        expr = `${op.kind}(${numeric()})`;
-        break;
-      case "stddev":
-        expr = `stddev_samp(${numeric()})`;
-        break;
-      case "percentile":
-        expr = `percentile_cont(${op.fraction}::float8) WITHIN GROUP (ORDER BY ${numeric()})`;
-        break;
-      default:
-        return assertNever(op, "aggregation");
-    }
     scanned.push(`a${i}`);
-    return `(${expr})::float8 AS a${i}`;
+    return `${aggregationSql(s.ctx, a, i)} AS a${i}`;
   });
   const from = scanned.length ? ` FROM events e WHERE ${s.where}` : "";
   const r = await env.db.query<Record<string, number | null>>(`SELECT ${cols.join(", ")}${from}`, s.params.values);
   return aggs.map((a, i) => ({ name: a.name, value: r.rows[0][`a${i}`] ?? null }));
+}
+
+/**
+ * The SQL aggregate of one aggregation over the scanned rows (float8), the `i`th of the request. Every
+ * operation (aggregations.ts lists them); a missing one is a compile error (assertNever).
+ */
+function aggregationSql(ctx: Parameters<typeof numberSql>[0], a: Aggregation, i: number): string {
+  const f = a.field;
+  const op = a.operation;
+  const numeric = () => {
+    const n = f ? numberSql(ctx, f) : null;
+    if (!n)
+      throw badRequest(`aggregations[${i}].field: ${operationName(op)} needs a data, context or tags field`, [
+        { field: `aggregations[${i}].field`, message: "needs a numeric data, context or tags field" },
+      ]);
+    return n;
+  };
+  let expr: string;
+  switch (op.kind) {
+    case "count":
+      expr = f ? `count(${f.kind === "column" ? columnSql(ctx, f) : jsonValueSql(ctx, f)})` : "count(*)";
+      break;
+    case "count_unique":
+      expr = f
+        ? `count(DISTINCT ${f.kind === "column" ? columnSql(ctx, f) : jsonValueSql(ctx, f)})`
+        : "count(DISTINCT e.user_id)";
+      break;
+    case "sum":
+      expr = `COALESCE(sum(${numeric()}), 0)`;
+      break;
+    case "avg":
+    case "min":
+    case "max":
+      expr = `${op.kind}(${numeric()})`;
+      break;
+    case "stddev":
+      expr = `stddev_samp(${numeric()})`;
+      break;
+    case "percentile":
+      expr = `percentile_cont(${op.fraction}::float8) WITHIN GROUP (ORDER BY ${numeric()})`;
+      break;
+    default:
+      return assertNever(op, "aggregation");
+  }
+  return `(${expr})::float8`;
+}
+
+/** A measure's value over no events: what `aggregate` answers for an empty window. */
+const emptyValue = (a: Aggregation): number | null =>
+  a.operation.kind === "count" || a.operation.kind === "count_unique" || a.operation.kind === "sum" ? 0 : null;
+
+/**
+ * A timeseries with a measure per bucket (`aggregation`): one SQL scan grouped by bucket (typed slots
+ * read where assigned); a plain `count` measure is the bucket's count, from the count paths.
+ */
+export async function measuredTimeseries(
+  env: QueryEnv,
+  projectId: string,
+  w: Window,
+  filter: Node | null,
+  interval: Interval,
+  measure: Aggregation,
+): Promise<{ time: string; count: number; value: number | null }[]> {
+  if (measure.operation.kind === "count" && !measure.field)
+    return (await timeseries(env, projectId, w, filter, interval)).map((b) => ({ ...b, value: b.count }));
+  const starts = bucketStarts(w, interval, MAX_BUCKETS);
+  const s = rawScan(projectId, w, filter, slotsOf(env));
+  const unit = s.params.add(interval);
+  const rows = (
+    await env.db.query<{ b: Date; c: number; v: number | null }>(
+      `SELECT date_trunc(${unit}::text, e.ts, 'UTC') AS b, count(*)::float8 AS c, ${aggregationSql(s.ctx, measure, 0)} AS v FROM events e WHERE ${s.where} GROUP BY 1`,
+      s.params.values,
+    )
+  ).rows;
+  const byStart = new Map(rows.map((r) => [r.b.getTime(), r]));
+  return starts.map((b) => {
+    const r = byStart.get(b);
+    return { time: new Date(b).toISOString(), count: r ? Number(r.c) : 0, value: r ? r.v : emptyValue(measure) };
+  });
 }
 
 /** A group/unique key as jsonb; time columns as ISO strings like everywhere else. */
@@ -274,7 +315,9 @@ export async function group(
   filter: Node | null,
   fields: Field[],
   limit: number,
+  aggs: Aggregation[] = [],
 ): Promise<JsonObject[]> {
+  if (aggs.length) return measuredGroups(env, projectId, w, filter, fields, limit, aggs);
   if (env.fast && env.blocks) {
     const counts = await env.blocks.groupCounts(projectId, w, filter, fields, keySql);
     if (counts) {
@@ -301,6 +344,46 @@ export async function group(
       row.c,
     ),
   );
+}
+
+/**
+ * Groups with aggregations: one SQL scan grouped by the keys (typed slots read where assigned), in
+ * the order of `group` (count descending, then the keys).
+ */
+async function measuredGroups(
+  env: QueryEnv,
+  projectId: string,
+  w: Window,
+  filter: Node | null,
+  fields: Field[],
+  limit: number,
+  aggs: Aggregation[],
+): Promise<JsonObject[]> {
+  const s = rawScan(projectId, w, filter, slotsOf(env));
+  const by = fields.map((_, i) => `g${i}`);
+  const keys = fields.map((f, i) => `${keySql(s.ctx, f)} AS g${i}`).join(", ");
+  const measures = aggs.map((a, i) => `${aggregationSql(s.ctx, a, i)} AS a${i}`).join(", ");
+  const lim = s.params.add(limit);
+  const r = await env.db.query<Record<string, unknown>>(
+    `SELECT ${keys}, count(*)::float8 AS c, ${measures} FROM events e WHERE ${s.where} GROUP BY ${by.join(", ")} ORDER BY c DESC, ${by.map((b) => `${b} ASC NULLS LAST`).join(", ")} LIMIT ${lim}`,
+    s.params.values,
+  );
+  return r.rows.map((row) => {
+    const o = groupObject(
+      fields,
+      fields.map((_, i) => row[`g${i}`]),
+      row.c,
+    );
+    aggs.forEach((a, i) =>
+      Object.defineProperty(o, a.name, {
+        value: row[`a${i}`] ?? null,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      }),
+    );
+    return o;
+  });
 }
 
 /**

@@ -28,30 +28,34 @@ const fieldName = z.string().superRefine((v, ctx) => {
   if (p) ctx.addIssue({ code: "custom", message: p });
 });
 
-const aggSchema = z
-  .array(
-    z
-      .object({
-        name: z.string().trim().min(1, "is required").max(100),
-        field: fieldName.optional(),
-        operation: z.string().refine((v) => parseOperation(v) !== undefined, `must be ${OPERATION_NAMES}`),
-      })
-      .superRefine((a, ctx) => {
-        // Counts need no field; numeric operations (and a name that is none) do.
-        const op = parseOperation(a.operation);
-        if ((!op || isNumeric(op)) && !a.field)
-          ctx.addIssue({ code: "custom", path: ["field"], message: `is required for ${a.operation}` });
-      }),
-  )
-  .min(1, "needs at least one aggregation")
-  .max(50, "at most 50 aggregations")
-  .superRefine((list, ctx) => {
-    const seen = new Set<string>();
-    list.forEach((a, i) => {
-      if (seen.has(a.name)) ctx.addIssue({ code: "custom", path: [i, "name"], message: "names must be unique" });
-      seen.add(a.name);
+/** Aggregations, at least `min` (group takes none: an absent list is an empty one over RPC). */
+const aggList = (min: number) =>
+  z
+    .array(
+      z
+        .object({
+          name: z.string().trim().min(1, "is required").max(100),
+          field: fieldName.optional(),
+          operation: z.string().refine((v) => parseOperation(v) !== undefined, `must be ${OPERATION_NAMES}`),
+        })
+        .superRefine((a, ctx) => {
+          // Counts need no field; numeric operations (and a name that is none) do.
+          const op = parseOperation(a.operation);
+          if ((!op || isNumeric(op)) && !a.field)
+            ctx.addIssue({ code: "custom", path: ["field"], message: `is required for ${a.operation}` });
+        }),
+    )
+    .min(min, "needs at least one aggregation")
+    .max(50, "at most 50 aggregations")
+    .superRefine((list, ctx) => {
+      const seen = new Set<string>();
+      list.forEach((a, i) => {
+        if (seen.has(a.name)) ctx.addIssue({ code: "custom", path: [i, "name"], message: "names must be unique" });
+        seen.add(a.name);
+      });
     });
-  });
+
+const aggSchema = aggList(1);
 
 export function parseAggregations(v: { name: string; field?: string; operation: string }[]): Aggregation[] {
   const list = validate(z.object({ aggregations: aggSchema }), {
@@ -62,6 +66,64 @@ export function parseAggregations(v: { name: string; field?: string; operation: 
     operation: parseOperation(a.operation) as Operation,
     field: a.field ? resolveField(a.field, `aggregations[${i}].field`) : null,
   }));
+}
+
+/** A measure per timeseries bucket: an aggregation without a name. */
+export function parseMeasure(v: { operation: string; field?: string } | undefined): Aggregation | null {
+  if (!v) return null;
+  const [a] = parseAggregations([{ name: "value", operation: v.operation, field: v.field }]);
+  return a;
+}
+
+/** Group aggregations: optional, and no name may clash with a group-by field or `count`. */
+export function parseGroupAggregations(
+  v: { name: string; field?: string; operation: string }[],
+  groupBy: string[],
+): Aggregation[] {
+  if (v.length === 0) return [];
+  const aggs = parseAggregations(v);
+  aggs.forEach((a, i) => {
+    if (a.name === "count" || groupBy.includes(a.name))
+      throw badRequest(`aggregations[${i}].name: '${a.name}' is already a key of each group`, [
+        { field: `aggregations[${i}].name`, message: "must differ from count and the groupBy fields" },
+      ]);
+  });
+  return aggs;
+}
+
+/** The funnel's bounds (decisions.md: 2-10 steps; the window: docs/analytics.md). */
+const MAX_WINDOW_MS = 90 * 86_400_000;
+const funnelSchema = z.object({
+  steps: z.number().int().min(2, "needs at least 2 steps").max(10, "at most 10 steps"),
+  windowMs: z
+    .number()
+    .int("must be an integer")
+    .min(1, "must be at least 1")
+    .max(MAX_WINDOW_MS, `must be at most ${MAX_WINDOW_MS} (90 days)`)
+    .default(86_400_000),
+  actor: z.enum(["userId"], { message: "must be userId" }).default("userId"),
+});
+
+export function parseFunnel(v: { steps: number; windowMs?: bigint; actor: string }): { windowMs: number } {
+  return validate(funnelSchema, {
+    steps: v.steps,
+    windowMs: bigintToNumber(v.windowMs),
+    actor: v.actor || undefined,
+  });
+}
+
+const RETENTION_INTERVALS = ["day", "week", "month"] as const;
+const retentionSchema = z.object({
+  interval: z.enum(RETENTION_INTERVALS, { message: `must be one of ${RETENTION_INTERVALS.join(", ")}` }),
+  periods: z
+    .number({ message: "is required" })
+    .int("must be an integer")
+    .min(1, "must be at least 1")
+    .max(30, "must be at most 30"),
+});
+
+export function parseRetention(v: { interval: string; periods?: bigint }): { interval: Interval; periods: number } {
+  return validate(retentionSchema, { interval: v.interval || undefined, periods: bigintToNumber(v.periods) });
 }
 
 export function parseField(v: string, where: string): Field {
@@ -108,7 +170,6 @@ export const analyticsRules = {
   ),
   exportEvents: filtered(z.object({ time: time.optional() })),
   count: filtered(z.object({ time })),
-  timeseries: filtered(z.object({ time, interval })),
   aggregate: filtered(
     alsoRefused(
       z.object({ time, aggregations: aggSchema }),
@@ -119,14 +180,37 @@ export const analyticsRules = {
     ),
   ),
   unique: filtered(z.object({ time, field, limit: limit(100, 1000) })),
+  timeseries: filtered(
+    alsoRefused(
+      z.object({
+        time,
+        interval,
+        aggregation: z.object({ operation: z.string(), field: field.optional() }).optional(),
+      }),
+      `an aggregation's operation other than ${OPERATION_NAMES}`,
+      "an aggregation without a field (all but count need one)",
+    ),
+  ),
   group: filtered(
     alsoRefused(
       z.object({
         time,
         groupBy: z.array(field).min(1).max(MAX_GROUP_BY).meta({ uniqueItems: true }),
         limit: limit(100, 1000),
+        aggregations: aggList(0).optional(),
       }),
       "a groupBy field named count",
+      "an aggregation named count or as a groupBy field",
+      "two aggregations of one name",
     ),
   ),
+  funnel: filtered(
+    z.object({
+      steps: z.array(z.object({})).min(2).max(10),
+      time,
+      windowMs: funnelSchema.shape.windowMs,
+      actor: funnelSchema.shape.actor,
+    }),
+  ),
+  retention: filtered(z.object({ time, ...retentionSchema.shape })),
 };

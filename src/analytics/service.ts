@@ -21,6 +21,7 @@ import {
   aggregate,
   count,
   group,
+  measuredTimeseries,
   timeseries,
   unique,
   windowMoments,
@@ -29,8 +30,20 @@ import {
   type WindowMoments,
 } from "./queries.js";
 import type { Field } from "./fields.js";
+import { funnel, retention } from "./journeys.js";
 import type { Registry } from "./registry.js";
-import { analyticsRules, parseAggregations, parseField, parseGroupBy, parseInterval, parseLimit } from "./requests.js";
+import {
+  analyticsRules,
+  parseAggregations,
+  parseField,
+  parseFunnel,
+  parseGroupAggregations,
+  parseGroupBy,
+  parseInterval,
+  parseLimit,
+  parseMeasure,
+  parseRetention,
+} from "./requests.js";
 import { parseWindow, type Window } from "./time.js";
 import { valueToJson } from "../shared/value.js";
 
@@ -177,6 +190,17 @@ export function createAnalyticsFeature(
             const filter = filtersOf(req.filters);
             const w = parseWindow(req.time, true)!;
             const interval = parseInterval(req.interval);
+            const measure = parseMeasure(req.aggregation);
+            if (measure) {
+              const measured = await run(ctx, scope.projectId, (e) =>
+                measuredTimeseries(e, scope.projectId, w, filter, interval, measure),
+              );
+              return {
+                data: {
+                  buckets: measured.map((b) => ({ time: b.time, count: BigInt(b.count), value: b.value ?? undefined })),
+                },
+              };
+            }
             const buckets = await run(ctx, scope.projectId, (e) => timeseries(e, scope.projectId, w, filter, interval));
             return { data: { buckets: buckets.map((b) => ({ time: b.time, count: BigInt(b.count) })) } };
           },
@@ -210,8 +234,45 @@ export function createAnalyticsFeature(
             const w = parseWindow(req.time, true)!;
             const fields = parseGroupBy(req.groupBy);
             const lim = parseLimit(req.limit, 100, 1000);
-            const groups = await run(ctx, scope.projectId, (e) => group(e, scope.projectId, w, filter, fields, lim));
+            const aggs = parseGroupAggregations(req.aggregations, req.groupBy);
+            const groups = await run(ctx, scope.projectId, (e) =>
+              group(e, scope.projectId, w, filter, fields, lim, aggs),
+            );
             return { data: { groups } };
+          },
+          async funnel(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            const { windowMs } = parseFunnel({ steps: req.steps.length, windowMs: req.windowMs, actor: req.actor });
+            const steps = req.steps.map((st) => filtersOf(st.filters));
+            const w = parseWindow(req.time, true)!;
+            const counts = await run(ctx, scope.projectId, (e) => funnel(e, scope.projectId, w, steps, windowMs));
+            return {
+              data: {
+                steps: counts.map((c) => ({
+                  count: BigInt(c),
+                  conversion: counts[0] === 0 ? undefined : c / counts[0],
+                })),
+              },
+            };
+          },
+          async retention(req, ctx) {
+            const scope = await auth.project(ctx, req.projectId, "data");
+            const { interval, periods } = parseRetention(req);
+            const start = filtersOf(req.start?.filters);
+            const back = filtersOf(req.return?.filters);
+            const w = parseWindow(req.time, true)!;
+            const cohorts = await run(ctx, scope.projectId, (e) =>
+              retention(e, scope.projectId, w, start, back, interval, periods),
+            );
+            return {
+              data: {
+                cohorts: cohorts.map((c) => ({
+                  start: c.start,
+                  size: BigInt(c.size),
+                  values: c.values.map((v) => fromJson(ValueSchema, v)),
+                })),
+              },
+            };
           },
           async listFields(req, ctx) {
             const scope = await auth.project(ctx, req.projectId, "data");

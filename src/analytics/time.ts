@@ -81,7 +81,7 @@ export function truncate(ms: number, unit: Interval): number {
 }
 
 /** Start of the bucket after the one starting at `ms`. */
-function nextBucket(ms: number, unit: Interval): number {
+export function nextBucket(ms: number, unit: Interval): number {
   switch (unit) {
     case "minute":
       return ms + MINUTE_MS;

@@ -209,6 +209,37 @@ describe("fast paths answer exactly like the JSON path", () => {
       await same("events/query", { time, filters, pagination: { limit: 20 } });
     }
   });
+  it("funnels, retention, measured series and groups: typed slots answer like the JSON", async () => {
+    // Their answers are checked against a JS computation in journeys.test.ts; here the fast
+    // environment (slots assigned) against the JSON path.
+    for (let i = 0; i < 12; i++) {
+      const time = randomWindow();
+      const steps = Array.from({ length: 2 + (i % 3) }, () => ({ filters: randomFilter() }));
+      await same("analytics/funnel", { time, steps, windowMs: pick([3_600_000, 86_400_000]) });
+      await same("analytics/retention", {
+        time,
+        start: { filters: randomFilter() },
+        return: { filters: randomFilter() },
+        interval: pick(["day", "week"]),
+        periods: 4,
+      });
+      await same("analytics/timeseries", {
+        time,
+        filters: randomFilter(),
+        interval: pick(["hour", "day"]),
+        aggregation: { operation: pick(["sum", "avg", "p50", "count_unique"]), field: "amount" },
+      });
+      await same("analytics/group", {
+        time,
+        filters: randomFilter(),
+        groupBy: [pick(["plan", "event"])],
+        aggregations: [
+          { name: "total", operation: "sum", field: "amount" },
+          { name: "users", operation: "count_unique" },
+        ],
+      });
+    }
+  });
   it("slot-pass group/unique (slot keys, NULL-slot rows keyed from the JSON) and distinct users", async () => {
     // plan is sometimes a number and amount sometimes a string/null/boolean: those rows have a NULL
     // slot and must be keyed from the JSON; the rest come from the slot columns.

@@ -271,6 +271,19 @@ describe("every operation against the document", () => {
     });
     await ok("Unique", { body: { field: "type", time: WINDOW } });
     await ok("Group", { body: { groupBy: ["type"], time: WINDOW } });
+    await ok("Group", {
+      body: { groupBy: ["type"], time: WINDOW, aggregations: [{ name: "total", operation: "sum", field: "amount" }] },
+    });
+    await ok("Timeseries", {
+      body: {
+        interval: "day",
+        time: { start: "2020-01-01T00:00:00Z", end: "2020-01-03T00:00:00Z" },
+        aggregation: { operation: "avg", field: "amount" },
+      },
+    });
+    const step = { filters: { field: "type", operator: "equals", value: "order.paid" } };
+    await ok("Funnel", { body: { steps: [step, step], time: WINDOW, windowMs: 3600000 } });
+    await ok("Retention", { body: { start: step, return: step, interval: "week", periods: 4, time: WINDOW } });
     await ok("ListFields", {});
   });
 

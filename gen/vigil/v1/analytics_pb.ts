@@ -17,7 +17,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file vigil/v1/analytics.proto.
  */
 export const file_vigil_v1_analytics: GenFile = /*@__PURE__*/
-  fileDesc("Chh2aWdpbC92MS9hbmFseXRpY3MucHJvdG8SCHZpZ2lsLnYxIkMKCVRpbWVSYW5nZRISCgVzdGFydBgBIAEoCUgAiAEBEhAKA2VuZBgCIAEoCUgBiAEBQggKBl9zdGFydEIGCgRfZW5kIksKC1BhZ2VSZXF1ZXN0EhIKBWxpbWl0GAEgASgDSACIAQESEwoGY3Vyc29yGAIgASgJSAGIAQFCCAoGX2xpbWl0QgkKB19jdXJzb3IiRgoIUGFnZUluZm8SGAoLbmV4dF9jdXJzb3IYASABKAlIAIgBARIQCghoYXNfbW9yZRgCIAEoCEIOCgxfbmV4dF9jdXJzb3IinwEKElF1ZXJ5RXZlbnRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEicKB2ZpbHRlcnMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIQoEdGltZRgDIAEoCzITLnZpZ2lsLnYxLlRpbWVSYW5nZRIpCgpwYWdpbmF0aW9uGAQgASgLMhUudmlnaWwudjEuUGFnZVJlcXVlc3QiXAoTUXVlcnlFdmVudHNSZXNwb25zZRIdCgRkYXRhGAEgAygLMg8udmlnaWwudjEuRXZlbnQSJgoKcGFnaW5hdGlvbhgCIAEoCzISLnZpZ2lsLnYxLlBhZ2VJbmZvIpYBChNFeHBvcnRFdmVudHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSJwoHZmlsdGVycxgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIhCgR0aW1lGAMgASgLMhMudmlnaWwudjEuVGltZVJhbmdlEg4KBmZvcm1hdBgEIAEoCRIPCgdjb2x1bW5zGAUgAygJIm4KDENvdW50UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEicKB2ZpbHRlcnMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIQoEdGltZRgDIAEoCzITLnZpZ2lsLnYxLlRpbWVSYW5nZSIcCgtDb3VudFJlc3VsdBINCgVjb3VudBgBIAEoAyI0Cg1Db3VudFJlc3BvbnNlEiMKBGRhdGEYASABKAsyFS52aWdpbC52MS5Db3VudFJlc3VsdCKFAQoRVGltZXNlcmllc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRInCgdmaWx0ZXJzGAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEiEKBHRpbWUYAyABKAsyEy52aWdpbC52MS5UaW1lUmFuZ2USEAoIaW50ZXJ2YWwYBCABKAkiLwoQVGltZXNlcmllc0J1Y2tldBIMCgR0aW1lGAEgASgJEg0KBWNvdW50GAIgASgDIj8KEFRpbWVzZXJpZXNSZXN1bHQSKwoHYnVja2V0cxgBIAMoCzIaLnZpZ2lsLnYxLlRpbWVzZXJpZXNCdWNrZXQiPgoSVGltZXNlcmllc1Jlc3BvbnNlEigKBGRhdGEYASABKAsyGi52aWdpbC52MS5UaW1lc2VyaWVzUmVzdWx0IkwKC0FnZ3JlZ2F0aW9uEgwKBG5hbWUYASABKAkSEgoFZmllbGQYAiABKAlIAIgBARIRCglvcGVyYXRpb24YAyABKAlCCAoGX2ZpZWxkIp8BChBBZ2dyZWdhdGVSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSJwoHZmlsdGVycxgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIhCgR0aW1lGAMgASgLMhMudmlnaWwudjEuVGltZVJhbmdlEisKDGFnZ3JlZ2F0aW9ucxgEIAMoCzIVLnZpZ2lsLnYxLkFnZ3JlZ2F0aW9uIj8KEUFnZ3JlZ2F0aW9uUmVzdWx0EgwKBG5hbWUYASABKAkSEgoFdmFsdWUYAiABKAFIAIgBAUIICgZfdmFsdWUiPwoPQWdncmVnYXRlUmVzdWx0EiwKB3Jlc3VsdHMYASADKAsyGy52aWdpbC52MS5BZ2dyZWdhdGlvblJlc3VsdCI8ChFBZ2dyZWdhdGVSZXNwb25zZRInCgRkYXRhGAEgASgLMhkudmlnaWwudjEuQWdncmVnYXRlUmVzdWx0IpwBCg1VbmlxdWVSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSJwoHZmlsdGVycxgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIhCgR0aW1lGAMgASgLMhMudmlnaWwudjEuVGltZVJhbmdlEg0KBWZpZWxkGAQgASgJEhIKBWxpbWl0GAUgASgDSACIAQFCCAoGX2xpbWl0IkMKC1VuaXF1ZVZhbHVlEiUKBXZhbHVlGAEgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEg0KBWNvdW50GAIgASgDIjUKDFVuaXF1ZVJlc3VsdBIlCgZ2YWx1ZXMYASADKAsyFS52aWdpbC52MS5VbmlxdWVWYWx1ZSI2Cg5VbmlxdWVSZXNwb25zZRIkCgRkYXRhGAEgASgLMhYudmlnaWwudjEuVW5pcXVlUmVzdWx0Ip4BCgxHcm91cFJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRInCgdmaWx0ZXJzGAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEiEKBHRpbWUYAyABKAsyEy52aWdpbC52MS5UaW1lUmFuZ2USEAoIZ3JvdXBfYnkYBCADKAkSEgoFbGltaXQYBSABKANIAIgBAUIICgZfbGltaXQiNgoLR3JvdXBSZXN1bHQSJwoGZ3JvdXBzGAEgAygLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI0Cg1Hcm91cFJlc3BvbnNlEiMKBGRhdGEYASABKAsyFS52aWdpbC52MS5Hcm91cFJlc3VsdCInChFMaXN0RmllbGRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJIigKCUtub3duVHlwZRIMCgR0eXBlGAEgASgJEg0KBWNvdW50GAIgASgDIjgKCktub3duRmllbGQSDQoFZmllbGQYASABKAkSDAoEa2luZBgCIAEoCRINCgVjb3VudBgDIAEoAyJoCgtLbm93bkZpZWxkcxIiCgV0eXBlcxgBIAMoCzITLnZpZ2lsLnYxLktub3duVHlwZRIkCgZmaWVsZHMYAiADKAsyFC52aWdpbC52MS5Lbm93bkZpZWxkEg8KB3NhbXBsZWQYAyABKAUiOQoSTGlzdEZpZWxkc1Jlc3BvbnNlEiMKBGRhdGEYASABKAsyFS52aWdpbC52MS5Lbm93bkZpZWxkczLiBwoQQW5hbHl0aWNzU2VydmljZRJ9CgtRdWVyeUV2ZW50cxIcLnZpZ2lsLnYxLlF1ZXJ5RXZlbnRzUmVxdWVzdBodLnZpZ2lsLnYxLlF1ZXJ5RXZlbnRzUmVzcG9uc2UiMYLT5JMCKzoBKiImL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9ldmVudHMvcXVlcnkSbgoFQ291bnQSFi52aWdpbC52MS5Db3VudFJlcXVlc3QaFy52aWdpbC52MS5Db3VudFJlc3BvbnNlIjSC0+STAi46ASoiKS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vYW5hbHl0aWNzL2NvdW50EoIBCgpUaW1lc2VyaWVzEhsudmlnaWwudjEuVGltZXNlcmllc1JlcXVlc3QaHC52aWdpbC52MS5UaW1lc2VyaWVzUmVzcG9uc2UiOYLT5JMCMzoBKiIuL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9hbmFseXRpY3MvdGltZXNlcmllcxJ+CglBZ2dyZWdhdGUSGi52aWdpbC52MS5BZ2dyZWdhdGVSZXF1ZXN0GhsudmlnaWwudjEuQWdncmVnYXRlUmVzcG9uc2UiOILT5JMCMjoBKiItL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9hbmFseXRpY3MvYWdncmVnYXRlEnIKBlVuaXF1ZRIXLnZpZ2lsLnYxLlVuaXF1ZVJlcXVlc3QaGC52aWdpbC52MS5VbmlxdWVSZXNwb25zZSI1gtPkkwIvOgEqIiovdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L2FuYWx5dGljcy91bmlxdWUSbgoFR3JvdXASFi52aWdpbC52MS5Hcm91cFJlcXVlc3QaFy52aWdpbC52MS5Hcm91cFJlc3BvbnNlIjSC0+STAi46ASoiKS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vYW5hbHl0aWNzL2dyb3VwEnkKDEV4cG9ydEV2ZW50cxIdLnZpZ2lsLnYxLkV4cG9ydEV2ZW50c1JlcXVlc3QaFC5nb29nbGUuYXBpLkh0dHBCb2R5IjKC0+STAiw6ASoiJy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vZXZlbnRzL2V4cG9ydDABEnsKCkxpc3RGaWVsZHMSGy52aWdpbC52MS5MaXN0RmllbGRzUmVxdWVzdBocLnZpZ2lsLnYxLkxpc3RGaWVsZHNSZXNwb25zZSIygtPkkwIsEiovdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L2FuYWx5dGljcy9maWVsZHNiBnByb3RvMw", [file_google_api_annotations, file_google_api_httpbody, file_google_protobuf_struct, file_vigil_v1_events]);
+  fileDesc("Chh2aWdpbC92MS9hbmFseXRpY3MucHJvdG8SCHZpZ2lsLnYxIkMKCVRpbWVSYW5nZRISCgVzdGFydBgBIAEoCUgAiAEBEhAKA2VuZBgCIAEoCUgBiAEBQggKBl9zdGFydEIGCgRfZW5kIksKC1BhZ2VSZXF1ZXN0EhIKBWxpbWl0GAEgASgDSACIAQESEwoGY3Vyc29yGAIgASgJSAGIAQFCCAoGX2xpbWl0QgkKB19jdXJzb3IiRgoIUGFnZUluZm8SGAoLbmV4dF9jdXJzb3IYASABKAlIAIgBARIQCghoYXNfbW9yZRgCIAEoCEIOCgxfbmV4dF9jdXJzb3IinwEKElF1ZXJ5RXZlbnRzUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEicKB2ZpbHRlcnMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIQoEdGltZRgDIAEoCzITLnZpZ2lsLnYxLlRpbWVSYW5nZRIpCgpwYWdpbmF0aW9uGAQgASgLMhUudmlnaWwudjEuUGFnZVJlcXVlc3QiXAoTUXVlcnlFdmVudHNSZXNwb25zZRIdCgRkYXRhGAEgAygLMg8udmlnaWwudjEuRXZlbnQSJgoKcGFnaW5hdGlvbhgCIAEoCzISLnZpZ2lsLnYxLlBhZ2VJbmZvIpYBChNFeHBvcnRFdmVudHNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSJwoHZmlsdGVycxgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIhCgR0aW1lGAMgASgLMhMudmlnaWwudjEuVGltZVJhbmdlEg4KBmZvcm1hdBgEIAEoCRIPCgdjb2x1bW5zGAUgAygJIm4KDENvdW50UmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEicKB2ZpbHRlcnMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIQoEdGltZRgDIAEoCzITLnZpZ2lsLnYxLlRpbWVSYW5nZSIcCgtDb3VudFJlc3VsdBINCgVjb3VudBgBIAEoAyI0Cg1Db3VudFJlc3BvbnNlEiMKBGRhdGEYASABKAsyFS52aWdpbC52MS5Db3VudFJlc3VsdCKtAQoRVGltZXNlcmllc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRInCgdmaWx0ZXJzGAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEiEKBHRpbWUYAyABKAsyEy52aWdpbC52MS5UaW1lUmFuZ2USEAoIaW50ZXJ2YWwYBCABKAkSJgoLYWdncmVnYXRpb24YBSABKAsyES52aWdpbC52MS5NZWFzdXJlIjoKB01lYXN1cmUSEQoJb3BlcmF0aW9uGAEgASgJEhIKBWZpZWxkGAIgASgJSACIAQFCCAoGX2ZpZWxkIk0KEFRpbWVzZXJpZXNCdWNrZXQSDAoEdGltZRgBIAEoCRINCgVjb3VudBgCIAEoAxISCgV2YWx1ZRgDIAEoAUgAiAEBQggKBl92YWx1ZSI/ChBUaW1lc2VyaWVzUmVzdWx0EisKB2J1Y2tldHMYASADKAsyGi52aWdpbC52MS5UaW1lc2VyaWVzQnVja2V0Ij4KElRpbWVzZXJpZXNSZXNwb25zZRIoCgRkYXRhGAEgASgLMhoudmlnaWwudjEuVGltZXNlcmllc1Jlc3VsdCJMCgtBZ2dyZWdhdGlvbhIMCgRuYW1lGAEgASgJEhIKBWZpZWxkGAIgASgJSACIAQESEQoJb3BlcmF0aW9uGAMgASgJQggKBl9maWVsZCKfAQoQQWdncmVnYXRlUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEicKB2ZpbHRlcnMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIQoEdGltZRgDIAEoCzITLnZpZ2lsLnYxLlRpbWVSYW5nZRIrCgxhZ2dyZWdhdGlvbnMYBCADKAsyFS52aWdpbC52MS5BZ2dyZWdhdGlvbiI/ChFBZ2dyZWdhdGlvblJlc3VsdBIMCgRuYW1lGAEgASgJEhIKBXZhbHVlGAIgASgBSACIAQFCCAoGX3ZhbHVlIj8KD0FnZ3JlZ2F0ZVJlc3VsdBIsCgdyZXN1bHRzGAEgAygLMhsudmlnaWwudjEuQWdncmVnYXRpb25SZXN1bHQiPAoRQWdncmVnYXRlUmVzcG9uc2USJwoEZGF0YRgBIAEoCzIZLnZpZ2lsLnYxLkFnZ3JlZ2F0ZVJlc3VsdCKcAQoNVW5pcXVlUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEicKB2ZpbHRlcnMYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIQoEdGltZRgDIAEoCzITLnZpZ2lsLnYxLlRpbWVSYW5nZRINCgVmaWVsZBgEIAEoCRISCgVsaW1pdBgFIAEoA0gAiAEBQggKBl9saW1pdCJDCgtVbmlxdWVWYWx1ZRIlCgV2YWx1ZRgBIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRINCgVjb3VudBgCIAEoAyI1CgxVbmlxdWVSZXN1bHQSJQoGdmFsdWVzGAEgAygLMhUudmlnaWwudjEuVW5pcXVlVmFsdWUiNgoOVW5pcXVlUmVzcG9uc2USJAoEZGF0YRgBIAEoCzIWLnZpZ2lsLnYxLlVuaXF1ZVJlc3VsdCLLAQoMR3JvdXBSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSJwoHZmlsdGVycxgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIhCgR0aW1lGAMgASgLMhMudmlnaWwudjEuVGltZVJhbmdlEhAKCGdyb3VwX2J5GAQgAygJEhIKBWxpbWl0GAUgASgDSACIAQESKwoMYWdncmVnYXRpb25zGAYgAygLMhUudmlnaWwudjEuQWdncmVnYXRpb25CCAoGX2xpbWl0IjYKC0dyb3VwUmVzdWx0EicKBmdyb3VwcxgBIAMoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiNAoNR3JvdXBSZXNwb25zZRIjCgRkYXRhGAEgASgLMhUudmlnaWwudjEuR3JvdXBSZXN1bHQiJwoRTGlzdEZpZWxkc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCSIoCglLbm93blR5cGUSDAoEdHlwZRgBIAEoCRINCgVjb3VudBgCIAEoAyI4CgpLbm93bkZpZWxkEg0KBWZpZWxkGAEgASgJEgwKBGtpbmQYAiABKAkSDQoFY291bnQYAyABKAMiaAoLS25vd25GaWVsZHMSIgoFdHlwZXMYASADKAsyEy52aWdpbC52MS5Lbm93blR5cGUSJAoGZmllbGRzGAIgAygLMhQudmlnaWwudjEuS25vd25GaWVsZBIPCgdzYW1wbGVkGAMgASgFIjkKEkxpc3RGaWVsZHNSZXNwb25zZRIjCgRkYXRhGAEgASgLMhUudmlnaWwudjEuS25vd25GaWVsZHMiNQoKRnVubmVsU3RlcBInCgdmaWx0ZXJzGAEgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlIqABCg1GdW5uZWxSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSIwoFc3RlcHMYAiADKAsyFC52aWdpbC52MS5GdW5uZWxTdGVwEiEKBHRpbWUYAyABKAsyEy52aWdpbC52MS5UaW1lUmFuZ2USFgoJd2luZG93X21zGAQgASgDSACIAQESDQoFYWN0b3IYBSABKAlCDAoKX3dpbmRvd19tcyJJChBGdW5uZWxTdGVwUmVzdWx0Eg0KBWNvdW50GAEgASgDEhcKCmNvbnZlcnNpb24YAiABKAFIAIgBAUINCgtfY29udmVyc2lvbiI5CgxGdW5uZWxSZXN1bHQSKQoFc3RlcHMYASADKAsyGi52aWdpbC52MS5GdW5uZWxTdGVwUmVzdWx0IjYKDkZ1bm5lbFJlc3BvbnNlEiQKBGRhdGEYASABKAsyFi52aWdpbC52MS5GdW5uZWxSZXN1bHQiOgoPUmV0ZW50aW9uRmlsdGVyEicKB2ZpbHRlcnMYASABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUi0gEKEFJldGVudGlvblJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIoCgVzdGFydBgCIAEoCzIZLnZpZ2lsLnYxLlJldGVudGlvbkZpbHRlchIpCgZyZXR1cm4YAyABKAsyGS52aWdpbC52MS5SZXRlbnRpb25GaWx0ZXISEAoIaW50ZXJ2YWwYBCABKAkSFAoHcGVyaW9kcxgFIAEoA0gAiAEBEiEKBHRpbWUYBiABKAsyEy52aWdpbC52MS5UaW1lUmFuZ2VCCgoIX3BlcmlvZHMiVgoPUmV0ZW50aW9uQ29ob3J0Eg0KBXN0YXJ0GAEgASgJEgwKBHNpemUYAiABKAMSJgoGdmFsdWVzGAMgAygLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlIj0KD1JldGVudGlvblJlc3VsdBIqCgdjb2hvcnRzGAEgAygLMhkudmlnaWwudjEuUmV0ZW50aW9uQ29ob3J0IjwKEVJldGVudGlvblJlc3BvbnNlEicKBGRhdGEYASABKAsyGS52aWdpbC52MS5SZXRlbnRpb25SZXN1bHQy1gkKEEFuYWx5dGljc1NlcnZpY2USfQoLUXVlcnlFdmVudHMSHC52aWdpbC52MS5RdWVyeUV2ZW50c1JlcXVlc3QaHS52aWdpbC52MS5RdWVyeUV2ZW50c1Jlc3BvbnNlIjGC0+STAis6ASoiJi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vZXZlbnRzL3F1ZXJ5Em4KBUNvdW50EhYudmlnaWwudjEuQ291bnRSZXF1ZXN0GhcudmlnaWwudjEuQ291bnRSZXNwb25zZSI0gtPkkwIuOgEqIikvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L2FuYWx5dGljcy9jb3VudBKCAQoKVGltZXNlcmllcxIbLnZpZ2lsLnYxLlRpbWVzZXJpZXNSZXF1ZXN0GhwudmlnaWwudjEuVGltZXNlcmllc1Jlc3BvbnNlIjmC0+STAjM6ASoiLi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vYW5hbHl0aWNzL3RpbWVzZXJpZXMSfgoJQWdncmVnYXRlEhoudmlnaWwudjEuQWdncmVnYXRlUmVxdWVzdBobLnZpZ2lsLnYxLkFnZ3JlZ2F0ZVJlc3BvbnNlIjiC0+STAjI6ASoiLS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vYW5hbHl0aWNzL2FnZ3JlZ2F0ZRJyCgZVbmlxdWUSFy52aWdpbC52MS5VbmlxdWVSZXF1ZXN0GhgudmlnaWwudjEuVW5pcXVlUmVzcG9uc2UiNYLT5JMCLzoBKiIqL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9hbmFseXRpY3MvdW5pcXVlEm4KBUdyb3VwEhYudmlnaWwudjEuR3JvdXBSZXF1ZXN0GhcudmlnaWwudjEuR3JvdXBSZXNwb25zZSI0gtPkkwIuOgEqIikvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L2FuYWx5dGljcy9ncm91cBJyCgZGdW5uZWwSFy52aWdpbC52MS5GdW5uZWxSZXF1ZXN0GhgudmlnaWwudjEuRnVubmVsUmVzcG9uc2UiNYLT5JMCLzoBKiIqL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9hbmFseXRpY3MvZnVubmVsEn4KCVJldGVudGlvbhIaLnZpZ2lsLnYxLlJldGVudGlvblJlcXVlc3QaGy52aWdpbC52MS5SZXRlbnRpb25SZXNwb25zZSI4gtPkkwIyOgEqIi0vdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L2FuYWx5dGljcy9yZXRlbnRpb24SeQoMRXhwb3J0RXZlbnRzEh0udmlnaWwudjEuRXhwb3J0RXZlbnRzUmVxdWVzdBoULmdvb2dsZS5hcGkuSHR0cEJvZHkiMoLT5JMCLDoBKiInL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9ldmVudHMvZXhwb3J0MAESewoKTGlzdEZpZWxkcxIbLnZpZ2lsLnYxLkxpc3RGaWVsZHNSZXF1ZXN0GhwudmlnaWwudjEuTGlzdEZpZWxkc1Jlc3BvbnNlIjKC0+STAiwSKi92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vYW5hbHl0aWNzL2ZpZWxkc2IGcHJvdG8z", [file_google_api_annotations, file_google_api_httpbody, file_google_protobuf_struct, file_vigil_v1_events]);
 
 /**
  * Inclusive window; both bounds ISO 8601 with a timezone (Z or an offset).
@@ -281,6 +281,13 @@ export type TimeseriesRequest = Message<"vigil.v1.TimeseriesRequest"> & {
    * @generated from field: string interval = 4;
    */
   interval: string;
+
+  /**
+   * Optional: a measure per bucket (its `value`), beside the count.
+   *
+   * @generated from field: vigil.v1.Measure aggregation = 5;
+   */
+  aggregation?: Measure | undefined;
 };
 
 /**
@@ -289,6 +296,32 @@ export type TimeseriesRequest = Message<"vigil.v1.TimeseriesRequest"> & {
  */
 export const TimeseriesRequestSchema: GenMessage<TimeseriesRequest> = /*@__PURE__*/
   messageDesc(file_vigil_v1_analytics, 9);
+
+/**
+ * One aggregate operation over a field (as an Aggregation, without a name).
+ *
+ * @generated from message vigil.v1.Measure
+ */
+export type Measure = Message<"vigil.v1.Measure"> & {
+  /**
+   * count, count_unique, sum, avg, min, max, stddev, p1..p99.
+   *
+   * @generated from field: string operation = 1;
+   */
+  operation: string;
+
+  /**
+   * @generated from field: optional string field = 2;
+   */
+  field?: string | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.Measure.
+ * Use `create(MeasureSchema)` to create a new message.
+ */
+export const MeasureSchema: GenMessage<Measure> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_analytics, 10);
 
 /**
  * @generated from message vigil.v1.TimeseriesBucket
@@ -305,6 +338,14 @@ export type TimeseriesBucket = Message<"vigil.v1.TimeseriesBucket"> & {
    * @generated from field: int64 count = 2;
    */
   count: bigint;
+
+  /**
+   * With `aggregation` only: its value over the bucket's events (null when
+   * no value qualified, as in aggregate; 0 for count, count_unique and sum).
+   *
+   * @generated from field: optional double value = 3;
+   */
+  value?: number | undefined;
 };
 
 /**
@@ -312,7 +353,7 @@ export type TimeseriesBucket = Message<"vigil.v1.TimeseriesBucket"> & {
  * Use `create(TimeseriesBucketSchema)` to create a new message.
  */
 export const TimeseriesBucketSchema: GenMessage<TimeseriesBucket> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 10);
+  messageDesc(file_vigil_v1_analytics, 11);
 
 /**
  * @generated from message vigil.v1.TimeseriesResult
@@ -329,7 +370,7 @@ export type TimeseriesResult = Message<"vigil.v1.TimeseriesResult"> & {
  * Use `create(TimeseriesResultSchema)` to create a new message.
  */
 export const TimeseriesResultSchema: GenMessage<TimeseriesResult> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 11);
+  messageDesc(file_vigil_v1_analytics, 12);
 
 /**
  * @generated from message vigil.v1.TimeseriesResponse
@@ -346,7 +387,7 @@ export type TimeseriesResponse = Message<"vigil.v1.TimeseriesResponse"> & {
  * Use `create(TimeseriesResponseSchema)` to create a new message.
  */
 export const TimeseriesResponseSchema: GenMessage<TimeseriesResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 12);
+  messageDesc(file_vigil_v1_analytics, 13);
 
 /**
  * @generated from message vigil.v1.Aggregation
@@ -375,7 +416,7 @@ export type Aggregation = Message<"vigil.v1.Aggregation"> & {
  * Use `create(AggregationSchema)` to create a new message.
  */
 export const AggregationSchema: GenMessage<Aggregation> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 13);
+  messageDesc(file_vigil_v1_analytics, 14);
 
 /**
  * @generated from message vigil.v1.AggregateRequest
@@ -407,7 +448,7 @@ export type AggregateRequest = Message<"vigil.v1.AggregateRequest"> & {
  * Use `create(AggregateRequestSchema)` to create a new message.
  */
 export const AggregateRequestSchema: GenMessage<AggregateRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 14);
+  messageDesc(file_vigil_v1_analytics, 15);
 
 /**
  * @generated from message vigil.v1.AggregationResult
@@ -431,7 +472,7 @@ export type AggregationResult = Message<"vigil.v1.AggregationResult"> & {
  * Use `create(AggregationResultSchema)` to create a new message.
  */
 export const AggregationResultSchema: GenMessage<AggregationResult> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 15);
+  messageDesc(file_vigil_v1_analytics, 16);
 
 /**
  * @generated from message vigil.v1.AggregateResult
@@ -448,7 +489,7 @@ export type AggregateResult = Message<"vigil.v1.AggregateResult"> & {
  * Use `create(AggregateResultSchema)` to create a new message.
  */
 export const AggregateResultSchema: GenMessage<AggregateResult> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 16);
+  messageDesc(file_vigil_v1_analytics, 17);
 
 /**
  * @generated from message vigil.v1.AggregateResponse
@@ -465,7 +506,7 @@ export type AggregateResponse = Message<"vigil.v1.AggregateResponse"> & {
  * Use `create(AggregateResponseSchema)` to create a new message.
  */
 export const AggregateResponseSchema: GenMessage<AggregateResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 17);
+  messageDesc(file_vigil_v1_analytics, 18);
 
 /**
  * @generated from message vigil.v1.UniqueRequest
@@ -504,7 +545,7 @@ export type UniqueRequest = Message<"vigil.v1.UniqueRequest"> & {
  * Use `create(UniqueRequestSchema)` to create a new message.
  */
 export const UniqueRequestSchema: GenMessage<UniqueRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 18);
+  messageDesc(file_vigil_v1_analytics, 19);
 
 /**
  * One distinct value and how many events carry it.
@@ -530,7 +571,7 @@ export type UniqueValue = Message<"vigil.v1.UniqueValue"> & {
  * Use `create(UniqueValueSchema)` to create a new message.
  */
 export const UniqueValueSchema: GenMessage<UniqueValue> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 19);
+  messageDesc(file_vigil_v1_analytics, 20);
 
 /**
  * @generated from message vigil.v1.UniqueResult
@@ -550,7 +591,7 @@ export type UniqueResult = Message<"vigil.v1.UniqueResult"> & {
  * Use `create(UniqueResultSchema)` to create a new message.
  */
 export const UniqueResultSchema: GenMessage<UniqueResult> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 20);
+  messageDesc(file_vigil_v1_analytics, 21);
 
 /**
  * @generated from message vigil.v1.UniqueResponse
@@ -567,7 +608,7 @@ export type UniqueResponse = Message<"vigil.v1.UniqueResponse"> & {
  * Use `create(UniqueResponseSchema)` to create a new message.
  */
 export const UniqueResponseSchema: GenMessage<UniqueResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 21);
+  messageDesc(file_vigil_v1_analytics, 22);
 
 /**
  * @generated from message vigil.v1.GroupRequest
@@ -599,6 +640,13 @@ export type GroupRequest = Message<"vigil.v1.GroupRequest"> & {
    * @generated from field: optional int64 limit = 5;
    */
   limit?: bigint | undefined;
+
+  /**
+   * Optional, as in aggregate: each group then carries one key per name.
+   *
+   * @generated from field: repeated vigil.v1.Aggregation aggregations = 6;
+   */
+  aggregations: Aggregation[];
 };
 
 /**
@@ -606,14 +654,15 @@ export type GroupRequest = Message<"vigil.v1.GroupRequest"> & {
  * Use `create(GroupRequestSchema)` to create a new message.
  */
 export const GroupRequestSchema: GenMessage<GroupRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 22);
+  messageDesc(file_vigil_v1_analytics, 23);
 
 /**
  * @generated from message vigil.v1.GroupResult
  */
 export type GroupResult = Message<"vigil.v1.GroupResult"> & {
   /**
-   * Each: the group-by field names as given, plus `count`.
+   * Each: the group-by field names as given, plus `count`, plus one key per
+   * aggregation name.
    *
    * @generated from field: repeated google.protobuf.Struct groups = 1;
    */
@@ -625,7 +674,7 @@ export type GroupResult = Message<"vigil.v1.GroupResult"> & {
  * Use `create(GroupResultSchema)` to create a new message.
  */
 export const GroupResultSchema: GenMessage<GroupResult> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 23);
+  messageDesc(file_vigil_v1_analytics, 24);
 
 /**
  * @generated from message vigil.v1.GroupResponse
@@ -642,7 +691,7 @@ export type GroupResponse = Message<"vigil.v1.GroupResponse"> & {
  * Use `create(GroupResponseSchema)` to create a new message.
  */
 export const GroupResponseSchema: GenMessage<GroupResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 24);
+  messageDesc(file_vigil_v1_analytics, 25);
 
 /**
  * @generated from message vigil.v1.ListFieldsRequest
@@ -659,7 +708,7 @@ export type ListFieldsRequest = Message<"vigil.v1.ListFieldsRequest"> & {
  * Use `create(ListFieldsRequestSchema)` to create a new message.
  */
 export const ListFieldsRequestSchema: GenMessage<ListFieldsRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 25);
+  messageDesc(file_vigil_v1_analytics, 26);
 
 /**
  * @generated from message vigil.v1.KnownType
@@ -683,7 +732,7 @@ export type KnownType = Message<"vigil.v1.KnownType"> & {
  * Use `create(KnownTypeSchema)` to create a new message.
  */
 export const KnownTypeSchema: GenMessage<KnownType> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 26);
+  messageDesc(file_vigil_v1_analytics, 27);
 
 /**
  * @generated from message vigil.v1.KnownField
@@ -716,7 +765,7 @@ export type KnownField = Message<"vigil.v1.KnownField"> & {
  * Use `create(KnownFieldSchema)` to create a new message.
  */
 export const KnownFieldSchema: GenMessage<KnownField> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 27);
+  messageDesc(file_vigil_v1_analytics, 28);
 
 /**
  * @generated from message vigil.v1.KnownFields
@@ -749,7 +798,7 @@ export type KnownFields = Message<"vigil.v1.KnownFields"> & {
  * Use `create(KnownFieldsSchema)` to create a new message.
  */
 export const KnownFieldsSchema: GenMessage<KnownFields> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 28);
+  messageDesc(file_vigil_v1_analytics, 29);
 
 /**
  * @generated from message vigil.v1.ListFieldsResponse
@@ -766,7 +815,267 @@ export type ListFieldsResponse = Message<"vigil.v1.ListFieldsResponse"> & {
  * Use `create(ListFieldsResponseSchema)` to create a new message.
  */
 export const ListFieldsResponseSchema: GenMessage<ListFieldsResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_analytics, 29);
+  messageDesc(file_vigil_v1_analytics, 30);
+
+/**
+ * @generated from message vigil.v1.FunnelStep
+ */
+export type FunnelStep = Message<"vigil.v1.FunnelStep"> & {
+  /**
+   * @generated from field: google.protobuf.Value filters = 1;
+   */
+  filters?: Value | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.FunnelStep.
+ * Use `create(FunnelStepSchema)` to create a new message.
+ */
+export const FunnelStepSchema: GenMessage<FunnelStep> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_analytics, 31);
+
+/**
+ * @generated from message vigil.v1.FunnelRequest
+ */
+export type FunnelRequest = Message<"vigil.v1.FunnelRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * 2-10 steps, in order.
+   *
+   * @generated from field: repeated vigil.v1.FunnelStep steps = 2;
+   */
+  steps: FunnelStep[];
+
+  /**
+   * The first step's event must lie in it; later steps may follow up to
+   * window_ms after the first (also after time.end).
+   *
+   * @generated from field: vigil.v1.TimeRange time = 3;
+   */
+  time?: TimeRange | undefined;
+
+  /**
+   * Conversion window in ms: default 86400000 (a day), 1 to 7776000000 (90 days).
+   *
+   * @generated from field: optional int64 window_ms = 4;
+   */
+  windowMs?: bigint | undefined;
+
+  /**
+   * The actor: `userId` (the default and the only one).
+   *
+   * @generated from field: string actor = 5;
+   */
+  actor: string;
+};
+
+/**
+ * Describes the message vigil.v1.FunnelRequest.
+ * Use `create(FunnelRequestSchema)` to create a new message.
+ */
+export const FunnelRequestSchema: GenMessage<FunnelRequest> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_analytics, 32);
+
+/**
+ * @generated from message vigil.v1.FunnelStepResult
+ */
+export type FunnelStepResult = Message<"vigil.v1.FunnelStepResult"> & {
+  /**
+   * Actors reaching this step.
+   *
+   * @generated from field: int64 count = 1;
+   */
+  count: bigint;
+
+  /**
+   * count / the first step's count; null when the first count is 0.
+   *
+   * @generated from field: optional double conversion = 2;
+   */
+  conversion?: number | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.FunnelStepResult.
+ * Use `create(FunnelStepResultSchema)` to create a new message.
+ */
+export const FunnelStepResultSchema: GenMessage<FunnelStepResult> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_analytics, 33);
+
+/**
+ * @generated from message vigil.v1.FunnelResult
+ */
+export type FunnelResult = Message<"vigil.v1.FunnelResult"> & {
+  /**
+   * @generated from field: repeated vigil.v1.FunnelStepResult steps = 1;
+   */
+  steps: FunnelStepResult[];
+};
+
+/**
+ * Describes the message vigil.v1.FunnelResult.
+ * Use `create(FunnelResultSchema)` to create a new message.
+ */
+export const FunnelResultSchema: GenMessage<FunnelResult> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_analytics, 34);
+
+/**
+ * @generated from message vigil.v1.FunnelResponse
+ */
+export type FunnelResponse = Message<"vigil.v1.FunnelResponse"> & {
+  /**
+   * @generated from field: vigil.v1.FunnelResult data = 1;
+   */
+  data?: FunnelResult | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.FunnelResponse.
+ * Use `create(FunnelResponseSchema)` to create a new message.
+ */
+export const FunnelResponseSchema: GenMessage<FunnelResponse> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_analytics, 35);
+
+/**
+ * @generated from message vigil.v1.RetentionFilter
+ */
+export type RetentionFilter = Message<"vigil.v1.RetentionFilter"> & {
+  /**
+   * @generated from field: google.protobuf.Value filters = 1;
+   */
+  filters?: Value | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.RetentionFilter.
+ * Use `create(RetentionFilterSchema)` to create a new message.
+ */
+export const RetentionFilterSchema: GenMessage<RetentionFilter> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_analytics, 36);
+
+/**
+ * @generated from message vigil.v1.RetentionRequest
+ */
+export type RetentionRequest = Message<"vigil.v1.RetentionRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * The event that puts an actor in a cohort (its first in `time`).
+   *
+   * @generated from field: vigil.v1.RetentionFilter start = 2;
+   */
+  start?: RetentionFilter | undefined;
+
+  /**
+   * The event that counts as coming back.
+   *
+   * @generated from field: vigil.v1.RetentionFilter return = 3;
+   */
+  return?: RetentionFilter | undefined;
+
+  /**
+   * day, week (from Monday) or month; UTC.
+   *
+   * @generated from field: string interval = 4;
+   */
+  interval: string;
+
+  /**
+   * 1-30: values per cohort (p = 0 is the cohort's own interval).
+   *
+   * @generated from field: optional int64 periods = 5;
+   */
+  periods?: bigint | undefined;
+
+  /**
+   * @generated from field: vigil.v1.TimeRange time = 6;
+   */
+  time?: TimeRange | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.RetentionRequest.
+ * Use `create(RetentionRequestSchema)` to create a new message.
+ */
+export const RetentionRequestSchema: GenMessage<RetentionRequest> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_analytics, 37);
+
+/**
+ * @generated from message vigil.v1.RetentionCohort
+ */
+export type RetentionCohort = Message<"vigil.v1.RetentionCohort"> & {
+  /**
+   * Start of the cohort's interval, ISO 8601 UTC.
+   *
+   * @generated from field: string start = 1;
+   */
+  start: string;
+
+  /**
+   * Actors whose first start event falls in it.
+   *
+   * @generated from field: int64 size = 2;
+   */
+  size: bigint;
+
+  /**
+   * values[p]: of those, actors with a return event in interval p; null for
+   * an interval starting after time.end.
+   *
+   * @generated from field: repeated google.protobuf.Value values = 3;
+   */
+  values: Value[];
+};
+
+/**
+ * Describes the message vigil.v1.RetentionCohort.
+ * Use `create(RetentionCohortSchema)` to create a new message.
+ */
+export const RetentionCohortSchema: GenMessage<RetentionCohort> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_analytics, 38);
+
+/**
+ * @generated from message vigil.v1.RetentionResult
+ */
+export type RetentionResult = Message<"vigil.v1.RetentionResult"> & {
+  /**
+   * Oldest first.
+   *
+   * @generated from field: repeated vigil.v1.RetentionCohort cohorts = 1;
+   */
+  cohorts: RetentionCohort[];
+};
+
+/**
+ * Describes the message vigil.v1.RetentionResult.
+ * Use `create(RetentionResultSchema)` to create a new message.
+ */
+export const RetentionResultSchema: GenMessage<RetentionResult> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_analytics, 39);
+
+/**
+ * @generated from message vigil.v1.RetentionResponse
+ */
+export type RetentionResponse = Message<"vigil.v1.RetentionResponse"> & {
+  /**
+   * @generated from field: vigil.v1.RetentionResult data = 1;
+   */
+  data?: RetentionResult | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.RetentionResponse.
+ * Use `create(RetentionResponseSchema)` to create a new message.
+ */
+export const RetentionResponseSchema: GenMessage<RetentionResponse> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_analytics, 40);
 
 /**
  * The canonical query model: one filter language (conditions, and/or groups
@@ -827,6 +1136,28 @@ export const AnalyticsService: GenService<{
     methodKind: "unary";
     input: typeof GroupRequestSchema;
     output: typeof GroupResponseSchema;
+  },
+  /**
+   * Funnel: actors (userId) reaching each step in order within the
+   * conversion window (docs/analytics.md "Funnels").
+   *
+   * @generated from rpc vigil.v1.AnalyticsService.Funnel
+   */
+  funnel: {
+    methodKind: "unary";
+    input: typeof FunnelRequestSchema;
+    output: typeof FunnelResponseSchema;
+  },
+  /**
+   * Retention: cohorts by the interval of each actor's first start event,
+   * and how many come back per interval (docs/analytics.md "Retention").
+   *
+   * @generated from rpc vigil.v1.AnalyticsService.Retention
+   */
+  retention: {
+    methodKind: "unary";
+    input: typeof RetentionRequestSchema;
+    output: typeof RetentionResponseSchema;
   },
   /**
    * Every matching event, oldest first, as a file streamed in chunks: NDJSON

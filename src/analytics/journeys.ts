@@ -1,0 +1,151 @@
+import { filterSql } from "./compile.js";
+import type { Node } from "./filters.js";
+import { rawScan } from "./plan.js";
+import type { QueryEnv } from "./queries.js";
+import { NO_SLOTS, Params } from "./sql.js";
+import { nextBucket, type Instant, type Interval, type Window } from "./time.js";
+
+// Funnels and retention (decisions.md "Analytics, third round"; docs/analytics.md): per actor
+// (`userId`), over the raw events (typed slots read where assigned, as every SQL path). Events
+// without a userId are ignored.
+
+/** One actor's events that match any step: times in ms (ascending) and which steps each matches (bit i: step i). */
+export interface ActorEvents {
+  ts: number[];
+  masks: number[];
+}
+
+/**
+ * How many steps the actor reaches: the largest k with events e1..ek, each a different event,
+ * e_i matching step i, at t1 <= t2 <= ... <= tk <= t1 + window, with t1 in [from, to] (all in the
+ * same unit: the query uses microseconds, the stored precision, so ties are exact).
+ *
+ * For each candidate t1 (a timestamp with a step-1 event, in [from, to]) the events are walked by
+ * timestamp: within one timestamp the next steps s, s+1, ... are given to distinct events by
+ * bipartite matching (augmenting paths), as many as possible; reaching a step earlier never hurts,
+ * since a later timestamp can serve any later step. The best t1 wins.
+ */
+export function reachedSteps(a: ActorEvents, steps: number, from: number, to: number, window: number): number {
+  const n = a.ts.length;
+  const groupEnd = (g: number): number => {
+    let e = g;
+    while (e < n && a.ts[e] === a.ts[g]) e++;
+    return e;
+  };
+  let best = 0;
+  for (let i = 0; i < n && best < steps; i = groupEnd(i)) {
+    const t1 = a.ts[i];
+    if (t1 < from || t1 > to || !a.masks.slice(i, groupEnd(i)).some((m) => (m & 1) !== 0)) continue;
+    let s = 0;
+    for (let g = i; g < n && s < steps && a.ts[g] <= t1 + window; g = groupEnd(g))
+      s = matchGroup(a.masks.slice(g, groupEnd(g)), s, steps);
+    best = Math.max(best, s);
+  }
+  return best;
+}
+
+/** From step `s` on, how far distinct events of one timestamp (their masks) carry the funnel. */
+function matchGroup(masks: number[], s: number, steps: number): number {
+  const owner: number[] = masks.map(() => -1); // event -> step it serves
+  const augment = (step: number, seen: boolean[]): boolean => {
+    for (let e = 0; e < masks.length; e++) {
+      if ((masks[e] & (1 << step)) === 0 || seen[e]) continue;
+      seen[e] = true;
+      if (owner[e] === -1 || augment(owner[e], seen)) {
+        owner[e] = step;
+        return true;
+      }
+    }
+    return false;
+  };
+  let k = s;
+  while (
+    k < steps &&
+    augment(
+      k,
+      masks.map(() => false),
+    )
+  )
+    k++;
+  return k;
+}
+
+/** Per step, the actors reaching it. One SQL statement: each actor's matching events as arrays. */
+export async function funnel(
+  env: QueryEnv,
+  projectId: string,
+  w: Window,
+  steps: (Node | null)[],
+  windowMs: number,
+): Promise<number[]> {
+  const params = new Params();
+  const s = rawScan(projectId, null, null, env.fast ? env.slots : NO_SLOTS, params);
+  const start = params.add(w.start.text);
+  // Later steps may fall after time.end (only t1 must lie in `time`), up to end + windowMs.
+  const end = `${params.add(w.end.text)}::timestamptz + ${params.add(windowMs)}::float8 * interval '1 millisecond'`;
+  const mask = steps.map((f, i) => `(CASE WHEN ${filterSql(s.ctx, f)} THEN ${1 << i} ELSE 0 END)`).join(" | ");
+  const r = await env.db.query<{ ts: string[]; m: number[] }>(
+    `SELECT array_agg((extract(epoch FROM m.ts) * 1000000)::bigint::text ORDER BY m.ts) AS ts, array_agg(m.m ORDER BY m.ts) AS m
+       FROM (SELECT e.user_id, e.ts, (${mask}) AS m FROM events e
+              WHERE ${s.where} AND e.user_id IS NOT NULL AND e.ts >= ${start}::timestamptz AND e.ts <= ${end}) m
+      WHERE m.m <> 0 GROUP BY m.user_id`,
+    params.values,
+  );
+  const counts = steps.map(() => 0);
+  for (const row of r.rows) {
+    const ts = row.ts.map(Number);
+    const k = reachedSteps({ ts, masks: row.m }, steps.length, micros(w.start, 1), micros(w.end, 0), windowMs * 1000);
+    for (let i = 0; i < k; i++) counts[i]++;
+  }
+  return counts;
+}
+
+/** An instant in microseconds (sub-microsecond parts rounded inward: up for a start, down for an end). */
+const micros = (i: Instant, up: 0 | 1): number => i.ms * 1000 + Math[up ? "ceil" : "floor"](i.subMsNanos / 1000);
+
+export interface Cohort {
+  start: string;
+  size: number;
+  values: (number | null)[];
+}
+
+/** Retention cohorts, oldest first: actor counts per (cohort, return interval), one SQL statement. */
+export async function retention(
+  env: QueryEnv,
+  projectId: string,
+  w: Window,
+  start: Node | null,
+  back: Node | null,
+  interval: Interval,
+  periods: number,
+): Promise<Cohort[]> {
+  const params = new Params();
+  const slots = env.fast ? env.slots : NO_SLOTS;
+  const a = rawScan(projectId, w, start, slots, params);
+  const b = rawScan(projectId, w, back, slots, params);
+  const unit = params.add(interval);
+  const r = await env.db.query<{ c: Date; b: Date | null; n: number }>(
+    `WITH firsts AS (SELECT e.user_id AS a, date_trunc(${unit}::text, min(e.ts), 'UTC') AS c FROM events e
+                      WHERE ${a.where} AND e.user_id IS NOT NULL GROUP BY e.user_id),
+          backs AS (SELECT DISTINCT e.user_id AS a, date_trunc(${unit}::text, e.ts, 'UTC') AS b FROM events e
+                     WHERE ${b.where} AND e.user_id IS NOT NULL)
+     SELECT f.c, NULL::timestamptz AS b, count(*)::float8 AS n FROM firsts f GROUP BY f.c
+     UNION ALL
+     SELECT f.c, k.b, count(*)::float8 AS n FROM firsts f JOIN backs k ON k.a = f.a AND k.b >= f.c GROUP BY f.c, k.b`,
+    params.values,
+  );
+  const sizes = new Map<number, number>();
+  const cells = new Map<string, number>();
+  for (const row of r.rows) {
+    if (row.b === null) sizes.set(row.c.getTime(), Number(row.n));
+    else cells.set(`${row.c.getTime()}/${row.b.getTime()}`, Number(row.n));
+  }
+  return [...sizes.keys()]
+    .sort((x, y) => x - y)
+    .map((c) => {
+      const values: (number | null)[] = [];
+      for (let p = 0, b = c; p < periods; p++, b = nextBucket(b, interval))
+        values.push(b > w.end.ms ? null : (cells.get(`${c}/${b}`) ?? 0));
+      return { start: new Date(c).toISOString(), size: sizes.get(c) ?? 0, values };
+    });
+}
