@@ -34,13 +34,14 @@ import { monitorsBySlug, stateOf, withState, type MonitorRow } from "./store.js"
 import { notifyWake, type DeadlineChange } from "./wake.js";
 
 // The heartbeat write path, with group commit: concurrent heartbeats are written together.
-// - Fast path (steady heartbeats): this node remembers each monitor row it last wrote (with its
-//   version). A heartbeat whose outcome from that row opens or resolves no incident and needs no
-//   wake-up is written in ONE autocommit statement with a compare-and-set on the version.
+// - Fast path (steady heartbeats and run signals): this node remembers each monitor row it last wrote
+//   (with its version) and the running runs of those it wrote at that version. A signal whose outcome
+//   from that row opens or resolves no incident and needs no wake-up is written, run rows included,
+//   in ONE autocommit statement with a compare-and-set on the version.
 // - Locked path (everything else, and fast writes whose compare-and-set lost): one transaction locks
 //   the monitors (in id order), creates missing ones, applies applyHeartbeat() to each in arrival
 //   order, and writes monitors, raw heartbeats, hourly rollups and any incident changes.
-// Both decide with the same pure applyHeartbeat(); all heartbeats of one monitor in a group take the
+// Both decide with the same applySignal(); all heartbeats of one monitor in a group take the
 // same path, in arrival order. Steady heartbeats touch no timer and send no notification.
 // The queue is shared/coalesce.ts: a batch waits one event-loop turn for company (also one queued
 // behind a running transaction), up to MAX_BATCH heartbeats, up to MAX_INFLIGHT transactions at once.
@@ -337,10 +338,8 @@ export class HeartbeatWriter {
   }
 
   /**
-   * Locks, claims `claims` (REPEAT for those stored meanwhile), applies and writes the heartbeats and
-   * run signals. Runs: the running ones of the locked monitors are read under their locks; each
-   * signal first times out the runs due by its arrival (applyRunTimeouts), then a start adds a
-   * running run, an end closes the run pairRun() finds (or is a run of its own, without a start).
+   * Locks, claims `claims` (REPEAT for those stored meanwhile), applies (applySignal) and writes the
+   * heartbeats and run signals. The running runs of the locked monitors are read under their locks.
    */
   private async writeFresh(
     c: PoolClient,
