@@ -1,6 +1,7 @@
 import type { Queryable } from "../storage/db.js";
 import type { MonitorState } from "./model.js";
 import { HOUR_MS } from "../shared/time.js";
+import type { RunEnd, RunWrite } from "./runs.js";
 
 // The one statement that writes a group of heartbeats: the monitors' new state, the raw heartbeats
 // and the hourly rollups. Two forms share it:
@@ -8,7 +9,8 @@ import { HOUR_MS } from "../shared/time.js";
 // - compare-and-set (autocommit, no lock taken first): a monitor is written only when its version is
 //   still the one its state was computed from; the heartbeats and rollups of the others are not
 //   written either, and the caller sends them down the locked path.
-// Both return the (id, version) of the monitors written.
+// Both return the (id, version) of the monitors written. The compare-and-set form may also insert and
+// end run rows (monitor_runs), for the monitors it writes only.
 
 export interface HeartbeatRow {
   id: string;
@@ -45,7 +47,7 @@ export interface HeartbeatClaim {
   monitorId: string;
 }
 
-const sql = (cas: boolean, claims = false) => `WITH m AS (
+const sql = (cas: boolean, claims = false, runs = false) => `WITH m AS (
   UPDATE monitors m SET status = u.status, expected_interval_ms = u.ei, grace_period_ms = u.gp, last_heartbeat_at = u.lh,
          first_heartbeat_at = u.fh, up_since = u.us, deadline_at = u.dl, schedule_cron = u.sc, schedule_timezone = u.sz,
          consecutive_failures = u.cf, last_success_start_at = u.ls, running_since = u.rs, updated_at = $1
@@ -76,6 +78,19 @@ const sql = (cas: boolean, claims = false) => `WITH m AS (
    WHERE x.monitor_id IN (SELECT id FROM m) ORDER BY n
 )`
     : ""
+}${
+  runs
+    ? `, ri AS (
+  INSERT INTO monitor_runs (id, monitor_id, run_id, started_at, ended_at, outcome, exit_code, output, created_at)
+  SELECT x.* FROM unnest($34::text[], $35::text[], $36::text[], $37::timestamptz[], $38::timestamptz[], $39::text[], $40::int[], $41::text[], $42::timestamptz[])
+         AS x(id, monitor_id, run_id, started_at, ended_at, outcome, exit_code, output, created_at)
+   WHERE x.monitor_id IN (SELECT id FROM m)
+), re AS (
+  UPDATE monitor_runs r SET ended_at = u.ended_at, outcome = u.outcome, exit_code = u.exit_code, output = COALESCE(u.output, r.output)
+    FROM unnest($43::text[], $44::text[], $45::timestamptz[], $46::text[], $47::int[], $48::text[]) AS u(id, monitor_id, ended_at, outcome, exit_code, output)
+   WHERE r.id = u.id AND r.outcome = 'running' AND u.monitor_id IN (SELECT id FROM m)
+)`
+    : ""
 }
 SELECT id, version FROM m`;
 
@@ -84,6 +99,15 @@ const CAS = sql(true);
 // The claims (plain inserts, after the monitors' locks, only for the monitors written): one taken
 // already fails the whole statement, and its heartbeats go down the locked path.
 const CAS_CLAIMS = sql(true, true);
+// Runs written with the compare-and-set (heartbeats.ts's fast path for run signals): inserted and
+// ended only for the monitors written, whose running runs were known at the version compared.
+const CAS_RUNS = sql(true, true, true);
+
+/** The run rows a compare-and-set statement writes (runs.ts's inserts and ends, each with its monitor). */
+export interface RunRows {
+  inserts: RunWrite[];
+  ends: (RunEnd & { monitorId: string })[];
+}
 
 /** Writes monitors (in id order, so concurrent statements lock rows in one order), heartbeats and rollups. */
 export async function writeHeartbeats(
@@ -93,15 +117,23 @@ export async function writeHeartbeats(
   heartbeats: HeartbeatRow[],
   now: Date,
   claims: HeartbeatClaim[] = [],
+  runs?: RunRows,
 ): Promise<Map<string, number>> {
   const ms = [...monitors].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const s = ms.map((m) => m.next);
   const d = (v: number | null) => (v === null ? null : new Date(v));
   const roll = rollups(heartbeats);
-  const withClaims = cas && claims.length > 0;
+  const withRuns = cas && runs !== undefined && (runs.inserts.length > 0 || runs.ends.length > 0);
+  const withClaims = withRuns || (cas && claims.length > 0);
   const r = await c.query<{ id: string; version: number }>({
-    name: withClaims ? "uptime_heartbeats_cas_claims" : cas ? "uptime_heartbeats_cas" : "uptime_heartbeats_locked",
-    text: withClaims ? CAS_CLAIMS : cas ? CAS : LOCKED,
+    name: withRuns
+      ? "uptime_heartbeats_cas_runs"
+      : withClaims
+        ? "uptime_heartbeats_cas_claims"
+        : cas
+          ? "uptime_heartbeats_cas"
+          : "uptime_heartbeats_locked",
+    text: withRuns ? CAS_RUNS : withClaims ? CAS_CLAIMS : cas ? CAS : LOCKED,
     values: [
       now,
       ms.map((m) => m.id),
@@ -136,9 +168,30 @@ export async function writeHeartbeats(
       ...(withClaims
         ? [claims.map((x) => x.projectId), claims.map((x) => x.clientId), claims.map((x) => x.monitorId)]
         : []),
+      ...(withRuns ? runValues(runs) : []),
     ],
   });
   return new Map(r.rows.map((x) => [x.id, x.version]));
+}
+
+function runValues({ inserts, ends }: RunRows): unknown[] {
+  return [
+    inserts.map((r) => r.id),
+    inserts.map((r) => r.monitorId),
+    inserts.map((r) => r.runId),
+    inserts.map((r) => r.startedAt),
+    inserts.map((r) => r.endedAt),
+    inserts.map((r) => r.outcome),
+    inserts.map((r) => r.exitCode),
+    inserts.map((r) => r.output),
+    inserts.map((r) => r.createdAt),
+    ends.map((e) => e.id),
+    ends.map((e) => e.monitorId),
+    ends.map((e) => e.endedAt),
+    ends.map((e) => e.outcome),
+    ends.map((e) => e.exitCode),
+    ends.map((e) => e.output),
+  ];
 }
 
 /** Hourly rollups of a group (counts and latency aggregates), in (monitor, hour) order. */

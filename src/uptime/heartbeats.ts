@@ -11,7 +11,7 @@ import { heartbeatKey, knownRepeats, REPEAT, repeatedIds, sortedHeartbeatClaims 
 import { tx } from "../storage/db.js";
 import { lockMonitorCreation, monitorCapReached, monitorCounts } from "./cap.js";
 import { openIncidents, resolveIncidents } from "./incidents.js";
-import { writeHeartbeats, type HeartbeatRow, type MonitorWrite } from "./heartbeat-sql.js";
+import { writeHeartbeats, type HeartbeatRow, type MonitorWrite, type RunRows } from "./heartbeat-sql.js";
 import {
   applyHeartbeat,
   applyRunStart,
@@ -34,13 +34,14 @@ import { monitorsBySlug, stateOf, withState, type MonitorRow } from "./store.js"
 import { notifyWake, type DeadlineChange } from "./wake.js";
 
 // The heartbeat write path, with group commit: concurrent heartbeats are written together.
-// - Fast path (steady heartbeats): this node remembers each monitor row it last wrote (with its
-//   version). A heartbeat whose outcome from that row opens or resolves no incident and needs no
-//   wake-up is written in ONE autocommit statement with a compare-and-set on the version.
+// - Fast path (steady heartbeats and run signals): this node remembers each monitor row it last wrote
+//   (with its version) and the running runs of those it wrote at that version. A signal whose outcome
+//   from that row opens or resolves no incident and needs no wake-up is written, run rows included,
+//   in ONE autocommit statement with a compare-and-set on the version.
 // - Locked path (everything else, and fast writes whose compare-and-set lost): one transaction locks
 //   the monitors (in id order), creates missing ones, applies applyHeartbeat() to each in arrival
 //   order, and writes monitors, raw heartbeats, hourly rollups and any incident changes.
-// Both decide with the same pure applyHeartbeat(); all heartbeats of one monitor in a group take the
+// Both decide with the same applySignal(); all heartbeats of one monitor in a group take the
 // same path, in arrival order. Steady heartbeats touch no timer and send no notification.
 // The queue is shared/coalesce.ts: a batch waits one event-loop turn for company (also one queued
 // behind a running transaction), up to MAX_BATCH heartbeats, up to MAX_INFLIGHT transactions at once.
@@ -105,6 +106,8 @@ export class HeartbeatWriter {
    * fast path's starting state, and the locked path's primary key (verified after locking).
    */
   private known = new Map<string, MonitorRow>();
+  /** Monitor id -> its running runs at a version (remember()): the fast path's runs. */
+  private runsKnown = new Map<string, { version: number; open: OpenRun[] }>();
 
   constructor(
     private readonly deps: UptimeDeps,
@@ -127,14 +130,14 @@ export class HeartbeatWriter {
     const locked = await this.writeFast(batch);
     if (!locked.length) return;
     try {
-      const { answers, changes, rows, durations } = await tx(this.deps.db, (c) =>
+      const { answers, changes, rows, durations, running } = await tx(this.deps.db, (c) =>
         this.write(
           c,
           locked.map((b) => b.req),
         ),
       );
       locked.forEach((b, i) => settle(b, answers[i]));
-      this.remember(rows);
+      this.remember(rows, running);
       this.onCommitted(changes);
       if (durations.length) this.onRunsEnded(durations);
     } catch (err) {
@@ -146,9 +149,9 @@ export class HeartbeatWriter {
 
   private async writeOne(b: Pending): Promise<void> {
     try {
-      const { answers, changes, rows, durations } = await tx(this.deps.db, (c) => this.write(c, [b.req]));
+      const { answers, changes, rows, durations, running } = await tx(this.deps.db, (c) => this.write(c, [b.req]));
       settle(b, answers[0]);
-      this.remember(rows);
+      this.remember(rows, running);
       this.onCommitted(changes);
       if (durations.length) this.onRunsEnded(durations);
     } catch (err) {
@@ -156,27 +159,43 @@ export class HeartbeatWriter {
     }
   }
 
-  private remember(rows: MonitorRow[]): void {
+  /**
+   * Remembers rows as committed, and with them (`running`, per monitor id) the running runs of those
+   * this commit wrote, at that version: the fast path's starting point for run signals.
+   */
+  private remember(rows: MonitorRow[], running?: Map<string, OpenRun[]>): void {
     if (this.known.size > MAX_KNOWN) this.known.clear();
+    if (this.runsKnown.size > MAX_KNOWN) this.runsKnown.clear();
     for (const r of rows) {
       const { created: _created, ...row } = r as Created;
       const k = keyOf(row.project_id, row.slug);
       const cur = this.known.get(k);
       if (!cur || cur.id !== row.id || cur.version < row.version) this.known.set(k, row);
+      const open = running?.get(row.id);
+      if (row.running_since !== null && open !== undefined) this.runsKnown.set(row.id, { version: row.version, open });
     }
   }
 
   /**
-   * Writes the heartbeats of monitors whose remembered row makes them steady (no incident to open
-   * or resolve, no earlier deadline to announce) with one compare-and-set statement. Returns the
-   * heartbeats left for the locked path, in arrival order.
+   * A remembered monitor's running runs: none when it runs nothing (running_since is set exactly
+   * while a run is running), else those remembered at its version (every write of runs updates the
+   * monitor, which bumps its version); undefined when unknown.
+   */
+  private openRunsOf(row: MonitorRow): OpenRun[] | undefined {
+    if (row.running_since === null) return [];
+    const r = this.runsKnown.get(row.id);
+    return r && r.version === row.version ? r.open : undefined;
+  }
+
+  /**
+   * Writes the heartbeats and run signals of monitors whose remembered row (and running runs) make
+   * them steady (no incident to open or resolve, no earlier deadline to announce) with one
+   * compare-and-set statement, run rows included. Returns the heartbeats left for the locked path, in
+   * arrival order.
    */
   private async writeFast(batch: Pending[]): Promise<Pending[]> {
     const now = this.deps.clock();
-    const groups = new Map<
-      string,
-      { row: MonitorRow; items: Pending[]; outs: { next: MonitorState; statusChanged: boolean }[] } | null
-    >();
+    const groups = new Map<string, FastGroup | null>();
     // A client id twice in the batch: its monitors go down the locked path, which answers the repeat.
     const twice = repeatedIds(batch);
     for (const b of batch) {
@@ -184,7 +203,12 @@ export class HeartbeatWriter {
       let g = groups.get(k);
       if (g === undefined) {
         const row = this.known.get(k);
-        g = row ? { row, items: [], outs: [] } : null;
+        const open = row && this.openRunsOf(row);
+        // An alert's monitor (409) and one whose running runs this node does not know: the locked path.
+        g =
+          row && open && row.owned_by === null
+            ? { row, open, items: [], outs: [], heartbeats: [], runs: new RunChanges() }
+            : null;
         groups.set(k, g);
       }
       if (g === null) continue;
@@ -192,27 +216,20 @@ export class HeartbeatWriter {
         groups.set(k, null);
         continue;
       }
-      // Runs (a signal, a run field, a scheduled monitor, a run running) are written by the locked path.
-      if (touchesRuns(b.req, g.row)) {
-        groups.set(k, null);
-        continue;
-      }
       const prev = g.outs.length ? g.outs[g.outs.length - 1].next : stateOf(g.row);
-      const out = applyHeartbeat(prev, {
-        at: b.req.at.getTime(),
-        status: b.req.status,
-        expectedIntervalMs: b.req.expectedIntervalMs,
-        gracePeriodMs: b.req.gracePeriodMs,
-      });
-      if (out.openIncidentAt !== null || out.resolveIncidentAt !== null || out.next.runningSince != null)
-        groups.set(k, null);
+      const list: Effect[] = [];
+      const s = applySignal(g.row, prev, g.open, b.req, g.runs, list, now);
+      // An incident to open or resolve: the locked path.
+      if (list.length) groups.set(k, null);
       else {
         g.items.push(b);
-        g.outs.push(out);
+        g.outs.push(s);
+        g.open = s.open;
+        if (s.heartbeat) g.heartbeats.push(s.heartbeat);
       }
     }
     const fast = [...groups.values()].filter(
-      (g): g is NonNullable<typeof g> =>
+      (g): g is FastGroup =>
         g !== null &&
         needsWake(g.row.deadline_at?.getTime() ?? null, g.outs[g.outs.length - 1].next.deadlineAt) === false,
     );
@@ -222,7 +239,11 @@ export class HeartbeatWriter {
       version: g.row.version,
       next: g.outs[g.outs.length - 1].next,
     }));
-    const heartbeats = fast.flatMap((g) => g.items.map((b) => heartbeatRow(b.req, g.row.id)));
+    const heartbeats = fast.flatMap((g) => g.heartbeats);
+    const runRows: RunRows = {
+      inserts: fast.flatMap((g) => g.runs.inserted()),
+      ends: fast.flatMap((g) => g.runs.ended().map((e) => ({ ...e, monitorId: g.row.id }))),
+    };
     // Client ids are claimed in the same statement, for the monitors it writes (events/claims.ts).
     const claims = sortedHeartbeatClaims(
       fast.flatMap((g) =>
@@ -236,7 +257,7 @@ export class HeartbeatWriter {
     let won: Map<string, number>;
     let taken = false;
     try {
-      won = await writeHeartbeats(this.deps.db, true, monitors, heartbeats, now, claims);
+      won = await writeHeartbeats(this.deps.db, true, monitors, heartbeats, now, claims, runRows);
     } catch (err) {
       // A client id stored already: nothing was written; the locked path answers the repeat (the
       // remembered rows are still right).
@@ -247,6 +268,8 @@ export class HeartbeatWriter {
     const done = new Set<Pending>();
     const changes: DeadlineChange[] = [];
     const rows: MonitorRow[] = [];
+    const running = new Map<string, OpenRun[]>();
+    const durations: RunDuration[] = [];
     for (const g of fast) {
       const version = won.get(g.row.id);
       if (version === undefined) {
@@ -262,10 +285,13 @@ export class HeartbeatWriter {
       });
       const final = g.outs[g.outs.length - 1].next;
       rows.push({ ...withState(g.row, final, now), version });
+      running.set(g.row.id, g.open);
       changes.push({ id: g.row.id, deadlineAt: final.deadlineAt, wake: false });
+      durations.push(...g.runs.durations);
     }
-    this.remember(rows);
+    this.remember(rows, running);
     if (changes.length) this.onCommitted(changes);
+    if (durations.length) this.onRunsEnded(durations);
     return done.size ? batch.filter((b) => !done.has(b)) : batch;
   }
 
@@ -284,13 +310,14 @@ export class HeartbeatWriter {
     changes: DeadlineChange[];
     rows: MonitorRow[];
     durations: RunDuration[];
+    running?: Map<string, OpenRun[]>;
   }> {
     const now = this.deps.clock();
     const { repeats, claims } = await knownRepeats(c, reqs);
     const fresh = reqs.filter((_, i) => !repeats.has(i));
     const out = fresh.length
       ? await this.writeFresh(c, fresh, now, claims)
-      : { answers: [], changes: [], rows: [], durations: [] };
+      : { answers: [], changes: [], rows: [], durations: [], running: undefined };
     let j = 0;
     const isRepeat = reqs.map((_, i) => repeats.has(i) || out.answers[j++] === REPEAT);
     const current = isRepeat.some(Boolean)
@@ -311,10 +338,8 @@ export class HeartbeatWriter {
   }
 
   /**
-   * Locks, claims `claims` (REPEAT for those stored meanwhile), applies and writes the heartbeats and
-   * run signals. Runs: the running ones of the locked monitors are read under their locks; each
-   * signal first times out the runs due by its arrival (applyRunTimeouts), then a start adds a
-   * running run, an end closes the run pairRun() finds (or is a run of its own, without a start).
+   * Locks, claims `claims` (REPEAT for those stored meanwhile), applies (applySignal) and writes the
+   * heartbeats and run signals. The running runs of the locked monitors are read under their locks.
    */
   private async writeFresh(
     c: PoolClient,
@@ -326,6 +351,7 @@ export class HeartbeatWriter {
     changes: DeadlineChange[];
     rows: MonitorRow[];
     durations: RunDuration[];
+    running: Map<string, OpenRun[]>;
   }> {
     const { found: rows, refused } = await this.lockMonitors(c, reqs, now);
     // An alert's monitor takes no heartbeat (409 below): nor are their client ids claimed.
@@ -362,80 +388,13 @@ export class HeartbeatWriter {
         answers.push(ownedMonitor(req.slug));
         continue;
       }
-      const at = req.at.getTime();
-      let before = state.get(row.id) ?? stateOf(row);
-      let open = running.get(row.id) ?? [];
       const list = effects.get(row.id) ?? [];
-      const opened = (s: MonitorState, when: number, description?: string) =>
-        list.push({ kind: "open", at: new Date(when), monitor: withState(row, s, now), description });
-      // Runs due to time out by this signal's arrival: failures at their own timeouts, first.
-      const t = applyRunTimeouts(before, open, at);
-      for (const x of t.timeouts) {
-        runs.timeout(row, x.run, x.at);
-        if (x.tookDown)
-          opened(
-            t.next,
-            x.at,
-            runIncidentDescription(x.run, { kind: "timed_out", maxRuntimeMs: before.maxRuntimeMs ?? 0 }),
-          );
-      }
-      before = t.next;
-      open = t.open;
-      let next: MonitorState;
-      let statusChanged: boolean;
-      const output = req.output === undefined ? null : outputTail(req.output);
-      if (req.kind === "start") {
-        // Not a heartbeat: no status, no deadline base moves; a deadline missed before it still counts.
-        const v = evaluateDeadline(before, at);
-        let m = v.overdue ? markDown(before) : before;
-        if (v.overdue) opened(m, v.since);
-        m = applySettings(m, {
-          expectedIntervalMs: req.expectedIntervalMs,
-          gracePeriodMs: req.gracePeriodMs,
-          schedule: req.schedule,
-        });
-        const run: OpenRun = { id: newId("run"), runId: req.runId ?? null, startedAt: at };
-        next = applyRunStart(m, open, run);
-        open = [...open, run];
-        runs.start(row, run, output, req.at);
-        // As a heartbeat's: against what the monitor really was (down after a missed deadline or a timeout).
-        statusChanged = false;
-      } else {
-        const i = pairRun(open, req.runId ?? null);
-        const paired = i === -1 ? null : open[i];
-        if (paired) open = open.filter((_, j) => j !== i);
-        const out = applyHeartbeat(
-          { ...before, runningSince: runningSinceOf(open) },
-          {
-            at,
-            status: req.status,
-            expectedIntervalMs: req.expectedIntervalMs,
-            gracePeriodMs: req.gracePeriodMs,
-            schedule: req.schedule,
-            startedAt: paired?.startedAt ?? null,
-          },
-        );
-        next = out.next;
-        statusChanged = out.statusChanged;
-        const isRun =
-          req.kind === "end" || paired !== null || req.runId !== undefined || output !== null || !!next.schedule;
-        const failed = req.status === "down";
-        let runRef: { id: string; runId: string | null } | null = null;
-        if (isRun) runRef = runs.end(row, paired, req, output, failed);
-        if (out.openIncidentAt !== null) {
-          const byRun = runRef !== null && failed && out.openIncidentAt === at;
-          opened(
-            out.next,
-            out.openIncidentAt,
-            byRun ? runIncidentDescription(runRef!, { kind: "failed", exitCode: req.exitCode ?? null }) : undefined,
-          );
-        }
-        if (out.resolveIncidentAt !== null)
-          list.push({ kind: "resolve", at: new Date(out.resolveIncidentAt), monitor: withState(row, next, now) });
-        heartbeats.push(heartbeatRow(req, row.id));
-      }
+      const s = applySignal(row, state.get(row.id) ?? stateOf(row), running.get(row.id) ?? [], req, runs, list, now);
+      if (s.heartbeat) heartbeats.push(s.heartbeat);
+      const next = s.next;
+      running.set(row.id, s.open);
+      const statusChanged = s.statusChanged;
       state.set(row.id, next);
-      running.set(row.id, open);
       if (list.length) effects.set(row.id, list);
       const snapshot = withState(row, next, now);
       answers.push({ monitor: snapshot, statusChanged: statusChanged || (row as Created).created === true });
@@ -469,7 +428,7 @@ export class HeartbeatWriter {
     for (const a of answers)
       if (a !== REPEAT && !(a instanceof Error)) a.monitor.version = versions.get(a.monitor.id) ?? a.monitor.version;
     await notifyWake(c, changes, this.deps.config.temporal !== undefined);
-    return { answers, changes, rows: written, durations: runs.durations };
+    return { answers, changes, rows: written, durations: runs.durations, running };
   }
 
   /**
@@ -604,16 +563,14 @@ interface Effect {
   description?: string;
 }
 
-/** Whether a heartbeat must take the locked path because it reads or writes runs. */
-function touchesRuns(req: HeartbeatRequest, row: MonitorRow): boolean {
-  return (
-    (req.kind ?? "heartbeat") !== "heartbeat" ||
-    req.runId !== undefined ||
-    req.output !== undefined ||
-    req.schedule !== undefined ||
-    row.schedule_cron !== null ||
-    row.running_since !== null
-  );
+/** A monitor's signals the fast path writes together: the row they start from, their outcomes, rows and runs. */
+interface FastGroup {
+  row: MonitorRow;
+  open: OpenRun[];
+  items: Pending[];
+  outs: { next: MonitorState; statusChanged: boolean }[];
+  heartbeats: HeartbeatRow[];
+  runs: RunChanges;
 }
 
 /** The run rows one transaction writes, in signal order (a run started and ended in it is inserted ended). */
@@ -684,10 +641,107 @@ class RunChanges {
     });
   }
 
+  inserted(): RunWrite[] {
+    return [...this.inserts.values()];
+  }
+
+  ended(): RunEnd[] {
+    return [...this.ends.values()];
+  }
+
   async write(c: PoolClient): Promise<void> {
     await insertRuns(c, [...this.inserts.values()]);
     await endRuns(c, [...this.ends.values()]);
   }
+}
+
+/**
+ * One heartbeat or run signal applied to its monitor (the decisions of both write paths, in arrival
+ * order): `before` and `open` are the monitor's state and running runs before it. Each signal first
+ * times out the runs due by its arrival (applyRunTimeouts), then a start adds a running run, an end
+ * closes the run pairRun() finds (or is a run of its own, without a start). Run rows go to `runs`,
+ * incident changes to `list`; returns the state after it, its running runs and the heartbeat row.
+ */
+function applySignal(
+  row: MonitorRow,
+  before: MonitorState,
+  open: OpenRun[],
+  req: HeartbeatRequest,
+  runs: RunChanges,
+  list: Effect[],
+  now: Date,
+): { next: MonitorState; open: OpenRun[]; statusChanged: boolean; heartbeat: HeartbeatRow | null } {
+  const at = req.at.getTime();
+  const opened = (s: MonitorState, when: number, description?: string) =>
+    list.push({ kind: "open", at: new Date(when), monitor: withState(row, s, now), description });
+  // Runs due to time out by this signal's arrival: failures at their own timeouts, first.
+  const t = applyRunTimeouts(before, open, at);
+  for (const x of t.timeouts) {
+    runs.timeout(row, x.run, x.at);
+    if (x.tookDown)
+      opened(
+        t.next,
+        x.at,
+        runIncidentDescription(x.run, { kind: "timed_out", maxRuntimeMs: before.maxRuntimeMs ?? 0 }),
+      );
+  }
+  before = t.next;
+  open = t.open;
+  let next: MonitorState;
+  let statusChanged: boolean;
+  let heartbeat: HeartbeatRow | null = null;
+  const output = req.output === undefined ? null : outputTail(req.output);
+  if (req.kind === "start") {
+    // Not a heartbeat: no status, no deadline base moves; a deadline missed before it still counts.
+    const v = evaluateDeadline(before, at);
+    let m = v.overdue ? markDown(before) : before;
+    if (v.overdue) opened(m, v.since);
+    m = applySettings(m, {
+      expectedIntervalMs: req.expectedIntervalMs,
+      gracePeriodMs: req.gracePeriodMs,
+      schedule: req.schedule,
+    });
+    const run: OpenRun = { id: newId("run"), runId: req.runId ?? null, startedAt: at };
+    next = applyRunStart(m, open, run);
+    open = [...open, run];
+    runs.start(row, run, output, req.at);
+    // As a heartbeat's: against what the monitor really was (down after a missed deadline or a timeout).
+    statusChanged = false;
+  } else {
+    const i = pairRun(open, req.runId ?? null);
+    const paired = i === -1 ? null : open[i];
+    if (paired) open = open.filter((_, j) => j !== i);
+    const out = applyHeartbeat(
+      { ...before, runningSince: runningSinceOf(open) },
+      {
+        at,
+        status: req.status,
+        expectedIntervalMs: req.expectedIntervalMs,
+        gracePeriodMs: req.gracePeriodMs,
+        schedule: req.schedule,
+        startedAt: paired?.startedAt ?? null,
+      },
+    );
+    next = out.next;
+    statusChanged = out.statusChanged;
+    const isRun =
+      req.kind === "end" || paired !== null || req.runId !== undefined || output !== null || !!next.schedule;
+    const failed = req.status === "down";
+    let runRef: { id: string; runId: string | null } | null = null;
+    if (isRun) runRef = runs.end(row, paired, req, output, failed);
+    if (out.openIncidentAt !== null) {
+      const byRun = runRef !== null && failed && out.openIncidentAt === at;
+      opened(
+        out.next,
+        out.openIncidentAt,
+        byRun ? runIncidentDescription(runRef!, { kind: "failed", exitCode: req.exitCode ?? null }) : undefined,
+      );
+    }
+    if (out.resolveIncidentAt !== null)
+      list.push({ kind: "resolve", at: new Date(out.resolveIncidentAt), monitor: withState(row, next, now) });
+    heartbeat = heartbeatRow(req, row.id);
+  }
+  return { next, open, statusChanged, heartbeat };
 }
 
 function heartbeatRow(req: HeartbeatRequest, monitorId: string): HeartbeatRow {

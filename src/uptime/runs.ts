@@ -10,7 +10,8 @@ import type { RunRow } from "./store.js";
 // Runs of cron jobs (decisions.md "Cron jobs and ping keys"): the SQL of the monitor_runs table
 // (migration 9004), the output's tail, the run list's pages and messages. The decisions (pairing,
 // timeouts, failure tolerance) are model.ts's; heartbeats.ts and detect.ts apply them under the
-// monitor's row lock, so each run is written by exactly one transaction.
+// monitor's row lock, or (heartbeats.ts's fast path) in one statement with a compare-and-set on the
+// monitor's version, so each run is written by exactly one writer.
 
 /** The most output kept per run: its last 10,000 bytes (UTF-8, never cutting a character). */
 const MAX_OUTPUT_BYTES = 10_000;

@@ -109,6 +109,60 @@ describe("run signals and the run list", () => {
     assert.deepEqual(point.tags, { monitor: "report", outcome: "succeeded" });
   });
 
+  it("concurrent start and success pairs by runId from many clients make exactly their runs (the fast path's group commit)", async () => {
+    // A scheduled monitor this node knows (its first pair), then 30 clients at once, each a start then
+    // an exit/0 with its own runId: starts and ends of different runs share statements, some a run's both.
+    const first = await post("/heartbeats/many/start", { runId: "m-0", schedule: { cron: "0 * * * *" } });
+    assert.equal(first.status, 200, first.text);
+    assert.equal((await post("/heartbeats/many/exit/0", { runId: "m-0" })).status, 200);
+    const id = first.body.data.monitor.id;
+    const n = 30;
+    const answers = await Promise.all(
+      Array.from({ length: n }, async (_, i) => {
+        const s = await post("/heartbeats/many/start", { runId: `m-${i + 1}`, output: `out ${i + 1}` });
+        const e = await post("/heartbeats/many/exit/0", { runId: `m-${i + 1}` });
+        return [s.status, e.status, e.body.data?.monitor.status];
+      }),
+    );
+    assert.deepEqual(
+      answers,
+      Array.from({ length: n }, () => [200, 200, "up"]),
+    );
+    const list = (await get(`/monitors/${id}/runs?limit=100`)).body.data;
+    assert.deepEqual(
+      list.map((r: any) => r.runId).sort(),
+      Array.from({ length: n + 1 }, (_, i) => `m-${i}`).sort(),
+      "one run per runId",
+    );
+    for (const r of list) {
+      assert.equal(r.outcome, "succeeded", r.runId);
+      assert.equal(r.exitCode, 0, r.runId);
+      assert.ok(r.startedAt !== null && r.durationMs !== null && r.durationMs >= 0, r.runId);
+      if (r.runId !== "m-0") assert.equal(r.output, `out ${r.runId.slice(2)}`, "the start's output kept");
+    }
+    assert.equal((await get(`/monitors/${id}`)).body.data.status, "up");
+    assert.deepEqual(await incidents(id), []);
+    // Every run's duration is one metric point.
+    await waitFor(
+      async () => {
+        const r = await t.rest.post(
+          `${base()}/metrics/points`,
+          {
+            name: "vigil.run.duration_ms",
+            time: {
+              start: new Date(Date.now() + offsetMs - 60_000).toISOString(),
+              end: new Date(Date.now() + offsetMs + 60_000).toISOString(),
+            },
+          },
+          { key: p.key },
+        );
+        return r.status === 200 && r.body.data.points.filter((x: any) => x.tags.monitor === "many").length === n + 1;
+      },
+      10_000,
+      "a duration point per run",
+    );
+  });
+
   it("pairs by order without a runId (the latest start), and an end without a start has no duration", async () => {
     const m = await post("/monitors", { name: "Import", slug: "import", expectedIntervalMs: 3_600_000 });
     assert.equal(m.status, 201, m.text);
