@@ -40,9 +40,9 @@ async function allMessages(): Promise<DescMessage[]> {
   return [...out.values()];
 }
 
-// The only fractional quantities: metric and aggregation values, percentages, and latencies (a
-// heartbeat may report 12.5 ms). Anything else typed double/float is an integral value mistyped.
-const FRACTIONAL = /^(value|uptime_percentage(_24h)?|(avg_|min_|max_)?latency_ms)$/;
+// The only fractional quantities: metric and aggregation values, percentages, a funnel step's
+// conversion (a ratio, 0..1), and latencies (a heartbeat may report 12.5 ms). Anything else typed double/float is an integral value mistyped.
+const FRACTIONAL = /^(value|conversion|uptime_percentage(_24h)?|(avg_|min_|max_)?latency_ms)$/;
 
 describe("integral fields in the proto", () => {
   it("no field outside the fractional kinds is double or float", async () => {

@@ -171,7 +171,7 @@ it(`two worker nodes and one API node: ${N} monitors, ${OUTAGES} outages each â†
   }
   // One notification record per incident and kind.
   const notes = await db.query<{ kind: string; n: number; incidents: number }>(
-    "SELECT kind, count(*)::int AS n, count(DISTINCT incident_id)::int AS incidents FROM incident_notifications n JOIN incidents i ON i.id = n.incident_id WHERE i.project_id = $1 GROUP BY kind ORDER BY kind",
+    "SELECT n.kind, count(*)::int AS n, count(DISTINCT incident_id)::int AS incidents FROM incident_notifications n JOIN incidents i ON i.id = n.incident_id WHERE i.project_id = $1 GROUP BY n.kind ORDER BY n.kind",
     [p.projectId],
   );
   assert.deepEqual(notes.rows, [
