@@ -24,8 +24,8 @@ export interface Target {
   previousSecretUntil?: Date | null;
 }
 
-/** The Target of a row selected with store.ts TARGET_COLS (both runners). */
-export function rowTarget(r: {
+/** A row's store.ts TARGET_COLS, as pg returns them (rowTarget turns them into a Target). */
+export interface TargetRow {
   type: WebhookType;
   url: string | null;
   to: string[] | null;
@@ -33,7 +33,10 @@ export function rowTarget(r: {
   secret: string | null;
   previous_secret: string | null;
   previous_secret_until: Date | null;
-}): Target {
+}
+
+/** The Target of a row selected with store.ts TARGET_COLS (both runners). */
+export function rowTarget(r: TargetRow): Target {
   return {
     type: r.type,
     url: r.url,

@@ -1,6 +1,6 @@
 import { holdProjectCap, type ProjectCap } from "../shared/project-cap.js";
 import { tx, type Db, type Queryable } from "../storage/db.js";
-import type { AttemptRecord } from "./sender.js";
+import type { AttemptRecord, TargetRow } from "./sender.js";
 import type { DeliveryStatus } from "./retry.js";
 import type { WebhookType } from "./targets/index.js";
 import { eventJsonSql } from "../events/record.js";
@@ -372,7 +372,7 @@ export async function openRecovery(q: Queryable, projectId: string, webhookId: s
   return r.rows[0]?.id;
 }
 
-export interface ClaimedDelivery {
+export interface ClaimedDelivery extends TargetRow {
   id: string;
   webhook_id: string;
   project_id: string;
@@ -384,13 +384,6 @@ export interface ClaimedDelivery {
   attempt_limit: number;
   due_at: Date;
   claim_token: string;
-  type: WebhookType;
-  url: string | null;
-  to: string[] | null;
-  routing_key: string | null;
-  secret: string | null;
-  previous_secret: string | null;
-  previous_secret_until: Date | null;
 }
 
 /**

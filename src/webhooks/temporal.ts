@@ -7,9 +7,8 @@ import type { Queryable } from "../storage/db.js";
 import { envelope } from "./targets/envelope.js";
 import { nextAttempt, type DeliveryStatus } from "./retry.js";
 import type { AttemptOutcome } from "./targets/target.js";
-import { rowTarget, sendAttempt, type AttemptRecord } from "./sender.js";
+import { rowTarget, sendAttempt, type AttemptRecord, type TargetRow } from "./sender.js";
 import { PAYLOAD_SQL, TARGET_COLS, type ClaimedDelivery } from "./store.js";
-import type { WebhookType } from "./targets/index.js";
 import type { OpenChannels } from "./channels.js";
 
 // The Temporal runner (TEMPORAL_ADDRESS set): one workflow per delivery, id `webhook-<delivery id>`,
@@ -76,7 +75,7 @@ export interface WebhookActivitiesV1 {
   recordWebhookDecision(deliveryId: string, status: DeliveryStatus, plannedAt: string | null): Promise<void>;
 }
 
-interface Claimed {
+interface Claimed extends TargetRow {
   /** The attempt may be sent (the webhook is enabled, or the attempt was requested); false: paused. */
   send: boolean;
   project_id: string;
@@ -86,13 +85,6 @@ interface Claimed {
   created_at: Date;
   attempt_count: number;
   attempt_limit: number;
-  type: WebhookType;
-  url: string | null;
-  to: string[] | null;
-  routing_key: string | null;
-  secret: string | null;
-  previous_secret: string | null;
-  previous_secret_until: Date | null;
 }
 
 /**
