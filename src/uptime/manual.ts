@@ -112,27 +112,21 @@ export async function postIncidentUpdate(
   return tx(deps.db, async (c) => {
     const inc = await store.lockIncident(c, projectId, incidentId);
     if (!inc) throw notFound("incident");
+    // A monitor's incident takes notes only; a manual one moves along its stages.
+    let next: IncidentStage | null = null;
     if (inc.kind === "monitor" || inc.stage === null) {
       if (input.status !== undefined)
         throw badRequest("a monitor's incident has no status to set: it resolves when its monitor is up again", [
           { field: "status", message: "only on manual incidents" },
         ]);
-      const u = await store.insertIncidentUpdate(c, {
-        id: newId("iup"),
-        projectId,
-        incidentId,
-        message: input.message,
-        status: null,
-        now,
-      });
-      if (!u) throw fullError();
-      return u;
+    } else {
+      const stage = nextStage(inc.stage, input.status);
+      if (stage === "reopen")
+        throw conflict("this incident is resolved; open a new incident instead", [
+          { field: "status", message: "a resolved incident stays resolved" },
+        ]);
+      next = stage;
     }
-    const next = nextStage(inc.stage, input.status);
-    if (next === "reopen")
-      throw conflict("this incident is resolved; open a new incident instead", [
-        { field: "status", message: "a resolved incident stays resolved" },
-      ]);
     const u = await store.insertIncidentUpdate(c, {
       id: newId("iup"),
       projectId,
@@ -142,7 +136,7 @@ export async function postIncidentUpdate(
       now,
     });
     if (!u) throw fullError();
-    if (next !== inc.stage) {
+    if (next !== null && next !== inc.stage) {
       const resolving = next === "resolved";
       const row = (
         await c.query<IncidentRow>(
