@@ -1,5 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { badRequest } from "../shared/errors.js";
+import { setOwn } from "../shared/objects.js";
 import { assertNever } from "../shared/never.js";
 import type { Queryable } from "../storage/db.js";
 import { operationName, type Operation } from "./aggregations.js";
@@ -368,36 +369,28 @@ async function measuredGroups(
     `SELECT ${keys}, count(*)::float8 AS c, ${measures} FROM events e WHERE ${s.where} GROUP BY ${by.join(", ")} ORDER BY c DESC, ${by.map((b) => `${b} ASC NULLS LAST`).join(", ")} LIMIT ${lim}`,
     s.params.values,
   );
-  return r.rows.map((row) => {
-    const o = groupObject(
+  return r.rows.map((row) =>
+    groupObject(
       fields,
       fields.map((_, i) => row[`g${i}`]),
       row.c,
-    );
-    aggs.forEach((a, i) =>
-      Object.defineProperty(o, a.name, {
-        value: row[`a${i}`] ?? null,
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      }),
-    );
-    return o;
-  });
+      aggs.map((a, i) => [a.name, row[`a${i}`] ?? null]),
+    ),
+  );
 }
 
 /**
- * A group as the API returns it: keyed by the field names as given, then `count`. Keys are defined,
- * not assigned: `o["__proto__"] = v` would set the prototype instead of a key.
+ * A group as the API returns it: keyed by the field names as given, then `count`, then any
+ * aggregations by name. Keys go through setOwn: `o["__proto__"] = v` would set the prototype
+ * instead of a key.
  */
-function groupObject(fields: Field[], keys: unknown[], count: unknown): JsonObject {
-  const o: JsonObject = {};
-  const put = (k: string, v: unknown) =>
-    Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
+function groupObject(fields: Field[], keys: unknown[], count: unknown, measures: [string, unknown][] = []): JsonObject {
+  const o: Record<string, unknown> = {};
   // A key as PostgreSQL returns it: text, a number, a boolean, null or parsed jsonb (JSON values).
-  fields.forEach((f, i) => put(f.name, keys[i] ?? null));
-  put("count", count);
-  return o;
+  fields.forEach((f, i) => setOwn(o, f.name, keys[i] ?? null));
+  setOwn(o, "count", count);
+  for (const [name, value] of measures) setOwn(o, name, value);
+  return o as JsonObject;
 }
 
 /** Moments of the matching events of one window (alert preview): count(*), and of the numeric field its count, sum, min, max. */
