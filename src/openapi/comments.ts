@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { createFileRegistry, fromBinary, type AnyDesc } from "@bufbuild/protobuf";
 import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { getComments } from "@bufbuild/protoplugin";
+import { RULE_MARK } from "./proto-rules.js";
 
 // The proto comments, for the OpenAPI descriptions. gen/ embeds descriptors without source info,
 // so the comments come from `buf build` (an image with source info) of the same proto/ tree, looked
@@ -10,7 +11,12 @@ import { getComments } from "@bufbuild/protoplugin";
 export type Describe = (fullName: string) => string | undefined;
 
 function text(desc: Exclude<AnyDesc, { kind: "file" }>): string | undefined {
-  const c = getComments(desc).leading?.trim();
+  // The generated `// Rule:` lines (proto-rules.ts) stay out: the document states them as keywords.
+  const c = getComments(desc)
+    .leading?.split("\n")
+    .filter((l) => !l.trimStart().startsWith(RULE_MARK))
+    .join("\n")
+    .trim();
   if (!c) return undefined;
   // Proto comments wrap at ~100 columns: join wrapped lines, keep blank lines as paragraphs.
   return c
