@@ -10,6 +10,7 @@ interface Node {
   children?: number[];
 }
 interface Profile {
+  startTime: number;
   nodes: Node[];
   samples: number[];
   timeDeltas: number[];
@@ -40,18 +41,29 @@ const AREAS: [string, RegExp][] = [
 ];
 
 function main(): void {
-  const [file, eventsArg, ...names] = process.argv.slice(2);
-  if (!file) throw new Error("usage: bench/_cpuprofile.ts <file.cpuprofile> [events] [function ...]");
+  const args = process.argv.slice(2);
+  // --window=<from>:<to>: only the samples taken in that span (µs of the monotonic clock, as the bench prints it).
+  const win = args.find((a) => a.startsWith("--window="));
+  const [from, to] = win ? win.slice(9).split(":").map(Number) : [-Infinity, Infinity];
+  const [file, eventsArg, ...names] = args.filter((a) => a !== win);
+  if (!file) throw new Error("usage: bench/_cpuprofile.ts <file.cpuprofile> [events] [--window=a:b] [function ...]");
   const p = JSON.parse(readFileSync(file, "utf8")) as Profile;
   const events = Number(eventsArg) || 0;
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
   for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const self = new Map<number, number>();
-  for (let i = 0; i < p.samples.length; i++)
+  let t = p.startTime;
+  let span = 0;
+  for (let i = 0; i < p.samples.length; i++) {
+    t += p.timeDeltas[i] ?? 0;
+    if (t < from || t > to) continue;
+    span += p.timeDeltas[i] ?? 0;
     self.set(p.samples[i], (self.get(p.samples[i]) ?? 0) + (p.timeDeltas[i] ?? 0));
+  }
   const area = new Map<string, number>();
   const fn = new Map<string, number>();
+  const other = new Map<string, number>();
   const inclusive = new Map<string, number>();
   let busy = 0;
   for (const [id, us] of self) {
@@ -63,6 +75,7 @@ function main(): void {
     busy += us;
     const f = `${n.callFrame.functionName || "(anonymous)"} ${n.callFrame.url.replace(/^.*\/(src|node_modules)\//, "$1/")}`;
     fn.set(f, (fn.get(f) ?? 0) + us);
+    if (a === "other") other.set(f, (other.get(f) ?? 0) + us);
     if (names.length) {
       const seen = new Set<string>();
       for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
@@ -76,18 +89,19 @@ function main(): void {
   }
   const row = (label: string, us: number) =>
     `| ${label} | ${((100 * us) / busy).toFixed(1)} % |${events ? ` ${(us / events).toFixed(1)} |` : ""}`;
-  console.log(`busy ${(busy / 1e6).toFixed(2)} s of ${(sum(p.timeDeltas) / 1e6).toFixed(2)} s profiled`);
+  console.log(`busy ${(busy / 1e6).toFixed(2)} s of ${(span / 1e6).toFixed(2)} s profiled`);
   console.log(`| Area (self time) | share of busy |${events ? " µs / event |" : ""}`);
   for (const [a, us] of [...area].filter(([a]) => a !== "idle").sort((x, y) => y[1] - x[1])) console.log(row(a, us));
   if (names.length) {
     console.log(`\n| Function (inclusive) | share of busy |${events ? " µs / event |" : ""}`);
     for (const name of names) console.log(row(name, inclusive.get(name) ?? 0));
   }
-  console.log("\nTop functions (self):");
-  for (const [f, us] of [...fn].sort((x, y) => y[1] - x[1]).slice(0, 30))
-    console.log(`${((100 * us) / busy).toFixed(1).padStart(5)} %  ${f}`);
+  const top = (m: Map<string, number>, n: number) =>
+    [...m]
+      .sort((x, y) => y[1] - x[1])
+      .slice(0, n)
+      .map(([f, us]) => `${((100 * us) / busy).toFixed(1).padStart(5)} %  ${f}`);
+  console.log(["\nTop functions (self):", ...top(fn, 30), "\nIn 'other':", ...top(other, 10)].join("\n"));
 }
-
-const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
 main();

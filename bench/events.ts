@@ -239,6 +239,8 @@ async function profileOnly(only: string, db: pg.Client, port: number, key: strin
   await db.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
   const sdkLoad = /^sdk(\d+)(ids)?$/.exec(only);
   await db.query("SELECT pg_stat_statements_reset()");
+  // The load's window on the monotonic clock the profile's samples are timed by (bench/_cpuprofile.ts --window).
+  const from = process.hrtime.bigint() / 1000n;
   const r =
     only === "single"
       ? await phase(port, key, "/v1/events", SINGLE_COUNT, 1, SINGLE_CONCURRENCY, vigil.pid)
@@ -246,6 +248,7 @@ async function profileOnly(only: string, db: pg.Client, port: number, key: strin
         ? await phase(port, key, "/v1/events/batch", SDK_COUNT, SDK_BATCH, Number(sdkLoad[1]), vigil.pid, !!sdkLoad[2])
         : undefined;
   if (!r) throw new Error(`BENCH_ONLY=${only}: single, sdk16, sdk64 or sdk64ids`);
+  console.log(`profile window: --window=${from}:${process.hrtime.bigint() / 1000n}`);
   console.log(only, r, `service + PostgreSQL CPU µs / event: ${cpuPer(r)}`);
   const stats = await db.query(
     `SELECT calls, rows, round(total_exec_time::numeric, 1) AS total_ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) AS query
