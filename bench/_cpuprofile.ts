@@ -20,7 +20,14 @@ interface Profile {
 const AREAS: [string, RegExp][] = [
   ["idle", /^ \(idle\)$/],
   ["garbage collection", /^ \(garbage collector\)$/],
-  ["native / runtime (JSON.parse, builtins)", /^ \(program\)$|^ \(root\)$|^ [A-Za-z]+$/],
+  // Socket writes (HTTP answers, PostgreSQL statements): native frames without a script.
+  [
+    "HTTP and sockets (node:http, net, streams)",
+    /^ (writev|writeBuffer|writeUtf8String|writeLatin1String|writevGeneric)$/,
+  ],
+  // JSON.parse is a builtin: its time is the self time of the function that calls it.
+  ["JSON.parse of the body (parseJsonBody)", / parseJsonBody$/],
+  ["native / runtime (builtins)", /^ \(program\)$|^ \(root\)$|^ [A-Za-z]+$/],
   [
     "validation (src/events/validate, shared/json, shared/text)",
     /src\/events\/validate|src\/shared\/(json|text|validate)\.ts/,
