@@ -111,21 +111,35 @@ export async function waitHealthy(port: number, child: ChildProcess): Promise<vo
 
 /**
  * CPU seconds (user + system) used so far by every PostgreSQL process on this machine (comm
- * "postgres"). Backends of exited connections are not counted, so measure across a phase whose
- * pool connections stay open.
+ * "postgres"), or, given `postmasterPid`, by that server and its children only (other sessions'
+ * databases on a shared machine left out). Backends of exited connections are not counted, so
+ * measure across a phase whose pool connections stay open.
  */
-export function postgresCpuSeconds(): number {
+export function postgresCpuSeconds(postmasterPid?: number): number {
   let total = 0;
   for (const pid of readdirSync("/proc")) {
     if (!/^\d+$/.test(pid)) continue;
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      if (stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")) === "postgres") total += statCpuSeconds(stat);
+      if (stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")) !== "postgres") continue;
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (postmasterPid === undefined || Number(pid) === postmasterPid || ppid === postmasterPid)
+        total += statCpuSeconds(stat);
     } catch {
       /* exited meanwhile */
     }
   }
   return total;
+}
+
+/** The pid of the PostgreSQL server whose cluster folder is `pgDir` (its postmaster.pid), or undefined. */
+export function postmasterPid(pgDir: string): number | undefined {
+  try {
+    const pid = Number(readFileSync(path.join(pgDir, "postmaster.pid"), "utf8").split("\n")[0]);
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** CPU seconds (user + system) used so far by one process. */

@@ -30,6 +30,7 @@ import {
   freePort,
   post,
   postgresCpuSeconds,
+  postmasterPid,
   processCpuSeconds,
   setupProject,
   spawnVigil,
@@ -145,7 +146,7 @@ async function load(
   let peak = 0;
   const sampler = setInterval(() => (peak = Math.max(peak, rssMb(pid))), 200);
   const cpu0 = processCpuSeconds(pid);
-  const pg0 = postgresCpuSeconds();
+  const pg0 = postgresCpuSeconds(pgPid);
   const gen0 = process.cpuUsage();
   const started = performance.now();
   const end = started + capMs;
@@ -165,7 +166,7 @@ async function load(
   const seconds = (performance.now() - started) / 1000;
   clearInterval(sampler);
   const cpu = processCpuSeconds(pid) - cpu0;
-  const pgCpu = postgresCpuSeconds() - pg0;
+  const pgCpu = postgresCpuSeconds(pgPid) - pg0;
   const gen = process.cpuUsage(gen0);
   agent.destroy();
   latencies.sort((a, b) => a - b);
@@ -384,11 +385,15 @@ async function embeddedAndBaseline(pgUrl: string, db: pg.Client, tmp: string, ch
   await writeBenchSection("Uptime", section);
 }
 
+/** The bench's own PostgreSQL server: the PostgreSQL CPU column counts it and its backends only. */
+let pgPid: number | undefined;
+
 // ---------------------------------------------------------------------------------------------
 async function main(): Promise<void> {
   const tmp = await mkdtemp(path.join(os.tmpdir(), "vigil-bench-uptime-"));
   const children: ChildProcess[] = [];
   const pgHandle = await startEmbeddedPostgres(tmp, pino({ level: "warn" }));
+  pgPid = postmasterPid(path.join(tmp, "pg"));
   const db = new pg.Client({ connectionString: pgHandle.url });
   try {
     if (EMBEDDED) await embeddedAndBaseline(pgHandle.url, db, tmp, children);
