@@ -188,11 +188,13 @@ export function makeCases(c: CaseContext, extended: boolean): Case[] {
   // signup at or after it (t2) and the earliest purchase at or after that signup (t3, the minimum over
   // the signups from t1 on, since "earliest purchase from s" grows with s); the actor reaches step 3 when
   // t3 <= t1 + 1 day. The three types are disjoint, so "each a different event" holds by itself.
+  // The frames run newest first (UNBOUNDED PRECEDING .. CURRENT ROW, peers included: the rows at or after t1)
+  // so that min() aggregates incrementally; "CURRENT ROW .. UNBOUNDED FOLLOWING" restarts per row (quadratic).
   const funnelSql = (from: string, src: string, ts: string, interval: (s: string) => string) => `
     WITH e AS (SELECT user_id, ${ts} AS ts, type FROM ${src} WHERE ${from}),
-    n3 AS (SELECT *, min(CASE WHEN type = 'purchase' THEN ts END) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS np FROM e),
+    n3 AS (SELECT *, min(CASE WHEN type = 'purchase' THEN ts END) OVER (PARTITION BY user_id ORDER BY ts DESC RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS np FROM e),
     n2 AS (SELECT *, min(CASE WHEN type = 'signup' THEN ts END) OVER w AS ns, min(CASE WHEN type = 'signup' THEN np END) OVER w AS nsp
-             FROM n3 WINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING))
+             FROM n3 WINDOW w AS (PARTITION BY user_id ORDER BY ts DESC RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW))
     SELECT count(DISTINCT user_id) AS s1, count(DISTINCT CASE WHEN ns <= ${interval("ts")} THEN user_id END) AS s2,
            count(DISTINCT CASE WHEN nsp <= ${interval("ts")} THEN user_id END) AS s3
       FROM n2 WHERE type = 'view' AND ts <= ${from.includes("$3") ? "$3" : lit(now)}`;
