@@ -8,6 +8,10 @@
 // on a first 20k sample, the rest loaded with slots filled; the baseline copied from the same rows);
 // rollups rebuilt from the events (rebuildRollups, test/helpers/backfill.ts) and the sample's slots by
 // the service's own backfill (backfillSlots).
+//
+// Flags: --load-only (load and build blocks into BENCH_ANALYTICS_DIR, then stop: no queries, no docs);
+// --scaling (issue #35: the query set at several sizes against PostgreSQL and DuckDB, with growth
+// exponents and a plot; bench/_analytics-scaling.ts). The queries: bench/_analytics-cases.ts.
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
