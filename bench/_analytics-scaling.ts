@@ -10,7 +10,8 @@
 // (Vigil's runs after the first, default 3), BENCH_ANALYTICS_SCALING_BASE_RUNS (the baselines', default 2),
 // BENCH_ANALYTICS_SCALING_REUSE=1 (a size whose directory already holds this run's results,
 // bench-scaling.json, is not measured again: sizes can be measured one at a time, then drawn together).
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import { once } from "node:events";
 import { createWriteStream, existsSync } from "node:fs";
 import { readFile, rename, writeFile } from "node:fs/promises";
 import os from "node:os";
@@ -75,29 +76,32 @@ const revive = (rows: Record<string, unknown>[]) =>
     ),
   );
 
-function duckdb(
+/**
+ * Runs bench/_analytics-duckdb.py on the export. Asynchronously: a blocked event loop would stall the
+ * Vigil served by this process (a 10M run's DuckDB part takes minutes; its keep-alive sockets were reset).
+ */
+async function duckdb(
   csv: string,
   parquet: string,
   cases: Case[],
-): {
+): Promise<{
   convertS: number;
   results: { label: string; first: number; median: number; rows: Record<string, unknown>[] }[];
-} | null {
-  const r = spawnSync("python3", [path.join(root, "bench/_analytics-duckdb.py")], {
-    input: JSON.stringify({
-      csv,
-      parquet,
-      runs: BASE_RUNS,
-      queries: cases.map((k) => ({ label: k.label, sql: k.duck })),
-    }),
-    maxBuffer: 256 * 1024 * 1024,
-    encoding: "utf8",
-  });
-  if (r.status !== 0) {
-    console.log(`DuckDB baseline not run: ${(r.stderr || r.error?.message || "").trim().split("\n").slice(-1)[0]}`);
+} | null> {
+  const child = spawn("python3", [path.join(root, "bench/_analytics-duckdb.py")], { stdio: ["pipe", "pipe", "pipe"] });
+  let out = "",
+    err = "";
+  child.stdout.on("data", (d) => (out += d));
+  child.stderr.on("data", (d) => (err += d));
+  child.stdin.end(
+    JSON.stringify({ csv, parquet, runs: BASE_RUNS, queries: cases.map((k) => ({ label: k.label, sql: k.duck })) }),
+  );
+  const [code] = (await once(child, "close")) as [number | null];
+  if (code !== 0) {
+    console.log(`DuckDB baseline not run: ${err.trim().split("\n").slice(-1)[0]}`);
     return null;
   }
-  return JSON.parse(r.stdout);
+  return JSON.parse(out);
 }
 
 async function measureSize(
@@ -106,13 +110,13 @@ async function measureSize(
   events: number,
   dir: string | undefined,
 ): Promise<SizeResult> {
+  const cached = dir && path.join(path.resolve(dir), "bench-scaling.json");
+  if (REUSE && cached && existsSync(cached)) {
+    console.log(`${events} events: results of an earlier run reused (${cached})`);
+    return JSON.parse(await readFile(cached, "utf8"));
+  }
   const set = await openSet(dir, events);
   try {
-    const cached = path.join(set.dataDir, "bench-scaling.json");
-    if (REUSE && existsSync(cached)) {
-      console.log(`${events}: results of an earlier run reused (${cached})`);
-      return JSON.parse(await readFile(cached, "utf8"));
-    }
     const { pid, now } = set.loaded;
     const baseDb = baselinePool(set.url);
     const cases = makeCases({ now, pid, post: set.post, base: (sql, params) => baseDb.query(sql, params) }, true);
@@ -120,11 +124,14 @@ async function measureSize(
     const exportS = existsSync(path.join(set.dataDir, "bench-events.parquet")) ? 0 : await exportCsv(set.url, pid, csv);
     const loadAvg = os.loadavg()[0];
     const queries: SizeResult["queries"] = [];
+    const answers: unknown[] = [];
     for (const k of cases) {
       const vigil = await timeIt(k.ours, RUNS);
       const base = await timeIt(k.baseline, BASE_RUNS);
-      const mismatch = k.check(await k.ours(), (await k.baseline()).rows);
+      const answer = await k.ours();
+      const mismatch = k.check(answer, (await k.baseline()).rows);
       if (mismatch) throw new Error(`${events} events, ${k.label}: answers differ: ${mismatch}`);
+      answers.push(answer);
       queries.push({ label: k.label, days: k.days, target: k.target, vigil, pg: base, duck: null });
       console.log(
         `${events} events, ${k.label}: Vigil ${vigil.median.toFixed(1)} ms (first ${vigil.first.toFixed(1)}), PostgreSQL ${base.median.toFixed(1)} ms`,
@@ -132,11 +139,11 @@ async function measureSize(
     }
     await baseDb.end();
     // DuckDB last, after Vigil's and PostgreSQL's runs (its process holds the whole file's columns in memory).
-    const duck = duckdb(csv, path.join(set.dataDir, "bench-events.parquet"), cases);
+    const duck = await duckdb(csv, path.join(set.dataDir, "bench-events.parquet"), cases);
     if (duck) {
       for (const [i, r] of duck.results.entries()) {
         const k = cases[i];
-        const mismatch = k.check(await k.ours(), revive(r.rows));
+        const mismatch = k.check(answers[i], revive(r.rows));
         queries[i].duck = { median: r.median, first: r.first, mismatch };
         console.log(
           `${events} events, ${k.label}: DuckDB ${r.median.toFixed(1)} ms (first ${r.first.toFixed(1)})${mismatch ? `, answer differs: ${mismatch}` : ""}`,
@@ -152,7 +159,7 @@ async function measureSize(
       convertS: duck?.convertS ?? 0,
       queries,
     };
-    if (dir) await writeFile(cached, JSON.stringify(result, null, 1));
+    if (cached) await writeFile(cached, JSON.stringify(result, null, 1));
     return result;
   } finally {
     await set.close();
