@@ -8,6 +8,10 @@
 // on a first 20k sample, the rest loaded with slots filled; the baseline copied from the same rows);
 // rollups rebuilt from the events (rebuildRollups, test/helpers/backfill.ts) and the sample's slots by
 // the service's own backfill (backfillSlots).
+//
+// Flags: --load-only (load and build blocks into BENCH_ANALYTICS_DIR, then stop: no queries, no docs);
+// --scaling (issue #35: the query set at several sizes against PostgreSQL and DuckDB, with growth
+// exponents and a plot; bench/_analytics-scaling.ts). The queries: bench/_analytics-cases.ts.
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
@@ -20,28 +24,15 @@ import { parseConfig } from "../src/config/index.js";
 import { buildApp } from "../src/server/app.js";
 import { project } from "../test/helpers/fixtures.js";
 import { RestClient } from "../test/helpers/rest.js";
+import { makeCases, timeIt } from "./_analytics-cases.js";
+import { runScaling } from "./_analytics-scaling.js";
 import { writeBenchSection } from "./_shared.js";
 
 const EVENTS = Number(process.env.BENCH_ANALYTICS_EVENTS ?? 10_000_000);
 const DAYS = Number(process.env.BENCH_ANALYTICS_DAYS ?? 90);
-const RUNS = Number(process.env.BENCH_ANALYTICS_RUNS ?? 7);
 const HOUR = 3_600_000,
   DAY = 24 * HOUR,
   WEEK = 7 * DAY;
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-async function timeIt(fn: () => Promise<unknown>, runs = RUNS): Promise<{ median: number; first: number }> {
-  const t = performance.now();
-  await fn();
-  const first = performance.now() - t;
-  const ms: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    const t0 = performance.now();
-    await fn();
-    ms.push(performance.now() - t0);
-  }
-  return { median: median(ms), first };
-}
 
 // One generated event per row number g: skewed fields from deterministic hashes of g.
 const GEN = `
@@ -114,9 +105,10 @@ interface Loaded {
  * about 25 minutes). Without it, a temporary directory is used and removed.
  */
 const KEEP_DIR = process.env.BENCH_ANALYTICS_DIR;
+const RUNS = Number(process.env.BENCH_ANALYTICS_RUNS ?? 7);
 
-/** Loads EVENTS generated events for a new project, with rollups, slots and statistics. */
-async function load(db: import("../src/storage/db.js").Db, rest: RestClient): Promise<Loaded> {
+/** Loads `events` generated events for a new project, with rollups, slots and statistics. */
+async function load(db: import("../src/storage/db.js").Db, rest: RestClient, events: number): Promise<Loaded> {
   const p = await project(rest);
   const pid = p.projectId;
   const now = Date.now();
@@ -124,10 +116,10 @@ async function load(db: import("../src/storage/db.js").Db, rest: RestClient): Pr
   await db.query(
     `CREATE TABLE bench_baseline (id uuid PRIMARY KEY, project_id text NOT NULL, type text NOT NULL, "timestamp" timestamptz NOT NULL, user_id text, data jsonb NOT NULL, context jsonb NOT NULL, tags jsonb NOT NULL)`,
   );
-  console.log(`loading ${EVENTS.toLocaleString("en-US")} events over ${DAYS} days...`);
+  console.log(`loading ${events.toLocaleString("en-US")} events over ${DAYS} days...`);
   let t0 = performance.now();
   // Row g lands at a quasi-random time of the range (bench/_events-load.ts).
-  const { weeks, assigned } = await loadGenerated(db, pid, GEN, { events: EVENTS, start, spanMs: DAYS * DAY });
+  const { weeks, assigned } = await loadGenerated(db, pid, GEN, { events, start, spanMs: DAYS * DAY });
   // The baseline holds the very same rows, copied per weekly partition (no second generation).
   for (const w of weeks) {
     await db.query(
@@ -148,17 +140,34 @@ async function load(db: import("../src/storage/db.js").Db, rest: RestClient): Pr
   await db.query("VACUUM ANALYZE bench_baseline");
   await db.query("VACUUM ANALYZE analytics_rollups");
   console.log(`\nloaded in ${loadS.toFixed(0)} s, rollups+slots (${assigned.join(", ")}) in ${backfillS.toFixed(0)} s`);
-  return { pid, key: p.key, now, start, events: EVENTS, assigned, loadS, backfillS };
+  return { pid, key: p.key, now, start, events, assigned, loadS, backfillS };
 }
 
-async function main() {
-  const dataDir = KEEP_DIR ? path.resolve(KEEP_DIR) : await mkdtemp(path.join(os.tmpdir(), "vigil-bench-analytics-"));
-  if (KEEP_DIR) await mkdir(dataDir, { recursive: true });
+/** A loaded event set, served by a Vigil in this process on its own data directory. */
+export interface EventSet {
+  loaded: Loaded;
+  db: import("../src/storage/db.js").Db;
+  /** The connection string of the embedded PostgreSQL (the baselines open their own connections). */
+  url: string;
+  dataDir: string;
+  blocks: { built: number; seconds: number; n: number; mb: number };
+  /** Vigil's REST answer (a 200's body; anything else throws). */
+  post: (route: string, body: unknown) => Promise<unknown>;
+  close: () => Promise<void>;
+}
+
+/**
+ * Opens the event set of `dir` (loading `events` events into it first when it holds none; a
+ * temporary directory, removed on close, when `dir` is undefined) and builds the column blocks of
+ * every ended hour, as the background builder does (idempotent: a reused directory keeps its blocks).
+ */
+export async function openSet(dir: string | undefined, events: number): Promise<EventSet> {
+  const dataDir = dir ? path.resolve(dir) : await mkdtemp(path.join(os.tmpdir(), "vigil-bench-analytics-"));
+  if (dir) await mkdir(dataDir, { recursive: true });
   const markerFile = path.join(dataDir, "bench-analytics.json");
-  const previous: Loaded | null =
-    KEEP_DIR && existsSync(markerFile) ? JSON.parse(await readFile(markerFile, "utf8")) : null;
-  if (previous && previous.events !== EVENTS)
-    throw new Error(`${dataDir} holds ${previous.events} events, not ${EVENTS}: remove it or use another directory`);
+  const previous: Loaded | null = dir && existsSync(markerFile) ? JSON.parse(await readFile(markerFile, "utf8")) : null;
+  if (previous && previous.events !== events)
+    throw new Error(`${dataDir} holds ${previous.events} events, not ${events}: remove it or use another directory`);
   // The loader's bulk statements (copies, index builds, VACUUM) run on this pool: no statement timeout.
   const config = parseConfig({
     PORT: "0",
@@ -166,172 +175,72 @@ async function main() {
     DATA_DIR: dataDir,
     SESSION_SECRET: "bench-session-secret-0123456789abcdef",
     LOG_LEVEL: "warn",
+    METRICS_PORT: "off",
     PG_POOL_SIZE: "4",
     ANALYTICS_SLOT_INTERVAL_MS: "0",
     ANALYTICS_BLOCK_INTERVAL_MS: "0",
     STATEMENT_TIMEOUT_MS: "0",
   });
   const app = await buildApp(config, { log: pino({ level: "warn" }) });
-  const port = await app.listen(0);
-  const rest = new RestClient(`http://127.0.0.1:${port}`);
-  const db = app.deps.db;
+  const close = async () => {
+    await app.close();
+    if (!dir) await rm(dataDir, { recursive: true, force: true }).catch(() => undefined);
+  };
   try {
-    const loaded = previous ?? (await load(db, rest));
-    if (!previous && KEEP_DIR) await writeFile(markerFile, JSON.stringify(loaded));
-    const { pid, now, assigned, loadS, backfillS } = loaded;
-    const p = { key: loaded.key };
-    // Column blocks of every ended hour, as the background builder makes them (idempotent: a reused
-    // directory keeps its blocks).
-    let t0 = performance.now();
-    const blocks = await buildPending(db, pid, () => new Date(), { sealMs: 0, rebuildMs: 0 });
-    const blocksS = (performance.now() - t0) / 1000;
-    const blockStats = (
+    const port = await app.listen(0);
+    const rest = new RestClient(`http://127.0.0.1:${port}`);
+    const db = app.deps.db;
+    const loaded = previous ?? (await load(db, rest, events));
+    if (!previous && dir) await writeFile(markerFile, JSON.stringify(loaded));
+    const t0 = performance.now();
+    const built = await buildPending(db, loaded.pid, () => new Date(), { sealMs: 0, rebuildMs: 0 });
+    const seconds = (performance.now() - t0) / 1000;
+    const stats = (
       await db.query<{ n: number; mb: number }>(
         "SELECT (SELECT count(*)::int FROM analytics_blocks WHERE project_id = $1) AS n, (SELECT sum(pg_column_size(body)) / 1e6 FROM analytics_block_columns WHERE project_id = $1)::float8 AS mb",
-        [pid],
+        [loaded.pid],
       )
     ).rows[0];
     console.log(
-      `blocks: ${blocks.built} built in ${blocksS.toFixed(0)} s; ${blockStats.n} blocks, ${blockStats.mb.toFixed(0)} MB stored`,
+      `blocks: ${built.built} built in ${seconds.toFixed(0)} s; ${stats.n} blocks, ${stats.mb.toFixed(0)} MB stored`,
     );
-
-    const iso = (ms: number) => new Date(ms).toISOString();
-    const d30 = { start: iso(now - 30 * DAY), end: iso(now) };
-    const d7 = { start: iso(now - 7 * DAY), end: iso(now) };
     const post = async (route: string, body: unknown) => {
-      const r = await rest.post(`/v1/projects/${pid}/${route}`, body, { key: p.key });
+      const r = await rest.post(`/v1/projects/${loaded.pid}/${route}`, body, { key: loaded.key });
       if (r.status !== 200) throw new Error(`${route}: ${r.status} ${r.text}`);
       return r.body;
     };
-    // The baseline runs on its own connection with PostgreSQL's default settings (Vigil's pool sets
-    // random_page_cost=1.1), as a typical service would.
-    const baseDb = new pg.Pool({
-      connectionString: (db as unknown as { options: { connectionString: string } }).options.connectionString,
-      max: 1,
-    });
-    baseDb.on("error", () => undefined);
-    const base = (sql: string, params: unknown[]) => baseDb.query(sql, params);
-    const W30 = [pid, new Date(now - 30 * DAY), new Date(now)];
-    const W7 = [pid, new Date(now - 7 * DAY), new Date(now)];
-    // Each case also checks that Vigil's answer equals the baseline's (same rows, same question).
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    type Check = (ours: any, base: pg.QueryResult<any>) => string | null;
-    const eq = (a: unknown, b: unknown) =>
-      JSON.stringify(a) === JSON.stringify(b)
-        ? null
-        : `Vigil ${JSON.stringify(a).slice(0, 300)} != baseline ${JSON.stringify(b).slice(0, 300)}`;
-    const cases: {
-      label: string;
-      target: number;
-      ours: () => Promise<unknown>;
-      baseline: () => Promise<pg.QueryResult>;
-      check: Check;
-    }[] = [
-      {
-        label: "count of one type, 30 days",
-        target: 30,
-        ours: () =>
-          post("analytics/count", { time: d30, filters: { field: "event", operator: "equals", value: "view" } }),
-        baseline: () =>
-          base(
-            `SELECT count(*) FROM bench_baseline WHERE project_id = $1 AND type = 'view' AND "timestamp" >= $2 AND "timestamp" <= $3`,
-            W30,
-          ),
-        check: (o, b) => eq(o.data.count, Number(b.rows[0].count)),
-      },
-      {
-        label: "hourly timeseries, 7 days",
-        target: 30,
-        ours: () => post("analytics/timeseries", { time: d7, interval: "hour" }),
-        baseline: () =>
-          base(
-            `SELECT date_trunc('hour', "timestamp", 'UTC') b, count(*) FROM bench_baseline WHERE project_id = $1 AND "timestamp" >= $2 AND "timestamp" <= $3 GROUP BY 1`,
-            W7,
-          ),
-        check: (o, b) =>
-          eq(
-            o.data.buckets
-              .filter((x: { count: number }) => x.count > 0)
-              .map((x: { time: string; count: number }) => [x.time, x.count]),
-            b.rows.map((r) => [r.b.toISOString(), Number(r.count)]).sort((x, y) => (x[0] < y[0] ? -1 : 1)),
-          ),
-      },
-      {
-        label: "group by plan, country (7 days)",
-        target: 400,
-        ours: () => post("analytics/group", { time: d7, groupBy: ["plan", "country"] }),
-        baseline: () =>
-          base(
-            `SELECT data->'plan' AS plan, data->'country' AS country, count(*) c FROM bench_baseline WHERE project_id = $1 AND "timestamp" >= $2 AND "timestamp" <= $3 GROUP BY 1, 2 ORDER BY c DESC LIMIT 100`,
-            W7,
-          ),
-        check: (o, b) =>
-          eq(
-            o.data.groups
-              .map((g: { plan: string; country: string; count: number }) => `${g.plan}|${g.country}|${g.count}`)
-              .sort(),
-            b.rows.map((r) => `${r.plan}|${r.country}|${Number(r.c)}`).sort(),
-          ),
-      },
-      {
-        label: "count_unique userId (7 days)",
-        target: 400,
-        ours: () =>
-          post("analytics/aggregate", {
-            time: d7,
-            aggregations: [{ name: "users", operation: "count_unique", field: "userId" }],
-          }),
-        baseline: () =>
-          base(
-            `SELECT count(DISTINCT user_id) FROM bench_baseline WHERE project_id = $1 AND "timestamp" >= $2 AND "timestamp" <= $3`,
-            W7,
-          ),
-        check: (o, b) => eq(o.data.results[0].value, Number(b.rows[0].count)),
-      },
-      {
-        label: "p95 of amount where plan = pro (7 days)",
-        target: 400,
-        ours: () =>
-          post("analytics/aggregate", {
-            time: d7,
-            filters: { field: "plan", operator: "equals", value: "pro" },
-            aggregations: [{ name: "p95", operation: "p95", field: "amount" }],
-          }),
-        baseline: () =>
-          base(
-            `SELECT percentile_cont(0.95) WITHIN GROUP (ORDER BY (data->>'amount')::float8) AS p FROM bench_baseline WHERE project_id = $1 AND "timestamp" >= $2 AND "timestamp" <= $3 AND data->>'plan' = 'pro' AND jsonb_typeof(data->'amount') = 'number'`,
-            W7,
-          ),
-        check: (o, b) => eq(o.data.results[0].value, b.rows[0].p),
-      },
-      {
-        label: "or filter on data paths, count (7 days)",
-        target: 400,
-        ours: () =>
-          post("analytics/count", {
-            time: d7,
-            filters: {
-              or: [
-                { field: "plan", operator: "equals", value: "team" },
-                { field: "data.country", operator: "in", value: ["de", "fr"] },
-              ],
-            },
-          }),
-        baseline: () =>
-          base(
-            `SELECT count(*) FROM bench_baseline WHERE project_id = $1 AND "timestamp" >= $2 AND "timestamp" <= $3 AND (data->>'plan' = 'team' OR data->>'country' IN ('de', 'fr'))`,
-            W7,
-          ),
-        check: (o, b) => eq(o.data.count, Number(b.rows[0].count)),
-      },
-    ];
+    const url = (db as unknown as { options: { connectionString: string } }).options.connectionString;
+    return { loaded, db, url, dataDir, blocks: { built: built.built, seconds, ...stats }, post, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+/** A pool of one connection with PostgreSQL's default settings (Vigil's pool sets random_page_cost=1.1), as a typical service would. */
+export function baselinePool(url: string): pg.Pool {
+  const p = new pg.Pool({ connectionString: url, max: 1 });
+  p.on("error", () => undefined);
+  return p;
+}
+
+async function main() {
+  if (process.argv.includes("--scaling")) return runScaling(openSet, baselinePool);
+  const set = await openSet(KEEP_DIR, EVENTS);
+  try {
+    // --load-only: prepare a BENCH_ANALYTICS_DIR (events, rollups, slots, blocks) for later runs; no queries, no docs.
+    if (process.argv.includes("--load-only")) return;
+    const { pid, now, assigned, loadS, backfillS } = set.loaded;
+    const blocks = set.blocks;
+    const baseDb = baselinePool(set.url);
+    const cases = makeCases({ now, pid, post: set.post, base: (sql, params) => baseDb.query(sql, params) }, false);
     const loadAvg = os.loadavg()[0];
     const rows: { label: string; target: number; ours: number; first: number; base: number }[] = [];
-    if (process.env.BENCH_ANALYTICS_EXPLAIN) await explainCases(db, cases);
+    if (process.env.BENCH_ANALYTICS_EXPLAIN) await explainCases(set.db, cases);
     for (const k of cases) {
-      const o = await timeIt(k.ours);
+      const o = await timeIt(k.ours, RUNS);
       const b = (await timeIt(k.baseline, Math.max(3, Math.min(RUNS, 5)))).median;
-      const mismatch = k.check(await k.ours(), await k.baseline());
+      const mismatch = k.check(await k.ours(), (await k.baseline()).rows);
       if (mismatch) throw new Error(`${k.label}: answers differ: ${mismatch}`);
       rows.push({ label: k.label, target: k.target, ours: o.median, first: o.first, base: b });
       console.log(
@@ -347,7 +256,7 @@ async function main() {
         : `(**smaller than the issue's 10,000,000**: the full load did not fit the time available; run without the variable for the full size).`,
       `Bulk-loaded with SQL into the weekly partitions in ${loadS.toFixed(0)} s (slots assigned by \`assignSlots\` on a first 20k sample, the rest loaded with slots filled, the baseline table copied from the same rows);`,
       `rollups rebuilt from the events (\`rebuildRollups\`) and the sample's slots by the service's backfill (\`backfillSlots\`; slots: ${assigned.join(", ")}) in ${backfillS.toFixed(0)} s, then VACUUM ANALYZE.`,
-      `Column blocks of every ended hour built by the service's builder (\`buildPending\`, what the background worker runs): ${blockStats.n} blocks, ${blockStats.mb.toFixed(0)} MB stored${blocks.built ? `, built in ${blocksS.toFixed(0)} s` : " (built by an earlier run on the same BENCH_ANALYTICS_DIR)"}.`,
+      `Column blocks of every ended hour built by the service's builder (\`buildPending\`, what the background worker runs): ${blocks.n} blocks, ${blocks.mb.toFixed(0)} MB stored${blocks.built ? `, built in ${blocks.seconds.toFixed(0)} s` : " (built by an earlier run on the same BENCH_ANALYTICS_DIR)"}.`,
       `Medians of ${RUNS} runs after a first run; the first run (the service's block cache empty: blocks read from PostgreSQL and decoded) is shown apart.`,
       "Every answer of Vigil was checked equal to the baseline's (counts, buckets, groups, distinct users, the p95 value); the bench fails otherwise.",
       '"Vigil" is end to end over REST on 127.0.0.1 (auth, validation, planning, JSON); the baseline is the bare SQL on a plain table',
@@ -383,8 +292,7 @@ async function main() {
     await writeBenchSection("Analytics (`npm run bench analytics`)", lines.join("\n"));
     console.log("\n" + lines.join("\n"));
   } finally {
-    await app.close();
-    if (!KEEP_DIR) await rm(dataDir, { recursive: true, force: true }).catch(() => undefined);
+    await set.close();
   }
 }
 
