@@ -107,8 +107,9 @@ export const envSchema = z.object({
   // Alerts per project (src/alerts/; docs/alerts.md): 409 beyond. Each also holds a monitor's place.
   MAX_ALERTS_PER_PROJECT: intFrom(100, 1),
   // Alert evaluations running at once per node, embedded scheduler and Temporal deadline scan alike
-  // (src/alerts/scheduler.ts, temporal.ts). Default: the pool size (each holds a connection only for
-  // its sample's statement and its short writing transaction; more wait in the pool's queue).
+  // (src/alerts/scheduler.ts, temporal.ts). Default: 4 x the pool size (most of a run waits for its
+  // sample's batch, alerts/batch.ts; a connection is held only for a statement or the short writing
+  // transaction, more wait in the pool's queue).
   ALERT_EVALUATION_CONCURRENCY: z.coerce.number().int().min(1).optional(),
   // Records per project (src/shared/project-cap.ts; docs/security.md "Records"): 409 beyond.
   MAX_WEBHOOKS_PER_PROJECT: intFrom(50, 1),
@@ -435,7 +436,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     },
     alerts: {
       maxPerProject: e.MAX_ALERTS_PER_PROJECT,
-      evaluationConcurrency: e.ALERT_EVALUATION_CONCURRENCY ?? e.PG_POOL_SIZE,
+      evaluationConcurrency: e.ALERT_EVALUATION_CONCURRENCY ?? 4 * e.PG_POOL_SIZE,
     },
     retention: {
       defaultDays: e.RETENTION_DAYS === undefined ? undefined : Math.min(e.RETENTION_DAYS, e.RETENTION_MAX_DAYS),

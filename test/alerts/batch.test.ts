@@ -92,7 +92,8 @@ describe("alert evaluations due together", () => {
     for (const a of evaluated) assert.equal(a.data.value, 3, JSON.stringify(a.data));
     const batched = (await samples("batched")) - before.batched;
     const single = (await samples("single")) - before.single;
-    assert.equal(batched + single, RULES, `${batched} batched, ${single} single`);
+    // Every rule's sample (the other alert's first due time may come meanwhile: at least RULES).
+    assert.ok(batched + single >= RULES, `${batched} batched, ${single} single`);
     // More than the former four at once, gathered into batches: at least one batch of several.
     assert.ok(batched >= 2, `${batched} batched, ${single} single`);
   });
