@@ -8,8 +8,10 @@ import { waitFor } from "../webhooks/receiver.js";
 // evaluations come due together are sampled in batches, one plan answering every due time of the
 // query (the preview's), and more than the former four at once. The clock is the system's plus an
 // offset the test moves forward a minute at once: every rule is then due together (the embedded
-// scheduler learns it when the next alert is created; Temporal's deadline scan within its poll). The
-// values stay each rule's own window's, exactly as sampleAt answers them.
+// scheduler learns it when the next alert is created). The values stay each rule's own window's,
+// exactly as sampleAt answers them. Embedded runner only (TEMPORAL_ADDRESS empty in both passes):
+// the deadline scan workflow sleeps on Temporal's timers, which a stepped test clock does not move;
+// its scan samples through the same batcher (temporal.ts).
 
 const MINUTE = 60_000;
 const RULES = 8;
