@@ -11,6 +11,7 @@ import {
   type EvaluationState,
 } from "./model.js";
 import { sampleAt } from "./samples.js";
+import type { Sampler } from "./batch.js";
 import { storedQuery } from "./requests.js";
 import { alertById, lockAlert, recordEvaluation, saveState, setMonitorStatus, type AlertRow } from "./store.js";
 
@@ -40,7 +41,13 @@ function ruleOf(r: AlertRow): DecisionRule {
  * Runs the alert's evaluations due at or before `now`, oldest first. Answers the next due time, or
  * null when the alert is gone.
  */
-export async function runDue(deps: AlertDeps, projectId: string, id: string, now: number): Promise<number | null> {
+export async function runDue(
+  deps: AlertDeps,
+  projectId: string,
+  id: string,
+  now: number,
+  sample: Sampler = (p, q, at, w) => sampleAt({ db: deps.db, windows: deps.windows }, p, q, at, w),
+): Promise<number | null> {
   let row = await alertById(deps.db, projectId, id);
   while (row) {
     let at = row.next_at.getTime();
@@ -48,13 +55,8 @@ export async function runDue(deps: AlertDeps, projectId: string, id: string, now
     // After a long downtime: the last MAX_CATCH_UP due times only.
     const oldest = now - (MAX_CATCH_UP - 1) * row.every_ms;
     if (at < oldest) at = evaluationAtOrAfter(row.every_ms, row.evaluation_offset_ms, oldest);
-    const sample = await sampleAt(
-      { db: deps.db, windows: deps.windows },
-      projectId,
-      storedQuery(row.query),
-      at,
-      row.window_ms,
-    );
+    // Through the batcher (batch.ts) in the runners: shared with the other evaluations due together.
+    const taken = await sample(projectId, storedQuery(row.query), at, row.window_ms);
     const sampled = row;
     const next = await tx(deps.db, async (c) => {
       const locked = await lockAlert(c, projectId, id);
@@ -75,7 +77,7 @@ export async function runDue(deps: AlertDeps, projectId: string, id: string, now
         await saveState(c, id, state, nextAt, nowDate);
         return { ...alert, next_at: nextAt, updated_at: nowDate, state };
       }
-      const out = evaluate(ruleOf(alert), state, sample, at);
+      const out = evaluate(ruleOf(alert), state, taken, at);
       if (out.evaluation && !(await recordEvaluation(c, id, projectId, out.evaluation))) {
         await saveState(c, id, state, nextAt, nowDate);
         return { ...alert, next_at: nextAt, updated_at: nowDate, state };

@@ -2,6 +2,7 @@ import { failureLevel, startPeriodic, type Periodic } from "../shared/periodic.j
 import { DueTimer } from "../shared/due-timer.js";
 import type { Subscription } from "../shared/notifications.js";
 import type { Queryable } from "../storage/db.js";
+import type { Sampler } from "./batch.js";
 import { runDue, type AlertDeps } from "./evaluator.js";
 import { dueAlerts } from "./store.js";
 
@@ -16,8 +17,6 @@ import { dueAlerts } from "./store.js";
 const WAKE_CHANNEL = "vigil_alert_wake";
 const RESCAN_MS = 10_000;
 const HORIZON_MS = 60_000;
-/** Alerts evaluated at once (each holds a pool connection while it writes). */
-const MAX_RUNNING = 4;
 const RESCAN_LIMIT = 10_000;
 
 /** Inside the writing transaction: other nodes' schedulers learn of a new due time. */
@@ -34,7 +33,14 @@ export class AlertScheduler {
   private runs = new Set<Promise<void>>();
   private subscription: Subscription | undefined;
 
-  constructor(private readonly deps: AlertDeps) {
+  /** Alerts evaluated at once (config.alerts.evaluationConcurrency, ALERT_EVALUATION_CONCURRENCY). */
+  private readonly maxRunning: number;
+
+  constructor(
+    private readonly deps: AlertDeps,
+    private readonly sample: Sampler,
+  ) {
+    this.maxRunning = deps.config.alerts.evaluationConcurrency;
     this.due = new DueTimer({ now: () => deps.clock().getTime(), maxDelayMs: RESCAN_MS, onDue: () => this.launch() });
   }
 
@@ -92,7 +98,8 @@ export class AlertScheduler {
     if (this.running) this.due.arm();
   }
 
-  /** Starts the due alerts' runs (one run per alert at a time, at most MAX_RUNNING at once). */
+  /** Starts the due alerts' runs (one run per alert at a time, at most maxRunning at once; those
+   * due together share their samples' statements through the batcher: batch.ts). */
   private launch(): void {
     if (!this.running) return;
     const now = this.deps.clock().getTime();
@@ -102,7 +109,7 @@ export class AlertScheduler {
       held++;
       return true;
     };
-    for (const { id, value: projectId } of this.due.takeDue(now, MAX_RUNNING - this.active.size, hold)) {
+    for (const { id, value: projectId } of this.due.takeDue(now, this.maxRunning - this.active.size, hold)) {
       this.active.add(id);
       const run = this.run(id, projectId, now).finally(() => {
         this.active.delete(id);
@@ -112,13 +119,13 @@ export class AlertScheduler {
       this.runs.add(run);
     }
     // An alert still running keeps its due time in the timer: its run's end re-arms.
-    if (this.active.size < MAX_RUNNING && !held) this.arm();
+    if (this.active.size < this.maxRunning && !held) this.arm();
   }
 
   private async run(id: string, projectId: string, now: number): Promise<void> {
     try {
       const task = this.deps.background.record("alert evaluations", null);
-      const next = await task.run(() => runDue(this.deps, projectId, id, now));
+      const next = await task.run(() => runDue(this.deps, projectId, id, now, this.sample));
       if (next !== null) this.offer(id, projectId, next);
     } catch (err) {
       if (!this.running) return;

@@ -25,6 +25,8 @@ import * as rq from "./requests.js";
 import { previewSamples, sampleAt } from "./samples.js";
 import { announceDue, AlertScheduler } from "./scheduler.js";
 import { withAlertScan } from "./temporal.js";
+import { SampleBatcher } from "./batch.js";
+import { AlertMetrics } from "./metrics.js";
 import type { UptimeActivities } from "../uptime/activities.js";
 import * as store from "./store.js";
 
@@ -44,7 +46,9 @@ export interface AlertsFeature extends Feature {
 export function createAlertsFeature(deps: AlertDeps): AlertsFeature {
   const { db, auth, clock, limits } = deps;
   // Embedded runner only; with TEMPORAL_ADDRESS the deadline scan runs the evaluations (temporal.ts).
-  const scheduler = deps.temporal ? undefined : new AlertScheduler(deps);
+  // Live evaluations' samples, gathered per query (batch.ts); counted in vigil_alert_samples_total.
+  const batcher = new SampleBatcher({ db, windows: deps.windows }, new AlertMetrics(deps.telemetry.registry));
+  const scheduler = deps.temporal ? undefined : new AlertScheduler(deps, batcher.sample);
   const read = (ctx: HandlerContext, projectId: string) => auth.project(ctx, projectId, "data");
   const write = async (ctx: HandlerContext, projectId: string) => {
     const s = await auth.project(ctx, projectId, "data");
@@ -256,7 +260,7 @@ export function createAlertsFeature(deps: AlertDeps): AlertsFeature {
         },
       ),
     ],
-    deadlineActivities: (uptime) => withAlertScan(deps, uptime),
+    deadlineActivities: (uptime) => withAlertScan(deps, uptime, batcher.sample),
     async start() {
       await scheduler?.start();
     },

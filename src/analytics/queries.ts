@@ -480,10 +480,12 @@ export async function windowMoments(
       throw badRequest("field: needs a data, context or tags field", [
         { field: "field", message: "needs a numeric data, context or tags field" },
       ]);
-    const val = v ?? "NULL::float8";
-    sql = `SELECT width_bucket(e.ts, ${b}::timestamptz[]) AS j, count(*) AS n, count(${val}) AS vn, sum(${val}) AS s, min(${val}) AS mn, max(${val}) AS mx,
-        count(*) FILTER (WHERE ${val} <> trunc(${val})) AS fr, sum(abs(${val})) AS ab
-      FROM events e WHERE ${s.where} AND e.ts >= ${lo}::timestamptz AND e.ts < ${hi}::timestamptz GROUP BY 1`;
+    // The field's value read once per row (OFFSET 0 keeps the planner from copying its expression,
+    // a jsonb lookup unless slotted, into each of the seven aggregates), then the segments' moments.
+    sql = `SELECT width_bucket(x.ts, ${b}::timestamptz[]) AS j, count(*) AS n, count(x.v) AS vn, sum(x.v) AS s, min(x.v) AS mn, max(x.v) AS mx,
+        count(*) FILTER (WHERE x.v <> trunc(x.v)) AS fr, sum(abs(x.v)) AS ab
+      FROM (SELECT e.ts, ${v ?? "NULL::float8"} AS v FROM events e
+             WHERE ${s.where} AND e.ts >= ${lo}::timestamptz AND e.ts < ${hi}::timestamptz OFFSET 0) x GROUP BY 1`;
   }
   // Segment j (1-based, as width_bucket numbers them) is [bounds[j-1], bounds[j]).
   const segments: WindowMoments[] = Array.from({ length: bounds.length }, () => EMPTY_MOMENTS);

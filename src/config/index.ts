@@ -106,6 +106,11 @@ export const envSchema = z.object({
   MAX_OPEN_INCIDENTS_PER_PROJECT: intFrom(50, 1),
   // Alerts per project (src/alerts/; docs/alerts.md): 409 beyond. Each also holds a monitor's place.
   MAX_ALERTS_PER_PROJECT: intFrom(100, 1),
+  // Alert evaluations running at once per node, embedded scheduler and Temporal deadline scan alike
+  // (src/alerts/scheduler.ts, temporal.ts). Default: 4 x the pool size (most of a run waits for its
+  // sample's batch, alerts/batch.ts; a connection is held only for a statement or the short writing
+  // transaction, more wait in the pool's queue).
+  ALERT_EVALUATION_CONCURRENCY: z.coerce.number().int().min(1).optional(),
   // Records per project (src/shared/project-cap.ts; docs/security.md "Records"): 409 beyond.
   MAX_WEBHOOKS_PER_PROJECT: intFrom(50, 1),
   MAX_API_KEYS_PER_PROJECT: intFrom(100, 1),
@@ -256,7 +261,7 @@ export interface Config {
     maxOpenIncidentsPerProject: number;
   };
   /** Alerts (src/alerts/): alerts per project (MAX_ALERTS_PER_PROJECT). */
-  alerts: { maxPerProject: number };
+  alerts: { maxPerProject: number; evaluationConcurrency: number };
   /** Retention: default days (undefined: forever; capped by maxDays), the most a project may set, pass period. */
   retention: { defaultDays?: number; maxDays: number; intervalMs: number; batchRows: number; dutyCycle: number };
   /** Rollups and typed slots on (default) or off; slot assignment pass interval (0: no worker). */
@@ -429,7 +434,10 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       maxRunsPerMonitor: e.UPTIME_MAX_RUNS_PER_MONITOR,
       maxOpenIncidentsPerProject: e.MAX_OPEN_INCIDENTS_PER_PROJECT,
     },
-    alerts: { maxPerProject: e.MAX_ALERTS_PER_PROJECT },
+    alerts: {
+      maxPerProject: e.MAX_ALERTS_PER_PROJECT,
+      evaluationConcurrency: e.ALERT_EVALUATION_CONCURRENCY ?? 4 * e.PG_POOL_SIZE,
+    },
     retention: {
       defaultDays: e.RETENTION_DAYS === undefined ? undefined : Math.min(e.RETENTION_DAYS, e.RETENTION_MAX_DAYS),
       maxDays: e.RETENTION_MAX_DAYS,
