@@ -222,7 +222,11 @@ function ruleText(r: { query: Record<string, unknown>; operator: string; value: 
       ? `${q.aggregation ?? "default"} of ${String(q.name)}`
       : q.source === "events"
         ? `${String(q.operation)}${q.field ? ` of ${String(q.field)}` : ""} of events${q.filters ? " (filtered)" : ""}`
-        : "numerator / denominator events";
+        : q.source === "funnel"
+          ? `conversion of a ${Array.isArray(q.steps) ? q.steps.length : "?"}-step funnel`
+          : q.source === "retention"
+            ? `${String(q.interval)} ${String(q.period ?? 1)} retention of the newest complete cohort`
+            : "numerator / denominator events";
   return `${what} over ${durationText(r.windowMs)} ${OPERATORS[r.operator as Operator] ?? r.operator} ${formatNumber(r.value)}`;
 }
 
