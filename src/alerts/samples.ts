@@ -103,7 +103,7 @@ export async function sampleAt(
  * `period` (values[period] / size), where complete means that interval has ended by `at` (the
  * interval after it starts at or before `at`). No such cohort: no data. Samples: the cohort's size.
  */
-export function retentionSample(cohorts: readonly Cohort[], interval: Interval, period: number, at: number): Sample {
+function retentionSample(cohorts: readonly Cohort[], interval: Interval, period: number, at: number): Sample {
   for (let i = cohorts.length - 1; i >= 0; i--) {
     const c = cohorts[i];
     let end = Date.parse(c.start);
