@@ -4,6 +4,13 @@ import { z } from "zod";
 import { cursorRule } from "../shared/cursor.js";
 import { isNumeric, OPERATION_NAMES, parseOperation } from "../analytics/aggregations.js";
 import { fieldProblem } from "../analytics/fields.js";
+import {
+  conversionWindowSchema,
+  FUNNEL_MAX_STEPS,
+  FUNNEL_MIN_STEPS,
+  MAX_RETENTION_PERIODS,
+  retentionIntervalSchema,
+} from "../analytics/requests.js";
 import { parseFilters } from "../analytics/filters.js";
 import { AGGREGATION_NAMES } from "../metrics/model.js";
 import { ApiError } from "../shared/errors.js";
@@ -82,7 +89,30 @@ const eventsQuery = z
 const side = z.strictObject({ filters: filters.optional() });
 const ratioQuery = z.strictObject({ source: z.literal("ratio"), numerator: side, denominator: side });
 
-const query = z.discriminatedUnion("source", [metricQuery, eventsQuery, ratioQuery]);
+/** analytics/funnel's body but `time` (the rule's window, shifted: samples.ts) and `actor` (userId). */
+const funnelQuery = z.strictObject({
+  source: z.literal("funnel"),
+  steps: z
+    .array(side)
+    .min(FUNNEL_MIN_STEPS, `needs at least ${FUNNEL_MIN_STEPS} steps`)
+    .max(FUNNEL_MAX_STEPS, `at most ${FUNNEL_MAX_STEPS} steps`),
+  conversionWindowMs: conversionWindowSchema,
+});
+/** analytics/retention's body but `time` (the rule's window) and `periods` (period + 1): one cell. */
+const retentionQuery = z.strictObject({
+  source: z.literal("retention"),
+  start: side,
+  return: side,
+  interval: retentionIntervalSchema,
+  period: z
+    .number()
+    .int("must be an integer")
+    .min(1, "must be at least 1")
+    .max(MAX_RETENTION_PERIODS - 1, `must be at most ${MAX_RETENTION_PERIODS - 1}`)
+    .default(1),
+});
+
+const query = z.discriminatedUnion("source", [metricQuery, eventsQuery, ratioQuery, funnelQuery, retentionQuery]);
 export type AlertQuery = z.infer<typeof query>;
 
 /** The decision and cadence fields every rule has (create, preview); PATCH takes each optionally. */

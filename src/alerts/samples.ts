@@ -4,7 +4,8 @@ import { resolveField } from "../analytics/fields.js";
 import { parseFilters } from "../analytics/filters.js";
 import type { WindowMoments } from "../analytics/queries.js";
 import type { WindowQueries } from "../analytics/service.js";
-import type { Window } from "../analytics/time.js";
+import type { Cohort } from "../analytics/journeys.js";
+import { nextBucket, type Interval, type Window } from "../analytics/time.js";
 import { fromMoments, percentileOf } from "../metrics/model.js";
 import { aggregate as metricAggregate, rangeMoments } from "../metrics/query.js";
 import { aggregationFor, rangeOf, selection } from "../metrics/requests.js";
@@ -17,9 +18,10 @@ import type { AlertQuery } from "./requests.js";
 // The sample of an evaluation at `t`: what the window [t - windowMs, t] (both ends included)
 // answers, with the very code of the matching endpoint: metrics/query (its rollups and raw edges:
 // src/metrics/query.ts) or analytics/aggregate and count (rollups and column blocks:
-// src/analytics/queries.ts through the analytics feature's WindowQueries). No second SQL for the
-// same number. `samples` is what the value rests on: metric points, matching events, or the ratio's
-// denominator events.
+// src/analytics/queries.ts through the analytics feature's WindowQueries), analytics/funnel and
+// retention (src/analytics/journeys.ts, also through WindowQueries). No second SQL for the same
+// number. `samples` is what the value rests on: metric points, matching events, the ratio's
+// denominator events, the funnel's first-step actors or the retention cohort's size.
 
 export interface SampleSources {
   db: Queryable;
@@ -71,9 +73,45 @@ export async function sampleAt(
       ]);
       return { value: den > 0 ? num / den : null, samples: den };
     }
+    case "funnel": {
+      // The funnels entered in the windowMs that ended one conversion window before `at`: every
+      // entrant had its whole conversion window by `at`, so the value does not change afterwards.
+      const conv = query.conversionWindowMs;
+      const steps = query.steps.map((s) => parseFilters(s.filters ?? null));
+      const counts = await src.windows.funnel(projectId, windowOf(at - conv, windowMs), steps, conv);
+      const first = counts[0];
+      return { value: first > 0 ? counts[counts.length - 1] / first : null, samples: first };
+    }
+    case "retention": {
+      const cohorts = await src.windows.retention(
+        projectId,
+        windowOf(at, windowMs),
+        parseFilters(query.start.filters ?? null),
+        parseFilters(query.return.filters ?? null),
+        query.interval,
+        query.period + 1,
+      );
+      return retentionSample(cohorts, query.interval, query.period, at);
+    }
     default:
       return assertNever(query, "alert query source");
   }
+}
+
+/**
+ * A retention alert's value: the share of the newest *complete* cohort that came back in interval
+ * `period` (values[period] / size), where complete means that interval has ended by `at` (the
+ * interval after it starts at or before `at`). No such cohort: no data. Samples: the cohort's size.
+ */
+function retentionSample(cohorts: readonly Cohort[], interval: Interval, period: number, at: number): Sample {
+  for (let i = cohorts.length - 1; i >= 0; i--) {
+    const c = cohorts[i];
+    let end = Date.parse(c.start);
+    for (let p = 0; p <= period; p++) end = nextBucket(end, interval);
+    const v = c.values[period];
+    if (end <= at && v !== null && v !== undefined) return { value: c.size > 0 ? v / c.size : null, samples: c.size };
+  }
+  return { value: null, samples: 0 };
 }
 
 /**
@@ -123,6 +161,9 @@ export async function previewSamples(
       ]);
       return den.windows.map((d, k) => ({ value: d.n > 0 ? num.windows[k].n / d.n : null, samples: d.n }));
     }
+    case "funnel":
+    case "retention":
+      return null; // journeys per evaluation (sampleAt)
     default:
       return assertNever(query, "alert query source");
   }

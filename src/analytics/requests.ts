@@ -93,14 +93,22 @@ export function parseGroupAggregations(
 
 /** The funnel's bounds (decisions.md: 2-10 steps; the window: docs/analytics.md). */
 const MAX_WINDOW_MS = 90 * 86_400_000;
+export const FUNNEL_MIN_STEPS = 2;
+export const FUNNEL_MAX_STEPS = 10;
+/** A funnel's conversion window (also an alert's funnel query's: src/alerts/requests.ts). */
+export const conversionWindowSchema = z
+  .number()
+  .int("must be an integer")
+  .min(1, "must be at least 1")
+  .max(MAX_WINDOW_MS, `must be at most ${MAX_WINDOW_MS} (90 days)`)
+  .default(86_400_000);
 const funnelSchema = z.object({
-  steps: z.number().int().min(2, "needs at least 2 steps").max(10, "at most 10 steps"),
-  windowMs: z
+  steps: z
     .number()
-    .int("must be an integer")
-    .min(1, "must be at least 1")
-    .max(MAX_WINDOW_MS, `must be at most ${MAX_WINDOW_MS} (90 days)`)
-    .default(86_400_000),
+    .int()
+    .min(FUNNEL_MIN_STEPS, `needs at least ${FUNNEL_MIN_STEPS} steps`)
+    .max(FUNNEL_MAX_STEPS, `at most ${FUNNEL_MAX_STEPS} steps`),
+  windowMs: conversionWindowSchema,
   actor: z.enum(["userId"], { message: "must be userId" }).default("userId"),
 });
 
@@ -113,13 +121,18 @@ export function parseFunnel(v: { steps: number; windowMs?: bigint; actor: string
 }
 
 const RETENTION_INTERVALS = ["day", "week", "month"] as const;
+/** Retention's intervals (also an alert's retention query's: src/alerts/requests.ts). */
+export const retentionIntervalSchema = z.enum(RETENTION_INTERVALS, {
+  message: `must be one of ${RETENTION_INTERVALS.join(", ")}`,
+});
+export const MAX_RETENTION_PERIODS = 30;
 const retentionSchema = z.object({
-  interval: z.enum(RETENTION_INTERVALS, { message: `must be one of ${RETENTION_INTERVALS.join(", ")}` }),
+  interval: retentionIntervalSchema,
   periods: z
     .number({ message: "is required" })
     .int("must be an integer")
     .min(1, "must be at least 1")
-    .max(30, "must be at most 30"),
+    .max(MAX_RETENTION_PERIODS, `must be at most ${MAX_RETENTION_PERIODS}`),
 });
 
 export function parseRetention(v: { interval: string; periods?: bigint }): { interval: Interval; periods: number } {

@@ -30,7 +30,7 @@ import {
   type WindowMoments,
 } from "./queries.js";
 import type { Field } from "./fields.js";
-import { funnel, retention } from "./journeys.js";
+import { funnel, retention, type Cohort } from "./journeys.js";
 import type { Registry } from "./registry.js";
 import {
   analyticsRules,
@@ -44,7 +44,7 @@ import {
   parseMeasure,
   parseRetention,
 } from "./requests.js";
-import { parseWindow, type Window } from "./time.js";
+import { parseWindow, type Interval, type Window } from "./time.js";
 import { valueToJson } from "../shared/value.js";
 
 // Analytics: the canonical query model over events (handlers: authorize, validate, query, map).
@@ -74,6 +74,17 @@ export interface WindowQueries {
     filter: Node | null,
     field: Field | null,
   ): Promise<{ windows: WindowMoments[]; exactSums: boolean }>;
+  /** analytics/funnel's counts per step (journeys.ts funnel). */
+  funnel(projectId: string, w: Window, steps: (Node | null)[], windowMs: number): Promise<number[]>;
+  /** analytics/retention's cohorts (journeys.ts retention). */
+  retention(
+    projectId: string,
+    w: Window,
+    start: Node | null,
+    back: Node | null,
+    interval: Interval,
+    periods: number,
+  ): Promise<Cohort[]>;
 }
 
 export interface AnalyticsFeature extends Feature {
@@ -120,6 +131,9 @@ export function createAnalyticsFeature(
       (await inWindow(projectId, (e) => aggregate(e, projectId, w, filter, aggs))).map((r) => r.value),
     moments: (projectId, ws, filter, field) =>
       inWindow(projectId, (e) => windowMoments(e, projectId, ws, filter, field)),
+    funnel: (projectId, w, steps, windowMs) => inWindow(projectId, (e) => funnel(e, projectId, w, steps, windowMs)),
+    retention: (projectId, w, start, back, interval, periods) =>
+      inWindow(projectId, (e) => retention(e, projectId, w, start, back, interval, periods)),
   };
 
   let worker: Periodic | undefined;

@@ -227,6 +227,17 @@ describe("alerts: validation", () => {
       "query.filters",
     ],
     ["a ratio without denominator", { query: { source: "ratio", numerator: {} } }, "query.denominator"],
+    [
+      "a funnel of one step",
+      { query: { source: "funnel", steps: [{ filters: { field: "type", operator: "equals", value: "a" } }] } },
+      "query.steps",
+    ],
+    ["a retention without interval", { query: { source: "retention", start: {}, return: {} } }, "query.interval"],
+    [
+      "a retention period past the last",
+      { query: { source: "retention", start: {}, return: {}, interval: "week", period: 30 } },
+      "query.period",
+    ],
     ["a resolve without operator", { resolve: { value: 1 } }, "resolve.operator"],
     ["a bad slug", { slug: "Not A Slug!" }, "slug"],
   ];
@@ -425,28 +436,33 @@ describe("alerts: the recipes of docs/alerts.md", () => {
     const recipes = [...md.matchAll(/<!-- recipe: ([\w-]+) -->\n```json\n([\s\S]*?)\n```\n<!-- \/recipe -->/g)];
     assert.deepEqual(
       recipes.map((m) => m[1]),
-      ["latency-p95", "error-ratio", "no-signups", "cron-duration"],
+      ["latency-p95", "error-ratio", "no-signups", "cron-duration", "checkout-funnel", "week-1-retention"],
     );
     // In the other project: this file's caps its alerts at 4 (the cap test fills p's).
-    // Side by side (four alerts: the cap of this file's projects).
-    await Promise.all(
-      recipes.map(async ([, name, json]) => {
-        const recipe = JSON.parse(json) as Record<string, unknown>;
-        const r = await t.rest.post(alerts(other.projectId), recipe, { key: other.key });
-        assert.equal(r.status, 201, `${name}: ${r.text}`);
-        const { name: _name, ...rule } = recipe;
-        const end = Date.parse("2024-03-05T00:00:00Z");
-        const time = {
-          start: new Date(end - (rule.windowMs as number)).toISOString(),
-          end: new Date(end).toISOString(),
-        };
-        const preview = await t.rest.post(`${alerts(other.projectId)}/preview`, { ...rule, time }, { key: other.key });
-        assert.equal(preview.status, 200, `${name}: ${preview.text}`);
-        assert.equal(
-          (await t.rest.del(`${alerts(other.projectId)}/${r.body.data.id}`, { key: other.key })).status,
-          204,
-        );
-      }),
-    );
+    // Four side by side (the cap of this file's projects), then the rest.
+    for (let i = 0; i < recipes.length; i += 4)
+      await Promise.all(
+        recipes.slice(i, i + 4).map(async ([, name, json]) => {
+          const recipe = JSON.parse(json) as Record<string, unknown>;
+          const r = await t.rest.post(alerts(other.projectId), recipe, { key: other.key });
+          assert.equal(r.status, 201, `${name}: ${r.text}`);
+          const { name: _name, ...rule } = recipe;
+          const end = Date.parse("2024-03-05T00:00:00Z");
+          const time = {
+            start: new Date(end - (rule.windowMs as number)).toISOString(),
+            end: new Date(end).toISOString(),
+          };
+          const preview = await t.rest.post(
+            `${alerts(other.projectId)}/preview`,
+            { ...rule, time },
+            { key: other.key },
+          );
+          assert.equal(preview.status, 200, `${name}: ${preview.text}`);
+          assert.equal(
+            (await t.rest.del(`${alerts(other.projectId)}/${r.body.data.id}`, { key: other.key })).status,
+            204,
+          );
+        }),
+      );
   });
 });

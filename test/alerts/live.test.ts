@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { GENEROUS_LIMITS, startTestApp, type TestApp } from "../helpers/app.js";
+import { ingest } from "../helpers/events.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
 import { useReceiver, waitFor } from "../webhooks/receiver.js";
 
@@ -186,6 +187,78 @@ describe("live alert evaluation", { concurrency: true }, () => {
         .map((req) => (JSON.parse(req.raw) as { type: string }).type)
         .sort(),
       ["incident.recovered", "incident.started"],
+    );
+  });
+});
+
+// After the two above (not beside them: their due-time races are sensitive to the load of a third app).
+describe("live alert evaluation of journeys", () => {
+  it("a funnel's conversion and a retention value fire live and open their incidents (issue #35 point 6)", async () => {
+    const a = await startTestApp(env);
+    apps.push(a);
+    const p = await project(a.rest);
+    const now = Date.now();
+    const DAY = 86_400_000;
+    const at = (ms: number) => new Date(ms).toISOString();
+    // Funnel: u1 and u2 opened the cart 5 s ago, u1 paid: 0.5. In the window of every evaluation of a
+    // rule of windowMs 60 s and conversion window 1 s (entries in [t - 61 s, t - 1 s], t >= now).
+    // Retention (days): r1..r4 joined three days ago, r1 came back two days ago: 0.25 (the newest
+    // complete cohort: its day 1 is over).
+    const events = [
+      { type: "cart.opened", userId: "u1", timestamp: at(now - 5000) },
+      { type: "checkout.paid", userId: "u1", timestamp: at(now - 4000) },
+      { type: "cart.opened", userId: "u2", timestamp: at(now - 5000) },
+      ...["r1", "r2", "r3", "r4"].map((userId) => ({ type: "join", userId, timestamp: at(now - 3 * DAY) })),
+      { type: "visit", userId: "r1", timestamp: at(now - 2 * DAY) },
+    ];
+    await ingest(a.rest, p.key, events);
+    const steps = ["cart.opened", "checkout.paid"].map((value) => ({
+      filters: { field: "type", operator: "equals", value },
+    }));
+    const rules = [
+      {
+        name: "Checkout conversion",
+        query: { source: "funnel", steps, conversionWindowMs: 1000 },
+        condition: { operator: "lt", value: 0.9 },
+        windowMs: 60_000,
+        everyMs: EVERY,
+        expect: 0.5,
+      },
+      {
+        name: "Day-1 retention",
+        query: {
+          source: "retention",
+          start: { filters: { field: "type", operator: "equals", value: "join" } },
+          return: { filters: { field: "type", operator: "equals", value: "visit" } },
+          interval: "day",
+        },
+        condition: { operator: "lt", value: 0.5 },
+        windowMs: 5 * DAY,
+        everyMs: EVERY,
+        expect: 0.25,
+      },
+    ];
+    await Promise.all(
+      rules.map(async ({ expect, ...rule }) => {
+        const r = await a.rest.post(`/v1/projects/${p.projectId}/alerts`, rule, { key: p.key });
+        assert.equal(r.status, 201, r.text);
+        const alert = r.body.data as { id: string; monitorId: string };
+        const firing = await waitFor(
+          async () => {
+            const x = (await a.rest.get(`/v1/projects/${p.projectId}/alerts/${alert.id}`, { key: p.key })).body.data;
+            return x.state === "firing" ? x : undefined;
+          },
+          `${rule.name} firing`,
+          EVERY + 8_000,
+        );
+        assert.equal(firing.value, expect, rule.name);
+        const incidents = await a.rest.get(`/v1/projects/${p.projectId}/monitors/${alert.monitorId}/incidents`, {
+          key: p.key,
+        });
+        assert.equal(incidents.body.data.length, 1, incidents.text);
+        assert.equal(incidents.body.data[0].startedAt, firing.pendingSince);
+        assert.ok(!incidents.body.data[0].endedAt, "still open");
+      }),
     );
   });
 });

@@ -10,10 +10,12 @@ import { useProject } from "../helpers/use.js";
 // what metrics/query or analytics/aggregate (or the two analytics/count answers of a ratio) answer
 // for time {start: t - windowMs, end: t}. Random points and events over three hours, windows that
 // cross minute and hour edges (rollups plus raw edges), compared through preview, which evaluates
-// with the same sample code as live evaluation.
+// with the same sample code as live evaluation. Funnel and retention sources equal analytics/funnel
+// and analytics/retention (issue #35 point 6).
 
 const DAY = Date.UTC(2024, 2, 4, 10, 0, 0);
 const SPAN = 3 * 3_600_000;
+const DAY_MS = 86_400_000;
 const rnd = seeded(3101);
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -55,19 +57,36 @@ const { t, p } = useProject({ ...GENEROUS_LIMITS, RATE_LIMIT_EVENTS_PER_MINUTE: 
     });
   }
   await ingest(t.rest, p.key, events);
+  // Retention: 30 actors joining on the ten days before DAY, each back on a later day at random; all
+  // before DAY - 3 h, out of every other case's windows (its own generator: the cases' picks stay).
+  const r2 = seeded(3402);
+  const journeys = [];
+  for (let i = 0; i < 30; i++) {
+    const joined = DAY - 10 * DAY_MS + Math.floor(r2() * 8 * DAY_MS);
+    journeys.push({ type: "join", timestamp: iso(joined), userId: `r${i}` });
+    for (let d = 1; joined + d * DAY_MS < DAY - 3 * 3_600_000; d++)
+      if (r2() < 0.5) journeys.push({ type: "visit", timestamp: iso(joined + d * DAY_MS), userId: `r${i}` });
+  }
+  await ingest(t.rest, p.key, journeys);
 });
 
 const post = (route: string, body: unknown) =>
   t.rest.post(`/v1/projects/${p.projectId}/${route}`, body, { key: p.key });
 
-async function previewValues(query: unknown, windowMs: number, everyMs: number, offsetMs: number) {
+async function previewValues(
+  query: unknown,
+  windowMs: number,
+  everyMs: number,
+  offsetMs: number,
+  time = { start: iso(DAY), end: iso(DAY + SPAN) },
+) {
   const r = await post("alerts/preview", {
     query,
     condition: { operator: "gt", value: 0 },
     windowMs,
     everyMs,
     evaluationOffsetMs: offsetMs,
-    time: { start: iso(DAY), end: iso(DAY + SPAN) },
+    time,
   });
   assert.equal(r.status, 200, r.text);
   return r.body.data.evaluations as { at: string; value: number | null }[];
@@ -162,6 +181,66 @@ describe("alert samples equal the endpoints' answers", () => {
         ]);
         const expected = d.body.data.count === 0 ? null : n.body.data.count / d.body.data.count;
         assert.equal(e.value, expected, `ratio over ${windowMs} ms at ${e.at}`);
+      }
+    }
+  });
+});
+
+describe("funnel and retention samples equal analytics/funnel and analytics/retention", { concurrency: true }, () => {
+  it("a funnel's conversion: last step / first over the window ending one conversion window before t", async () => {
+    const steps = [
+      { filters: { field: "type", operator: "equals", value: "signup" } },
+      { filters: { field: "type", operator: "equals", value: "request" } },
+      { filters: { field: "type", operator: "equals", value: "error" } },
+    ];
+    for (const [windowMs, conversionWindowMs] of [
+      [3_600_000, 1_200_000],
+      [1_800_000 + 7, 600_001],
+    ]) {
+      const evs = await previewValues({ source: "funnel", steps, conversionWindowMs }, windowMs, 600_000, 12_345);
+      assert.ok(evs.filter((e) => e.value !== null && e.value > 0 && e.value < 1).length >= 8, "values to compare");
+      for (const e of evs) {
+        const at = Date.parse(e.at);
+        const f = await post("analytics/funnel", {
+          steps,
+          windowMs: conversionWindowMs,
+          time: { start: iso(at - conversionWindowMs - windowMs), end: iso(at - conversionWindowMs) },
+        });
+        assert.equal(f.status, 200, f.text);
+        assert.equal(e.value, f.body.data.steps.at(-1).conversion ?? null, `funnel over ${windowMs} ms at ${e.at}`);
+      }
+    }
+  });
+
+  it("a retention value: the newest cohort whose period ended by t, values[period] / size", async () => {
+    const start = { filters: { field: "type", operator: "equals", value: "join" } };
+    const back = { filters: { field: "type", operator: "equals", value: "visit" } };
+    const windowMs = 7 * DAY_MS;
+    for (const period of [1, 2]) {
+      const evs = await previewValues(
+        { source: "retention", start, return: back, interval: "day", period },
+        windowMs,
+        43_200_000,
+        5_000_000,
+        { start: iso(DAY - 9 * DAY_MS), end: iso(DAY) },
+      );
+      assert.ok(evs.filter((e) => e.value !== null && e.value > 0 && e.value < 1).length >= 8, "values to compare");
+      for (const e of evs) {
+        const at = Date.parse(e.at);
+        const r = await post("analytics/retention", {
+          start,
+          return: back,
+          interval: "day",
+          periods: period + 1,
+          time: { start: iso(at - windowMs), end: e.at },
+        });
+        assert.equal(r.status, 200, r.text);
+        // Independently: the newest cohort whose interval `period` (days) ended at or before t.
+        const complete = (r.body.data.cohorts as { start: string; size: number; values: number[] }[]).filter(
+          (c) => Date.parse(c.start) + (period + 1) * DAY_MS <= at,
+        );
+        const c = complete.at(-1);
+        assert.equal(e.value, c ? c.values[period] / c.size : null, `period ${period} at ${e.at}`);
       }
     }
   });

@@ -19,16 +19,17 @@ const sent = new Map([
   [new Date(hour - 27 * HOUR).toISOString(), 3],
   [new Date(hour - 50 * HOUR).toISOString(), 4],
 ]);
+// Users for the funnel and retention: u1..u4 sign up; u1, u2 and u3 purchase later (u5 without signing up).
 const events = [
-  { type: "purchase", timestamp: at(3, 10), data: { plan: "pro", amount: 10 } },
-  { type: "purchase", timestamp: at(3, 40), data: { plan: "pro", amount: 20 } },
-  { type: "purchase", timestamp: at(27, 5), data: { plan: "free", amount: 30 } },
-  { type: "purchase", timestamp: at(27, 6), data: { plan: "pro", amount: 40 } },
-  { type: "purchase", timestamp: at(27, 59), data: { plan: "free", amount: 50 } },
-  { type: "signup", timestamp: at(50, 1), data: { plan: "pro" } },
-  { type: "signup", timestamp: at(50, 2), data: { plan: "free" } },
-  { type: "signup", timestamp: at(50, 3), data: { plan: "free" } },
-  { type: "signup", timestamp: at(50, 4), data: { plan: "free" } },
+  { type: "purchase", timestamp: at(3, 10), userId: "u1", data: { plan: "pro", amount: 10 } },
+  { type: "purchase", timestamp: at(3, 40), userId: "u2", data: { plan: "pro", amount: 20 } },
+  { type: "purchase", timestamp: at(27, 5), userId: "u3", data: { plan: "free", amount: 30 } },
+  { type: "purchase", timestamp: at(27, 6), userId: "u1", data: { plan: "pro", amount: 40 } },
+  { type: "purchase", timestamp: at(27, 59), userId: "u5", data: { plan: "free", amount: 50 } },
+  { type: "signup", timestamp: at(50, 1), userId: "u1", data: { plan: "pro" } },
+  { type: "signup", timestamp: at(50, 2), userId: "u2", data: { plan: "free" } },
+  { type: "signup", timestamp: at(50, 3), userId: "u3", data: { plan: "free" } },
+  { type: "signup", timestamp: at(50, 4), userId: "u4", data: { plan: "free" } },
 ];
 
 async function send() {
@@ -54,13 +55,14 @@ async function chartPoints(page: Page): Promise<Map<string, number>> {
 
 const total = (page: Page) => page.getByTestId("total");
 
-/** Narrows to one event type with the filter builder. */
-async function filterType(page: Page, type: string) {
-  await page.getByRole("button", { name: "+ Filter events" }).click();
-  await page.getByRole("button", { name: "+ Condition" }).click();
-  await page.getByLabel("Field", { exact: true }).fill("type");
-  await page.getByLabel("Value", { exact: true }).fill(type);
-  await page.getByRole("button", { name: "Apply filters" }).click();
+/** Narrows to one event type with the filter builder (in `scope`: one of several builders). */
+async function filterType(page: Page, type: string, scope: Pick<Page, "getByRole" | "getByLabel"> = page) {
+  const open = scope.getByRole("button", { name: "+ Filter events" });
+  if (await open.count()) await open.click();
+  await scope.getByRole("button", { name: "+ Condition" }).click();
+  await scope.getByLabel("Field", { exact: true }).fill("type");
+  await scope.getByLabel("Value", { exact: true }).fill(type);
+  await scope.getByRole("button", { name: "Apply filters" }).click();
 }
 
 describe("dashboard: analytics", () => {
@@ -173,6 +175,127 @@ describe("dashboard: analytics", () => {
     for (let i = 0; i < 100 && JSON.stringify(await read()) !== JSON.stringify(expected); i++)
       await page.waitForTimeout(100);
     assert.deepEqual(await read(), expected);
+    assert.deepEqual(pageErrors, []);
+    await context.close();
+  });
+
+  it("charts the chosen measure, builds a funnel and a retention grid, all restored from the URL", async (ctx) => {
+    if (!available()) return ctx.skip(SKIP);
+    const { context, page } = await dash.open(p.owner, { width: 1280, height: 1000 });
+    // The chart driven by the measure: the sum of amount per day (the buckets' `value`), and the group table with it.
+    await page.goto(`/projects/${p.projectId}/analytics?range=7d&interval=day&measure=sum&field=amount&group=plan`);
+    const card = page.getByRole("region", { name: "Sum of amount per day" });
+    await card.locator(".chart[data-rendered]").waitFor();
+    await card.getByText("Show the numbers").click();
+    await card.locator("details tbody tr").first().waitFor();
+    const sums = new Map<string, number>();
+    for (const e of events.filter((x) => x.data.amount !== undefined)) {
+      const day = new Date(Math.floor(Date.parse(e.timestamp) / 86_400_000) * 86_400_000).toISOString();
+      sums.set(day, (sums.get(day) ?? 0) + e.data.amount!);
+    }
+    const days = await card
+      .locator("details tbody tr time")
+      .evaluateAll((ts) => ts.map((x) => x.getAttribute("datetime")!));
+    const values = await card.locator("details tbody tr td:nth-child(2)").allInnerTexts();
+    // Days without a purchase sum to 0 (or have no value): the others are the sums sent.
+    assert.equal(days.length, 8);
+    assert.deepEqual(
+      new Map(days.map((d, i) => [d, Number(values[i].replace(/,/g, ""))] as const).filter(([, v]) => v > 0)),
+      sums,
+    );
+    const groups = page.getByRole("table", { name: "Sum of amount by plan" });
+    await groups.getByRole("cell", { name: "80" }).waitFor();
+    // The event of the first case ("late", no plan, no amount) is a group of its own.
+    assert.deepEqual(await rows(groups), [
+      ["free", "5", "80", "50.0%"],
+      ["pro", "4", "70", "40.0%"],
+      ["(none)", "1", "0", "10.0%"],
+    ]);
+    await page.locator('[aria-label="Sum of amount by plan, top 2"][data-rendered]').waitFor();
+    await card.getByText("Show the numbers").click();
+    await dash.screenshot(page, "analytics-measure");
+
+    // A funnel: sign-up then purchase within 7 days, built with a filter builder per step.
+    await page.getByRole("link", { name: "Funnel" }).click();
+    await page.getByRole("status").filter({ hasText: "Give every step a filter" }).waitFor();
+    await filterType(page, "signup", page.getByRole("region", { name: "Step 1" }));
+    await page.waitForURL(/steps=/);
+    await filterType(page, "purchase", page.getByRole("region", { name: "Step 2" }));
+    await page.getByLabel("Conversion window").selectOption("604800000");
+    await page.waitForURL(/window=604800000/);
+    const funnel = page.getByRole("table", { name: "Funnel" });
+    const expected = [
+      ["1. type = signup", "4", "100 %", "—"],
+      ["2. type = purchase", "3", "75 %", "1 (25 %)"],
+    ];
+    await funnel.getByRole("cell", { name: "75 %" }).waitFor();
+    assert.deepEqual(await rows(funnel), expected);
+    // The answer is the endpoint's.
+    const api = await t.rest.post(
+      `/v1/projects/${p.projectId}/analytics/funnel`,
+      {
+        steps: ["signup", "purchase"].map((value) => ({ filters: { field: "type", operator: "equals", value } })),
+        windowMs: 604_800_000,
+        time: { start: new Date(Date.now() - 7 * 86_400_000).toISOString(), end: new Date().toISOString() },
+      },
+      { key: p.key },
+    );
+    assert.deepEqual(
+      api.body.data.steps.map((x: { count: number }) => x.count),
+      [4, 3],
+    );
+    await dash.screenshot(page, "analytics-funnel");
+    // Reload: the URL restores the steps, the window and the answer.
+    await page.reload();
+    await funnel.getByRole("cell", { name: "75 %" }).waitFor();
+    assert.deepEqual(await rows(funnel), expected);
+    assert.equal(await page.getByLabel("Conversion window").inputValue(), "604800000");
+    assert.equal(
+      await page.getByRole("region", { name: "Step 2" }).getByLabel("Value", { exact: true }).inputValue(),
+      "purchase",
+    );
+
+    // Retention: daily cohorts of sign-ups, coming back with a purchase.
+    await page.getByRole("link", { name: "Retention" }).click();
+    await page.getByLabel("Cohorts by").selectOption("day");
+    await page.getByLabel("Periods").selectOption("4");
+    await filterType(page, "signup", page.getByRole("region", { name: "First event (joins the cohort)" }));
+    await filterType(page, "purchase", page.getByRole("region", { name: "Returning event" }));
+    await page.waitForURL(/return=/);
+    // Independently: each user's purchase days after its sign-up day (UTC), among the 4 periods.
+    const DAY = 86_400_000;
+    const dayOf = (iso: string) => Math.floor(Date.parse(iso) / DAY);
+    const signups = events.filter((e) => e.type === "signup");
+    const cohort = dayOf(signups[0].timestamp);
+    const cells = [0, 1, 2, 3].map((k) => {
+      if ((cohort + k) * DAY > Date.now()) return null;
+      const back = new Set(
+        events
+          .filter((e) => e.type === "purchase" && dayOf(e.timestamp) - cohort === k)
+          .map((e) => e.userId)
+          .filter((u) => signups.some((s) => s.userId === u)),
+      );
+      return `${back.size * 25} %`;
+    });
+    const grid = page.getByRole("table", { name: "Retention" });
+    await grid.locator("tbody tr").first().waitFor();
+    const want = [[new Date(cohort * DAY).toISOString().slice(0, 10), "4", ...cells.filter((c) => c !== null)]];
+    const readGrid = () =>
+      grid
+        .locator("tbody tr")
+        .evaluateAll((trs) =>
+          trs.map((tr) =>
+            [...tr.querySelectorAll("th, td")].map((c) => (c as HTMLElement).innerText.trim()).filter(Boolean),
+          ),
+        );
+    for (let i = 0; i < 50 && JSON.stringify(await readGrid()) !== JSON.stringify(want); i++)
+      await page.waitForTimeout(100);
+    assert.deepEqual(await readGrid(), want);
+    await dash.screenshot(page, "analytics-retention");
+    await page.reload();
+    await grid.locator("tbody tr").first().waitFor();
+    assert.deepEqual(await readGrid(), want);
+    assert.equal(await page.getByLabel("Cohorts by").inputValue(), "day");
     assert.deepEqual(pageErrors, []);
     await context.close();
   });

@@ -95,7 +95,11 @@ export type Alert = Message<"vigil.v1.Alert"> & {
   /**
    * One of `{source: "metric", name, aggregation}`, `{source: "events",
    * filters, operation, field?}`, `{source: "ratio", numerator: {filters},
-   * denominator: {filters}}`, as given.
+   * denominator: {filters}}`, `{source: "funnel", steps: [{filters}] (2-10),
+   * conversionWindowMs?}` (last step's count / first step's), `{source:
+   * "retention", start: {filters}, return: {filters}, interval: day|week|month,
+   * period? (1-29, default 1)}` (the newest complete cohort's share back in
+   * `period`), as given (defaults filled in).
    *
    * @generated from field: google.protobuf.Value query = 4;
    */

@@ -72,6 +72,8 @@ interface Draft {
   resolveFor: string;
   noData: NoData;
   minSamples: string;
+  /** A funnel or retention query (docs/alerts.md), which this editor shows but does not edit: saved as it is. */
+  kept?: Json;
 }
 
 const NEW_DRAFT: Draft = {
@@ -125,7 +127,8 @@ function toRule(d: Draft): { rule: Rule } | { field: string; problem: string } {
   const num = (s: string) => (s.trim() === "" ? NaN : Number(s));
   const filters = (f: Filter | undefined): Json => (f ? { filters: f as unknown as JsonValue } : {});
   let query: Json;
-  if (d.source === "metric") {
+  if (d.kept) query = d.kept;
+  else if (d.source === "metric") {
     if (!d.metric.trim()) return { field: "query.name", problem: "Choose a metric." };
     query = { source: "metric", name: d.metric.trim(), ...(d.aggregation ? { aggregation: d.aggregation } : {}) };
   } else if (d.source === "events") {
@@ -195,6 +198,7 @@ function draftOf(a: Alert): Draft {
     resolveFor: durationText(Number(a.resolve?.forMs ?? 0n)),
     noData: a.noData as NoData,
     minSamples: String(a.minSamples),
+    kept: q.source === "funnel" || q.source === "retention" ? (q as Json) : undefined,
   };
 }
 
@@ -222,7 +226,11 @@ function ruleText(r: { query: Record<string, unknown>; operator: string; value: 
       ? `${q.aggregation ?? "default"} of ${String(q.name)}`
       : q.source === "events"
         ? `${String(q.operation)}${q.field ? ` of ${String(q.field)}` : ""} of events${q.filters ? " (filtered)" : ""}`
-        : "numerator / denominator events";
+        : q.source === "funnel"
+          ? `conversion of a ${Array.isArray(q.steps) ? q.steps.length : "?"}-step funnel`
+          : q.source === "retention"
+            ? `${String(q.interval)} ${String(q.period ?? 1)} retention of the newest complete cohort`
+            : "numerator / denominator events";
   return `${what} over ${durationText(r.windowMs)} ${OPERATORS[r.operator as Operator] ?? r.operator} ${formatNumber(r.value)}`;
 }
 
@@ -420,14 +428,22 @@ function RuleEditor(props: {
             error={save.error}
             maxLength={200}
           />
-          <Select
-            label="Source"
-            value={draft.source}
-            options={Object.entries(SOURCES).map(([value, label]) => ({ value: value as Source, label }))}
-            onValue={(v) => change({ source: v })}
-          />
+          {!draft.kept && (
+            <Select
+              label="Source"
+              value={draft.source}
+              options={Object.entries(SOURCES).map(([value, label]) => ({ value: value as Source, label }))}
+              onValue={(v) => change({ source: v })}
+            />
+          )}
         </div>
-        {draft.source === "metric" && (
+        {draft.kept && (
+          <p class="muted" role="note">
+            This rule watches a {String(draft.kept.source)} (defined over the API, docs/alerts.md); its query is kept as
+            it is, the fields below can be changed here.
+          </p>
+        )}
+        {!draft.kept && draft.source === "metric" && (
           <div class="editor-row">
             <Field
               label="Metric"

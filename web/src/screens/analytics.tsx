@@ -11,13 +11,15 @@ import { Button, CopyButton, Empty, ErrorMessage, Field, Loading, PageHeader, Se
 import { FilterBuilder, filterFromQuery, filterToQuery, type Filter } from "../ui/filters.js";
 import { rangeOf, TimeRangePicker, type Range } from "../ui/time-range.js";
 import { useQueryState } from "../ui/url-state.js";
+import { Funnel, Retention } from "./analytics-journeys.js";
 import "./analytics.css";
 
 // Analytics: a query builder over AnalyticsService whose whole query lives in the URL
 // (docs/dashboard.md "Analytics"): `measure`, `field`, `interval`, `group`, `type` and the time range.
-// The chart of event counts is the page's one first query (Timeseries; its buckets also give the
-// total); everything else (aggregates, unique values, groups, per-group series) loads beside it
-// and never delays it.
+// The chart is the page's one first query (Timeseries; its buckets also give the total): event
+// counts, or the chosen measure per bucket (its `aggregation`, e.g. the sum of amount per day);
+// everything else (aggregates, unique values, groups with the measure, per-group series) loads
+// beside it and never delays it. `view=funnel|retention` shows the journeys (analytics-journeys.tsx).
 
 const MEASURES = [
   { value: "count", label: "Count of events" },
@@ -79,7 +81,40 @@ const formatStat = (v: number | undefined | null) =>
 
 const axisNumber = (v: number) => formatStat(v);
 
+/** The analytics screen's views (`view` in the URL; trends when absent). */
+const VIEWS = [
+  { value: "trends", label: "Trends" },
+  { value: "funnel", label: "Funnel" },
+  { value: "retention", label: "Retention" },
+] as const;
+type View = (typeof VIEWS)[number]["value"];
+
 export function Analytics() {
+  const [query, set] = useQueryState();
+  const view: View = VIEWS.some((v) => v.value === query.view) ? (query.view as View) : "trends";
+  return (
+    <>
+      <nav class="analytics-views" aria-label="Analytics views">
+        {VIEWS.map((v) => (
+          <a
+            key={v.value}
+            href={`?${new URLSearchParams(v.value === "trends" ? {} : { view: v.value }).toString()}`}
+            aria-current={v.value === view ? "page" : undefined}
+            onClick={(e) => {
+              e.preventDefault();
+              set({ view: v.value === "trends" ? undefined : v.value }, true);
+            }}
+          >
+            {v.label}
+          </a>
+        ))}
+      </nav>
+      {view === "funnel" ? <Funnel /> : view === "retention" ? <Retention /> : <Trends />}
+    </>
+  );
+}
+
+function Trends() {
   const { project } = useProject();
   const [query, set] = useQueryState();
   const range = rangeOf(query, "7d");
@@ -103,14 +138,23 @@ export function Analytics() {
   const filterKey = JSON.stringify(filters ?? null);
   const time = { start: frozen.from, end: frozen.to };
   const needsField = measure !== "count";
+  // The chart's measure per bucket (timeseries' `aggregation`); null: it counts events.
+  const measured: Aggregate | null = needsField && field && measure !== "unique" ? { operation: measure, field } : null;
+  const measureLabel = `${MEASURES.find((m) => m.value === measure)?.label ?? measure} of ${field}`;
 
   // The chart (and the total): the first and only request the default view makes.
   const series = useAsync(
     () =>
       api.analytics
-        .timeseries({ projectId: project.id, filters: asValue(filters), time, interval })
+        .timeseries({
+          projectId: project.id,
+          filters: asValue(filters),
+          time,
+          interval,
+          aggregation: measured ?? undefined,
+        })
         .then((r) => r.data?.buckets ?? []),
-    [project.id, key, interval, filterKey],
+    [project.id, key, interval, filterKey, JSON.stringify(measured)],
   );
   const total = series.data?.reduce((n, b) => n + Number(b.count), 0);
   // Only when the chart counted nothing: does the project have any event at all?
@@ -147,7 +191,9 @@ export function Analytics() {
         <>
           <section class="card" aria-labelledby="chart-title">
             <div class="chart-head">
-              <h2 id="chart-title">Events {INTERVAL_LABEL[interval].toLowerCase()}</h2>
+              <h2 id="chart-title">
+                {measured ? measureLabel : "Events"} {INTERVAL_LABEL[interval].toLowerCase()}
+              </h2>
               <div class="stats">
                 {needsField && field && measure !== "unique" && (
                   <AggregateStat projectId={project.id} measure={measure} field={field} filters={filters} time={time} />
@@ -160,7 +206,7 @@ export function Analytics() {
                 </div>
               </div>
             </div>
-            <CountChart buckets={series.data} />
+            <CountChart buckets={series.data} measure={measured ? measureLabel : null} />
           </section>
           {needsField && !field && (
             <p class="muted" role="status">
@@ -182,6 +228,8 @@ export function Analytics() {
               time={time}
               interval={interval}
               chartReady={!series.loading}
+              measured={measured}
+              measureLabel={measureLabel}
             />
           )}
         </>
@@ -291,16 +339,40 @@ function Filters(props: { projectId: string; value: Filter | undefined; onChange
   );
 }
 
-function CountChart({ buckets }: { buckets: { time: string; count: bigint }[] | undefined }) {
+/** The chart's measure: an aggregate operation over a field (timeseries' and group's aggregation). */
+interface Aggregate {
+  operation: string;
+  field: string;
+}
+
+/** The chart: event counts as bars, or (`measure`: its label) the measure's value per bucket as a line. */
+function CountChart({
+  buckets,
+  measure,
+}: {
+  buckets: { time: string; count: bigint; value?: number }[] | undefined;
+  measure: string | null;
+}) {
   const x = useMemo(() => (buckets ?? []).map((b) => Date.parse(b.time) / 1000), [buckets]);
   const series = useMemo<Series[]>(
-    () => [{ label: "Events", values: (buckets ?? []).map((b) => Number(b.count)) }],
-    [buckets],
+    () => [
+      measure
+        ? { label: measure, values: (buckets ?? []).map((b) => b.value ?? null) }
+        : { label: "Events", values: (buckets ?? []).map((b) => Number(b.count)) },
+    ],
+    [buckets, measure],
   );
   if (!buckets) return <div class="chart-placeholder" />;
   return (
     <>
-      <TimeChart title="Events over time" x={x} series={series} kind="bars" format={axisNumber} />
+      <TimeChart
+        title={measure ? `${measure} over time` : "Events over time"}
+        x={x}
+        series={series}
+        kind={measure ? "line" : "bars"}
+        spanGaps={!!measure}
+        format={axisNumber}
+      />
       <ChartTable x={x} series={series} format={axisNumber} />
     </>
   );
@@ -494,15 +566,27 @@ function Groups(props: {
   time: { start: string; end: string };
   interval: Interval;
   chartReady: boolean;
+  /** The chosen measure: a column of the table (group's `aggregations`) and the per-group series' value. */
+  measured: Aggregate | null;
+  measureLabel: string;
 }) {
-  const { projectId, groupBy, filters, time, interval } = props;
+  const { projectId, groupBy, filters, time, interval, measured } = props;
   const fkey = JSON.stringify(filters ?? null);
+  // The measure's key in each group object: any name but `count` and the group-by fields.
+  const mkey = groupBy.includes("value") ? "measure_value" : "value";
   const r = useAsync(
     () =>
       api.analytics
-        .group({ projectId, filters: asValue(filters), time, groupBy, limit: 100n })
+        .group({
+          projectId,
+          filters: asValue(filters),
+          time,
+          groupBy,
+          limit: 100n,
+          aggregations: measured ? [{ name: mkey, ...measured }] : [],
+        })
         .then((g) => g.data?.groups ?? []),
-    [projectId, groupBy.join(","), fkey, time.start, time.end],
+    [projectId, groupBy.join(","), fkey, time.start, time.end, JSON.stringify(measured)],
   );
   const rows = r.data ?? [];
   const sum = rows.reduce((n, g) => n + Number(g.count ?? 0), 0);
@@ -518,6 +602,7 @@ function Groups(props: {
           projectId,
           time,
           interval,
+          aggregation: measured ?? undefined,
           filters: asValue(
             and(filters, ...groupBy.map((f) => ({ field: f, operator: "equals", value: g[f] ?? null }) as JsonValue)),
           ),
@@ -527,11 +612,11 @@ function Groups(props: {
     const x = (answers[0].data?.buckets ?? []).map((b) => Date.parse(b.time) / 1000);
     const series: Series[] = answers.map((a, i) => ({
       label: groupBy.map((f) => showValue(top[i][f])).join(" · "),
-      values: (a.data?.buckets ?? []).map((b) => Number(b.count)),
+      values: (a.data?.buckets ?? []).map((b) => (measured ? (b.value ?? null) : Number(b.count))),
     }));
     return { x, series };
-  }, [props.chartReady, JSON.stringify(top), interval, time.start, time.end]);
-  const title = `Events by ${groupBy.join(", ")}`;
+  }, [props.chartReady, JSON.stringify(top), interval, time.start, time.end, JSON.stringify(measured)]);
+  const title = `${measured ? props.measureLabel : "Events"} by ${groupBy.join(", ")}`;
   return (
     <section class="card" aria-labelledby="groups-title">
       <h2 id="groups-title">{title}</h2>
@@ -554,6 +639,11 @@ function Groups(props: {
               <th scope="col" class="num">
                 Events
               </th>
+              {measured && (
+                <th scope="col" class="num chosen">
+                  {props.measureLabel}
+                </th>
+              )}
               <th scope="col" class="num">
                 Share
               </th>
@@ -571,6 +661,9 @@ function Groups(props: {
                   </td>
                 ))}
                 <td class="num">{formatNumber(Number(g.count ?? 0))}</td>
+                {measured && (
+                  <td class="num chosen">{formatStat(typeof g[mkey] === "number" ? (g[mkey] as number) : null)}</td>
+                )}
                 <td class="num">{sum ? `${((100 * Number(g.count ?? 0)) / sum).toFixed(1)}%` : "—"}</td>
                 <td class="bar-col">
                   <Bar share={Number(g.count ?? 0) / max} />

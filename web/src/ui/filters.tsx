@@ -38,7 +38,7 @@ interface FilterCondition {
   value?: FilterScalar | FilterScalar[];
 }
 type FilterGroup = { and: FilterNode[] } | { or: FilterNode[] };
-type FilterNode = FilterCondition | FilterGroup;
+export type FilterNode = FilterCondition | FilterGroup;
 /** A whole filter: always a group at the root (as the builder writes it). */
 export type Filter = FilterGroup;
 
