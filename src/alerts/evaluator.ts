@@ -98,7 +98,8 @@ export async function runDue(deps: AlertDeps, projectId: string, id: string, now
             notify: true,
           },
         );
-      if (out.openIncident)
+      // A monitor in maintenance (docs/uptime.md "Maintenance windows") opens no incident.
+      if (out.openIncident && !m.in_maintenance)
         await openIncidents(
           deps.incidents,
           c,
