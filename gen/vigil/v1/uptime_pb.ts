@@ -35,7 +35,7 @@ export type MaintenanceSchedule = Message<"vigil.v1.MaintenanceSchedule"> & {
   timezone?: string | undefined;
 
   /**
-   * 1 minute to 7 days.
+   * 1 s to 7 days.
    *
    * @generated from field: int64 duration_ms = 3;
    */
