@@ -84,9 +84,9 @@ export interface MaintenanceView {
 }
 
 /** Upcoming maintenance listed: occurrences starting within this long. */
-export const MAINTENANCE_WINDOW_MS = 14 * DAY_MS;
+const MAINTENANCE_WINDOW_MS = 14 * DAY_MS;
 /** At most this many maintenance occurrences per list (a recurring window every minute must not grow a page). */
-export const MAX_MAINTENANCES = 50;
+const MAX_MAINTENANCES = 50;
 
 export interface MaintenanceFacts {
   title: string;
@@ -103,7 +103,7 @@ export interface MaintenanceFacts {
  * The page's maintenance: the windows in progress (naming a monitor of the page), and the
  * occurrences starting within MAINTENANCE_WINDOW_MS of `now` (after the current one), by start.
  */
-export function pageMaintenances(
+function pageMaintenances(
   windows: readonly MaintenanceFacts[],
   names: ReadonlyMap<string, string>,
   now: Date,

@@ -45,7 +45,7 @@ function merged(spans: readonly Span[], start: number, end: number, now: number)
 }
 
 /** Milliseconds of [start, end] that maintenance windows covered. */
-export function maintenanceMs(tl: Timeline, start: number, end: number, now: number): number {
+function maintenanceMs(tl: Timeline, start: number, end: number, now: number): number {
   return merged(tl.maintenances ?? [], start, end, now).reduce((n, [a, b]) => n + b - a, 0);
 }
 

@@ -83,7 +83,7 @@ function runTimeoutOf(
 }
 
 /** Paused or in maintenance: no deadline or timeout applies, a heartbeat or failure changes no status. */
-export function unwatched(m: Pick<MonitorState, "status" | "inMaintenance">): boolean {
+function unwatched(m: Pick<MonitorState, "status" | "inMaintenance">): boolean {
   return m.status === "paused" || m.inMaintenance === true;
 }
 
