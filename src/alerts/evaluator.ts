@@ -100,7 +100,8 @@ export async function runDue(
             notify: true,
           },
         );
-      if (out.openIncident)
+      // A monitor in maintenance (docs/uptime.md "Maintenance windows") opens no incident.
+      if (out.openIncident && !m.in_maintenance)
         await openIncidents(
           deps.incidents,
           c,

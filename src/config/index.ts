@@ -104,6 +104,8 @@ export const envSchema = z.object({
   MAX_MONITORS_PER_PROJECT: intFrom(1000, 1),
   // Open manual incidents per project (src/uptime/manual.ts; docs/uptime.md): 409 beyond.
   MAX_OPEN_INCIDENTS_PER_PROJECT: intFrom(50, 1),
+  // Maintenance windows per project (src/uptime/maintenance.ts; docs/uptime.md): 409 beyond.
+  MAX_MAINTENANCES_PER_PROJECT: intFrom(100, 1),
   // Alerts per project (src/alerts/; docs/alerts.md): 409 beyond. Each also holds a monitor's place.
   MAX_ALERTS_PER_PROJECT: intFrom(100, 1),
   // Alert evaluations running at once per node, embedded scheduler and Temporal deadline scan alike
@@ -259,6 +261,7 @@ export interface Config {
     maxMonitorsPerProject: number;
     maxRunsPerMonitor: number;
     maxOpenIncidentsPerProject: number;
+    maxMaintenancesPerProject: number;
   };
   /** Alerts (src/alerts/): alerts per project (MAX_ALERTS_PER_PROJECT). */
   alerts: { maxPerProject: number; evaluationConcurrency: number };
@@ -433,6 +436,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       maxMonitorsPerProject: e.MAX_MONITORS_PER_PROJECT,
       maxRunsPerMonitor: e.UPTIME_MAX_RUNS_PER_MONITOR,
       maxOpenIncidentsPerProject: e.MAX_OPEN_INCIDENTS_PER_PROJECT,
+      maxMaintenancesPerProject: e.MAX_MAINTENANCES_PER_PROJECT,
     },
     alerts: {
       maxPerProject: e.MAX_ALERTS_PER_PROJECT,

@@ -31,6 +31,13 @@ export const BACKGROUND_TASKS = {
   "analytics block pass": { role: "worker", mode: "always", owner: "src/analytics/blocks/worker.ts" },
   "uptime re-scan": { role: "worker", mode: "embedded", owner: "src/uptime/scheduler.ts" },
   "uptime deadline checks": { role: "worker", mode: "embedded", owner: "src/uptime/scheduler.ts", woken: true },
+  "maintenance re-scan": { role: "worker", mode: "always", owner: "src/uptime/maintenance-timer.ts" },
+  "maintenance transitions": {
+    role: "worker",
+    mode: "always",
+    owner: "src/uptime/maintenance-timer.ts",
+    woken: true,
+  },
   "temporal wake drain": { role: "worker", mode: "temporal", owner: "src/uptime/temporal-runner.ts" },
   "uptime reconciler": { role: "worker", mode: "temporal", owner: "src/uptime/temporal-runner.ts" },
   "alert re-scan": { role: "worker", mode: "embedded", owner: "src/alerts/scheduler.ts" },

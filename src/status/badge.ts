@@ -1,7 +1,6 @@
-import type { MonitorStatus } from "../uptime/model.js";
 import { assertNever } from "../shared/never.js";
 import { markup } from "./escape.js";
-import type { PageStatus } from "./model.js";
+import type { PageMonitorStatus, PageStatus } from "./model.js";
 
 // GET /status/{slug}/badge.svg: a shields.io-style "flat" badge, label on grey, the status on its
 // colour, as text (with a <title> and an aria-label) so that it reads without the colour. The page's
@@ -11,7 +10,7 @@ import type { PageStatus } from "./model.js";
 /** Longest label, in characters (a page title may be 200): longer ones end with "…". */
 const MAX_LABEL = 40;
 
-export function badgeColor(s: PageStatus | MonitorStatus): string {
+export function badgeColor(s: PageStatus | PageMonitorStatus): string {
   switch (s) {
     case "operational":
     case "up":
@@ -20,6 +19,8 @@ export function badgeColor(s: PageStatus | MonitorStatus): string {
       return "#dfb317";
     case "down":
       return "#e05d44";
+    case "maintenance":
+      return "#007ec6";
     case "unknown":
     case "paused":
       return "#9f9f9f";

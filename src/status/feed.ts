@@ -3,6 +3,7 @@ import { incidentStatusText } from "./html.js";
 import type { IncidentView, PageView } from "./model.js";
 
 // GET /status/{slug}/feed.atom: the page's incidents as an Atom 1.0 feed (RFC 4287), newest first,
+// after its maintenance in progress and upcoming (one entry per occurrence),
 // one entry per incident with its description and updates as text. Entry ids are tag: URIs
 // (RFC 4151) made of the page's slug and the incident's start, never of an incident id; two
 // incidents starting at the same millisecond on one page get "-2", "-3"... in the order listed.
@@ -50,6 +51,26 @@ export function renderFeed(v: PageView, slug: string, pageUpdatedAt: Date): stri
 <content type="text">${markup(entryText(i))}</content>
 </entry>`;
   });
+  // Maintenance in progress and upcoming: one entry per occurrence, its id the page's slug and its start.
+  const maintenance = [...v.maintenances.active, ...v.maintenances.upcoming].map((m) => {
+    const start = m.startsAt.toISOString();
+    const id = `tag:${TAG_AUTHORITY}:status/${slug}/maintenance/${start}`;
+    const active = v.maintenances.active.includes(m);
+    const text = [
+      `${active ? "In progress" : "Scheduled"}: ${start} to ${m.endsAt.toISOString()}.`,
+      `Monitors: ${m.monitors.join(", ")}.`,
+      ...(m.description !== null ? ["", m.description] : []),
+    ].join("\n");
+    return `<entry>
+<id>${markup(id)}</id>
+<title>${markup(`[Maintenance${active ? ", in progress" : ""}] ${m.title}`)}</title>
+<updated>${start}</updated>
+<published>${start}</published>
+<link rel="alternate" type="text/html" href="${base}"/>
+<content type="text">${markup(text)}</content>
+</entry>`;
+  });
+  entries.unshift(...maintenance);
   const updated = v.incidents.length ? latest(v.incidents.map(entryUpdated)) : pageUpdatedAt;
   return `<?xml version="1.0" encoding="utf-8"?>
 <feed xmlns="http://www.w3.org/2005/Atom">

@@ -2,13 +2,14 @@ import { createHash } from "node:crypto";
 import { assertNever } from "../shared/never.js";
 import { HOUR_MS, MINUTE_MS } from "../shared/time.js";
 import type { BucketStatus } from "../uptime/figures.js";
-import type { MonitorStatus } from "../uptime/model.js";
 import { markup } from "./escape.js";
 import {
   sections,
   type DayView,
   type IncidentView,
+  type MaintenanceView,
   type MonitorView,
+  type PageMonitorStatus,
   type PageStatus,
   type PageView,
 } from "./model.js";
@@ -32,7 +33,7 @@ a{color:#0550ae}
 .muted,.legend,footer{color:#59636e;font-size:.875rem}
 .overall{display:flex;align-items:center;gap:10px;margin:16px 0;padding:12px 16px;border-radius:6px;border:2px solid;font-weight:600;font-size:1.1rem}
 .s-operational{color:#1a7f37}.s-degraded{color:#9a6700}.s-down{color:#cf222e}.s-unknown{color:#59636e}
-.m-up{color:#1a7f37}.m-down{color:#cf222e}.m-unknown{color:#59636e}.m-paused{color:#8250df}
+.m-up{color:#1a7f37}.m-down{color:#cf222e}.m-unknown{color:#59636e}.m-paused{color:#8250df}.m-maintenance{color:#0550ae}
 .dot{display:inline-block;width:.75em;height:.75em;border-radius:50%;background:currentColor;flex:none}
 ul.monitors{list-style:none;margin:0;padding:0}
 li.monitor{padding:12px 0;border-bottom:1px solid #d1d9e0}
@@ -41,7 +42,7 @@ li.monitor{padding:12px 0;border-bottom:1px solid #d1d9e0}
 .st{display:inline-flex;align-items:center;gap:6px;font-weight:600}
 ol.days{display:flex;gap:2px;list-style:none;margin:8px 0 2px;padding:0;height:34px}
 ol.days li{flex:1 1 0;min-width:0;border-radius:2px}
-.d-up{background:#1a7f37}.d-down{background:#cf222e}.d-unknown{background:#818b98}.d-paused{background:#8250df}
+.d-up{background:#1a7f37}.d-down{background:#cf222e}.d-unknown{background:#818b98}.d-paused{background:#8250df}.d-maintenance{background:#0550ae}
 .legend{display:flex;justify-content:space-between}
 .short{display:none}
 .sr{position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect(0,0,0,0);white-space:nowrap;border:0}
@@ -76,7 +77,7 @@ function pageStatusText(s: PageStatus): string {
   }
 }
 
-function monitorStatusText(s: MonitorStatus): string {
+function monitorStatusText(s: PageMonitorStatus): string {
   switch (s) {
     case "up":
       return "Up";
@@ -86,6 +87,8 @@ function monitorStatusText(s: MonitorStatus): string {
       return "Unknown";
     case "paused":
       return "Paused";
+    case "maintenance":
+      return "Under maintenance";
     default:
       return assertNever(s);
   }
@@ -114,6 +117,8 @@ export function dayText(d: DayView): string {
       return `${d.date}: no data`;
     case "paused":
       return `${d.date}: paused`;
+    case "maintenance":
+      return `${d.date}: maintenance`;
     case "up":
     case "down": {
       const up = `${d.date}: ${percentText(d.uptimePercentage ?? 100)} up`;
@@ -182,6 +187,26 @@ ${i.description !== null ? `<p class="text">${markup(i.description)}</p>` : ""}$
 </article>`;
 }
 
+function maintenanceHtml(m: MaintenanceView): string {
+  return `<article>
+<h3>${markup(m.title)}</h3>
+<div class="muted">${time(m.startsAt)} to ${time(m.endsAt)} · ${markup(m.monitors.join(", "))}</div>
+${m.description !== null ? `<p class="text">${markup(m.description)}</p>` : ""}
+</article>`;
+}
+
+/** The page's maintenance part: in progress and upcoming (none: the part is left out). */
+function maintenancesHtml(v: PageView): string {
+  const { active, upcoming } = v.maintenances;
+  if (!active.length && !upcoming.length) return "";
+  const list = (title: string, id: string, items: MaintenanceView[]) =>
+    items.length ? `<h3 id="${id}">${title}</h3>\n${items.map(maintenanceHtml).join("\n")}\n` : "";
+  return `<section aria-labelledby="maintenance">
+<h2 id="maintenance">Maintenance</h2>
+${list("In progress", "maintenance-active", active)}${list("Upcoming", "maintenance-upcoming", upcoming)}</section>
+`;
+}
+
 /** The HTML of a page; `slug` is the page's own (validated) slug, for its links. */
 export function renderHtml(v: PageView, slug: string, builtAt: Date): string {
   const base = `/status/${encodeURIComponent(slug)}`;
@@ -214,7 +239,7 @@ ${v.description !== null ? `<p class="desc">${markup(v.description)}</p>\n` : ""
 <h2 id="monitors">Monitors</h2>
 ${v.monitors.length ? groups : `<p class="muted">This page lists no monitors yet.</p>`}
 </section>
-<section aria-labelledby="incidents">
+${maintenancesHtml(v)}<section aria-labelledby="incidents">
 <h2 id="incidents">Incidents</h2>
 ${incidents}
 </section>

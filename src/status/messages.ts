@@ -1,7 +1,15 @@
 import { create } from "@bufbuild/protobuf";
 import { GetStatusPageResponseSchema, StatusPageSchema, type StatusPage } from "../../gen/vigil/v1/status_pb.js";
 import { messageToRestJson } from "../transcoding/json.js";
-import type { PageView } from "./model.js";
+import type { MaintenanceView, PageView } from "./model.js";
+
+const maintenance = (m: MaintenanceView) => ({
+  title: m.title,
+  description: m.description ?? undefined,
+  startsAt: m.startsAt.toISOString(),
+  endsAt: m.endsAt.toISOString(),
+  monitors: m.monitors,
+});
 
 // A page view as the API message (what gRPC and Connect callers get) and as the bytes of its REST
 // answer: exactly what the transcoder would write for that message (src/transcoding/json.ts), made
@@ -35,6 +43,10 @@ export function statusPageMessage(v: PageView): StatusPage {
       endedAt: i.endedAt?.toISOString(),
       updates: i.updates.map((u) => ({ at: u.at.toISOString(), message: u.message, status: u.status ?? undefined })),
     })),
+    maintenances: {
+      active: v.maintenances.active.map(maintenance),
+      upcoming: v.maintenances.upcoming.map(maintenance),
+    },
   });
 }
 

@@ -1,5 +1,6 @@
 import type { Bucket, BucketStatus, WindowFigures } from "../uptime/figures.js";
 import type { IncidentImpact, IncidentStage, MonitorStatus } from "../uptime/model.js";
+import { occurrencesBetween, type WindowTimes } from "../uptime/maintenance.js";
 import { DAY_MS } from "../shared/time.js";
 
 // What a public status page shows, decided from rows and figures (no I/O; tested directly by
@@ -26,13 +27,16 @@ export interface DayView {
   downtimeMs: number;
 }
 
+/** A monitor's status on a page: its own, or `maintenance` while a window naming it is in progress. */
+export type PageMonitorStatus = MonitorStatus | "maintenance";
+
 export interface MonitorView {
   /** The page's name for the monitor, else the monitor's own. */
   name: string;
   section: string | null;
   /** The monitor's own slug: the key of its badge (`?monitor=`), never written into the JSON. */
   slug: string;
-  status: MonitorStatus;
+  status: PageMonitorStatus;
   /** Null while the monitor has had no heartbeat, or was paused all of the last 24 hours. */
   uptimePercentage24h: number | null;
   days: DayView[];
@@ -66,6 +70,68 @@ export interface PageView {
   monitors: MonitorView[];
   /** Open ones and those started in the last 14 days, newest first. */
   incidents: IncidentView[];
+  maintenances: { active: MaintenanceView[]; upcoming: MaintenanceView[] };
+}
+
+/** A maintenance occurrence as a page shows it (no id). */
+export interface MaintenanceView {
+  title: string;
+  description: string | null;
+  startsAt: Date;
+  endsAt: Date;
+  /** The page's names of its monitors, in page order. */
+  monitors: string[];
+}
+
+/** Upcoming maintenance listed: occurrences starting within this long. */
+const MAINTENANCE_WINDOW_MS = 14 * DAY_MS;
+/** At most this many maintenance occurrences per list (a recurring window every minute must not grow a page). */
+const MAX_MAINTENANCES = 50;
+
+export interface MaintenanceFacts {
+  title: string;
+  description: string;
+  /** In progress: its current occurrence. */
+  active: boolean;
+  occStart: Date | null;
+  occEnd: Date | null;
+  times: WindowTimes;
+  monitorIds: readonly string[];
+}
+
+/**
+ * The page's maintenance: the windows in progress (naming a monitor of the page), and the
+ * occurrences starting within MAINTENANCE_WINDOW_MS of `now` (after the current one), by start.
+ */
+function pageMaintenances(
+  windows: readonly MaintenanceFacts[],
+  names: ReadonlyMap<string, string>,
+  now: Date,
+): PageView["maintenances"] {
+  const order = [...names.keys()];
+  const active: MaintenanceView[] = [];
+  const upcoming: MaintenanceView[] = [];
+  const byStart = (a: MaintenanceView, b: MaintenanceView) =>
+    a.startsAt.getTime() - b.startsAt.getTime() || (a.title < b.title ? -1 : a.title > b.title ? 1 : 0);
+  for (const w of windows) {
+    const monitors = order.filter((id) => w.monitorIds.includes(id)).map((id) => names.get(id)!);
+    if (!monitors.length) continue;
+    const view = (start: number, end: number): MaintenanceView => ({
+      title: w.title,
+      description: w.description !== "" ? w.description : null,
+      startsAt: new Date(start),
+      endsAt: new Date(end),
+      monitors,
+    });
+    if (w.active && w.occStart && w.occEnd) active.push(view(w.occStart.getTime(), w.occEnd.getTime()));
+    const from = w.active && w.occEnd ? w.occEnd.getTime() : now.getTime();
+    for (const o of occurrencesBetween(w.times, from, now.getTime() + MAINTENANCE_WINDOW_MS, MAX_MAINTENANCES))
+      upcoming.push(view(o.start, o.end));
+  }
+  return {
+    active: active.sort(byStart).slice(0, MAX_MAINTENANCES),
+    upcoming: upcoming.sort(byStart).slice(0, MAX_MAINTENANCES),
+  };
 }
 
 /**
@@ -182,6 +248,8 @@ export interface MonitorFacts {
   pageName: string | null;
   section: string | null;
   status: MonitorStatus;
+  /** A maintenance window naming it is in progress; absent: not. */
+  inMaintenance?: boolean;
   hadHeartbeat: boolean;
   buckets: Bucket[];
   last24h: WindowFigures;
@@ -193,12 +261,13 @@ export function pageView(
   monitors: readonly MonitorFacts[],
   incidents: readonly IncidentFacts[],
   now: Date,
+  maintenances: readonly MaintenanceFacts[] = [],
 ): PageView {
   const views: MonitorView[] = monitors.map((m) => ({
     name: displayName(m.pageName, m.name),
     section: m.section !== null && m.section !== "" ? m.section : null,
     slug: m.slug,
-    status: m.status,
+    status: m.inMaintenance ? "maintenance" : m.status,
     uptimePercentage24h: uptime24h(m.last24h, m.hadHeartbeat),
     days: m.buckets.map(dayOf),
   }));
@@ -207,9 +276,11 @@ export function pageView(
   return {
     title: page.title,
     description: page.description !== null && page.description !== "" ? page.description : null,
-    status: withManualIncidents(overallStatus(monitors.map((m) => m.status)), listed),
+    // A monitor in maintenance counts neither up nor down (as a paused one).
+    status: withManualIncidents(overallStatus(monitors.filter((m) => !m.inMaintenance).map((m) => m.status)), listed),
     monitors: views,
     incidents: listed,
+    maintenances: pageMaintenances(maintenances, names, now),
   };
 }
 

@@ -60,13 +60,17 @@ export async function buildSnapshot(deps: Pick<Deps, "db" | "clock">, slug: stri
   if (!page?.published) return undefined;
   const now = deps.clock();
   const monitors = await store.pageMonitors(db, page.id);
-  const [history, incidents] = await Promise.all([
+  const [history, incidents, maintenances] = await Promise.all([
     histories(db, monitors, "90d", now),
     store.recentIncidents(
       db,
       monitors.map((m) => m.id),
       incidentsSince(now),
       MAX_INCIDENTS,
+    ),
+    store.pageMaintenances(
+      db,
+      monitors.map((m) => m.id),
     ),
   ]);
   const updates = await store.incidentUpdates(
@@ -90,6 +94,7 @@ export async function buildSnapshot(deps: Pick<Deps, "db" | "clock">, slug: stri
         pageName: m.page_name,
         section: m.page_section,
         status: m.status,
+        inMaintenance: m.in_maintenance,
         hadHeartbeat: m.first_heartbeat_at !== null,
         buckets: h?.buckets ?? [],
         last24h: h?.last24h ?? { observedMs: 0, downtimeMs: 0, incidentCount: 0, uptimePercentage: 100 },
@@ -108,6 +113,7 @@ export async function buildSnapshot(deps: Pick<Deps, "db" | "clock">, slug: stri
           : undefined,
     })),
     now,
+    maintenances,
   );
   const message = statusPageMessage(view);
   const [json, html, feed, badge, ...perMonitor] = await Promise.all([

@@ -1,3 +1,5 @@
+import { timesOf, type MaintenanceRow } from "../uptime/maintenance.js";
+import type { MaintenanceFacts } from "./model.js";
 import type { Queryable } from "../storage/db.js";
 import type { IncidentImpact, IncidentStage } from "../uptime/model.js";
 import type { MonitorRow } from "../uptime/store.js";
@@ -98,4 +100,26 @@ export async function incidentUpdates(q: Queryable, incidentIds: string[]): Prom
     [incidentIds],
   );
   return r.rows;
+}
+
+/** The maintenance windows naming any of the monitors that are in progress or have an occurrence left. */
+export async function pageMaintenances(q: Queryable, monitorIds: string[]): Promise<MaintenanceFacts[]> {
+  if (!monitorIds.length) return [];
+  const r = await q.query<MaintenanceRow & { monitor_ids: string[] }>(
+    `SELECT w.*, array_agg(mm.monitor_id ORDER BY mm.monitor_id) AS monitor_ids
+       FROM maintenances w JOIN maintenance_monitors mm ON mm.maintenance_id = w.id
+      WHERE w.id IN (SELECT maintenance_id FROM maintenance_monitors WHERE monitor_id = ANY($1::text[]))
+        AND w.occ_start IS NOT NULL
+      GROUP BY w.id`,
+    [monitorIds],
+  );
+  return r.rows.map((w) => ({
+    title: w.title,
+    description: w.description,
+    active: w.active,
+    occStart: w.occ_start,
+    occEnd: w.occ_end,
+    times: timesOf(w),
+    monitorIds: w.monitor_ids,
+  }));
 }

@@ -10,9 +10,12 @@ import type { IncidentRow, MonitorRow } from "./store.js";
 
 type NoticeKind = "started" | "recovered";
 
-/** An incident transition, handed to the listeners inside the transaction that made it. */
+/**
+ * An incident transition, or a maintenance window's start or end (maintenance.ts), handed to the
+ * listeners inside the transaction that made it: one path for webhooks (and subscribers) to hook.
+ */
 export interface IncidentNotice {
-  type: "incident.started" | "incident.recovered";
+  type: "incident.started" | "incident.recovered" | "maintenance.started" | "maintenance.completed";
   projectId: string;
   /** Unique per incident and transition: used to deliver at most once. */
   dedupeKey: string;

@@ -3,9 +3,11 @@ import type {
   HistoryBucketSchema,
   IncidentSchema,
   IncidentUpdateSchema,
+  MaintenanceSchema,
   MonitorSchema,
   MonitorStatsSchema,
 } from "../../gen/vigil/v1/uptime_pb.js";
+import { statusOf, timesOf, type MaintenanceRow } from "./maintenance.js";
 import { timeUp } from "./model.js";
 import type { HeartbeatFigures } from "./stats.js";
 import {
@@ -44,6 +46,7 @@ export function toMonitor(r: MonitorRow, now: Date) {
     schedule: scheduleOf(r) ?? undefined,
     maxRuntimeMs: r.max_runtime_ms ?? undefined,
     failureTolerance: r.failure_tolerance,
+    inMaintenance: r.in_maintenance,
   };
 }
 
@@ -148,4 +151,27 @@ export function bucketMessage(b: {
   downtimeMs: number;
 }): MessageInitShape<typeof HistoryBucketSchema> {
   return { ...b, downtimeMs: big(b.downtimeMs) };
+}
+
+/** A maintenance window as its record (`monitorIds`: maintenance_monitors). */
+export function maintenanceMessage(
+  r: MaintenanceRow,
+  monitorIds: string[],
+): MessageInitShape<typeof MaintenanceSchema> {
+  const t = timesOf(r);
+  return {
+    id: r.id,
+    title: r.title,
+    description: r.description,
+    monitorIds,
+    startsAt: iso(r.starts_at),
+    endsAt: iso(r.ends_at),
+    schedule: t.schedule
+      ? { cron: t.schedule.cron, timezone: t.schedule.timezone, durationMs: big(t.schedule.durationMs) }
+      : undefined,
+    status: statusOf(r),
+    nextStartsAt: iso(r.occ_start),
+    nextEndsAt: iso(r.occ_end),
+    createdAt: r.created_at.toISOString(),
+  };
 }

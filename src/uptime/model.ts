@@ -29,6 +29,10 @@ export interface MonitorState {
   failureTolerance?: number;
   /** Failed runs since the last success. */
   consecutiveFailures?: number;
+  /** A maintenance window naming it is in progress: no deadline, heartbeats change nothing (as paused). */
+  inMaintenance?: boolean;
+  /** The end of its last maintenance window: the deadline counts from it, as from a resume. */
+  maintenanceEndedAt?: number | null;
 }
 
 /**
@@ -40,6 +44,7 @@ export interface MonitorState {
  * A scheduled monitor counts from the start of its last successful run (a success without a start:
  * its arrival, lastHeartbeatAt), or from the resume: the first scheduled time after that, plus
  * gracePeriodMs (decisions.md: "Cron jobs and ping keys"); no deadline if the schedule never runs.
+ * In maintenance: none; after it, counted from no earlier than the window's end (maintenanceEndedAt).
  */
 export function deadlineOf(
   m: Pick<
@@ -51,19 +56,18 @@ export function deadlineOf(
     | "resumedAt"
     | "schedule"
     | "lastSuccessStartAt"
+    | "inMaintenance"
+    | "maintenanceEndedAt"
   >,
 ): number | null {
-  if (m.lastHeartbeatAt === null) return null;
+  if (m.lastHeartbeatAt === null || m.inMaintenance) return null;
   const resumed = m.status === "unknown" && m.resumedAt !== null ? m.resumedAt : null;
   if (m.status !== "up" && resumed === null) return null;
-  if (!m.schedule)
-    return (
-      (resumed === null ? m.lastHeartbeatAt : Math.max(m.lastHeartbeatAt, resumed)) +
-      m.expectedIntervalMs +
-      m.gracePeriodMs
-    );
+  // After a maintenance window the deadline counts from its end, as from a resume.
+  const floor = Math.max(resumed ?? -Infinity, m.maintenanceEndedAt ?? -Infinity);
+  if (!m.schedule) return Math.max(m.lastHeartbeatAt, floor) + m.expectedIntervalMs + m.gracePeriodMs;
   const lastRun = m.lastSuccessStartAt ?? m.lastHeartbeatAt;
-  const next = nextRunAfter(m.schedule, resumed === null ? lastRun : Math.max(lastRun, resumed));
+  const next = nextRunAfter(m.schedule, Math.max(lastRun, floor));
   return next === null ? null : next + m.gracePeriodMs;
 }
 
@@ -71,9 +75,16 @@ export function deadlineOf(
  * When a run that is still running times out: the oldest running run's start + maxRuntimeMs, or null
  * (no limit, nothing running, or paused: a paused monitor is not watched).
  */
-function runTimeoutOf(m: Pick<MonitorState, "status" | "maxRuntimeMs" | "runningSince">): number | null {
-  if (m.status === "paused" || m.maxRuntimeMs == null || m.runningSince == null) return null;
+function runTimeoutOf(
+  m: Pick<MonitorState, "status" | "maxRuntimeMs" | "runningSince" | "inMaintenance">,
+): number | null {
+  if (unwatched(m) || m.maxRuntimeMs == null || m.runningSince == null) return null;
   return m.runningSince + m.maxRuntimeMs;
+}
+
+/** Paused or in maintenance: no deadline or timeout applies, a heartbeat or failure changes no status. */
+function unwatched(m: Pick<MonitorState, "status" | "inMaintenance">): boolean {
+  return m.status === "paused" || m.inMaintenance === true;
 }
 
 /**
@@ -135,7 +146,8 @@ export interface HeartbeatOutcome {
 
 /**
  * A heartbeat: an `up` one brings the monitor up (resolving a down period), a `down` one takes it
- * down at once. While paused a heartbeat is recorded and changes no status; no deadline applies.
+ * down at once. While paused or in maintenance a heartbeat is recorded and changes no status; no
+ * deadline applies (an incident already open stays open).
  */
 export function applyHeartbeat(prev: MonitorState, hb: HeartbeatInput): HeartbeatOutcome {
   let openIncidentAt: number | null = null;
@@ -151,7 +163,7 @@ export function applyHeartbeat(prev: MonitorState, hb: HeartbeatInput): Heartbea
     firstHeartbeatAt: m.firstHeartbeatAt ?? hb.at,
   };
   let next: MonitorState;
-  if (m.status === "paused") {
+  if (unwatched(m)) {
     next = base;
     if (hb.status === "up") next.lastSuccessStartAt = hb.startedAt ?? null;
   } else if (hb.status === "up") {
@@ -181,7 +193,7 @@ export function applyHeartbeat(prev: MonitorState, hb: HeartbeatInput): Heartbea
 export function applyFailure(m: MonitorState, at: number): { next: MonitorState; openIncidentAt: number | null } {
   const failures = (m.consecutiveFailures ?? 0) + 1;
   const counted: MonitorState = { ...m, consecutiveFailures: failures };
-  if (m.status === "paused" || failures <= (m.failureTolerance ?? 0)) {
+  if (unwatched(m) || failures <= (m.failureTolerance ?? 0)) {
     counted.deadlineAt = dueAt(counted);
     return { next: counted, openIncidentAt: null };
   }
@@ -242,7 +254,7 @@ export function applyRunTimeouts(
   now: number,
 ): { next: MonitorState; open: OpenRun[]; timeouts: RunTimeout[] } {
   const max = prev.maxRuntimeMs;
-  if (max == null || prev.status === "paused") return { next: prev, open: [...open], timeouts: [] };
+  if (max == null || unwatched(prev)) return { next: prev, open: [...open], timeouts: [] };
   const expired = open.filter((r) => r.startedAt + max <= now).sort((a, b) => a.startedAt - b.startedAt);
   if (!expired.length) return { next: prev, open: [...open], timeouts: [] };
   const left = open.filter((r) => !expired.includes(r));

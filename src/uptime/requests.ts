@@ -340,3 +340,85 @@ export function monitorFields(req: CreateMonitorRequest | UpdateMonitorRequest) 
     tags: req.tags,
   });
 }
+
+// Maintenance windows (decisions.md "Status communication"; docs/uptime.md "Maintenance windows").
+
+const MIN_WINDOW_MS = 1000;
+const MAX_WINDOW_MS = 7 * DAY_MS;
+const windowMonitorIds = z
+  .array(z.string().min(1, "must not be empty").max(200, "at most 200 characters"))
+  .min(1, "at least 1 monitor")
+  .max(MAX_INCIDENT_MONITORS, `at most ${MAX_INCIDENT_MONITORS} monitors`)
+  .refine((ids) => new Set(ids).size === ids.length, "must not repeat a monitor");
+const windowSchedule = z
+  .object({
+    cron: z.string().meta({ description: "five fields: minute hour day-of-month month day-of-week" }),
+    timezone: z.string().default("UTC"),
+    durationMs: z
+      .number()
+      .int("must be a whole number of milliseconds")
+      .min(MIN_WINDOW_MS, `at least ${MIN_WINDOW_MS}`)
+      .max(MAX_WINDOW_MS, `at most ${MAX_WINDOW_MS}`),
+  })
+  .transform((v, ctx): Schedule & { durationMs: number } => {
+    const r = parseSchedule(v);
+    if (r.ok) return { ...r.schedule, durationMs: v.durationMs };
+    ctx.addIssue({ code: "custom", path: [r.refusal.field], message: r.refusal.message });
+    return z.NEVER;
+  });
+
+const WINDOW_TIMES_RULE = "startsAt and endsAt together, or schedule, not both; endsAt after startsAt, at most 7 days";
+const windowTimes = (
+  v: { startsAt?: Date; endsAt?: Date; schedule?: unknown },
+  ctx: z.RefinementCtx,
+  required: boolean,
+) => {
+  const oneOff = v.startsAt !== undefined || v.endsAt !== undefined;
+  if (oneOff && v.schedule !== undefined)
+    ctx.addIssue({ code: "custom", path: ["schedule"], message: "give startsAt and endsAt, or schedule, not both" });
+  else if (oneOff && (v.startsAt === undefined || v.endsAt === undefined))
+    ctx.addIssue({
+      code: "custom",
+      path: [v.startsAt === undefined ? "startsAt" : "endsAt"],
+      message: "startsAt and endsAt go together",
+    });
+  else if (oneOff && v.endsAt!.getTime() <= v.startsAt!.getTime())
+    ctx.addIssue({ code: "custom", path: ["endsAt"], message: "must be after startsAt" });
+  else if (oneOff && v.endsAt!.getTime() - v.startsAt!.getTime() > MAX_WINDOW_MS)
+    ctx.addIssue({ code: "custom", path: ["endsAt"], message: `at most ${MAX_WINDOW_MS} ms after startsAt` });
+  else if (required && !oneOff && v.schedule === undefined)
+    ctx.addIssue({ code: "custom", path: ["startsAt"], message: "give startsAt and endsAt, or schedule" });
+};
+
+export const createMaintenanceSchema = alsoRefused(
+  z
+    .object({
+      title: textSchema({ min: 1, max: 200 }),
+      description: textSchema({ max: 2000 }).default(""),
+      monitorIds: windowMonitorIds,
+      startsAt: timestampSchema.optional(),
+      endsAt: timestampSchema.optional(),
+      schedule: windowSchedule.optional(),
+    })
+    .superRefine((v, ctx) => windowTimes(v, ctx, true)),
+  WINDOW_TIMES_RULE,
+  "a monitor id given twice in monitorIds",
+);
+
+export const updateMaintenanceSchema = alsoRefused(
+  z
+    .object({
+      title: textSchema({ min: 1, max: 200 }).optional(),
+      description: textSchema({ max: 2000 }).optional(),
+      monitorIds: windowMonitorIds.optional(),
+      startsAt: timestampSchema.optional(),
+      endsAt: timestampSchema.optional(),
+      schedule: windowSchedule.optional(),
+    })
+    .superRefine((v, ctx) => windowTimes(v, ctx, false)),
+  WINDOW_TIMES_RULE,
+  "a monitor id given twice in monitorIds",
+);
+
+export type MaintenanceInput = z.output<typeof createMaintenanceSchema>;
+export type MaintenancePatch = z.output<typeof updateMaintenanceSchema>;

@@ -19,6 +19,17 @@ import { listRunsPage, runMessage } from "./runs.js";
 import { nextRuns } from "./schedule.js";
 import type { IncidentDeps, IncidentListener } from "./incidents.js";
 import { createManualIncident, postIncidentUpdate } from "./manual.js";
+import {
+  createMaintenance,
+  deleteMaintenance,
+  listMaintenances,
+  maintenanceById,
+  maintenanceMonitorIds,
+  updateMaintenance,
+  type MaintenanceHooks,
+  type MaintenanceRow,
+} from "./maintenance.js";
+import { MaintenanceTimer } from "./maintenance-timer.js";
 import { UptimeMetrics } from "./metrics.js";
 import { listMonitorsPage, monitorListSchema } from "./monitor-list.js";
 import { createMonitor, deleteMonitor, pauseMonitor, resumeMonitor, updateMonitor } from "./monitors.js";
@@ -28,6 +39,7 @@ import {
   bucketMessage,
   incidentMessage,
   incidentUpdateMessage,
+  maintenanceMessage,
   monitorMessage,
   statsMessage,
   toHeartbeat,
@@ -70,6 +82,7 @@ export function createUptimeFeature(
   );
   const rawRetentionMs = deps.config.uptime.rawRetentionDays * DAY_MS;
   const record = signalsOf(deps, writer);
+  const maintenance = new MaintenanceTimer(deps, (changes) => runner.changed(changes));
 
   return {
     name: "uptime",
@@ -79,14 +92,22 @@ export function createUptimeFeature(
     activities: createUptimeActivities(deps),
     incidents: deps,
     services: [
-      uptimeService(deps, { writer, changed: (c) => runner.changed(c), rawRetentionMs, record }),
+      uptimeService(deps, {
+        writer,
+        changed: (c) => runner.changed(c),
+        rawRetentionMs,
+        record,
+        maintenance: maintenance.hooks,
+      }),
       pingService(deps, record),
     ],
     async start() {
       await runner.start();
+      await maintenance.start();
     },
     async stop() {
       await writer.drain();
+      await maintenance.stop();
       await runner.stop();
     },
   };
@@ -100,6 +121,8 @@ interface UptimeContext {
   changed: (changes: DeadlineChange[]) => void;
   rawRetentionMs: number;
   record: RecordSignal;
+  /** The maintenance timer's hooks (its due times; the monitors' deadlines to the runner). */
+  maintenance: MaintenanceHooks;
 }
 
 /**
@@ -147,6 +170,37 @@ function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBinding {
 
   // Temporal mode: the least interval + grace (TEMPORAL_MIN_DEADLINE_MS); the embedded runner has none.
   const minDeadlineMs = deps.config.temporal?.minDeadlineMs ?? 0;
+
+  /** Maintenance windows as records: their monitor ids read at once. */
+  const maintenanceMessages = async (rows: MaintenanceRow[]) => {
+    const ids = await maintenanceMonitorIds(
+      db,
+      rows.map((r) => r.id),
+    );
+    return rows.map((r) => maintenanceMessage(r, ids.get(r.id) ?? []));
+  };
+  const windowFields = (req: {
+    title?: string;
+    description?: string;
+    monitorIds: string[];
+    startsAt?: string;
+    endsAt?: string;
+    schedule?: { cron: string; timezone?: string; durationMs: bigint };
+  }) =>
+    s.present({
+      title: req.title,
+      description: req.description,
+      monitorIds: req.monitorIds.length ? req.monitorIds : undefined,
+      startsAt: req.startsAt,
+      endsAt: req.endsAt,
+      schedule: req.schedule
+        ? s.present({
+            cron: req.schedule.cron,
+            timezone: req.schedule.timezone,
+            durationMs: Number(req.schedule.durationMs),
+          })
+        : undefined,
+    });
 
   /** A heartbeat or run signal: authorized (access `heartbeat`: ping keys too), then recorded. */
   const signal = async (
@@ -352,9 +406,42 @@ function uptimeService(deps: UptimeDeps, u: UptimeContext): ServiceBinding {
         const m = await monitor(projectId, req.monitorId);
         return { data: { window: q.window, buckets: (await history(db, m, q.window, clock())).map(bucketMessage) } };
       },
+      async createMaintenance(req, ctx) {
+        const { projectId } = await limited(ctx, req.projectId, "writes");
+        const fields = windowFields(req);
+        const input = validate(s.createMaintenanceSchema, { monitorIds: [], ...fields });
+        const row = await unlessProjectGone(
+          () => createMaintenance(deps, u.maintenance, projectId, input),
+          () => scope(ctx, req.projectId),
+        );
+        return { data: (await maintenanceMessages([row]))[0] };
+      },
+      async listMaintenances(req, ctx) {
+        const { projectId } = await scope(ctx, req.projectId);
+        return { data: await maintenanceMessages(await listMaintenances(db, projectId)) };
+      },
+      async getMaintenance(req, ctx) {
+        const { projectId } = await scope(ctx, req.projectId);
+        const row = await maintenanceById(db, projectId, req.maintenanceId);
+        if (!row) throw notFound("maintenance window");
+        return { data: (await maintenanceMessages([row]))[0] };
+      },
+      async updateMaintenance(req, ctx) {
+        const { projectId } = await limited(ctx, req.projectId, "writes");
+        const input = validate(s.updateMaintenanceSchema, windowFields(req));
+        const row = await updateMaintenance(deps, u.maintenance, projectId, req.maintenanceId, input);
+        return { data: (await maintenanceMessages([row]))[0] };
+      },
+      async deleteMaintenance(req, ctx) {
+        const { projectId } = await limited(ctx, req.projectId, "writes");
+        await deleteMaintenance(deps, u.maintenance, projectId, req.maintenanceId);
+        return {};
+      },
     },
     {
       rules: {
+        createMaintenance: s.createMaintenanceSchema,
+        updateMaintenance: s.updateMaintenanceSchema,
         createMonitor: s.createSchema,
         listMonitors: monitorListSchema,
         updateMonitor: s.updateSchema,

@@ -21,8 +21,8 @@ async function spans(
   monitorIds: string[],
   from: Date,
   to: Date,
-): Promise<{ incidents: Map<string, Span[]>; pauses: Map<string, Span[]> }> {
-  const [inc, pau] = await Promise.all([
+): Promise<{ incidents: Map<string, Span[]>; pauses: Map<string, Span[]>; maintenances: Map<string, Span[]> }> {
+  const [inc, pau, mnt] = await Promise.all([
     db.query<SpanRow>(
       `SELECT monitor_id, started_at AS start, ended_at AS "end" FROM incidents
         WHERE monitor_id = ANY($1::text[]) AND started_at <= $3 AND (ended_at IS NULL OR ended_at >= $2)`,
@@ -33,13 +33,18 @@ async function spans(
         WHERE monitor_id = ANY($1::text[]) AND paused_at <= $3 AND (resumed_at IS NULL OR resumed_at >= $2)`,
       [monitorIds, from, to],
     ),
+    db.query<SpanRow>(
+      `SELECT monitor_id, started_at AS start, ended_at AS "end" FROM monitor_maintenances
+        WHERE monitor_id = ANY($1::text[]) AND started_at <= $3 AND (ended_at IS NULL OR ended_at >= $2)`,
+      [monitorIds, from, to],
+    ),
   ]);
   const group = (rows: SpanRow[]) => {
     const m = new Map<string, Span[]>();
     for (const r of rows) m.set(r.monitor_id, [...(m.get(r.monitor_id) ?? []), span(r)]);
     return m;
   };
-  return { incidents: group(inc.rows), pauses: group(pau.rows) };
+  return { incidents: group(inc.rows), pauses: group(pau.rows), maintenances: group(mnt.rows) };
 }
 
 function timelineOf(m: MonitorRow, s: Awaited<ReturnType<typeof spans>>): Timeline {
@@ -48,6 +53,7 @@ function timelineOf(m: MonitorRow, s: Awaited<ReturnType<typeof spans>>): Timeli
     firstHeartbeatAt: m.first_heartbeat_at?.getTime() ?? null,
     incidents: s.incidents.get(m.id) ?? [],
     pauses: s.pauses.get(m.id) ?? [],
+    maintenances: s.maintenances.get(m.id) ?? [],
   };
 }
 

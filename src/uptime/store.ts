@@ -37,6 +37,10 @@ export interface MonitorRow {
   running_since: Date | null;
   /** `alert`: the monitor of an alert (src/alerts/), whose status its evaluations set; heartbeats to it are a 409. */
   owned_by: "alert" | null;
+  /** An active maintenance window names it (migration 9012; maintenance.ts keeps it). */
+  in_maintenance: boolean;
+  /** The end of its last maintenance window (the deadline counts from it). */
+  maintenance_ended_at: Date | null;
 }
 
 /** A stored run (migration 9004). */
@@ -107,6 +111,8 @@ export function stateOf(r: MonitorRow): MonitorState {
     runningSince: ms(r.running_since),
     failureTolerance: r.failure_tolerance,
     consecutiveFailures: r.consecutive_failures,
+    inMaintenance: r.in_maintenance,
+    maintenanceEndedAt: ms(r.maintenance_ended_at),
   };
 }
 

@@ -424,6 +424,28 @@ describe("every operation against the document", () => {
       body: { message: "Fixed", status: "resolved" },
     });
     await ok("ListProjectIncidents", { query: { limit: "10" } });
+    // Maintenance windows (docs/uptime.md "Maintenance windows"): one-off and recurring.
+    const soon = Date.now() + 86_400_000;
+    const win = await ok("CreateMaintenance", {
+      body: {
+        title: "Database upgrade",
+        description: "Postgres 17",
+        monitorIds: [m.body.data.id],
+        startsAt: new Date(soon).toISOString(),
+        endsAt: new Date(soon + 3_600_000).toISOString(),
+      },
+    });
+    await ok("CreateMaintenance", {
+      body: {
+        title: "Nightly backup",
+        monitorIds: [m.body.data.id],
+        schedule: { cron: "0 3 * * *", timezone: "Europe/Berlin", durationMs: 1_800_000 },
+      },
+    });
+    await ok("ListMaintenances");
+    await ok("GetMaintenance", { params: { maintenanceId: win.data.id } });
+    await ok("UpdateMaintenance", { params: { maintenanceId: win.data.id }, body: { title: "Database upgrade (17)" } });
+    await ok("DeleteMaintenance", { params: { maintenanceId: win.data.id } });
     const page = await ok("CreatePage", {
       body: {
         slug: `docs-${Date.now()}`,

@@ -153,7 +153,8 @@ describe("GET /v1/status/:slug", () => {
     assert.match(r.headers.get("content-type") ?? "", /^application\/json/);
     assert.deepEqual(keysOf(r.body), ["data"]);
     const d = r.body.data;
-    assert.deepEqual(keysOf(d), ["description", "incidents", "monitors", "status", "title"]);
+    assert.deepEqual(keysOf(d), ["description", "incidents", "maintenances", "monitors", "status", "title"]);
+    assert.deepEqual(d.maintenances, { active: [], upcoming: [] }, "no maintenance window (docs/uptime.md)");
     assert.equal(d.title, "Acme");
     assert.equal(d.description, "Acme's services");
     assert.equal(d.status, "degraded", "one up, one down");

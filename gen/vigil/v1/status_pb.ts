@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file vigil/v1/status.proto.
  */
 export const file_vigil_v1_status: GenFile = /*@__PURE__*/
-  fileDesc("ChV2aWdpbC92MS9zdGF0dXMucHJvdG8SCHZpZ2lsLnYxIiQKFEdldFN0YXR1c1BhZ2VSZXF1ZXN0EgwKBHNsdWcYASABKAkidAoJU3RhdHVzRGF5EgwKBGRhdGUYASABKAkSDgoGc3RhdHVzGAIgASgJEh4KEXVwdGltZV9wZXJjZW50YWdlGAMgASgBSACIAQESEwoLZG93bnRpbWVfbXMYBCABKANCFAoSX3VwdGltZV9wZXJjZW50YWdlIrABCg1TdGF0dXNNb25pdG9yEgwKBG5hbWUYASABKAkSFAoHc2VjdGlvbhgCIAEoCUgAiAEBEg4KBnN0YXR1cxgDIAEoCRIiChV1cHRpbWVfcGVyY2VudGFnZV8yNGgYBCABKAFIAYgBARIhCgRkYXlzGAUgAygLMhMudmlnaWwudjEuU3RhdHVzRGF5QgoKCF9zZWN0aW9uQhgKFl91cHRpbWVfcGVyY2VudGFnZV8yNGgiUwoUU3RhdHVzSW5jaWRlbnRVcGRhdGUSCgoCYXQYASABKAkSDwoHbWVzc2FnZRgCIAEoCRITCgZzdGF0dXMYAyABKAlIAIgBAUIJCgdfc3RhdHVzIuABCg5TdGF0dXNJbmNpZGVudBINCgV0aXRsZRgBIAEoCRIYCgtkZXNjcmlwdGlvbhgCIAEoCUgAiAEBEg4KBnN0YXR1cxgDIAEoCRISCgpzdGFydGVkX2F0GAQgASgJEhUKCGVuZGVkX2F0GAUgASgJSAGIAQESLwoHdXBkYXRlcxgGIAMoCzIeLnZpZ2lsLnYxLlN0YXR1c0luY2lkZW50VXBkYXRlEgwKBGtpbmQYByABKAkSDgoGaW1wYWN0GAggASgJQg4KDF9kZXNjcmlwdGlvbkILCglfZW5kZWRfYXQirQEKClN0YXR1c1BhZ2USDQoFdGl0bGUYASABKAkSGAoLZGVzY3JpcHRpb24YAiABKAlIAIgBARIOCgZzdGF0dXMYAyABKAkSKQoIbW9uaXRvcnMYBCADKAsyFy52aWdpbC52MS5TdGF0dXNNb25pdG9yEisKCWluY2lkZW50cxgFIAMoCzIYLnZpZ2lsLnYxLlN0YXR1c0luY2lkZW50Qg4KDF9kZXNjcmlwdGlvbiI7ChVHZXRTdGF0dXNQYWdlUmVzcG9uc2USIgoEZGF0YRgBIAEoCzIULnZpZ2lsLnYxLlN0YXR1c1BhZ2UygAEKDVN0YXR1c1NlcnZpY2USbwoNR2V0U3RhdHVzUGFnZRIeLnZpZ2lsLnYxLkdldFN0YXR1c1BhZ2VSZXF1ZXN0Gh8udmlnaWwudjEuR2V0U3RhdHVzUGFnZVJlc3BvbnNlIh3Q8xgBgtPkkwITEhEvdjEvc3RhdHVzL3tzbHVnfWIGcHJvdG8z", [file_google_api_annotations, file_vigil_v1_options]);
+  fileDesc("ChV2aWdpbC92MS9zdGF0dXMucHJvdG8SCHZpZ2lsLnYxIiQKFEdldFN0YXR1c1BhZ2VSZXF1ZXN0EgwKBHNsdWcYASABKAkidAoJU3RhdHVzRGF5EgwKBGRhdGUYASABKAkSDgoGc3RhdHVzGAIgASgJEh4KEXVwdGltZV9wZXJjZW50YWdlGAMgASgBSACIAQESEwoLZG93bnRpbWVfbXMYBCABKANCFAoSX3VwdGltZV9wZXJjZW50YWdlIrABCg1TdGF0dXNNb25pdG9yEgwKBG5hbWUYASABKAkSFAoHc2VjdGlvbhgCIAEoCUgAiAEBEg4KBnN0YXR1cxgDIAEoCRIiChV1cHRpbWVfcGVyY2VudGFnZV8yNGgYBCABKAFIAYgBARIhCgRkYXlzGAUgAygLMhMudmlnaWwudjEuU3RhdHVzRGF5QgoKCF9zZWN0aW9uQhgKFl91cHRpbWVfcGVyY2VudGFnZV8yNGgiUwoUU3RhdHVzSW5jaWRlbnRVcGRhdGUSCgoCYXQYASABKAkSDwoHbWVzc2FnZRgCIAEoCRITCgZzdGF0dXMYAyABKAlIAIgBAUIJCgdfc3RhdHVzIuABCg5TdGF0dXNJbmNpZGVudBINCgV0aXRsZRgBIAEoCRIYCgtkZXNjcmlwdGlvbhgCIAEoCUgAiAEBEg4KBnN0YXR1cxgDIAEoCRISCgpzdGFydGVkX2F0GAQgASgJEhUKCGVuZGVkX2F0GAUgASgJSAGIAQESLwoHdXBkYXRlcxgGIAMoCzIeLnZpZ2lsLnYxLlN0YXR1c0luY2lkZW50VXBkYXRlEgwKBGtpbmQYByABKAkSDgoGaW1wYWN0GAggASgJQg4KDF9kZXNjcmlwdGlvbkILCglfZW5kZWRfYXQi4QEKClN0YXR1c1BhZ2USDQoFdGl0bGUYASABKAkSGAoLZGVzY3JpcHRpb24YAiABKAlIAIgBARIOCgZzdGF0dXMYAyABKAkSKQoIbW9uaXRvcnMYBCADKAsyFy52aWdpbC52MS5TdGF0dXNNb25pdG9yEisKCWluY2lkZW50cxgFIAMoCzIYLnZpZ2lsLnYxLlN0YXR1c0luY2lkZW50EjIKDG1haW50ZW5hbmNlcxgGIAEoCzIcLnZpZ2lsLnYxLlN0YXR1c01haW50ZW5hbmNlc0IOCgxfZGVzY3JpcHRpb24icAoSU3RhdHVzTWFpbnRlbmFuY2VzEisKBmFjdGl2ZRgBIAMoCzIbLnZpZ2lsLnYxLlN0YXR1c01haW50ZW5hbmNlEi0KCHVwY29taW5nGAIgAygLMhsudmlnaWwudjEuU3RhdHVzTWFpbnRlbmFuY2UiggEKEVN0YXR1c01haW50ZW5hbmNlEg0KBXRpdGxlGAEgASgJEhgKC2Rlc2NyaXB0aW9uGAIgASgJSACIAQESEQoJc3RhcnRzX2F0GAMgASgJEg8KB2VuZHNfYXQYBCABKAkSEAoIbW9uaXRvcnMYBSADKAlCDgoMX2Rlc2NyaXB0aW9uIjsKFUdldFN0YXR1c1BhZ2VSZXNwb25zZRIiCgRkYXRhGAEgASgLMhQudmlnaWwudjEuU3RhdHVzUGFnZTKAAQoNU3RhdHVzU2VydmljZRJvCg1HZXRTdGF0dXNQYWdlEh4udmlnaWwudjEuR2V0U3RhdHVzUGFnZVJlcXVlc3QaHy52aWdpbC52MS5HZXRTdGF0dXNQYWdlUmVzcG9uc2UiHdDzGAGC0+STAhMSES92MS9zdGF0dXMve3NsdWd9YgZwcm90bzM", [file_google_api_annotations, file_vigil_v1_options]);
 
 /**
  * @generated from message vigil.v1.GetStatusPageRequest
@@ -44,7 +44,7 @@ export type StatusDay = Message<"vigil.v1.StatusDay"> & {
 
   /**
    * up, down (had downtime), unknown (before the monitor existed or before
-   * its first heartbeat) or paused.
+   * its first heartbeat), maintenance (a maintenance window covered all of it) or paused.
    *
    * @generated from field: string status = 2;
    */
@@ -85,7 +85,8 @@ export type StatusMonitor = Message<"vigil.v1.StatusMonitor"> & {
   section?: string | undefined;
 
   /**
-   * The monitor's own status: up, down, unknown or paused.
+   * The monitor's own status: up, down, unknown or paused; maintenance while a
+   * maintenance window naming it is in progress.
    *
    * @generated from field: string status = 3;
    */
@@ -234,6 +235,13 @@ export type StatusPage = Message<"vigil.v1.StatusPage"> & {
    * @generated from field: repeated vigil.v1.StatusIncident incidents = 5;
    */
   incidents: StatusIncident[];
+
+  /**
+   * Maintenance windows naming a monitor of the page.
+   *
+   * @generated from field: vigil.v1.StatusMaintenances maintenances = 6;
+   */
+  maintenances?: StatusMaintenances | undefined;
 };
 
 /**
@@ -242,6 +250,71 @@ export type StatusPage = Message<"vigil.v1.StatusPage"> & {
  */
 export const StatusPageSchema: GenMessage<StatusPage> = /*@__PURE__*/
   messageDesc(file_vigil_v1_status, 5);
+
+/**
+ * @generated from message vigil.v1.StatusMaintenances
+ */
+export type StatusMaintenances = Message<"vigil.v1.StatusMaintenances"> & {
+  /**
+   * In progress now, by start.
+   *
+   * @generated from field: repeated vigil.v1.StatusMaintenance active = 1;
+   */
+  active: StatusMaintenance[];
+
+  /**
+   * Occurrences starting in the next 14 days, by start.
+   *
+   * @generated from field: repeated vigil.v1.StatusMaintenance upcoming = 2;
+   */
+  upcoming: StatusMaintenance[];
+};
+
+/**
+ * Describes the message vigil.v1.StatusMaintenances.
+ * Use `create(StatusMaintenancesSchema)` to create a new message.
+ */
+export const StatusMaintenancesSchema: GenMessage<StatusMaintenances> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_status, 6);
+
+/**
+ * @generated from message vigil.v1.StatusMaintenance
+ */
+export type StatusMaintenance = Message<"vigil.v1.StatusMaintenance"> & {
+  /**
+   * @generated from field: string title = 1;
+   */
+  title: string;
+
+  /**
+   * @generated from field: optional string description = 2;
+   */
+  description?: string | undefined;
+
+  /**
+   * @generated from field: string starts_at = 3;
+   */
+  startsAt: string;
+
+  /**
+   * @generated from field: string ends_at = 4;
+   */
+  endsAt: string;
+
+  /**
+   * The page's names of the monitors it covers.
+   *
+   * @generated from field: repeated string monitors = 5;
+   */
+  monitors: string[];
+};
+
+/**
+ * Describes the message vigil.v1.StatusMaintenance.
+ * Use `create(StatusMaintenanceSchema)` to create a new message.
+ */
+export const StatusMaintenanceSchema: GenMessage<StatusMaintenance> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_status, 7);
 
 /**
  * @generated from message vigil.v1.GetStatusPageResponse
@@ -258,7 +331,7 @@ export type GetStatusPageResponse = Message<"vigil.v1.GetStatusPageResponse"> & 
  * Use `create(GetStatusPageResponseSchema)` to create a new message.
  */
 export const GetStatusPageResponseSchema: GenMessage<GetStatusPageResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_status, 6);
+  messageDesc(file_vigil_v1_status, 8);
 
 /**
  * Public status pages: no credentials. An unknown or unpublished slug is

@@ -1,0 +1,370 @@
+import assert from "node:assert/strict";
+import { after, describe, it } from "node:test";
+import { startTestApp, type TestApp } from "../helpers/app.js";
+import { GENEROUS_LIMITS } from "../helpers/app.js";
+import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
+import { useProject } from "../helpers/use.js";
+import { historyBuckets } from "../../src/uptime/figures.js";
+import { occurrenceAt, occurrencesBetween } from "../../src/uptime/maintenance.js";
+import { deadlineOf } from "../../src/uptime/model.js";
+import type { IncidentNotice } from "../../src/uptime/incidents.js";
+import { recordNotices, waitFor } from "./util.js";
+
+// Maintenance windows (decisions.md "Status communication"; docs/uptime.md "Maintenance windows"):
+// CRUD and validation; a one-off window starting and ending on its own (hundreds of ms) with its
+// monitors in maintenance (no deadline, a down heartbeat opens nothing), the deadline counted from
+// the end, maintenance.started/completed once each with two nodes on one database, and the public
+// page (JSON, HTML, badge, feed) during it; the recurring occurrences and the history buckets as pure
+// functions. One app for the file, plus a second node on its database for the two-node case.
+
+const HOUR = 3_600_000;
+const GRACE = 1000;
+const CAP = 50;
+/** Bound of a wait (no speed is asserted): generous, for a loaded machine running Temporal. */
+const WAIT_MS = 30_000;
+
+let second: TestApp | undefined;
+let seenA: IncidentNotice[] = [];
+let seenB: IncidentNotice[] = [];
+const { t, p } = useProject(
+  { ...GENEROUS_LIMITS, STATUS_PAGE_REFRESH_MS: "50", MAX_MAINTENANCES_PER_PROJECT: String(CAP) },
+  {},
+  async () => {
+    second = await startTestApp({ ...GENEROUS_LIMITS }, { databaseUrl: t.databaseUrl });
+    seenA = recordNotices(t);
+    seenB = recordNotices(second);
+  },
+);
+after(() => second?.close());
+
+const windows = (f: ProjectFixture = p) => `/v1/projects/${f.projectId}/maintenances`;
+
+async function monitor(f: ProjectFixture, slug: string): Promise<string> {
+  const r = await t.rest.post(
+    `/v1/projects/${f.projectId}/heartbeats/${slug}`,
+    { expectedIntervalMs: HOUR, gracePeriodMs: GRACE },
+    { key: f.key },
+  );
+  assert.equal(r.status, 200, r.text);
+  return r.body.data.monitor.id;
+}
+
+const getMonitor = async (id: string) =>
+  (await t.rest.get(`/v1/projects/${p.projectId}/monitors/${id}`, { key: p.key })).body.data;
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+describe("maintenance windows", { concurrency: true }, () => {
+  it("CRUD: create, list, get, patch, delete; records carry status and the next occurrence", async () => {
+    const m = await monitor(p, "crud-1");
+    const start = Date.now() + 10 * HOUR;
+    const cr = await t.rest.post(
+      windows(),
+      {
+        title: "DB upgrade",
+        description: "Postgres 17",
+        monitorIds: [m],
+        startsAt: iso(start),
+        endsAt: iso(start + HOUR),
+      },
+      { key: p.key },
+    );
+    assert.equal(cr.status, 201, cr.text);
+    const w = cr.body.data;
+    assert.match(w.id, /^mnt_/);
+    assert.equal(w.status, "scheduled");
+    assert.equal(w.nextStartsAt, iso(start));
+    assert.equal(w.nextEndsAt, iso(start + HOUR));
+    assert.deepEqual(w.monitorIds, [m]);
+    assert.equal(w.schedule, null);
+    assert.equal((await t.rest.get(`${windows()}/${w.id}`, { key: p.key })).body.data.title, "DB upgrade");
+    const list = await t.rest.get(windows(), { key: p.key });
+    assert.ok(list.body.data.some((x: { id: string }) => x.id === w.id));
+    const patched = await t.rest.patch(`${windows()}/${w.id}`, { title: "DB upgrade (v17)" }, { key: p.key });
+    assert.equal(patched.status, 200, patched.text);
+    assert.equal(patched.body.data.title, "DB upgrade (v17)");
+    assert.equal(patched.body.data.nextStartsAt, iso(start));
+    const rec = await t.rest.post(
+      windows(),
+      {
+        title: "Nightly",
+        monitorIds: [m],
+        schedule: { cron: "0 3 * * *", timezone: "Europe/Berlin", durationMs: HOUR },
+      },
+      { key: p.key },
+    );
+    assert.equal(rec.status, 201, rec.text);
+    assert.deepEqual(rec.body.data.schedule, { cron: "0 3 * * *", timezone: "Europe/Berlin", durationMs: HOUR });
+    assert.equal(rec.body.data.status, "scheduled");
+    assert.ok(Date.parse(rec.body.data.nextStartsAt) > Date.now());
+    const del = await t.rest.del(`${windows()}/${w.id}`, { key: p.key });
+    assert.equal(del.status, 204, del.text);
+    assert.equal((await t.rest.get(`${windows()}/${w.id}`, { key: p.key })).status, 404);
+  });
+
+  it("validation: times, monitors, another tenant's monitor, the cron; a clear 4xx each", async () => {
+    const m = await monitor(p, "valid-1");
+    const other = await project(t.rest);
+    const theirs = await monitor(other, "theirs");
+    const s = Date.now() + HOUR;
+    const cases: [Record<string, unknown>, number, string][] = [
+      [{ title: "x", monitorIds: [m] }, 400, "startsAt"],
+      [{ title: "x", monitorIds: [m], startsAt: iso(s) }, 400, "endsAt"],
+      [{ title: "x", monitorIds: [m], startsAt: iso(s), endsAt: iso(s - 1) }, 400, "endsAt"],
+      [
+        {
+          title: "x",
+          monitorIds: [m],
+          startsAt: iso(s),
+          endsAt: iso(s + 1),
+          schedule: { cron: "* * * * *", durationMs: 1000 },
+        },
+        400,
+        "schedule",
+      ],
+      [{ title: "x", monitorIds: [m], schedule: { cron: "61 * * * *", durationMs: 60_000 } }, 400, "schedule.cron"],
+      [{ title: "x", monitorIds: [], startsAt: iso(s), endsAt: iso(s + 1) }, 400, "monitorIds"],
+      [{ title: "", monitorIds: [m], startsAt: iso(s), endsAt: iso(s + 1) }, 400, "title"],
+      [{ title: "x", monitorIds: [m, theirs], startsAt: iso(s), endsAt: iso(s + 1) }, 404, "monitorIds[1]"],
+    ];
+    for (const [body, status, field] of cases) {
+      const r = await t.rest.post(windows(), body, { key: p.key });
+      assert.equal(r.status, status, `${JSON.stringify(body)}: ${r.text}`);
+      const e = errorBody(r);
+      assert.ok(
+        ((e.details ?? []) as { field: string }[]).some((d: { field: string }) => d.field === field),
+        `${JSON.stringify(body)} names ${field}: ${r.text}`,
+      );
+    }
+    // Another tenant's window is not found.
+    const mine = await t.rest.post(
+      windows(),
+      { title: "x", monitorIds: [m], startsAt: iso(s), endsAt: iso(s + 1000) },
+      { key: p.key },
+    );
+    assert.equal(mine.status, 201, mine.text);
+    assert.equal((await t.rest.get(`${windows(other)}/${mine.body.data.id}`, { key: other.key })).status, 404);
+    assert.equal((await t.rest.del(`${windows(other)}/${mine.body.data.id}`, { key: other.key })).status, 404);
+  });
+
+  it("the per-project cap: one more window is a 409", async () => {
+    const f = await project(t.rest);
+    const m = await monitor(f, "cap-1");
+    const s = Date.now() + HOUR;
+    for (let i = 0; i < CAP; i++) {
+      const r = await t.rest.post(
+        windows(f),
+        { title: `w${i}`, monitorIds: [m], startsAt: iso(s), endsAt: iso(s + 1000) },
+        { key: f.key },
+      );
+      assert.equal(r.status, 201, r.text);
+    }
+    const over = await t.rest.post(
+      windows(f),
+      { title: "one more", monitorIds: [m], startsAt: iso(s), endsAt: iso(s + 1000) },
+      { key: f.key },
+    );
+    assert.equal(over.status, 409, over.text);
+    assert.equal(errorBody(over).code, "conflict");
+  });
+
+  it("a one-off window starts and ends on its own, once each on two nodes; the deadline counts from its end", async () => {
+    const a = await monitor(p, "win-a");
+    const start = Date.now() + 1000;
+    const end = start + 1000;
+    const cr = await t.rest.post(
+      windows(),
+      {
+        title: "Failover drill",
+        description: "Switching regions",
+        monitorIds: [a],
+        startsAt: iso(start),
+        endsAt: iso(end),
+      },
+      { key: p.key },
+    );
+    assert.equal(cr.status, 201, cr.text);
+    assert.equal(cr.body.data.status, "scheduled");
+    const id = cr.body.data.id;
+    const mine = (n: IncidentNotice) => JSON.stringify(n.payload).includes(id);
+    const seen = (type: string) => async () => [...seenA, ...seenB].some((n) => mine(n) && n.type === type);
+    await waitFor(seen("maintenance.started"), WAIT_MS, "started");
+    await waitFor(seen("maintenance.completed"), WAIT_MS, "completed");
+    // Once each, whichever node applied it.
+    const notices = [...seenA, ...seenB].filter(mine);
+    assert.deepEqual(notices.map((n) => n.type).sort(), ["maintenance.completed", "maintenance.started"]);
+    const started = notices.find((n) => n.type === "maintenance.started")!;
+    assert.equal(started.at.toISOString(), iso(start));
+    assert.deepEqual(started.payload.monitors, [{ id: a, name: "win-a", slug: "win-a" }]);
+    // Out of maintenance, the deadline counted from the window's end; nothing opened.
+    const m = await getMonitor(a);
+    assert.equal(m.inMaintenance, false);
+    assert.equal(m.status, "up");
+    assert.equal(m.deadlineAt, iso(end + HOUR + GRACE));
+    assert.equal((await t.rest.get(`${windows()}/${id}`, { key: p.key })).body.data.status, "completed");
+    const periods = await t.app.deps.db.query(
+      "SELECT started_at, ended_at FROM monitor_maintenances WHERE maintenance_id = $1",
+      [id],
+    );
+    assert.equal(periods.rowCount, 1);
+    assert.equal(periods.rows[0].started_at.toISOString(), iso(start));
+    assert.equal(periods.rows[0].ended_at.toISOString(), iso(end));
+  });
+
+  it("in a window: no deadline, a down heartbeat opens nothing, the page shows it, a paused monitor stays paused; deleting it ends it", async () => {
+    const a = await monitor(p, "in-a");
+    const b = await monitor(p, "in-b");
+    const paused = await monitor(p, "in-paused");
+    const pr = await t.rest.post(`/v1/projects/${p.projectId}/monitors/${paused}/pause`, {}, { key: p.key });
+    assert.equal(pr.status, 200, pr.text);
+    const pg = await t.rest.post(
+      `/v1/projects/${p.projectId}/pages`,
+      {
+        slug: "maint-page",
+        title: "Maint",
+        published: true,
+        monitors: [{ monitorId: a, name: "API" }, { monitorId: b }],
+      },
+      { cookie: p.owner.cookie },
+    );
+    assert.equal(pg.status, 201, pg.text);
+    const now = Date.now();
+    const later = now + 2 * HOUR;
+    const up = await t.rest.post(
+      windows(),
+      { title: "Next week", monitorIds: [b], startsAt: iso(later), endsAt: iso(later + HOUR) },
+      { key: p.key },
+    );
+    assert.equal(up.status, 201, up.text);
+    const cr = await t.rest.post(
+      windows(),
+      {
+        title: "Failover",
+        description: "Switching regions",
+        monitorIds: [a, paused],
+        startsAt: iso(now - 1000),
+        endsAt: iso(now + HOUR),
+      },
+      { key: p.key },
+    );
+    assert.equal(cr.status, 201, cr.text);
+    assert.equal(cr.body.data.status, "in_progress", "a window already begun starts at its creation");
+    const during = await getMonitor(a);
+    assert.equal(during.inMaintenance, true);
+    assert.equal(during.deadlineAt, null);
+    assert.equal(during.status, "up");
+    assert.equal((await getMonitor(b)).inMaintenance, false, "a monitor the window does not name");
+    assert.equal((await getMonitor(paused)).status, "paused");
+    // A down heartbeat is recorded and changes nothing.
+    const down = await t.rest.post(`/v1/projects/${p.projectId}/heartbeats/in-a`, { status: "down" }, { key: p.key });
+    assert.equal(down.status, 200, down.text);
+    assert.equal(down.body.data.monitor.status, "up");
+    assert.equal(down.body.data.monitor.inMaintenance, true);
+    assert.equal(down.body.data.statusChanged, false);
+    assert.equal(down.body.data.monitor.deadlineAt, null);
+    const hbs = await t.rest.get(`/v1/projects/${p.projectId}/monitors/${a}/heartbeats`, { key: p.key });
+    assert.ok(
+      hbs.body.data.some((h: { status: string }) => h.status === "down"),
+      "the heartbeat is recorded",
+    );
+    const incs = await t.rest.get(`/v1/projects/${p.projectId}/monitors/${a}/incidents`, { key: p.key });
+    assert.deepEqual(incs.body.data, [], "no incident opened");
+
+    // The page agrees: JSON, HTML, badge and feed.
+    const page = await waitFor(
+      async () => {
+        const r = await t.rest.get("/v1/status/maint-page");
+        return r.body.data.maintenances.active.length ? r.body.data : undefined;
+      },
+      WAIT_MS,
+      "page with the active window",
+    );
+    assert.equal(page.monitors[0].status, "maintenance");
+    assert.equal(page.monitors[1].status, "up");
+    assert.equal(page.status, "operational", "a monitor in maintenance counts neither up nor down");
+    assert.deepEqual(page.maintenances.active, [
+      {
+        title: "Failover",
+        description: "Switching regions",
+        startsAt: iso(now - 1000),
+        endsAt: iso(now + HOUR),
+        monitors: ["API"],
+      },
+    ]);
+    assert.deepEqual(page.maintenances.upcoming, [
+      { title: "Next week", description: null, startsAt: iso(later), endsAt: iso(later + HOUR), monitors: ["in-b"] },
+    ]);
+    const [html, badge, feed] = await Promise.all([
+      t.rest.get("/status/maint-page"),
+      t.rest.get("/status/maint-page/badge.svg?monitor=in-a"),
+      t.rest.get("/status/maint-page/feed.atom"),
+    ]);
+    assert.match(html.text, /<h2 id="maintenance">Maintenance<\/h2>/);
+    assert.match(html.text, /<h3 id="maintenance-active">In progress<\/h3>\n<article>\n<h3>Failover<\/h3>/);
+    assert.match(html.text, /<h3 id="maintenance-upcoming">Upcoming<\/h3>\n<article>\n<h3>Next week<\/h3>/);
+    assert.match(html.text, /Under maintenance/);
+    assert.ok(!html.text.includes("<script"), "no JavaScript");
+    assert.match(badge.text, /API: maintenance/);
+    assert.match(feed.text, /\[Maintenance, in progress\] Failover/);
+    assert.match(feed.text, /\[Maintenance\] Next week/);
+
+    // Deleted while in progress: it ends now; the deadline counts from now; the paused one stays paused.
+    const del = await t.rest.del(`${windows()}/${cr.body.data.id}`, { key: p.key });
+    assert.equal(del.status, 204, del.text);
+    const after = await getMonitor(a);
+    assert.equal(after.inMaintenance, false);
+    assert.ok(Date.parse(after.deadlineAt) >= now + HOUR, "counted from the end (now)");
+    const p2 = await getMonitor(paused);
+    assert.equal(p2.status, "paused");
+    assert.equal(p2.deadlineAt, null);
+  });
+
+  it("recurring occurrences follow the cron rules (DST included); history buckets show maintenance", () => {
+    const sched = { cron: "30 2 * * *", timezone: "Europe/Berlin", durationMs: HOUR };
+    const w = { startsAt: null, endsAt: null, schedule: sched };
+    // 2026-03-29: 02:30 Berlin does not exist (clocks jump 02:00 -> 03:00): it runs at 03:00 CEST = 01:00Z.
+    const o = occurrenceAt(w, Date.parse("2026-03-28T12:00:00Z"));
+    assert.deepEqual(o, { start: Date.parse("2026-03-29T01:00:00Z"), end: Date.parse("2026-03-29T02:00:00Z") });
+    // In progress at a time inside it.
+    assert.deepEqual(occurrenceAt(w, Date.parse("2026-03-29T01:30:00Z")), o);
+    // 2026-10-25: 02:30 happens twice; the window runs once, at the first (00:30Z).
+    const list = occurrencesBetween(w, Date.parse("2026-10-24T12:00:00Z"), Date.parse("2026-10-27T00:00:00Z"), 10);
+    assert.deepEqual(
+      list.map((x) => iso(x.start)),
+      ["2026-10-25T00:30:00.000Z", "2026-10-26T01:30:00.000Z"],
+    );
+    // One-off: none once ended.
+    const one = { startsAt: 1000, endsAt: 2000, schedule: null };
+    assert.deepEqual(occurrenceAt(one, 1500), { start: 1000, end: 2000 });
+    assert.equal(occurrenceAt(one, 2000), null);
+    // In maintenance: no deadline; after it, the deadline counts from its end.
+    const m = {
+      status: "up" as const,
+      expectedIntervalMs: 100,
+      gracePeriodMs: 10,
+      lastHeartbeatAt: 0,
+      resumedAt: null,
+    };
+    assert.equal(deadlineOf({ ...m, inMaintenance: true }), null);
+    assert.equal(deadlineOf({ ...m, maintenanceEndedAt: 5000 }), 5110);
+    // History: a bucket wholly covered is `maintenance` (no uptime figure), an incident inside it is no downtime.
+    const H = 3600_000;
+    const tl = {
+      createdAt: 0,
+      firstHeartbeatAt: 0,
+      incidents: [{ start: 2 * H, end: 3 * H }],
+      pauses: [],
+      maintenances: [{ start: H, end: 3 * H }],
+    };
+    const b = historyBuckets(tl, H, 4, 4 * H - 1);
+    assert.deepEqual(
+      b.map((x) => [x.status, x.uptimePercentage, x.downtimeMs]),
+      [
+        ["up", 100, 0],
+        ["maintenance", null, 0],
+        ["maintenance", null, 0],
+        ["up", 100, 0],
+      ],
+    );
+  });
+});
