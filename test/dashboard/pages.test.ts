@@ -180,7 +180,7 @@ describe("dashboard: status pages", () => {
     await form.getByRole("button", { name: "Post incident" }).click();
 
     const open = incidents.getByRole("form", { name: "Update Payments are failing" });
-    await open.getByText("investigating").waitFor();
+    await open.locator("h4").getByText("investigating").waitFor();
     const pub = await waitFor(async () => {
       const r = await t.rest.get(`/v1/status/${slug}`);
       return r.body?.data?.incidents?.find((i: { title: string }) => i.title === "Payments are failing")
@@ -191,7 +191,7 @@ describe("dashboard: status pages", () => {
     await open.getByLabel("New status").selectOption("identified");
     await open.getByLabel("Update").fill("A bad deploy; rolling back.");
     await open.getByRole("button", { name: "Post update" }).click();
-    await open.getByText("identified", { exact: true }).first().waitFor();
+    await open.locator("h4").getByText("identified").waitFor();
     // The public page during the incident (docs/pages.md).
     const tab = await context.newPage();
     await waitFor(async () => {
