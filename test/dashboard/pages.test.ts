@@ -204,11 +204,14 @@ describe("dashboard: status pages", () => {
     await tab.close();
 
     const subs = card.getByRole("region", { name: "Subscribers of Shop status" });
-    await subs.getByRole("cell", { name: "ann@example.com" }).waitFor();
-    await subs.getByRole("cell", { name: "ben@example.com" }).waitFor();
+    await subs.getByRole("cell", { name: "ann@example.com", exact: true }).waitFor();
+    await subs.getByRole("cell", { name: "ben@example.com", exact: true }).waitFor();
     await subs.getByRole("button", { name: "Remove ann@example.com" }).click();
     await subs.getByRole("button", { name: "Yes, remove" }).click();
-    await waitFor(async () => (await subs.getByRole("cell", { name: "ann@example.com" }).count()) === 0, "ann removed");
+    await waitFor(
+      async () => (await subs.getByRole("cell", { name: "ann@example.com", exact: true }).count()) === 0,
+      "ann removed",
+    );
     const rows = await t.app.deps.db.query("SELECT email FROM page_subscribers WHERE page_id = $1", [
       made.body.data.id,
     ]);
