@@ -98,6 +98,12 @@ export const envSchema = z.object({
   RATE_LIMIT_STATUS_READS_PER_MINUTE: intFrom(600, 1),
   // Public status pages (src/status/; docs/pages.md): a page is computed at most once per this many ms per node.
   STATUS_PAGE_REFRESH_MS: intFrom(5_000, 50),
+  // Status page subscribers (src/subscribers/; docs/pages.md "Subscribers"): subscription requests
+  // per client address per minute and per target address per hour, and confirmed or pending
+  // subscribers per page (409 beyond, answered as the 202 to the public).
+  RATE_LIMIT_SUBSCRIBES_PER_MINUTE: intFrom(10, 1),
+  RATE_LIMIT_SUBSCRIBES_PER_EMAIL_PER_HOUR: intFrom(3, 1),
+  MAX_SUBSCRIBERS_PER_PAGE: intFrom(10_000, 1),
   LOGIN_MAX_FAILURES_PER_ACCOUNT: intFrom(10, 1),
   LOGIN_MAX_FAILURES_PER_ADDRESS: intFrom(50, 1),
   LOGIN_WINDOW_SECONDS: intFrom(900, 1),
@@ -218,9 +224,12 @@ export interface Config {
     writesPerMinute: number;
     signupsPerMinute: number;
     statusReadsPerMinute: number;
+    /** Subscription requests per client address per minute, and per target email per hour. */
+    subscribesPerMinute: number;
+    subscribesPerEmailPerHour: number;
   };
   /** Public status pages: how long a computed page is served before it is computed again. */
-  statusPages: { refreshMs: number };
+  statusPages: { refreshMs: number; maxSubscribers: number };
   /** Failed logins allowed per email and per client address within one window. */
   login: { maxFailuresPerAccount: number; maxFailuresPerAddress: number; windowSeconds: number };
   maxBodyBytes: number;
@@ -402,8 +411,10 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       writesPerMinute: e.RATE_LIMIT_WRITES_PER_MINUTE,
       signupsPerMinute: e.RATE_LIMIT_SIGNUPS_PER_MINUTE,
       statusReadsPerMinute: e.RATE_LIMIT_STATUS_READS_PER_MINUTE,
+      subscribesPerMinute: e.RATE_LIMIT_SUBSCRIBES_PER_MINUTE,
+      subscribesPerEmailPerHour: e.RATE_LIMIT_SUBSCRIBES_PER_EMAIL_PER_HOUR,
     },
-    statusPages: { refreshMs: e.STATUS_PAGE_REFRESH_MS },
+    statusPages: { refreshMs: e.STATUS_PAGE_REFRESH_MS, maxSubscribers: e.MAX_SUBSCRIBERS_PER_PAGE },
     login: {
       maxFailuresPerAccount: e.LOGIN_MAX_FAILURES_PER_ACCOUNT,
       maxFailuresPerAddress: e.LOGIN_MAX_FAILURES_PER_ADDRESS,

@@ -16,6 +16,8 @@ import { createMetricsFeature, measurementRecorder } from "../metrics/service.js
 import { createPagesFeature } from "../pages/service.js";
 import { createProjectsFeature } from "../projects/service.js";
 import { createStatusFeature } from "../status/service.js";
+import { queueSubscriberMails } from "../subscribers/notices.js";
+import { createSubscribersFeature } from "../subscribers/service.js";
 import type { Deps } from "../platform/deps.js";
 import type { Feature } from "../shared/feature.js";
 import { createWebhooksFeature } from "../webhooks/service.js";
@@ -58,7 +60,11 @@ export async function createFeatures(deps: Deps): Promise<Feature[]> {
   // Incident transitions run these inside the transaction that opens or resolves the incident.
   // Each ended run's duration is a metric point (vigil.run.duration_ms), by the metrics routes' write path.
   const measure = measurementRecorder(deps.db, events.ingestor);
-  const uptime = createUptimeFeature({ ...deps, runDurations: runDurationsTo(measure) }, [webhookTriggers.incidents]);
+  // Status page subscribers' mails are queued by the same transactions (src/subscribers/notices.ts).
+  const uptime = createUptimeFeature({ ...deps, runDurations: runDurationsTo(measure) }, [
+    webhookTriggers.incidents,
+    queueSubscriberMails,
+  ]);
   // Alerts (src/alerts/): rules over metrics and events; each owns a monitor, whose incidents are
   // uptime's (the same incident listeners); samples read through analytics' window queries. In
   // Temporal mode the deadline scan also runs the due evaluations (its activities wrapped here).
@@ -92,6 +98,8 @@ export async function createFeatures(deps: Deps): Promise<Feature[]> {
     createPurgeFeature(deps),
     // Public status pages (reads pages, monitors and incidents; serves its own HTTP routes too).
     createStatusFeature(deps),
+    // Status page subscribers: the public subscribe routes, the owners' list, the mail sender.
+    createSubscribersFeature(deps, webhooks.mail),
     // Last: the Temporal worker starts once every feature is ready.
     worker,
   ];

@@ -44,6 +44,7 @@ export const BACKGROUND_TASKS = {
   "alert evaluations": { role: "worker", mode: "embedded", owner: "src/alerts/scheduler.ts", woken: true },
   "webhook outbox expander": { role: "worker", mode: "always", owner: "src/webhooks/expander.ts" },
   "webhook delivery scheduler": { role: "worker", mode: "always", owner: "src/webhooks/scheduler.ts" },
+  "subscriber mails": { role: "worker", mode: "always", owner: "src/subscribers/sender.ts", woken: true },
   "webhook reconciler": { role: "worker", mode: "temporal", owner: "src/webhooks/service.ts" },
   "temporal workers": { role: "worker", mode: "temporal", owner: "src/temporal/worker.ts" },
 } as const satisfies Record<string, { role: TaskRole; mode: TaskMode; owner: string; woken?: true }>;

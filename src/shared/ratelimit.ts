@@ -23,6 +23,8 @@ export const WINDOW_MS = 60_000;
  * - writes: management writes (per project; project creation per account);
  * - signups: sign-up attempts (per client address);
  * - statusReads: reads of the public status pages, any of their routes (per client address);
+ * - subscribeAddress, subscribeEmail: status page subscription requests (per client address, per
+ *   minute; per target email, hashed, per hour);
  * - loginAccount, loginAddress: login attempts that did not succeed (per email, per client address).
  */
 export type LimitName =
@@ -36,6 +38,8 @@ export type LimitName =
   | "writes"
   | "signups"
   | "statusReads"
+  | "subscribeAddress"
+  | "subscribeEmail"
   | "loginAccount"
   | "loginAddress";
 
@@ -233,6 +237,8 @@ function limitRules(config: Config): LimitRules {
     writes: perMinute(r.writesPerMinute),
     signups: perMinute(r.signupsPerMinute),
     statusReads: perMinute(r.statusReadsPerMinute),
+    subscribeAddress: perMinute(r.subscribesPerMinute),
+    subscribeEmail: { max: r.subscribesPerEmailPerHour, windowMs: 3_600_000 },
     loginAccount: { max: config.login.maxFailuresPerAccount, windowMs: loginWindowMs },
     loginAddress: { max: config.login.maxFailuresPerAddress, windowMs: loginWindowMs },
   };

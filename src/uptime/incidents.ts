@@ -15,7 +15,9 @@ type NoticeKind = "started" | "recovered";
  * listeners inside the transaction that made it: one path for webhooks (and subscribers) to hook.
  */
 export interface IncidentNotice {
-  type: "incident.started" | "incident.recovered" | "maintenance.started" | "maintenance.completed";
+  /** `incident.updated`: an update posted on an open incident (status page subscribers are told; webhooks are not). */
+  type:
+    "incident.started" | "incident.updated" | "incident.recovered" | "maintenance.started" | "maintenance.completed";
   projectId: string;
   /** Unique per incident and transition: used to deliver at most once. */
   dedupeKey: string;
@@ -160,6 +162,39 @@ export async function notifyManual(
   };
   await fire(deps, c, kind, [{ incident, payload }], now);
   deps.metrics.incidents.inc({ transition: kind === "started" ? "opened" : "resolved" });
+}
+
+/**
+ * An update posted on an incident that it did not resolve (src/uptime/manual.ts), in the transaction
+ * that stored it: one `incident.updated` notice, keyed by the update (each update is stored once).
+ */
+export async function notifyUpdate(
+  deps: IncidentDeps,
+  c: PoolClient,
+  incident: IncidentRow,
+  monitors: readonly NoticeMonitor[],
+  update: { id: string; message: string; status: string | null; createdAt: Date },
+): Promise<void> {
+  const notice: IncidentNotice = {
+    type: "incident.updated",
+    projectId: incident.project_id,
+    dedupeKey: `${incident.id}:update:${update.id}`,
+    payload: {
+      incident: toIncident(
+        incident,
+        monitors.map((m) => m.id),
+      ),
+      monitors: monitors.map((m) => ({ id: m.id, name: m.name, slug: m.slug })),
+      update: {
+        id: update.id,
+        message: update.message,
+        status: update.status,
+        createdAt: update.createdAt.toISOString(),
+      },
+    },
+    at: update.createdAt,
+  };
+  for (const listener of deps.incidentListeners) await listener(c, notice);
 }
 
 async function fire(

@@ -4,7 +4,7 @@ import { tx } from "../storage/db.js";
 import { ApiError, badRequest, conflict, notFound } from "../shared/errors.js";
 import { newId } from "../shared/ids.js";
 import { holdProjectCap } from "../shared/project-cap.js";
-import { notifyManual, type NoticeMonitor } from "./incidents.js";
+import { notifyManual, notifyUpdate, type NoticeMonitor } from "./incidents.js";
 import { nextStage, type IncidentImpact, type IncidentStage } from "./model.js";
 import * as store from "./store.js";
 import type { IncidentRow, IncidentUpdateRow } from "./store.js";
@@ -136,9 +136,19 @@ export async function postIncidentUpdate(
       now,
     });
     if (!u) throw fullError();
+    const incidentMonitors = async () =>
+      (
+        await c.query<NoticeMonitor>(
+          `SELECT m.id, m.name, m.slug FROM monitors m
+            WHERE m.id IN (SELECT monitor_id FROM incident_monitors WHERE incident_id = $1) OR m.id = $2
+            ORDER BY m.id`,
+          [inc.id, inc.monitor_id],
+        )
+      ).rows;
+    let row = inc;
     if (next !== null && next !== inc.stage) {
       const resolving = next === "resolved";
-      const row = (
+      row = (
         await c.query<IncidentRow>(
           `UPDATE incidents SET stage = $2, updated_at = $3,
                   ended_at = CASE WHEN $4::boolean THEN GREATEST(started_at, $3::timestamptz) ELSE ended_at END,
@@ -150,14 +160,17 @@ export async function postIncidentUpdate(
         )
       ).rows[0];
       if (resolving) {
-        const monitors = await c.query<NoticeMonitor>(
-          `SELECT m.id, m.name, m.slug FROM incident_monitors im JOIN monitors m ON m.id = im.monitor_id
-            WHERE im.incident_id = $1 ORDER BY m.id`,
-          [inc.id],
-        );
-        await notifyManual(deps, c, "recovered", row, monitors.rows, now);
+        await notifyManual(deps, c, "recovered", row, await incidentMonitors(), now);
+        return u;
       }
     }
+    // Any other update (a note, or a move to another status) is an update notice; resolving is the recovered one.
+    await notifyUpdate(deps, c, row, await incidentMonitors(), {
+      id: u.id,
+      message: u.message,
+      status: u.status,
+      createdAt: u.created_at,
+    });
     return u;
   });
 }

@@ -21,7 +21,7 @@ import {
   rotateSchema,
   updateSchema,
 } from "./requests.js";
-import { channelSettings, openChannels } from "./channels.js";
+import { channelSettings, openChannels, type OpenChannels } from "./channels.js";
 import { WebhookMetrics } from "./metrics.js";
 import { DeliveryScheduler } from "./scheduler.js";
 import { newWebhookSecret } from "./targets/signature.js";
@@ -48,6 +48,8 @@ import { toJob } from "../jobs/messages.js";
 export interface WebhooksFeature extends Feature {
   /** The delivery activities the Temporal worker serves on the webhooks queue (server/features.ts). */
   activities: WebhookActivities & WebhookActivitiesV1;
+  /** Mail through the email channel's SMTP transport (undefined without SMTP_URL): status page subscribers use it. */
+  mail: OpenChannels["mail"];
 }
 
 /** A webhook's name when the create gives none: the URL's host, the first address, or the type's own. */
@@ -147,6 +149,7 @@ export function createWebhooksFeature(
   return {
     name: "webhooks",
     activities: createWebhookActivities(deps, metrics, channels, note),
+    mail: (m) => channels.mail(m),
     services: [
       bind(
         WebhookService,

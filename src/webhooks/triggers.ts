@@ -66,6 +66,8 @@ export function createTriggers(deps: Pick<Deps, "config" | "clock">, cache: Subs
       },
     },
     async incidents(client: PoolClient, notice: IncidentNotice) {
+      // Webhooks are sent an incident's start and recovery (decisions.md); its updates go to status page subscribers only.
+      if (notice.type === "incident.updated") return;
       await insertNoticeDeliveries(
         client,
         {

@@ -123,6 +123,11 @@ describe("@grpc/grpc-js against every vigil.v1 service", () => {
       cookie,
     );
     assert.equal(page.res.data.monitors[0].monitorId, mon.res.data.id);
+    const subs = await rpc("PageSubscriberService", "listPageSubscribers")(
+      { projectId: p.projectId, pageId: page.res.data.id },
+      cookie,
+    );
+    assert.deepEqual(subs.res.data, []);
 
     // Public status pages: no credentials; the page above is not published yet, so NOT_FOUND.
     const publicPage = await grpcError(rpc("StatusService", "getStatusPage")({ slug: "grpc-js-page" }));

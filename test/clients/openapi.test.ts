@@ -465,6 +465,15 @@ describe("every operation against the document", () => {
     const missing = await call("GetStatusPage", { params: { slug: "no-such-page" }, auth: "none" });
     assert.equal(missing.status, 404, missing.text);
     await ok("UpdatePage", { params: { pageId }, body: { description: null, published: true, monitors: [] } });
+    // This app has no SMTP_URL (no public subscribe route): the subscriber is a row written here.
+    await t.app.deps.db.query(
+      `INSERT INTO page_subscribers (id, page_id, project_id, email, confirmed_at, created_at)
+       VALUES ('psub_openapi0000000000000', $1, $2, 'reader@example.com', now(), now())`,
+      [pageId, p.projectId],
+    );
+    const subs = await ok("ListPageSubscribers", { params: { pageId }, query: { limit: "10" } });
+    assert.equal(subs.data[0].status, "confirmed");
+    await ok("DeletePageSubscriber", { params: { pageId, subscriberId: subs.data[0].id } });
     await ok("DeletePage", { params: { pageId } });
   });
 

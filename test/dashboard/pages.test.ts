@@ -2,7 +2,8 @@
 // heartbeats over REST) in a chosen order, names and sections; published, its public page lists
 // them that way (opened from the screen's link, in a new tab); unpublished it is a 404; a taken
 // slug's 409 is shown in words; the empty state of a project without monitors points to Uptime; a
-// member sees the pages without write controls.
+// member sees the pages without write controls; the incident composer (preview, post, update with a status)
+// and the subscriber list with its remove button, and the public page during a manual incident.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { describe, it } from "node:test";
@@ -139,6 +140,85 @@ describe("dashboard: status pages", () => {
     await edited.getByRole("button", { name: "Delete" }).click();
     await edited.getByRole("button", { name: "Yes, delete the page" }).click();
     await page.getByRole("heading", { name: "No status pages yet" }).waitFor();
+    assert.deepEqual(pageErrors, []);
+    await context.close();
+  });
+
+  it("composes a manual incident with a preview, posts an update, lists and removes subscribers", async (ctx) => {
+    if (!available()) return ctx.skip(SKIP);
+    await heartbeat("checkout");
+    const list = await t.rest.get(`/v1/projects/${p.projectId}/monitors`, { key: p.key });
+    const checkout = list.body.data.find((m: { slug: string }) => m.slug === "checkout");
+    const slug = `incident-${randomBytes(3).toString("hex")}`;
+    const made = await t.rest.post(
+      `/v1/projects/${p.projectId}/pages`,
+      { slug, title: "Shop status", published: true, monitors: [{ monitorId: checkout.id, name: "Checkout" }] },
+      { cookie: p.owner.cookie },
+    );
+    assert.equal(made.status, 201, made.text);
+    // This app has no SMTP_URL (no public subscribe route): two subscribers are rows written here.
+    await t.app.deps.db.query(
+      `INSERT INTO page_subscribers (id, page_id, project_id, email, confirmed_at, created_at) VALUES
+         ('psub_dash0000000000000001', $1, $2, 'ann@example.com', now(), now()),
+         ('psub_dash0000000000000002', $1, $2, 'ben@example.com', NULL, now())`,
+      [made.body.data.id, p.projectId],
+    );
+    const { context, page } = await dash.open(p.owner);
+    await page.goto(`/projects/${p.projectId}/pages`);
+    const card = page.getByRole("listitem", { name: "Shop status" });
+    const incidents = card.getByRole("region", { name: "Incidents of Shop status" });
+    await incidents.getByRole("button", { name: "New incident" }).click();
+    const form = incidents.getByRole("form", { name: "New incident" });
+    await form.getByLabel("Title").fill("Payments are failing");
+    await form.getByLabel("Impact").selectOption("critical");
+    await form.getByLabel("Message").fill("Card payments fail at checkout; we are on it.");
+    const preview = form.getByLabel("Preview of the public page");
+    await preview.getByText("Payments are failing").waitFor();
+    await preview.getByText("critical impact · Checkout").waitFor();
+    await preview.getByText("Card payments fail at checkout; we are on it.").waitFor();
+    await dash.screenshot(page, "status-page-incident-composer");
+    await form.getByRole("button", { name: "Post incident" }).click();
+
+    const open = incidents.getByRole("form", { name: "Update Payments are failing" });
+    await open.locator("h4").getByText("investigating").waitFor();
+    const pub = await waitFor(async () => {
+      const r = await t.rest.get(`/v1/status/${slug}`);
+      return r.body?.data?.incidents?.find((i: { title: string }) => i.title === "Payments are failing")
+        ? r
+        : undefined;
+    }, "the incident on the public page");
+    assert.equal(pub.body.data.incidents[0].impact, "critical");
+    await open.getByLabel("New status").selectOption("identified");
+    await open.getByLabel("Update").fill("A bad deploy; rolling back.");
+    await open.getByRole("button", { name: "Post update" }).click();
+    await open.locator("h4").getByText("identified").waitFor();
+    // The public page during the incident (docs/pages.md).
+    const tab = await context.newPage();
+    await waitFor(async () => {
+      const r = await t.rest.get(`/status/${slug}`);
+      return r.text.includes("A bad deploy; rolling back.");
+    }, "the update on the public page");
+    await tab.goto(`/status/${slug}`);
+    await tab.getByText("A bad deploy; rolling back.").waitFor();
+    await dash.screenshot(tab, "status-page-incident");
+    await tab.close();
+
+    const subs = card.getByRole("region", { name: "Subscribers of Shop status" });
+    await subs.getByRole("cell", { name: "ann@example.com", exact: true }).waitFor();
+    await subs.getByRole("cell", { name: "ben@example.com", exact: true }).waitFor();
+    await subs.getByRole("button", { name: "Remove ann@example.com" }).click();
+    await subs.getByRole("button", { name: "Yes, remove" }).click();
+    await waitFor(
+      async () => (await subs.getByRole("cell", { name: "ann@example.com", exact: true }).count()) === 0,
+      "ann removed",
+    );
+    const rows = await t.app.deps.db.query("SELECT email FROM page_subscribers WHERE page_id = $1", [
+      made.body.data.id,
+    ]);
+    assert.deepEqual(
+      rows.rows.map((r: { email: string }) => r.email),
+      ["ben@example.com"],
+    );
     assert.deepEqual(pageErrors, []);
     await context.close();
   });

@@ -663,3 +663,15 @@ describe("HTML, badges and feed", () => {
     assert.ok(!xml.includes(inc.id));
   });
 });
+
+describe("subscriber routes without SMTP_URL", () => {
+  it("are 404s on a published page (decisions.md: no SMTP_URL, no subscribe route)", async () => {
+    await page(t, p, { slug: "acme-nosmtp", title: "Acme", monitors: [] });
+    const r = await t.rest.post("/v1/status/acme-nosmtp/subscribe", { email: "someone@example.com" });
+    assert.equal(r.status, 404, r.text);
+    assert.equal(errorBody(r).code, "not_found");
+    assert.equal((await t.rest.get("/status/acme-nosmtp/confirm?token=x")).status, 404);
+    assert.equal((await t.rest.get("/status/acme-nosmtp/unsubscribe?token=x")).status, 404);
+    assert.equal((await t.rest.get("/v1/status/acme-nosmtp")).status, 200);
+  });
+});

@@ -8,7 +8,7 @@ import { EventService } from "../../gen/vigil/v1/events_pb.js";
 import { IdentityService } from "../../gen/vigil/v1/identity_pb.js";
 import { JobsService } from "../../gen/vigil/v1/jobs_pb.js";
 import { MetricsService } from "../../gen/vigil/v1/metrics_pb.js";
-import { PageService } from "../../gen/vigil/v1/pages_pb.js";
+import { PageService, PageSubscriberService } from "../../gen/vigil/v1/pages_pb.js";
 import { ProjectService } from "../../gen/vigil/v1/projects_pb.js";
 import { UptimeService } from "../../gen/vigil/v1/uptime_pb.js";
 import { WebhookService } from "../../gen/vigil/v1/webhooks_pb.js";
@@ -53,6 +53,7 @@ export const api = {
   alerts: createClient(AlertService, transport),
   webhooks: createClient(WebhookService, transport),
   pages: createClient(PageService, transport),
+  subscribers: createClient(PageSubscriberService, transport),
 };
 
 /** What to tell a person about a failed call: the server's own message (decisions.md "Errors"). */

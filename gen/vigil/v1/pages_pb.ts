@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file vigil/v1/pages.proto.
  */
 export const file_vigil_v1_pages: GenFile = /*@__PURE__*/
-  fileDesc("ChR2aWdpbC92MS9wYWdlcy5wcm90bxIIdmlnaWwudjEiXwoLUGFnZU1vbml0b3ISEgoKbW9uaXRvcl9pZBgBIAEoCRIRCgRuYW1lGAIgASgJSACIAQESFAoHc2VjdGlvbhgDIAEoCUgBiAEBQgcKBV9uYW1lQgoKCF9zZWN0aW9uIr0BCgRQYWdlEgoKAmlkGAEgASgJEgwKBHNsdWcYAiABKAkSDQoFdGl0bGUYAyABKAkSGAoLZGVzY3JpcHRpb24YBCABKAlIAIgBARIRCglwdWJsaXNoZWQYBSABKAgSJwoIbW9uaXRvcnMYBiADKAsyFS52aWdpbC52MS5QYWdlTW9uaXRvchISCgpjcmVhdGVkX2F0GAcgASgJEhIKCnVwZGF0ZWRfYXQYCCABKAlCDgoMX2Rlc2NyaXB0aW9uIr0BChFDcmVhdGVQYWdlUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgwKBHNsdWcYAiABKAkSDQoFdGl0bGUYAyABKAkSGAoLZGVzY3JpcHRpb24YBCABKAlIAIgBARIWCglwdWJsaXNoZWQYBSABKAhIAYgBARInCghtb25pdG9ycxgGIAMoCzIVLnZpZ2lsLnYxLlBhZ2VNb25pdG9yQg4KDF9kZXNjcmlwdGlvbkIMCgpfcHVibGlzaGVkIjIKEkNyZWF0ZVBhZ2VSZXNwb25zZRIcCgRkYXRhGAEgASgLMg4udmlnaWwudjEuUGFnZSImChBMaXN0UGFnZXNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkiMQoRTGlzdFBhZ2VzUmVzcG9uc2USHAoEZGF0YRgBIAMoCzIOLnZpZ2lsLnYxLlBhZ2UiNQoOR2V0UGFnZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIPCgdwYWdlX2lkGAIgASgJIi8KD0dldFBhZ2VSZXNwb25zZRIcCgRkYXRhGAEgASgLMg4udmlnaWwudjEuUGFnZSLzAQoRVXBkYXRlUGFnZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIPCgdwYWdlX2lkGAIgASgJEhEKBHNsdWcYAyABKAlIAIgBARISCgV0aXRsZRgEIAEoCUgBiAEBEisKC2Rlc2NyaXB0aW9uGAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhYKCXB1Ymxpc2hlZBgGIAEoCEgCiAEBEiwKCG1vbml0b3JzGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLkxpc3RWYWx1ZUIHCgVfc2x1Z0IICgZfdGl0bGVCDAoKX3B1Ymxpc2hlZCIyChJVcGRhdGVQYWdlUmVzcG9uc2USHAoEZGF0YRgBIAEoCzIOLnZpZ2lsLnYxLlBhZ2UiOAoRRGVsZXRlUGFnZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIPCgdwYWdlX2lkGAIgASgJIhQKEkRlbGV0ZVBhZ2VSZXNwb25zZTLpBAoLUGFnZVNlcnZpY2USeAoKQ3JlYXRlUGFnZRIbLnZpZ2lsLnYxLkNyZWF0ZVBhZ2VSZXF1ZXN0GhwudmlnaWwudjEuQ3JlYXRlUGFnZVJlc3BvbnNlIi/I8xjJAYLT5JMCJDoBKiIfL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9wYWdlcxJtCglMaXN0UGFnZXMSGi52aWdpbC52MS5MaXN0UGFnZXNSZXF1ZXN0GhsudmlnaWwudjEuTGlzdFBhZ2VzUmVzcG9uc2UiJ4LT5JMCIRIfL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9wYWdlcxJxCgdHZXRQYWdlEhgudmlnaWwudjEuR2V0UGFnZVJlcXVlc3QaGS52aWdpbC52MS5HZXRQYWdlUmVzcG9uc2UiMYLT5JMCKxIpL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9wYWdlcy97cGFnZV9pZH0SfQoKVXBkYXRlUGFnZRIbLnZpZ2lsLnYxLlVwZGF0ZVBhZ2VSZXF1ZXN0GhwudmlnaWwudjEuVXBkYXRlUGFnZVJlc3BvbnNlIjSC0+STAi46ASoyKS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vcGFnZXMve3BhZ2VfaWR9En8KCkRlbGV0ZVBhZ2USGy52aWdpbC52MS5EZWxldGVQYWdlUmVxdWVzdBocLnZpZ2lsLnYxLkRlbGV0ZVBhZ2VSZXNwb25zZSI2yPMYzAGC0+STAisqKS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vcGFnZXMve3BhZ2VfaWR9YgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_struct, file_vigil_v1_options]);
+  fileDesc("ChR2aWdpbC92MS9wYWdlcy5wcm90bxIIdmlnaWwudjEiXwoLUGFnZU1vbml0b3ISEgoKbW9uaXRvcl9pZBgBIAEoCRIRCgRuYW1lGAIgASgJSACIAQESFAoHc2VjdGlvbhgDIAEoCUgBiAEBQgcKBV9uYW1lQgoKCF9zZWN0aW9uIr0BCgRQYWdlEgoKAmlkGAEgASgJEgwKBHNsdWcYAiABKAkSDQoFdGl0bGUYAyABKAkSGAoLZGVzY3JpcHRpb24YBCABKAlIAIgBARIRCglwdWJsaXNoZWQYBSABKAgSJwoIbW9uaXRvcnMYBiADKAsyFS52aWdpbC52MS5QYWdlTW9uaXRvchISCgpjcmVhdGVkX2F0GAcgASgJEhIKCnVwZGF0ZWRfYXQYCCABKAlCDgoMX2Rlc2NyaXB0aW9uIr0BChFDcmVhdGVQYWdlUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgwKBHNsdWcYAiABKAkSDQoFdGl0bGUYAyABKAkSGAoLZGVzY3JpcHRpb24YBCABKAlIAIgBARIWCglwdWJsaXNoZWQYBSABKAhIAYgBARInCghtb25pdG9ycxgGIAMoCzIVLnZpZ2lsLnYxLlBhZ2VNb25pdG9yQg4KDF9kZXNjcmlwdGlvbkIMCgpfcHVibGlzaGVkIjIKEkNyZWF0ZVBhZ2VSZXNwb25zZRIcCgRkYXRhGAEgASgLMg4udmlnaWwudjEuUGFnZSImChBMaXN0UGFnZXNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkiMQoRTGlzdFBhZ2VzUmVzcG9uc2USHAoEZGF0YRgBIAMoCzIOLnZpZ2lsLnYxLlBhZ2UiNQoOR2V0UGFnZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIPCgdwYWdlX2lkGAIgASgJIi8KD0dldFBhZ2VSZXNwb25zZRIcCgRkYXRhGAEgASgLMg4udmlnaWwudjEuUGFnZSLzAQoRVXBkYXRlUGFnZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIPCgdwYWdlX2lkGAIgASgJEhEKBHNsdWcYAyABKAlIAIgBARISCgV0aXRsZRgEIAEoCUgBiAEBEisKC2Rlc2NyaXB0aW9uGAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhYKCXB1Ymxpc2hlZBgGIAEoCEgCiAEBEiwKCG1vbml0b3JzGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLkxpc3RWYWx1ZUIHCgVfc2x1Z0IICgZfdGl0bGVCDAoKX3B1Ymxpc2hlZCIyChJVcGRhdGVQYWdlUmVzcG9uc2USHAoEZGF0YRgBIAEoCzIOLnZpZ2lsLnYxLlBhZ2UiOAoRRGVsZXRlUGFnZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIPCgdwYWdlX2lkGAIgASgJIhQKEkRlbGV0ZVBhZ2VSZXNwb25zZSJ7Cg5QYWdlU3Vic2NyaWJlchIKCgJpZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIOCgZzdGF0dXMYAyABKAkSEgoKY3JlYXRlZF9hdBgEIAEoCRIZCgxjb25maXJtZWRfYXQYBSABKAlIAIgBAUIPCg1fY29uZmlybWVkX2F0In8KGkxpc3RQYWdlU3Vic2NyaWJlcnNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDwoHcGFnZV9pZBgCIAEoCRISCgVsaW1pdBgDIAEoBUgAiAEBEhMKBmN1cnNvchgEIAEoCUgBiAEBQggKBl9saW1pdEIJCgdfY3Vyc29yInoKG0xpc3RQYWdlU3Vic2NyaWJlcnNSZXNwb25zZRImCgRkYXRhGAEgAygLMhgudmlnaWwudjEuUGFnZVN1YnNjcmliZXISMwoKcGFnaW5hdGlvbhgCIAEoCzIfLnZpZ2lsLnYxLlN1YnNjcmliZXJzUGFnaW5hdGlvbiJTChVTdWJzY3JpYmVyc1BhZ2luYXRpb24SGAoLbmV4dF9jdXJzb3IYASABKAlIAIgBARIQCghoYXNfbW9yZRgCIAEoCEIOCgxfbmV4dF9jdXJzb3IiWQobRGVsZXRlUGFnZVN1YnNjcmliZXJSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDwoHcGFnZV9pZBgCIAEoCRIVCg1zdWJzY3JpYmVyX2lkGAMgASgJIh4KHERlbGV0ZVBhZ2VTdWJzY3JpYmVyUmVzcG9uc2Uy6QQKC1BhZ2VTZXJ2aWNlEngKCkNyZWF0ZVBhZ2USGy52aWdpbC52MS5DcmVhdGVQYWdlUmVxdWVzdBocLnZpZ2lsLnYxLkNyZWF0ZVBhZ2VSZXNwb25zZSIvyPMYyQGC0+STAiQ6ASoiHy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vcGFnZXMSbQoJTGlzdFBhZ2VzEhoudmlnaWwudjEuTGlzdFBhZ2VzUmVxdWVzdBobLnZpZ2lsLnYxLkxpc3RQYWdlc1Jlc3BvbnNlIieC0+STAiESHy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vcGFnZXMScQoHR2V0UGFnZRIYLnZpZ2lsLnYxLkdldFBhZ2VSZXF1ZXN0GhkudmlnaWwudjEuR2V0UGFnZVJlc3BvbnNlIjGC0+STAisSKS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vcGFnZXMve3BhZ2VfaWR9En0KClVwZGF0ZVBhZ2USGy52aWdpbC52MS5VcGRhdGVQYWdlUmVxdWVzdBocLnZpZ2lsLnYxLlVwZGF0ZVBhZ2VSZXNwb25zZSI0gtPkkwIuOgEqMikvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L3BhZ2VzL3twYWdlX2lkfRJ/CgpEZWxldGVQYWdlEhsudmlnaWwudjEuRGVsZXRlUGFnZVJlcXVlc3QaHC52aWdpbC52MS5EZWxldGVQYWdlUmVzcG9uc2UiNsjzGMwBgtPkkwIrKikvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L3BhZ2VzL3twYWdlX2lkfTL3AgoVUGFnZVN1YnNjcmliZXJTZXJ2aWNlEqEBChNMaXN0UGFnZVN1YnNjcmliZXJzEiQudmlnaWwudjEuTGlzdFBhZ2VTdWJzY3JpYmVyc1JlcXVlc3QaJS52aWdpbC52MS5MaXN0UGFnZVN1YnNjcmliZXJzUmVzcG9uc2UiPYLT5JMCNxI1L3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9wYWdlcy97cGFnZV9pZH0vc3Vic2NyaWJlcnMSuQEKFERlbGV0ZVBhZ2VTdWJzY3JpYmVyEiUudmlnaWwudjEuRGVsZXRlUGFnZVN1YnNjcmliZXJSZXF1ZXN0GiYudmlnaWwudjEuRGVsZXRlUGFnZVN1YnNjcmliZXJSZXNwb25zZSJSyPMYzAGC0+STAkcqRS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vcGFnZXMve3BhZ2VfaWR9L3N1YnNjcmliZXJzL3tzdWJzY3JpYmVyX2lkfWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_struct, file_vigil_v1_options]);
 
 /**
  * A monitor as a page lists it.
@@ -347,6 +347,171 @@ export const DeletePageResponseSchema: GenMessage<DeletePageResponse> = /*@__PUR
   messageDesc(file_vigil_v1_pages, 11);
 
 /**
+ * An address subscribed to a page's notices by email.
+ *
+ * @generated from message vigil.v1.PageSubscriber
+ */
+export type PageSubscriber = Message<"vigil.v1.PageSubscriber"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string email = 2;
+   */
+  email: string;
+
+  /**
+   * `pending` until the address follows its confirmation link, then `confirmed`.
+   *
+   * @generated from field: string status = 3;
+   */
+  status: string;
+
+  /**
+   * @generated from field: string created_at = 4;
+   */
+  createdAt: string;
+
+  /**
+   * @generated from field: optional string confirmed_at = 5;
+   */
+  confirmedAt?: string | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.PageSubscriber.
+ * Use `create(PageSubscriberSchema)` to create a new message.
+ */
+export const PageSubscriberSchema: GenMessage<PageSubscriber> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_pages, 12);
+
+/**
+ * @generated from message vigil.v1.ListPageSubscribersRequest
+ */
+export type ListPageSubscribersRequest = Message<"vigil.v1.ListPageSubscribersRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: string page_id = 2;
+   */
+  pageId: string;
+
+  /**
+   * 1-1000, default 100.
+   *
+   * @generated from field: optional int32 limit = 3;
+   */
+  limit?: number | undefined;
+
+  /**
+   * The nextCursor of the previous page.
+   *
+   * @generated from field: optional string cursor = 4;
+   */
+  cursor?: string | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.ListPageSubscribersRequest.
+ * Use `create(ListPageSubscribersRequestSchema)` to create a new message.
+ */
+export const ListPageSubscribersRequestSchema: GenMessage<ListPageSubscribersRequest> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_pages, 13);
+
+/**
+ * @generated from message vigil.v1.ListPageSubscribersResponse
+ */
+export type ListPageSubscribersResponse = Message<"vigil.v1.ListPageSubscribersResponse"> & {
+  /**
+   * Oldest first.
+   *
+   * @generated from field: repeated vigil.v1.PageSubscriber data = 1;
+   */
+  data: PageSubscriber[];
+
+  /**
+   * @generated from field: vigil.v1.SubscribersPagination pagination = 2;
+   */
+  pagination?: SubscribersPagination | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.ListPageSubscribersResponse.
+ * Use `create(ListPageSubscribersResponseSchema)` to create a new message.
+ */
+export const ListPageSubscribersResponseSchema: GenMessage<ListPageSubscribersResponse> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_pages, 14);
+
+/**
+ * @generated from message vigil.v1.SubscribersPagination
+ */
+export type SubscribersPagination = Message<"vigil.v1.SubscribersPagination"> & {
+  /**
+   * Absent on the last page.
+   *
+   * @generated from field: optional string next_cursor = 1;
+   */
+  nextCursor?: string | undefined;
+
+  /**
+   * @generated from field: bool has_more = 2;
+   */
+  hasMore: boolean;
+};
+
+/**
+ * Describes the message vigil.v1.SubscribersPagination.
+ * Use `create(SubscribersPaginationSchema)` to create a new message.
+ */
+export const SubscribersPaginationSchema: GenMessage<SubscribersPagination> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_pages, 15);
+
+/**
+ * @generated from message vigil.v1.DeletePageSubscriberRequest
+ */
+export type DeletePageSubscriberRequest = Message<"vigil.v1.DeletePageSubscriberRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: string page_id = 2;
+   */
+  pageId: string;
+
+  /**
+   * @generated from field: string subscriber_id = 3;
+   */
+  subscriberId: string;
+};
+
+/**
+ * Describes the message vigil.v1.DeletePageSubscriberRequest.
+ * Use `create(DeletePageSubscriberRequestSchema)` to create a new message.
+ */
+export const DeletePageSubscriberRequestSchema: GenMessage<DeletePageSubscriberRequest> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_pages, 16);
+
+/**
+ * @generated from message vigil.v1.DeletePageSubscriberResponse
+ */
+export type DeletePageSubscriberResponse = Message<"vigil.v1.DeletePageSubscriberResponse"> & {
+};
+
+/**
+ * Describes the message vigil.v1.DeletePageSubscriberResponse.
+ * Use `create(DeletePageSubscriberResponseSchema)` to create a new message.
+ */
+export const DeletePageSubscriberResponseSchema: GenMessage<DeletePageSubscriberResponse> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_pages, 17);
+
+/**
  * Status pages of a project: which monitors a public page lists, in what
  * order, under what names and sections. Session routes: owners and admins
  * write, every member reads (decisions.md: Status pages). What the public
@@ -397,4 +562,36 @@ export const PageService: GenService<{
   },
 }> = /*@__PURE__*/
   serviceDesc(file_vigil_v1_pages, 0);
+
+/**
+ * The email subscribers of a page (decisions.md "Status communication"; docs/pages.md
+ * "Subscribers"): session routes of owners and admins (members 403, API keys
+ * 403, another project's page 404). Subscribing, confirming and unsubscribing
+ * are the public page's own routes (/v1/status/{slug}/subscribe, /status/{slug}/...).
+ *
+ * @generated from service vigil.v1.PageSubscriberService
+ */
+export const PageSubscriberService: GenService<{
+  /**
+   * The page's subscribers, pending and confirmed, oldest first.
+   *
+   * @generated from rpc vigil.v1.PageSubscriberService.ListPageSubscribers
+   */
+  listPageSubscribers: {
+    methodKind: "unary";
+    input: typeof ListPageSubscribersRequestSchema;
+    output: typeof ListPageSubscribersResponseSchema;
+  },
+  /**
+   * Removes a subscriber: its row is deleted, and its mails not yet sent.
+   *
+   * @generated from rpc vigil.v1.PageSubscriberService.DeletePageSubscriber
+   */
+  deletePageSubscriber: {
+    methodKind: "unary";
+    input: typeof DeletePageSubscriberRequestSchema;
+    output: typeof DeletePageSubscriberResponseSchema;
+  },
+}> = /*@__PURE__*/
+  serviceDesc(file_vigil_v1_pages, 1);
 

@@ -8,6 +8,7 @@ import { useProject } from "../session.js";
 import { useAction, useAsync } from "../ui/hooks.js";
 import { Button, ConfirmButton, Empty, ErrorMessage, Field, Loading, PageHeader, StatusBadge } from "../ui/kit.js";
 import { formatTime } from "../ui/format.js";
+import { IncidentComposer, PageSubscribers } from "./pages-communication.js";
 import "./pages.css";
 
 // Status pages (docs/pages.md): public pages at /status/<slug> listing some of the project's
@@ -202,6 +203,8 @@ function PageItem(props: {
         />
       )}
       <p class="muted small">Updated {formatTime(page.updatedAt)}</p>
+      {props.canAdmin && <IncidentComposer projectId={props.projectId} page={page} monitors={props.monitors} />}
+      {props.canAdmin && <PageSubscribers projectId={props.projectId} page={page} />}
     </li>
   );
 }
