@@ -14,9 +14,13 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { chromium } from "playwright-core";
 import { envelope } from "../src/webhooks/targets/envelope.js";
+import type { DiscordMessage } from "../src/webhooks/targets/discord.js";
 import { targetOf, type WebhookType } from "../src/webhooks/targets/index.js";
+import type { MattermostMessage } from "../src/webhooks/targets/mattermost.js";
+import type { PagerDutyEvent } from "../src/webhooks/targets/pagerduty.js";
+import type { SlackMessage } from "../src/webhooks/targets/slack.js";
 
-type Json = Record<string, any>;
+type SlackBlock = SlackMessage["attachments"][number]["blocks"][number];
 
 const OUT = path.resolve(process.argv[2] ?? "docs/images");
 const CHROMIUM = "/usr/bin/chromium";
@@ -57,13 +61,13 @@ const env = envelope({
 });
 
 /** A receiver on 127.0.0.1 that keeps each body by path and answers as the service does. */
-async function receiver(): Promise<{ url: string; bodies: Map<string, Json>; close(): Promise<void> }> {
-  const bodies = new Map<string, Json>();
+async function receiver(): Promise<{ url: string; bodies: Map<string, unknown>; close(): Promise<void> }> {
+  const bodies = new Map<string, unknown>();
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
-      bodies.set(req.url ?? "/", JSON.parse(Buffer.concat(chunks).toString("utf8")) as Json);
+      bodies.set(req.url ?? "/", JSON.parse(Buffer.concat(chunks).toString("utf8")) as unknown);
       res.writeHead(req.url?.startsWith("/v2/enqueue") ? 202 : 200, { "content-type": "application/json" });
       res.end(req.url?.startsWith("/v2/enqueue") ? '{"status":"success","message":"Event processed"}' : "ok");
     });
@@ -74,7 +78,7 @@ async function receiver(): Promise<{ url: string; bodies: Map<string, Json>; clo
 }
 
 /** The body `type`'s channel POSTs for the incident, as the receiver got it. */
-async function delivered(type: WebhookType, rx: { url: string; bodies: Map<string, Json> }): Promise<Json> {
+async function delivered(type: WebhookType, rx: { url: string; bodies: Map<string, unknown> }): Promise<unknown> {
   const channel = targetOf(type).open({
     config: {
       webhooks: { timeoutMs: 5_000, pagerDutyEventsUrl: `${rx.url}/v2/enqueue` },
@@ -138,31 +142,22 @@ const page = (css: string, body: string) =>
   `<!doctype html><meta charset="utf-8"><style>${BASE_CSS}${css}</style><body>${body}</body>`;
 const avatar = (bg: string) => `<div class="avatar" style="background:${bg}">V</div>`;
 
-function slackHtml(m: Json): string {
+function slackHtml(m: SlackMessage): string {
   const a = m.attachments[0];
-  const block = (b: Json): string => {
+  const block = (b: SlackBlock): string => {
     switch (b.type) {
       case "header":
         return `<div class="header">${esc(b.text.text)}</div>`;
       case "section":
         return `<div class="section">${b.text ? `<div>${mrkdwn(b.text.text)}</div>` : ""}${
-          b.fields
-            ? `<div class="fields">${b.fields.map((f: Json) => `<div>${mrkdwn(f.text)}</div>`).join("")}</div>`
-            : ""
+          b.fields ? `<div class="fields">${b.fields.map((f) => `<div>${mrkdwn(f.text)}</div>`).join("")}</div>` : ""
         }</div>`;
       case "actions":
         return `<div class="actions">${b.elements
-          .map(
-            (e: Json) =>
-              `<a class="button${e.style === "primary" ? " primary" : ""}" href="${esc(e.url)}">${esc(e.text.text)}</a>`,
-          )
+          .map((e) => `<a class="button" href="${esc(e.url)}">${esc(e.text.text)}</a>`)
           .join("")}</div>`;
       case "context":
-        return `<div class="context">${b.elements.map((e: Json) => mrkdwn(e.text ?? "")).join(" ")}</div>`;
-      case "divider":
-        return "<hr>";
-      default:
-        return `<div class="context">[${esc(b.type)} block]</div>`;
+        return `<div class="context">${b.elements.map((e) => mrkdwn(e.text)).join(" ")}</div>`;
     }
   };
   return page(
@@ -178,7 +173,7 @@ function slackHtml(m: Json): string {
   );
 }
 
-function discordHtml(m: Json): string {
+function discordHtml(m: DiscordMessage): string {
   const e = m.embeds[0];
   const color = typeof e.color === "number" ? `#${e.color.toString(16).padStart(6, "0")}` : "#5b5bd6";
   return page(
@@ -192,13 +187,13 @@ function discordHtml(m: Json): string {
     <div class="embed">${e.author ? `<div class="fname">${esc(e.author.name)}</div>` : ""}
     ${e.title ? `<div class="title${e.url ? "" : " plain"}">${e.url ? `<a href="${esc(e.url)}">${esc(e.title)}</a>` : esc(e.title)}</div>` : ""}
     ${e.description ? `<div class="desc">${markdown(e.description)}</div>` : ""}
-    ${e.fields?.length ? `<div class="fields">${e.fields.map((f: Json) => `<div class="${f.inline ? "" : "full"}"><div class="fname">${esc(f.name)}</div><div>${markdown(String(f.value))}</div></div>`).join("")}</div>` : ""}
+    ${e.fields?.length ? `<div class="fields">${e.fields.map((f) => `<div class="${f.inline ? "" : "full"}"><div class="fname">${esc(f.name)}</div><div>${markdown(String(f.value))}</div></div>`).join("")}</div>` : ""}
     ${e.footer || e.timestamp ? `<div class="footer">${esc(e.footer?.text ?? "")}${e.footer && e.timestamp ? " • " : ""}${e.timestamp ? esc(time(e.timestamp)) : ""}</div>` : ""}
     </div></div></div>`,
   );
 }
 
-function mattermostHtml(m: Json): string {
+function mattermostHtml(m: MattermostMessage): string {
   const a = m.attachments[0];
   return page(
     `body{background:#fff;color:#3f4350;width:720px;font-family:"Open Sans",Arial,sans-serif}.msg{display:flex;gap:10px}.avatar{width:32px;height:32px;border-radius:50%;color:#fff;font-weight:700;display:flex;align-items:center;justify-content:center}
@@ -208,18 +203,19 @@ function mattermostHtml(m: Json): string {
     .fname{font-weight:600}.footer{color:#8b8e96;font-size:12px;margin-top:8px}code{background:#f4f4f6;color:#c7254e}a{color:#1c58d9}`,
     `<div class="msg">${avatar("#1c58d9")}<div style="flex:1"><div><span class="name">${esc(m.username ?? "Vigil")}</span><span class="bot">BOT</span><span class="ts">9:14 AM</span></div>
     <div>${markdown(m.text ?? "")}</div>
-    <div class="att">${a.pretext ? `<div class="pre">${markdown(a.pretext)}</div>` : ""}
+    <div class="att">
     ${a.title ? `<div class="title">${a.title_link ? `<a href="${esc(a.title_link)}">${esc(a.title)}</a>` : esc(a.title)}</div>` : ""}
     ${a.text ? `<div class="text">${markdown(a.text)}</div>` : ""}
-    ${a.fields?.length ? `<div class="fields">${a.fields.map((f: Json) => `<div class="${f.short ? "" : "full"}"><div class="fname">${esc(f.title)}</div><div>${markdown(String(f.value))}</div></div>`).join("")}</div>` : ""}
+    ${a.fields?.length ? `<div class="fields">${a.fields.map((f) => `<div class="${f.short ? "" : "full"}"><div class="fname">${esc(f.title)}</div><div>${markdown(String(f.value))}</div></div>`).join("")}</div>` : ""}
     ${a.footer ? `<div class="footer">${esc(a.footer)}</div>` : ""}</div></div></div>`,
   );
 }
 
-function pagerDutyHtml(e: Json): string {
-  const p = e.payload ?? {};
+function pagerDutyHtml(e: PagerDutyEvent): string {
+  const p = e.payload;
+  if (!p) throw new Error("pagerduty: a trigger carries its payload");
   const sev: Record<string, string> = { critical: "#d0021b", error: "#ef6c00", warning: "#f5a623", info: "#0f7bd5" };
-  const details = Object.entries((p.custom_details ?? {}) as Json);
+  const details = Object.entries(p.custom_details);
   return page(
     `body{background:#f4f5f7;color:#1e1e1e;width:760px;font-family:Arial,sans-serif}.card{background:#fff;border:1px solid #dcdfe4;border-radius:6px;padding:16px 20px}
     .top{display:flex;gap:10px;align-items:center}.status{background:#d0021b;color:#fff;font-weight:700;font-size:12px;padding:3px 8px;border-radius:3px;text-transform:uppercase}
@@ -238,17 +234,18 @@ function pagerDutyHtml(e: Json): string {
     <tr><td>Dedup key</td><td><code>${esc(e.dedup_key)}</code></td></tr>
     </table>
     ${details.length ? `<h2>Custom details</h2><table>${details.map(([k, v]) => `<tr><td>${esc(k)}</td><td>${esc(typeof v === "string" ? v : JSON.stringify(v))}</td></tr>`).join("")}</table>` : ""}
-    ${e.links?.length ? `<h2>Links</h2>${e.links.map((l: Json) => `<div><a href="${esc(l.href)}">${esc(l.text ?? l.href)}</a></div>`).join("")}` : ""}
+    ${e.links?.length ? `<h2>Links</h2>${e.links.map((l) => `<div><a href="${esc(l.href)}">${esc(l.text)}</a></div>`).join("")}` : ""}
     ${e.client_url ? `<div style="margin-top:8px;font-size:13px">View in ${esc(e.client ?? "client")}: <a href="${esc(e.client_url)}">${esc(e.client_url)}</a></div>` : ""}
     </div>`,
   );
 }
 
-const RENDER: Record<"slack" | "discord" | "mattermost" | "pagerduty", (m: Json) => string> = {
-  slack: slackHtml,
-  discord: discordHtml,
-  mattermost: mattermostHtml,
-  pagerduty: pagerDutyHtml,
+/** Each channel's mock, given the body its receiver got (the channel's own message type). */
+const RENDER: Record<"slack" | "discord" | "mattermost" | "pagerduty", (body: unknown) => string> = {
+  slack: (b) => slackHtml(b as SlackMessage),
+  discord: (b) => discordHtml(b as DiscordMessage),
+  mattermost: (b) => mattermostHtml(b as MattermostMessage),
+  pagerduty: (b) => pagerDutyHtml(b as PagerDutyEvent),
 };
 
 const rx = await receiver();
@@ -258,7 +255,10 @@ const browser = await chromium.launch({
 });
 try {
   mkdirSync(OUT, { recursive: true });
-  for (const [type, render] of Object.entries(RENDER) as [WebhookType & keyof typeof RENDER, (m: Json) => string][]) {
+  for (const [type, render] of Object.entries(RENDER) as [
+    WebhookType & keyof typeof RENDER,
+    (body: unknown) => string,
+  ][]) {
     const body = await delivered(type, rx);
     const tab = await browser.newPage({ viewport: { width: 800, height: 200 } });
     await tab.setContent(render(body), { waitUntil: "load" });

@@ -84,7 +84,7 @@ function rint(x: number): number {
  * while the time of day is at most 24:00:00, the fraction rounded to microseconds as PostgreSQL
  * does, offsets up to 15:59), null where the SQL answers NULL.
  */
-export function tryTimestampMicros(text: string): bigint | null {
+function tryTimestampMicros(text: string): bigint | null {
   const m = TRY_TIMESTAMP.exec(text);
   if (!m) return null;
   const [year, month, day, hour, minute] = [m[1], m[2], m[3], m[4], m[5]].map(Number);
