@@ -150,53 +150,58 @@ function model(seed: number) {
 }
 
 describe("webhook filters", { concurrency: true }, () => {
-  it("the JS evaluator answers like the SQL on random events and filters (many seeds)", async () => {
-    const q: ProjectFixture = await project(t.rest);
-    const SEEDS = 16;
-    for (let seed = 1; seed <= SEEDS; seed++) {
-      const m = model(seed * 7919);
-      await ingest(
-        t.rest,
-        q.key,
+  // No runner takes part (the verdicts are compared in the test): npm test's Temporal pass leaves it out.
+  const runnerFree = process.env.VIGIL_TEST_TEMPORAL === "1" && "pass 1 runs it: no runner takes part";
+  it(
+    "the JS evaluator answers like the SQL on random events and filters (many seeds)",
+    { skip: runnerFree },
+    async () => {
+      const q: ProjectFixture = await project(t.rest);
+      const SEEDS = 12;
+      // Each seed's events, stored by the real ingest in one batch.
+      const events = Array.from({ length: SEEDS }, (_, i) => model((i + 1) * 7919)).flatMap((m) =>
         Array.from({ length: 60 }, () => m.event()),
       );
-    }
-    const records = (
-      await pool.query<EventRecord>(`SELECT ${recordSelect("e")} FROM events e WHERE e.project_id = $1`, [q.projectId])
-    ).rows;
-    assert.equal(records.length, SEEDS * 60);
-    let checked = 0;
-    let matched = 0;
-    for (let seed = 1; seed <= SEEDS; seed++) {
-      const m = model(seed * 104_729);
-      // One statement per seed: each filter's compiled WHERE as a column (NULL, as in a WHERE, is false).
-      const filters = Array.from({ length: 50 }, () => m.filter());
-      const nodes = filters.map((f) => parseFilters(f));
-      const params = new Params();
-      const project = params.add(q.projectId);
-      const cols = nodes.map(
-        (n, i) => `COALESCE(${filterSql({ params, alias: "e", slots: NO_SLOTS }, n)}, FALSE) AS f${i}`,
-      );
-      const rows = (
-        await pool.query<Record<string, boolean | string>>(
-          `SELECT e.id, ${cols.join(", ")} FROM events e WHERE e.project_id = ${project}`,
-          params.values,
-        )
+      await ingest(t.rest, q.key, events);
+      const records = (
+        await pool.query<EventRecord>(`SELECT ${recordSelect("e")} FROM events e WHERE e.project_id = $1`, [
+          q.projectId,
+        ])
       ).rows;
-      const sql = new Map(rows.map((r) => [r.id as string, r]));
-      nodes.forEach((node, i) => {
-        const wrong = records.find((r) => matchesFilter(node, r) !== sql.get(r.id)![`f${i}`]);
-        if (wrong)
-          assert.fail(
-            `seed ${seed}, filter ${JSON.stringify(filters[i])}: SQL ${!matchesFilter(node, wrong)}, JS ${matchesFilter(node, wrong)} on ${JSON.stringify(wrong)}`,
-          );
-        checked++;
-        matched += records.filter((r) => sql.get(r.id)![`f${i}`] === true).length;
-      });
-    }
-    // The filters were not all trivially false or true.
-    assert.ok(matched > checked * 20 && matched < checked * records.length * 0.9, `${matched} of ${checked} filters`);
-  });
+      assert.equal(records.length, SEEDS * 60);
+      let checked = 0;
+      let matched = 0;
+      for (let seed = 1; seed <= SEEDS; seed++) {
+        const m = model(seed * 104_729);
+        // One statement per seed: each filter's compiled WHERE as a column (NULL, as in a WHERE, is false).
+        const filters = Array.from({ length: 50 }, () => m.filter());
+        const nodes = filters.map((f) => parseFilters(f));
+        const params = new Params();
+        const project = params.add(q.projectId);
+        const cols = nodes.map(
+          (n, i) => `COALESCE(${filterSql({ params, alias: "e", slots: NO_SLOTS }, n)}, FALSE) AS f${i}`,
+        );
+        const rows = (
+          await pool.query<Record<string, boolean | string>>(
+            `SELECT e.id, ${cols.join(", ")} FROM events e WHERE e.project_id = ${project}`,
+            params.values,
+          )
+        ).rows;
+        const sql = new Map(rows.map((r) => [r.id as string, r]));
+        nodes.forEach((node, i) => {
+          const wrong = records.find((r) => matchesFilter(node, r) !== sql.get(r.id)![`f${i}`]);
+          if (wrong)
+            assert.fail(
+              `seed ${seed}, filter ${JSON.stringify(filters[i])}: SQL ${!matchesFilter(node, wrong)}, JS ${matchesFilter(node, wrong)} on ${JSON.stringify(wrong)}`,
+            );
+          checked++;
+          matched += records.filter((r) => sql.get(r.id)![`f${i}`] === true).length;
+        });
+      }
+      // The filters were not all trivially false or true.
+      assert.ok(matched > checked * 20 && matched < checked * records.length * 0.9, `${matched} of ${checked} filters`);
+    },
+  );
 
   it("a webhook with filters receives only the matching events, and every incident", async () => {
     const base = `/v1/projects/${p.projectId}/webhooks`;
