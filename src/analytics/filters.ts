@@ -26,7 +26,8 @@ export type ValueShape = "scalar" | "text" | "list" | "order" | "none";
 /**
  * The filter operators (the spec's list, in its order, then Vigil's own) and the shape of each one's value: the one
  * list of them. A new operator is a line here; tsc then names every switch that must say what it
- * means: compile.ts (SQL) and blocks/eval.ts (column blocks), each ending in assertNever.
+ * means: compile.ts (SQL), blocks/eval.ts (column blocks) and filters-js.ts (one event, webhook
+ * filters), each ending in assertNever.
  * docs/architecture.md: "Add an analytics operator".
  */
 export const OPERATORS = {

@@ -1,3 +1,6 @@
+import type { JsonValue } from "@bufbuild/protobuf";
+import { fromJson } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import type { DeliveryRow, WebhookRow } from "./store.js";
 
 // Rows of webhooks and deliveries → the API's records (never the secret: the create and rotate
@@ -15,6 +18,8 @@ export function toWebhook(r: WebhookRow) {
     events: r.events,
     enabled: r.enabled,
     disabledReason: r.disabled_reason ?? undefined,
+    disabledAt: r.disabled_at?.toISOString(),
+    filters: r.filters === null || r.filters === undefined ? undefined : fromJson(ValueSchema, r.filters as JsonValue),
     createdAt: r.created_at.toISOString(),
     updatedAt: r.updated_at.toISOString(),
   };

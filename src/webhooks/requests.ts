@@ -1,4 +1,7 @@
+import type { Value } from "@bufbuild/protobuf/wkt";
 import { z } from "zod";
+import { parseFilters } from "../analytics/filters.js";
+import { valueToJson } from "../shared/value.js";
 import { cursorFormat, cursorRule } from "../shared/cursor.js";
 import { textSchema } from "../shared/text.js";
 import { alsoRefused, validate } from "../shared/validate.js";
@@ -69,6 +72,9 @@ function addressRule(
   }
 }
 
+/** `filters` is the analytics filter grammar (parsed by src/analytics/filters.ts, as analytics bodies' are). */
+const FILTERS_REFUSED = "filters outside the filter grammar (docs/analytics.md)";
+
 /** The destination rule across fields (addressRule), which JSON Schema cannot state. */
 const ADDRESS_REFUSED =
   "a destination field other than the one its type takes (url, to or routingKey), or that one missing";
@@ -87,6 +93,7 @@ export const createSchema = alsoRefused(
     .superRefine((v, ctx) => addressRule(v.type, v, ctx, true)),
   ...TARGET_REFUSED,
   ADDRESS_REFUSED,
+  FILTERS_REFUSED,
 );
 
 export const updateSchema = alsoRefused(
@@ -101,6 +108,7 @@ export const updateSchema = alsoRefused(
   }),
   ...TARGET_REFUSED,
   ADDRESS_REFUSED,
+  FILTERS_REFUSED,
 );
 
 /** The longest overlap of a rotation: a week (decisions.md). */
@@ -154,3 +162,14 @@ export const deliveryCursor = cursorFormat<{ createdAt: Date; id: string }, Deli
 });
 export const encodeCursor = (r: DeliveryRow): string => deliveryCursor.encode(r);
 export const decodeCursor = (c: string): { createdAt: Date; id: string } => deliveryCursor.read(c);
+
+/**
+ * A create's or PATCH's `filters`, checked by the analytics filter parser (one rule: a 400 naming
+ * each offending part). Undefined when absent (a PATCH keeps the webhook's), null when null (none).
+ * What is stored is the JSON as given, once it parses.
+ */
+export function filtersInput(v: Value | undefined, maxNodes: number): unknown {
+  const json = valueToJson(v, "filters");
+  if (json === undefined) return undefined;
+  return parseFilters(json, maxNodes) === null ? null : json;
+}

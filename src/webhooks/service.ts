@@ -16,6 +16,7 @@ import {
   createSchema,
   decodeCursor,
   encodeCursor,
+  filtersInput,
   listSchema,
   recoverSchema,
   rotateSchema,
@@ -165,6 +166,7 @@ export function createWebhooksFeature(
               events: req.events,
               enabled: req.enabled,
             });
+            const filters = filtersInput(req.filters, config.analyticsLimits.maxFilterNodes) ?? null;
             const dest = { url: input.url ?? null, to: input.to ?? null, routingKey: input.routingKey ?? null };
             await checkTarget(input.type, { ...dest, secret: null }, checks);
             const secret = targetOf(input.type).signed ? newWebhookSecret() : null;
@@ -175,6 +177,7 @@ export function createWebhooksFeature(
               url: dest.url,
               to: dest.to,
               routing_key: dest.routingKey,
+              filters,
               id: newId("wh"),
               projectId: scope.projectId,
               name: input.name ?? defaultName(input.type, dest),
@@ -203,6 +206,7 @@ export function createWebhooksFeature(
               enabled: req.enabled,
               rotateSecret: req.rotateSecret,
             });
+            const filters = filtersInput(req.filters, config.analyticsLimits.maxFilterNodes);
             const w = await webhookOf(scope.projectId, req.webhookId);
             if (input.rotateSecret && !targetOf(w.type).signed) throw noSecret(w.type, "rotateSecret");
             checkUpdateAddress(w.type, input);
@@ -221,7 +225,7 @@ export function createWebhooksFeature(
             const secret = input.rotateSecret ? newWebhookSecret() : null;
             const now = clock();
             const row = await tx(db, async (c) => {
-              const updated = await store.updateWebhook(c, scope.projectId, w.id, { ...input, secret }, now);
+              const updated = await store.updateWebhook(c, scope.projectId, w.id, { ...input, filters, secret }, now);
               if (!updated) throw notFound("webhook");
               if (input.enabled !== undefined && input.enabled !== w.enabled)
                 await store.setDeliveriesPaused(c, w.id, !input.enabled, now);

@@ -30,6 +30,10 @@ export interface WebhookRow {
   disabled_reason: "failing" | null;
   /** The first failed attempt since the last success (failing.ts); null while it succeeds. */
   failing_since: Date | null;
+  /** When it was last disabled (failing.ts or a PATCH); null while enabled. */
+  disabled_at: Date | null;
+  /** `filters` as accepted (the analytics filter model); null when it has none. */
+  filters: unknown;
   created_at: Date;
   updated_at: Date;
 }
@@ -98,7 +102,10 @@ const webhookCap = (max: number): ProjectCap => ({
 export function insertWebhook(
   db: Db,
   maxWebhooks: number,
-  w: Pick<WebhookRow, "id" | "name" | "type" | "url" | "to" | "routing_key" | "events" | "secret" | "enabled"> & {
+  w: Pick<
+    WebhookRow,
+    "id" | "name" | "type" | "url" | "to" | "routing_key" | "events" | "secret" | "enabled" | "filters"
+  > & {
     projectId: string;
     now: Date;
   },
@@ -106,15 +113,32 @@ export function insertWebhook(
   return tx(db, async (c) => {
     await holdProjectCap(c, w.projectId, webhookCap(maxWebhooks));
     const r = await c.query<WebhookRow>(
-      `INSERT INTO webhooks (id, project_id, name, type, url, "to", routing_key, events, secret, enabled, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) RETURNING *`,
-      [w.id, w.projectId, w.name, w.type, w.url, w.to, w.routing_key, w.events, w.secret, w.enabled, w.now],
+      `INSERT INTO webhooks (id, project_id, name, type, url, "to", routing_key, events, secret, enabled, created_at, updated_at, filters, disabled_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12::jsonb, CASE WHEN NOT $10 THEN $11::timestamptz END) RETURNING *`,
+      [
+        w.id,
+        w.projectId,
+        w.name,
+        w.type,
+        w.url,
+        w.to,
+        w.routing_key,
+        w.events,
+        w.secret,
+        w.enabled,
+        w.now,
+        w.filters === null ? null : JSON.stringify(w.filters),
+      ],
     );
     return r.rows[0];
   });
 }
 
-/** Sets the given fields (undefined keeps one); undefined when no such webhook in the project. */
+/**
+ * Sets the given fields (undefined keeps one; `filters` null removes them); undefined when no such
+ * webhook in the project. Enabling clears the disable's reason, time and failing streak; disabling
+ * an enabled one records when.
+ */
 export async function updateWebhook(
   q: Queryable,
   projectId: string,
@@ -126,6 +150,7 @@ export async function updateWebhook(
     routingKey?: string;
     events?: string[];
     enabled?: boolean;
+    filters?: unknown;
     secret: string | null;
   },
   now: Date,
@@ -136,6 +161,8 @@ export async function updateWebhook(
             previous_secret = CASE WHEN $7::text IS NULL THEN previous_secret END,
             disabled_reason = CASE WHEN $6::boolean THEN NULL ELSE disabled_reason END,
             failing_since = CASE WHEN $6::boolean THEN NULL ELSE failing_since END,
+            disabled_at = CASE WHEN $6::boolean THEN NULL WHEN NOT $6::boolean AND enabled THEN $8 ELSE disabled_at END,
+            filters = CASE WHEN $11::boolean THEN $12::jsonb ELSE filters END,
             previous_secret_until = CASE WHEN $7::text IS NULL THEN previous_secret_until END, "to" = coalesce($9, "to"), routing_key = coalesce($10, routing_key)
      WHERE project_id = $1 AND id = $2 RETURNING *`,
     [
@@ -149,6 +176,8 @@ export async function updateWebhook(
       now,
       p.to ?? null,
       p.routingKey ?? null,
+      p.filters !== undefined,
+      p.filters === undefined || p.filters === null ? null : JSON.stringify(p.filters),
     ],
   );
   return r.rows[0];
@@ -208,7 +237,8 @@ export async function noteOutcomes(
          failing_since = CASE WHEN o.ok THEN NULL ELSE coalesce(w.failing_since, $2) END,
          enabled = w.enabled AND (o.ok OR w.failing_since IS NULL OR w.failing_since > $3),
          disabled_reason = CASE WHEN NOT o.ok AND w.enabled AND w.failing_since <= $3 THEN 'failing' ELSE w.disabled_reason END,
-         updated_at = CASE WHEN NOT o.ok AND w.enabled AND w.failing_since <= $3 THEN $2 ELSE w.updated_at END
+         updated_at = CASE WHEN NOT o.ok AND w.enabled AND w.failing_since <= $3 THEN $2 ELSE w.updated_at END,
+         disabled_at = CASE WHEN NOT o.ok AND w.enabled AND w.failing_since <= $3 THEN $2 ELSE w.disabled_at END
        FROM o JOIN webhooks before ON before.id = o.webhook_id
        WHERE w.id = o.webhook_id AND CASE WHEN o.ok THEN w.failing_since IS NOT NULL
                                           ELSE w.failing_since IS NULL OR (w.enabled AND w.failing_since <= $3) END

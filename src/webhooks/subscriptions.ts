@@ -1,6 +1,8 @@
+import { parseFilters, type Node } from "../analytics/filters.js";
 import type { Queryable } from "../storage/db.js";
 
-// Which enabled webhooks of a project watch which event types, cached per project so that the
+// Which enabled webhooks of a project watch which event types (and their payload filters, parsed
+// once per load), cached per project so that the
 // ingest transaction pays nothing when nothing is watched. Invalidated at once on this node by
 // the management routes, on the other nodes by NOTIFY (the shared LISTEN connection, src/shared/notifications.ts), and bounded by a short TTL
 // should a notification be missed (listener reconnecting).
@@ -8,6 +10,8 @@ import type { Queryable } from "../storage/db.js";
 export interface Subscription {
   webhookId: string;
   events: Set<string>;
+  /** The webhook's `filters` (the analytics filter model); null when it has none. */
+  filter: Node | null;
 }
 
 interface Entry {
@@ -58,16 +62,27 @@ export class SubscriptionCache {
     const { fresh: out, missing } = this.lookup(projectIds, now);
     if (missing.length === 0) return out;
     const gen = this.generation;
-    const r = await q.query<{ id: string; project_id: string; events: string[] }>(
-      "SELECT id, project_id, events FROM webhooks WHERE project_id = ANY($1) AND enabled ORDER BY created_at, id",
+    const r = await q.query<{ id: string; project_id: string; events: string[]; filters: unknown }>(
+      "SELECT id, project_id, events, filters FROM webhooks WHERE project_id = ANY($1) AND enabled ORDER BY created_at, id",
       [missing],
     );
     const loaded = new Map<string, Subscription[]>(missing.map((id) => [id, []]));
-    for (const row of r.rows) loaded.get(row.project_id)!.push({ webhookId: row.id, events: new Set(row.events) });
+    for (const row of r.rows)
+      loaded
+        .get(row.project_id)!
+        .push({ webhookId: row.id, events: new Set(row.events), filter: storedFilter(row.filters) });
     for (const [id, subs] of loaded) {
       out.set(id, subs);
       if (gen === this.generation) this.entries.set(id, { loadedAt: now, subs });
     }
     return out;
   }
+}
+
+/**
+ * A stored `filters` (validated when it was written) as its tree. It is parsed again without the
+ * node bound, so that lowering ANALYTICS_MAX_FILTER_NODES never stops a webhook's deliveries.
+ */
+function storedFilter(v: unknown): Node | null {
+  return parseFilters(v, Number.MAX_SAFE_INTEGER);
 }

@@ -1,3 +1,4 @@
+import { matchesFilter } from "../analytics/filters-js.js";
 import type { CommittingStep, StoredEvent } from "../events/pipeline.js";
 import type { Deps } from "../platform/deps.js";
 import type { IncidentListener, IncidentNotice } from "../uptime/incidents.js";
@@ -5,24 +6,22 @@ import { newId } from "../shared/ids.js";
 import type { PoolClient } from "pg";
 import { insertOutbox, type OutboxRow } from "./outbox.js";
 import { insertNoticeDeliveries } from "./store.js";
-import type { SubscriptionCache } from "./subscriptions.js";
+import type { Subscription, SubscriptionCache } from "./subscriptions.js";
 
 // Deliveries are enqueued inside the transaction that stores their cause, so they commit (or not)
 // with it: `events` is a committing step of the ingest pipeline, `incidents` a listener of uptime's
 // incident transitions (both wired in server/features.ts). Events: from the subscription cache, nothing at all when no webhook watches the types,
 // else ONE outbox row per watching webhook for the whole ingest batch (its matching events as
-// arrays), in one INSERT; the expander (expander.ts) turns it into deliveries after the commit.
-// Incidents: deliveries at once, once per (webhook, dedupe key), enforced by a unique index, so
+// arrays), in one INSERT; a webhook with `filters` gets only the events that pass them (the
+// analytics filter model, evaluated in JS with the SQL's semantics: analytics/filters-js.ts); the expander (expander.ts) turns it into deliveries after the commit.
+// Incidents (never filtered: decisions.md): deliveries at once, once per (webhook, dedupe key), enforced by a unique index, so
 // also across restarts and nodes.
 
-function outboxForEvents(
-  events: StoredEvent[],
-  subs: Map<string, { webhookId: string; events: Set<string> }[]>,
-): OutboxRow[] {
+function outboxForEvents(events: StoredEvent[], subs: Map<string, Subscription[]>): OutboxRow[] {
   const rows = new Map<string, OutboxRow>();
   for (const e of events) {
     for (const s of subs.get(e.projectId) ?? []) {
-      if (!s.events.has(e.type)) continue;
+      if (!s.events.has(e.type) || !matchesFilter(s.filter, e)) continue;
       let r = rows.get(s.webhookId);
       if (!r)
         rows.set(

@@ -8,6 +8,7 @@ import { createPool } from "../../src/storage/db.js";
 import { startTestApp, type TestApp, eventsOf, metricOf } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
 import { ingest } from "../helpers/events.js";
+import { PLANS, randomModel, SPAN, T0, TYPES } from "./random.js";
 
 // Property-style: on the same randomized data, the fast paths (rollups, typed slots, column blocks)
 // and the plain JSON path (ANALYTICS_FAST_PATHS=false, a second Vigil on the same database) answer
@@ -18,57 +19,8 @@ let fast: TestApp;
 let slow: TestApp;
 let p: ProjectFixture;
 let pool: pg.Pool;
-let seed = 42;
-const rnd = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
-const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
-const T0 = Date.UTC(2024, 2, 4, 5, 17, 23, 456);
-const SPAN = 3 * 86_400_000;
-const TYPES = ["view", "click", "signup", "purchase"];
-const PLANS = ["free", "pro", "team", "Pro", "pro-x"];
-
-function randomEvent() {
-  const data: Record<string, unknown> = {};
-  if (rnd() < 0.9) data.plan = rnd() < 0.9 ? pick(PLANS) : pick([1, 2]);
-  if (rnd() < 0.85) data.amount = rnd() < 0.9 ? Math.round(rnd() * 10_000) / 100 : pick(["12", null, true]);
-  if (rnd() < 0.7) data.country = pick(["de", "fr", "us"]);
-  if (rnd() < 0.3) data.meta = { depth: pick([1, 2, 3]) };
-  return {
-    type: pick(TYPES),
-    timestamp: new Date(T0 + Math.floor(rnd() * SPAN)).toISOString(),
-    userId: rnd() < 0.8 ? `u${Math.floor(rnd() * 30)}` : undefined,
-    data,
-    tags: { env: pick(["prod", "dev"]) },
-  };
-}
-
-function randomCondition(): unknown {
-  const field = pick([
-    "plan",
-    "data.plan",
-    "amount",
-    "data.amount",
-    "country",
-    "event",
-    "userId",
-    "meta.depth",
-    "tags.env",
-  ]);
-  const numeric = field.includes("amount") || field.includes("depth");
-  const v = () => (numeric ? pick([0, 12, 50, 99.5, 1, 2]) : pick([...PLANS, "de", "us", "view", "u3", "prod", 1]));
-  // Every operator of the one list (src/analytics/filters.ts), its value made by its shape.
-  const op = pick(OPERATOR_NAMES);
-  const shape = OPERATORS[op];
-  if (shape === "none") return { field, operator: op };
-  if (shape === "list") return { field, operator: op, value: [v(), v()] };
-  if (shape === "text") return { field, operator: op, value: pick(["p", "ro", "e", "x", "u"]) };
-  if (shape === "order") return { field, operator: op, value: numeric ? v() : pick([1, 50]) };
-  return { field, operator: op, value: v() };
-}
+const { rnd, pick, randomEvent, randomFilter } = randomModel(42);
 const operatorsOf = (...shapes: ValueShape[]) => OPERATOR_NAMES.filter((op) => shapes.includes(OPERATORS[op]));
-const randomFilter = (depth = 0): unknown =>
-  depth < 2 && rnd() < 0.4
-    ? { [pick(["and", "or"])]: [randomFilter(depth + 1), randomFilter(depth + 1)] }
-    : randomCondition();
 const typeFilter = (): unknown =>
   pick([
     undefined,

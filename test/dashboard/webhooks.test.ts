@@ -2,13 +2,16 @@
 // WEBHOOK_ALLOW_PRIVATE=true, short backoff, two attempts): create an http webhook from the UI
 // (its secret shown once verifies the deliveries' signatures), a delivery that fails shows its
 // attempts in the log, the Retry button makes it succeed without a reload, a test send is told in
-// words, disabling stops deliveries, and a member sees no write controls.
+// words, disabling stops deliveries, a webhook Vigil disabled for failing says why and since when
+// and is enabled again from its page, and a member sees no write controls.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { memberOf } from "../helpers/fixtures.js";
 import { useDashboard } from "../helpers/dashboard.js";
 import { Receiver, waitFor } from "../webhooks/receiver.js";
 import { verifyWebhook } from "../../sdk/src/index.js";
+import { createPool } from "../../src/storage/db.js";
+import { noteOutcomes } from "../../src/webhooks/store.js";
 
 const { t, p, dash, pageErrors, available, SKIP } = useDashboard({
   WEBHOOK_ALLOW_PRIVATE: "true",
@@ -116,7 +119,7 @@ describe("dashboard: webhooks", () => {
     // Disable: new events create no delivery. A second (enabled) webhook watching the same type
     // receives the event, so the first one had its chance.
     await page.getByRole("button", { name: "Disable" }).click();
-    await page.getByText(/Disabled: new events create no deliveries/).waitFor();
+    await page.getByText(/Disabled since .+: new events create no deliveries/).waitFor();
     const control = await t.rest.post(
       `/v1/projects/${p.projectId}/webhooks`,
       { name: "control", url: rx.on("/control", () => ({ status: 200 })), events: ["order.paid"] },
@@ -184,6 +187,49 @@ describe("dashboard: webhooks", () => {
     // The status filter: nothing failed.
     await page.getByRole("combobox", { name: "Show" }).selectOption("abandoned");
     await page.getByRole("heading", { name: "No abandoned deliveries" }).waitFor();
+    assert.deepEqual(pageErrors, []);
+    await context.close();
+  });
+
+  it("shows why Vigil disabled a webhook and since when, and the owner enables it again", async (ctx) => {
+    if (!available()) return ctx.skip(SKIP);
+    const base = `/v1/projects/${p.projectId}/webhooks`;
+    const made = await t.rest.post(
+      base,
+      { name: "Flaky", url: rx.on("/flaky", () => ({ status: 503 })), events: ["order.paid"] },
+      { cookie: p.owner.cookie },
+    );
+    assert.equal(made.status, 201, made.text);
+    const id = made.body.data.id as string;
+    // Its deliveries failed for six days (the runners' own record of outcomes, failing.ts): disabled.
+    const pool = createPool(t.databaseUrl, 1);
+    const now = new Date();
+    const days = (n: number) => new Date(now.getTime() - n * 86_400_000);
+    await noteOutcomes(pool, [{ webhookId: id, ok: false }], days(6), days(11));
+    assert.deepEqual(
+      (await noteOutcomes(pool, [{ webhookId: id, ok: false }], now, days(5))).map((w) => w.id),
+      [id],
+    );
+    await pool.end();
+    const off = (await t.rest.get(`${base}/${id}`, { cookie: p.owner.cookie })).body.data;
+    assert.equal(off.enabled, false);
+    assert.equal(off.disabledReason, "failing");
+    assert.equal(off.disabledAt, now.toISOString());
+
+    const { context, page } = await dash.open(p.owner);
+    await page.goto(`/projects/${p.projectId}/webhooks`);
+    const row = page.getByRole("row").filter({ hasText: "Flaky" });
+    await row.getByText("failing for days · disabled just now").waitFor();
+    await row.getByRole("link", { name: "Flaky" }).click();
+    const notice = page.getByRole("status", { name: "Why this webhook is disabled" });
+    await notice.getByText(/Disabled by Vigil since .+ \(just now\): every delivery failed for days/).waitFor();
+    await notice.getByRole("button", { name: "Enable again" }).click();
+    await notice.waitFor({ state: "detached" });
+    await page.getByRole("heading", { name: /Flaky/ }).getByText("enabled").waitFor();
+    const on = (await t.rest.get(`${base}/${id}`, { cookie: p.owner.cookie })).body.data;
+    assert.equal(on.enabled, true);
+    assert.equal(on.disabledReason, null);
+    assert.equal(on.disabledAt, null);
     assert.deepEqual(pageErrors, []);
     await context.close();
   });

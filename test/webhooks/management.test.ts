@@ -29,10 +29,14 @@ describe("webhook management", () => {
     const w = c.body.data;
     assert.deepEqual(Object.keys(w).sort(), [
       "createdAt",
+      // When it was disabled; null while enabled.
+      "disabledAt",
       // Why the server disabled it ("failing"); null here.
       "disabledReason",
       "enabled",
       "events",
+      // Its payload filters (the analytics filter model); null: every event of its types.
+      "filters",
       "id",
       "name",
       // The destinations of the other types (email's `to`, pagerduty's `routingKey`), empty here.

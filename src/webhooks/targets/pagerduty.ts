@@ -21,7 +21,7 @@ const PAGERDUTY_LIMITS = { summary: 1024, dedupKey: 255, source: 255 } as const;
 
 type Severity = "critical" | "error" | "warning" | "info";
 
-interface PagerDutyEvent {
+export interface PagerDutyEvent {
   routing_key: string;
   event_action: "trigger" | "resolve";
   dedup_key: string;

@@ -229,7 +229,11 @@ function WebhookRow({ projectId, hook, onChanged }: { projectId: string; hook: W
       </td>
       <td>
         <StatusBadge status={hook.enabled ? "enabled" : "disabled"} />
-        {hook.disabledReason === "failing" && <div class="muted">failing for days</div>}
+        {hook.disabledReason === "failing" && (
+          <div class="muted" title={formatTime(hook.disabledAt)}>
+            failing for days · disabled {timeAgo(hook.disabledAt)}
+          </div>
+        )}
       </td>
       <td class="row-actions">
         <Button
@@ -526,12 +530,22 @@ export function WebhookDetail() {
       />
       <ErrorMessage error={act.error} />
       {!w.enabled && (
-        <p class="notice">
-          {w.disabledReason === "failing"
-            ? "Disabled by Vigil: every delivery failed for days; fix the receiver (send a test), then enable it. New"
-            : "Disabled: new"}{" "}
-          events create no deliveries and unfinished ones are paused. Tests and retries are still sent.
-        </p>
+        <div class="notice" role="status" aria-label="Why this webhook is disabled">
+          <p>
+            {w.disabledReason === "failing" ? (
+              <>
+                <strong>Disabled by Vigil since {formatTime(w.disabledAt)}</strong> ({timeAgo(w.disabledAt)}): every
+                delivery failed for days. Fix the receiver (send a test), then enable it again. New
+              </>
+            ) : (
+              <>Disabled{w.disabledAt ? ` since ${formatTime(w.disabledAt)}` : ""}: new</>
+            )}{" "}
+            events create no deliveries and unfinished ones are paused. Tests and retries are still sent.
+          </p>
+          <Button variant="primary" busy={act.busy} onClick={() => update({ enabled: true })}>
+            Enable again
+          </Button>
+        </div>
       )}
       {secret && (
         <SecretOnce title="New signing secret" secret={secret} kept="secret" onDone={() => setSecret(undefined)} />
