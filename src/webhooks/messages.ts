@@ -15,6 +15,7 @@ export function toWebhook(r: WebhookRow) {
     events: r.events,
     enabled: r.enabled,
     disabledReason: r.disabled_reason ?? undefined,
+    maxPerSecond: r.max_per_second ?? undefined,
     createdAt: r.created_at.toISOString(),
     updatedAt: r.updated_at.toISOString(),
   };

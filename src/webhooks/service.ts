@@ -161,6 +161,7 @@ export function createWebhooksFeature(
               routingKey: req.routingKey,
               events: req.events,
               enabled: req.enabled,
+              maxPerSecond: req.maxPerSecond,
             });
             const dest = { url: input.url ?? null, to: input.to ?? null, routingKey: input.routingKey ?? null };
             await checkTarget(input.type, { ...dest, secret: null }, checks);
@@ -172,6 +173,7 @@ export function createWebhooksFeature(
               url: dest.url,
               to: dest.to,
               routing_key: dest.routingKey,
+              max_per_second: input.maxPerSecond ?? null,
               id: newId("wh"),
               projectId: scope.projectId,
               name: input.name ?? defaultName(input.type, dest),
@@ -199,6 +201,7 @@ export function createWebhooksFeature(
               events: req.events.length ? req.events : undefined,
               enabled: req.enabled,
               rotateSecret: req.rotateSecret,
+              maxPerSecond: req.maxPerSecond,
             });
             const w = await webhookOf(scope.projectId, req.webhookId);
             if (input.rotateSecret && !targetOf(w.type).signed) throw noSecret(w.type, "rotateSecret");
@@ -380,7 +383,7 @@ export function createWebhooksFeature(
         webhooks: config.webhooks,
         channels,
         noteOutcomes: note,
-        dispatch: temporal?.dispatch,
+        temporal,
         yieldTo: deps.pressure,
       });
       scheduler.start();

@@ -34,6 +34,8 @@ describe("webhook management", () => {
       "enabled",
       "events",
       "id",
+      // Sends per second (null: no limit).
+      "maxPerSecond",
       "name",
       // The destinations of the other types (email's `to`, pagerduty's `routingKey`), empty here.
       "routingKey",
