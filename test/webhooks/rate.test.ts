@@ -64,15 +64,19 @@ describe("webhook maxPerSecond", { concurrency: true }, () => {
       { key: p.key },
     );
     assert.equal(batch.status, 202, batch.text);
+    let last: { status: string; attempts: unknown[] }[] = [];
     const all = await waitFor(
       async () => {
         const r = await t.rest.get(`${base()}/${w.body.data.id}/deliveries`, owner());
-        const d = r.body?.data ?? [];
+        const d = (last = r.body?.data ?? []);
         return d.length === N && d.every((x: { status: string }) => x.status === "succeeded") ? d : undefined;
       },
       "every delivery succeeded",
-      30_000,
-    );
+      60_000,
+    ).catch((err: Error) => {
+      const states = last.map((d) => `${d.status}/${d.attempts.length}`).join(" ");
+      throw new Error(`${err.message}: ${states}; ${rx.at("/rated").length} requests`);
+    });
     assert.equal(all.length, N);
     const reqs = rx.at("/rated");
     assert.equal(reqs.length, 2 * N, "each delivery: one failed attempt, one retry; none dropped, none extra");
