@@ -21,7 +21,12 @@ import { deliveryLoopV1 } from "./webhooks-v1.js";
 // - A disabled webhook: a scheduled attempt finds it and the run ends "paused"; enabling the
 //   webhook re-dispatches the delivery at its planned time. Requested attempts (a run's first, a
 //   manual retry) are sent regardless, as the embedded scheduler sends tests and manual retries.
-// Versioning: runs started before the `delivery-v2` patch keep the v1 loop (webhooks-v1.ts).
+// - Since `delivery-v3`, a delivery's first attempt is made outside any workflow (by the embedded
+//   scheduler's claim, src/webhooks/temporal.ts): a run is started only for a delivery whose first
+//   attempt failed, with `firstDelayMs` (the decided wait), and begins by sleeping it (a timer operators
+//   find in the run's history, cut short by `retryNow`); its first attempt is then a scheduled one.
+// Versioning: runs started before the `delivery-v2` patch keep the v1 loop (webhooks-v1.ts); the
+// `delivery-v3` branch is taken only by runs started with `firstDelayMs`, which older code never set.
 
 export async function webhookDeliveryWorkflow(input: DeliveryWorkflowInput): Promise<string> {
   if (!patched("delivery-v2")) return deliveryLoopV1(input);
@@ -45,6 +50,10 @@ export async function webhookDeliveryWorkflow(input: DeliveryWorkflowInput): Pro
   // woken by the timer is the schedule's: a disabled webhook pauses it.
   let scheduled = false;
   let expected = input.attemptsSoFar; // the first attempt only: see DeliveryWorkflowInput
+  if (input.firstDelayMs !== undefined && patched("delivery-v3")) {
+    await condition(() => retryNow, Math.max(1, input.firstDelayMs));
+    scheduled = !retryNow;
+  }
   for (;;) {
     retryNow = false;
     const a = await attemptWebhookDelivery(input.deliveryId, scheduled, expected);

@@ -20,6 +20,7 @@ export function toWebhook(r: WebhookRow) {
     disabledReason: r.disabled_reason ?? undefined,
     disabledAt: r.disabled_at?.toISOString(),
     filters: r.filters === null || r.filters === undefined ? undefined : fromJson(ValueSchema, r.filters as JsonValue),
+    maxPerSecond: r.max_per_second ?? undefined,
     createdAt: r.created_at.toISOString(),
     updatedAt: r.updated_at.toISOString(),
   };

@@ -49,6 +49,10 @@ const toSchema = z
 /** `pagerduty`: the integration key (its exact form is checked by the target). */
 const routingKeySchema = z.string().trim().min(1).max(64);
 
+/** maxPerSecond (rate.ts): 1 to 1000 sends per second; a PATCH's 0 removes the limit. */
+export const MAX_PER_SECOND = 1000;
+const maxPerSecond = z.number().int().min(1).max(MAX_PER_SECOND);
+
 const ADDRESS_FIELDS: AddressField[] = ["url", "to", "routingKey"];
 
 /**
@@ -89,6 +93,7 @@ export const createSchema = alsoRefused(
       routingKey: routingKeySchema.optional(),
       events: eventsSchema,
       enabled: z.boolean().default(true),
+      maxPerSecond: maxPerSecond.optional(),
     })
     .superRefine((v, ctx) => addressRule(v.type, v, ctx, true)),
   ...TARGET_REFUSED,
@@ -105,6 +110,7 @@ export const updateSchema = alsoRefused(
     events: eventsSchema.optional(),
     enabled: z.boolean().optional(),
     rotateSecret: z.boolean().optional(),
+    maxPerSecond: z.union([z.literal(0), maxPerSecond]).optional(),
   }),
   ...TARGET_REFUSED,
   ADDRESS_REFUSED,

@@ -11,7 +11,18 @@ import { envelope } from "./targets/envelope.js";
 import { nextAttempt } from "./retry.js";
 import { rowTarget, sendAttempt } from "./sender.js";
 import type { OpenChannels } from "./channels.js";
-import { claimDue, finishMany, handOver, nextDueAt, type ClaimedDelivery, type Finished } from "./store.js";
+import {
+  claimDue,
+  finishMany,
+  handOver,
+  nextDueAt,
+  postpone,
+  undoHandOver,
+  type ClaimedDelivery,
+  type Finished,
+} from "./store.js";
+import type { TemporalDispatch } from "./temporal.js";
+import { rateWindow, takeSends } from "./rate.js";
 import { failureLevel } from "../shared/periodic.js";
 
 // The embedded runner: a durable scheduler on PostgreSQL. Due deliveries are claimed with
@@ -41,8 +52,11 @@ export interface SchedulerOptions {
   channels: OpenChannels;
   /** After each batch of outcomes: the webhooks' failing streaks (failing.ts `noteOutcomes`). */
   noteOutcomes: (outcomes: { webhookId: string; ok: boolean }[], now: Date) => Promise<void>;
-  /** Temporal mode: hand claimed deliveries over instead of sending them. */
-  dispatch?: (rows: ClaimedDelivery[]) => Promise<void>;
+  /**
+   * Temporal mode: first attempts are still made here; a failed one's retry, and every claimed
+   * delivery already attempted (a manual retry, a re-dispatch), are handed to Temporal.
+   */
+  temporal?: TemporalDispatch;
 }
 
 const MAX_TIMER_MS = 5 * 60_000;
@@ -62,8 +76,9 @@ export class DeliveryScheduler {
 
   constructor(private readonly o: SchedulerOptions) {
     this.concurrency = o.concurrency ?? 128;
-    // A send is bounded by the timeout; the margin covers recording its outcome.
-    this.leaseMs = o.dispatch ? 30_000 : o.webhooks.timeoutMs + 5_000;
+    // A send is bounded by the timeout; the margin covers recording its outcome (and, in Temporal
+    // mode, starting a failed one's workflow).
+    this.leaseMs = o.webhooks.timeoutMs + (o.temporal ? 30_000 : 5_000);
   }
 
   start(): void {
@@ -90,7 +105,7 @@ export class DeliveryScheduler {
   private async claim(): Promise<void> {
     while (!this.stopped) {
       const limit = this.o.yieldTo?.busy() ? (this.o.busyConcurrency ?? 4) : this.concurrency;
-      const room = this.o.dispatch ? 500 : Math.min(100, limit - this.inflight.size);
+      const room = Math.min(100, limit - this.inflight.size);
       if (room <= 0) {
         this.backlog = true;
         // Yielding with nothing in flight: no completion will wake us, so look again shortly.
@@ -106,18 +121,58 @@ export class DeliveryScheduler {
           { kind: "webhook" },
           Math.max(0, now.getTime() - r.due_at.getTime()) / 1000,
         );
-      if (this.o.dispatch) await this.handOver(rows, token);
-      else for (const r of rows) this.track(this.attempt(r));
+      // Temporal mode: a delivery attempted before is the workflow's (its run makes the attempt,
+      // under its webhook's rate: temporal.ts).
+      const toTemporal = this.o.temporal ? rows.filter((r) => r.attempt_count > 0) : [];
+      const mine = rows.filter((r) => !toTemporal.includes(r));
+      const send = await this.withinRate(mine, token, now);
+      for (const r of mine) if (send.has(r)) this.track(this.attempt(r, send.get(r)));
+      await this.handOver(toTemporal, token);
       if (!this.backlog) break;
     }
     // Another pass is queued (woken meanwhile): it arms the timer when it is done.
     if (!this.stopped && !this.backlog && this.passes.queued === 0) await this.armFromDb();
   }
 
+  /**
+   * The claimed deliveries this pass may send under their webhooks' maxPerSecond (rate.ts), in
+   * claim order, each with the second it was counted in (undefined: no limit); the others are
+   * released, due at the next second (not an attempt: none is dropped).
+   */
+  private async withinRate(
+    rows: ClaimedDelivery[],
+    token: string,
+    now: Date,
+  ): Promise<Map<ClaimedDelivery, number | undefined>> {
+    const limited = new Map<string, ClaimedDelivery[]>();
+    for (const r of rows)
+      if (r.max_per_second !== null) limited.set(r.webhook_id, [...(limited.get(r.webhook_id) ?? []), r]);
+    if (limited.size === 0) return new Map(rows.map((r) => [r, undefined]));
+    const granted = await takeSends(
+      this.o.db,
+      [...limited].map(([webhookId, rs]) => ({ webhookId, n: rs.length, max: rs[0].max_per_second! })),
+      now,
+    );
+    const waiting = new Set<ClaimedDelivery>();
+    for (const [webhookId, rs] of limited) for (const r of rs.slice(granted.get(webhookId) ?? 0)) waiting.add(r);
+    if (waiting.size) {
+      const { nextAt } = rateWindow(now);
+      await postpone(
+        this.o.db,
+        [...waiting].map((r) => r.id),
+        token,
+        nextAt,
+      );
+      this.armAt(nextAt);
+    }
+    const { second } = rateWindow(now);
+    return new Map(rows.filter((r) => !waiting.has(r)).map((r) => [r, r.max_per_second === null ? undefined : second]));
+  }
+
   private async handOver(rows: ClaimedDelivery[], token: string): Promise<void> {
     if (rows.length === 0) return;
     // On failure the lease expires and the rows are claimed again.
-    await this.o.dispatch!(rows);
+    await this.o.temporal!.dispatch(rows);
     await handOver(
       this.o.db,
       rows.map((r) => r.id),
@@ -134,9 +189,17 @@ export class DeliveryScheduler {
     });
   }
 
-  private async attempt(r: ClaimedDelivery): Promise<void> {
+  /** `second`: the second whose maxPerSecond count this send was taken from (rate.ts). */
+  private async attempt(r: ClaimedDelivery, second?: number): Promise<void> {
     const { webhooks, clock, metrics } = this.o;
     try {
+      const start = clock();
+      if (second !== undefined && rateWindow(start).second !== second) {
+        // Its second passed before the send could start (a busy node): counted again, not sent late.
+        await postpone(this.o.db, [r.id], r.claim_token, start);
+        this.wake();
+        return;
+      }
       const env = envelope({
         id: r.id,
         eventType: r.event_type,
@@ -147,7 +210,7 @@ export class DeliveryScheduler {
       const res = await sendAttempt(rowTarget(r), env, r.event_id, {
         timeoutMs: webhooks.timeoutMs,
         allowPrivate: webhooks.allowPrivate,
-        now: clock(),
+        now: start,
         channels: this.o.channels,
       });
       const next = nextAttempt(
@@ -168,8 +231,9 @@ export class DeliveryScheduler {
         attempt: res.record,
         nextAt,
         now,
+        handOver: !!this.o.temporal,
       });
-      if (nextAt) this.armAt(nextAt);
+      if (nextAt && !this.o.temporal) this.armAt(nextAt);
     } catch (err) {
       // Unexpected (the sender reports failures as outcomes): the lease will bring it back.
       this.o.log.error({ err, deliveryId: r.id }, "webhooks: attempt failed unexpectedly");
@@ -184,7 +248,8 @@ export class DeliveryScheduler {
   private async flush(batch: Finished[]): Promise<void> {
     for (let i = 0; ; i++) {
       try {
-        await finishMany(this.o.db, batch);
+        const handed = await finishMany(this.o.db, batch);
+        if (handed.length) await this.handOverRetries(handed);
         break;
       } catch (err) {
         if (i >= 3) {
@@ -202,6 +267,22 @@ export class DeliveryScheduler {
       batch.map((f) => ({ webhookId: f.webhookId, ok: f.status === "succeeded" })),
       batch[batch.length - 1].now,
     );
+  }
+
+  /** Temporal mode: the workflows of failed first attempts; due again at their planned time if they cannot start. */
+  private async handOverRetries(rows: Awaited<ReturnType<typeof finishMany>>): Promise<void> {
+    try {
+      await this.o.temporal!.handOverRetries(rows);
+    } catch (err) {
+      this.o.log[failureLevel(err)]({ err, n: rows.length }, "webhooks: could not hand retries to Temporal");
+      // If this fails too, the reconciler makes them due once their planned time is RECONCILE_SLACK_MS late.
+      await undoHandOver(
+        this.o.db,
+        rows.map((r) => r.id),
+        this.o.clock(),
+      ).catch(() => undefined);
+      this.armAt(rows.reduce((a, r) => (r.planned_at < a ? r.planned_at : a), rows[0].planned_at));
+    }
   }
 
   private async armFromDb(): Promise<void> {

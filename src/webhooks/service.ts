@@ -165,6 +165,7 @@ export function createWebhooksFeature(
               routingKey: req.routingKey,
               events: req.events,
               enabled: req.enabled,
+              maxPerSecond: req.maxPerSecond,
             });
             const filters = filtersInput(req.filters, config.analyticsLimits.maxFilterNodes) ?? null;
             const dest = { url: input.url ?? null, to: input.to ?? null, routingKey: input.routingKey ?? null };
@@ -178,6 +179,7 @@ export function createWebhooksFeature(
               to: dest.to,
               routing_key: dest.routingKey,
               filters,
+              max_per_second: input.maxPerSecond ?? null,
               id: newId("wh"),
               projectId: scope.projectId,
               name: input.name ?? defaultName(input.type, dest),
@@ -205,6 +207,7 @@ export function createWebhooksFeature(
               events: req.events.length ? req.events : undefined,
               enabled: req.enabled,
               rotateSecret: req.rotateSecret,
+              maxPerSecond: req.maxPerSecond,
             });
             const filters = filtersInput(req.filters, config.analyticsLimits.maxFilterNodes);
             const w = await webhookOf(scope.projectId, req.webhookId);
@@ -387,7 +390,7 @@ export function createWebhooksFeature(
         webhooks: config.webhooks,
         channels,
         noteOutcomes: note,
-        dispatch: temporal?.dispatch,
+        temporal,
         yieldTo: deps.pressure,
       });
       scheduler.start();

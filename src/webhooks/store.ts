@@ -26,6 +26,8 @@ export interface WebhookRow {
   previous_secret: string | null;
   previous_secret_until: Date | null;
   enabled: boolean;
+  /** At most this many sends per second (rate.ts); null: no limit. */
+  max_per_second: number | null;
   /** "failing": disabled by failing.ts; null otherwise. */
   disabled_reason: "failing" | null;
   /** The first failed attempt since the last success (failing.ts); null while it succeeds. */
@@ -104,7 +106,17 @@ export function insertWebhook(
   maxWebhooks: number,
   w: Pick<
     WebhookRow,
-    "id" | "name" | "type" | "url" | "to" | "routing_key" | "events" | "secret" | "enabled" | "filters"
+    | "id"
+    | "name"
+    | "type"
+    | "url"
+    | "to"
+    | "routing_key"
+    | "events"
+    | "secret"
+    | "enabled"
+    | "filters"
+    | "max_per_second"
   > & {
     projectId: string;
     now: Date;
@@ -113,8 +125,8 @@ export function insertWebhook(
   return tx(db, async (c) => {
     await holdProjectCap(c, w.projectId, webhookCap(maxWebhooks));
     const r = await c.query<WebhookRow>(
-      `INSERT INTO webhooks (id, project_id, name, type, url, "to", routing_key, events, secret, enabled, created_at, updated_at, filters, disabled_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12::jsonb, CASE WHEN NOT $10 THEN $11::timestamptz END) RETURNING *`,
+      `INSERT INTO webhooks (id, project_id, name, type, url, "to", routing_key, events, secret, enabled, created_at, updated_at, filters, disabled_at, max_per_second)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12::jsonb, CASE WHEN NOT $10 THEN $11::timestamptz END, $13) RETURNING *`,
       [
         w.id,
         w.projectId,
@@ -128,6 +140,7 @@ export function insertWebhook(
         w.enabled,
         w.now,
         w.filters === null ? null : JSON.stringify(w.filters),
+        w.max_per_second,
       ],
     );
     return r.rows[0];
@@ -151,6 +164,8 @@ export async function updateWebhook(
     events?: string[];
     enabled?: boolean;
     filters?: unknown;
+    /** A new limit; 0 removes it. */
+    maxPerSecond?: number;
     secret: string | null;
   },
   now: Date,
@@ -163,7 +178,8 @@ export async function updateWebhook(
             failing_since = CASE WHEN $6::boolean THEN NULL ELSE failing_since END,
             disabled_at = CASE WHEN $6::boolean THEN NULL WHEN NOT $6::boolean AND enabled THEN $8 ELSE disabled_at END,
             filters = CASE WHEN $11::boolean THEN $12::jsonb ELSE filters END,
-            previous_secret_until = CASE WHEN $7::text IS NULL THEN previous_secret_until END, "to" = coalesce($9, "to"), routing_key = coalesce($10, routing_key)
+            previous_secret_until = CASE WHEN $7::text IS NULL THEN previous_secret_until END, "to" = coalesce($9, "to"), routing_key = coalesce($10, routing_key),
+            max_per_second = CASE WHEN $13::int IS NULL THEN max_per_second WHEN $13 = 0 THEN NULL ELSE $13 END
      WHERE project_id = $1 AND id = $2 RETURNING *`,
     [
       projectId,
@@ -178,6 +194,7 @@ export async function updateWebhook(
       p.routingKey ?? null,
       p.filters !== undefined,
       p.filters === undefined || p.filters === null ? null : JSON.stringify(p.filters),
+      p.maxPerSecond ?? null,
     ],
   );
   return r.rows[0];
@@ -414,6 +431,8 @@ export interface ClaimedDelivery extends TargetRow {
   attempt_limit: number;
   due_at: Date;
   claim_token: string;
+  /** The webhook's maxPerSecond (rate.ts); null: no limit. */
+  max_per_second: number | null;
 }
 
 /**
@@ -435,7 +454,7 @@ export async function claimDue(
      FROM due JOIN webhooks w ON true
      WHERE d.id = due.id AND w.id = d.webhook_id
      RETURNING d.id, d.webhook_id, d.project_id, d.event_id, d.event_type, ${PAYLOAD_SQL} AS payload, d.created_at, d.attempt_count, d.attempt_limit,
-               d.claim_token, due.due_at, ${TARGET_COLS}`,
+               d.claim_token, due.due_at, w.max_per_second, ${TARGET_COLS}`,
     [now, max, leaseUntil, token],
   );
   return r.rows;
@@ -450,20 +469,43 @@ export interface Finished {
   attempt: AttemptRecord;
   nextAt: Date | null;
   now: Date;
+  /**
+   * Temporal mode: a retry is handed to a workflow whose timer waits until nextAt, so the row is
+   * left "handed over" (next_attempt_at NULL, planned_at = nextAt) instead of due at nextAt.
+   */
+  handOver?: boolean;
 }
 
-/** Records outcomes (one statement for many), only where the claim is still ours. */
-export async function finishMany(q: Queryable, rows: Finished[]): Promise<number> {
-  if (rows.length === 0) return 0;
-  const r = await q.query(
+/** A recorded outcome whose retry goes to a Temporal workflow (finishMany with `handOver`). */
+export interface HandedRetry {
+  id: string;
+  webhook_id: string;
+  project_id: string;
+  event_id: string;
+  event_type: string;
+  attempt_count: number;
+  planned_at: Date;
+  /** The decided wait (ms) from the attempt's end to the retry. */
+  delay_ms: number;
+}
+
+/**
+ * Records outcomes (one statement for many), only where the claim is still ours. Answers the
+ * recorded retries left handed over (their webhook still enabled), for the runner to start their workflows.
+ */
+export async function finishMany(q: Queryable, rows: Finished[]): Promise<HandedRetry[]> {
+  if (rows.length === 0) return [];
+  const r = await q.query<HandedRetry & { handed: boolean }>(
     // A webhook disabled while the attempt ran: its next attempt waits, paused, for the enable.
     `UPDATE webhook_deliveries d SET status = u.status, attempt_count = d.attempt_count + 1, attempts = d.attempts || jsonb_build_array(u.attempt),
-            next_attempt_at = CASE WHEN w.enabled THEN u.next_at END,
-            planned_at = CASE WHEN w.enabled THEN d.planned_at ELSE u.next_at END,
+            next_attempt_at = CASE WHEN w.enabled AND NOT u.hand_over THEN u.next_at END,
+            planned_at = CASE WHEN w.enabled AND NOT u.hand_over THEN d.planned_at ELSE u.next_at END,
             paused_at = CASE WHEN w.enabled OR u.next_at IS NULL THEN NULL ELSE u.now END,
             claim_token = NULL, updated_at = u.now
-     FROM jsonb_to_recordset($1::jsonb) AS u(id text, token text, status text, attempt jsonb, next_at timestamptz, now timestamptz), webhooks w
-     WHERE d.id = u.id AND d.claim_token = u.token AND w.id = d.webhook_id`,
+     FROM jsonb_to_recordset($1::jsonb) AS u(id text, token text, status text, attempt jsonb, next_at timestamptz, now timestamptz, hand_over boolean), webhooks w
+     WHERE d.id = u.id AND d.claim_token = u.token AND w.id = d.webhook_id
+     RETURNING (w.enabled AND u.hand_over AND u.next_at IS NOT NULL) AS handed, d.id, d.webhook_id, d.project_id, d.event_id, d.event_type,
+               d.attempt_count, d.planned_at, round(extract(epoch FROM u.next_at - u.now) * 1000)::int AS delay_ms`,
     [
       JSON.stringify(
         rows.map((f) => ({
@@ -473,11 +515,31 @@ export async function finishMany(q: Queryable, rows: Finished[]): Promise<number
           attempt: f.attempt,
           next_at: f.nextAt,
           now: f.now,
+          hand_over: f.handOver ?? false,
         })),
       ),
     ],
   );
-  return r.rowCount ?? 0;
+  return r.rows.filter((x) => x.handed).map(({ handed: _, ...x }) => x);
+}
+
+/** Makes handed-over retries due at their planned time again (their workflows could not be started). */
+export async function undoHandOver(q: Queryable, ids: string[], now: Date): Promise<void> {
+  if (ids.length)
+    await q.query(
+      `UPDATE webhook_deliveries SET next_attempt_at = planned_at, updated_at = $2
+       WHERE id = ANY($1) AND next_attempt_at IS NULL AND claim_token IS NULL AND paused_at IS NULL AND status = 'retrying'`,
+      [ids, now],
+    );
+}
+
+/** Releases claims without an attempt, due again at `at` (over their webhook's maxPerSecond: rate.ts). */
+export async function postpone(q: Queryable, ids: string[], token: string, at: Date): Promise<void> {
+  if (ids.length)
+    await q.query(
+      "UPDATE webhook_deliveries SET next_attempt_at = $3, claim_token = NULL WHERE id = ANY($1) AND claim_token = $2",
+      [ids, token, at],
+    );
 }
 
 /** Releases a claim without an attempt (Temporal took the delivery over; updated_at: when). */

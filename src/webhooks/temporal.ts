@@ -8,14 +8,23 @@ import { envelope } from "./targets/envelope.js";
 import { nextAttempt, type DeliveryStatus } from "./retry.js";
 import type { AttemptOutcome } from "./targets/target.js";
 import { rowTarget, sendAttempt, type AttemptRecord, type TargetRow } from "./sender.js";
-import { PAYLOAD_SQL, TARGET_COLS, type ClaimedDelivery } from "./store.js";
+import { PAYLOAD_SQL, TARGET_COLS, type ClaimedDelivery, type HandedRetry } from "./store.js";
 import type { OpenChannels } from "./channels.js";
+import { rateWindow, takeSends } from "./rate.js";
 
-// The Temporal runner (TEMPORAL_ADDRESS set): one workflow per delivery, id `webhook-<delivery id>`,
-// on the `<base>.webhooks` task queue (workflows/webhooks.ts). Deliveries are inserted by the
-// triggers' transactions as in embedded mode; the embedded scheduler's claim hands due rows over
-// (dispatch below), so nothing is lost while Temporal is unreachable: the lease expires and the row
-// is claimed again. What the row says while Temporal owns it:
+/** How long an attempt's activity waits for its webhook's rate (then fails, and Temporal retries it). */
+const RATE_WAIT_MS = 10_000;
+
+// The Temporal runner (TEMPORAL_ADDRESS set). The first attempt of every delivery is made by the
+// embedded scheduler's claim, exactly as in embedded mode (claimed under a lease, outcome recorded
+// in batches): a delivery that succeeds never becomes a workflow (docs/temporal.md "Webhook
+// deliveries: cost model"). A delivery whose first attempt failed is handed to one workflow, id
+// `webhook-<delivery id>`, on the `<base>.webhooks` task queue (workflows/webhooks.ts), started
+// sleeping on a Temporal timer until its planned retry (handOverRetries); later attempts, manual
+// retries (`retryNow`) and the giving up are that workflow's. Nothing is lost while Temporal is
+// unreachable: a retry whose workflow could not be started is made due at its planned time again
+// (the scheduler's claim then re-dispatches it), and a lease that expires brings a row back.
+// What the row says while Temporal owns it:
 // - handed over:  next_attempt_at NULL, claim_token NULL, planned_at = the workflow's next attempt;
 // - attempting:   claim_token = the attempt's token, next_attempt_at = the attempt's lease end (so a
 //                 manual retry answers 409, and a worker that died mid-attempt is noticed);
@@ -42,6 +51,12 @@ export interface DeliveryWorkflowInput {
    * was merely slow, which then finished) starts a run that finds the attempt made and ends.
    */
   attemptsSoFar?: number;
+  /**
+   * The run of a delivery whose first attempt failed (made by the embedded scheduler's claim, not
+   * by a workflow): the decided wait (retry.ts), which the run sleeps (a Temporal timer, cut short
+   * by `retryNow`) before its first attempt, a scheduled one. Absent before the `delivery-v3` patch.
+   */
+  firstDelayMs?: number;
 }
 
 type AttemptResult =
@@ -140,17 +155,41 @@ export function createWebhookActivities(
       | "payload"
     >,
     id: string,
+    now: Date,
   ) =>
     sendAttempt(
       rowTarget(d),
       envelope({ id, eventType: d.event_type, createdAt: d.created_at, projectId: d.project_id, payload: d.payload }),
       d.event_id,
-      { timeoutMs: config.webhooks.timeoutMs, allowPrivate: config.webhooks.allowPrivate, now: clock(), channels },
+      { timeoutMs: config.webhooks.timeoutMs, allowPrivate: config.webhooks.allowPrivate, now, channels },
     );
+  /**
+   * Waits for a send under the delivery's webhook's maxPerSecond (rate.ts), shared with every
+   * scheduler; answers the time the send was counted at (the attempt's time: its record, its signature).
+   */
+  async function withinRate(deliveryId: string): Promise<Date> {
+    const w = (
+      await db.query<{ webhook_id: string; max_per_second: number | null }>(
+        "SELECT d.webhook_id, w.max_per_second FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.id = $1",
+        [deliveryId],
+      )
+    ).rows[0];
+    if (!w?.max_per_second) return clock();
+    const giveUpAt = Date.now() + RATE_WAIT_MS;
+    for (;;) {
+      const now = clock();
+      const granted = await takeSends(db, [{ webhookId: w.webhook_id, n: 1, max: w.max_per_second }], now);
+      if ((granted.get(w.webhook_id) ?? 0) > 0) return now;
+      // Not an attempt: the activity fails and Temporal retries it (infrastructure retries never give up).
+      if (Date.now() > giveUpAt) throw new Error("webhook over its maxPerSecond for 10 s; the attempt is retried");
+      await new Promise((r) => setTimeout(r, rateWindow(now).nextAt.getTime() - now.getTime() + 5));
+    }
+  }
+
   return {
     async attemptWebhookDelivery(deliveryId, scheduled = false, attemptsSoFar) {
+      const now = await withinRate(deliveryId);
       const token = randomUUID();
-      const now = clock();
       const d = await claimForAttempt(
         db,
         deliveryId,
@@ -170,7 +209,7 @@ export function createWebhookActivities(
         return cur ? { kind: "done", status: cur.status } : { kind: "gone" };
       }
       if (!d.send) return { kind: "paused" };
-      const res = await send(d, deliveryId);
+      const res = await send(d, deliveryId, now);
       return {
         kind: "sent",
         token,
@@ -243,7 +282,7 @@ export function createWebhookActivities(
       );
       const d = r0.rows[0];
       if (!d) return { gone: true, outcome: { ok: false }, attempts: 0, limit: 0 };
-      const res = await send(d, deliveryId);
+      const res = await send(d, deliveryId, clock());
       const r = await db.query<{ attempt_count: number; attempt_limit: number }>(
         `UPDATE webhook_deliveries SET attempt_count = attempt_count + 1, attempts = attempts || jsonb_build_array($2::jsonb), next_attempt_at = NULL, updated_at = $3
          WHERE id = $1 RETURNING attempt_count, attempt_limit`,
@@ -264,42 +303,54 @@ export function createWebhookActivities(
 }
 
 export interface TemporalDispatch {
+  /** Deliveries claimed for an attempt Temporal makes (a manual retry, a re-dispatch): their runs now. */
   dispatch(rows: ClaimedDelivery[]): Promise<void>;
+  /** Deliveries whose first attempt failed: their runs, sleeping until the planned retry. */
+  handOverRetries(rows: HandedRetry[]): Promise<void>;
 }
 
 /**
  * Starts the workflow of each claimed delivery (an existing run is kept), or, for a manual retry
  * or a re-dispatch of one already attempted, signals `retryNow` (starting a run if none is open).
+ * handOverRetries starts the run of a delivery whose first attempt (made by the scheduler) failed.
  */
 export function createTemporalDispatch(deps: Pick<Deps, "config">, link: TemporalLink): TemporalDispatch {
-  const input = (r: ClaimedDelivery, attributes: boolean): DeliveryWorkflowInput => ({
+  const input = (r: Pick<ClaimedDelivery, "id" | "attempt_count">, attributes: boolean): DeliveryWorkflowInput => ({
     deliveryId: r.id,
     baseMs: deps.config.webhooks.backoffBaseMs,
     timeoutMs: deps.config.webhooks.timeoutMs,
     attributes,
     attemptsSoFar: r.attempt_count,
   });
+  const options = async (
+    r: Pick<ClaimedDelivery, "id" | "attempt_count" | "event_type" | "event_id" | "webhook_id" | "project_id">,
+    firstDelayMs?: number,
+  ) => {
+    const [client, queues, attributes] = await Promise.all([link.client(), link.queues(), link.searchAttributes()]);
+    const opts = {
+      workflowId: workflowIdFor(r.id),
+      taskQueue: queues.webhooks,
+      args: [{ ...input(r, attributes), ...(firstDelayMs === undefined ? {} : { firstDelayMs }) }] as [
+        DeliveryWorkflowInput,
+      ],
+      staticSummary: `Delivery of ${r.event_type} (${r.event_id}) to webhook ${r.webhook_id}`,
+      ...(attributes
+        ? {
+            typedSearchAttributes: [
+              { key: VigilProjectId, value: r.project_id },
+              { key: VigilWebhookId, value: r.webhook_id },
+              { key: VigilDeliveryStatus, value: r.attempt_count === 0 ? "pending" : "retrying" },
+            ],
+          }
+        : {}),
+    };
+    return { client, opts };
+  };
   return {
     async dispatch(rows) {
-      if (!rows.length) return;
-      const [client, queues, attributes] = await Promise.all([link.client(), link.queues(), link.searchAttributes()]);
       await Promise.all(
         rows.map(async (r) => {
-          const opts = {
-            workflowId: workflowIdFor(r.id),
-            taskQueue: queues.webhooks,
-            args: [input(r, attributes)] as [DeliveryWorkflowInput],
-            staticSummary: `Delivery of ${r.event_type} (${r.event_id}) to webhook ${r.webhook_id}`,
-            ...(attributes
-              ? {
-                  typedSearchAttributes: [
-                    { key: VigilProjectId, value: r.project_id },
-                    { key: VigilWebhookId, value: r.webhook_id },
-                    { key: VigilDeliveryStatus, value: r.attempt_count === 0 ? "pending" : "retrying" },
-                  ],
-                }
-              : {}),
-          };
+          const { client, opts } = await options(r);
           if (r.attempt_count === 0)
             await client.workflow.start(WEBHOOK_WORKFLOW, { ...opts, workflowIdConflictPolicy: "USE_EXISTING" });
           else
@@ -308,6 +359,14 @@ export function createTemporalDispatch(deps: Pick<Deps, "config">, link: Tempora
               signal: RETRY_NOW_SIGNAL,
               signalArgs: [],
             });
+        }),
+      );
+    },
+    async handOverRetries(rows) {
+      await Promise.all(
+        rows.map(async (r) => {
+          const { client, opts } = await options(r, r.delay_ms);
+          await client.workflow.start(WEBHOOK_WORKFLOW, { ...opts, workflowIdConflictPolicy: "USE_EXISTING" });
         }),
       );
     },

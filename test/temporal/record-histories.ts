@@ -14,7 +14,8 @@
 //   monitor-deleted     monitor deleted while its workflow slept: the workflow ended
 //   deadline-scan       the deadline scan (v3 on) of the above: scans, the take-down, wake signals,
 //                       sleeping until the next deadline
-//   webhook-retried     receiver answered 500 then 200: a durable backoff sleep, then success
+//   webhook-retried     receiver answered 500 then 200: a durable backoff sleep, then success (since
+//                       delivery-v3 the first attempt is the scheduler's: the run begins with the sleep)
 //   webhook-sleeping    receiver answered 503 Retry-After: 300: sleeping until the next attempt
 //   webhook-manual-retry the same delivery after a manual retry (retryNow signal) cut the sleep
 //                       short and the second attempt succeeded

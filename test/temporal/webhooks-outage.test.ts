@@ -79,6 +79,16 @@ it(`a ${OUTAGE_MS / 1000} s database outage while deliveries are due and in flig
   assert.deepEqual(left.rows, [], "no delivery pending, retrying, claimed or due");
   for (const d of all) {
     const h = l.temporal.workflow.getHandle(`webhook-${d.id}`);
+    // A first attempt is the scheduler's (docs/temporal.md): one whose outcome the outage lost is
+    // sent again when its lease ends, as in embedded mode, and a success then needs no workflow.
+    // The deliveries handed to Temporal (their first attempt's 500 was recorded) are checked here.
+    if (
+      !(await h.describe().then(
+        () => true,
+        () => false,
+      ))
+    )
+      continue;
     assert.equal(await within(h.result(), 10_000, `webhook-${d.id}`), "succeeded");
     // No activity of the workflow has a retry limit (0 = unlimited): nothing gives up on its own.
     const hist = await h.fetchHistory();

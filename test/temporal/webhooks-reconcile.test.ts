@@ -35,16 +35,17 @@ before(async () => {
 after(() => l?.close());
 
 it("terminated, cancelled and terminated-mid-attempt delivery workflows are re-dispatched and finish", async () => {
-  // First request of each delivery: what its event asks ("sleep": 429 Retry-After 2 s; "hold": held
-  // past the termination, then 500); then 200.
-  const seen = new Set<string>();
+  // What each delivery's event asks: "sleep": 429 Retry-After 2 s, then 200; "hold": 500 (the
+  // scheduler's first attempt, handing it to a workflow), then the workflow's attempt held past the
+  // termination and 500, then 200.
+  const seen = new Map<string, number>();
   const w = await hook(l, "/rec", (r) => {
     const id = deliveryIdOf(r);
-    if (seen.has(id)) return { status: 200 };
-    seen.add(id);
-    return dataOf(r.raw).kind === "hold"
-      ? { status: 500, delayMs: 1_500 }
-      : { status: 429, headers: { "Retry-After": "2" } };
+    const n = (seen.get(id) ?? 0) + 1;
+    seen.set(id, n);
+    if (dataOf(r.raw).kind === "hold")
+      return n === 1 ? { status: 500 } : n === 2 ? { status: 500, delayMs: 1_500 } : { status: 200 };
+    return n === 1 ? { status: 429, headers: { "Retry-After": "2" } } : { status: 200 };
   });
   const term = await deliveryOf(l, w.id, await track(l, "rec", { kind: "sleep" }));
   const canc = await deliveryOf(l, w.id, await track(l, "rec", { kind: "sleep" }));
@@ -67,9 +68,9 @@ it("terminated, cancelled and terminated-mid-attempt delivery workflows are re-d
     "cancelled",
   );
 
-  // Terminated while its first attempt is in flight (the receiver holds it).
+  // Terminated while its workflow's attempt is in flight (the receiver holds it).
   const mid = await deliveryOf(l, w.id, await track(l, "rec", { kind: "hold" }));
-  await waitFor(() => reqs(mid).length === 1, "the held attempt");
+  await waitFor(() => reqs(mid).length === 2, "the held attempt", 15_000);
   const midRun = (await l.temporal.workflow.getHandle(`webhook-${mid}`).describe()).runId;
   await l.temporal.workflow.getHandle(`webhook-${mid}`).terminate("operator, mid-attempt");
   const midAt = Date.now();
@@ -87,8 +88,8 @@ it("terminated, cancelled and terminated-mid-attempt delivery workflows are re-d
     assert.ok(late >= RECONCILE_SLACK_MS, "re-sent by the reconciler, not before the slack");
     assert.ok(late <= RECONCILE_SLACK_MS + RECONCILE_MS + 3_000, `re-sent within slack + period + 3 s (${late} ms)`);
   }
-  await waitFor(() => reqs(mid).length === 2, "the mid-attempt one re-sent", LEASE_MS + 15_000);
-  const midLate = reqs(mid)[1].at - midAt;
+  await waitFor(() => reqs(mid).length === 3, "the mid-attempt one re-sent", LEASE_MS + 15_000);
+  const midLate = reqs(mid)[2].at - midAt;
   console.log(
     `  terminated mid-attempt: re-sent ${midLate} ms after the termination (lease ${LEASE_MS} ms from the claim)`,
   );
@@ -108,7 +109,7 @@ it("terminated, cancelled and terminated-mid-attempt delivery workflows are re-d
     assert.equal(desc.status.name, "COMPLETED");
   }
   await sleep(1_500);
-  assert.deepEqual([reqs(term).length, reqs(canc).length, reqs(mid).length], [2, 2, 2], "each re-sent once");
+  assert.deepEqual([reqs(term).length, reqs(canc).length, reqs(mid).length], [2, 2, 3], "each re-sent once");
   const stuck = await l.sql.query("SELECT id FROM webhook_deliveries WHERE status IN ('pending', 'retrying')");
   assert.equal(stuck.rowCount, 0);
 });

@@ -82,6 +82,26 @@ describe("webhook retries on a live Temporal server", () => {
     assert.equal(l.rx.at("/always500").length, MAX, "no attempt after the last one");
   });
 
+  it("a first attempt that succeeds is made without a workflow; a failed one's run begins with the decided wait", async () => {
+    // Issue #33 point 5: the happy path costs no workflow tasks (the scheduler's claim attempts it).
+    const ok = await hook(l, "/firstok", () => ({ status: 200 }));
+    const okId = await deliveryOf(l, ok.id, await track(l, "firstok"));
+    await waitFor(async () => (await delivery(l, ok.id, okId)).status === "succeeded", "succeeded");
+    await assert.rejects(
+      l.temporal.workflow.getHandle(`webhook-${okId}`).describe(),
+      /not found/i,
+      "no workflow for a delivery whose first attempt succeeded",
+    );
+    const bad = await hook(l, "/firstbad", (_r, n) => (n === 1 ? { status: 500 } : { status: 200 }));
+    const badId = await deliveryOf(l, bad.id, await track(l, "firstbad"));
+    await waitFor(async () => (await delivery(l, bad.id, badId)).status === "succeeded", "succeeded", 15_000);
+    const events = (await l.temporal.workflow.getHandle(`webhook-${badId}`).fetchHistory()).events ?? [];
+    const first = events.findIndex((e) => e.timerStartedEventAttributes);
+    const firstActivity = events.findIndex((e) => e.activityTaskScheduledEventAttributes);
+    assert.ok(first >= 0 && first < firstActivity, "the run sleeps before its (only) attempt");
+    assert.equal(l.rx.at("/firstbad").length, 2);
+  });
+
   it("honours a 429's Retry-After (seconds): the next attempt not before it", async () => {
     const w = await hook(l, "/busy", (_r, n) =>
       n === 1 ? { status: 429, headers: { "Retry-After": "2" } } : { status: 200 },
@@ -179,14 +199,17 @@ describe("webhook retries on a live Temporal server", () => {
       for (const k in m) m[k].sort();
       return m;
     };
+    let seen: Record<string, string[]> = {};
     const db = await waitFor(
       async () => {
-        const m = await byStatus();
+        const m = (seen = await byStatus());
         return m.retrying?.length === 3 && m.succeeded?.length === 2 && m.abandoned?.length === 1 ? m : undefined;
       },
       "3 retrying, 2 succeeded, 1 abandoned",
       30_000,
-    );
+    ).catch((err: Error) => {
+      throw new Error(`${err.message}; last: ${JSON.stringify(seen)}`);
+    });
     const list = async (status: string) => {
       const ids: string[] = [];
       for await (const x of l.temporal.workflow.list({
@@ -195,6 +218,8 @@ describe("webhook retries on a live Temporal server", () => {
         ids.push(x.workflowId);
       return ids.sort();
     };
+    // A first attempt that succeeded had no workflow (docs/temporal.md): Temporal lists the others.
+    db.succeeded = [];
     // Visibility is eventually consistent: poll briefly.
     for (const status of ["retrying", "succeeded", "abandoned"]) {
       let last: string[] = [];

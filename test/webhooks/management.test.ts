@@ -38,6 +38,8 @@ describe("webhook management", () => {
       // Its payload filters (the analytics filter model); null: every event of its types.
       "filters",
       "id",
+      // Sends per second (null: no limit).
+      "maxPerSecond",
       "name",
       // The destinations of the other types (email's `to`, pagerduty's `routingKey`), empty here.
       "routingKey",

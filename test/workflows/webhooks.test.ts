@@ -123,6 +123,26 @@ describe("webhookDeliveryWorkflow (time-skipping, fake activities)", () => {
     assert.ok(attempts[1]!.at - attempts[0]!.at < HOUR, "the retry did not wait the planned day");
   });
 
+  it("a run handed a failed first attempt (firstDelayMs) sleeps the decided wait first, then attempts as the schedule's", async () => {
+    const f = fakeActivities([sent(2)], [{ status: "succeeded", delayMs: null }]);
+    const result = await withWorker(env, f.activities, async (taskQueue) => {
+      const started = await env.currentTimeMs();
+      const r = await env.client.workflow.execute("webhookDeliveryWorkflow", {
+        taskQueue,
+        workflowId: "webhook-d3",
+        args: [input({ attemptsSoFar: 1, firstDelayMs: 2 * HOUR })],
+      });
+      return { r, started };
+    });
+    assert.equal(result.r, "succeeded");
+    const attempts = f.calls.filter((c) => c.what === "attempt");
+    assert.equal(attempts.length, 1);
+    assert.equal(attempts[0]!.scheduled, true, "the timer's attempt is the schedule's (a disabled webhook pauses it)");
+    assert.equal(attempts[0]!.expected, 1, "guarded by the attempts the delivery had when handed over");
+    const waited = attempts[0]!.at - result.started;
+    assert.ok(waited >= 2 * HOUR && waited < 3 * HOUR, `waited ${waited} ms, decided 2 h`);
+  });
+
   for (const [answer, ends] of [
     [{ kind: "gone" }, "gone"],
     [{ kind: "paused" }, "paused"],
