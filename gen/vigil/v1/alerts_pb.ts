@@ -23,12 +23,15 @@ export const file_vigil_v1_alerts: GenFile = /*@__PURE__*/
  */
 export type AlertCondition = Message<"vigil.v1.AlertCondition"> & {
   /**
+   * Rule: required; one of "gt", "gte", "lt", "lte".
+   *
    * @generated from field: string operator = 1;
    */
   operator: string;
 
   /**
    * Required.
+   * Rule: required.
    *
    * @generated from field: optional double value = 2;
    */
@@ -207,6 +210,8 @@ export type CreateAlertRequest = Message<"vigil.v1.CreateAlertRequest"> & {
 
   /**
    * 1-200 characters; also the owned monitor's name.
+   * Rule: required; 1 to 200 characters.
+   * Rule: matches ^[^\u0000]*[^\s\u0000][^\u0000]*$
    *
    * @generated from field: string name = 2;
    */
@@ -214,23 +219,29 @@ export type CreateAlertRequest = Message<"vigil.v1.CreateAlertRequest"> & {
 
   /**
    * As a monitor slug; made from the name when absent.
+   * Rule: matches ^[a-z0-9](?:[a-z0-9._-]{0,98}[a-z0-9])?$
    *
    * @generated from field: optional string slug = 3;
    */
   slug?: string | undefined;
 
   /**
+   * Rule: required.
+   *
    * @generated from field: google.protobuf.Value query = 4;
    */
   query?: Value | undefined;
 
   /**
+   * Rule: required.
+   *
    * @generated from field: vigil.v1.AlertCondition condition = 5;
    */
   condition?: AlertCondition | undefined;
 
   /**
    * 10000..2592000000.
+   * Rule: required; an integer; 10000 to 2592000000.
    *
    * @generated from field: optional int64 window_ms = 6;
    */
@@ -238,6 +249,7 @@ export type CreateAlertRequest = Message<"vigil.v1.CreateAlertRequest"> & {
 
   /**
    * Default 60000, at least 10000.
+   * Rule: an integer; 10000 to 2592000000; default 60000.
    *
    * @generated from field: optional int64 every_ms = 7;
    */
@@ -245,6 +257,7 @@ export type CreateAlertRequest = Message<"vigil.v1.CreateAlertRequest"> & {
 
   /**
    * Default 0.
+   * Rule: an integer; 0 to 2592000000; default 0.
    *
    * @generated from field: optional int64 for_ms = 8;
    */
@@ -252,6 +265,7 @@ export type CreateAlertRequest = Message<"vigil.v1.CreateAlertRequest"> & {
 
   /**
    * `{operator, value, forMs}`, or null (none).
+   * Rule: optional, null allowed; default null.
    *
    * @generated from field: google.protobuf.Value resolve = 9;
    */
@@ -259,6 +273,7 @@ export type CreateAlertRequest = Message<"vigil.v1.CreateAlertRequest"> & {
 
   /**
    * Default `ok`.
+   * Rule: one of "ok", "alerting", "keep"; default "ok".
    *
    * @generated from field: optional string no_data = 10;
    */
@@ -266,6 +281,7 @@ export type CreateAlertRequest = Message<"vigil.v1.CreateAlertRequest"> & {
 
   /**
    * Default 1.
+   * Rule: an integer; 1 to 1000000000; default 1.
    *
    * @generated from field: optional int32 min_samples = 11;
    */
@@ -307,6 +323,7 @@ export type ListAlertsRequest = Message<"vigil.v1.ListAlertsRequest"> & {
 
   /**
    * 1-100, default 50.
+   * Rule: an integer; 1 to 100; default 50.
    *
    * @generated from field: optional int32 limit = 2;
    */
@@ -314,6 +331,8 @@ export type ListAlertsRequest = Message<"vigil.v1.ListAlertsRequest"> & {
 
   /**
    * The next_cursor of the previous page.
+   * Rule: at most 200 characters.
+   * Rule: also refused: a cursor that is not a nextCursor this same list answered.
    *
    * @generated from field: optional string cursor = 3;
    */
@@ -425,11 +444,16 @@ export type UpdateAlertRequest = Message<"vigil.v1.UpdateAlertRequest"> & {
   alertId: string;
 
   /**
+   * Rule: 1 to 200 characters.
+   * Rule: matches ^[^\u0000]*[^\s\u0000][^\u0000]*$
+   *
    * @generated from field: optional string name = 3;
    */
   name?: string | undefined;
 
   /**
+   * Rule: matches ^[a-z0-9](?:[a-z0-9._-]{0,98}[a-z0-9])?$
+   *
    * @generated from field: optional string slug = 4;
    */
   slug?: string | undefined;
@@ -445,33 +469,44 @@ export type UpdateAlertRequest = Message<"vigil.v1.UpdateAlertRequest"> & {
   condition?: AlertCondition | undefined;
 
   /**
+   * Rule: an integer; 10000 to 2592000000.
+   *
    * @generated from field: optional int64 window_ms = 7;
    */
   windowMs?: bigint | undefined;
 
   /**
+   * Rule: an integer; 10000 to 2592000000.
+   *
    * @generated from field: optional int64 every_ms = 8;
    */
   everyMs?: bigint | undefined;
 
   /**
+   * Rule: an integer; 0 to 2592000000.
+   *
    * @generated from field: optional int64 for_ms = 9;
    */
   forMs?: bigint | undefined;
 
   /**
    * null clears it.
+   * Rule: optional, null allowed.
    *
    * @generated from field: google.protobuf.Value resolve = 10;
    */
   resolve?: Value | undefined;
 
   /**
+   * Rule: one of "ok", "alerting", "keep".
+   *
    * @generated from field: optional string no_data = 11;
    */
   noData?: string | undefined;
 
   /**
+   * Rule: an integer; 1 to 1000000000.
+   *
    * @generated from field: optional int32 min_samples = 12;
    */
   minSamples?: number | undefined;
@@ -581,6 +616,7 @@ export type ListAlertEvaluationsRequest = Message<"vigil.v1.ListAlertEvaluations
 
   /**
    * 1-1000, default 100.
+   * Rule: an integer; 1 to 1000; default 100.
    *
    * @generated from field: optional int32 limit = 3;
    */
@@ -588,6 +624,8 @@ export type ListAlertEvaluationsRequest = Message<"vigil.v1.ListAlertEvaluations
 
   /**
    * The next_cursor of the previous page.
+   * Rule: at most 200 characters.
+   * Rule: also refused: a cursor that is not a nextCursor this same list answered.
    *
    * @generated from field: optional string cursor = 4;
    */
@@ -628,11 +666,15 @@ export const ListAlertEvaluationsResponseSchema: GenMessage<ListAlertEvaluations
  */
 export type PreviewTime = Message<"vigil.v1.PreviewTime"> & {
   /**
+   * Rule: required; format date-time.
+   *
    * @generated from field: string start = 1;
    */
   start: string;
 
   /**
+   * Rule: required; format date-time.
+   *
    * @generated from field: string end = 2;
    */
   end: string;
@@ -655,59 +697,79 @@ export type PreviewAlertRequest = Message<"vigil.v1.PreviewAlertRequest"> & {
   projectId: string;
 
   /**
+   * Rule: required.
+   *
    * @generated from field: google.protobuf.Value query = 2;
    */
   query?: Value | undefined;
 
   /**
+   * Rule: required.
+   *
    * @generated from field: vigil.v1.AlertCondition condition = 3;
    */
   condition?: AlertCondition | undefined;
 
   /**
+   * Rule: required; an integer; 10000 to 2592000000.
+   *
    * @generated from field: optional int64 window_ms = 4;
    */
   windowMs?: bigint | undefined;
 
   /**
+   * Rule: an integer; 10000 to 2592000000; default 60000.
+   *
    * @generated from field: optional int64 every_ms = 5;
    */
   everyMs?: bigint | undefined;
 
   /**
+   * Rule: an integer; 0 to 2592000000; default 0.
+   *
    * @generated from field: optional int64 for_ms = 6;
    */
   forMs?: bigint | undefined;
 
   /**
+   * Rule: optional, null allowed; default null.
+   *
    * @generated from field: google.protobuf.Value resolve = 7;
    */
   resolve?: Value | undefined;
 
   /**
+   * Rule: one of "ok", "alerting", "keep"; default "ok".
+   *
    * @generated from field: optional string no_data = 8;
    */
   noData?: string | undefined;
 
   /**
+   * Rule: an integer; 1 to 1000000000; default 1.
+   *
    * @generated from field: optional int32 min_samples = 9;
    */
   minSamples?: number | undefined;
 
   /**
    * 0..everyMs-1: evaluate at the times a stored alert with this offset would.
+   * Rule: an integer; 0 to 9007199254740991.
    *
    * @generated from field: optional int64 evaluation_offset_ms = 10;
    */
   evaluationOffsetMs?: bigint | undefined;
 
   /**
+   * Rule: required.
+   *
    * @generated from field: vigil.v1.PreviewTime time = 11;
    */
   time?: PreviewTime | undefined;
 
   /**
    * Accepted and ignored, so that an alert's body can be previewed as it is.
+   * Rule: matches ^[a-z0-9](?:[a-z0-9._-]{0,98}[a-z0-9])?$
    *
    * @generated from field: optional string slug = 12;
    */

@@ -26,11 +26,15 @@ export const file_vigil_v1_analytics: GenFile = /*@__PURE__*/
  */
 export type TimeRange = Message<"vigil.v1.TimeRange"> & {
   /**
+   * Rule: required; format date-time.
+   *
    * @generated from field: optional string start = 1;
    */
   start?: string | undefined;
 
   /**
+   * Rule: required; format date-time.
+   *
    * @generated from field: optional string end = 2;
    */
   end?: string | undefined;
@@ -49,6 +53,7 @@ export const TimeRangeSchema: GenMessage<TimeRange> = /*@__PURE__*/
 export type PageRequest = Message<"vigil.v1.PageRequest"> & {
   /**
    * 1-100, default 50.
+   * Rule: an integer; 1 to 100; default 50.
    *
    * @generated from field: optional int64 limit = 1;
    */
@@ -56,6 +61,8 @@ export type PageRequest = Message<"vigil.v1.PageRequest"> & {
 
   /**
    * The `nextCursor` of the previous page.
+   * Rule: at most 200 characters.
+   * Rule: also refused: a cursor that is not a nextCursor this same list answered.
    *
    * @generated from field: optional string cursor = 2;
    */
@@ -107,6 +114,7 @@ export type QueryEventsRequest = Message<"vigil.v1.QueryEventsRequest"> & {
 
   /**
    * Optional for the event query.
+   * Rule: also refused: time.start after time.end.
    *
    * @generated from field: vigil.v1.TimeRange time = 3;
    */
@@ -166,6 +174,8 @@ export type ExportEventsRequest = Message<"vigil.v1.ExportEventsRequest"> & {
   filters?: Value | undefined;
 
   /**
+   * Rule: also refused: time.start after time.end.
+   *
    * @generated from field: vigil.v1.TimeRange time = 3;
    */
   time?: TimeRange | undefined;
@@ -210,6 +220,9 @@ export type CountRequest = Message<"vigil.v1.CountRequest"> & {
   filters?: Value | undefined;
 
   /**
+   * Rule: required.
+   * Rule: also refused: time.start after time.end.
+   *
    * @generated from field: vigil.v1.TimeRange time = 3;
    */
   time?: TimeRange | undefined;
@@ -271,12 +284,16 @@ export type TimeseriesRequest = Message<"vigil.v1.TimeseriesRequest"> & {
   filters?: Value | undefined;
 
   /**
+   * Rule: required.
+   * Rule: also refused: time.start after time.end.
+   *
    * @generated from field: vigil.v1.TimeRange time = 3;
    */
   time?: TimeRange | undefined;
 
   /**
    * minute, hour, day, week (from Monday), month; UTC.
+   * Rule: required; one of "minute", "hour", "day", "week", "month".
    *
    * @generated from field: string interval = 4;
    */
@@ -305,12 +322,16 @@ export const TimeseriesRequestSchema: GenMessage<TimeseriesRequest> = /*@__PURE_
 export type Measure = Message<"vigil.v1.Measure"> & {
   /**
    * count, count_unique, sum, avg, min, max, stddev, p1..p99.
+   * Rule: required.
    *
    * @generated from field: string operation = 1;
    */
   operation: string;
 
   /**
+   * Rule: at least 1 characters.
+   * Rule: also refused: a field name outside the field grammar (docs/analytics.md).
+   *
    * @generated from field: optional string field = 2;
    */
   field?: string | undefined;
@@ -394,6 +415,8 @@ export const TimeseriesResponseSchema: GenMessage<TimeseriesResponse> = /*@__PUR
  */
 export type Aggregation = Message<"vigil.v1.Aggregation"> & {
   /**
+   * Rule: required; 1 to 100 characters.
+   *
    * @generated from field: string name = 1;
    */
   name: string;
@@ -405,6 +428,7 @@ export type Aggregation = Message<"vigil.v1.Aggregation"> & {
 
   /**
    * count, count_unique, sum, avg, min, max, stddev, p1..p99.
+   * Rule: required.
    *
    * @generated from field: string operation = 3;
    */
@@ -433,11 +457,16 @@ export type AggregateRequest = Message<"vigil.v1.AggregateRequest"> & {
   filters?: Value | undefined;
 
   /**
+   * Rule: required.
+   * Rule: also refused: time.start after time.end.
+   *
    * @generated from field: vigil.v1.TimeRange time = 3;
    */
   time?: TimeRange | undefined;
 
   /**
+   * Rule: required; 1 to 50 items.
+   *
    * @generated from field: repeated vigil.v1.Aggregation aggregations = 4;
    */
   aggregations: Aggregation[];
@@ -523,17 +552,24 @@ export type UniqueRequest = Message<"vigil.v1.UniqueRequest"> & {
   filters?: Value | undefined;
 
   /**
+   * Rule: required.
+   * Rule: also refused: time.start after time.end.
+   *
    * @generated from field: vigil.v1.TimeRange time = 3;
    */
   time?: TimeRange | undefined;
 
   /**
+   * Rule: required; at least 1 characters.
+   * Rule: also refused: a field name outside the field grammar (docs/analytics.md).
+   *
    * @generated from field: string field = 4;
    */
   field: string;
 
   /**
    * Default 100, at most 1000.
+   * Rule: an integer; 1 to 1000; default 100.
    *
    * @generated from field: optional int64 limit = 5;
    */
@@ -625,17 +661,24 @@ export type GroupRequest = Message<"vigil.v1.GroupRequest"> & {
   filters?: Value | undefined;
 
   /**
+   * Rule: required.
+   * Rule: also refused: time.start after time.end.
+   *
    * @generated from field: vigil.v1.TimeRange time = 3;
    */
   time?: TimeRange | undefined;
 
   /**
+   * Rule: required; 1 to 10 items; no duplicates.
+   * Rule: each item: at least 1 characters. also refused: a field name outside the field grammar (docs/analytics.md).
+   *
    * @generated from field: repeated string group_by = 4;
    */
   groupBy: string[];
 
   /**
    * Default 100, at most 1000.
+   * Rule: an integer; 1 to 1000; default 100.
    *
    * @generated from field: optional int64 limit = 5;
    */
@@ -643,6 +686,7 @@ export type GroupRequest = Message<"vigil.v1.GroupRequest"> & {
 
   /**
    * Optional, as in aggregate: each group then carries one key per name.
+   * Rule: 0 to 50 items.
    *
    * @generated from field: repeated vigil.v1.Aggregation aggregations = 6;
    */
@@ -845,6 +889,7 @@ export type FunnelRequest = Message<"vigil.v1.FunnelRequest"> & {
 
   /**
    * 2-10 steps, in order.
+   * Rule: required; 2 to 10 items.
    *
    * @generated from field: repeated vigil.v1.FunnelStep steps = 2;
    */
@@ -853,6 +898,8 @@ export type FunnelRequest = Message<"vigil.v1.FunnelRequest"> & {
   /**
    * The first step's event must lie in it; later steps may follow up to
    * window_ms after the first (also after time.end).
+   * Rule: required.
+   * Rule: also refused: time.start after time.end.
    *
    * @generated from field: vigil.v1.TimeRange time = 3;
    */
@@ -860,6 +907,7 @@ export type FunnelRequest = Message<"vigil.v1.FunnelRequest"> & {
 
   /**
    * Conversion window in ms: default 86400000 (a day), 1 to 7776000000 (90 days).
+   * Rule: an integer; 1 to 7776000000; default 86400000.
    *
    * @generated from field: optional int64 window_ms = 4;
    */
@@ -867,6 +915,7 @@ export type FunnelRequest = Message<"vigil.v1.FunnelRequest"> & {
 
   /**
    * The actor: `userId` (the default and the only one).
+   * Rule: one of "userId"; default "userId".
    *
    * @generated from field: string actor = 5;
    */
@@ -982,6 +1031,7 @@ export type RetentionRequest = Message<"vigil.v1.RetentionRequest"> & {
 
   /**
    * day, week (from Monday) or month; UTC.
+   * Rule: required; one of "day", "week", "month".
    *
    * @generated from field: string interval = 4;
    */
@@ -989,12 +1039,16 @@ export type RetentionRequest = Message<"vigil.v1.RetentionRequest"> & {
 
   /**
    * 1-30: values per cohort (p = 0 is the cohort's own interval).
+   * Rule: required; an integer; 1 to 30.
    *
    * @generated from field: optional int64 periods = 5;
    */
   periods?: bigint | undefined;
 
   /**
+   * Rule: required.
+   * Rule: also refused: time.start after time.end.
+   *
    * @generated from field: vigil.v1.TimeRange time = 6;
    */
   time?: TimeRange | undefined;

@@ -51,16 +51,24 @@ export const AccountSchema: GenMessage<Account> = /*@__PURE__*/
  */
 export type SignupRequest = Message<"vigil.v1.SignupRequest"> & {
   /**
+   * Rule: required; at most 254 characters; format email.
+   * Rule: matches ^(?:[A-Za-z0-9_'+\-]+\.)*[A-Za-z0-9_'+\-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9][A-Za-z0-9\-]*\.)+[A-Za-z]{2,}$
+   *
    * @generated from field: string email = 1;
    */
   email: string;
 
   /**
+   * Rule: required; 8 to 1024 characters.
+   *
    * @generated from field: string password = 2;
    */
   password: string;
 
   /**
+   * Rule: 1 to 200 characters.
+   * Rule: matches ^[^\u0000]*[^\s\u0000][^\u0000]*$
+   *
    * @generated from field: optional string name = 3;
    */
   name?: string | undefined;
@@ -95,11 +103,16 @@ export const SignupResponseSchema: GenMessage<SignupResponse> = /*@__PURE__*/
  */
 export type LoginRequest = Message<"vigil.v1.LoginRequest"> & {
   /**
+   * Rule: required; at most 320 characters; format email.
+   * Rule: matches ^(?:[A-Za-z0-9_'+\-]+\.)*[A-Za-z0-9_'+\-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9][A-Za-z0-9\-]*\.)+[A-Za-z]{2,}$
+   *
    * @generated from field: string email = 1;
    */
   email: string;
 
   /**
+   * Rule: required; 1 to 1024 characters.
+   *
    * @generated from field: string password = 2;
    */
   password: string;

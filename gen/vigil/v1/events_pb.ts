@@ -90,44 +90,63 @@ export const EventSchema: GenMessage<Event> = /*@__PURE__*/
  */
 export type IngestEventRequest = Message<"vigil.v1.IngestEventRequest"> & {
   /**
+   * Rule: required; 1 to 200 characters.
+   * Rule: matches ^(\$(page|identify|group|error)|[^$\s\u0000][^\u0000]*|\s+[^\s\u0000][^\u0000]*)$
+   *
    * @generated from field: string type = 1;
    */
   type: string;
 
   /**
+   * Rule: optional, null allowed; at most 256 characters.
+   * Rule: matches ^[^\u0000]*$
+   *
    * @generated from field: optional string user_id = 2;
    */
   userId?: string | undefined;
 
   /**
+   * Rule: optional, null allowed; at most 256 characters.
+   * Rule: matches ^[^\u0000]*$
+   *
    * @generated from field: optional string group_id = 3;
    */
   groupId?: string | undefined;
 
   /**
    * Source key; resolved to the project's source id (created when first seen).
+   * Rule: optional, null allowed; at most 256 characters.
+   * Rule: matches ^[^\u0000]*$
    *
    * @generated from field: optional string source = 4;
    */
   source?: string | undefined;
 
   /**
+   * Rule: optional, null allowed.
+   *
    * @generated from field: google.protobuf.Struct data = 5;
    */
   data?: JsonObject | undefined;
 
   /**
+   * Rule: optional, null allowed.
+   *
    * @generated from field: google.protobuf.Struct context = 6;
    */
   context?: JsonObject | undefined;
 
   /**
+   * Rule: optional, null allowed.
+   *
    * @generated from field: google.protobuf.Struct tags = 7;
    */
   tags?: JsonObject | undefined;
 
   /**
    * ISO 8601 with a timezone (Z or an offset); defaults to the receive time.
+   * Rule: optional, null allowed; format date-time.
+   * Rule: also refused: timestamp before 2000-01-01T00:00:00Z or more than 24 hours after the server's clock.
    *
    * @generated from field: optional string timestamp = 8;
    */
@@ -137,6 +156,8 @@ export type IngestEventRequest = Message<"vigil.v1.IngestEventRequest"> & {
    * Client-generated UUID making the request idempotent: a second request with
    * an id already stored in the project (within 7 days) stores nothing and
    * answers as the first (same status, same event id).
+   * Rule: optional, null allowed; format uuid.
+   * Rule: matches ^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$
    *
    * @generated from field: optional string id = 9;
    */
@@ -174,6 +195,7 @@ export type IngestEventBatchRequest = Message<"vigil.v1.IngestEventBatchRequest"
   /**
    * Each item has the single-event shape. Items are loosely typed so that one
    * malformed item is rejected on its own instead of failing the whole batch.
+   * Rule: required; 1 to 1000 items.
    *
    * @generated from field: repeated google.protobuf.Value events = 1;
    */
@@ -303,28 +325,36 @@ export type ListEventsRequest = Message<"vigil.v1.ListEventsRequest"> & {
 
   /**
    * 1-100, default 50.
+   * Rule: an integer; 1 to 100; default 50.
    *
    * @generated from field: optional int32 limit = 2;
    */
   limit?: number | undefined;
 
   /**
+   * Rule: also refused: a cursor that is not a nextCursor this same list answered.
+   *
    * @generated from field: optional string cursor = 3;
    */
   cursor?: string | undefined;
 
   /**
+   * Rule: 1 to 200 characters.
+   *
    * @generated from field: optional string type = 4;
    */
   type?: string | undefined;
 
   /**
+   * Rule: 1 to 256 characters.
+   *
    * @generated from field: optional string user_id = 5;
    */
   userId?: string | undefined;
 
   /**
    * Source key.
+   * Rule: 1 to 256 characters.
    *
    * @generated from field: optional string source = 6;
    */
@@ -332,6 +362,7 @@ export type ListEventsRequest = Message<"vigil.v1.ListEventsRequest"> & {
 
   /**
    * Case-insensitive substring of type, user, data or context.
+   * Rule: at most 200 characters.
    *
    * @generated from field: optional string search = 7;
    */
@@ -339,12 +370,15 @@ export type ListEventsRequest = Message<"vigil.v1.ListEventsRequest"> & {
 
   /**
    * Inclusive bounds, ISO 8601 with a timezone.
+   * Rule: format date-time.
    *
    * @generated from field: optional string start_date = 8;
    */
   startDate?: string | undefined;
 
   /**
+   * Rule: format date-time.
+   *
    * @generated from field: optional string end_date = 9;
    */
   endDate?: string | undefined;

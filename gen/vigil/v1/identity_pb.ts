@@ -78,11 +78,16 @@ export type IdentifyRequest = Message<"vigil.v1.IdentifyRequest"> & {
   projectId: string;
 
   /**
+   * Rule: required; 1 to 256 characters.
+   * Rule: matches ^[^\u0000]*[^\s\u0000][^\u0000]*$
+   *
    * @generated from field: string external_id = 2;
    */
   externalId: string;
 
   /**
+   * Rule: default {}.
+   *
    * @generated from field: google.protobuf.Struct properties = 3;
    */
   properties?: JsonObject | undefined;
@@ -123,12 +128,15 @@ export type ListUsersRequest = Message<"vigil.v1.ListUsersRequest"> & {
 
   /**
    * 1-100, default 50.
+   * Rule: an integer; 1 to 100; default 50.
    *
    * @generated from field: optional int32 limit = 2;
    */
   limit?: number | undefined;
 
   /**
+   * Rule: an integer; 0 to 9007199254740991; default 0.
+   *
    * @generated from field: optional int32 offset = 3;
    */
   offset?: number | undefined;

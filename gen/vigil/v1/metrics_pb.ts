@@ -27,30 +27,40 @@ export type RecordMetricRequest = Message<"vigil.v1.RecordMetricRequest"> & {
 
   /**
    * measurement, increment or decrement.
+   * Rule: required; one of "measurement", "increment", "decrement".
    *
    * @generated from field: string type = 2;
    */
   type: string;
 
   /**
+   * Rule: required; at most 200 characters.
+   * Rule: matches ^(?!\$)[^\u0000-\u001f\u007f]*[^\s\u0000-\u001f\u007f][^\u0000-\u001f\u007f]*$
+   *
    * @generated from field: string name = 3;
    */
   name: string;
 
   /**
    * A JSON number (validated by the service; strings are refused).
+   * Rule: required.
    *
    * @generated from field: google.protobuf.Value value = 4;
    */
   value?: Value | undefined;
 
   /**
+   * Rule: optional, null allowed; at most 50 characters.
+   * Rule: matches ^[^\u0000-\u001f\u007f]*$
+   *
    * @generated from field: optional string unit = 5;
    */
   unit?: string | undefined;
 
   /**
    * ISO 8601 with a timezone; default now.
+   * Rule: optional, null allowed; format date-time.
+   * Rule: also refused: timestamp before 2000-01-01T00:00:00Z or more than 24 hours after the server's clock.
    *
    * @generated from field: optional string timestamp = 6;
    */
@@ -58,6 +68,7 @@ export type RecordMetricRequest = Message<"vigil.v1.RecordMetricRequest"> & {
 
   /**
    * Dimensions: string, number or boolean values.
+   * Rule: optional, null allowed.
    *
    * @generated from field: google.protobuf.Struct tags = 7;
    */
@@ -66,6 +77,8 @@ export type RecordMetricRequest = Message<"vigil.v1.RecordMetricRequest"> & {
   /**
    * Client-generated UUID: a point with an id already stored in the project
    * (within 7 days) is not recorded again (a retried increment counts once).
+   * Rule: optional, null allowed; format uuid.
+   * Rule: matches ^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$
    *
    * @generated from field: optional string id = 8;
    */
@@ -125,6 +138,7 @@ export type RecordMetricBatchRequest = Message<"vigil.v1.RecordMetricBatchReques
   /**
    * Each item in the RecordMetricRequest shape (without project_id). Items are
    * free-form so that one malformed item is rejected alone.
+   * Rule: required; 1 to 500 items.
    *
    * @generated from field: repeated google.protobuf.Value metrics = 2;
    */
@@ -217,12 +231,15 @@ export const RecordMetricBatchResponseSchema: GenMessage<RecordMetricBatchRespon
 export type MetricTimeRange = Message<"vigil.v1.MetricTimeRange"> & {
   /**
    * ISO 8601 with a timezone; both bounds inclusive.
+   * Rule: required; format date-time.
    *
    * @generated from field: string start = 1;
    */
   start: string;
 
   /**
+   * Rule: required; format date-time.
+   *
    * @generated from field: string end = 2;
    */
   end: string;
@@ -245,6 +262,9 @@ export type QueryMetricRequest = Message<"vigil.v1.QueryMetricRequest"> & {
   projectId: string;
 
   /**
+   * Rule: required; 1 to 200 characters.
+   * Rule: matches ^([^$\u0000-\u001f\u007f][^\u0000-\u001f\u007f]*)?$
+   *
    * @generated from field: string name = 2;
    */
   name: string;
@@ -252,6 +272,7 @@ export type QueryMetricRequest = Message<"vigil.v1.QueryMetricRequest"> & {
   /**
    * avg, min, max, sum, count, p50, p75, p90, p95, p99. Default: avg for
    * measurements, sum (the net change) for counters.
+   * Rule: one of "avg", "min", "max", "sum", "count", "p25", "p50", "p75", "p90", "p95", "p99".
    *
    * @generated from field: optional string aggregation = 3;
    */
@@ -259,6 +280,7 @@ export type QueryMetricRequest = Message<"vigil.v1.QueryMetricRequest"> & {
 
   /**
    * Optional check of the metric's type: measurement or counter.
+   * Rule: one of "measurement", "counter".
    *
    * @generated from field: optional string type = 4;
    */
@@ -266,12 +288,16 @@ export type QueryMetricRequest = Message<"vigil.v1.QueryMetricRequest"> & {
 
   /**
    * Counters only: increment or decrement narrows to one side.
+   * Rule: one of "increment", "decrement".
    *
    * @generated from field: optional string operation = 5;
    */
   operation?: string | undefined;
 
   /**
+   * Rule: required.
+   * Rule: also refused: time.start after time.end.
+   *
    * @generated from field: vigil.v1.MetricTimeRange time = 6;
    */
   time?: MetricTimeRange | undefined;
@@ -355,33 +381,46 @@ export type GetMetricTimeseriesRequest = Message<"vigil.v1.GetMetricTimeseriesRe
   projectId: string;
 
   /**
+   * Rule: required; 1 to 200 characters.
+   * Rule: matches ^([^$\u0000-\u001f\u007f][^\u0000-\u001f\u007f]*)?$
+   *
    * @generated from field: string name = 2;
    */
   name: string;
 
   /**
    * 1m, 5m, 15m, 30m, 1h, 6h, 12h, 1d, 1w.
+   * Rule: required; one of "1m", "5m", "15m", "30m", "1h", "6h", "12h", "1d", "1w".
    *
    * @generated from field: string interval = 3;
    */
   interval: string;
 
   /**
+   * Rule: one of "avg", "min", "max", "sum", "count", "p25", "p50", "p75", "p90", "p95", "p99".
+   *
    * @generated from field: optional string aggregation = 4;
    */
   aggregation?: string | undefined;
 
   /**
+   * Rule: one of "measurement", "counter".
+   *
    * @generated from field: optional string type = 5;
    */
   type?: string | undefined;
 
   /**
+   * Rule: one of "increment", "decrement".
+   *
    * @generated from field: optional string operation = 6;
    */
   operation?: string | undefined;
 
   /**
+   * Rule: required.
+   * Rule: also refused: time.start after time.end.
+   *
    * @generated from field: vigil.v1.MetricTimeRange time = 7;
    */
   time?: MetricTimeRange | undefined;
@@ -492,27 +531,38 @@ export type ListMetricPointsRequest = Message<"vigil.v1.ListMetricPointsRequest"
   projectId: string;
 
   /**
+   * Rule: required; 1 to 200 characters.
+   * Rule: matches ^([^$\u0000-\u001f\u007f][^\u0000-\u001f\u007f]*)?$
+   *
    * @generated from field: string name = 2;
    */
   name: string;
 
   /**
+   * Rule: required.
+   * Rule: also refused: time.start after time.end.
+   *
    * @generated from field: vigil.v1.MetricTimeRange time = 3;
    */
   time?: MetricTimeRange | undefined;
 
   /**
+   * Rule: one of "measurement", "counter".
+   *
    * @generated from field: optional string type = 4;
    */
   type?: string | undefined;
 
   /**
+   * Rule: one of "increment", "decrement".
+   *
    * @generated from field: optional string operation = 5;
    */
   operation?: string | undefined;
 
   /**
    * 1-10000, default 1000.
+   * Rule: an integer; 1 to 10000.
    *
    * @generated from field: optional int32 limit = 6;
    */
@@ -520,6 +570,8 @@ export type ListMetricPointsRequest = Message<"vigil.v1.ListMetricPointsRequest"
 
   /**
    * From pagination.nextCursor of the previous page.
+   * Rule: at most 200 characters.
+   * Rule: also refused: a cursor that is not a nextCursor this same list answered.
    *
    * @generated from field: optional string cursor = 7;
    */
@@ -653,6 +705,9 @@ export type GetCurrentMetricRequest = Message<"vigil.v1.GetCurrentMetricRequest"
   projectId: string;
 
   /**
+   * Rule: required; 1 to 200 characters.
+   * Rule: matches ^([^$\u0000-\u001f\u007f][^\u0000-\u001f\u007f]*)?$
+   *
    * @generated from field: string name = 2;
    */
   name: string;

@@ -116,29 +116,42 @@ export type CreatePageRequest = Message<"vigil.v1.CreatePageRequest"> & {
 
   /**
    * 3-64 characters: lowercase letters, digits and `-`.
+   * Rule: required.
+   * Rule: matches ^[a-z0-9-]{3,64}$
    *
    * @generated from field: string slug = 2;
    */
   slug: string;
 
   /**
+   * Rule: required; 1 to 200 characters.
+   * Rule: matches ^[^\u0000-\u001f\u007f]*[^\s\u0000-\u001f\u007f][^\u0000-\u001f\u007f]*$
+   *
    * @generated from field: string title = 3;
    */
   title: string;
 
   /**
+   * Rule: at most 2000 characters.
+   * Rule: matches ^[^\u0000]*$
+   *
    * @generated from field: optional string description = 4;
    */
   description?: string | undefined;
 
   /**
    * Default false.
+   * Rule: default false.
    *
    * @generated from field: optional bool published = 5;
    */
   published?: boolean | undefined;
 
   /**
+   * Rule: at most 100 items.
+   * Rule: also refused: a monitors item that is not {monitorId (1-200 characters), name?, section?} (names and sections: plain text, at most 100 characters).
+   * Rule: also refused: a monitorId listed twice, or not a monitor of this project.
+   *
    * @generated from field: repeated vigil.v1.PageMonitor monitors = 6;
    */
   monitors: PageMonitor[];
@@ -256,17 +269,24 @@ export type UpdatePageRequest = Message<"vigil.v1.UpdatePageRequest"> & {
   pageId: string;
 
   /**
+   * Rule: matches ^[a-z0-9-]{3,64}$
+   *
    * @generated from field: optional string slug = 3;
    */
   slug?: string | undefined;
 
   /**
+   * Rule: 1 to 200 characters.
+   * Rule: matches ^[^\u0000-\u001f\u007f]*[^\s\u0000-\u001f\u007f][^\u0000-\u001f\u007f]*$
+   *
    * @generated from field: optional string title = 4;
    */
   title?: string | undefined;
 
   /**
    * null clears it.
+   * Rule: optional, null allowed; at most 2000 characters.
+   * Rule: matches ^[^\u0000]*$
    *
    * @generated from field: google.protobuf.Value description = 5;
    */
@@ -281,6 +301,9 @@ export type UpdatePageRequest = Message<"vigil.v1.UpdatePageRequest"> & {
    * When present, replaces the list (`[]` empties it): an array of
    * {monitorId, name?, section?} (a ListValue, so that an empty list and an
    * absent one differ).
+   * Rule: at most 100 items.
+   * Rule: also refused: a monitors item that is not {monitorId (1-200 characters), name?, section?} (names and sections: plain text, at most 100 characters).
+   * Rule: also refused: a monitorId listed twice, or not a monitor of this project.
    *
    * @generated from field: google.protobuf.ListValue monitors = 7;
    */
@@ -403,6 +426,7 @@ export type ListPageSubscribersRequest = Message<"vigil.v1.ListPageSubscribersRe
 
   /**
    * 1-1000, default 100.
+   * Rule: an integer; 1 to 1000; default 100.
    *
    * @generated from field: optional int32 limit = 3;
    */
@@ -410,6 +434,8 @@ export type ListPageSubscribersRequest = Message<"vigil.v1.ListPageSubscribersRe
 
   /**
    * The nextCursor of the previous page.
+   * Rule: at most 200 characters.
+   * Rule: also refused: a cursor that is not a nextCursor this same list answered.
    *
    * @generated from field: optional string cursor = 4;
    */

@@ -29,27 +29,37 @@ export type PingRequest = Message<"vigil.v1.PingRequest"> & {
   pingKey: string;
 
   /**
+   * Rule: required.
+   * Rule: matches ^\s*[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?\s*$
+   *
    * @generated from field: string monitor_slug = 2;
    */
   monitorSlug: string;
 
   /**
+   * Rule: default {}.
+   *
    * @generated from field: google.protobuf.Struct metadata = 3;
    */
   metadata?: JsonObject | undefined;
 
   /**
+   * Rule: an integer; 100 to 31536000000.
+   *
    * @generated from field: optional int64 expected_interval_ms = 4;
    */
   expectedIntervalMs?: bigint | undefined;
 
   /**
+   * Rule: an integer; 0 to 31536000000.
+   *
    * @generated from field: optional int64 grace_period_ms = 5;
    */
   gracePeriodMs?: bigint | undefined;
 
   /**
    * Fractional milliseconds are kept.
+   * Rule: 0 to 31536000000.
    *
    * @generated from field: optional double latency_ms = 6;
    */
@@ -57,6 +67,7 @@ export type PingRequest = Message<"vigil.v1.PingRequest"> & {
 
   /**
    * up (default) or down.
+   * Rule: one of "up", "down"; default "up".
    *
    * @generated from field: optional string status = 7;
    */
@@ -65,6 +76,7 @@ export type PingRequest = Message<"vigil.v1.PingRequest"> & {
   /**
    * Client-generated UUID: a heartbeat with an id already stored in the
    * project (within 7 days) is not recorded again.
+   * Rule: format uuid.
    *
    * @generated from field: optional string id = 8;
    */
@@ -79,6 +91,8 @@ export type PingRequest = Message<"vigil.v1.PingRequest"> & {
 
   /**
    * Pairs a run's start and end.
+   * Rule: 1 to 200 characters.
+   * Rule: matches ^[^\u0000]*[^\s\u0000][^\u0000]*$
    *
    * @generated from field: optional string run_id = 10;
    */
@@ -111,6 +125,9 @@ export type PingSignalRequest = Message<"vigil.v1.PingSignalRequest"> & {
   pingKey: string;
 
   /**
+   * Rule: required.
+   * Rule: matches ^\s*[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?\s*$
+   *
    * @generated from field: string monitor_slug = 2;
    */
   monitorSlug: string;
@@ -123,26 +140,36 @@ export type PingSignalRequest = Message<"vigil.v1.PingSignalRequest"> & {
   signal: string;
 
   /**
+   * Rule: default {}.
+   *
    * @generated from field: google.protobuf.Struct metadata = 4;
    */
   metadata?: JsonObject | undefined;
 
   /**
+   * Rule: an integer; 100 to 31536000000.
+   *
    * @generated from field: optional int64 expected_interval_ms = 5;
    */
   expectedIntervalMs?: bigint | undefined;
 
   /**
+   * Rule: an integer; 0 to 31536000000.
+   *
    * @generated from field: optional int64 grace_period_ms = 6;
    */
   gracePeriodMs?: bigint | undefined;
 
   /**
+   * Rule: 0 to 31536000000.
+   *
    * @generated from field: optional double latency_ms = 7;
    */
   latencyMs?: number | undefined;
 
   /**
+   * Rule: format uuid.
+   *
    * @generated from field: optional string id = 8;
    */
   id?: string | undefined;
@@ -153,6 +180,9 @@ export type PingSignalRequest = Message<"vigil.v1.PingSignalRequest"> & {
   schedule?: MonitorSchedule | undefined;
 
   /**
+   * Rule: 1 to 200 characters.
+   * Rule: matches ^[^\u0000]*[^\s\u0000][^\u0000]*$
+   *
    * @generated from field: optional string run_id = 10;
    */
   runId?: string | undefined;
@@ -182,38 +212,52 @@ export type PingExitRequest = Message<"vigil.v1.PingExitRequest"> & {
   pingKey: string;
 
   /**
+   * Rule: required.
+   * Rule: matches ^\s*[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?\s*$
+   *
    * @generated from field: string monitor_slug = 2;
    */
   monitorSlug: string;
 
   /**
    * The job's exit code: 0 is a success, any other code (up to 255) a failure.
+   * Rule: required; an integer; 0 to 255.
    *
    * @generated from field: int32 code = 3;
    */
   code: number;
 
   /**
+   * Rule: default {}.
+   *
    * @generated from field: google.protobuf.Struct metadata = 4;
    */
   metadata?: JsonObject | undefined;
 
   /**
+   * Rule: an integer; 100 to 31536000000.
+   *
    * @generated from field: optional int64 expected_interval_ms = 5;
    */
   expectedIntervalMs?: bigint | undefined;
 
   /**
+   * Rule: an integer; 0 to 31536000000.
+   *
    * @generated from field: optional int64 grace_period_ms = 6;
    */
   gracePeriodMs?: bigint | undefined;
 
   /**
+   * Rule: 0 to 31536000000.
+   *
    * @generated from field: optional double latency_ms = 7;
    */
   latencyMs?: number | undefined;
 
   /**
+   * Rule: format uuid.
+   *
    * @generated from field: optional string id = 8;
    */
   id?: string | undefined;
@@ -224,6 +268,9 @@ export type PingExitRequest = Message<"vigil.v1.PingExitRequest"> & {
   schedule?: MonitorSchedule | undefined;
 
   /**
+   * Rule: 1 to 200 characters.
+   * Rule: matches ^[^\u0000]*[^\s\u0000][^\u0000]*$
+   *
    * @generated from field: optional string run_id = 10;
    */
   runId?: string | undefined;

@@ -137,11 +137,16 @@ export const RetentionSchema: GenMessage<Retention> = /*@__PURE__*/
  */
 export type CreateProjectRequest = Message<"vigil.v1.CreateProjectRequest"> & {
   /**
+   * Rule: required; 1 to 200 characters.
+   * Rule: matches ^[^\u0000]*[^\s\u0000][^\u0000]*$
+   *
    * @generated from field: string name = 1;
    */
   name: string;
 
   /**
+   * Rule: required; one of "node", "browser", "react", "next", "other".
+   *
    * @generated from field: string platform = 2;
    */
   platform: string;
@@ -245,6 +250,9 @@ export type UpdateProjectRequest = Message<"vigil.v1.UpdateProjectRequest"> & {
   projectId: string;
 
   /**
+   * Rule: 1 to 200 characters.
+   * Rule: matches ^[^\u0000]*[^\s\u0000][^\u0000]*$
+   *
    * @generated from field: optional string name = 2;
    */
   name?: string | undefined;
@@ -260,6 +268,8 @@ export type UpdateProjectRequest = Message<"vigil.v1.UpdateProjectRequest"> & {
   /**
    * Days to keep (an integer from 1 to RETENTION_MAX_DAYS), or null to use the
    * operator's default again. A Value, so that null and an absent field differ.
+   * Rule: optional, null allowed; an integer; 1 to 9007199254740991.
+   * Rule: also refused: retentionDays above the server's RETENTION_MAX_DAYS (3650 by default).
    *
    * @generated from field: google.protobuf.Value retention_days = 4;
    */
@@ -401,11 +411,16 @@ export type AddMemberRequest = Message<"vigil.v1.AddMemberRequest"> & {
   projectId: string;
 
   /**
+   * Rule: required; at most 254 characters; format email.
+   * Rule: matches ^(?:[A-Za-z0-9_'+\-]+\.)*[A-Za-z0-9_'+\-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9][A-Za-z0-9\-]*\.)+[A-Za-z]{2,}$
+   *
    * @generated from field: string email = 2;
    */
   email: string;
 
   /**
+   * Rule: required; one of "admin", "member".
+   *
    * @generated from field: string role = 3;
    */
   role: string;
@@ -450,6 +465,8 @@ export type UpdateMemberRequest = Message<"vigil.v1.UpdateMemberRequest"> & {
   userId: string;
 
   /**
+   * Rule: required; one of "admin", "member".
+   *
    * @generated from field: string role = 3;
    */
   role: string;
@@ -629,17 +646,23 @@ export type CreateApiKeyRequest = Message<"vigil.v1.CreateApiKeyRequest"> & {
   projectId: string;
 
   /**
+   * Rule: required; 1 to 200 characters.
+   * Rule: matches ^[^\u0000]*[^\s\u0000][^\u0000]*$
+   *
    * @generated from field: string name = 2;
    */
   name: string;
 
   /**
+   * Rule: required; one of "production", "development", "preview".
+   *
    * @generated from field: string environment = 3;
    */
   environment: string;
 
   /**
    * secret (default) or publishable (vk_pub_..., ingestion only, safe in a web page).
+   * Rule: one of "secret", "publishable", "ping"; default "secret".
    *
    * @generated from field: optional string kind = 4;
    */

@@ -19,6 +19,9 @@ export const file_vigil_v1_status: GenFile = /*@__PURE__*/
  */
 export type GetStatusPageRequest = Message<"vigil.v1.GetStatusPageRequest"> & {
   /**
+   * Rule: required.
+   * Rule: matches ^[a-z0-9-]{3,64}$
+   *
    * @generated from field: string slug = 1;
    */
   slug: string;

@@ -23,12 +23,15 @@ export const file_vigil_v1_uptime: GenFile = /*@__PURE__*/
  */
 export type MaintenanceSchedule = Message<"vigil.v1.MaintenanceSchedule"> & {
   /**
+   * Rule: required.
+   *
    * @generated from field: string cron = 1;
    */
   cron: string;
 
   /**
    * An IANA zone name; default UTC.
+   * Rule: default "UTC".
    *
    * @generated from field: optional string timezone = 2;
    */
@@ -36,6 +39,7 @@ export type MaintenanceSchedule = Message<"vigil.v1.MaintenanceSchedule"> & {
 
   /**
    * 1 s to 7 days.
+   * Rule: required; an integer; 1000 to 604800000.
    *
    * @generated from field: int64 duration_ms = 3;
    */
@@ -137,6 +141,8 @@ export type CreateMaintenanceRequest = Message<"vigil.v1.CreateMaintenanceReques
 
   /**
    * 1-200 characters.
+   * Rule: required; 1 to 200 characters.
+   * Rule: matches ^[^\u0000]*[^\s\u0000][^\u0000]*$
    *
    * @generated from field: string title = 2;
    */
@@ -144,6 +150,8 @@ export type CreateMaintenanceRequest = Message<"vigil.v1.CreateMaintenanceReques
 
   /**
    * Up to 2,000 characters.
+   * Rule: at most 2000 characters; default "".
+   * Rule: matches ^[^\u0000]*$
    *
    * @generated from field: optional string description = 3;
    */
@@ -151,17 +159,23 @@ export type CreateMaintenanceRequest = Message<"vigil.v1.CreateMaintenanceReques
 
   /**
    * 1-100 monitor ids of the project.
+   * Rule: required; 1 to 100 items.
+   * Rule: each item: 1 to 200 characters.
    *
    * @generated from field: repeated string monitor_ids = 4;
    */
   monitorIds: string[];
 
   /**
+   * Rule: format date-time.
+   *
    * @generated from field: optional string starts_at = 5;
    */
   startsAt?: string | undefined;
 
   /**
+   * Rule: format date-time.
+   *
    * @generated from field: optional string ends_at = 6;
    */
   endsAt?: string | undefined;
@@ -287,26 +301,39 @@ export type UpdateMaintenanceRequest = Message<"vigil.v1.UpdateMaintenanceReques
   maintenanceId: string;
 
   /**
+   * Rule: 1 to 200 characters.
+   * Rule: matches ^[^\u0000]*[^\s\u0000][^\u0000]*$
+   *
    * @generated from field: optional string title = 3;
    */
   title?: string | undefined;
 
   /**
+   * Rule: at most 2000 characters.
+   * Rule: matches ^[^\u0000]*$
+   *
    * @generated from field: optional string description = 4;
    */
   description?: string | undefined;
 
   /**
+   * Rule: 1 to 100 items.
+   * Rule: each item: 1 to 200 characters.
+   *
    * @generated from field: repeated string monitor_ids = 5;
    */
   monitorIds: string[];
 
   /**
+   * Rule: format date-time.
+   *
    * @generated from field: optional string starts_at = 6;
    */
   startsAt?: string | undefined;
 
   /**
+   * Rule: format date-time.
+   *
    * @generated from field: optional string ends_at = 7;
    */
   endsAt?: string | undefined;
@@ -508,12 +535,15 @@ export const MonitorSchema: GenMessage<Monitor> = /*@__PURE__*/
  */
 export type MonitorSchedule = Message<"vigil.v1.MonitorSchedule"> & {
   /**
+   * Rule: required.
+   *
    * @generated from field: string cron = 1;
    */
   cron: string;
 
   /**
    * An IANA zone name; default UTC.
+   * Rule: default "UTC".
    *
    * @generated from field: optional string timezone = 2;
    */
@@ -671,6 +701,8 @@ export type CreateIncidentRequest = Message<"vigil.v1.CreateIncidentRequest"> & 
 
   /**
    * 1-200 characters.
+   * Rule: required; 1 to 200 characters.
+   * Rule: matches ^[^\u0000]*[^\s\u0000][^\u0000]*$
    *
    * @generated from field: string title = 2;
    */
@@ -678,6 +710,8 @@ export type CreateIncidentRequest = Message<"vigil.v1.CreateIncidentRequest"> & 
 
   /**
    * Up to 2,000 characters.
+   * Rule: at most 2000 characters.
+   * Rule: matches ^[^\u0000]*$
    *
    * @generated from field: optional string description = 3;
    */
@@ -685,6 +719,7 @@ export type CreateIncidentRequest = Message<"vigil.v1.CreateIncidentRequest"> & 
 
   /**
    * minor, major or critical.
+   * Rule: required; one of "minor", "major", "critical".
    *
    * @generated from field: string impact = 4;
    */
@@ -692,6 +727,8 @@ export type CreateIncidentRequest = Message<"vigil.v1.CreateIncidentRequest"> & 
 
   /**
    * 1-100 monitor ids of the project.
+   * Rule: required; 1 to 100 items.
+   * Rule: each item: 1 to 200 characters.
    *
    * @generated from field: repeated string monitor_ids = 5;
    */
@@ -699,6 +736,7 @@ export type CreateIncidentRequest = Message<"vigil.v1.CreateIncidentRequest"> & 
 
   /**
    * investigating, identified, monitoring or resolved.
+   * Rule: required; one of "investigating", "identified", "monitoring", "resolved".
    *
    * @generated from field: string status = 6;
    */
@@ -706,6 +744,8 @@ export type CreateIncidentRequest = Message<"vigil.v1.CreateIncidentRequest"> & 
 
   /**
    * The first update's text, 1-2,000 characters.
+   * Rule: required; 1 to 2000 characters.
+   * Rule: matches ^[^\u0000]*[^\s\u0000][^\u0000]*$
    *
    * @generated from field: string message = 7;
    */
@@ -747,6 +787,7 @@ export type ListProjectIncidentsRequest = Message<"vigil.v1.ListProjectIncidents
 
   /**
    * 1-1000, default 100.
+   * Rule: an integer; 1 to 1000; default 100.
    *
    * @generated from field: optional int32 limit = 2;
    */
@@ -826,36 +867,51 @@ export type CreateMonitorRequest = Message<"vigil.v1.CreateMonitorRequest"> & {
   projectId: string;
 
   /**
+   * Rule: required; 1 to 200 characters.
+   * Rule: matches ^[^\u0000]*[^\s\u0000][^\u0000]*$
+   *
    * @generated from field: optional string name = 2;
    */
   name?: string | undefined;
 
   /**
+   * Rule: matches ^\s*[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?\s*$
+   *
    * @generated from field: optional string slug = 3;
    */
   slug?: string | undefined;
 
   /**
+   * Rule: one of "heartbeat", "http", "worker", "bot", "cron", "custom"; default "heartbeat".
+   *
    * @generated from field: optional string type = 4;
    */
   type?: string | undefined;
 
   /**
+   * Rule: an integer; 100 to 31536000000.
+   *
    * @generated from field: optional int64 expected_interval_ms = 5;
    */
   expectedIntervalMs?: bigint | undefined;
 
   /**
+   * Rule: an integer; 0 to 31536000000; default 30000.
+   *
    * @generated from field: optional int64 grace_period_ms = 6;
    */
   gracePeriodMs?: bigint | undefined;
 
   /**
+   * Rule: default {}.
+   *
    * @generated from field: google.protobuf.Struct metadata = 7;
    */
   metadata?: JsonObject | undefined;
 
   /**
+   * Rule: default {}.
+   *
    * @generated from field: google.protobuf.Struct tags = 8;
    */
   tags?: JsonObject | undefined;
@@ -868,11 +924,15 @@ export type CreateMonitorRequest = Message<"vigil.v1.CreateMonitorRequest"> & {
   schedule?: MonitorSchedule | undefined;
 
   /**
+   * Rule: an integer; 1000 to 31536000000.
+   *
    * @generated from field: optional int64 max_runtime_ms = 10;
    */
   maxRuntimeMs?: bigint | undefined;
 
   /**
+   * Rule: an integer; 0 to 1000; default 0.
+   *
    * @generated from field: optional int32 failure_tolerance = 11;
    */
   failureTolerance?: number | undefined;
@@ -913,6 +973,7 @@ export type ListMonitorsRequest = Message<"vigil.v1.ListMonitorsRequest"> & {
 
   /**
    * 1-1000, default 100.
+   * Rule: an integer; 1 to 1000; default 100.
    *
    * @generated from field: optional int32 limit = 2;
    */
@@ -920,6 +981,7 @@ export type ListMonitorsRequest = Message<"vigil.v1.ListMonitorsRequest"> & {
 
   /**
    * The next_cursor of the previous page.
+   * Rule: also refused: a cursor that is not a nextCursor this same list answered.
    *
    * @generated from field: optional string cursor = 3;
    */
@@ -1172,26 +1234,37 @@ export type UpdateMonitorRequest = Message<"vigil.v1.UpdateMonitorRequest"> & {
   monitorId: string;
 
   /**
+   * Rule: 1 to 200 characters.
+   * Rule: matches ^[^\u0000]*[^\s\u0000][^\u0000]*$
+   *
    * @generated from field: optional string name = 3;
    */
   name?: string | undefined;
 
   /**
+   * Rule: matches ^\s*[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?\s*$
+   *
    * @generated from field: optional string slug = 4;
    */
   slug?: string | undefined;
 
   /**
+   * Rule: one of "heartbeat", "http", "worker", "bot", "cron", "custom".
+   *
    * @generated from field: optional string type = 5;
    */
   type?: string | undefined;
 
   /**
+   * Rule: an integer; 100 to 31536000000.
+   *
    * @generated from field: optional int64 expected_interval_ms = 6;
    */
   expectedIntervalMs?: bigint | undefined;
 
   /**
+   * Rule: an integer; 0 to 31536000000.
+   *
    * @generated from field: optional int64 grace_period_ms = 7;
    */
   gracePeriodMs?: bigint | undefined;
@@ -1221,6 +1294,8 @@ export type UpdateMonitorRequest = Message<"vigil.v1.UpdateMonitorRequest"> & {
   maxRuntimeMs?: bigint | undefined;
 
   /**
+   * Rule: an integer; 0 to 1000.
+   *
    * @generated from field: optional int32 failure_tolerance = 12;
    */
   failureTolerance?: number | undefined;
@@ -1373,27 +1448,37 @@ export type SendHeartbeatRequest = Message<"vigil.v1.SendHeartbeatRequest"> & {
   projectId: string;
 
   /**
+   * Rule: required.
+   * Rule: matches ^\s*[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?\s*$
+   *
    * @generated from field: string monitor_slug = 2;
    */
   monitorSlug: string;
 
   /**
+   * Rule: default {}.
+   *
    * @generated from field: google.protobuf.Struct metadata = 3;
    */
   metadata?: JsonObject | undefined;
 
   /**
+   * Rule: an integer; 100 to 31536000000.
+   *
    * @generated from field: optional int64 expected_interval_ms = 4;
    */
   expectedIntervalMs?: bigint | undefined;
 
   /**
+   * Rule: an integer; 0 to 31536000000.
+   *
    * @generated from field: optional int64 grace_period_ms = 5;
    */
   gracePeriodMs?: bigint | undefined;
 
   /**
    * Fractional milliseconds are kept.
+   * Rule: 0 to 31536000000.
    *
    * @generated from field: optional double latency_ms = 6;
    */
@@ -1401,6 +1486,7 @@ export type SendHeartbeatRequest = Message<"vigil.v1.SendHeartbeatRequest"> & {
 
   /**
    * up (default) or down.
+   * Rule: one of "up", "down"; default "up".
    *
    * @generated from field: optional string status = 7;
    */
@@ -1409,6 +1495,7 @@ export type SendHeartbeatRequest = Message<"vigil.v1.SendHeartbeatRequest"> & {
   /**
    * Client-generated UUID: a heartbeat with an id already stored in the
    * project (within 7 days) is not recorded again.
+   * Rule: format uuid.
    *
    * @generated from field: optional string id = 8;
    */
@@ -1423,6 +1510,8 @@ export type SendHeartbeatRequest = Message<"vigil.v1.SendHeartbeatRequest"> & {
 
   /**
    * The run this success ends (paired with its start); without one, the latest start without a run id.
+   * Rule: 1 to 200 characters.
+   * Rule: matches ^[^\u0000]*[^\s\u0000][^\u0000]*$
    *
    * @generated from field: optional string run_id = 10;
    */
@@ -1455,32 +1544,44 @@ export type StartRunRequest = Message<"vigil.v1.StartRunRequest"> & {
   projectId: string;
 
   /**
+   * Rule: required.
+   * Rule: matches ^\s*[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?\s*$
+   *
    * @generated from field: string monitor_slug = 2;
    */
   monitorSlug: string;
 
   /**
+   * Rule: default {}.
+   *
    * @generated from field: google.protobuf.Struct metadata = 3;
    */
   metadata?: JsonObject | undefined;
 
   /**
+   * Rule: an integer; 100 to 31536000000.
+   *
    * @generated from field: optional int64 expected_interval_ms = 4;
    */
   expectedIntervalMs?: bigint | undefined;
 
   /**
+   * Rule: an integer; 0 to 31536000000.
+   *
    * @generated from field: optional int64 grace_period_ms = 5;
    */
   gracePeriodMs?: bigint | undefined;
 
   /**
+   * Rule: 0 to 31536000000.
+   *
    * @generated from field: optional double latency_ms = 6;
    */
   latencyMs?: number | undefined;
 
   /**
    * Client-generated UUID, idempotent as the heartbeat's.
+   * Rule: format uuid.
    *
    * @generated from field: optional string id = 7;
    */
@@ -1493,6 +1594,8 @@ export type StartRunRequest = Message<"vigil.v1.StartRunRequest"> & {
 
   /**
    * Pairs a start with its end.
+   * Rule: 1 to 200 characters.
+   * Rule: matches ^[^\u0000]*[^\s\u0000][^\u0000]*$
    *
    * @generated from field: optional string run_id = 9;
    */
@@ -1540,32 +1643,44 @@ export type FailRunRequest = Message<"vigil.v1.FailRunRequest"> & {
   projectId: string;
 
   /**
+   * Rule: required.
+   * Rule: matches ^\s*[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?\s*$
+   *
    * @generated from field: string monitor_slug = 2;
    */
   monitorSlug: string;
 
   /**
+   * Rule: default {}.
+   *
    * @generated from field: google.protobuf.Struct metadata = 3;
    */
   metadata?: JsonObject | undefined;
 
   /**
+   * Rule: an integer; 100 to 31536000000.
+   *
    * @generated from field: optional int64 expected_interval_ms = 4;
    */
   expectedIntervalMs?: bigint | undefined;
 
   /**
+   * Rule: an integer; 0 to 31536000000.
+   *
    * @generated from field: optional int64 grace_period_ms = 5;
    */
   gracePeriodMs?: bigint | undefined;
 
   /**
+   * Rule: 0 to 31536000000.
+   *
    * @generated from field: optional double latency_ms = 6;
    */
   latencyMs?: number | undefined;
 
   /**
    * Client-generated UUID, idempotent as the heartbeat's.
+   * Rule: format uuid.
    *
    * @generated from field: optional string id = 7;
    */
@@ -1578,6 +1693,8 @@ export type FailRunRequest = Message<"vigil.v1.FailRunRequest"> & {
 
   /**
    * Pairs a start with its end.
+   * Rule: 1 to 200 characters.
+   * Rule: matches ^[^\u0000]*[^\s\u0000][^\u0000]*$
    *
    * @generated from field: optional string run_id = 9;
    */
@@ -1625,38 +1742,52 @@ export type ExitRunRequest = Message<"vigil.v1.ExitRunRequest"> & {
   projectId: string;
 
   /**
+   * Rule: required.
+   * Rule: matches ^\s*[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?\s*$
+   *
    * @generated from field: string monitor_slug = 2;
    */
   monitorSlug: string;
 
   /**
    * The job's exit code: 0 is a success, any other code a failure.
+   * Rule: required; an integer; 0 to 255.
    *
    * @generated from field: int32 code = 3;
    */
   code: number;
 
   /**
+   * Rule: default {}.
+   *
    * @generated from field: google.protobuf.Struct metadata = 4;
    */
   metadata?: JsonObject | undefined;
 
   /**
+   * Rule: an integer; 100 to 31536000000.
+   *
    * @generated from field: optional int64 expected_interval_ms = 5;
    */
   expectedIntervalMs?: bigint | undefined;
 
   /**
+   * Rule: an integer; 0 to 31536000000.
+   *
    * @generated from field: optional int64 grace_period_ms = 6;
    */
   gracePeriodMs?: bigint | undefined;
 
   /**
+   * Rule: 0 to 31536000000.
+   *
    * @generated from field: optional double latency_ms = 7;
    */
   latencyMs?: number | undefined;
 
   /**
+   * Rule: format uuid.
+   *
    * @generated from field: optional string id = 8;
    */
   id?: string | undefined;
@@ -1667,6 +1798,9 @@ export type ExitRunRequest = Message<"vigil.v1.ExitRunRequest"> & {
   schedule?: MonitorSchedule | undefined;
 
   /**
+   * Rule: 1 to 200 characters.
+   * Rule: matches ^[^\u0000]*[^\s\u0000][^\u0000]*$
+   *
    * @generated from field: optional string run_id = 10;
    */
   runId?: string | undefined;
@@ -1717,6 +1851,7 @@ export type GetMonitorScheduleRequest = Message<"vigil.v1.GetMonitorScheduleRequ
 
   /**
    * 1-100, default 5.
+   * Rule: an integer; 1 to 100; default 5.
    *
    * @generated from field: optional int32 count = 3;
    */
@@ -1856,6 +1991,7 @@ export type ListRunsRequest = Message<"vigil.v1.ListRunsRequest"> & {
 
   /**
    * 1-1000, default 50.
+   * Rule: an integer; 1 to 1000; default 50.
    *
    * @generated from field: optional int32 limit = 3;
    */
@@ -1863,6 +1999,8 @@ export type ListRunsRequest = Message<"vigil.v1.ListRunsRequest"> & {
 
   /**
    * The next_cursor of the previous page.
+   * Rule: at most 200 characters.
+   * Rule: also refused: a cursor that is not a nextCursor this same list answered.
    *
    * @generated from field: optional string cursor = 4;
    */
@@ -1959,17 +2097,22 @@ export type ListHeartbeatsRequest = Message<"vigil.v1.ListHeartbeatsRequest"> & 
   monitorId: string;
 
   /**
+   * Rule: format date-time.
+   *
    * @generated from field: optional string from = 3;
    */
   from?: string | undefined;
 
   /**
+   * Rule: format date-time.
+   *
    * @generated from field: optional string to = 4;
    */
   to?: string | undefined;
 
   /**
    * 1-1000, default 100.
+   * Rule: an integer; 1 to 1000; default 100.
    *
    * @generated from field: optional int32 limit = 5;
    */
@@ -2016,6 +2159,7 @@ export type ListIncidentsRequest = Message<"vigil.v1.ListIncidentsRequest"> & {
 
   /**
    * 1-1000, default 100.
+   * Rule: an integer; 1 to 1000; default 100.
    *
    * @generated from field: optional int32 limit = 3;
    */
@@ -2061,11 +2205,17 @@ export type UpdateIncidentRequest = Message<"vigil.v1.UpdateIncidentRequest"> & 
   incidentId: string;
 
   /**
+   * Rule: at most 200 characters.
+   * Rule: matches ^[^\u0000]*$
+   *
    * @generated from field: optional string title = 3;
    */
   title?: string | undefined;
 
   /**
+   * Rule: at most 10000 characters.
+   * Rule: matches ^[^\u0000]*$
+   *
    * @generated from field: optional string description = 4;
    */
   description?: string | undefined;
@@ -2192,16 +2342,22 @@ export type GetMonitorStatsRequest = Message<"vigil.v1.GetMonitorStatsRequest"> 
   monitorId: string;
 
   /**
+   * Rule: matches ^[1-9]\d{0,4}[dh]$
+   *
    * @generated from field: optional string period = 3;
    */
   period?: string | undefined;
 
   /**
+   * Rule: format date-time.
+   *
    * @generated from field: optional string from = 4;
    */
   from?: string | undefined;
 
   /**
+   * Rule: format date-time.
+   *
    * @generated from field: optional string to = 5;
    */
   to?: string | undefined;
@@ -2307,6 +2463,8 @@ export type GetMonitorHistoryRequest = Message<"vigil.v1.GetMonitorHistoryReques
   monitorId: string;
 
   /**
+   * Rule: one of "24h", "7d", "30d", "90d"; default "90d".
+   *
    * @generated from field: optional string window = 3;
    */
   window?: string | undefined;
@@ -2394,6 +2552,8 @@ export type CreateIncidentUpdateRequest = Message<"vigil.v1.CreateIncidentUpdate
 
   /**
    * 1-2,000 characters.
+   * Rule: required; 1 to 2000 characters.
+   * Rule: matches ^[^\u0000]*[^\s\u0000][^\u0000]*$
    *
    * @generated from field: string message = 3;
    */
@@ -2401,6 +2561,7 @@ export type CreateIncidentUpdateRequest = Message<"vigil.v1.CreateIncidentUpdate
 
   /**
    * Manual incidents only: investigating, identified, monitoring or resolved.
+   * Rule: one of "investigating", "identified", "monitoring", "resolved".
    *
    * @generated from field: optional string status = 4;
    */

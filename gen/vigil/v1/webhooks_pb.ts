@@ -229,34 +229,48 @@ export type CreateWebhookRequest = Message<"vigil.v1.CreateWebhookRequest"> & {
   projectId: string;
 
   /**
+   * Rule: 1 to 200 characters.
+   * Rule: matches ^[^\u0000]*[^\s\u0000][^\u0000]*$
+   *
    * @generated from field: optional string name = 2;
    */
   name?: string | undefined;
 
   /**
+   * Rule: one of "http", "discord", "slack", "mattermost", "email", "pagerduty"; default "http".
+   *
    * @generated from field: optional string type = 3;
    */
   type?: string | undefined;
 
   /**
    * Every type but email and pagerduty.
+   * Rule: at most 2048 characters; format uri.
+   * Rule: matches ^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]
    *
    * @generated from field: optional string url = 4;
    */
   url?: string | undefined;
 
   /**
+   * Rule: required; 1 to 20 items.
+   * Rule: each item: 1 to 200 characters. matches ^[^\u0000]*[^\s\u0000][^\u0000]*$
+   *
    * @generated from field: repeated string events = 5;
    */
   events: string[];
 
   /**
+   * Rule: default true.
+   *
    * @generated from field: optional bool enabled = 6;
    */
   enabled?: boolean | undefined;
 
   /**
    * email: 1 to 10 addresses (needs the server's SMTP_URL).
+   * Rule: 1 to 10 items.
+   * Rule: each item: at most 254 characters.
    *
    * @generated from field: repeated string to = 7;
    */
@@ -264,6 +278,7 @@ export type CreateWebhookRequest = Message<"vigil.v1.CreateWebhookRequest"> & {
 
   /**
    * pagerduty: the Events API v2 integration key (32 characters).
+   * Rule: 1 to 64 characters.
    *
    * @generated from field: optional string routing_key = 8;
    */
@@ -278,6 +293,7 @@ export type CreateWebhookRequest = Message<"vigil.v1.CreateWebhookRequest"> & {
 
   /**
    * 1 to 1000: deliveries beyond this many per second wait (none is dropped). Absent: no limit.
+   * Rule: an integer; 1 to 1000.
    *
    * @generated from field: optional int32 max_per_second = 20;
    */
@@ -396,17 +412,25 @@ export type UpdateWebhookRequest = Message<"vigil.v1.UpdateWebhookRequest"> & {
   webhookId: string;
 
   /**
+   * Rule: 1 to 200 characters.
+   * Rule: matches ^[^\u0000]*[^\s\u0000][^\u0000]*$
+   *
    * @generated from field: optional string name = 3;
    */
   name?: string | undefined;
 
   /**
+   * Rule: at most 2048 characters; format uri.
+   * Rule: matches ^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]
+   *
    * @generated from field: optional string url = 4;
    */
   url?: string | undefined;
 
   /**
    * Replaces the watched types when non-empty.
+   * Rule: 1 to 20 items.
+   * Rule: each item: 1 to 200 characters. matches ^[^\u0000]*[^\s\u0000][^\u0000]*$
    *
    * @generated from field: repeated string events = 5;
    */
@@ -426,6 +450,8 @@ export type UpdateWebhookRequest = Message<"vigil.v1.UpdateWebhookRequest"> & {
 
   /**
    * email webhooks: replaces the recipients when non-empty.
+   * Rule: 1 to 10 items.
+   * Rule: each item: at most 254 characters.
    *
    * @generated from field: repeated string to = 8;
    */
@@ -433,6 +459,7 @@ export type UpdateWebhookRequest = Message<"vigil.v1.UpdateWebhookRequest"> & {
 
   /**
    * pagerduty webhooks: a new integration key.
+   * Rule: 1 to 64 characters.
    *
    * @generated from field: optional string routing_key = 9;
    */
@@ -493,6 +520,7 @@ export type RotateWebhookSecretRequest = Message<"vigil.v1.RotateWebhookSecretRe
 
   /**
    * How long the replaced secret keeps signing too: 0 to 604800 seconds, default 86400.
+   * Rule: an integer; 0 to 604800; default 86400.
    *
    * @generated from field: optional int32 overlap_seconds = 3;
    */
@@ -539,6 +567,7 @@ export type RecoverDeliveriesRequest = Message<"vigil.v1.RecoverDeliveriesReques
 
   /**
    * RFC 3339: deliveries created at or after this time.
+   * Rule: required; format date-time.
    *
    * @generated from field: string since = 3;
    */
@@ -546,6 +575,7 @@ export type RecoverDeliveriesRequest = Message<"vigil.v1.RecoverDeliveriesReques
 
   /**
    * RFC 3339: deliveries created before this time (default: now).
+   * Rule: format date-time.
    *
    * @generated from field: optional string until = 4;
    */
@@ -717,6 +747,7 @@ export type ListDeliveriesRequest = Message<"vigil.v1.ListDeliveriesRequest"> & 
 
   /**
    * 1-100, default 50.
+   * Rule: an integer; 1 to 100; default 50.
    *
    * @generated from field: optional int32 limit = 3;
    */
@@ -724,6 +755,7 @@ export type ListDeliveriesRequest = Message<"vigil.v1.ListDeliveriesRequest"> & 
 
   /**
    * Only deliveries with this status.
+   * Rule: one of "pending", "retrying", "succeeded", "abandoned".
    *
    * @generated from field: optional string status = 4;
    */
@@ -731,6 +763,8 @@ export type ListDeliveriesRequest = Message<"vigil.v1.ListDeliveriesRequest"> & 
 
   /**
    * The nextCursor of the previous page.
+   * Rule: at most 200 characters.
+   * Rule: also refused: a cursor that is not a nextCursor this same list answered.
    *
    * @generated from field: optional string cursor = 5;
    */
