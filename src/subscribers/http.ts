@@ -45,7 +45,7 @@ export interface SubscriberHttpOptions {
 }
 
 /** The one body of every accepted subscription request: it tells nothing about the address. */
-export const SUBSCRIBE_ACCEPTED = JSON.stringify({
+const SUBSCRIBE_ACCEPTED = JSON.stringify({
   data: { message: "if this address can subscribe, a confirmation link has been sent to it" },
 });
 

@@ -12,7 +12,7 @@ export const MAX_MAIL_ATTEMPTS = 5;
 export const retryDelayMs = (attempts: number): number => 30_000 * 2 ** Math.max(0, attempts - 1);
 
 /** Every notice a page's subscribers are mailed, by the event type of its cause. */
-export const NOTICE_TYPES = [
+const NOTICE_TYPES = [
   "incident.started",
   "incident.updated",
   "incident.recovered",

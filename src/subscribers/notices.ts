@@ -38,7 +38,7 @@ const named = (v: unknown): { id: string | null; name: string | null }[] =>
   (Array.isArray(v) ? v : v === undefined ? [] : [v]).map((m) => ({ id: str(obj(m)?.id), name: str(obj(m)?.name) }));
 
 /** The monitors a notice concerns and what its mail says, from its payload; undefined when it concerns none. */
-export function readNotice(
+function readNotice(
   type: NoticeType,
   payload: Obj,
   at: Date,

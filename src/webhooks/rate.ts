@@ -14,7 +14,7 @@ import type { Queryable } from "../storage/db.js";
  * reach its receiver within that second (on a network path shorter than this), so the receiver too
  * counts at most maxPerSecond in each of its seconds.
  */
-export const GRANT_GUARD_MS = 100;
+const GRANT_GUARD_MS = 100;
 
 /** A claim's want: `n` sends of a webhook limited to `max` per second. */
 export interface RateWant {

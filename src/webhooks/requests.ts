@@ -50,7 +50,7 @@ const toSchema = z
 const routingKeySchema = z.string().trim().min(1).max(64);
 
 /** maxPerSecond (rate.ts): 1 to 1000 sends per second; a PATCH's 0 removes the limit. */
-export const MAX_PER_SECOND = 1000;
+const MAX_PER_SECOND = 1000;
 const maxPerSecond = z.number().int().min(1).max(MAX_PER_SECOND);
 
 const ADDRESS_FIELDS: AddressField[] = ["url", "to", "routingKey"];
