@@ -158,6 +158,35 @@ describe("status page subscribers", { concurrency: true }, () => {
     assert.equal(left.rowCount, 0, "every queued mail was sent and its row deleted");
   });
 
+  it("mails a maintenance window's start and end to the page's confirmed subscribers, once each", async () => {
+    const { monitorId } = await monitorAndPage("subs-maint");
+    const hana = "hana@example.com";
+    await confirmed("subs-maint", hana);
+    const start = Date.now() + 500;
+    const w = await t.rest.post(
+      `/v1/projects/${p.projectId}/maintenances`,
+      {
+        title: "Database upgrade",
+        description: "Minutes of read-only mode",
+        monitorIds: [monitorId],
+        startsAt: new Date(start).toISOString(),
+        endsAt: new Date(start + 500).toISOString(),
+      },
+      { key: p.key },
+    );
+    assert.equal(w.status, 201, w.text);
+    const mails = (await waitMails(hana, 3)).slice(1);
+    assert.deepEqual(
+      mails.map((m) => m.headers.subject),
+      [
+        "[Acme subs-maint] Maintenance started: Database upgrade",
+        "[Acme subs-maint] Maintenance completed: Database upgrade",
+      ],
+    );
+    assert.match(mails[0].text ?? "", /Minutes of read-only mode/);
+    for (const m of mails) assert.equal(m.headers["list-unsubscribe-post"].trim(), "List-Unsubscribe=One-Click");
+  });
+
   it("answers the same 202 for new, pending and confirmed addresses; 429 past the per-email limit", async () => {
     await monitorAndPage("subs-same");
     const first = await subscribe("subs-same", "dave@example.com");
