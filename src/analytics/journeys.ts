@@ -20,27 +20,38 @@ export interface ActorEvents {
  * e_i matching step i, at t1 <= t2 <= ... <= tk <= t1 + window, with t1 in [from, to] (all in the
  * same unit: the query uses microseconds, the stored precision, so ties are exact).
  *
- * For each candidate t1 (a timestamp with a step-1 event, in [from, to]) the events are walked by
- * timestamp: within one timestamp the next steps s, s+1, ... are given to distinct events by
- * bipartite matching (augmenting paths), as many as possible; reaching a step earlier never hurts,
- * since a later timestamp can serve any later step. The best t1 wins.
+ * One pass over the actor's timestamps (linear in its events, not quadratic: a heavy user's
+ * thousands of events per window made the walk from each candidate t1 cost seconds). Only the level
+ * a partial chain has reached and its t1 decide how it can go on (the events it used all lie at
+ * earlier timestamps), and of two chains at the same level the later t1 leaves more of the window,
+ * so it is enough to keep, per level j, the latest t1 of a chain that reached at least j steps.
+ * Within one timestamp, the next steps j+1, j+2, ... are given to distinct events by bipartite
+ * matching (augmenting paths), as many as possible; reaching a step earlier never hurts, since a
+ * later timestamp can serve any later step. A chain starts at a timestamp in [from, to] with a
+ * step-1 event.
  */
 export function reachedSteps(a: ActorEvents, steps: number, from: number, to: number, window: number): number {
   const n = a.ts.length;
-  const groupEnd = (g: number): number => {
+  // latest[j]: the latest t1 of a chain that reached at least j steps (j = 1..steps); -Infinity: none.
+  const latest: number[] = new Array<number>(steps + 1).fill(-Infinity);
+  for (let g = 0; g < n && latest[steps] === -Infinity;) {
+    const t = a.ts[g];
     let e = g;
-    while (e < n && a.ts[e] === a.ts[g]) e++;
-    return e;
-  };
-  let best = 0;
-  for (let i = 0; i < n && best < steps; i = groupEnd(i)) {
-    const t1 = a.ts[i];
-    if (t1 < from || t1 > to || !a.masks.slice(i, groupEnd(i)).some((m) => (m & 1) !== 0)) continue;
-    let s = 0;
-    for (let g = i; g < n && s < steps && a.ts[g] <= t1 + window; g = groupEnd(g))
-      s = matchGroup(a.masks.slice(g, groupEnd(g)), s, steps);
-    best = Math.max(best, s);
+    while (e < n && a.ts[e] === t) e++;
+    const masks = a.masks.slice(g, e);
+    const next = latest.slice();
+    // Level 0: a chain starting here. Levels 1..steps-1: the latest chain there, if t is still in its window.
+    for (let j = 0; j < steps; j++) {
+      const t1 = j === 0 ? (t >= from && t <= to ? t : -Infinity) : latest[j];
+      if (t1 === -Infinity || t > t1 + window) continue;
+      const k = matchGroup(masks, j, steps);
+      for (let m = j + 1; m <= k; m++) if (t1 > next[m]) next[m] = t1;
+    }
+    for (let m = 1; m <= steps; m++) latest[m] = next[m];
+    g = e;
   }
+  let best = 0;
+  for (let m = 1; m <= steps; m++) if (latest[m] !== -Infinity) best = m;
   return best;
 }
 
