@@ -3,17 +3,21 @@
 // REST with their status, 24-hour sparkline and 90-day bars; a one-second monitor created in the
 // dashboard missing its deadline, turning red on the list and its incident appearing on its page
 // without a reload; editing the incident and posting an update (kept across a reload); pause,
-// resume and delete for the owner; none of those controls for a member.
+// resume and delete for the owner; none of those controls for a member; the maintenance calendar
+// (a one-off window made in the form, listed as upcoming, deleted) and the public status page
+// while a window is in progress.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Page } from "playwright-core";
 import { memberOf, pingKey } from "../helpers/fixtures.js";
 import { runShownCurl, useDashboard } from "../helpers/dashboard.js";
+import { randomBytes } from "node:crypto";
 import { waitFor } from "../uptime/util.js";
 
 // PUBLIC_URL: the ping URLs a monitor's page shows are on the public address, not the page's origin.
+// STATUS_PAGE_REFRESH_MS: the public page's cache (docs/pages.md "Caching") short, so a window's start shows at once.
 const PUBLIC_URL = "https://vigil.example";
-const { t, p, dash, pageErrors, available, SKIP } = useDashboard({ PUBLIC_URL });
+const { t, p, dash, pageErrors, available, SKIP } = useDashboard({ PUBLIC_URL, STATUS_PAGE_REFRESH_MS: "100" });
 
 const base = () => `/v1/projects/${p.projectId}`;
 const beat = async (slug: string, body: Record<string, unknown> = {}) => {
@@ -329,6 +333,101 @@ describe("dashboard: uptime", () => {
     assert.equal(full, `curl -fsS -m 10 --retry 5 ${PUBLIC_URL}/ping/${secret}/nightly-db-backup`);
     // Run as shown, with this test's Vigil standing in for the public address.
     assert.equal((await runShownCurl(full.replace(PUBLIC_URL, t.url), "")).status, 200);
+    assert.deepEqual(pageErrors, []);
+    await context.close();
+  });
+
+  it("plans a one-off maintenance window in the form, lists it as upcoming, deletes it; the public page during one", async (ctx) => {
+    if (!available()) return ctx.skip(SKIP);
+    const db = await beat("maint-db");
+    const web = await beat("maint-web");
+    // A recurring window made over REST: its schedule is shown in words.
+    const weekly = await t.rest.post(
+      `${base()}/maintenances`,
+      {
+        title: "Weekly patching",
+        monitorIds: [web.id],
+        schedule: { cron: "0 4 * * 0", timezone: "Europe/Berlin", durationMs: 1_800_000 },
+      },
+      { key: p.key },
+    );
+    assert.equal(weekly.status, 201, weekly.text);
+    const { context, page } = await dash.open(p.owner);
+    await page.goto(`/projects/${p.projectId}/uptime`);
+    await page.getByRole("navigation", { name: "Uptime views" }).getByRole("link", { name: "Maintenance" }).click();
+    await page.waitForURL(new RegExp(`/projects/${p.projectId}/uptime/maintenance$`));
+    const upcoming = page.getByRole("list", { name: "In progress and upcoming" });
+    const item = (title: string) =>
+      upcoming.getByRole("listitem").filter({ has: page.getByRole("heading", { name: title, exact: true }) });
+    await item("Weekly patching").getByText("At 04:00, only on Sunday").waitFor();
+
+    // The form's state is in the URL (a reload keeps it open).
+    await page.getByRole("button", { name: "New maintenance window" }).click();
+    await page.waitForURL(/\?new=once$/);
+    await page.reload();
+    const form = page.getByRole("form", { name: "New maintenance window" });
+    await form.getByLabel("Title").fill("Database upgrade");
+    await form.getByRole("checkbox", { name: "maint-db" }).check();
+    await form.getByLabel("Starts").fill("2030-01-15T02:00");
+    await form.getByLabel("Ends").fill("2030-01-15T04:00");
+    await form.getByRole("button", { name: "Create window" }).click();
+    const upgrade = item("Database upgrade");
+    await upgrade.getByText("scheduled", { exact: true }).waitFor();
+    await upgrade.getByText("maint-db", { exact: true }).waitFor();
+    assert.doesNotMatch(page.url(), /new=/);
+    // Soonest first: the 2030 window after next Sunday's.
+    assert.deepEqual(await upcoming.locator("h3").allTextContents(), ["Weekly patching", "Database upgrade"]);
+    const stored = (await t.rest.get(`${base()}/maintenances`, { key: p.key })).body.data.find(
+      (m: { title: string }) => m.title === "Database upgrade",
+    );
+    const expected = await page.evaluate(() => new Date("2030-01-15T02:00").toISOString());
+    assert.equal(stored.startsAt, expected);
+    assert.deepEqual(stored.monitorIds, [db.id]);
+    await dash.screenshot(page, "maintenance");
+
+    await upgrade.getByRole("button", { name: "Delete" }).click();
+    await upgrade.getByRole("button", { name: "Yes, delete Database upgrade" }).click();
+    await upgrade.waitFor({ state: "detached" });
+    assert.equal((await t.rest.get(`${base()}/maintenances/${stored.id}`, { key: p.key })).status, 404);
+
+    // The public page while a window is in progress (docs/pages.md).
+    const slug = `maint-${randomBytes(3).toString("hex")}`;
+    const made = await t.rest.post(
+      `${base()}/pages`,
+      {
+        slug,
+        title: "Acme status",
+        published: true,
+        monitors: [
+          { monitorId: db.id, name: "Database" },
+          { monitorId: web.id, name: "Website" },
+        ],
+      },
+      { cookie: p.owner.cookie },
+    );
+    assert.equal(made.status, 201, made.text);
+    const now = Date.now();
+    const active = await t.rest.post(
+      `${base()}/maintenances`,
+      {
+        title: "Database upgrade to PostgreSQL 17",
+        description: "Writes are paused for up to an hour.",
+        monitorIds: [db.id],
+        startsAt: new Date(now - 1_000).toISOString(),
+        endsAt: new Date(now + 3_600_000).toISOString(),
+      },
+      { key: p.key },
+    );
+    assert.equal(active.status, 201, active.text);
+    await waitFor(
+      async () => (await t.rest.get(`/status/${slug}`)).text.includes("Under maintenance"),
+      10_000,
+      "the monitor under maintenance on the public page",
+    );
+    const tab = await context.newPage();
+    await tab.goto(`/status/${slug}`);
+    await tab.getByText("Database upgrade to PostgreSQL 17").first().waitFor();
+    await dash.screenshot(tab, "status-page-maintenance");
     assert.deepEqual(pageErrors, []);
     await context.close();
   });

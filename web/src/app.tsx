@@ -15,6 +15,7 @@ import { Events } from "./screens/events.js";
 import { Analytics } from "./screens/analytics.js";
 import { Metrics } from "./screens/metrics.js";
 import { Uptime, MonitorDetail } from "./screens/uptime.js";
+import { MaintenanceCalendar } from "./screens/uptime-maintenance.js";
 import { Alerts, AlertDetail } from "./screens/alerts.js";
 import { Webhooks, WebhookDetail } from "./screens/webhooks.js";
 import { StatusPages } from "./screens/pages.js";
@@ -55,6 +56,11 @@ export function App() {
             <Route path="/projects/:projectId/analytics" component={() => <InProject screen={Analytics} />} />
             <Route path="/projects/:projectId/metrics" component={() => <InProject screen={Metrics} />} />
             <Route path="/projects/:projectId/uptime" component={() => <InProject screen={Uptime} />} />
+            {/* Before :monitorId, which would take "maintenance" as a monitor's id. */}
+            <Route
+              path="/projects/:projectId/uptime/maintenance"
+              component={() => <InProject screen={MaintenanceCalendar} />}
+            />
             <Route
               path="/projects/:projectId/uptime/:monitorId"
               component={() => <InProject screen={MonitorDetail} />}

@@ -21,6 +21,7 @@ import {
 } from "../ui/kit.js";
 import { DayBars, Sparkline24h } from "../ui/uptime-charts.js";
 import { CronSchedule, cronInWords, PingUrl, Runs } from "./uptime-cron.js";
+import { UptimeTabs } from "./uptime-maintenance.js";
 import "./uptime.css";
 
 // Uptime: the project's heartbeat monitors (status, last heartbeat, 24-hour sparkline, 90-day
@@ -190,6 +191,7 @@ export function Uptime() {
           )
         }
       />
+      <UptimeTabs current="monitors" />
       {creating && (
         <CreateMonitor
           onDone={(created) => {
