@@ -1,6 +1,6 @@
 import type { Bucket, BucketStatus, WindowFigures } from "../uptime/figures.js";
 import type { IncidentImpact, IncidentStage, MonitorStatus } from "../uptime/model.js";
-import { occurrencesBetween, type WindowTimes } from "../uptime/maintenance.js";
+import { occurrencesBetween, type WindowTimes } from "../uptime/maintenance-model.js";
 import { DAY_MS } from "../shared/time.js";
 
 // What a public status page shows, decided from rows and figures (no I/O; tested directly by

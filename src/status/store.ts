@@ -1,4 +1,4 @@
-import { timesOf, type MaintenanceRow } from "../uptime/maintenance.js";
+import { timesOf, type MaintenanceRow } from "../uptime/maintenance-model.js";
 import type { MaintenanceFacts } from "./model.js";
 import type { Queryable } from "../storage/db.js";
 import type { IncidentImpact, IncidentStage } from "../uptime/model.js";

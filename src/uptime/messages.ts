@@ -7,7 +7,7 @@ import type {
   MonitorSchema,
   MonitorStatsSchema,
 } from "../../gen/vigil/v1/uptime_pb.js";
-import { statusOf, timesOf, type MaintenanceRow } from "./maintenance.js";
+import { statusOf, timesOf, type MaintenanceRow } from "./maintenance-model.js";
 import { timeUp } from "./model.js";
 import type { HeartbeatFigures } from "./stats.js";
 import {

@@ -27,8 +27,8 @@ import {
   maintenanceMonitorIds,
   updateMaintenance,
   type MaintenanceHooks,
-  type MaintenanceRow,
 } from "./maintenance.js";
+import type { MaintenanceRow } from "./maintenance-model.js";
 import { MaintenanceTimer } from "./maintenance-timer.js";
 import { UptimeMetrics } from "./metrics.js";
 import { listMonitorsPage, monitorListSchema } from "./monitor-list.js";

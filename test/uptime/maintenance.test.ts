@@ -5,7 +5,7 @@ import { GENEROUS_LIMITS } from "../helpers/app.js";
 import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
 import { useProject } from "../helpers/use.js";
 import { historyBuckets } from "../../src/uptime/figures.js";
-import { occurrenceAt, occurrencesBetween } from "../../src/uptime/maintenance.js";
+import { occurrenceAt, occurrencesBetween } from "../../src/uptime/maintenance-model.js";
 import { deadlineOf } from "../../src/uptime/model.js";
 import type { IncidentNotice } from "../../src/uptime/incidents.js";
 import { recordNotices, waitFor } from "./util.js";
