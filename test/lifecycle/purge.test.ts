@@ -421,6 +421,19 @@ describe("a purge across kill -9", () => {
       // Kill it once the purge has begun, well before it can end.
       await waitFor("the purge to begin", 20_000, async () => (await count()) < ROWS);
       await node.kill("SIGKILL");
+      // A statement the node sent before it died still runs to its end (a batch's DELETE and COMMIT
+      // already in PostgreSQL's hands); its backends exit once they find the socket closed. Count
+      // after they are gone.
+      await waitFor(
+        "the killed node's connections to close",
+        20_000,
+        async () =>
+          (
+            await c.query<{ n: number }>(
+              "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+            )
+          ).rows[0].n === 0,
+      );
       const leftAtKill = await count();
       assert.ok(leftAtKill > 0, "the purge ended before the kill: nothing left to resume");
       assert.equal(await pendingPurge(c, p.projectId), true);
