@@ -17,8 +17,11 @@ import autocannon from "autocannon";
 import pg from "pg";
 import pino from "pino";
 import { startEmbeddedPostgres } from "../src/storage/embedded.js";
+import { pagesCommsSection } from "./_pages-comms.js";
 import { freePort, processCpuSeconds, setupProject, spawnVigil, waitHealthy, writeBenchSection } from "./_shared.js";
 
+/** --comms-only: only the subscriber mails and maintenance windows part (bench/_pages-comms.ts). */
+const COMMS_ONLY = process.argv.includes("--comms-only");
 const QUICK = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1";
 const MONITORS = 50;
 const DAYS = 90;
@@ -118,13 +121,34 @@ function rawGet(url: string): Promise<{ status: number; body: Buffer; headers: h
 async function main(): Promise<void> {
   const tmp = await mkdtemp(path.join(os.tmpdir(), "vigil-bench-pages-"));
   const pgh = await startEmbeddedPostgres(tmp, pino({ level: "warn" }));
+  try {
+    if (!COMMS_ONLY) await serving(pgh.url, tmp);
+    const comms = await pagesCommsSection(pgh.url, tmp);
+    const section = [
+      `Command: \`npm run bench pages\` (bench/pages.ts, this part bench/_pages-comms.ts; \`-- --comms-only\` runs this part alone),`,
+      `run ${new Date().toISOString().slice(0, 16)}Z on the 2 shared cores, with a CI run of the whole test suite on the same`,
+      `machine at the time (1-minute load average when written: ${os.loadavg()[0].toFixed(1)}).`,
+      "",
+      comms,
+      "",
+    ].join("\n");
+    console.log("\n" + section);
+    await writeBenchSection("Status pages: subscriber mails and maintenance windows (`npm run bench pages`)", section);
+  } finally {
+    await pgh.stop().catch(() => undefined);
+    await rm(tmp, { recursive: true, force: true });
+  }
+}
+
+/** The public page read by concurrent clients, and its baselines: the "Status pages" section. */
+async function serving(pgUrl: string, tmp: string): Promise<void> {
   let vigil: ChildProcess | undefined;
-  const db = new pg.Client({ connectionString: pgh.url });
+  const db = new pg.Client({ connectionString: pgUrl });
   try {
     const port = await freePort();
     const metricsPort = await freePort();
     vigil = spawnVigil({
-      databaseUrl: pgh.url,
+      databaseUrl: pgUrl,
       port,
       dataDir: path.join(tmp, "vigil"),
       env: {
@@ -270,8 +294,6 @@ async function main(): Promise<void> {
   } finally {
     await db.end().catch(() => undefined);
     if (vigil && vigil.exitCode === null) vigil.kill("SIGKILL");
-    await pgh.stop().catch(() => undefined);
-    await rm(tmp, { recursive: true, force: true });
   }
 }
 
