@@ -60,6 +60,8 @@ const args = process.argv.slice(2);
  *   as root and the failed starts run `src/main.ts` with DATABASE_URL and REDIS_URL cleared (the
  *   embedded default is what they test), and the runner's own tests start their own `npm test`s
  *   with their own PostgreSQL.
+ * - the files whose outcome no storage set-up changes although they open a database (STORAGE_BLIND
+ *   below): slow clients (the HTTP layer drops them) and Temporal mode's settings.
  * Every protocol's suites (test/clients/, test/transcoding/, test/foundation/ ...) run in both.
  */
 const STATIC = [
@@ -92,6 +94,12 @@ const STATIC = [
   "test/uptime/schedule.test.ts",
   "test/webhooks/decisions.test.ts",
 ];
+/**
+ * Files that do open a database but whose outcome no storage set-up changes: slow clients are
+ * dropped by the HTTP layer before any query, and Temporal mode's settings are parsed and enforced
+ * before one.
+ */
+const STORAGE_BLIND = ["test/operations/slow-clients.test.ts", "test/foundation/temporal-config.test.ts"];
 const OWN_STORAGE = [
   "test/operations/fresh-root.test.ts",
   "test/operations/startup-failure.test.ts",
@@ -105,6 +113,7 @@ const NOT_IN_STORAGE_RERUN = [
   "test/clients/schemathesis.test.ts",
   ...STATIC,
   ...OWN_STORAGE,
+  ...STORAGE_BLIND,
 ];
 const STORAGE_RERUN_KEEPS = new Set(["test/temporal/webhooks-outage.test.ts"]);
 
@@ -125,6 +134,9 @@ const NOT_IN_TEMPORAL_PASS = new Set([
   // Starts its nodes with TEMPORAL_ADDRESS cleared (kill -9 mid-evaluation in the embedded
   // scheduler): pass 2 would run the same thing again.
   "test/alerts/crash.test.ts",
+  // Payload filters apply at ingest, before the outbox row (triggers.ts), whichever runner then
+  // delivers; the other webhook files run the deliveries on both runners.
+  "test/webhooks/filters.test.ts",
   "test/uptime/cron-schedule.test.ts",
   "test/uptime/ping.test.ts",
 ]);

@@ -377,7 +377,7 @@ describe("kill -9 mid-pass", () => {
       ...GENEROUS_LIMITS,
       DATABASE_URL: databaseUrl,
       RETENTION_INTERVAL_MS: "200",
-      RETENTION_BATCH_ROWS: "50",
+      RETENTION_BATCH_ROWS: "200",
     };
     let node: Node = await startNode(env);
     const q2 = new pg.Pool({ connectionString: databaseUrl, max: 2 });

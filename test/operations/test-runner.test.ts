@@ -84,7 +84,7 @@ function listed(...flags: string[]): Promise<string[]> {
 }
 
 describe("CI's second run (--storage-rerun, external PostgreSQL + Redis)", () => {
-  it("repeats every file but the browser suites, the workflow unit tests, the live Temporal suites (the database outage kept), the schemathesis run, the static checks and the files that choose their own storage; every protocol's suites stay", async () => {
+  it("repeats every file but the browser suites, the workflow unit tests, the live Temporal suites (the database outage kept), the schemathesis run, the static checks, the files that choose their own storage and the storage-blind ones; every protocol's suites stay", async () => {
     const all = await listed();
     const rerun = await listed("--storage-rerun");
     const file = (l: string) => l.split(" ")[1]!;
@@ -97,6 +97,8 @@ describe("CI's second run (--storage-rerun, external PostgreSQL + Redis)", () =>
       // A file that chooses its storage itself (OWN_STORAGE in test/run.ts): it clears DATABASE_URL
       // and REDIS_URL for the processes it starts, or runs `npm test`s of its own.
       if (/DATABASE_URL: "",\s*REDIS_URL: ""/.test(text) || f === "test/operations/test-runner.test.ts") continue;
+      // A file that opens a database whose outcome no storage set-up changes (STORAGE_BLIND in test/run.ts).
+      if (["test/operations/slow-clients.test.ts", "test/foundation/temporal-config.test.ts"].includes(f)) continue;
       // Otherwise a static file (STATIC in test/run.ts): it starts no server and opens no database.
       assert.doesNotMatch(
         text,
