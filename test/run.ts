@@ -61,7 +61,8 @@ const args = process.argv.slice(2);
  *   embedded default is what they test), and the runner's own tests start their own `npm test`s
  *   with their own PostgreSQL.
  * - the files whose outcome no storage set-up changes although they open a database (STORAGE_BLIND
- *   below): slow clients (the HTTP layer drops them) and Temporal mode's settings.
+ *   below): slow clients (the HTTP layer drops them) and Temporal mode's settings; and alert
+ *   scheduling (ALERT_SCHEDULING), whose statements the alert samples and API files run on both.
  * Every protocol's suites (test/clients/, test/transcoding/, test/foundation/ ...) run in both.
  */
 const STATIC = [
@@ -100,6 +101,13 @@ const STATIC = [
  * before one.
  */
 const STORAGE_BLIND = ["test/operations/slow-clients.test.ts", "test/foundation/temporal-config.test.ts"];
+/**
+ * Alert scheduling (live evaluation across nodes and restarts, kill -9 mid-evaluation, batching):
+ * its statements are the samples' and the store's, which test/alerts/samples.test.ts and
+ * api.test.ts run on both set-ups; what these three add is timing and claims, which the storage
+ * set-up does not change.
+ */
+const ALERT_SCHEDULING = ["test/alerts/live.test.ts", "test/alerts/crash.test.ts", "test/alerts/batch.test.ts"];
 const OWN_STORAGE = [
   "test/operations/fresh-root.test.ts",
   "test/operations/startup-failure.test.ts",
@@ -114,6 +122,7 @@ const NOT_IN_STORAGE_RERUN = [
   ...STATIC,
   ...OWN_STORAGE,
   ...STORAGE_BLIND,
+  ...ALERT_SCHEDULING,
 ];
 const STORAGE_RERUN_KEEPS = new Set(["test/temporal/webhooks-outage.test.ts"]);
 
