@@ -6,10 +6,11 @@ import { startTemporal, type TemporalServer } from "../helpers/temporal.js";
 import { describeOrNone, ms, PRECISE_TIMERS, sleep, temporalClient, waitFor, workerRunning } from "./uptime-util.js";
 
 // Live end-to-end: the deadline scan's continue-as-new chain misses no deadline. The server suggests
-// continue-as-new after 60 history events, so with a steadily heartbeating 300 ms monitor (200 ms
-// grace) the scan (woken for each next deadline) chains runs every few seconds; when the heartbeats
+// continue-as-new after 60 history events, so with a steadily heartbeating 300 ms monitor (700 ms
+// grace: a heartbeat loop stalled for up to 900 ms on a loaded machine still keeps it up) the scan (woken for each next deadline) chains runs every few seconds; when the heartbeats
 // stop, the current run detects the deadline exactly.
 
+const GRACE_MS = 700;
 let srv: TemporalServer;
 let t: TestApp;
 before(async () => {
@@ -34,7 +35,7 @@ it("continue-as-new chains (suggested after 60 events) miss no deadline: started
     const beat = async () => {
       const r = await t.rest.post(
         `/v1/projects/${p.projectId}/heartbeats/chained`,
-        { expectedIntervalMs: 300, gracePeriodMs: 200 },
+        { expectedIntervalMs: 300, gracePeriodMs: GRACE_MS },
         { key: p.key },
       );
       assert.equal(r.status, 200, r.text);
@@ -64,7 +65,7 @@ it("continue-as-new chains (suggested after 60 events) miss no deadline: started
     beating = false;
     await beater;
     assert.ok(runs.size >= 3, `continued as new at least twice (${runs.size} runs seen)`);
-    const deadline = ms(m.lastHeartbeatAt) + 500; // interval + grace
+    const deadline = ms(m.lastHeartbeatAt) + 300 + GRACE_MS; // interval + grace
     const inc = await waitFor(
       async () => {
         const l = (await t.rest.get(`/v1/projects/${p.projectId}/monitors/${m.id}/incidents`, { key: p.key })).body
