@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { createClient, defineScript, type CommandParser } from "redis";
+import type { CommandParser } from "redis";
 import type { Logger } from "pino";
 import type { Config } from "../config/index.js";
 import type { Clock } from "./clock.js";
@@ -98,39 +98,40 @@ export class MemoryCounterStore implements CounterStore {
   async close(): Promise<void> {}
 }
 
-/** One hit: INCRBY, and PEXPIRE when the key was just created; atomic (EVALSHA, EVAL on NOSCRIPT). */
-const HIT = defineScript({
-  NUMBER_OF_KEYS: 1,
-  SCRIPT: `
-local c = redis.call('INCRBY', KEYS[1], ARGV[1])
-if c == tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return c`,
-  parseCommand(parser: CommandParser, key: string, cost: number, ttlMs: number) {
-    parser.pushKey(key);
-    parser.push(String(cost), String(ttlMs));
-  },
-  transformReply: (reply: unknown) => Number(reply),
-});
-
 /** A command waits at most this long (queued while reconnecting, or for its reply), then fails open. */
 export const REDIS_COMMAND_TIMEOUT_MS = 500;
 
 /** Reconnect delays: 50 ms more per attempt, at most 2 s, forever (a node outlives a Redis restart). */
 const redisReconnectDelay = (retries: number) => Math.min((retries + 1) * 50, 2000);
 
-function redisClient(url: string) {
+/** The client, its library loaded on first use: a process without REDIS_URL never loads it. */
+async function redisClient(url: string) {
+  const { createClient, defineScript } = await import("redis");
+  /** One hit: INCRBY, and PEXPIRE when the key was just created; atomic (EVALSHA, EVAL on NOSCRIPT). */
+  const hit = defineScript({
+    NUMBER_OF_KEYS: 1,
+    SCRIPT: `
+local c = redis.call('INCRBY', KEYS[1], ARGV[1])
+if c == tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return c`,
+    parseCommand(parser: CommandParser, key: string, cost: number, ttlMs: number) {
+      parser.pushKey(key);
+      parser.push(String(cost), String(ttlMs));
+    },
+    transformReply: (reply: unknown) => Number(reply),
+  });
   return createClient({
     url,
     // RESP2 is spoken by every Redis-compatible server (RESP3 needs Redis 6+); the replies used here are the same.
     RESP: 2,
-    scripts: { hit: HIT },
+    scripts: { hit },
     commandOptions: { timeout: REDIS_COMMAND_TIMEOUT_MS },
     socket: { connectTimeout: 5000, reconnectStrategy: redisReconnectDelay },
   });
 }
 
 export class RedisCounterStore implements CounterStore {
-  private readonly redis: ReturnType<typeof redisClient>;
+  private readonly redis: Promise<Awaited<ReturnType<typeof redisClient>>>;
   private readonly connecting: Promise<unknown>;
   private lastWarn = 0;
 
@@ -138,17 +139,16 @@ export class RedisCounterStore implements CounterStore {
     url: string,
     private readonly log: Logger,
   ) {
-    this.redis = redisClient(url);
-    this.redis.on("error", (err) => this.warn(err));
+    this.redis = redisClient(url).then((r) => r.on("error", (err) => this.warn(err)));
     // Connects in the background and keeps retrying; hits made meanwhile wait in the offline queue
     // (up to the command timeout), so a node starts while Redis is down and counts once it is up.
-    this.connecting = this.redis.connect().catch((err) => this.warn(err));
+    this.connecting = this.redis.then((r) => r.connect()).catch((err) => this.warn(err));
   }
 
   async add(name: LimitName, key: string, cost: number, windowMs: number, nowMs: number): Promise<number | undefined> {
     const k = `vigil:rl:${name}:${key}:${Math.floor(nowMs / windowMs)}`;
     try {
-      return await this.redis.hit(k, cost, windowMs * 2);
+      return await (await this.redis).hit(k, cost, windowMs * 2);
     } catch (err) {
       this.warn(err);
       return undefined;
@@ -164,8 +164,9 @@ export class RedisCounterStore implements CounterStore {
 
   async close(): Promise<void> {
     // close() lets replies in flight arrive; while disconnected there are none to wait for.
-    if (this.redis.isReady) await this.redis.close().catch(() => this.redis.destroy());
-    else if (this.redis.isOpen) this.redis.destroy();
+    const redis = await this.redis;
+    if (redis.isReady) await redis.close().catch(() => redis.destroy());
+    else if (redis.isOpen) redis.destroy();
     await this.connecting;
   }
 }

@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { Client, Connection } from "@temporalio/client";
-import proto from "@temporalio/proto";
+import type { Client, Connection } from "@temporalio/client";
 import type { Logger } from "pino";
 import type { TemporalConfig } from "../config/index.js";
 import type { Queryable } from "../storage/db.js";
@@ -91,10 +90,11 @@ export function createTemporalLink(
   const connect = () => {
     if (closed) return Promise.reject(new TemporalClosedError());
     if (!current) {
-      const c = Connection.connect({ ...connectionOptions(cfg), connectTimeout: "5 seconds" }).then((connection) => ({
-        connection,
-        client: new Client({ connection, namespace: cfg.namespace }),
-      }));
+      // The SDK is loaded on first use: a process without TEMPORAL_ADDRESS never loads it (docs/architecture.md).
+      const c = import("@temporalio/client").then(async ({ Client, Connection }) => {
+        const connection = await Connection.connect({ ...connectionOptions(cfg), connectTimeout: "5 seconds" });
+        return { connection, client: new Client({ connection, namespace: cfg.namespace }) };
+      });
       c.catch(() => {
         if (current === c) current = undefined; // retry the connection on the next call
       });
@@ -140,6 +140,7 @@ export function createTemporalLink(
  * `tcld`), in which case workflows run without them.
  */
 async function registerSearchAttributes(connection: Connection, namespace: string, log: Logger): Promise<boolean> {
+  const { default: proto } = await import("@temporalio/proto");
   const KEYWORD = proto.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
   try {
     const have = await connection.operatorService.listSearchAttributes({ namespace });

@@ -1,4 +1,4 @@
-import { Connection, type ConnectionOptions } from "@temporalio/client";
+import type { Connection, ConnectionOptions } from "@temporalio/client";
 import type { Logger } from "pino";
 import type { BackgroundTasks } from "../shared/background.js";
 import { startPeriodic } from "../shared/periodic.js";
@@ -61,6 +61,7 @@ export function startTemporalProbe({ address, connection: options, everyMs, log,
   };
   const pass = async () => {
     try {
+      const { Connection } = await import("@temporalio/client");
       connection ??= Connection.lazy({ ...options(), connectTimeout: PROBE_TIMEOUT_MS, interceptors: [] });
       const c = connection;
       const signal = AbortSignal.any([closing.signal, AbortSignal.timeout(PROBE_TIMEOUT_MS)]);

@@ -1,4 +1,4 @@
-import { DefaultLogger, Runtime, type LogLevel } from "@temporalio/worker";
+import type { LogLevel } from "@temporalio/worker";
 import type { Logger } from "pino";
 import { freePort } from "../shared/net.js";
 
@@ -14,6 +14,7 @@ let installed: Promise<void> | undefined;
 
 export function installTemporalRuntime(log: Logger): Promise<void> {
   installed ??= (async () => {
+    const { DefaultLogger, Runtime } = await import("@temporalio/worker");
     const port = await freePort();
     const forward = (level: LogLevel, message: string, meta?: Record<string, unknown>) => {
       const l = level === "ERROR" ? "error" : level === "WARN" ? "warn" : level === "INFO" ? "info" : "debug";

@@ -1,6 +1,6 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundleWithSourceMap } from "@temporalio/worker";
+import type { NativeConnection, Worker, WorkflowBundleWithSourceMap } from "@temporalio/worker";
 import type { Logger } from "pino";
 import type { BackgroundTasks, TaskRecorder } from "../shared/background.js";
 import type { Feature } from "../shared/feature.js";
@@ -49,10 +49,12 @@ function startAndStop(w: Worker): Promise<void> {
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 /** The workflow bundle, built once per process (both workers and every app of a test share it). */
 function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  bundle ??= bundleWorkflowCode({
-    workflowsPath: WORKFLOWS_PATH,
-    logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} } as never,
-  });
+  bundle ??= import("@temporalio/worker").then(({ bundleWorkflowCode }) =>
+    bundleWorkflowCode({
+      workflowsPath: WORKFLOWS_PATH,
+      logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} } as never,
+    }),
+  );
   return bundle;
 }
 
@@ -83,6 +85,8 @@ export function createTemporalFeature(
     try {
       const runs = await task.run(async () => {
         await installTemporalRuntime(deps.log);
+        // The SDK is loaded here, on a worker node's first run: nodes without TEMPORAL_ADDRESS never load it.
+        const { NativeConnection, Worker } = await import("@temporalio/worker");
         const [queues, code] = await Promise.all([link!.queues(), workflowBundle()]);
         await link!.searchAttributes().catch(() => false);
         connection = await NativeConnection.connect(connectionOptions(cfg));

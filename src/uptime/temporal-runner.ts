@@ -1,4 +1,3 @@
-import { WorkflowNotFoundError } from "@temporalio/client";
 import type { UptimeDeps } from "./deps.js";
 import { Coalescer } from "../shared/coalesce.js";
 import { forEachLimited } from "../shared/limited.js";
@@ -203,7 +202,9 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
       try {
         await client.workflow.getHandle(monitorWorkflowId(w.monitor_id)).signal("wake");
       } catch (err) {
-        if (!(err instanceof WorkflowNotFoundError)) throw err; // no open run: nothing to tell
+        // No open run: nothing to tell. (The SDK is loaded already: the link's client() loaded it.)
+        const { WorkflowNotFoundError } = await import("@temporalio/client");
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
       }
       return;
     }

@@ -3,7 +3,6 @@ import { existsSync, readdirSync, statSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
-import { Connection } from "@temporalio/client";
 import { freePort } from "../../src/shared/net.js";
 import { onPath } from "../preflight.js";
 
@@ -195,6 +194,7 @@ async function waitReady(address: string, child: ChildProcess, stderr: () => str
       );
     }
     try {
+      const { Connection } = await import("@temporalio/client"); // loaded only by the files that start a server
       const conn = await Connection.connect({ address, connectTimeout: 2_000 });
       try {
         await conn.workflowService.getSystemInfo({});
