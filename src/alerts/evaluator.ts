@@ -5,6 +5,7 @@ import { openIncidents, resolveIncidents, type IncidentDeps } from "../uptime/in
 import {
   evaluate,
   evaluationAtOrAfter,
+  inMaintenance,
   monitorStatusOf,
   withMonitor,
   type DecisionRule,
@@ -77,7 +78,10 @@ export async function runDue(
         await saveState(c, id, state, nextAt, nowDate);
         return { ...alert, next_at: nextAt, updated_at: nowDate, state };
       }
-      const out = evaluate(ruleOf(alert), state, taken, at);
+      const out = inMaintenance(evaluate(ruleOf(alert), state, taken, at), {
+        inMaintenance: monitor.in_maintenance,
+        maintenanceEndedAt: monitor.maintenance_ended_at?.getTime() ?? null,
+      });
       if (out.evaluation && !(await recordEvaluation(c, id, projectId, out.evaluation))) {
         await saveState(c, id, state, nextAt, nowDate);
         return { ...alert, next_at: nextAt, updated_at: nowDate, state };
@@ -100,8 +104,8 @@ export async function runDue(
             notify: true,
           },
         );
-      // A monitor in maintenance (docs/uptime.md "Maintenance windows") opens no incident.
-      if (out.openIncident && !m.in_maintenance)
+      // None in a maintenance window: deferred to its end (inMaintenance() in model.ts).
+      if (out.openIncident)
         await openIncidents(
           deps.incidents,
           c,

@@ -86,6 +86,8 @@ export interface EvaluationState {
   firingSince: number | null;
   /** While firing with `resolve`: the first evaluation of the current run at which `resolve` held. */
   resolvingSince: number | null;
+  /** Fired while its monitor was in a maintenance window: the incident opens after it (`inMaintenance()`). */
+  incidentDeferred?: boolean;
 }
 
 /** One evaluation as recorded and listed (`GET .../alerts/:alertId/evaluations`, preview). */
@@ -192,6 +194,27 @@ export function evaluate(rule: DecisionRule, prev: EvaluationState, sample: Samp
     next = { ...next, state: "ok", pendingSince: null };
   }
   return { next, evaluation: { at, value, state: next.state }, openIncident, resolveIncident };
+}
+
+/**
+ * A maintenance window naming the alert's monitor (docs/uptime.md "Maintenance windows"): no incident
+ * opens in it; a firing there is remembered (`incidentDeferred`), and the first evaluation after the
+ * window that still finds the alert firing opens the incident, started at the window's end (the
+ * time after a window counts as after a resume, as for a heartbeat monitor's deadline). Resolving
+ * first drops it: nothing was opened, so nothing resolves.
+ */
+export function inMaintenance(
+  out: EvaluationOutcome,
+  monitor: { inMaintenance: boolean; maintenanceEndedAt: number | null },
+): EvaluationOutcome {
+  if (monitor.inMaintenance)
+    return out.openIncident ? { ...out, openIncident: null, next: { ...out.next, incidentDeferred: true } } : out;
+  if (!out.next.incidentDeferred) return out;
+  const next = { ...out.next, incidentDeferred: false };
+  if (out.next.firingSince === null) return { ...out, next, resolveIncident: null };
+  if (!out.evaluation) return out; // no evaluation made (paused, or not after the last): later
+  const startedAt = Math.max(out.next.firingSince, monitor.maintenanceEndedAt ?? out.evaluation.at);
+  return { ...out, next, openIncident: { startedAt } };
 }
 
 /** The monitor an alert owns: `down` while firing (also when a `keep` evaluation reads no_data), `unknown` before the first evaluation. */

@@ -10,6 +10,7 @@ import {
   evaluationAtOrAfter,
   evaluationCount,
   evaluationTimes,
+  inMaintenance,
   monitorStatusOf,
   offsetFor,
   pause,
@@ -812,5 +813,58 @@ describe("withMonitor: the owned monitor's pause and resume", () => {
   it("a resume before the last evaluation changes nothing", () => {
     assert.deepEqual(withMonitor(firing, { status: "down", resumedAt: 50_000 }, 110_000), firing);
     assert.deepEqual(withMonitor(firing, { status: "down", resumedAt: null }, 110_000), firing);
+  });
+});
+
+describe("inMaintenance: the owned monitor in a maintenance window", () => {
+  const IN = { inMaintenance: true, maintenanceEndedAt: null };
+  const afterWindow = (end: number) => ({ inMaintenance: false, maintenanceEndedAt: end });
+  it("a firing in the window opens nothing and is remembered; the first evaluation after it still firing opens the incident at the window's end, once", () => {
+    const fired = inMaintenance(evaluate(rule(), OK, HIGH, T), IN);
+    assert.equal(fired.openIncident, null);
+    assert.equal(fired.next.state, "firing");
+    assert.equal(fired.next.incidentDeferred, true);
+    assert.equal(monitorStatusOf(fired.next), "down", "the monitor takes its evaluated status");
+    // Still in the window: nothing.
+    const still = inMaintenance(evaluate(rule(), fired.next, HIGH, T + 1_000), IN);
+    assert.equal(still.openIncident, null);
+    assert.equal(still.next.incidentDeferred, true);
+    // The window ended at T + 1 500; the next evaluation still fires.
+    const after = inMaintenance(evaluate(rule(), still.next, HIGH, T + 2_000), afterWindow(T + 1_500));
+    assert.deepEqual(after.openIncident, { startedAt: T + 1_500 });
+    assert.equal(after.next.incidentDeferred, false);
+    const later = inMaintenance(evaluate(rule(), after.next, HIGH, T + 3_000), afterWindow(T + 1_500));
+    assert.equal(later.openIncident, null, "once");
+    // Its resolution resolves the incident opened after the window.
+    const resolved = inMaintenance(evaluate(rule(), later.next, LOW, T + 4_000), afterWindow(T + 1_500));
+    assert.deepEqual(resolved.resolveIncident, { endedAt: T + 4_000 });
+  });
+  it("resolved in the window, or at the first evaluation after it: nothing opens and nothing resolves", () => {
+    const fired = inMaintenance(evaluate(rule(), OK, HIGH, T), IN);
+    const inside = inMaintenance(evaluate(rule(), fired.next, LOW, T + 1_000), IN);
+    assert.equal(inside.openIncident, null);
+    assert.equal(inside.next.state, "ok");
+    const next = inMaintenance(evaluate(rule(), inside.next, HIGH, T + 2_000), afterWindow(T + 1_500));
+    assert.deepEqual(
+      next.openIncident,
+      { startedAt: T + 2_000 },
+      "a new firing after the window is an incident as always",
+    );
+    const atEnd = inMaintenance(evaluate(rule(), fired.next, LOW, T + 2_000), afterWindow(T + 1_500));
+    assert.equal(atEnd.resolveIncident, null, "nothing was opened: nothing to resolve");
+    assert.equal(atEnd.openIncident, null);
+    assert.equal(atEnd.next.incidentDeferred, false);
+  });
+  it("an incident open before the window is left as it is; outside windows the outcome is evaluate's", () => {
+    const during = inMaintenance(evaluate(rule(), FIRING, LOW, T), IN);
+    assert.deepEqual(during.resolveIncident, { endedAt: T }, "a recovery in the window resolves it");
+    for (const [prev, sample] of [
+      [OK, HIGH],
+      [FIRING, LOW],
+      [PENDING, HIGH],
+    ] as const) {
+      const plain = evaluate(rule({ forMs: 1_000 }), prev, sample, T);
+      assert.deepEqual(inMaintenance(plain, afterWindow(T - 5_000)), plain);
+    }
   });
 });

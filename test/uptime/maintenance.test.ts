@@ -319,6 +319,129 @@ describe("maintenance windows", { concurrency: true }, () => {
     assert.equal(p2.deadlineAt, null);
   });
 
+  it("a cron run that fails or exits non-zero in a window is recorded and opens nothing", async () => {
+    const s = await t.rest.post(
+      `/v1/projects/${p.projectId}/heartbeats/backup-job/start`,
+      { runId: "r1", schedule: { cron: "0 3 * * *", timezone: "Europe/Berlin" }, gracePeriodMs: GRACE },
+      { key: p.key },
+    );
+    assert.equal(s.status, 200, s.text);
+    const id = s.body.data.monitor.id;
+    const cr = await t.rest.post(
+      windows(),
+      { title: "DB upgrade", monitorIds: [id], startsAt: iso(Date.now() - 1000), endsAt: iso(Date.now() + HOUR) },
+      { key: p.key },
+    );
+    assert.equal(cr.status, 201, cr.text);
+    const f = await t.rest.post(
+      `/v1/projects/${p.projectId}/heartbeats/backup-job/fail`,
+      { runId: "r1", output: "disk full" },
+      { key: p.key },
+    );
+    assert.equal(f.status, 200, f.text);
+    assert.equal(f.body.data.monitor.status, "up");
+    assert.equal(f.body.data.statusChanged, false);
+    const s2 = await t.rest.post(
+      `/v1/projects/${p.projectId}/heartbeats/backup-job/start`,
+      { runId: "r2" },
+      { key: p.key },
+    );
+    assert.equal(s2.status, 200, s2.text);
+    const e = await t.rest.post(
+      `/v1/projects/${p.projectId}/heartbeats/backup-job/exit/3`,
+      { runId: "r2" },
+      { key: p.key },
+    );
+    assert.equal(e.status, 200, e.text);
+    assert.equal(e.body.data.monitor.status, "up");
+    const runs = await t.rest.get(`/v1/projects/${p.projectId}/monitors/${id}/runs`, { key: p.key });
+    assert.deepEqual(
+      runs.body.data.map((r: { runId: string; outcome: string; exitCode: number | null }) => [
+        r.runId,
+        r.outcome,
+        r.exitCode,
+      ]),
+      [
+        ["r2", "failed", 3],
+        ["r1", "failed", null],
+      ],
+      "both runs recorded, failed",
+    );
+    const incs = await t.rest.get(`/v1/projects/${p.projectId}/monitors/${id}/incidents`, { key: p.key });
+    assert.deepEqual(incs.body.data, [], "no incident opened");
+  });
+
+  it("an alert firing in a window opens no incident there; still firing after it, it opens one started at the window's end", async () => {
+    // Evaluations every 10 s (the least cadence); the window ends 2 s after the one that fires in it.
+    const EVERY = 10_000;
+    const cr = await t.rest.post(
+      `/v1/projects/${p.projectId}/alerts`,
+      {
+        name: "Latency in maintenance",
+        query: { source: "metric", name: "maint.latency", aggregation: "max" },
+        condition: { operator: "gt", value: 1000 },
+        windowMs: EVERY,
+        everyMs: EVERY,
+      },
+      { key: p.key },
+    );
+    assert.equal(cr.status, 201, cr.text);
+    const alert = cr.body.data;
+    const point = async (value: number) => {
+      const r = await t.rest.post(
+        `/v1/projects/${p.projectId}/metrics`,
+        { type: "measurement", name: "maint.latency", value, timestamp: iso(Date.now()) },
+        { key: p.key },
+      );
+      assert.equal(r.status, 201, r.text);
+    };
+    // The first due time at least 2 s away: the window and a point in its evaluation's window come before it.
+    const grid = (ms: number) => alert.evaluationOffsetMs + Math.ceil((ms - alert.evaluationOffsetMs) / EVERY) * EVERY;
+    const fires = grid(Date.now() + 2_000);
+    const windowEnd = fires + 2_000;
+    const w = await t.rest.post(
+      windows(),
+      { title: "Load test", monitorIds: [alert.monitorId], startsAt: iso(Date.now() - 1000), endsAt: iso(windowEnd) },
+      { key: p.key },
+    );
+    assert.equal(w.status, 201, w.text);
+    // In the firing evaluation's window (its last 10 s), stamped now.
+    await new Promise((r) => setTimeout(r, Math.max(0, fires - 1500 - Date.now())));
+    await point(5000);
+    const get = async () =>
+      (await t.rest.get(`/v1/projects/${p.projectId}/alerts/${alert.id}`, { key: p.key })).body.data;
+    const firing = await waitFor(
+      async () => {
+        const x = await get();
+        return x.state === "firing" ? x : undefined;
+      },
+      WAIT_MS,
+      "the alert firing in the window",
+    );
+    assert.equal(firing.lastEvaluatedAt, iso(fires));
+    const incidents = async () =>
+      (await t.rest.get(`/v1/projects/${p.projectId}/monitors/${alert.monitorId}/incidents`, { key: p.key })).body.data;
+    assert.deepEqual(await incidents(), [], "none in the window");
+    assert.equal((await getMonitor(alert.monitorId)).inMaintenance, true);
+    // Still over the threshold in the next evaluation's window, after the window's end.
+    await point(4000);
+    const opened = await waitFor(
+      async () => {
+        const list = await incidents();
+        return list.length ? list : undefined;
+      },
+      WAIT_MS,
+      "the incident after the window",
+    );
+    assert.equal(opened.length, 1);
+    assert.equal(opened[0].startedAt, iso(windowEnd), "started at the window's end");
+    assert.equal(opened[0].endedAt, null);
+    const after = await get();
+    assert.equal(after.state, "firing");
+    assert.equal(after.lastEvaluatedAt, iso(fires + EVERY));
+    assert.equal((await getMonitor(alert.monitorId)).inMaintenance, false);
+  });
+
   it("recurring occurrences follow the cron rules (DST included); history buckets show maintenance", () => {
     const sched = { cron: "30 2 * * *", timezone: "Europe/Berlin", durationMs: HOUR };
     const w = { startsAt: null, endsAt: null, schedule: sched };
