@@ -151,32 +151,24 @@ export function createStatusHttp(o: StatusHttpOptions): HttpRoutes {
   }
 
   function fail(res: AnyResponse, err: unknown, kind: Kind, client: ClientInfo): void {
-    const { status, body, headers } = toRestError(err);
-    if (status >= 500) o.log.error({ err, requestId: client.requestId }, "status page failed");
-    if (res.headersSent) {
-      res.end();
-      return;
-    }
-    headers.forEach((value, key) => {
-      if (key !== "vigil-error-code" && key !== "content-type" && key !== "content-length") res.setHeader(key, value);
-    });
-    res.setHeader("cache-control", "no-store");
-    res.setHeader("x-content-type-options", "nosniff");
-    let payload: string;
-    let type: string;
-    if (kind === "html") {
-      res.setHeader("content-security-policy", "default-src 'none'");
-      type = "text/html; charset=utf-8";
-      payload = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${status === 404 ? "Page not found" : "Status page unavailable"}</title></head>
-<body><main><h1>${status === 404 ? "Page not found" : "Status page unavailable"}</h1><p>${markup(body.error.message)}</p></main></body></html>
+    writeRouteError(res, err, {
+      log: o.log,
+      requestId: client.requestId,
+      what: "status page failed",
+      html:
+        kind === "html"
+          ? {
+              csp: "default-src 'none'",
+              page: (status, message) => {
+                const title = status === 404 ? "Page not found" : "Status page unavailable";
+                return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${title}</title></head>
+<body><main><h1>${title}</h1><p>${markup(message)}</p></main></body></html>
 `;
-    } else {
-      type = "application/json; charset=utf-8";
-      payload = JSON.stringify(body);
-    }
-    res.writeHead(status, { "content-type": type, "content-length": Buffer.byteLength(payload) });
-    res.end(payload);
+              },
+            }
+          : undefined,
+    });
   }
 
   return {
@@ -185,4 +177,37 @@ export function createStatusHttp(o: StatusHttpOptions): HttpRoutes {
       return m && { template: m.template, serve: (req, res, client) => void serve(req, res, m, client) };
     },
   };
+}
+
+/**
+ * The error answer of the public routes (status pages, subscriber links): the status and headers of
+ * `toRestError` (less its code, type and length), `no-store`, `nosniff`, a 5xx logged without its
+ * details reaching the client; the decisions.md JSON body, or with `html` a page (and its CSP).
+ */
+export function writeRouteError(
+  res: AnyResponse,
+  err: unknown,
+  o: {
+    log: Logger;
+    requestId: string;
+    what: string;
+    html?: { csp: string; page: (status: number, message: string) => string };
+  },
+): void {
+  const { status, body, headers } = toRestError(err);
+  if (status >= 500) o.log.error({ err, requestId: o.requestId }, o.what);
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  headers.forEach((value, key) => {
+    if (key !== "vigil-error-code" && key !== "content-type" && key !== "content-length") res.setHeader(key, value);
+  });
+  res.setHeader("cache-control", "no-store");
+  res.setHeader("x-content-type-options", "nosniff");
+  if (o.html) res.setHeader("content-security-policy", o.html.csp);
+  const payload = o.html ? o.html.page(status, body.error.message) : JSON.stringify(body);
+  const type = o.html ? "text/html; charset=utf-8" : "application/json; charset=utf-8";
+  res.writeHead(status, { "content-type": type, "content-length": Buffer.byteLength(payload) });
+  res.end(payload);
 }

@@ -1,9 +1,10 @@
 import type { Logger } from "pino";
 import { clientAddress, type ClientInfo } from "../shared/context.js";
-import { ApiError, methodNotAllowed, notFound, toRestError } from "../shared/errors.js";
+import { ApiError, methodNotAllowed, notFound } from "../shared/errors.js";
 import type { HttpRoutes } from "../shared/feature.js";
 import type { RateLimiter } from "../shared/ratelimit.js";
 import { markup } from "../status/escape.js";
+import { writeRouteError } from "../status/http.js";
 import { parseSlug } from "../status/requests.js";
 import { readBody, parseJsonBody, type AnyRequest } from "../transcoding/body.js";
 import { checkText, type AnyResponse } from "../transcoding/rest.js";
@@ -139,32 +140,19 @@ export function createSubscriberHttp(o: SubscriberHttpOptions): HttpRoutes {
 
   function fail(req: AnyRequest, res: AnyResponse, err: unknown, kind: Kind, client: ClientInfo): void {
     req.resume();
-    const { status, body, headers } = toRestError(err);
-    if (status >= 500) o.log.error({ err, requestId: client.requestId }, "status page subscriber route failed");
-    if (res.headersSent) {
-      res.end();
-      return;
-    }
-    headers.forEach((value, key) => {
-      if (key !== "vigil-error-code" && key !== "content-type" && key !== "content-length") res.setHeader(key, value);
+    writeRouteError(res, err, {
+      log: o.log,
+      requestId: client.requestId,
+      what: "status page subscriber route failed",
+      html:
+        kind === "subscribe"
+          ? undefined
+          : {
+              csp: HTML_CSP,
+              page: (status, message) =>
+                page(status === 404 ? "Link not found" : "Something went wrong", `<p>${markup(message)}</p>`),
+            },
     });
-    res.setHeader("cache-control", "no-store");
-    res.setHeader("x-content-type-options", "nosniff");
-    let payload: string;
-    let type: string;
-    if (kind === "subscribe") {
-      type = "application/json; charset=utf-8";
-      payload = JSON.stringify(body);
-    } else {
-      res.setHeader("content-security-policy", HTML_CSP);
-      type = "text/html; charset=utf-8";
-      payload = page(
-        status === 404 ? "Link not found" : "Something went wrong",
-        `<p>${markup(body.error.message)}</p>`,
-      );
-    }
-    res.writeHead(status, { "content-type": type, "content-length": Buffer.byteLength(payload) });
-    res.end(payload);
   }
 
   return {
