@@ -79,6 +79,7 @@ const STATIC = [
   "test/foundation/extension-tables.test.ts",
   "test/foundation/imports.test.ts",
   "test/foundation/preflight.test.ts",
+  "test/foundation/pump.test.ts",
   "test/foundation/service-types.test.ts",
   "test/foundation/unused.test.ts",
   "test/operations/lockfile.test.ts",

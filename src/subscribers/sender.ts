@@ -2,8 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { BackgroundTasks } from "../shared/background.js";
 import type { Clock } from "../shared/clock.js";
-import { Coalescer } from "../shared/coalesce.js";
-import { failureLevel } from "../shared/periodic.js";
+import { CoalescedPump } from "../shared/pump.js";
 import type { Db } from "../storage/db.js";
 import type { MailMessage, MailReply } from "../webhooks/targets/mailer.js";
 import { pageUrl, noticeMail } from "./mail.js";
@@ -35,38 +34,39 @@ export interface SenderOptions {
 const MAX_TIMER_MS = 5 * 60_000;
 
 export class MailSender {
-  private readonly passes = new Coalescer<void>({ flush: () => this.pump() });
-  private stopped = true;
-  private timer?: NodeJS.Timeout;
+  private readonly pump: CoalescedPump;
 
-  constructor(private readonly o: SenderOptions) {}
+  constructor(private readonly o: SenderOptions) {
+    this.pump = new CoalescedPump({
+      tasks: o.tasks,
+      log: o.log,
+      name: "subscriber mails",
+      expectedMs: MAX_TIMER_MS,
+      maxTimerMs: MAX_TIMER_MS,
+      failure: "subscribers: mail pass failed; retrying in 1 s",
+      pass: async (stopped) => {
+        await this.drain(stopped);
+        const next = await nextMailDue(this.o.db);
+        return next ? next.getTime() - this.o.clock().getTime() : null;
+      },
+    });
+  }
 
   start(): void {
-    this.stopped = false;
-    this.wake();
+    this.pump.start();
   }
 
   wake(): void {
-    if (this.stopped) return;
-    void this.passes.submit();
+    this.pump.wake();
   }
 
-  private async pump(): Promise<void> {
-    clearTimeout(this.timer);
-    const task = this.o.tasks.record("subscriber mails", MAX_TIMER_MS);
-    try {
-      await task.run(() => this.drain());
-      const next = await nextMailDue(this.o.db);
-      if (next) this.arm(next.getTime() - this.o.clock().getTime());
-    } catch (err) {
-      this.o.log[failureLevel(err)]({ err }, "subscribers: mail pass failed; retrying in 1 s");
-      this.arm(1_000);
-    }
+  stop(): Promise<void> {
+    return this.pump.stop();
   }
 
-  private async drain(): Promise<void> {
+  private async drain(stopped: () => boolean): Promise<void> {
     const batch = this.o.batch ?? 100;
-    while (!this.stopped) {
+    while (!stopped()) {
       const now = this.o.clock();
       const token = randomUUID();
       const rows = await claimMails(this.o.db, now, new Date(now.getTime() + this.o.leaseMs), token, batch);
@@ -99,18 +99,5 @@ export class MailSender {
       "subscribers: a mail was not accepted; trying again later",
     );
     return false;
-  }
-
-  private arm(ms: number): void {
-    if (this.stopped) return;
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.wake(), Math.max(0, Math.min(ms, MAX_TIMER_MS)));
-    this.timer.unref?.();
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.passes.idle();
   }
 }

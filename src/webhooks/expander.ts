@@ -1,16 +1,15 @@
 import type { Logger } from "pino";
 import type { BackgroundTasks } from "../shared/background.js";
 import type { Clock } from "../shared/clock.js";
-import { Coalescer } from "../shared/coalesce.js";
+import { CoalescedPump } from "../shared/pump.js";
 import type { Db } from "../storage/db.js";
 import { expandOutbox } from "./outbox.js";
-import { failureLevel } from "../shared/periodic.js";
 
 // The outbox expander (worker nodes): turns the outbox rows written by ingest transactions into
 // webhook_deliveries rows, exactly once (outbox.ts), then wakes the senders (this node directly,
 // the others by the NOTIFY sent on commit). Woken by the ingest transactions' NOTIFY, at start-up
 // (rows left by a crash), after a LISTEN reconnection, and by a safety-net timer. Passes are
-// coalesced (shared/coalesce.ts): one at a time, one more after it when woken meanwhile.
+// coalesced, one at a time, one more after it when woken meanwhile (shared/pump.ts).
 //
 // It yields to saturated ingestion on this node like the senders do (expanding is what made the
 // ingest transaction slow: a delivery row and its three index entries per event). While
@@ -39,41 +38,44 @@ export interface ExpanderOptions {
 }
 
 export class OutboxExpander {
-  private readonly passes = new Coalescer<void>({ flush: () => this.pump() });
-  private stopped = true;
-  private timer?: NodeJS.Timeout;
+  private readonly pump: CoalescedPump;
 
-  constructor(private readonly o: ExpanderOptions) {}
+  constructor(private readonly o: ExpanderOptions) {
+    const safetyNetMs = o.safetyNetMs ?? 30_000;
+    this.pump = new CoalescedPump({
+      tasks: o.tasks,
+      log: o.log,
+      name: "webhook outbox expander",
+      expectedMs: safetyNetMs,
+      failure: "webhooks: outbox expansion failed; retrying in 1 s",
+      pass: async (stopped) => {
+        await this.expand(stopped, o.chunk ?? 16, o.busyChunk ?? 1, o.busyPauseMs ?? 100, o.maxDeferMs ?? 2_000);
+        return safetyNetMs;
+      },
+    });
+  }
 
   start(): void {
-    this.stopped = false;
-    this.wake();
+    this.pump.start();
   }
 
   /** Outbox rows may be waiting: expand them (coalesced; safe to call often). */
   wake(): void {
-    if (this.stopped) return;
-    void this.passes.submit();
+    this.pump.wake();
   }
 
-  private async pump(): Promise<void> {
-    const chunk = this.o.chunk ?? 16;
-    const busyChunk = this.o.busyChunk ?? 1;
-    const pauseMs = this.o.busyPauseMs ?? 100;
-    const maxDeferMs = this.o.maxDeferMs ?? 2_000;
-    clearTimeout(this.timer);
-    const task = this.o.tasks.record("webhook outbox expander", this.o.safetyNetMs ?? 30_000);
-    try {
-      await task.run(() => this.expand(chunk, busyChunk, pauseMs, maxDeferMs));
-      this.arm(this.o.safetyNetMs ?? 30_000);
-    } catch (err) {
-      this.o.log[failureLevel(err)]({ err }, "webhooks: outbox expansion failed; retrying in 1 s");
-      this.arm(1_000);
-    }
+  stop(): Promise<void> {
+    return this.pump.stop();
   }
 
-  private async expand(chunk: number, busyChunk: number, pauseMs: number, maxDeferMs: number): Promise<void> {
-    while (!this.stopped) {
+  private async expand(
+    stopped: () => boolean,
+    chunk: number,
+    busyChunk: number,
+    pauseMs: number,
+    maxDeferMs: number,
+  ): Promise<void> {
+    while (!stopped()) {
       const busy = this.o.yieldTo?.busy() ?? false;
       const max = busy ? busyChunk : chunk;
       const now = this.o.clock();
@@ -90,18 +92,5 @@ export class OutboxExpander {
       // Yielding: look again shortly for rows that have waited long enough, or for the end of the burst.
       await new Promise((res) => setTimeout(res, pauseMs));
     }
-  }
-
-  private arm(ms: number): void {
-    if (this.stopped) return;
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.wake(), ms);
-    this.timer.unref?.();
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.passes.idle();
   }
 }

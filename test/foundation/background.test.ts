@@ -29,8 +29,11 @@ describe("background tasks: one list", () => {
       const text = await readFile(file, "utf8");
       if (file !== path.join("src", "shared", "periodic.ts"))
         assert.ok(!/\bsetInterval\s*\(/.test(text), `${file} runs its own setInterval loop: use startPeriodic`);
-      for (const m of text.matchAll(/startPeriodic\(\s*[\w.]+,\s*"([^"]+)"|\.record\(\s*"([^"]+)"/g)) {
-        const name = m[1] ?? m[2];
+      // startPeriodic(tasks, "name", ...), tasks.record("name", ...), new CoalescedPump({ ..., name: "name" }).
+      const starts =
+        /startPeriodic\(\s*[\w.]+,\s*"([^"]+)"|\.record\(\s*"([^"]+)"|new CoalescedPump\(\{[^]*?\bname:\s*"([^"]+)"/g;
+      for (const m of text.matchAll(starts)) {
+        const name = m[1] ?? m[2] ?? m[3];
         assert.ok(declared.has(name), `${file} starts "${name}", not in BACKGROUND_TASKS`);
         const owner = BACKGROUND_TASKS[name as keyof typeof BACKGROUND_TASKS].owner;
         assert.equal(file, owner, `"${name}" is started in ${file}, the table says ${owner}`);
