@@ -31,6 +31,37 @@ function occurrenceCols(o: Occurrence | null): { occ_start: Date | null; occ_end
     : { occ_start: new Date(o.start), occ_end: new Date(o.end), due_at: new Date(o.start) };
 }
 
+/** A window's time columns, in the order of `timeValues`. */
+const TIME_COLS = "starts_at, ends_at, cron, timezone, duration_ms, occ_start, occ_end, due_at";
+
+/** The values of TIME_COLS: the times as given, and the occurrence in progress or next at `now`. */
+function timeValues(input: Pick<MaintenanceInput, "startsAt" | "endsAt" | "schedule">, now: Date) {
+  const times: WindowTimes = {
+    startsAt: input.startsAt?.getTime() ?? null,
+    endsAt: input.endsAt?.getTime() ?? null,
+    schedule: input.schedule ?? null,
+  };
+  const o = occurrenceCols(occurrenceAt(times, now.getTime()));
+  return [
+    input.startsAt ?? null,
+    input.endsAt ?? null,
+    input.schedule?.cron ?? null,
+    input.schedule?.timezone ?? null,
+    input.schedule?.durationMs ?? null,
+    o.occ_start,
+    o.occ_end,
+    o.due_at,
+  ];
+}
+
+/** Names the window's monitors (after its old ones are deleted, on update). */
+async function insertMonitors(c: PoolClient, id: string, monitorIds: string[]): Promise<void> {
+  await c.query(
+    "INSERT INTO maintenance_monitors (maintenance_id, monitor_id) SELECT $1, m FROM unnest($2::text[]) AS m",
+    [id, monitorIds],
+  );
+}
+
 type Deps = Pick<UptimeDeps, "db" | "config" | "clock" | "incidentListeners">;
 /** After commit: the monitors' deadlines to the deadline runner, the window's due time to the maintenance timer. */
 export interface MaintenanceHooks {
@@ -72,37 +103,13 @@ export async function createMaintenance(
       field: "monitorIds",
     });
     await checkMonitors(c, projectId, input.monitorIds);
-    const times: WindowTimes = {
-      startsAt: input.startsAt?.getTime() ?? null,
-      endsAt: input.endsAt?.getTime() ?? null,
-      schedule: input.schedule ?? null,
-    };
-    const o = occurrenceCols(occurrenceAt(times, now.getTime()));
     const r = await c.query<MaintenanceRow>(
-      `INSERT INTO maintenances (id, project_id, title, description, starts_at, ends_at, cron, timezone, duration_ms,
-                                 occ_start, occ_end, due_at, created_at, updated_at)
+      `INSERT INTO maintenances (id, project_id, title, description, ${TIME_COLS}, created_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13) RETURNING *`,
-      [
-        newId("mnt"),
-        projectId,
-        input.title,
-        input.description,
-        input.startsAt ?? null,
-        input.endsAt ?? null,
-        input.schedule?.cron ?? null,
-        input.schedule?.timezone ?? null,
-        input.schedule?.durationMs ?? null,
-        o.occ_start,
-        o.occ_end,
-        o.due_at,
-        now,
-      ],
+      [newId("mnt"), projectId, input.title, input.description, ...timeValues(input, now), now],
     );
-    await c.query(
-      "INSERT INTO maintenance_monitors (maintenance_id, monitor_id) SELECT $1, m FROM unnest($2::text[]) AS m",
-      [r.rows[0].id, input.monitorIds],
-    );
-    await announce(c, r.rows[0].id, o.due_at?.getTime() ?? null);
+    await insertMonitors(c, r.rows[0].id, input.monitorIds);
+    await announce(c, r.rows[0].id, r.rows[0].due_at?.getTime() ?? null);
     return r.rows[0];
   });
   hooks.due(row.id, row.due_at?.getTime() ?? null);
@@ -130,38 +137,18 @@ export async function updateMaintenance(
     if (input.monitorIds !== undefined) {
       await checkMonitors(c, projectId, input.monitorIds);
       await c.query("DELETE FROM maintenance_monitors WHERE maintenance_id = $1", [id]);
-      await c.query(
-        "INSERT INTO maintenance_monitors (maintenance_id, monitor_id) SELECT $1, m FROM unnest($2::text[]) AS m",
-        [id, input.monitorIds],
-      );
+      await insertMonitors(c, id, input.monitorIds);
     }
     let next = cur;
     if (timesChange) {
-      const times: WindowTimes = {
-        startsAt: input.startsAt?.getTime() ?? null,
-        endsAt: input.endsAt?.getTime() ?? null,
-        schedule: input.schedule ?? null,
-      };
-      const o = occurrenceCols(occurrenceAt(times, now.getTime()));
       next = (
         await c.query<MaintenanceRow>(
-          `UPDATE maintenances SET starts_at = $2, ends_at = $3, cron = $4, timezone = $5, duration_ms = $6,
-                  occ_start = $7, occ_end = $8, due_at = $9, updated_at = $10 WHERE id = $1 RETURNING *`,
-          [
-            id,
-            input.startsAt ?? null,
-            input.endsAt ?? null,
-            input.schedule?.cron ?? null,
-            input.schedule?.timezone ?? null,
-            input.schedule?.durationMs ?? null,
-            o.occ_start,
-            o.occ_end,
-            o.due_at,
-            now,
-          ],
+          `UPDATE maintenances SET (${TIME_COLS}, updated_at) = ($2, $3, $4, $5, $6, $7, $8, $9, $10)
+            WHERE id = $1 RETURNING *`,
+          [id, ...timeValues(input, now), now],
         )
       ).rows[0];
-      await announce(c, id, o.due_at?.getTime() ?? null);
+      await announce(c, id, next.due_at?.getTime() ?? null);
     }
     if (input.title !== undefined || input.description !== undefined)
       next = (
