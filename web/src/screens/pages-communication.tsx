@@ -3,7 +3,16 @@ import type { Incident, Monitor } from "../../../gen/vigil/v1/uptime_pb.js";
 import type { Page } from "../../../gen/vigil/v1/pages_pb.js";
 import { api, fieldErrors } from "../api.js";
 import { useAction, useAsync } from "../ui/hooks.js";
-import { Button, ConfirmButton, ErrorMessage, Field, Loading, Select, StatusBadge } from "../ui/kit.js";
+import {
+  Button,
+  ConfirmButton,
+  ErrorMessage,
+  Field,
+  Loading,
+  MonitorChecklist,
+  Select,
+  StatusBadge,
+} from "../ui/kit.js";
 import { formatTime } from "../ui/format.js";
 
 // What a status page tells its readers beyond its monitors (docs/pages.md "Subscribers", docs/uptime.md
@@ -118,26 +127,14 @@ export function IncidentComposer(props: { projectId: string; page: Page; monitor
             <Select label="Impact" value={impact} options={IMPACTS} onValue={setImpact} />
             <Select label="Status" value={status} options={STAGES} onValue={setStatus} />
           </div>
-          <fieldset class="incident-monitors">
-            <legend>Affected monitors</legend>
-            {page.monitors.map((m) => (
-              <label key={m.monitorId}>
-                <input
-                  type="checkbox"
-                  checked={chosen.includes(m.monitorId)}
-                  onChange={(e) =>
-                    setChosen((c) =>
-                      (e.target as HTMLInputElement).checked ? [...c, m.monitorId] : c.filter((x) => x !== m.monitorId),
-                    )
-                  }
-                />{" "}
-                {nameOf(m.monitorId)}
-              </label>
-            ))}
-            {fieldErrors(act.error).monitorIds && (
-              <small class="field-error">{fieldErrors(act.error).monitorIds}</small>
-            )}
-          </fieldset>
+          <MonitorChecklist
+            class="incident-monitors"
+            legend="Affected monitors"
+            monitors={page.monitors.map((m) => ({ id: m.monitorId, name: nameOf(m.monitorId) }))}
+            chosen={chosen}
+            onChosen={setChosen}
+            error={act.error}
+          />
           <TextArea label="Message" value={message} field="message" error={act.error} onValue={setMessage} />
           <div class="incident-preview" aria-label="Preview of the public page">
             <p class="muted small">How /status/{page.slug} will show it:</p>

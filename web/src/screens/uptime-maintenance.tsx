@@ -1,10 +1,20 @@
 import { useState } from "preact/hooks";
 import type { Maintenance } from "../../../gen/vigil/v1/uptime_pb.js";
-import { api, fieldErrors } from "../api.js";
+import { api } from "../api.js";
 import { useProject } from "../session.js";
 import { formatDuration, formatTime, timeAgo } from "../ui/format.js";
 import { useAction, useAsync, useInterval } from "../ui/hooks.js";
-import { Button, ConfirmButton, Empty, ErrorMessage, Field, Loading, PageHeader, StatusBadge } from "../ui/kit.js";
+import {
+  Button,
+  ConfirmButton,
+  Empty,
+  ErrorMessage,
+  Field,
+  Loading,
+  MonitorChecklist,
+  PageHeader,
+  StatusBadge,
+} from "../ui/kit.js";
 import { useQueryState } from "../ui/url-state.js";
 import { cronInWords } from "./uptime-cron.js";
 
@@ -253,27 +263,14 @@ function CreateMaintenance(props: {
           error={create.error}
           hint="Optional; shown on the status pages"
         />
-        <fieldset>
-          <legend>Monitors</legend>
-          {props.monitors.length === 0 && <p class="muted">This project has no monitors yet.</p>}
-          {props.monitors.map((m) => (
-            <label key={m.id} class="check">
-              <input
-                type="checkbox"
-                checked={chosen.includes(m.id)}
-                onChange={(e) =>
-                  setChosen(
-                    (e.target as HTMLInputElement).checked ? [...chosen, m.id] : chosen.filter((x) => x !== m.id),
-                  )
-                }
-              />{" "}
-              {m.name}
-            </label>
-          ))}
-          {fieldErrors(create.error).monitorIds && (
-            <small class="field-error">{fieldErrors(create.error).monitorIds}</small>
-          )}
-        </fieldset>
+        <MonitorChecklist
+          legend="Monitors"
+          monitors={props.monitors}
+          chosen={chosen}
+          onChosen={setChosen}
+          error={create.error}
+          empty="This project has no monitors yet."
+        />
         <fieldset>
           <legend>When</legend>
           {(["once", "recurring"] as const).map((k) => (

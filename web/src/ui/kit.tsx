@@ -250,3 +250,42 @@ export function StatusBadge({ status }: { status: string }) {
         : "neutral";
   return <span class={`badge badge-${tone}`}>{status}</span>;
 }
+
+/**
+ * Monitors as checkboxes, the ids `chosen` (a maintenance window's, an incident's affected ones),
+ * with the `monitorIds` error of the request under them.
+ */
+export function MonitorChecklist(props: {
+  legend: string;
+  monitors: { id: string; name: string }[];
+  chosen: string[];
+  onChosen: (ids: string[]) => void;
+  error: unknown;
+  class?: string;
+  empty?: string;
+}) {
+  const message = fieldErrors(props.error).monitorIds;
+  return (
+    <fieldset class={props.class}>
+      <legend>{props.legend}</legend>
+      {props.monitors.length === 0 && props.empty && <p class="muted">{props.empty}</p>}
+      {props.monitors.map((m) => (
+        <label key={m.id} class="check">
+          <input
+            type="checkbox"
+            checked={props.chosen.includes(m.id)}
+            onChange={(e) =>
+              props.onChosen(
+                (e.target as HTMLInputElement).checked
+                  ? [...props.chosen, m.id]
+                  : props.chosen.filter((x) => x !== m.id),
+              )
+            }
+          />{" "}
+          {m.name}
+        </label>
+      ))}
+      {message && <small class="field-error">{message}</small>}
+    </fieldset>
+  );
+}
