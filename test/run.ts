@@ -4,9 +4,8 @@
 // Temporal dev server for the whole run
 // (test/helpers/temporal.ts: the `temporal` CLI from TEMPORAL_CLI or PATH, else obtained; the run
 // fails, saying how to get it, when it cannot be), then node's test runner in two passes:
-//   pass 1  every test/**/*.test.ts (or only the files given: `npm test -- test/x/y.test.ts`), three
-//           files at a time (PASS_1_CONCURRENCY); those of test/temporal/ (live Temporal suites)
-//           after, one at a time
+//   pass 1  every test/**/*.test.ts (or only the files given: `npm test -- test/x/y.test.ts`), two
+//           files at a time; those of test/temporal/ (live Temporal suites) after, one at a time
 //   pass 2  the uptime and webhook tests again with Temporal as the runner (VIGIL_TEST_TEMPORAL=1:
 //           startTestApp and startNode add TEMPORAL_ADDRESS of the shared server). It runs when no
 //           files are given, or with `--temporal` (then on the files given, if any):
@@ -127,13 +126,6 @@ const NOT_IN_STORAGE_RERUN = [
   ...ALERT_SCHEDULING,
 ];
 const STORAGE_RERUN_KEEPS = new Set(["test/temporal/webhooks-outage.test.ts"]);
-
-/**
- * Pass 1's files at a time. Two left a third of the 2-core CI machine idle (files wait on timers,
- * sockets and PostgreSQL): 47 event, uptime and webhook files took 108 s two at a time and 92 s three
- * at a time (docs/testing.md "How long the tests take").
- */
-const PASS_1_CONCURRENCY = 3;
 
 /** Pass 2 runs these directories' test files with Temporal as the runner... */
 const TEMPORAL_PASS_DIRS = ["test/uptime", "test/webhooks", "test/alerts"];
@@ -384,11 +376,11 @@ async function runAll({ cli, testServer, temporal, adminUrl, admin, template, st
   };
   const results: [string, number][] = [];
   // The live Temporal suites measure detection delays against a shared 2-core budget: one file at a
-  // time, after the rest (PASS_1_CONCURRENCY at a time).
+  // time, after the rest (which run two at a time).
   const live = files.filter((f) => rel(f).startsWith("test/temporal/"));
   const rest = files.filter((f) => !live.includes(f));
   if (!temporalOnly && rest.length)
-    results.push(["pass 1 (embedded runner)", await runPass("pass 1 (embedded runner)", rest, {}, PASS_1_CONCURRENCY)]);
+    results.push(["pass 1 (embedded runner)", await runPass("pass 1 (embedded runner)", rest, {})]);
   if (!temporalOnly && live.length)
     results.push([
       "pass 1b (live Temporal suites)",
