@@ -31,10 +31,10 @@ export const BACKGROUND_TASKS = {
   "analytics block pass": { role: "worker", mode: "always", owner: "src/analytics/blocks/worker.ts" },
   "uptime re-scan": { role: "worker", mode: "embedded", owner: "src/uptime/scheduler.ts" },
   "uptime deadline checks": { role: "worker", mode: "embedded", owner: "src/uptime/scheduler.ts", woken: true },
-  "maintenance re-scan": { role: "worker", mode: "always", owner: "src/uptime/maintenance-timer.ts" },
+  "maintenance re-scan": { role: "worker", mode: "embedded", owner: "src/uptime/maintenance-timer.ts" },
   "maintenance transitions": {
     role: "worker",
-    mode: "always",
+    mode: "embedded",
     owner: "src/uptime/maintenance-timer.ts",
     woken: true,
   },

@@ -1,6 +1,7 @@
 import type { UptimeDeps } from "./deps.js";
 import { checkDeadlines } from "./detect.js";
 import type { MonitorStatus } from "./model.js";
+import { advanceDueWindows, type MaintenanceHooks } from "./maintenance.js";
 import { enqueueWakes } from "./wake.js";
 
 // Temporal activities of the uptime feature (registered on the uptime worker, src/temporal/worker.ts).
@@ -35,7 +36,11 @@ export interface DeadlineCheckV1 {
   opened: boolean;
 }
 
-export function createUptimeActivities(deps: UptimeDeps) {
+/** Maintenance window transitions per scan (a full batch: the scan runs again at once). */
+const WINDOW_BATCH = 100;
+
+/** `windows`: the hooks of the transitions the scan applies (the monitors' deadlines to the runner). */
+export function createUptimeActivities(deps: UptimeDeps, windows: MaintenanceHooks) {
   const check = async (monitorId: string) => {
     const now = deps.clock();
     const r = await checkDeadlines(deps, [monitorId], now);
@@ -56,6 +61,10 @@ export function createUptimeActivities(deps: UptimeDeps) {
      */
     async scanDeadlines(): Promise<DeadlineScan> {
       const now = deps.clock();
+      // Maintenance windows first (docs/uptime.md "Maintenance windows"): a window starting now takes
+      // its monitors' deadlines away before they are read below.
+      const w = await advanceDueWindows(deps, windows, now, WINDOW_BATCH);
+      if (w.more) return { opened: 0, more: true, sleepMs: 0 };
       // One sequential scan: the monitors due now (the earliest first) and the next deadline after now.
       const r = await deps.db.query<{ due: string[] | null; next: Date | null }>(
         `SELECT (array_agg(id ORDER BY deadline_at) FILTER (WHERE deadline_at <= $1))[1:$2] AS due,
@@ -81,7 +90,10 @@ export function createUptimeActivities(deps: UptimeDeps) {
       }
       if (due.length === SCAN_BATCH && opened.length) return { opened: opened.length, more: true, sleepMs: 0 };
       const read = r.rows[0]?.next?.getTime() ?? null;
-      const next = read === null ? after : after === null ? read : Math.min(read, after);
+      const next = [read, after, w.next].reduce<number | null>(
+        (a, b) => (b === null ? a : a === null ? b : Math.min(a, b)),
+        null,
+      );
       return {
         opened: opened.length,
         more: false,

@@ -10,7 +10,8 @@ import { parseWake, type DeadlineChange } from "./wake.js";
 // the embedded deadline scheduler it keeps due times in a DueTimer, learns them from its own commits
 // (due()), from other nodes (NOTIFY on MAINTENANCE_CHANNEL) and from a re-scan at start-up and
 // every rescanMs (the safety net, and what catches up after a restart). It runs wherever background
-// work runs, in both deadline modes; the monitors' deadlines it changes go to the deadline runner.
+// work runs, in the embedded runner; with TEMPORAL_ADDRESS the deadline scan applies the windows
+// instead (activities.ts, advanceDueWindows). The monitors' deadlines it changes go to the runner.
 
 const MAX_AT_ONCE = 4;
 

@@ -1,5 +1,6 @@
 import type { PoolClient } from "pg";
 import type { UptimeDeps } from "./deps.js";
+import { forEachLimited } from "../shared/limited.js";
 import { tx, type Queryable } from "../storage/db.js";
 import { ApiError, conflict, notFound } from "../shared/errors.js";
 import { newId } from "../shared/ids.js";
@@ -333,6 +334,32 @@ export async function advance(deps: Deps, hooks: MaintenanceHooks, id: string): 
   hooks.due(id, last.rows[0]?.due_at?.getTime() ?? null);
   return last.rows[0];
 }
+
+/**
+ * Temporal mode: the deadline scan (workflows/deadlines.ts, its local activity in activities.ts)
+ * applies the windows due at `now`, oldest first, at most `limit` (each as the embedded timer does:
+ * advance(), under the window's row lock with its claim row, so once whichever node's scan runs it),
+ * and reads the next due time after them. `more`: a full batch was due.
+ */
+export async function advanceDueWindows(
+  deps: Deps,
+  hooks: MaintenanceHooks,
+  now: Date,
+  limit: number,
+): Promise<{ applied: number; more: boolean; next: number | null }> {
+  const due = await deps.db.query<{ id: string }>(
+    "SELECT id FROM maintenances WHERE due_at <= $1 ORDER BY due_at LIMIT $2",
+    [now, limit],
+  );
+  await forEachLimited(due.rows, WINDOWS_AT_ONCE, async ({ id }) => {
+    await advance(deps, hooks, id);
+  });
+  const next = await deps.db.query<{ next: Date | null }>("SELECT min(due_at) AS next FROM maintenances");
+  return { applied: due.rows.length, more: due.rows.length === limit, next: next.rows[0]?.next?.getTime() ?? null };
+}
+
+/** Windows applied at once by a deadline scan (each its own transaction). */
+const WINDOWS_AT_ONCE = 4;
 
 export async function maintenanceById(q: Queryable, projectId: string, id: string) {
   const r = await q.query<MaintenanceRow>("SELECT * FROM maintenances WHERE id = $1 AND project_id = $2", [

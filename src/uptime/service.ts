@@ -71,9 +71,8 @@ export function createUptimeFeature(
   incidentListeners: IncidentListener[],
 ): UptimeFeature {
   const deps: UptimeDeps = { ...base, incidentListeners, metrics: new UptimeMetrics(base.telemetry.registry) };
-  const runner: DeadlineRunner = deps.temporal
-    ? new TemporalDeadlineRunner(deps, deps.temporal)
-    : new EmbeddedScheduler(deps);
+  const temporalRunner = deps.temporal ? new TemporalDeadlineRunner(deps, deps.temporal) : undefined;
+  const runner: DeadlineRunner = temporalRunner ?? new EmbeddedScheduler(deps);
   const writer = new HeartbeatWriter(
     deps,
     (changes) => runner.changed(changes),
@@ -82,14 +81,24 @@ export function createUptimeFeature(
   );
   const rawRetentionMs = deps.config.uptime.rawRetentionDays * DAY_MS;
   const record = signalsOf(deps, writer);
-  const maintenance = new MaintenanceTimer(deps, (changes) => runner.changed(changes));
+  // Maintenance windows' due times: the embedded runner's timer, or in Temporal mode the deadline
+  // scan (activities.ts), which a new or earlier due time wakes.
+  const changed = (changes: DeadlineChange[]) => runner.changed(changes);
+  const maintenance = temporalRunner ? undefined : new MaintenanceTimer(deps, changed);
+  const windowHooks: MaintenanceHooks = maintenance?.hooks ?? {
+    changed,
+    due: (_id, at) => {
+      if (at !== null) temporalRunner?.windowDue();
+    },
+  };
 
   return {
     name: "uptime",
     runner,
     writer,
     incidentListeners,
-    activities: createUptimeActivities(deps),
+    // The scan's own transitions need no wake: it reads the next due time itself.
+    activities: createUptimeActivities(deps, { changed, due: () => undefined }),
     incidents: deps,
     services: [
       uptimeService(deps, {
@@ -97,17 +106,17 @@ export function createUptimeFeature(
         changed: (c) => runner.changed(c),
         rawRetentionMs,
         record,
-        maintenance: maintenance.hooks,
+        maintenance: windowHooks,
       }),
       pingService(deps, record),
     ],
     async start() {
       await runner.start();
-      await maintenance.start();
+      await maintenance?.start();
     },
     async stop() {
       await writer.drain();
-      await maintenance.stop();
+      await maintenance?.stop();
       await runner.stop();
     },
   };

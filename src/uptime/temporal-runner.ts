@@ -251,6 +251,18 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
     };
   }
 
+  /**
+   * A maintenance window's due time was set or moved (maintenance.ts): the scan, which applies
+   * windows in Temporal mode, reads it at once. Best effort: without the signal the scan still finds
+   * it at its next wake-up (TEMPORAL_IDLE_CHECK_MS at the latest).
+   */
+  windowDue(): void {
+    if (this.stopped) return;
+    void this.wakeScan().catch((err) =>
+      this.deps.log.warn({ err }, "temporal: waking the deadline scan for a maintenance window failed"),
+    );
+  }
+
   /** Cuts the deadline scan's sleep short (starting it if it is not running). */
   private async wakeScan(): Promise<void> {
     const client = await this.link.client();
