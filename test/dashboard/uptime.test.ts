@@ -385,9 +385,28 @@ describe("dashboard: uptime", () => {
     assert.deepEqual(stored.monitorIds, [db.id]);
     await dash.screenshot(page, "maintenance");
 
-    await upgrade.getByRole("button", { name: "Delete" }).click();
-    await upgrade.getByRole("button", { name: "Yes, delete Database upgrade" }).click();
-    await upgrade.waitFor({ state: "detached" });
+    // Edit (PATCH): the form opens filled in, in the URL; a new title and end are saved.
+    await upgrade.getByRole("button", { name: "Edit Database upgrade" }).click();
+    await page.waitForURL(/\?edit=mnt_/);
+    const edit = page.getByRole("form", { name: "Edit maintenance window" });
+    assert.equal(await edit.getByLabel("Title").inputValue(), "Database upgrade");
+    assert.equal(await edit.getByLabel("Starts").inputValue(), "2030-01-15T02:00");
+    assert.equal(await edit.getByRole("checkbox", { name: "maint-db" }).isChecked(), true);
+    assert.equal(await edit.getByRole("checkbox", { name: "maint-web" }).isChecked(), false);
+    await edit.getByLabel("Title").fill("Database upgrade, part 2");
+    await edit.getByLabel("Ends").fill("2030-01-15T05:30");
+    await edit.getByRole("button", { name: "Save window" }).click();
+    const upgraded = item("Database upgrade, part 2");
+    await upgraded.getByText("scheduled", { exact: true }).waitFor();
+    assert.doesNotMatch(page.url(), /edit=/);
+    const patched = (await t.rest.get(`${base()}/maintenances/${stored.id}`, { key: p.key })).body.data;
+    assert.equal(patched.title, "Database upgrade, part 2");
+    assert.equal(patched.startsAt, expected);
+    assert.equal(patched.endsAt, await page.evaluate(() => new Date("2030-01-15T05:30").toISOString()));
+
+    await upgraded.getByRole("button", { name: "Delete" }).click();
+    await upgraded.getByRole("button", { name: "Yes, delete Database upgrade, part 2" }).click();
+    await upgraded.waitFor({ state: "detached" });
     assert.equal((await t.rest.get(`${base()}/maintenances/${stored.id}`, { key: p.key })).status, 404);
 
     // The public page while a window is in progress (docs/pages.md).
@@ -428,6 +447,21 @@ describe("dashboard: uptime", () => {
     await tab.goto(`/status/${slug}`);
     await tab.getByText("Database upgrade to PostgreSQL 17").first().waitFor();
     await dash.screenshot(tab, "status-page-maintenance");
+
+    // A window in progress: its title and description can change, its times and monitors cannot.
+    await page.reload();
+    const running = item("Database upgrade to PostgreSQL 17");
+    await running.getByText("in progress", { exact: true }).waitFor();
+    await running.getByRole("button", { name: "Edit Database upgrade to PostgreSQL 17" }).click();
+    const live = page.getByRole("form", { name: "Edit maintenance window" });
+    assert.equal(await live.getByRole("checkbox", { name: "maint-db" }).isDisabled(), true);
+    assert.equal(await live.getByLabel("Ends").isDisabled(), true);
+    await live.getByLabel("Description").fill("Writes are paused for up to two hours.");
+    await live.getByRole("button", { name: "Save window" }).click();
+    await running.getByText("Writes are paused for up to two hours.", { exact: false }).waitFor();
+    const renamed = (await t.rest.get(`${base()}/maintenances/${active.body.data.id}`, { key: p.key })).body.data;
+    assert.equal(renamed.description, "Writes are paused for up to two hours.");
+    assert.equal(renamed.status, "in_progress");
     assert.deepEqual(pageErrors, []);
     await context.close();
   });

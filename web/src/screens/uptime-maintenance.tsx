@@ -20,8 +20,9 @@ import { cronInWords } from "./uptime-cron.js";
 
 // The maintenance calendar of a project (issue #34 point 5, docs/uptime.md "Maintenance windows"):
 // the windows in progress and upcoming first (soonest first), then the past ones; a form for a
-// one-off or recurring window on chosen monitors; delete. The open form is in the URL (?new=once
-// or ?new=recurring). Reached from the Uptime screen's tabs (UptimeTabs), not a sidebar section.
+// one-off or recurring window on chosen monitors; edit (PATCH; a window in progress its title and
+// description only); delete. The open form is in the URL (?new=once or ?new=recurring; ?edit=<id>,
+// with ?kind= when its kind is switched). Reached from the Uptime screen's tabs (UptimeTabs), not a sidebar section.
 
 /** How often the calendar is re-read (a window starting or ending shows within this). */
 const REFRESH_MS = 5_000;
@@ -72,6 +73,8 @@ export function MaintenanceCalendar() {
     [project.id],
   );
   useInterval(() => windows.reload(), REFRESH_MS);
+  // The window being edited (?edit=<id>), in place of the create form.
+  const editing = query.edit ? windows.data?.find((m) => m.id === query.edit) : undefined;
   const names = new Map((monitors.data ?? []).map((m) => [m.id, m.name]));
   const { current, past } = calendarOrder(windows.data ?? []);
   return (
@@ -80,7 +83,8 @@ export function MaintenanceCalendar() {
         title="Uptime"
         subtitle="Maintenance windows: while one is in progress its monitors have no deadline, open no incident and show “maintenance” on status pages."
         actions={
-          !creating && (
+          !creating &&
+          !editing && (
             <Button variant="primary" onClick={() => setQuery({ new: "once" }, true)}>
               New maintenance window
             </Button>
@@ -88,14 +92,29 @@ export function MaintenanceCalendar() {
         }
       />
       <UptimeTabs current="maintenance" />
-      {creating && monitors.data && (
-        <CreateMaintenance
+      {creating && !editing && monitors.data && (
+        <MaintenanceForm
           kind={creating}
           setKind={(k) => setQuery({ new: k })}
           monitors={monitors.data.map((m) => ({ id: m.id, name: m.name }))}
           onDone={(created) => {
             setQuery({ new: undefined });
             if (created) windows.reload();
+          }}
+        />
+      )}
+      {editing && monitors.data && (
+        <MaintenanceForm
+          key={editing.id}
+          editing={editing}
+          kind={
+            query.kind === "once" || query.kind === "recurring" ? query.kind : editing.schedule ? "recurring" : "once"
+          }
+          setKind={(k) => setQuery({ kind: k })}
+          monitors={monitors.data.map((m) => ({ id: m.id, name: m.name }))}
+          onDone={(saved) => {
+            setQuery({ edit: undefined, kind: undefined });
+            if (saved) windows.reload();
           }}
         />
       )}
@@ -111,7 +130,13 @@ export function MaintenanceCalendar() {
             ) : (
               <ul class="maintenance-list" aria-label="In progress and upcoming">
                 {current.map((m) => (
-                  <MaintenanceItem key={m.id} window={m} names={names} onDeleted={windows.reload} />
+                  <MaintenanceItem
+                    key={m.id}
+                    window={m}
+                    names={names}
+                    onEdit={() => setQuery({ edit: m.id, new: undefined }, true)}
+                    onDeleted={windows.reload}
+                  />
                 ))}
               </ul>
             )}
@@ -123,7 +148,13 @@ export function MaintenanceCalendar() {
             ) : (
               <ul class="maintenance-list" aria-label="Past">
                 {past.map((m) => (
-                  <MaintenanceItem key={m.id} window={m} names={names} onDeleted={windows.reload} />
+                  <MaintenanceItem
+                    key={m.id}
+                    window={m}
+                    names={names}
+                    onEdit={() => setQuery({ edit: m.id, new: undefined }, true)}
+                    onDeleted={windows.reload}
+                  />
                 ))}
               </ul>
             )}
@@ -169,7 +200,12 @@ function When({ window: m }: { window: Maintenance }) {
   );
 }
 
-function MaintenanceItem(props: { window: Maintenance; names: Map<string, string>; onDeleted: () => void }) {
+function MaintenanceItem(props: {
+  window: Maintenance;
+  names: Map<string, string>;
+  onEdit: () => void;
+  onDeleted: () => void;
+}) {
   const { project } = useProject();
   const m = props.window;
   const remove = useAction();
@@ -178,6 +214,11 @@ function MaintenanceItem(props: { window: Maintenance; names: Map<string, string
       <div class="card-head">
         <h3 id={`maintenance-${m.id}`}>{m.title}</h3>
         <StatusBadge status={m.status === "in_progress" ? "in progress" : m.status} />
+        {m.status !== "completed" && (
+          <Button variant="link" onClick={props.onEdit} aria-label={`Edit ${m.title}`}>
+            Edit
+          </Button>
+        )}
         <ConfirmButton
           label="Delete"
           confirmLabel={`Yes, delete ${m.title}`}
@@ -215,41 +256,70 @@ function minutesMs(text: string): bigint {
   return Number.isFinite(v) && v >= 0 && v < 2 ** 53 ? BigInt(Math.round(v)) : -1n;
 }
 
-function CreateMaintenance(props: {
+/** An RFC 3339 time as a datetime-local value in the reader's zone ("" for none). */
+function localOf(iso: string | undefined): string {
+  if (!iso) return "";
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return "";
+  const p = (n: number) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+}
+
+/**
+ * A new window, or `editing` one (PATCH): a window in progress takes a new title and description
+ * only (its times and monitors change once it ends: the server's 409), so those controls are locked.
+ */
+function MaintenanceForm(props: {
   kind: Kind;
   setKind: (k: Kind) => void;
   monitors: { id: string; name: string }[];
-  onDone: (created: boolean) => void;
+  editing?: Maintenance;
+  onDone: (saved: boolean) => void;
 }) {
   const { project } = useProject();
-  const [title, setTitle] = useState("");
-  const [description, setDescription] = useState("");
-  const [chosen, setChosen] = useState<string[]>([]);
-  const [startsAt, setStartsAt] = useState("");
-  const [endsAt, setEndsAt] = useState("");
-  const [cron, setCron] = useState("");
-  const [zone, setZone] = useState(() => Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC");
-  const [minutes, setMinutes] = useState("60");
+  const w = props.editing;
+  const [title, setTitle] = useState(w?.title ?? "");
+  const [description, setDescription] = useState(w?.description ?? "");
+  const [chosen, setChosen] = useState<string[]>(w?.monitorIds ?? []);
+  const [startsAt, setStartsAt] = useState(localOf(w?.startsAt));
+  const [endsAt, setEndsAt] = useState(localOf(w?.endsAt));
+  const [cron, setCron] = useState(w?.schedule?.cron ?? "");
+  const [zone, setZone] = useState(
+    () => w?.schedule?.timezone || Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC",
+  );
+  const [minutes, setMinutes] = useState(w?.schedule ? String(Number(w.schedule.durationMs) / 60_000) : "60");
   const create = useAction();
+  const locked = w?.status === "in_progress";
+  const heading = w ? "Edit maintenance window" : "New maintenance window";
+  const headingId = w ? "edit-maintenance" : "new-maintenance";
+  const times = () =>
+    props.kind === "once"
+      ? { startsAt: isoOf(startsAt), endsAt: isoOf(endsAt) }
+      : { schedule: { cron: cron.trim(), timezone: zone.trim() || "UTC", durationMs: minutesMs(minutes) } };
   return (
-    <section class="card" aria-labelledby="new-maintenance">
-      <h2 id="new-maintenance">New maintenance window</h2>
+    <section class="card" aria-labelledby={headingId}>
+      <h2 id={headingId}>{heading}</h2>
+      {locked && <p class="muted">In progress: its times and monitors can change once it ends (or delete it).</p>}
       <form
-        aria-labelledby="new-maintenance"
+        aria-labelledby={headingId}
         onSubmit={async (e) => {
           e.preventDefault();
-          const r = await create.run(() =>
-            api.uptime.createMaintenance({
-              projectId: project.id,
-              title,
-              description: description || undefined,
-              monitorIds: chosen,
-              ...(props.kind === "once"
-                ? { startsAt: isoOf(startsAt), endsAt: isoOf(endsAt) }
-                : {
-                    schedule: { cron: cron.trim(), timezone: zone.trim() || "UTC", durationMs: minutesMs(minutes) },
-                  }),
-            }),
+          const r = await create.run<unknown>(() =>
+            w
+              ? api.uptime.updateMaintenance({
+                  projectId: project.id,
+                  maintenanceId: w.id,
+                  title,
+                  description,
+                  ...(locked ? {} : { monitorIds: chosen, ...times() }),
+                })
+              : api.uptime.createMaintenance({
+                  projectId: project.id,
+                  title,
+                  description: description || undefined,
+                  monitorIds: chosen,
+                  ...times(),
+                }),
           );
           if (r) props.onDone(true);
         }}
@@ -264,6 +334,7 @@ function CreateMaintenance(props: {
           hint="Optional; shown on the status pages"
         />
         <MonitorChecklist
+          disabled={locked}
           legend="Monitors"
           monitors={props.monitors}
           chosen={chosen}
@@ -271,11 +342,16 @@ function CreateMaintenance(props: {
           error={create.error}
           empty="This project has no monitors yet."
         />
-        <fieldset>
+        <fieldset disabled={locked}>
           <legend>When</legend>
           {(["once", "recurring"] as const).map((k) => (
             <label key={k} class="check">
-              <input type="radio" name="kind" checked={props.kind === k} onChange={() => props.setKind(k)} />{" "}
+              <input
+                type="radio"
+                name={`${headingId}-kind`}
+                checked={props.kind === k}
+                onChange={() => props.setKind(k)}
+              />{" "}
               {k === "once" ? "One-off" : "Recurring"}
             </label>
           ))}
@@ -331,7 +407,7 @@ function CreateMaintenance(props: {
         </fieldset>
         <div class="actions">
           <Button variant="primary" type="submit" busy={create.busy}>
-            Create window
+            {w ? "Save window" : "Create window"}
           </Button>
           <Button onClick={() => props.onDone(false)}>Cancel</Button>
         </div>

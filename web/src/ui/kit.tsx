@@ -263,10 +263,11 @@ export function MonitorChecklist(props: {
   error: unknown;
   class?: string;
   empty?: string;
+  disabled?: boolean;
 }) {
   const message = fieldErrors(props.error).monitorIds;
   return (
-    <fieldset class={props.class}>
+    <fieldset class={props.class} disabled={props.disabled}>
       <legend>{props.legend}</legend>
       {props.monitors.length === 0 && props.empty && <p class="muted">{props.empty}</p>}
       {props.monitors.map((m) => (
