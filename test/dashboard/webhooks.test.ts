@@ -234,6 +234,56 @@ describe("dashboard: webhooks", () => {
     await context.close();
   });
 
+  it("payload filters: set in the settings, only matching events delivered, shown again on reload, removed", async (ctx) => {
+    if (!available()) return ctx.skip(SKIP);
+    await track("order.paid", { amount: 1 }); // the project has seen data.amount, a number
+    const base = `/v1/projects/${p.projectId}/webhooks`;
+    const made = await t.rest.post(
+      base,
+      { name: "Big orders", url: rx.on("/big", () => ({ status: 200 })), events: ["order.paid"] },
+      { cookie: p.owner.cookie },
+    );
+    assert.equal(made.status, 201, made.text);
+    const id = made.body.data.id as string;
+    const { context, page } = await dash.open(p.owner);
+    await page.goto(`/projects/${p.projectId}/webhooks/${id}`);
+    const settings = page.getByRole("form", { name: "Settings" });
+    const filters = settings.getByRole("group", { name: "Only events matching" });
+    await filters.getByText("Every event of the chosen types.").waitFor();
+    await filters.getByRole("button", { name: "+ Condition" }).click();
+    await filters.getByLabel("Field").fill("data.amount");
+    await filters.getByLabel("Operator").selectOption("gt");
+    await filters.getByLabel("Value", { exact: true }).fill("100");
+    await filters.getByRole("button", { name: "Apply filters" }).click();
+    await settings.getByRole("button", { name: "Save" }).click();
+    await settings.getByRole("status").getByText("Saved.").waitFor();
+    await dash.screenshot(page, "webhook-filters");
+    const stored = (await t.rest.get(`${base}/${id}`, { cookie: p.owner.cookie })).body.data;
+    assert.deepEqual(stored.filters, { and: [{ field: "data.amount", operator: "gt", value: 100 }] });
+
+    // Only the big order becomes a delivery.
+    await track("order.paid", { amount: 20 });
+    const big = await track("order.paid", { amount: 250 });
+    await waitFor(() => rx.at("/big").length >= 1, "the big order's delivery");
+    await new Promise((r) => setTimeout(r, 500));
+    assert.deepEqual(
+      rx.at("/big").map((r) => (JSON.parse(r.raw) as { data: { id: string } }).data.id),
+      [big.id],
+    );
+
+    // Shown again after a reload; cleared and saved: removed (null), every order.paid delivered again.
+    await filters.getByText("Not applied yet.").waitFor({ state: "detached" });
+    await page.reload();
+    assert.equal(await filters.getByLabel("Field").inputValue(), "data.amount");
+    assert.equal(await filters.getByText("Not applied yet.").count(), 0, "the stored filter is the applied one");
+    await filters.getByRole("button", { name: "Clear" }).click();
+    await settings.getByRole("button", { name: "Save" }).click();
+    await settings.getByRole("status").getByText("Saved.").waitFor();
+    assert.equal((await t.rest.get(`${base}/${id}`, { cookie: p.owner.cookie })).body.data.filters, null);
+    assert.deepEqual(pageErrors, []);
+    await context.close();
+  });
+
   it("shows a member no write controls", async (ctx) => {
     if (!available()) return ctx.skip(SKIP);
     const member = await memberOf(t.rest, p);

@@ -23,6 +23,7 @@ import {
   StatusBadge,
 } from "../ui/kit.js";
 import { formatDuration, formatTime, timeAgo } from "../ui/format.js";
+import { FilterBuilder, filterFromValue, filterPatchValue, filterToValue, type Filter } from "../ui/filters.js";
 import "./webhooks.css";
 
 // Webhooks (docs/webhooks.md): the list with create, enable/disable and delete; a webhook's page
@@ -358,6 +359,7 @@ function WebhookForm(props: { projectId: string; onCancel: () => void; onCreated
   const [name, setName] = useState("");
   const [url, setUrl] = useState("");
   const [events, setEvents] = useState<string[]>([]);
+  const [filters, setFilters] = useState<Filter>();
   const [enabled, setEnabled] = useState(true);
   const act = useAction();
   const eventsError = fieldErrorsOf(act.error, "events");
@@ -374,6 +376,7 @@ function WebhookForm(props: { projectId: string; onCancel: () => void; onCreated
             name: name.trim() || undefined,
             ...destinationOf(kind?.address ?? "url", url),
             events,
+            filters: filterToValue(filters),
             enabled,
           }),
         );
@@ -417,13 +420,15 @@ function WebhookForm(props: { projectId: string; onCancel: () => void; onCreated
         hint={words?.hint}
       />
       <EventPicker projectId={props.projectId} value={events} onValue={setEvents} error={eventsError} />
+      <PayloadFilters projectId={props.projectId} value={filters} onValue={setFilters} error={act.error} />
       <label class="check">
         <input type="checkbox" checked={enabled} onChange={(e) => setEnabled((e.target as HTMLInputElement).checked)} />{" "}
         Enabled (send deliveries as events arrive)
       </label>
-      {!eventsError && !fieldErrorsOf(act.error, kind?.address ?? "url") && !fieldErrorsOf(act.error, "name") && (
-        <ErrorMessage error={act.error} />
-      )}
+      {!eventsError &&
+        !fieldErrorsOf(act.error, kind?.address ?? "url") &&
+        !fieldErrorsOf(act.error, "name") &&
+        !fieldErrorsOf(act.error, "filters") && <ErrorMessage error={act.error} />}
       <div class="actions">
         <Button type="submit" variant="primary" busy={act.busy} disabled={events.length === 0 || !kind}>
           Create webhook
@@ -431,6 +436,30 @@ function WebhookForm(props: { projectId: string; onCancel: () => void; onCreated
         <Button onClick={props.onCancel}>Cancel</Button>
       </div>
     </form>
+  );
+}
+
+/**
+ * Payload filters (docs/webhooks.md): only events that pass them are delivered; incidents are never
+ * filtered. The analytics filter builder; "Apply filters" sets them, the form's button saves them.
+ */
+function PayloadFilters(props: {
+  projectId: string;
+  value: Filter | undefined;
+  onValue: (f: Filter | undefined) => void;
+  error: unknown;
+}) {
+  const message = fieldErrorsOf(props.error, "filters");
+  return (
+    <fieldset class="webhook-filters">
+      <legend>Only events matching</legend>
+      <p class="muted small">
+        {props.value ? "Events that do not match are not delivered." : "Every event of the chosen types."} Incidents are
+        always delivered.
+      </p>
+      <FilterBuilder projectId={props.projectId} value={props.value} onChange={props.onValue} />
+      {message && <small class="field-error">{message}</small>}
+    </fieldset>
   );
 }
 
@@ -565,12 +594,14 @@ function Settings(props: { projectId: string; hook: Webhook; onSaved: () => void
   const shown = (w: Webhook) => (address === "routingKey" ? "" : destinationText(w));
   const [url, setUrl] = useState(shown(hook));
   const [events, setEvents] = useState(hook.events);
+  const [filters, setFilters] = useState(() => filterFromValue(hook.filters));
   const [saved, setSaved] = useState(false);
   const act = useAction();
   useEffect(() => {
     setName(hook.name);
     setUrl(shown(hook));
     setEvents(hook.events);
+    setFilters(filterFromValue(hook.filters));
   }, [hook.id, hook.updatedAt]);
   return (
     <form
@@ -586,6 +617,7 @@ function Settings(props: { projectId: string; hook: Webhook; onSaved: () => void
             name: name.trim(),
             ...(address === "routingKey" && !url.trim() ? {} : destinationOf(address, url)),
             events,
+            filters: filterPatchValue(filters, filterFromValue(hook.filters) !== undefined),
           }),
         );
         if (r) {
@@ -612,6 +644,7 @@ function Settings(props: { projectId: string; hook: Webhook; onSaved: () => void
         onValue={setEvents}
         error={fieldErrorsOf(act.error, "events")}
       />
+      <PayloadFilters projectId={props.projectId} value={filters} onValue={setFilters} error={act.error} />
       <ErrorMessage error={Object.keys(fieldErrors(act.error)).length ? undefined : act.error} />
       <div class="actions">
         <Button type="submit" variant="primary" busy={act.busy} disabled={events.length === 0}>

@@ -1,4 +1,4 @@
-import { fromJson, type JsonValue } from "@bufbuild/protobuf";
+import { fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
 import type { ComponentChildren } from "preact";
 import { useEffect, useId, useMemo, useState } from "preact/hooks";
@@ -95,6 +95,31 @@ export function filterFromQuery(text: string | undefined): Filter | undefined {
 /** The filter as the RPCs' `filters` field (google.protobuf.Value); undefined for none. */
 export function filterToValue(filter: Filter | undefined): Value | undefined {
   return filter ? fromJson(ValueSchema, filter as unknown as JsonValue) : undefined;
+}
+
+/**
+ * A stored `filters` (a webhook's, JSON null or absent for none) as a filter the builder edits, its
+ * conditions' keys in the builder's order (PostgreSQL's jsonb gives them in its own), so that an
+ * applied filter read back compares equal to the builder's.
+ */
+export function filterFromValue(value: Value | undefined): Filter | undefined {
+  const json = value ? toJson(ValueSchema, value) : null;
+  const f = json === null ? undefined : filterFromQuery(JSON.stringify(json));
+  return f && (canonical(f) as Filter);
+}
+
+function canonical(n: FilterNode): FilterNode {
+  if ("and" in n) return { and: n.and.map(canonical) };
+  if ("or" in n) return { or: n.or.map(canonical) };
+  return n.value === undefined
+    ? { field: n.field, operator: n.operator }
+    : { field: n.field, operator: n.operator, value: n.value };
+}
+
+/** The `filters` of a PATCH: the filter, or JSON null to remove the stored one (absent keeps it). */
+export function filterPatchValue(filter: Filter | undefined, had: boolean): Value | undefined {
+  if (filter) return filterToValue(filter);
+  return had ? fromJson(ValueSchema, null) : undefined;
 }
 
 // ---------------------------------------------------------------------------------------------
