@@ -2,9 +2,10 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { BackgroundTasks } from "../shared/background.js";
 import type { Clock } from "../shared/clock.js";
+import { forEachLimited } from "../shared/limited.js";
 import { CoalescedPump } from "../shared/pump.js";
 import type { Db } from "../storage/db.js";
-import type { MailMessage, MailReply } from "../webhooks/targets/mailer.js";
+import { MAIL_TRANSPORT_CONNECTIONS, type MailMessage, type MailReply } from "../webhooks/targets/mailer.js";
 import { pageUrl, noticeMail } from "./mail.js";
 import { isNoticeType, MAX_MAIL_ATTEMPTS, retryDelayMs, unsubscribeToken } from "./model.js";
 import type { NoticeContent } from "./notices.js";
@@ -71,7 +72,12 @@ export class MailSender {
       const token = randomUUID();
       const rows = await claimMails(this.o.db, now, new Date(now.getTime() + this.o.leaseMs), token, batch);
       if (!rows.length) return;
-      const results = await Promise.all(rows.map((r) => this.send(r)));
+      // As many at once as the mail transport has connections: more would only build messages ahead
+      // of their turn, in bursts that hold up the event loop (the public page's reads among others).
+      const results: boolean[] = [];
+      await forEachLimited([...rows.keys()], MAIL_TRANSPORT_CONNECTIONS, async (i) => {
+        results[i] = await this.send(rows[i]);
+      });
       const done: { noticeId: string; subscriberId: string }[] = [];
       const retry: { noticeId: string; subscriberId: string; dueAt: Date }[] = [];
       rows.forEach((r, i) => {

@@ -6,6 +6,9 @@ import { createTransport } from "nodemailer";
 // (code and text), with the SMTP password cut out of anything it could appear in: no attempt
 // record, log line or response carries it.
 
+/** SMTP connections of the pooled transport (and the subscribers' sender's mails in flight). */
+export const MAIL_TRANSPORT_CONNECTIONS = 5;
+
 export interface MailMessage {
   to: string[];
   subject: string;
@@ -46,7 +49,7 @@ export function createMailer(smtpUrl: string, from: string, timeoutMs: number): 
   const transport = createTransport({
     url: smtpUrl,
     pool: true,
-    maxConnections: 5,
+    maxConnections: MAIL_TRANSPORT_CONNECTIONS,
     connectionTimeout: timeoutMs,
     greetingTimeout: timeoutMs,
     socketTimeout: timeoutMs,
