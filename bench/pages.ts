@@ -126,8 +126,8 @@ async function main(): Promise<void> {
     const comms = await pagesCommsSection(pgh.url, tmp);
     const section = [
       `Command: \`npm run bench pages\` (bench/pages.ts, this part bench/_pages-comms.ts; \`-- --comms-only\` runs this part alone),`,
-      `run ${new Date().toISOString().slice(0, 16)}Z on the 2 shared cores, with a CI run of the whole test suite on the same`,
-      `machine at the time (1-minute load average when written: ${os.loadavg()[0].toFixed(1)}).`,
+      `run ${new Date().toISOString().slice(0, 16)}Z on the 2 cores of the development machine`,
+      `(1-minute load average when written: ${os.loadavg()[0].toFixed(1)}; above 2, other work shared the cores).`,
       "",
       comms,
       "",
