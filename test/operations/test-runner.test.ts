@@ -112,9 +112,20 @@ describe("CI's second run (--storage-rerun, external PostgreSQL + Redis)", () =>
     assert.ok(left.includes("test/operations/fresh-root.test.ts"), "the embedded-only starts run once");
     assert.ok(left.some((f) => f.startsWith("test/dashboard/")) && left.some((f) => f.startsWith("test/sdk/")));
     assert.ok(left.some((f) => f.startsWith("test/workflows/")));
+    // The database outage (a live Temporal suite whose bounds are seconds: pass 1, LIVE_IN_PASS_1).
     assert.deepEqual(
-      rerun.filter((l) => l.startsWith("1b ")),
-      ["1b test/temporal/webhooks-outage.test.ts"],
+      rerun.filter((l) => file(l).startsWith("test/temporal/")),
+      ["1 test/temporal/webhooks-outage.test.ts"],
+    );
+    assert.deepEqual(
+      all.filter((l) => file(l).startsWith("test/temporal/webhooks-")).sort(),
+      [
+        "1 test/temporal/webhooks-outage.test.ts",
+        "1 test/temporal/webhooks-pause.test.ts",
+        "1 test/temporal/webhooks-reconcile.test.ts",
+        "1b test/temporal/webhooks-retries.test.ts",
+      ],
+      "the webhook suites whose bounds are seconds run in pass 1; the retries' timer gaps alone",
     );
     for (const dir of ["clients", "transcoding", "foundation", "storage", "operations", "uptime", "webhooks"])
       assert.ok(
