@@ -72,6 +72,7 @@ const STATIC = [
   "test/clients/openapi-rules.test.ts",
   "test/clients/openapi-typescript.test.ts",
   "test/foundation/basics.test.ts",
+  "test/foundation/bundle-cache.test.ts",
   "test/foundation/coalesce.test.ts",
   "test/foundation/docs.test.ts",
   "test/foundation/due-timer.test.ts",
@@ -180,6 +181,9 @@ function testFiles(dir: string): string[] {
 
 /** What set-up started (the Temporal server, the embedded cluster), stopped last first when the run ends early. */
 const started: (() => Promise<void>)[] = [];
+/** The run's own folder of workflow bundles (removed at the end), when it made one. */
+let bundleDir: string | undefined;
+
 /** What an uncaught error ends: the set-up until the passes start, then the run. */
 let phase = "set-up";
 
@@ -301,6 +305,15 @@ async function setUp(): Promise<Setup> {
     await pool.end();
   }
 
+  // One folder of built workflow bundles for the run (src/temporal/bundle-cache.ts): every node in
+  // Temporal mode loads the bundle the first one built (test/helpers/temporal.ts temporalPassEnv).
+  if (!process.env.VIGIL_TEST_BUNDLE_DIR) {
+    const bundles = await mkdtemp(path.join(os.tmpdir(), "vigil-test-bundles-"));
+    process.env.VIGIL_TEST_BUNDLE_DIR = bundles;
+    started.push(() => rm(bundles, { recursive: true, force: true }));
+    bundleDir = bundles;
+  }
+
   // The dashboard (web/), built once for the run from the current sources: every test app serves
   // it (test/helpers/app.ts), the browser tests drive it (test/helpers/dashboard.ts).
   if (!process.env.VIGIL_TEST_DASHBOARD_DIR) {
@@ -418,6 +431,7 @@ async function runAll({ cli, testServer, temporal, adminUrl, admin, template, st
     for (const [title, c] of results) console.log(`npm test: ${title} ${c === 0 ? "passed" : "FAILED"}`);
   const code = results.find(([, c]) => c !== 0)?.[1] ?? 0;
   await cleanup(admin, template, stop, tmp);
+  if (bundleDir) await rm(bundleDir, { recursive: true, force: true });
   return code;
 }
 

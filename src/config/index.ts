@@ -1,3 +1,4 @@
+import path from "node:path";
 import { z } from "zod";
 
 // The only module that reads process.env. Everything else receives a typed Config.
@@ -80,6 +81,8 @@ export const envSchema = z.object({
   TEMPORAL_UPTIME_CONCURRENCY: z.coerce.number().int().min(1).optional(),
   TEMPORAL_WEBHOOK_CONCURRENCY: intFrom(100, 1),
   TEMPORAL_SHUTDOWN_GRACE_MS: intFrom(10_000, 0),
+  // Where a worker keeps its built workflow bundle (src/temporal/bundle-cache.ts); default DATA_DIR/temporal-bundles.
+  TEMPORAL_BUNDLE_DIR: z.string().min(1).optional(),
   // How often every node asks the Temporal frontend whether it answers (src/temporal/probe.ts; /health).
   TEMPORAL_PROBE_MS: intFrom(5_000, 100),
   ROLE: z.enum(["all", "api", "worker"]).default("all"),
@@ -330,6 +333,8 @@ export interface TemporalConfig {
   shutdownGraceMs: number;
   /** Period of the reachability probe behind /health's `temporalServer` (src/temporal/probe.ts). */
   probeMs: number;
+  /** Where built workflow bundles are kept, by the hash of their sources (src/temporal/bundle-cache.ts). */
+  bundleDir: string;
 }
 
 /** src/server/listen.ts; docs/security.md. */
@@ -395,6 +400,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
           webhookConcurrency: e.TEMPORAL_WEBHOOK_CONCURRENCY,
           shutdownGraceMs: e.TEMPORAL_SHUTDOWN_GRACE_MS,
           probeMs: e.TEMPORAL_PROBE_MS,
+          bundleDir: e.TEMPORAL_BUNDLE_DIR ?? path.join(e.DATA_DIR, "temporal-bundles"),
         }
       : undefined,
     role: e.ROLE,

@@ -1,10 +1,11 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { NativeConnection, Worker, WorkflowBundleWithSourceMap } from "@temporalio/worker";
+import type { NativeConnection, Worker, WorkflowBundle } from "@temporalio/worker";
 import type { Logger } from "pino";
 import type { BackgroundTasks, TaskRecorder } from "../shared/background.js";
 import type { Feature } from "../shared/feature.js";
 import { connectionOptions, type TemporalLink } from "./link.js";
+import { cachedBundle } from "./bundle-cache.js";
 import { installTemporalRuntime } from "./runtime.js";
 
 // The Temporal workers: run in the service process where ROLE is `all` or `worker`, when
@@ -46,15 +47,23 @@ function startAndStop(w: Worker): Promise<void> {
   return run;
 }
 
-let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
-/** The workflow bundle, built once per process (both workers and every app of a test share it). */
-function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  bundle ??= import("@temporalio/worker").then(({ bundleWorkflowCode }) =>
-    bundleWorkflowCode({
-      workflowsPath: WORKFLOWS_PATH,
-      logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} } as never,
-    }),
-  );
+let bundle: Promise<WorkflowBundle> | undefined;
+/**
+ * The workflow bundle, once per process (both workers and every app of a test share it), from
+ * `dir` when a process built it from the same sources before (bundle-cache.ts).
+ */
+function workflowBundle(dir: string): Promise<WorkflowBundle> {
+  bundle ??= cachedBundle(dir, WORKFLOWS_PATH, () =>
+    import("@temporalio/worker").then(({ bundleWorkflowCode }) =>
+      bundleWorkflowCode({
+        workflowsPath: WORKFLOWS_PATH,
+        logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} } as never,
+      }),
+    ),
+  ).catch((err: unknown) => {
+    bundle = undefined; // built again by the next run
+    throw err;
+  });
   return bundle;
 }
 
@@ -87,7 +96,7 @@ export function createTemporalFeature(
         await installTemporalRuntime(deps.log);
         // The SDK is loaded here, on a worker node's first run: nodes without TEMPORAL_ADDRESS never load it.
         const { NativeConnection, Worker } = await import("@temporalio/worker");
-        const [queues, code] = await Promise.all([link!.queues(), workflowBundle()]);
+        const [queues, code] = await Promise.all([link!.queues(), workflowBundle(cfg.bundleDir)]);
         await link!.searchAttributes().catch(() => false);
         connection = await NativeConnection.connect(connectionOptions(cfg));
         const common = {

@@ -299,16 +299,20 @@ const TEMPORAL_PASS = process.env.VIGIL_TEST_TEMPORAL === "1";
 
 /**
  * The service settings of the Temporal pass: TEMPORAL_ADDRESS of the run's shared dev server
- * (VIGIL_TEST_TEMPORAL_ADDRESS, set by test/run.ts); empty outside that pass. startTestApp and
- * startNode add them under the test's own env, so a test can still set or blank TEMPORAL_ADDRESS.
+ * (VIGIL_TEST_TEMPORAL_ADDRESS, set by test/run.ts); outside that pass only the run's shared
+ * TEMPORAL_BUNDLE_DIR (VIGIL_TEST_BUNDLE_DIR: every Temporal-mode node of the run loads the one
+ * workflow bundle instead of building its own). startTestApp and startNode add them under the
+ * test's own env, so a test can still set or blank TEMPORAL_ADDRESS.
  */
 export function temporalPassEnv(): Record<string, string> {
-  if (!TEMPORAL_PASS) return {};
+  const bundles = process.env.VIGIL_TEST_BUNDLE_DIR;
+  const shared: Record<string, string> = bundles ? { TEMPORAL_BUNDLE_DIR: bundles } : {};
+  if (!TEMPORAL_PASS) return shared;
   const address = process.env.VIGIL_TEST_TEMPORAL_ADDRESS;
   if (!address)
     throw new Error(
       "VIGIL_TEST_TEMPORAL=1 needs VIGIL_TEST_TEMPORAL_ADDRESS: run the tests with `npm test` (it starts the Temporal dev server)",
     );
   // The tests' deadlines are short on purpose (hundreds of ms): lift Temporal mode's minimum.
-  return { TEMPORAL_ADDRESS: address, TEMPORAL_MIN_DEADLINE_MS: "0" };
+  return { ...shared, TEMPORAL_ADDRESS: address, TEMPORAL_MIN_DEADLINE_MS: "0" };
 }
