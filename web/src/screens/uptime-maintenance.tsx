@@ -123,42 +123,31 @@ export function MaintenanceCalendar() {
         !windows.error && <Loading />
       ) : (
         <>
-          <section class="card" aria-labelledby="maintenance-current">
-            <h2 id="maintenance-current">In progress and upcoming</h2>
-            {current.length === 0 ? (
-              <p class="muted">No maintenance window is planned.</p>
-            ) : (
-              <ul class="maintenance-list" aria-label="In progress and upcoming">
-                {current.map((m) => (
-                  <MaintenanceItem
-                    key={m.id}
-                    window={m}
-                    names={names}
-                    onEdit={() => setQuery({ edit: m.id, new: undefined }, true)}
-                    onDeleted={windows.reload}
-                  />
-                ))}
-              </ul>
-            )}
-          </section>
-          <section class="card" aria-labelledby="maintenance-past">
-            <h2 id="maintenance-past">Past</h2>
-            {past.length === 0 ? (
-              <p class="muted">None yet.</p>
-            ) : (
-              <ul class="maintenance-list" aria-label="Past">
-                {past.map((m) => (
-                  <MaintenanceItem
-                    key={m.id}
-                    window={m}
-                    names={names}
-                    onEdit={() => setQuery({ edit: m.id, new: undefined }, true)}
-                    onDeleted={windows.reload}
-                  />
-                ))}
-              </ul>
-            )}
-          </section>
+          {(
+            [
+              ["current", "In progress and upcoming", current, "No maintenance window is planned."],
+              ["past", "Past", past, "None yet."],
+            ] as const
+          ).map(([key, title, list, none]) => (
+            <section key={key} class="card" aria-labelledby={`maintenance-${key}`}>
+              <h2 id={`maintenance-${key}`}>{title}</h2>
+              {list.length === 0 ? (
+                <p class="muted">{none}</p>
+              ) : (
+                <ul class="maintenance-list" aria-label={title}>
+                  {list.map((m) => (
+                    <MaintenanceItem
+                      key={m.id}
+                      window={m}
+                      names={names}
+                      onEdit={() => setQuery({ edit: m.id, new: undefined }, true)}
+                      onDeleted={windows.reload}
+                    />
+                  ))}
+                </ul>
+              )}
+            </section>
+          ))}
         </>
       )}
       {windows.data && windows.data.length === 0 && !creating && (
