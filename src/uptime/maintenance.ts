@@ -63,7 +63,7 @@ async function insertMonitors(c: PoolClient, id: string, monitorIds: string[]): 
   );
 }
 
-type Deps = Pick<UptimeDeps, "db" | "config" | "clock" | "incidentListeners">;
+type Deps = Pick<UptimeDeps, "db" | "config" | "clock" | "incidentListeners" | "log">;
 /** After commit: the monitors' deadlines to the deadline runner, the window's due time to the maintenance timer. */
 export interface MaintenanceHooks {
   changed: (changes: DeadlineChange[]) => void;
@@ -352,7 +352,11 @@ export async function advanceDueWindows(
     [now, limit],
   );
   await forEachLimited(due.rows, WINDOWS_AT_ONCE, async ({ id }) => {
-    await advance(deps, hooks, id);
+    // One window's failure (an outage, a bug) must not hold up the others or the monitors' deadlines
+    // after them: it stays due, and the next scan tries it again.
+    await advance(deps, hooks, id).catch((err: unknown) =>
+      deps.log.warn({ err, maintenanceId: id }, "maintenance transition failed; retried by the next scan"),
+    );
   });
   const next = await deps.db.query<{ next: Date | null }>("SELECT min(due_at) AS next FROM maintenances");
   return { applied: due.rows.length, more: due.rows.length === limit, next: next.rows[0]?.next?.getTime() ?? null };

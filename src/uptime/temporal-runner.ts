@@ -6,6 +6,7 @@ import type { TemporalLink } from "../temporal/link.js";
 import { VigilMonitorId, VigilMonitorSlug, VigilMonitorStatus, VigilProjectId } from "../temporal/search-attributes.js";
 import type { DeadlineScanInput, MonitorWorkflowInput } from "./activities.js";
 import { checkDeadlines } from "./detect.js";
+import { advanceDueWindows } from "./maintenance.js";
 import { enqueueWakes, type DeadlineChange, type DeadlineRunner } from "./wake.js";
 
 // The Temporal deadline runner (TEMPORAL_ADDRESS set): one deadlineScanWorkflow per deployment
@@ -253,8 +254,8 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
 
   /**
    * A maintenance window's due time was set or moved (maintenance.ts): the scan, which applies
-   * windows in Temporal mode, reads it at once. Best effort: without the signal the scan still finds
-   * it at its next wake-up (TEMPORAL_IDLE_CHECK_MS at the latest).
+   * windows in Temporal mode, reads it at once. Best effort: without the signal the scan finds it at
+   * its next wake-up, and the reconciler applies it once overdue by RECONCILE_SLACK_MS.
    */
   windowDue(): void {
     if (this.stopped) return;
@@ -295,6 +296,16 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
       )
       .finally(() => (this.ensuring = undefined));
     const now = this.deps.clock();
+    // Maintenance windows the scan missed (a lost wake while Temporal was away, the scan itself
+    // gone): applied here, as the deadlines below, once overdue by the slack.
+    const windows = await advanceDueWindows(
+      this.deps,
+      { changed: (c) => this.changed(c), due: () => undefined },
+      new Date(now.getTime() - RECONCILE_SLACK_MS),
+      1000,
+    );
+    if (windows.applied)
+      this.deps.log.warn({ windows: windows.applied }, "temporal: maintenance windows missed by the scan were applied");
     const r = await this.deps.db.query<{ id: string }>("SELECT id FROM monitors WHERE deadline_at < $1 LIMIT 1000", [
       new Date(now.getTime() - RECONCILE_SLACK_MS),
     ]);

@@ -455,6 +455,9 @@ describe("maintenance windows", { concurrency: true }, () => {
     assert.equal(after.state, "firing");
     assert.equal(after.lastEvaluatedAt, iso(fires + EVERY));
     assert.equal((await getMonitor(alert.monitorId)).inMaintenance, false);
+    // Gone, so that no alert keeps Temporal's deadline scan polling (the reconciler test below).
+    const del = await t.rest.del(`/v1/projects/${p.projectId}/alerts/${alert.id}`, { key: p.key });
+    assert.equal(del.status, 204, del.text);
   });
 
   it("recurring occurrences follow the cron rules (DST included); history buckets show maintenance", () => {
@@ -505,4 +508,54 @@ describe("maintenance windows", { concurrency: true }, () => {
       ],
     );
   });
+});
+
+// After the others (whose windows and alert wake Temporal's deadline scan): with none of them left
+// to wake it, only a worker's reconciler can apply a window the scan never heard of.
+describe("maintenance windows: the Temporal reconciler", () => {
+  it(
+    "Temporal: a window whose due time the scan never heard of is applied by a worker's reconciler",
+    { skip: process.env.VIGIL_TEST_TEMPORAL !== "1" && "Temporal runner only (npm test's pass 2)" },
+    async () => {
+      // A third node, reconciling every 300 ms, on the same database and scan.
+      const node = await startTestApp(
+        { ...GENEROUS_LIMITS, TEMPORAL_RECONCILE_MS: "300" },
+        { databaseUrl: t.databaseUrl },
+      );
+      try {
+        const a = await monitor(p, "missed-win");
+        const later = Date.now() + HOUR;
+        const cr = await t.rest.post(
+          windows(),
+          { title: "Heard of late", monitorIds: [a], startsAt: iso(later), endsAt: iso(later + HOUR) },
+          { key: p.key },
+        );
+        assert.equal(cr.status, 201, cr.text);
+        // The scans the monitor's and the window's wakes caused are over; then the window is moved
+        // to now behind every node's back (no signal): the scan sleeps on the old due time.
+        await new Promise((r) => setTimeout(r, 1500));
+        const start = Date.now() - 1000;
+        await t.app.deps.db.query("UPDATE maintenances SET starts_at = $2, occ_start = $2, due_at = $2 WHERE id = $1", [
+          cr.body.data.id,
+          new Date(start),
+        ]);
+        const m = await waitFor(
+          async () => {
+            const x = await getMonitor(a);
+            return x.inMaintenance ? x : undefined;
+          },
+          WAIT_MS,
+          "the window applied by the reconciler",
+        );
+        assert.equal(m.deadlineAt, null);
+        const periods = await t.app.deps.db.query(
+          "SELECT started_at FROM monitor_maintenances WHERE maintenance_id = $1",
+          [cr.body.data.id],
+        );
+        assert.equal(periods.rows[0]?.started_at.toISOString(), iso(start), "started at its due time");
+      } finally {
+        await node.close();
+      }
+    },
+  );
 });
