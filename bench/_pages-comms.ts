@@ -301,7 +301,7 @@ export async function pagesCommsSection(pgUrl: string, tmp: string): Promise<str
       row("Baseline: setTimeout lateness in the bench process", base0),
       "",
       `The ${RECURRING} recurring windows all fall due in the same second: the timer applies them at most 4 at once (MaintenanceTimer's`,
-      `MAX_AT_ONCE), one transaction each, so the last of the burst waits for the others: ${f(burst.n)} starts in ${f(burst.max)} ms`,
+      `WINDOWS_AT_ONCE), one transaction each, so the last of the burst waits for the others: ${f(burst.n)} starts in ${f(burst.max)} ms`,
       `(about ${f(burst.n / Math.max(0.001, burst.max / 1000))} transitions/s), and one-off transitions due during a burst queue behind it.`,
       `Transitions recorded: ${f(occ.rows.length)} of ${f(expected)} due; monitors still in maintenance after the run: ${stillIn}.`,
       `Target p99 < 1 s, every transition applied: ${met ? "met" : "**not met**"}.`,

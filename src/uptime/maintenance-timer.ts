@@ -2,7 +2,7 @@ import type { UptimeDeps } from "./deps.js";
 import { DueTimer } from "../shared/due-timer.js";
 import { failureLevel, startPeriodic, type Periodic } from "../shared/periodic.js";
 import type { Subscription } from "../shared/notifications.js";
-import { advance, MAINTENANCE_CHANNEL, type MaintenanceHooks } from "./maintenance.js";
+import { advance, MAINTENANCE_CHANNEL, WINDOWS_AT_ONCE, type MaintenanceHooks } from "./maintenance.js";
 import { parseWake, type DeadlineChange } from "./wake.js";
 
 // The maintenance timer: wakes when a window's due_at (its next start or end) comes and applies the
@@ -12,8 +12,6 @@ import { parseWake, type DeadlineChange } from "./wake.js";
 // every rescanMs (the safety net, and what catches up after a restart). It runs wherever background
 // work runs, in the embedded runner; with TEMPORAL_ADDRESS the deadline scan applies the windows
 // instead (activities.ts, advanceDueWindows). The monitors' deadlines it changes go to the runner.
-
-const MAX_AT_ONCE = 4;
 
 export class MaintenanceTimer {
   private readonly due: DueTimer<null>;
@@ -88,7 +86,7 @@ export class MaintenanceTimer {
   }
 
   private launch(): void {
-    while (this.running && this.active < MAX_AT_ONCE) {
+    while (this.running && this.active < WINDOWS_AT_ONCE) {
       const [next] = this.due.takeDue(this.deps.clock().getTime(), 1);
       if (!next) break;
       this.active++;
@@ -99,7 +97,7 @@ export class MaintenanceTimer {
       });
       this.work.add(run);
     }
-    if (this.running && this.active < MAX_AT_ONCE) this.due.arm();
+    if (this.running && this.active < WINDOWS_AT_ONCE) this.due.arm();
   }
 
   private async apply(id: string): Promise<void> {

@@ -32,6 +32,12 @@ function occurrenceCols(o: Occurrence | null): { occ_start: Date | null; occ_end
     : { occ_start: new Date(o.start), occ_end: new Date(o.end), due_at: new Date(o.start) };
 }
 
+/**
+ * Windows applied at once, each its own transaction: by the embedded maintenance timer and by a
+ * Temporal deadline scan alike.
+ */
+export const WINDOWS_AT_ONCE = 4;
+
 /** A window's time columns, in the order of `timeValues`. */
 const TIME_COLS = "starts_at, ends_at, cron, timezone, duration_ms, occ_start, occ_end, due_at";
 
@@ -361,9 +367,6 @@ export async function advanceDueWindows(
   const next = await deps.db.query<{ next: Date | null }>("SELECT min(due_at) AS next FROM maintenances");
   return { applied: due.rows.length, more: due.rows.length === limit, next: next.rows[0]?.next?.getTime() ?? null };
 }
-
-/** Windows applied at once by a deadline scan (each its own transaction). */
-const WINDOWS_AT_ONCE = 4;
 
 export async function maintenanceById(q: Queryable, projectId: string, id: string) {
   const r = await q.query<MaintenanceRow>("SELECT * FROM maintenances WHERE id = $1 AND project_id = $2", [
