@@ -122,10 +122,10 @@ describe("CI's second run (--storage-rerun, external PostgreSQL + Redis)", () =>
       [
         "1 test/temporal/webhooks-outage.test.ts",
         "1 test/temporal/webhooks-pause.test.ts",
-        "1 test/temporal/webhooks-reconcile.test.ts",
+        "1b test/temporal/webhooks-reconcile.test.ts",
         "1b test/temporal/webhooks-retries.test.ts",
       ],
-      "the webhook suites whose bounds are seconds run in pass 1; the retries' timer gaps alone",
+      "the webhook suites whose bounds are seconds run in pass 1; the re-dispatch and the retries' timer gaps alone",
     );
     for (const dir of ["clients", "transcoding", "foundation", "storage", "operations", "uptime", "webhooks"])
       assert.ok(
