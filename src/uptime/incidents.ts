@@ -140,10 +140,26 @@ export interface NoticeMonitor {
   slug: string;
 }
 
+/** An incident update as a notice carries it (`update`): what subscribers and receivers are told with it. */
+export interface NoticeUpdate {
+  id: string;
+  message: string;
+  status: string | null;
+  createdAt: Date;
+}
+
+const updatePayload = (u: NoticeUpdate) => ({
+  id: u.id,
+  message: u.message,
+  status: u.status,
+  createdAt: u.createdAt.toISOString(),
+});
+
 /**
  * A manual incident's transition (src/uptime/manual.ts), in the transaction that made it: the same
  * notices as a monitor incident's, once per incident and transition, the payload naming the
- * incident (kind, impact, title, status, monitorIds) and its monitors.
+ * incident (kind, impact, title, status, monitorIds), its monitors, and the update that made the
+ * transition (the creation's first message, or the resolving one): what a subscriber is told.
  */
 export async function notifyManual(
   deps: IncidentDeps,
@@ -152,6 +168,7 @@ export async function notifyManual(
   incident: IncidentRow,
   monitors: readonly NoticeMonitor[],
   now: Date,
+  update: NoticeUpdate,
 ): Promise<void> {
   const payload = {
     incident: toIncident(
@@ -159,6 +176,7 @@ export async function notifyManual(
       monitors.map((m) => m.id),
     ),
     monitors: monitors.map((m) => ({ id: m.id, name: m.name, slug: m.slug })),
+    update: updatePayload(update),
   };
   await fire(deps, c, kind, [{ incident, payload }], now);
   deps.metrics.incidents.inc({ transition: kind === "started" ? "opened" : "resolved" });
@@ -173,7 +191,7 @@ export async function notifyUpdate(
   c: PoolClient,
   incident: IncidentRow,
   monitors: readonly NoticeMonitor[],
-  update: { id: string; message: string; status: string | null; createdAt: Date },
+  update: NoticeUpdate,
 ): Promise<void> {
   const notice: IncidentNotice = {
     type: "incident.updated",
@@ -185,12 +203,7 @@ export async function notifyUpdate(
         monitors.map((m) => m.id),
       ),
       monitors: monitors.map((m) => ({ id: m.id, name: m.name, slug: m.slug })),
-      update: {
-        id: update.id,
-        message: update.message,
-        status: update.status,
-        createdAt: update.createdAt.toISOString(),
-      },
+      update: updatePayload(update),
     },
     at: update.createdAt,
   };
