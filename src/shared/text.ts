@@ -72,3 +72,21 @@ export const emailSchema = z
   .email()
   .max(254)
   .refine((v) => v.indexOf("@") <= 64, "the part before @ is at most 64 characters");
+
+/**
+ * A destination URL (webhooks, webhook subscribers): trimmed, at most 2,048 characters, http: or
+ * https: with a host. Whether the host is public is the delivery's check (webhooks/targets/address.ts).
+ */
+export const httpUrlSchema = z
+  .string()
+  .trim()
+  .max(2048)
+  .refine((v) => {
+    try {
+      const u = new URL(v);
+      return (u.protocol === "http:" || u.protocol === "https:") && u.hostname !== "";
+    } catch {
+      return false;
+    }
+  }, "must be an http: or https: URL")
+  .meta({ format: "uri", pattern: "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]" });

@@ -1,12 +1,20 @@
 import { z } from "zod";
 import { cursorFormat, cursorRule } from "../shared/cursor.js";
-import { emailSchema } from "../shared/text.js";
+import { emailSchema, httpUrlSchema } from "../shared/text.js";
+import { alsoRefused } from "../shared/validate.js";
 
 // Input rules of the subscriber routes (docs/pages.md "Subscribers"): the public subscribe body,
-// and the owners' list (limit, cursor).
+// the owners' webhook subscriber (url) and list (limit, cursor).
 
 /** POST /v1/status/{slug}/subscribe: `{email}` and nothing else. */
 export const subscribeSchema = z.strictObject({ email: emailSchema }, "must be an object {email}");
+
+/** CreatePageSubscriber's rules (bound to the RPC: the OpenAPI document states them). */
+export const createSchema = alsoRefused(
+  z.object({ url: httpUrlSchema }),
+  "a url whose host does not resolve, or resolves to a private address (unless WEBHOOK_ALLOW_PRIVATE)",
+  "a url the page already has as a subscriber (409)",
+);
 
 /** ListPageSubscribers' rules (bound to the RPC: the OpenAPI document states them). */
 export const listSchema = z.object({

@@ -1,26 +1,30 @@
 import type { HandlerContext } from "@connectrpc/connect";
 import { PageSubscriberService } from "../../gen/vigil/v1/pages_pb.js";
 import type { Deps } from "../platform/deps.js";
-import { notFound } from "../shared/errors.js";
+import { conflict, notFound } from "../shared/errors.js";
 import { bind, type Feature } from "../shared/feature.js";
 import { newId, randomToken, sha256Hex } from "../shared/ids.js";
 import { hashedKey } from "../shared/ratelimit.js";
 import { validate } from "../shared/validate.js";
+import { checkPublicUrl } from "../webhooks/targets/http-post.js";
 import type { MailMessage, MailReply } from "../webhooks/targets/mailer.js";
+import { newWebhookSecret } from "../webhooks/targets/signature.js";
 import { createSubscriberHttp, unknownLink, type SubscriberActions } from "./http.js";
 import { confirmationMail, pageUrl } from "./mail.js";
 import { subscriberMessage } from "./messages.js";
 import { CONFIRM_TOKEN_RE, CONFIRM_TTL_MS, readUnsubscribeToken } from "./model.js";
-import { listSchema, subscribeSchema, subscriberCursor } from "./requests.js";
+import { createSchema, listSchema, subscribeSchema, subscriberCursor } from "./requests.js";
 import { MailSender } from "./sender.js";
 import * as store from "./store.js";
 
 // Status page subscribers (decisions.md "Status communication"; docs/pages.md "Subscribers"): the
-// public subscribe / confirm / unsubscribe routes (http.ts), the owners' list and removal
-// (PageSubscriberService: owners and admins; members and API keys 403; another project's page
-// 404), and the sender of the mails that notices queue (notices.ts, sender.ts). Mail goes through
-// the email channel's SMTP transport (webhooks' `mail`): one mail transport in the code. Without
-// SMTP_URL (or PUBLIC_URL, which every link needs) the public routes are 404s and nothing is sent.
+// public subscribe / confirm / unsubscribe routes of email subscribers (http.ts), the owners'
+// webhook subscribers, list and removal (PageSubscriberService: owners and admins; members and API
+// keys 403; another project's page 404), and the sender of what notices queue (notices.ts,
+// sender.ts). Mail goes through the email channel's SMTP transport (webhooks' `mail`), webhook
+// subscribers' POSTs through the webhooks' HTTP delivery: one transport of each in the code.
+// Without SMTP_URL (or PUBLIC_URL, which every link needs) the public routes are 404s and no mail
+// is sent; webhook subscribers need neither.
 
 export type SubscribersDeps = Pick<
   Deps,
@@ -117,6 +121,44 @@ export function createSubscribersFeature(
       bind(
         PageSubscriberService,
         {
+          async createPageSubscriber(req, ctx) {
+            const { projectId } = await owner(ctx, req.projectId);
+            await limits.take("writes", projectId);
+            const { url } = validate(createSchema, { url: req.url });
+            await checkPublicUrl(url, config.webhooks.allowPrivate);
+            const secret = newWebhookSecret();
+            const max = config.statusPages.maxSubscribers;
+            const outcome = await store.addWebhookSubscriber(db, {
+              id: newId("psub"),
+              projectId,
+              pageId: req.pageId,
+              url,
+              secret,
+              now: clock(),
+              max,
+            });
+            if (!outcome) throw notFound("page");
+            if ("refused" in outcome)
+              throw outcome.refused === "full"
+                ? conflict(`this page has reached its limit of ${max} subscribers; remove one before adding another`, [
+                    { field: "url", message: `at most ${max} subscribers per page` },
+                  ])
+                : conflict("this page already has that url as a subscriber", [
+                    { field: "url", message: "already a subscriber of this page" },
+                  ]);
+            const m = subscriberMessage(outcome.added);
+            return {
+              data: {
+                id: outcome.added.id,
+                kind: "webhook",
+                url,
+                status: m.status,
+                createdAt: m.createdAt,
+                confirmedAt: m.confirmedAt,
+                secret,
+              },
+            };
+          },
           async listPageSubscribers(req, ctx) {
             const { projectId } = await owner(ctx, req.projectId);
             const input = validate(listSchema, { limit: req.limit, cursor: req.cursor });
@@ -146,20 +188,20 @@ export function createSubscribersFeature(
             return {};
           },
         },
-        { rules: { listPageSubscribers: listSchema } },
+        { rules: { createPageSubscriber: createSchema, listPageSubscribers: listSchema } },
       ),
     ],
     http: createSubscriberHttp({ actions, limits, maxBodyBytes: 16 * 1024, log }),
     async start() {
-      if (!enabled) return;
       sender = new MailSender({
         db,
         clock,
         log,
         tasks: deps.background,
         mail,
-        publicUrl: publicUrl!,
+        publicUrl,
         sessionSecret: deps.sessionSecret,
+        http: { timeoutMs: config.webhooks.timeoutMs, allowPrivate: config.webhooks.allowPrivate },
         leaseMs: config.webhooks.timeoutMs * 2 + 5_000,
       });
       sender.start();

@@ -12,10 +12,24 @@ export const MAILS_CHANNEL = "vigil_page_mails";
 export interface SubscriberRow {
   id: string;
   page_id: string;
-  email: string;
+  /** An email subscriber's address (null for a webhook subscriber). */
+  email: string | null;
+  /** A webhook subscriber's URL (null for an email subscriber). */
+  url: string | null;
   confirmed_at: Date | null;
   created_at: Date;
 }
+
+/** The columns of a SubscriberRow. */
+const SUBSCRIBER_COLUMNS = "id, page_id, email, url, confirmed_at, created_at";
+
+/** Takes the page's subscriber lock (the per-page cap, across nodes) for the rest of the transaction. */
+const lockPage = (c: Queryable, pageId: string) =>
+  c.query("SELECT pg_advisory_xact_lock(hashtextextended('vigil:page-subscribers:' || $1, 0))", [pageId]);
+
+const countSubscribers = async (c: Queryable, pageId: string) =>
+  (await c.query<{ n: number }>("SELECT count(*)::int AS n FROM page_subscribers WHERE page_id = $1", [pageId])).rows[0]
+    .n;
 
 export interface PublicPage {
   id: string;
@@ -45,7 +59,7 @@ export function subscribe(
   s: { id: string; email: string; confirmHash: string; expiresAt: Date; now: Date; max: number },
 ): Promise<SubscribeOutcome> {
   return tx(db, async (c) => {
-    await c.query("SELECT pg_advisory_xact_lock(hashtextextended('vigil:page-subscribers:' || $1, 0))", [page.id]);
+    await lockPage(c, page.id);
     await c.query(
       "DELETE FROM page_subscribers WHERE page_id = $1 AND confirmed_at IS NULL AND confirm_expires_at <= $2",
       [page.id, s.now],
@@ -65,16 +79,39 @@ export function subscribe(
       ]);
       return { action: "mail", subscriberId: known.id };
     }
-    const n = (
-      await c.query<{ n: number }>("SELECT count(*)::int AS n FROM page_subscribers WHERE page_id = $1", [page.id])
-    ).rows[0].n;
-    if (n >= s.max) return { action: "none", why: "full" };
+    if ((await countSubscribers(c, page.id)) >= s.max) return { action: "none", why: "full" };
     await c.query(
       `INSERT INTO page_subscribers (id, page_id, project_id, email, confirm_hash, confirm_expires_at, created_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7)`,
       [s.id, page.id, page.project_id, s.email, s.confirmHash, s.expiresAt, s.now],
     );
     return { action: "mail", subscriberId: s.id };
+  });
+}
+
+/** What adding a webhook subscriber did: added, or refused (the page is full, or has that URL already). */
+export type AddOutcome = { added: SubscriberRow } | { refused: "full" | "exists" };
+
+/**
+ * Adds a webhook subscriber to the project's page, confirmed now, under the page's lock (the same
+ * per-page cap as the email subscribers). Undefined when the project has no such page.
+ */
+export function addWebhookSubscriber(
+  db: Db,
+  s: { id: string; projectId: string; pageId: string; url: string; secret: string; now: Date; max: number },
+): Promise<AddOutcome | undefined> {
+  return tx(db, async (c) => {
+    if (!(await projectPage(c, s.projectId, s.pageId))) return undefined;
+    await lockPage(c, s.pageId);
+    const known = await c.query("SELECT 1 FROM page_subscribers WHERE page_id = $1 AND url = $2", [s.pageId, s.url]);
+    if (known.rowCount) return { refused: "exists" };
+    if ((await countSubscribers(c, s.pageId)) >= s.max) return { refused: "full" };
+    const r = await c.query<SubscriberRow>(
+      `INSERT INTO page_subscribers (id, page_id, project_id, url, secret, confirmed_at, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING ${SUBSCRIBER_COLUMNS}`,
+      [s.id, s.pageId, s.projectId, s.url, s.secret, s.now],
+    );
+    return { added: r.rows[0] };
   });
 }
 
@@ -110,7 +147,7 @@ export async function listSubscribers(
 ): Promise<SubscriberRow[]> {
   return (
     await q.query<SubscriberRow>(
-      `SELECT id, page_id, email, confirmed_at, created_at FROM page_subscribers
+      `SELECT ${SUBSCRIBER_COLUMNS} FROM page_subscribers
         WHERE page_id = $1 AND ($3::timestamptz IS NULL OR (created_at, id) > ($3, $4))
         ORDER BY created_at, id LIMIT $2`,
       [pageId, limit + 1, after?.createdAt ?? null, after?.id ?? null],
@@ -159,7 +196,13 @@ export interface ClaimedMail {
   notice_id: string;
   subscriber_id: string;
   attempts: number;
-  email: string;
+  /** The subscriber's address: an email, or a URL and its signing secret. */
+  email: string | null;
+  url: string | null;
+  secret: string | null;
+  project_id: string;
+  page_id: string;
+  notice_at: Date;
   event_type: string;
   payload: Record<string, unknown>;
   page_slug: string;
@@ -182,7 +225,8 @@ export async function claimMails(
          UPDATE page_mails m SET due_at = $3, lease_token = $4, attempts = m.attempts + 1
            FROM due WHERE m.notice_id = due.notice_id AND m.subscriber_id = due.subscriber_id
          RETURNING m.notice_id, m.subscriber_id, m.attempts)
-       SELECT c.notice_id, c.subscriber_id, c.attempts, s.email, n.event_type, n.payload, p.slug AS page_slug, p.title AS page_title
+       SELECT c.notice_id, c.subscriber_id, c.attempts, s.email, s.url, s.secret, n.project_id, n.page_id, n.created_at AS notice_at,
+              n.event_type, n.payload, p.slug AS page_slug, p.title AS page_title
          FROM claimed c JOIN page_subscribers s ON s.id = c.subscriber_id
          JOIN page_notices n ON n.id = c.notice_id JOIN pages p ON p.id = n.page_id`,
       [now, max, leaseUntil, token],

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { parseFilters } from "../analytics/filters.js";
 import { valueToJson } from "../shared/value.js";
 import { cursorFormat, cursorRule } from "../shared/cursor.js";
-import { textSchema } from "../shared/text.js";
+import { httpUrlSchema, textSchema } from "../shared/text.js";
 import { alsoRefused, validate } from "../shared/validate.js";
 import { parseTimestamp, timestampSchema } from "../shared/time.js";
 import type { DeliveryRow } from "./store.js";
@@ -20,19 +20,7 @@ const eventsSchema = z
   .min(1, "watch at least one event type")
   .max(MAX_EVENT_TYPES, `at most ${MAX_EVENT_TYPES} event types`)
   .transform((a) => [...new Set(a)]);
-const url = z
-  .string()
-  .trim()
-  .max(2048)
-  .refine((v) => {
-    try {
-      const u = new URL(v);
-      return (u.protocol === "http:" || u.protocol === "https:") && u.hostname !== "";
-    } catch {
-      return false;
-    }
-  }, "must be an http: or https: URL")
-  .meta({ format: "uri", pattern: "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]" });
+const url = httpUrlSchema;
 /** What the target check (checkTarget, below) refuses beyond the URL's form. */
 const TARGET_REFUSED = [
   "a url whose host does not resolve, or resolves to a private address (unless WEBHOOK_ALLOW_PRIVATE)",

@@ -471,8 +471,14 @@ describe("every operation against the document", () => {
        VALUES ('psub_openapi0000000000000', $1, $2, 'reader@example.com', now(), now())`,
       [pageId, p.projectId],
     );
+    const hook = await ok("CreatePageSubscriber", {
+      params: { pageId },
+      body: { url: "http://127.0.0.1:9/openapi-subscriber" },
+    });
+    assert.equal(hook.data.kind, "webhook");
     const subs = await ok("ListPageSubscribers", { params: { pageId }, query: { limit: "10" } });
     assert.equal(subs.data[0].status, "confirmed");
+    assert.equal(subs.data[1].url, "http://127.0.0.1:9/openapi-subscriber");
     await ok("DeletePageSubscriber", { params: { pageId, subscriberId: subs.data[0].id } });
     await ok("DeletePage", { params: { pageId } });
   });

@@ -3,7 +3,8 @@
 // them that way (opened from the screen's link, in a new tab); unpublished it is a 404; a taken
 // slug's 409 is shown in words; the empty state of a project without monitors points to Uptime; a
 // member sees the pages without write controls; the incident composer (preview, post, update with a status)
-// and the subscriber list with its remove button, and the public page during a manual incident.
+// and the subscriber list with its remove button and webhook subscriber form, and the public page during a
+// manual incident.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { describe, it } from "node:test";
@@ -144,7 +145,7 @@ describe("dashboard: status pages", () => {
     await context.close();
   });
 
-  it("composes a manual incident with a preview, posts an update, lists and removes subscribers", async (ctx) => {
+  it("composes a manual incident with a preview, posts an update, lists, removes and adds subscribers", async (ctx) => {
     if (!available()) return ctx.skip(SKIP);
     await heartbeat("checkout");
     const list = await t.rest.get(`/v1/projects/${p.projectId}/monitors`, { key: p.key });
@@ -218,6 +219,30 @@ describe("dashboard: status pages", () => {
     assert.deepEqual(
       rows.rows.map((r: { email: string }) => r.email),
       ["ben@example.com"],
+    );
+
+    // A webhook subscriber (docs/pages.md "Webhook subscribers"): the server's 400 is shown by the
+    // field; added, its secret is shown once, and the list shows its URL. A public address (this app
+    // keeps outbound requests to public addresses): nothing is sent to it in this test.
+    const hookUrl = subs.getByLabel("Webhook subscriber URL");
+    await hookUrl.fill("ftp://example.com/hook");
+    await subs.getByRole("button", { name: "Add webhook subscriber" }).click();
+    await subs.getByText("must be an http: or https: URL").first().waitFor();
+    await hookUrl.fill("https://93.184.215.14/status-hook");
+    await subs.getByRole("button", { name: "Add webhook subscriber" }).click();
+    const secret = await subs.getByTestId("secret").textContent();
+    assert.match(secret ?? "", /^whsec_/);
+    await subs.getByRole("cell", { name: "https://93.184.215.14/status-hook", exact: true }).waitFor();
+    await subs.getByRole("button", { name: "Add webhook subscriber" }).scrollIntoViewIfNeeded();
+    await dash.screenshot(page, "status-page-webhook-subscriber");
+    await subs.getByRole("button", { name: "Done" }).click();
+    await subs.getByTestId("secret").waitFor({ state: "detached" });
+    const hooks = await t.app.deps.db.query("SELECT url FROM page_subscribers WHERE page_id = $1 AND url IS NOT NULL", [
+      made.body.data.id,
+    ]);
+    assert.deepEqual(
+      hooks.rows.map((r: { url: string }) => r.url),
+      ["https://93.184.215.14/status-hook"],
     );
     assert.deepEqual(pageErrors, []);
     await context.close();

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file vigil/v1/pages.proto.
  */
 export const file_vigil_v1_pages: GenFile = /*@__PURE__*/
-  fileDesc("ChR2aWdpbC92MS9wYWdlcy5wcm90bxIIdmlnaWwudjEiXwoLUGFnZU1vbml0b3ISEgoKbW9uaXRvcl9pZBgBIAEoCRIRCgRuYW1lGAIgASgJSACIAQESFAoHc2VjdGlvbhgDIAEoCUgBiAEBQgcKBV9uYW1lQgoKCF9zZWN0aW9uIr0BCgRQYWdlEgoKAmlkGAEgASgJEgwKBHNsdWcYAiABKAkSDQoFdGl0bGUYAyABKAkSGAoLZGVzY3JpcHRpb24YBCABKAlIAIgBARIRCglwdWJsaXNoZWQYBSABKAgSJwoIbW9uaXRvcnMYBiADKAsyFS52aWdpbC52MS5QYWdlTW9uaXRvchISCgpjcmVhdGVkX2F0GAcgASgJEhIKCnVwZGF0ZWRfYXQYCCABKAlCDgoMX2Rlc2NyaXB0aW9uIr0BChFDcmVhdGVQYWdlUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgwKBHNsdWcYAiABKAkSDQoFdGl0bGUYAyABKAkSGAoLZGVzY3JpcHRpb24YBCABKAlIAIgBARIWCglwdWJsaXNoZWQYBSABKAhIAYgBARInCghtb25pdG9ycxgGIAMoCzIVLnZpZ2lsLnYxLlBhZ2VNb25pdG9yQg4KDF9kZXNjcmlwdGlvbkIMCgpfcHVibGlzaGVkIjIKEkNyZWF0ZVBhZ2VSZXNwb25zZRIcCgRkYXRhGAEgASgLMg4udmlnaWwudjEuUGFnZSImChBMaXN0UGFnZXNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkiMQoRTGlzdFBhZ2VzUmVzcG9uc2USHAoEZGF0YRgBIAMoCzIOLnZpZ2lsLnYxLlBhZ2UiNQoOR2V0UGFnZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIPCgdwYWdlX2lkGAIgASgJIi8KD0dldFBhZ2VSZXNwb25zZRIcCgRkYXRhGAEgASgLMg4udmlnaWwudjEuUGFnZSLzAQoRVXBkYXRlUGFnZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIPCgdwYWdlX2lkGAIgASgJEhEKBHNsdWcYAyABKAlIAIgBARISCgV0aXRsZRgEIAEoCUgBiAEBEisKC2Rlc2NyaXB0aW9uGAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhYKCXB1Ymxpc2hlZBgGIAEoCEgCiAEBEiwKCG1vbml0b3JzGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLkxpc3RWYWx1ZUIHCgVfc2x1Z0IICgZfdGl0bGVCDAoKX3B1Ymxpc2hlZCIyChJVcGRhdGVQYWdlUmVzcG9uc2USHAoEZGF0YRgBIAEoCzIOLnZpZ2lsLnYxLlBhZ2UiOAoRRGVsZXRlUGFnZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIPCgdwYWdlX2lkGAIgASgJIhQKEkRlbGV0ZVBhZ2VSZXNwb25zZSJ7Cg5QYWdlU3Vic2NyaWJlchIKCgJpZBgBIAEoCRINCgVlbWFpbBgCIAEoCRIOCgZzdGF0dXMYAyABKAkSEgoKY3JlYXRlZF9hdBgEIAEoCRIZCgxjb25maXJtZWRfYXQYBSABKAlIAIgBAUIPCg1fY29uZmlybWVkX2F0In8KGkxpc3RQYWdlU3Vic2NyaWJlcnNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDwoHcGFnZV9pZBgCIAEoCRISCgVsaW1pdBgDIAEoBUgAiAEBEhMKBmN1cnNvchgEIAEoCUgBiAEBQggKBl9saW1pdEIJCgdfY3Vyc29yInoKG0xpc3RQYWdlU3Vic2NyaWJlcnNSZXNwb25zZRImCgRkYXRhGAEgAygLMhgudmlnaWwudjEuUGFnZVN1YnNjcmliZXISMwoKcGFnaW5hdGlvbhgCIAEoCzIfLnZpZ2lsLnYxLlN1YnNjcmliZXJzUGFnaW5hdGlvbiJTChVTdWJzY3JpYmVyc1BhZ2luYXRpb24SGAoLbmV4dF9jdXJzb3IYASABKAlIAIgBARIQCghoYXNfbW9yZRgCIAEoCEIOCgxfbmV4dF9jdXJzb3IiWQobRGVsZXRlUGFnZVN1YnNjcmliZXJSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDwoHcGFnZV9pZBgCIAEoCRIVCg1zdWJzY3JpYmVyX2lkGAMgASgJIh4KHERlbGV0ZVBhZ2VTdWJzY3JpYmVyUmVzcG9uc2Uy6QQKC1BhZ2VTZXJ2aWNlEngKCkNyZWF0ZVBhZ2USGy52aWdpbC52MS5DcmVhdGVQYWdlUmVxdWVzdBocLnZpZ2lsLnYxLkNyZWF0ZVBhZ2VSZXNwb25zZSIvyPMYyQGC0+STAiQ6ASoiHy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vcGFnZXMSbQoJTGlzdFBhZ2VzEhoudmlnaWwudjEuTGlzdFBhZ2VzUmVxdWVzdBobLnZpZ2lsLnYxLkxpc3RQYWdlc1Jlc3BvbnNlIieC0+STAiESHy92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vcGFnZXMScQoHR2V0UGFnZRIYLnZpZ2lsLnYxLkdldFBhZ2VSZXF1ZXN0GhkudmlnaWwudjEuR2V0UGFnZVJlc3BvbnNlIjGC0+STAisSKS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vcGFnZXMve3BhZ2VfaWR9En0KClVwZGF0ZVBhZ2USGy52aWdpbC52MS5VcGRhdGVQYWdlUmVxdWVzdBocLnZpZ2lsLnYxLlVwZGF0ZVBhZ2VSZXNwb25zZSI0gtPkkwIuOgEqMikvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L3BhZ2VzL3twYWdlX2lkfRJ/CgpEZWxldGVQYWdlEhsudmlnaWwudjEuRGVsZXRlUGFnZVJlcXVlc3QaHC52aWdpbC52MS5EZWxldGVQYWdlUmVzcG9uc2UiNsjzGMwBgtPkkwIrKikvdjEvcHJvamVjdHMve3Byb2plY3RfaWR9L3BhZ2VzL3twYWdlX2lkfTL3AgoVUGFnZVN1YnNjcmliZXJTZXJ2aWNlEqEBChNMaXN0UGFnZVN1YnNjcmliZXJzEiQudmlnaWwudjEuTGlzdFBhZ2VTdWJzY3JpYmVyc1JlcXVlc3QaJS52aWdpbC52MS5MaXN0UGFnZVN1YnNjcmliZXJzUmVzcG9uc2UiPYLT5JMCNxI1L3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9wYWdlcy97cGFnZV9pZH0vc3Vic2NyaWJlcnMSuQEKFERlbGV0ZVBhZ2VTdWJzY3JpYmVyEiUudmlnaWwudjEuRGVsZXRlUGFnZVN1YnNjcmliZXJSZXF1ZXN0GiYudmlnaWwudjEuRGVsZXRlUGFnZVN1YnNjcmliZXJSZXNwb25zZSJSyPMYzAGC0+STAkcqRS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vcGFnZXMve3BhZ2VfaWR9L3N1YnNjcmliZXJzL3tzdWJzY3JpYmVyX2lkfWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_struct, file_vigil_v1_options]);
+  fileDesc("ChR2aWdpbC92MS9wYWdlcy5wcm90bxIIdmlnaWwudjEiXwoLUGFnZU1vbml0b3ISEgoKbW9uaXRvcl9pZBgBIAEoCRIRCgRuYW1lGAIgASgJSACIAQESFAoHc2VjdGlvbhgDIAEoCUgBiAEBQgcKBV9uYW1lQgoKCF9zZWN0aW9uIr0BCgRQYWdlEgoKAmlkGAEgASgJEgwKBHNsdWcYAiABKAkSDQoFdGl0bGUYAyABKAkSGAoLZGVzY3JpcHRpb24YBCABKAlIAIgBARIRCglwdWJsaXNoZWQYBSABKAgSJwoIbW9uaXRvcnMYBiADKAsyFS52aWdpbC52MS5QYWdlTW9uaXRvchISCgpjcmVhdGVkX2F0GAcgASgJEhIKCnVwZGF0ZWRfYXQYCCABKAlCDgoMX2Rlc2NyaXB0aW9uIr0BChFDcmVhdGVQYWdlUmVxdWVzdBISCgpwcm9qZWN0X2lkGAEgASgJEgwKBHNsdWcYAiABKAkSDQoFdGl0bGUYAyABKAkSGAoLZGVzY3JpcHRpb24YBCABKAlIAIgBARIWCglwdWJsaXNoZWQYBSABKAhIAYgBARInCghtb25pdG9ycxgGIAMoCzIVLnZpZ2lsLnYxLlBhZ2VNb25pdG9yQg4KDF9kZXNjcmlwdGlvbkIMCgpfcHVibGlzaGVkIjIKEkNyZWF0ZVBhZ2VSZXNwb25zZRIcCgRkYXRhGAEgASgLMg4udmlnaWwudjEuUGFnZSImChBMaXN0UGFnZXNSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkiMQoRTGlzdFBhZ2VzUmVzcG9uc2USHAoEZGF0YRgBIAMoCzIOLnZpZ2lsLnYxLlBhZ2UiNQoOR2V0UGFnZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIPCgdwYWdlX2lkGAIgASgJIi8KD0dldFBhZ2VSZXNwb25zZRIcCgRkYXRhGAEgASgLMg4udmlnaWwudjEuUGFnZSLzAQoRVXBkYXRlUGFnZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIPCgdwYWdlX2lkGAIgASgJEhEKBHNsdWcYAyABKAlIAIgBARISCgV0aXRsZRgEIAEoCUgBiAEBEisKC2Rlc2NyaXB0aW9uGAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhYKCXB1Ymxpc2hlZBgGIAEoCEgCiAEBEiwKCG1vbml0b3JzGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLkxpc3RWYWx1ZUIHCgVfc2x1Z0IICgZfdGl0bGVCDAoKX3B1Ymxpc2hlZCIyChJVcGRhdGVQYWdlUmVzcG9uc2USHAoEZGF0YRgBIAEoCzIOLnZpZ2lsLnYxLlBhZ2UiOAoRRGVsZXRlUGFnZVJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIPCgdwYWdlX2lkGAIgASgJIhQKEkRlbGV0ZVBhZ2VSZXNwb25zZSKyAQoOUGFnZVN1YnNjcmliZXISCgoCaWQYASABKAkSEgoFZW1haWwYAiABKAlIAIgBARIOCgZzdGF0dXMYAyABKAkSEgoKY3JlYXRlZF9hdBgEIAEoCRIZCgxjb25maXJtZWRfYXQYBSABKAlIAYgBARIMCgRraW5kGAYgASgJEhAKA3VybBgHIAEoCUgCiAEBQggKBl9lbWFpbEIPCg1fY29uZmlybWVkX2F0QgYKBF91cmwiXAobQ3JlYXRlUGFnZVN1YnNjcmliZXJSZXF1ZXN0EhIKCnByb2plY3RfaWQYASABKAkSDwoHcGFnZV9pZBgCIAEoCRIQCgN1cmwYAyABKAlIAIgBAUIGCgRfdXJsIlAKHENyZWF0ZVBhZ2VTdWJzY3JpYmVyUmVzcG9uc2USMAoEZGF0YRgBIAEoCzIiLnZpZ2lsLnYxLlBhZ2VTdWJzY3JpYmVyV2l0aFNlY3JldCKLAQoYUGFnZVN1YnNjcmliZXJXaXRoU2VjcmV0EgoKAmlkGAEgASgJEgwKBGtpbmQYAiABKAkSCwoDdXJsGAMgASgJEg4KBnN0YXR1cxgEIAEoCRISCgpjcmVhdGVkX2F0GAUgASgJEhQKDGNvbmZpcm1lZF9hdBgGIAEoCRIOCgZzZWNyZXQYByABKAkifwoaTGlzdFBhZ2VTdWJzY3JpYmVyc1JlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIPCgdwYWdlX2lkGAIgASgJEhIKBWxpbWl0GAMgASgFSACIAQESEwoGY3Vyc29yGAQgASgJSAGIAQFCCAoGX2xpbWl0QgkKB19jdXJzb3IiegobTGlzdFBhZ2VTdWJzY3JpYmVyc1Jlc3BvbnNlEiYKBGRhdGEYASADKAsyGC52aWdpbC52MS5QYWdlU3Vic2NyaWJlchIzCgpwYWdpbmF0aW9uGAIgASgLMh8udmlnaWwudjEuU3Vic2NyaWJlcnNQYWdpbmF0aW9uIlMKFVN1YnNjcmliZXJzUGFnaW5hdGlvbhIYCgtuZXh0X2N1cnNvchgBIAEoCUgAiAEBEhAKCGhhc19tb3JlGAIgASgIQg4KDF9uZXh0X2N1cnNvciJZChtEZWxldGVQYWdlU3Vic2NyaWJlclJlcXVlc3QSEgoKcHJvamVjdF9pZBgBIAEoCRIPCgdwYWdlX2lkGAIgASgJEhUKDXN1YnNjcmliZXJfaWQYAyABKAkiHgocRGVsZXRlUGFnZVN1YnNjcmliZXJSZXNwb25zZTLpBAoLUGFnZVNlcnZpY2USeAoKQ3JlYXRlUGFnZRIbLnZpZ2lsLnYxLkNyZWF0ZVBhZ2VSZXF1ZXN0GhwudmlnaWwudjEuQ3JlYXRlUGFnZVJlc3BvbnNlIi/I8xjJAYLT5JMCJDoBKiIfL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9wYWdlcxJtCglMaXN0UGFnZXMSGi52aWdpbC52MS5MaXN0UGFnZXNSZXF1ZXN0GhsudmlnaWwudjEuTGlzdFBhZ2VzUmVzcG9uc2UiJ4LT5JMCIRIfL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9wYWdlcxJxCgdHZXRQYWdlEhgudmlnaWwudjEuR2V0UGFnZVJlcXVlc3QaGS52aWdpbC52MS5HZXRQYWdlUmVzcG9uc2UiMYLT5JMCKxIpL3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9wYWdlcy97cGFnZV9pZH0SfQoKVXBkYXRlUGFnZRIbLnZpZ2lsLnYxLlVwZGF0ZVBhZ2VSZXF1ZXN0GhwudmlnaWwudjEuVXBkYXRlUGFnZVJlc3BvbnNlIjSC0+STAi46ASoyKS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vcGFnZXMve3BhZ2VfaWR9En8KCkRlbGV0ZVBhZ2USGy52aWdpbC52MS5EZWxldGVQYWdlUmVxdWVzdBocLnZpZ2lsLnYxLkRlbGV0ZVBhZ2VSZXNwb25zZSI2yPMYzAGC0+STAisqKS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vcGFnZXMve3BhZ2VfaWR9MqYEChVQYWdlU3Vic2NyaWJlclNlcnZpY2USrAEKFENyZWF0ZVBhZ2VTdWJzY3JpYmVyEiUudmlnaWwudjEuQ3JlYXRlUGFnZVN1YnNjcmliZXJSZXF1ZXN0GiYudmlnaWwudjEuQ3JlYXRlUGFnZVN1YnNjcmliZXJSZXNwb25zZSJFyPMYyQGC0+STAjo6ASoiNS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vcGFnZXMve3BhZ2VfaWR9L3N1YnNjcmliZXJzEqEBChNMaXN0UGFnZVN1YnNjcmliZXJzEiQudmlnaWwudjEuTGlzdFBhZ2VTdWJzY3JpYmVyc1JlcXVlc3QaJS52aWdpbC52MS5MaXN0UGFnZVN1YnNjcmliZXJzUmVzcG9uc2UiPYLT5JMCNxI1L3YxL3Byb2plY3RzL3twcm9qZWN0X2lkfS9wYWdlcy97cGFnZV9pZH0vc3Vic2NyaWJlcnMSuQEKFERlbGV0ZVBhZ2VTdWJzY3JpYmVyEiUudmlnaWwudjEuRGVsZXRlUGFnZVN1YnNjcmliZXJSZXF1ZXN0GiYudmlnaWwudjEuRGVsZXRlUGFnZVN1YnNjcmliZXJSZXNwb25zZSJSyPMYzAGC0+STAkcqRS92MS9wcm9qZWN0cy97cHJvamVjdF9pZH0vcGFnZXMve3BhZ2VfaWR9L3N1YnNjcmliZXJzL3tzdWJzY3JpYmVyX2lkfWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_struct, file_vigil_v1_options]);
 
 /**
  * A monitor as a page lists it.
@@ -370,7 +370,8 @@ export const DeletePageResponseSchema: GenMessage<DeletePageResponse> = /*@__PUR
   messageDesc(file_vigil_v1_pages, 11);
 
 /**
- * An address subscribed to a page's notices by email.
+ * An address subscribed to a page's notices: by email (`kind: email`), or a
+ * URL an owner added (`kind: webhook`).
  *
  * @generated from message vigil.v1.PageSubscriber
  */
@@ -381,12 +382,15 @@ export type PageSubscriber = Message<"vigil.v1.PageSubscriber"> & {
   id: string;
 
   /**
-   * @generated from field: string email = 2;
+   * The address of an email subscriber; null for a webhook subscriber.
+   *
+   * @generated from field: optional string email = 2;
    */
-  email: string;
+  email?: string | undefined;
 
   /**
-   * `pending` until the address follows its confirmation link, then `confirmed`.
+   * `pending` until the address follows its confirmation link, then
+   * `confirmed` (a webhook subscriber is confirmed when added).
    *
    * @generated from field: string status = 3;
    */
@@ -401,6 +405,20 @@ export type PageSubscriber = Message<"vigil.v1.PageSubscriber"> & {
    * @generated from field: optional string confirmed_at = 5;
    */
   confirmedAt?: string | undefined;
+
+  /**
+   * `email` or `webhook`.
+   *
+   * @generated from field: string kind = 6;
+   */
+  kind: string;
+
+  /**
+   * The URL of a webhook subscriber; null for an email subscriber.
+   *
+   * @generated from field: optional string url = 7;
+   */
+  url?: string | undefined;
 };
 
 /**
@@ -409,6 +427,105 @@ export type PageSubscriber = Message<"vigil.v1.PageSubscriber"> & {
  */
 export const PageSubscriberSchema: GenMessage<PageSubscriber> = /*@__PURE__*/
   messageDesc(file_vigil_v1_pages, 12);
+
+/**
+ * @generated from message vigil.v1.CreatePageSubscriberRequest
+ */
+export type CreatePageSubscriberRequest = Message<"vigil.v1.CreatePageSubscriberRequest"> & {
+  /**
+   * @generated from field: string project_id = 1;
+   */
+  projectId: string;
+
+  /**
+   * @generated from field: string page_id = 2;
+   */
+  pageId: string;
+
+  /**
+   * The http: or https: URL that receives the page's notices.
+   * Rule: required; at most 2048 characters; format uri.
+   * Rule: matches ^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]
+   *
+   * @generated from field: optional string url = 3;
+   */
+  url?: string | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.CreatePageSubscriberRequest.
+ * Use `create(CreatePageSubscriberRequestSchema)` to create a new message.
+ */
+export const CreatePageSubscriberRequestSchema: GenMessage<CreatePageSubscriberRequest> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_pages, 13);
+
+/**
+ * @generated from message vigil.v1.CreatePageSubscriberResponse
+ */
+export type CreatePageSubscriberResponse = Message<"vigil.v1.CreatePageSubscriberResponse"> & {
+  /**
+   * @generated from field: vigil.v1.PageSubscriberWithSecret data = 1;
+   */
+  data?: PageSubscriberWithSecret | undefined;
+};
+
+/**
+ * Describes the message vigil.v1.CreatePageSubscriberResponse.
+ * Use `create(CreatePageSubscriberResponseSchema)` to create a new message.
+ */
+export const CreatePageSubscriberResponseSchema: GenMessage<CreatePageSubscriberResponse> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_pages, 14);
+
+/**
+ * The create answer: the subscriber plus its signing secret, shown only here.
+ *
+ * @generated from message vigil.v1.PageSubscriberWithSecret
+ */
+export type PageSubscriberWithSecret = Message<"vigil.v1.PageSubscriberWithSecret"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string url = 3;
+   */
+  url: string;
+
+  /**
+   * @generated from field: string status = 4;
+   */
+  status: string;
+
+  /**
+   * @generated from field: string created_at = 5;
+   */
+  createdAt: string;
+
+  /**
+   * @generated from field: string confirmed_at = 6;
+   */
+  confirmedAt: string;
+
+  /**
+   * `whsec_...`: verifies X-Vigil-Signature (docs/webhooks.md "Verifying a signature").
+   *
+   * @generated from field: string secret = 7;
+   */
+  secret: string;
+};
+
+/**
+ * Describes the message vigil.v1.PageSubscriberWithSecret.
+ * Use `create(PageSubscriberWithSecretSchema)` to create a new message.
+ */
+export const PageSubscriberWithSecretSchema: GenMessage<PageSubscriberWithSecret> = /*@__PURE__*/
+  messageDesc(file_vigil_v1_pages, 15);
 
 /**
  * @generated from message vigil.v1.ListPageSubscribersRequest
@@ -447,7 +564,7 @@ export type ListPageSubscribersRequest = Message<"vigil.v1.ListPageSubscribersRe
  * Use `create(ListPageSubscribersRequestSchema)` to create a new message.
  */
 export const ListPageSubscribersRequestSchema: GenMessage<ListPageSubscribersRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_pages, 13);
+  messageDesc(file_vigil_v1_pages, 16);
 
 /**
  * @generated from message vigil.v1.ListPageSubscribersResponse
@@ -471,7 +588,7 @@ export type ListPageSubscribersResponse = Message<"vigil.v1.ListPageSubscribersR
  * Use `create(ListPageSubscribersResponseSchema)` to create a new message.
  */
 export const ListPageSubscribersResponseSchema: GenMessage<ListPageSubscribersResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_pages, 14);
+  messageDesc(file_vigil_v1_pages, 17);
 
 /**
  * @generated from message vigil.v1.SubscribersPagination
@@ -495,7 +612,7 @@ export type SubscribersPagination = Message<"vigil.v1.SubscribersPagination"> & 
  * Use `create(SubscribersPaginationSchema)` to create a new message.
  */
 export const SubscribersPaginationSchema: GenMessage<SubscribersPagination> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_pages, 15);
+  messageDesc(file_vigil_v1_pages, 18);
 
 /**
  * @generated from message vigil.v1.DeletePageSubscriberRequest
@@ -522,7 +639,7 @@ export type DeletePageSubscriberRequest = Message<"vigil.v1.DeletePageSubscriber
  * Use `create(DeletePageSubscriberRequestSchema)` to create a new message.
  */
 export const DeletePageSubscriberRequestSchema: GenMessage<DeletePageSubscriberRequest> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_pages, 16);
+  messageDesc(file_vigil_v1_pages, 19);
 
 /**
  * @generated from message vigil.v1.DeletePageSubscriberResponse
@@ -535,7 +652,7 @@ export type DeletePageSubscriberResponse = Message<"vigil.v1.DeletePageSubscribe
  * Use `create(DeletePageSubscriberResponseSchema)` to create a new message.
  */
 export const DeletePageSubscriberResponseSchema: GenMessage<DeletePageSubscriberResponse> = /*@__PURE__*/
-  messageDesc(file_vigil_v1_pages, 17);
+  messageDesc(file_vigil_v1_pages, 20);
 
 /**
  * Status pages of a project: which monitors a public page lists, in what
@@ -590,14 +707,29 @@ export const PageService: GenService<{
   serviceDesc(file_vigil_v1_pages, 0);
 
 /**
- * The email subscribers of a page (decisions.md "Status communication"; docs/pages.md
+ * The subscribers of a page (decisions.md "Status communication"; docs/pages.md
  * "Subscribers"): session routes of owners and admins (members 403, API keys
- * 403, another project's page 404). Subscribing, confirming and unsubscribing
- * are the public page's own routes (/v1/status/{slug}/subscribe, /status/{slug}/...).
+ * 403, another project's page 404). Email subscribers subscribe, confirm and
+ * unsubscribe on the public page's own routes (/v1/status/{slug}/subscribe,
+ * /status/{slug}/...); webhook subscribers are added here by an owner.
  *
  * @generated from service vigil.v1.PageSubscriberService
  */
 export const PageSubscriberService: GenService<{
+  /**
+   * Adds a webhook subscriber: the page's notices (incident start, update and
+   * resolution, maintenance start and end) are POSTed to `url` as JSON signed
+   * like an http webhook's (X-Vigil-Signature with the secret answered once
+   * here). It counts toward the page's subscriber cap; a receiver answering
+   * 410 Gone removes it (docs/pages.md "Webhook subscribers").
+   *
+   * @generated from rpc vigil.v1.PageSubscriberService.CreatePageSubscriber
+   */
+  createPageSubscriber: {
+    methodKind: "unary";
+    input: typeof CreatePageSubscriberRequestSchema;
+    output: typeof CreatePageSubscriberResponseSchema;
+  },
   /**
    * The page's subscribers, pending and confirmed, oldest first.
    *

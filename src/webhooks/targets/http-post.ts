@@ -193,7 +193,7 @@ export async function postJson(post: JsonPost, ctx: DeliverContext): Promise<Sen
  * public host, not any address. The message never says what the name resolved to. `postJson`
  * checks again before every connection.
  */
-async function checkPublicUrl(target: string, allowPrivate: boolean): Promise<URL> {
+export async function checkPublicUrl(target: string, allowPrivate: boolean): Promise<URL> {
   const url = new URL(target);
   if (!allowPrivate) {
     try {

@@ -10,6 +10,7 @@ import {
   Field,
   Loading,
   MonitorChecklist,
+  SecretOnce,
   Select,
   StatusBadge,
 } from "../ui/kit.js";
@@ -18,7 +19,8 @@ import { formatTime } from "../ui/format.js";
 // What a status page tells its readers beyond its monitors (docs/pages.md "Subscribers", docs/uptime.md
 // "Manual incidents"): the incident composer (title, impact, monitors, status, message, with a
 // preview of how the public page shows it), later updates with a status on the open ones, and
-// the page's email subscribers with a remove button (owners and admins).
+// the page's subscribers with a remove button, and a form adding a webhook subscriber (owners and
+// admins; docs/pages.md "Webhook subscribers").
 
 const IMPACTS = ["minor", "major", "critical"] as const;
 const STAGES = ["investigating", "identified", "monitoring", "resolved"] as const;
@@ -208,7 +210,7 @@ function OpenIncident(props: {
   );
 }
 
-/** The page's email subscribers (owners and admins): address, status, since; remove. */
+/** The page's subscribers (owners and admins): address or URL, status, since; remove; add a webhook subscriber. */
 export function PageSubscribers(props: { projectId: string; page: Page }) {
   const list = useAsync(
     () =>
@@ -218,21 +220,35 @@ export function PageSubscribers(props: { projectId: string; page: Page }) {
     [props.projectId, props.page.id],
   );
   const act = useAction();
+  const add = useAction();
+  const [url, setUrl] = useState("");
+  const [created, setCreated] = useState<{ url: string; secret: string }>();
   return (
     <section class="page-subscribers" aria-label={`Subscribers of ${props.page.title}`}>
       <h3>Subscribers</h3>
       <ErrorMessage error={list.error ?? act.error} />
+      {created && (
+        <SecretOnce
+          title={`Signing secret of the webhook subscriber ${created.url}`}
+          secret={created.secret}
+          kept="secret"
+          onDone={() => setCreated(undefined)}
+        >
+          <p class="muted">Its POSTs carry X-Vigil-Signature, checked as an http webhook's.</p>
+        </SecretOnce>
+      )}
       {!list.data ? (
         list.loading && <Loading />
       ) : list.data.length === 0 ? (
         <p class="muted">
-          No subscribers yet. Readers subscribe by email on the public page (with the server's SMTP_URL set).
+          No subscribers yet. Readers subscribe by email on the public page (with the server's SMTP_URL set); a webhook
+          subscriber is added below.
         </p>
       ) : (
         <table>
           <thead>
             <tr>
-              <th>Email</th>
+              <th>Email or URL</th>
               <th>Status</th>
               <th>Since</th>
               <th>
@@ -243,14 +259,14 @@ export function PageSubscribers(props: { projectId: string; page: Page }) {
           <tbody>
             {list.data.map((s) => (
               <tr key={s.id}>
-                <td>{s.email}</td>
+                <td>{s.kind === "webhook" ? <code>{s.url}</code> : s.email}</td>
                 <td>
                   <StatusBadge status={s.status} />
                 </td>
                 <td>{formatTime(s.confirmedAt ?? s.createdAt)}</td>
                 <td>
                   <ConfirmButton
-                    label={`Remove ${s.email}`}
+                    label={`Remove ${s.email ?? s.url}`}
                     confirmLabel="Yes, remove"
                     busy={act.busy}
                     onConfirm={() =>
@@ -271,6 +287,35 @@ export function PageSubscribers(props: { projectId: string; page: Page }) {
           </tbody>
         </table>
       )}
+      <form
+        class="subscriber-add"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void add
+            .run(() => api.subscribers.createPageSubscriber({ projectId: props.projectId, pageId: props.page.id, url }))
+            .then((r) => {
+              if (!r?.data) return;
+              setCreated({ url: r.data.url, secret: r.data.secret });
+              setUrl("");
+              list.reload();
+            });
+        }}
+      >
+        <Field
+          label="Webhook subscriber URL"
+          type="url"
+          required
+          value={url}
+          field="url"
+          error={add.error}
+          hint="Receives this page's notices as signed JSON."
+          onValue={setUrl}
+        />
+        <ErrorMessage error={add.error} />
+        <Button type="submit" busy={add.busy}>
+          Add webhook subscriber
+        </Button>
+      </form>
     </section>
   );
 }
