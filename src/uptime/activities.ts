@@ -63,7 +63,9 @@ export function createUptimeActivities(deps: UptimeDeps, windows: MaintenanceHoo
       const now = deps.clock();
       // Maintenance windows first (docs/uptime.md "Maintenance windows"): a window starting now takes
       // its monitors' deadlines away before they are read below.
-      const w = await advanceDueWindows(deps, windows, now, WINDOW_BATCH);
+      // No wakes for their monitors: this scan reads their deadlines below, and a window changes no
+      // status a monitor's workflow shows.
+      const w = await advanceDueWindows(deps, windows, now, WINDOW_BATCH, false);
       if (w.more) return { opened: 0, more: true, sleepMs: 0 };
       // One sequential scan: the monitors due now (the earliest first) and the next deadline after now.
       const r = await deps.db.query<{ due: string[] | null; next: Date | null }>(

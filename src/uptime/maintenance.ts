@@ -240,7 +240,13 @@ async function claimAndNotify(
 }
 
 /** Starts the window's current occurrence: its monitors enter maintenance (no deadline). */
-async function startOccurrence(deps: Deps, c: PoolClient, w: MaintenanceRow, now: Date): Promise<DeadlineChange[]> {
+async function startOccurrence(
+  deps: Deps,
+  c: PoolClient,
+  w: MaintenanceRow,
+  now: Date,
+  wakes = true,
+): Promise<DeadlineChange[]> {
   const monitors = await lockMonitors(c, w.id);
   const changes: DeadlineChange[] = [];
   for (const m of monitors) {
@@ -258,7 +264,7 @@ async function startOccurrence(deps: Deps, c: PoolClient, w: MaintenanceRow, now
     );
     changes.push({ id: m.id, deadlineAt, wake: false, statusChanged: true });
   }
-  await notifyWake(c, changes, deps.config.temporal !== undefined);
+  if (wakes) await notifyWake(c, changes, deps.config.temporal !== undefined);
   await c.query("UPDATE maintenances SET active = true, due_at = occ_end, updated_at = $2 WHERE id = $1", [w.id, now]);
   await claimAndNotify(deps, c, w, "started", monitors, w.occ_start!, now);
   return changes;
@@ -274,6 +280,7 @@ async function endOccurrence(
   w: MaintenanceRow,
   end: Date,
   now: Date,
+  wakes = true,
 ): Promise<DeadlineChange[]> {
   const monitors = await lockMonitors(c, w.id);
   const others = await c.query<{ monitor_id: string }>(
@@ -304,7 +311,7 @@ async function endOccurrence(
     "UPDATE monitor_maintenances SET ended_at = $2 WHERE maintenance_id = $1 AND started_at = $3 AND ended_at IS NULL",
     [w.id, end, w.occ_start],
   );
-  await notifyWake(c, changes, deps.config.temporal !== undefined);
+  if (wakes) await notifyWake(c, changes, deps.config.temporal !== undefined);
   const o = occurrenceCols(occurrenceAt(timesOf(w), Math.max(end.getTime(), w.occ_end!.getTime())));
   await c.query(
     `UPDATE maintenances SET active = false, occ_start = $2, occ_end = $3, due_at = $4, updated_at = $5 WHERE id = $1`,
@@ -318,16 +325,25 @@ async function endOccurrence(
 /**
  * Applies every transition of the window that is due (start, end, next start...), one transaction
  * each under the row lock; returns the window as it is after them (undefined: deleted).
+ * `wakes: false`: the caller times the monitors' deadlines itself right after (Temporal's deadline
+ * scan reads them once the windows are applied), so no wake is written for them: in Temporal mode a
+ * wake is an outbox row signalling the monitor's workflow, whose shown status a window does not
+ * change, and a burst of windows would otherwise send a signal per monitor of each.
  */
-export async function advance(deps: Deps, hooks: MaintenanceHooks, id: string): Promise<MaintenanceRow | undefined> {
+export async function advance(
+  deps: Deps,
+  hooks: MaintenanceHooks,
+  id: string,
+  opts: { wakes: boolean } = { wakes: true },
+): Promise<MaintenanceRow | undefined> {
   for (let i = 0; i < 10; i++) {
     const now = deps.clock();
     const r = await tx(deps.db, async (c) => {
       const w = await lockWindow(c, id);
       if (!w || w.due_at === null || w.due_at.getTime() > now.getTime()) return { w, changes: null };
       const changes = w.active
-        ? await endOccurrence(deps, c, w, w.occ_end!, now)
-        : await startOccurrence(deps, c, w, now);
+        ? await endOccurrence(deps, c, w, w.occ_end!, now, opts.wakes)
+        : await startOccurrence(deps, c, w, now, opts.wakes);
       return { w: (await c.query<MaintenanceRow>("SELECT * FROM maintenances WHERE id = $1", [id])).rows[0], changes };
     });
     if (r.changes === null) {
@@ -345,27 +361,33 @@ export async function advance(deps: Deps, hooks: MaintenanceHooks, id: string): 
  * Temporal mode: the deadline scan (workflows/deadlines.ts, its local activity in activities.ts)
  * applies the windows due at `now`, oldest first, at most `limit` (each as the embedded timer does:
  * advance(), under the window's row lock with its claim row, so once whichever node's scan runs it),
- * and reads the next due time after them. `more`: a full batch was due.
+ * and reads the next due time after them. `more`: a full batch was due. `wakes`: see advance() (the
+ * scan reads the deadlines itself; the reconciler, which does not, has them woken).
  */
 export async function advanceDueWindows(
   deps: Deps,
   hooks: MaintenanceHooks,
   now: Date,
   limit: number,
+  wakes: boolean,
 ): Promise<{ applied: number; more: boolean; next: number | null }> {
-  const due = await deps.db.query<{ id: string }>(
-    "SELECT id FROM maintenances WHERE due_at <= $1 ORDER BY due_at LIMIT $2",
-    [now, limit],
+  // The earliest windows: the due ones among them, or, when none is due, the next due time (one
+  // query on the scan's common path).
+  const first = await deps.db.query<{ id: string; due_at: Date }>(
+    "SELECT id, due_at FROM maintenances WHERE due_at IS NOT NULL ORDER BY due_at LIMIT $1",
+    [limit],
   );
-  await forEachLimited(due.rows, WINDOWS_AT_ONCE, async ({ id }) => {
+  const due = first.rows.filter((r) => r.due_at.getTime() <= now.getTime());
+  if (!due.length) return { applied: 0, more: false, next: first.rows[0]?.due_at.getTime() ?? null };
+  await forEachLimited(due, WINDOWS_AT_ONCE, async ({ id }) => {
     // One window's failure (an outage, a bug) must not hold up the others or the monitors' deadlines
     // after them: it stays due, and the next scan tries it again.
-    await advance(deps, hooks, id).catch((err: unknown) =>
+    await advance(deps, hooks, id, { wakes }).catch((err: unknown) =>
       deps.log.warn({ err, maintenanceId: id }, "maintenance transition failed; retried by the next scan"),
     );
   });
   const next = await deps.db.query<{ next: Date | null }>("SELECT min(due_at) AS next FROM maintenances");
-  return { applied: due.rows.length, more: due.rows.length === limit, next: next.rows[0]?.next?.getTime() ?? null };
+  return { applied: due.length, more: due.length === limit, next: next.rows[0]?.next?.getTime() ?? null };
 }
 
 export async function maintenanceById(q: Queryable, projectId: string, id: string) {

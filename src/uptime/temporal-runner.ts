@@ -303,6 +303,7 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
       { changed: (c) => this.changed(c), due: () => undefined },
       new Date(now.getTime() - RECONCILE_SLACK_MS),
       1000,
+      true,
     );
     if (windows.applied)
       this.deps.log.warn({ windows: windows.applied }, "temporal: maintenance windows missed by the scan were applied");
