@@ -8,7 +8,8 @@
 //           files at a time; those of test/temporal/ (live Temporal suites) after, one at a time
 //           (pass 1b), but the webhook ones whose bounds are seconds, which run in pass 1
 //           (LIVE_IN_PASS_1)
-//   pass 2  the uptime and webhook tests again with Temporal as the runner (VIGIL_TEST_TEMPORAL=1:
+//   pass 2  the uptime, webhook and alert tests and the subscribers' (TEMPORAL_PASS_FILES) again with
+//           Temporal as the runner (VIGIL_TEST_TEMPORAL=1:
 //           startTestApp and startNode add TEMPORAL_ADDRESS of the shared server). It runs when no
 //           files are given, or with `--temporal` (then on the files given, if any):
 //           `npm test -- --temporal test/uptime/lifecycle.test.ts`. `--temporal-only` skips pass 1.
@@ -148,6 +149,8 @@ const inPass1b = (f: string) => rel(f).startsWith("test/temporal/") && !LIVE_IN_
 
 /** Pass 2 runs these directories' test files with Temporal as the runner... */
 const TEMPORAL_PASS_DIRS = ["test/uptime", "test/webhooks", "test/alerts"];
+/** ...and these: the subscribers' notices of maintenance windows, which the deadline scan applies there. */
+const TEMPORAL_PASS_FILES = ["test/status/subscribers.test.ts"];
 /** ...except the pure unit tests (no service, so nothing for Temporal to run). */
 const NOT_IN_TEMPORAL_PASS = new Set([
   "test/uptime/model.test.ts",
@@ -359,7 +362,10 @@ async function runAll({ cli, testServer, temporal, adminUrl, admin, template, st
   const timings: { pass: string; file: string; ms: number }[] = [];
   const temporalFiles = given.length
     ? given
-    : TEMPORAL_PASS_DIRS.flatMap((d) => testFiles(path.join(root, d))).filter((f) => !NOT_IN_TEMPORAL_PASS.has(rel(f)));
+    : [
+        ...TEMPORAL_PASS_DIRS.flatMap((d) => testFiles(path.join(root, d))),
+        ...TEMPORAL_PASS_FILES.map((f) => path.join(root, f)),
+      ].filter((f) => !NOT_IN_TEMPORAL_PASS.has(rel(f)));
 
   // Beside the usual reporter (spec on a terminal, TAP otherwise), test/helpers/timing-reporter.mjs
   // writes each file's time, summed up at the end: where the run's time goes.
