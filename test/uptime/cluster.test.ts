@@ -5,7 +5,8 @@ import { project } from "../helpers/fixtures.js";
 import { recordNotices, sleep, waitFor } from "./util.js";
 
 // Durability and concurrency: a deadline that passed while the service was stopped is acted on at
-// start-up; two service instances on one database open one incident and fire one notification.
+// start-up, and so is a maintenance window's start and end; two service instances on one database
+// open one incident and fire one notification.
 
 const apps: TestApp[] = [];
 after(async () => {
@@ -44,6 +45,72 @@ describe("restart and several nodes", () => {
     const inc = (await b.rest.get(`/v1/projects/${p.projectId}/monitors/${id}/incidents`, { key: p.key })).body.data;
     assert.equal(inc.length, 1);
     assert.equal(inc[0].startedAt, new Date(deadline).toISOString());
+  });
+
+  it("a maintenance window that started and ended while stopped is applied at start-up, in order, once each", async () => {
+    const a = await startTestApp();
+    const p = await project(a.rest);
+    const hb = await a.rest.post(
+      `/v1/projects/${p.projectId}/heartbeats/window-restart`,
+      { expectedIntervalMs: 3_600_000, gracePeriodMs: 1000 },
+      { key: p.key },
+    );
+    const id = hb.body.data.monitor.id;
+    // 12 s ahead, as above: the node must be closed before the window starts.
+    const start = Date.now() + 12_000;
+    const end = start + 500;
+    const w = await a.rest.post(
+      `/v1/projects/${p.projectId}/maintenances`,
+      {
+        title: "Overnight",
+        monitorIds: [id],
+        startsAt: new Date(start).toISOString(),
+        endsAt: new Date(end).toISOString(),
+      },
+      { key: p.key },
+    );
+    assert.equal(w.status, 201, w.text);
+    await a.close();
+    assert.ok(Date.now() < start, "closed before the window started");
+    await sleep(Math.max(0, end - Date.now()) + 300);
+
+    const b = await startTestApp({}, { databaseUrl: a.databaseUrl });
+    apps.push(b);
+    // 15 s: with Temporal (pass 2) the new node's worker takes the deadline scan's task over.
+    const occ = await waitFor(
+      async () => {
+        const r = await b.app.deps.db.query<{ kind: string; starts_at: Date }>(
+          "SELECT kind, starts_at FROM maintenance_occurrences WHERE maintenance_id = $1 ORDER BY created_at, kind DESC",
+          [w.body.data.id],
+        );
+        return r.rows.length >= 2 ? r.rows : undefined;
+      },
+      15_000,
+      "the window's start and end applied",
+    );
+    assert.deepEqual(
+      occ.map((o) => [o.kind, o.starts_at.toISOString()]),
+      [
+        ["started", new Date(start).toISOString()],
+        ["completed", new Date(start).toISOString()],
+      ],
+    );
+    const m = (await b.rest.get(`/v1/projects/${p.projectId}/monitors/${id}`, { key: p.key })).body.data;
+    assert.equal(m.inMaintenance, false);
+    assert.equal(m.status, "up");
+    // The deadline counts from the window's end, as after a resume.
+    assert.equal(m.deadlineAt, new Date(end + 3_600_000 + 1000).toISOString());
+    assert.equal(
+      (await b.rest.get(`/v1/projects/${p.projectId}/maintenances/${w.body.data.id}`, { key: p.key })).body.data.status,
+      "completed",
+    );
+    // Once each: the claim rows that fire the notices (a second application would add rows).
+    await sleep(500);
+    const again = await b.app.deps.db.query(
+      "SELECT count(*)::int AS n FROM maintenance_occurrences WHERE maintenance_id = $1",
+      [w.body.data.id],
+    );
+    assert.equal(again.rows[0].n, 2);
   });
 
   it("two instances on one database: one incident and one notification record per monitor", async () => {
