@@ -208,8 +208,27 @@ function runInstant(zone: string, w: number): number {
   return hi * 1000;
 }
 
+/**
+ * nextRunAfter's answers by schedule and minute of `t`. Runs fall on whole minutes of wall time and
+ * a zone's offset is a whole number of minutes (every IANA offset since the 1970s; an offset with
+ * seconds is never cached), so every instant of one minute has the same next run: the many signals
+ * of one schedule in a minute compute it once (about 24 µs each otherwise).
+ */
+const nextByMinute = new LRUCache<string, { at: number | null }>({ max: 10_000 });
+
 /** The first run strictly after `t` (epoch ms), or null when none comes (croner's search horizon). */
 export function nextRunAfter(schedule: Schedule, t: number): number | null {
+  const minute = Math.floor(t / 60_000);
+  const key = `${minute} ${schedule.timezone} ${schedule.cron}`;
+  const hit = nextByMinute.get(key);
+  if (hit) return hit.at;
+  const at = searchNextRun(schedule, t);
+  if ((wallOf(schedule.timezone, minute * 60_000) - minute * 60_000) % 60_000 === 0) nextByMinute.set(key, { at });
+  return at;
+}
+
+/** nextRunAfter without its cache: the search itself. */
+export function searchNextRun(schedule: Schedule, t: number): number | null {
   const cron = pattern(schedule.cron);
   // A run after t is a wall time after t's own wall time; in the second pass of a repeated hour the
   // next wall times ran at their first occurrence, before t, and are passed over.

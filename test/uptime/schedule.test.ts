@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { nextRunAfter, nextRuns, parseSchedule, type Schedule } from "../../src/uptime/schedule.js";
+import { nextRunAfter, nextRuns, parseSchedule, searchNextRun, type Schedule } from "../../src/uptime/schedule.js";
 import { seeded } from "../helpers/faults.js";
 
 // Cron schedules of scheduled monitors (decisions.md: "Cron jobs and ping keys"). The DST rule: a
@@ -334,6 +334,32 @@ describe("against the brute force on random expressions", () => {
     }
     assert.ok(compared >= 500, `compared ${compared} cases`);
     assert.ok(nearChange >= 150, `${nearChange} cases had runs within 2 h of a change`);
+  });
+
+  it("the answer cached per minute is the search's for every instant of that minute", () => {
+    const rnd = seeded(20261128);
+    let compared = 0;
+    for (const [zone, from, to] of windows) {
+      const w = walk(zone, from, to);
+      for (let n = 0; n < 20; n++) {
+        const parsed = parseSchedule({ cron: randomCron(rnd), timezone: zone });
+        if (!parsed.ok) continue;
+        // Minutes near the changes, each asked at several instants in a random order (the first
+        // fills the cache, the others read it).
+        for (let s = 0; s < 5; s++) {
+          const k =
+            w.changes.length > 0
+              ? Math.max(0, Math.min(w.utc.length - 1, w.changes[int(rnd, w.changes.length)] - int(rnd, 120)))
+              : int(rnd, w.utc.length);
+          for (const offset of [int(rnd, MIN), 0, MIN - 1, int(rnd, MIN)]) {
+            const t = w.utc[k] * MIN + offset;
+            assert.equal(nextRunAfter(parsed.schedule, t), searchNextRun(parsed.schedule, t), `${zone} ${iso(t)}`);
+            compared++;
+          }
+        }
+      }
+    }
+    assert.ok(compared >= 1_000, `compared ${compared} cases`);
   });
 });
 
