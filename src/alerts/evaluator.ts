@@ -2,6 +2,7 @@ import type { Deps } from "../platform/deps.js";
 import type { WindowQueries } from "../analytics/service.js";
 import { tx } from "../storage/db.js";
 import { openIncidents, resolveIncidents, type IncidentDeps } from "../uptime/incidents.js";
+import type { DeadlineScanHooks } from "../uptime/wake.js";
 import {
   evaluate,
   evaluationAtOrAfter,
@@ -29,6 +30,8 @@ export type AlertDeps = Pick<
 > & {
   windows: WindowQueries;
   incidents: IncidentDeps;
+  /** Temporal mode: uptime's deadline scan, which runs the evaluations (temporal.ts). */
+  deadlineScan?: DeadlineScanHooks;
 };
 
 /** Late evaluations caught up after downtime, at most (older due times are skipped). */

@@ -49,6 +49,14 @@ export function createAlertsFeature(deps: AlertDeps): AlertsFeature {
   // Live evaluations' samples, gathered per query (batch.ts); counted in vigil_alert_samples_total.
   const batcher = new SampleBatcher({ db, windows: deps.windows }, new AlertMetrics(deps.telemetry.registry));
   const scheduler = deps.temporal ? undefined : new AlertScheduler(deps, batcher.sample);
+  // A due time set or moved: the embedded scheduler's heap, or in Temporal mode a wake of the deadline
+  // scan, which could be sleeping its idle time (no alert existed at its last pass).
+  const due = (projectId: string, id: string, at: number | null) => {
+    scheduler?.changed(projectId, id, at);
+    if (at !== null) deps.deadlineScan?.wake();
+  };
+  // A lost wake (Temporal away at that moment): the reconciler finds the overdue evaluation.
+  deps.deadlineScan?.watchDue(async (before) => (await store.dueAlerts(db, before, 1)).length > 0);
   const read = (ctx: HandlerContext, projectId: string) => auth.project(ctx, projectId, "data");
   const write = async (ctx: HandlerContext, projectId: string) => {
     const s = await auth.project(ctx, projectId, "data");
@@ -122,7 +130,7 @@ export function createAlertsFeature(deps: AlertDeps): AlertsFeature {
                 }),
               () => read(ctx, req.projectId),
             );
-            scheduler?.changed(projectId, id, nextAt.getTime());
+            due(projectId, id, nextAt.getTime());
             return { data: alertMessage(await alertOr404(projectId, id), clock()) };
           },
           async listAlerts(req, ctx) {
@@ -191,14 +199,14 @@ export function createAlertsFeature(deps: AlertDeps): AlertsFeature {
               if (isUniqueViolation(err)) throw slugTaken(input.slug);
               throw err;
             }
-            if (nextAt) scheduler?.changed(projectId, req.alertId, nextAt.getTime());
+            if (nextAt) due(projectId, req.alertId, nextAt.getTime());
             return { data: alertMessage(await alertOr404(projectId, req.alertId), clock()) };
           },
           async deleteAlert(req, ctx) {
             const { projectId } = await write(ctx, req.projectId);
             const gone = await tx(db, (c) => store.deleteAlert(c, projectId, req.alertId));
             if (!gone) throw notFound("alert");
-            scheduler?.changed(projectId, req.alertId, null);
+            due(projectId, req.alertId, null);
             return {};
           },
           async listAlertEvaluations(req, ctx) {

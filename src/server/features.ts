@@ -68,7 +68,12 @@ export async function createFeatures(deps: Deps): Promise<Feature[]> {
   // Alerts (src/alerts/): rules over metrics and events; each owns a monitor, whose incidents are
   // uptime's (the same incident listeners); samples read through analytics' window queries. In
   // Temporal mode the deadline scan also runs the due evaluations (its activities wrapped here).
-  const alerts = createAlertsFeature({ ...deps, windows: analytics.windows, incidents: uptime.incidents });
+  const alerts = createAlertsFeature({
+    ...deps,
+    windows: analytics.windows,
+    incidents: uptime.incidents,
+    deadlineScan: uptime.deadlineScan,
+  });
   // The Temporal worker (only with TEMPORAL_ADDRESS) serves the activities of the features that
   // own workflows (workflows/).
   const worker = createTemporalFeature(deps, deps.temporal, {

@@ -48,7 +48,7 @@ import * as store from "./store.js";
 import type { MonitorRow } from "./store.js";
 import { EmbeddedScheduler } from "./scheduler.js";
 import { TemporalDeadlineRunner } from "./temporal-runner.js";
-import type { DeadlineChange, DeadlineRunner } from "./wake.js";
+import type { DeadlineChange, DeadlineRunner, DeadlineScanHooks } from "./wake.js";
 
 // The uptime feature: its service, the heartbeat writer, and the deadline runner — Temporal when
 // TEMPORAL_ADDRESS is set, else the embedded scheduler. Background work (timers, worker, pruning of
@@ -63,6 +63,8 @@ export interface UptimeFeature extends Feature {
   activities: UptimeActivities;
   /** What opening and resolving incidents takes (incidents.ts): alerts' monitors change through it too. */
   incidents: IncidentDeps;
+  /** Temporal mode: the deadline scan, which other features' due times ride on (alert evaluations). */
+  deadlineScan?: DeadlineScanHooks;
 }
 
 /** `incidentListeners`: run inside the transaction that opens or resolves an incident (server/features.ts). */
@@ -88,7 +90,7 @@ export function createUptimeFeature(
   const windowHooks: MaintenanceHooks = maintenance?.hooks ?? {
     changed,
     due: (_id, at) => {
-      if (at !== null) temporalRunner?.windowDue();
+      if (at !== null) temporalRunner?.dueTimeSet();
     },
   };
 
@@ -100,6 +102,10 @@ export function createUptimeFeature(
     // The scan's own transitions need no wake: it reads the next due time itself.
     activities: createUptimeActivities(deps, { changed, due: () => undefined }),
     incidents: deps,
+    deadlineScan: temporalRunner && {
+      wake: () => temporalRunner.dueTimeSet(),
+      watchDue: (overdue) => temporalRunner.watchDue(overdue),
+    },
     services: [
       uptimeService(deps, {
         writer,

@@ -61,6 +61,8 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
   private sweeping: Promise<void> | undefined;
   private firstPass: Promise<void> | undefined;
   private ensuring: Promise<void> | undefined;
+  /** The reconciler's checks of other due times the scan serves (watchDue). */
+  private readonly overdueChecks: ((before: Date) => Promise<boolean>)[] = [];
 
   constructor(
     private readonly deps: UptimeDeps,
@@ -253,15 +255,25 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
   }
 
   /**
-   * A maintenance window's due time was set or moved (maintenance.ts): the scan, which applies
-   * windows in Temporal mode, reads it at once. Best effort: without the signal the scan finds it at
-   * its next wake-up, and the reconciler applies it once overdue by RECONCILE_SLACK_MS.
+   * A due time the deadline scan acts on was set or moved: a maintenance window's (maintenance.ts)
+   * or an alert evaluation's (alerts/service.ts). The scan reads it at once. Best effort: without
+   * the signal the scan finds it at its next wake-up, and the reconciler, once it is overdue by
+   * RECONCILE_SLACK_MS, applies a window itself and wakes the scan for an alert (`watchDue`).
    */
-  windowDue(): void {
+  dueTimeSet(): void {
     if (this.stopped) return;
     void this.wakeScan().catch((err) =>
-      this.deps.log.warn({ err }, "temporal: waking the deadline scan for a maintenance window failed"),
+      this.deps.log.warn({ err }, "temporal: waking the deadline scan for a new due time failed"),
     );
+  }
+
+  /**
+   * Adds a check the reconciler runs on each pass: true when some due time the scan serves (an alert
+   * evaluation) is earlier than `before`, i.e. the scan missed it (a lost wake while it slept its
+   * idle time); the reconciler then wakes the scan.
+   */
+  watchDue(overdue: (before: Date) => Promise<boolean>): void {
+    this.overdueChecks.push(overdue);
   }
 
   /** Cuts the deadline scan's sleep short (starting it if it is not running). */
@@ -307,6 +319,14 @@ export class TemporalDeadlineRunner implements DeadlineRunner {
     );
     if (windows.applied)
       this.deps.log.warn({ windows: windows.applied }, "temporal: maintenance windows missed by the scan were applied");
+    // Other due times the scan serves (alert evaluations), overdue by the slack: the scan missed them.
+    const before = new Date(now.getTime() - RECONCILE_SLACK_MS);
+    for (const overdue of this.overdueChecks)
+      if (await overdue(before)) {
+        this.deps.log.warn("temporal: due times missed by the deadline scan; waking it");
+        await this.wakeScan();
+        break;
+      }
     const r = await this.deps.db.query<{ id: string }>("SELECT id FROM monitors WHERE deadline_at < $1 LIMIT 1000", [
       new Date(now.getTime() - RECONCILE_SLACK_MS),
     ]);

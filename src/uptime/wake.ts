@@ -68,3 +68,13 @@ export interface DeadlineRunner {
   /** Acts now on every deadline already due (the embedded re-scan; Temporal's reconciler pass). */
   sweep(): Promise<void>;
 }
+
+/**
+ * Temporal mode: the deadline scan as other features whose due times ride on it see it (alert
+ * evaluations): `wake` when a due time is set or moved, `watchDue` for the reconciler's check of
+ * those the scan missed (true: one is earlier than `before`).
+ */
+export interface DeadlineScanHooks {
+  wake(): void;
+  watchDue(overdue: (before: Date) => Promise<boolean>): void;
+}

@@ -8,8 +8,9 @@ import { useReceiver, waitFor } from "../webhooks/receiver.js";
 // Live evaluation with real timers (decisions.md: Alerts; issue #31 points 3 and 5): evaluations at
 // evaluationOffsetMs + k·everyMs (10 s, the least cadence), a metric alert that fires and resolves,
 // its incident (startedAt = pendingSince, endedAt = the resolving evaluation) and exactly one
-// incident.started and one incident.recovered delivery with two nodes on one database; and the due
-// times missed while the service was stopped caught up in order at start-up. Each test waits for
+// incident.started and one incident.recovered delivery with two nodes on one database; an alert
+// created while Temporal's deadline scan sleeps its idle time; and the due times missed while the
+// service was stopped caught up in order at start-up. Each test waits for
 // evaluation times (up to ~30 s): they are kept few.
 
 const EVERY = 10_000;
@@ -126,6 +127,42 @@ describe("live alert evaluation", { concurrency: true }, () => {
       .map((text) => /vigil_scheduler_lag_seconds_count\{kind="alert_evaluation"\} (\d+)/.exec(text)?.[1] ?? "0")
       .reduce((x, y) => x + Number(y), 0);
     assert.ok(count >= 2, `alert_evaluation lag observations: ${count}`);
+  });
+
+  it("an alert created while the deadline scan sleeps its idle time is evaluated on time", async () => {
+    // Temporal mode (pass 2): with no alert and no deadline, the scan sleeps TEMPORAL_IDLE_CHECK_MS
+    // (1 h); creating an alert must wake it (it did not: npm run bench alerts saw no evaluation).
+    const a = await startTestApp(env);
+    apps.push(a);
+    const p = await project(a.rest);
+    const link = a.app.deps.temporal;
+    if (link) {
+      const handle = (await link.client()).workflow.getHandle((await link.queues()).deadlines);
+      await waitFor(
+        async () => {
+          const h = await handle.fetchHistory().catch(() => undefined);
+          return h?.events?.some((e) => e.timerStartedEventAttributes) ? true : undefined;
+        },
+        "the deadline scan asleep on its timer",
+        20_000,
+      );
+    }
+    const { alert, first } = await createAlert(a, p, "Created while the scan sleeps");
+    const m = await a.rest.post(
+      `/v1/projects/${p.projectId}/metrics`,
+      { type: "measurement", name: "checkout.latency", value: 5000, timestamp: new Date(first - 1000).toISOString() },
+      { key: p.key },
+    );
+    assert.equal(m.status, 201, m.text);
+    const firing = await waitFor(
+      async () => {
+        const x = (await a.rest.get(`/v1/projects/${p.projectId}/alerts/${alert.id}`, { key: p.key })).body.data;
+        return x.state === "firing" ? x : undefined;
+      },
+      "the alert firing at its first evaluation",
+      EVERY + 8_000,
+    );
+    assert.equal(firing.lastEvaluatedAt, new Date(first).toISOString());
   });
 
   it("catches up the evaluations missed while stopped, in order, and fires once across the restart", async () => {
