@@ -157,7 +157,13 @@ async function main() {
     const id = (await taskQueues(config.temporal, db)).deadlines;
     const client = await app.deps.temporal.client();
     let n = 0;
-    for await (const w of client.workflow.list({ query: `WorkflowId = '${id}'` })) n += w.historyLength;
+    // Visibility's historyLength of a running workflow is not kept current (0 on the dev server): the
+    // running run is described instead.
+    for await (const w of client.workflow.list({ query: `WorkflowId = '${id}'` }))
+      n +=
+        w.status.name === "RUNNING"
+          ? (await client.workflow.getHandle(id, w.runId).describe()).historyLength
+          : w.historyLength;
     return n;
   }
   try {
