@@ -81,12 +81,15 @@ export const httpUrlSchema = z
   .string()
   .trim()
   .max(2048)
-  .refine((v) => {
-    try {
-      const u = new URL(v);
-      return (u.protocol === "http:" || u.protocol === "https:") && u.hostname !== "";
-    } catch {
-      return false;
-    }
-  }, "must be an http: or https: URL")
+  .refine((v) => isUrlWith(v, ["http:", "https:"]), "must be an http: or https: URL")
   .meta({ format: "uri", pattern: "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]" });
+
+/** Whether `v` parses as a URL with one of `protocols` (`"https:"`, ...) and a host. */
+function isUrlWith(v: string, protocols: readonly string[]): boolean {
+  try {
+    const u = new URL(v);
+    return protocols.includes(u.protocol) && u.hostname !== "";
+  } catch {
+    return false;
+  }
+}

@@ -6,6 +6,7 @@ import { errorBody, memberOf, project } from "../helpers/fixtures.js";
 import { useSmtpServer, type ReceivedMail } from "../helpers/smtp.js";
 import { useProject } from "../helpers/use.js";
 import { waitFor } from "../webhooks/receiver.js";
+import { monitorAndPage as pageFor } from "./util.js";
 
 // Status page subscribers (decisions.md "Status communication"; docs/pages.md "Subscribers"), over
 // a real port, against a real SMTP server on loopback (aiosmtpd, test/helpers/smtp.ts, as the email
@@ -48,21 +49,7 @@ const form = (path: string, body: string) =>
   t.rest.req("POST", path, { raw: body, contentType: "application/x-www-form-urlencoded" });
 const subscribe = (slug: string, email: unknown) => t.rest.post(`/v1/status/${slug}/subscribe`, { email });
 
-async function monitorAndPage(slug: string): Promise<{ monitorId: string; pageId: string }> {
-  const m = await t.rest.post(
-    `/v1/projects/${p.projectId}/monitors`,
-    { name: `API ${slug}`, slug, expectedIntervalMs: 3_600_000 },
-    { key: p.key },
-  );
-  assert.equal(m.status, 201, m.text);
-  const pg = await t.rest.post(
-    `/v1/projects/${p.projectId}/pages`,
-    { slug, title: `Acme ${slug}`, published: true, monitors: [{ monitorId: m.body.data.id }] },
-    owner(),
-  );
-  assert.equal(pg.status, 201, pg.text);
-  return { monitorId: m.body.data.id, pageId: pg.body.data.id };
-}
+const monitorAndPage = (slug: string) => pageFor(t, p, slug);
 
 /** Subscribes and follows the confirmation link: GET shows a button, POST confirms, a second POST is a 404. */
 async function confirmed(slug: string, email: string): Promise<void> {

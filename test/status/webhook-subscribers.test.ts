@@ -8,6 +8,7 @@ import { GENEROUS_LIMITS } from "../helpers/app.js";
 import { errorBody, memberOf, project } from "../helpers/fixtures.js";
 import { useProject } from "../helpers/use.js";
 import { useReceiver, waitFor, type Received } from "../webhooks/receiver.js";
+import { monitorAndPage as pageFor } from "./util.js";
 
 // Webhook subscribers of a status page (docs/pages.md "Webhook subscribers"), over a real port with
 // a real local receiver: an owner adds a URL (its secret answered once, never listed), and the
@@ -34,21 +35,7 @@ const owner = () => ({ cookie: p.owner.cookie });
 const subscribers = (pageId: string, projectId = p.projectId) =>
   `/v1/projects/${projectId}/pages/${pageId}/subscribers`;
 
-async function monitorAndPage(slug: string): Promise<{ monitorId: string; pageId: string }> {
-  const m = await t.rest.post(
-    `/v1/projects/${p.projectId}/monitors`,
-    { name: `API ${slug}`, slug, expectedIntervalMs: 3_600_000 },
-    { key: p.key },
-  );
-  assert.equal(m.status, 201, m.text);
-  const pg = await t.rest.post(
-    `/v1/projects/${p.projectId}/pages`,
-    { slug, title: `Acme ${slug}`, published: true, monitors: [{ monitorId: m.body.data.id }] },
-    owner(),
-  );
-  assert.equal(pg.status, 201, pg.text);
-  return { monitorId: m.body.data.id, pageId: pg.body.data.id };
-}
+const monitorAndPage = (slug: string) => pageFor(t, p, slug);
 
 const received = (path: string, n: number): Promise<Received[]> =>
   waitFor(() => (rx.at(path).length >= n ? rx.at(path) : undefined), `${n} POSTs to ${path}`, WAIT_MS);
