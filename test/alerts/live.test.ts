@@ -9,8 +9,9 @@ import { useReceiver, waitFor } from "../webhooks/receiver.js";
 // evaluationOffsetMs + k·everyMs (10 s, the least cadence), a metric alert that fires and resolves,
 // its incident (startedAt = pendingSince, endedAt = the resolving evaluation) and exactly one
 // incident.started and one incident.recovered delivery with two nodes on one database; an alert
-// created while Temporal's deadline scan sleeps its idle time; and the due times missed while the
-// service was stopped caught up in order at start-up. Each test waits for
+// created while Temporal's deadline scan sleeps its idle time, and one that reappears due with no
+// wake (the reconciler's check); and the due times missed while the service was stopped caught up in
+// order at start-up. Each test waits for
 // evaluation times (up to ~30 s): they are kept few.
 
 const EVERY = 10_000;
@@ -163,6 +164,51 @@ describe("live alert evaluation", { concurrency: true }, () => {
       EVERY + 8_000,
     );
     assert.equal(firing.lastEvaluatedAt, new Date(first).toISOString());
+  });
+
+  it("Temporal: an evaluation the deadline scan missed is caught by the reconciler, which wakes the scan", async (ctx) => {
+    if (process.env.VIGIL_TEST_TEMPORAL !== "1") return ctx.skip("Temporal mode only (pass 2)");
+    const a = await startTestApp({ ...env, TEMPORAL_RECONCILE_MS: "500" });
+    apps.push(a);
+    const p = await project(a.rest);
+    const link = a.app.deps.temporal!;
+    const handle = (await link.client()).workflow.getHandle((await link.queues()).deadlines);
+    // The scan's latest timer, in seconds (its sleep).
+    const lastSleep = async () => {
+      const events = (await handle.fetchHistory().catch(() => undefined))?.events ?? [];
+      const timers = events.flatMap((e) => (e.timerStartedEventAttributes ? [e.timerStartedEventAttributes] : []));
+      return Number(timers[timers.length - 1]?.startToFireTimeout?.seconds ?? 0);
+    };
+    const { alert, first } = await createAlert(a, p, "Missed by the scan");
+    // Behind every node's back: the alert's row goes (the scan, seeing no alert, goes back to its idle
+    // sleep) and comes back as it was, due, with no wake: only the reconciler's check (watchDue) sees it.
+    const db = a.app.deps.db;
+    const row = (await db.query("SELECT row_to_json(a) AS r FROM alerts a WHERE id = $1", [alert.id])).rows[0].r;
+    await db.query("DELETE FROM alerts WHERE id = $1", [alert.id]);
+    await waitFor(
+      async () => ((await lastSleep()) >= 3_000 ? true : undefined),
+      "the scan asleep for its idle time",
+      20_000,
+    );
+    await db.query("INSERT INTO alerts SELECT * FROM json_populate_record(NULL::alerts, $1::json)", [
+      JSON.stringify({ ...row, next_at: new Date(first).toISOString() }),
+    ]);
+    const m = await a.rest.post(
+      `/v1/projects/${p.projectId}/metrics`,
+      { type: "measurement", name: "checkout.latency", value: 5000, timestamp: new Date(first - 1000).toISOString() },
+      { key: p.key },
+    );
+    assert.equal(m.status, 201, m.text);
+    const evaluated = await waitFor(
+      async () => {
+        const x = (await a.rest.get(`/v1/projects/${p.projectId}/alerts/${alert.id}`, { key: p.key })).body.data;
+        return x.lastEvaluatedAt ? x : undefined;
+      },
+      "the missed evaluation made",
+      EVERY + 10_000,
+    );
+    assert.equal(evaluated.lastEvaluatedAt, new Date(first).toISOString());
+    assert.equal(evaluated.state, "firing");
   });
 
   it("catches up the evaluations missed while stopped, in order, and fires once across the restart", async () => {
