@@ -1,8 +1,8 @@
 import type { PoolClient } from "pg";
 import type { UptimeMetrics } from "./metrics.js";
 import { newId } from "../shared/ids.js";
-import { toIncident, toMonitor } from "./messages.js";
-import type { IncidentRow, MonitorRow } from "./store.js";
+import { toIncident, toIncidentUpdate, toMonitor } from "./messages.js";
+import type { IncidentRow, IncidentUpdateRow, MonitorRow } from "./store.js";
 
 // Opening and resolving incidents inside the transaction that changed the monitor's state (after its
 // compare-and-set). A notification (incident.started / incident.recovered) is fired only by the
@@ -140,21 +140,6 @@ export interface NoticeMonitor {
   slug: string;
 }
 
-/** An incident update as a notice carries it (`update`): what subscribers and receivers are told with it. */
-export interface NoticeUpdate {
-  id: string;
-  message: string;
-  status: string | null;
-  createdAt: Date;
-}
-
-const updatePayload = (u: NoticeUpdate) => ({
-  id: u.id,
-  message: u.message,
-  status: u.status,
-  createdAt: u.createdAt.toISOString(),
-});
-
 /**
  * A manual incident's transition (src/uptime/manual.ts), in the transaction that made it: the same
  * notices as a monitor incident's, once per incident and transition, the payload naming the
@@ -168,7 +153,7 @@ export async function notifyManual(
   incident: IncidentRow,
   monitors: readonly NoticeMonitor[],
   now: Date,
-  update: NoticeUpdate,
+  update: IncidentUpdateRow,
 ): Promise<void> {
   const payload = {
     incident: toIncident(
@@ -176,7 +161,7 @@ export async function notifyManual(
       monitors.map((m) => m.id),
     ),
     monitors: monitors.map((m) => ({ id: m.id, name: m.name, slug: m.slug })),
-    update: updatePayload(update),
+    update: toIncidentUpdate(update),
   };
   await fire(deps, c, kind, [{ incident, payload }], now);
   deps.metrics.incidents.inc({ transition: kind === "started" ? "opened" : "resolved" });
@@ -191,7 +176,7 @@ export async function notifyUpdate(
   c: PoolClient,
   incident: IncidentRow,
   monitors: readonly NoticeMonitor[],
-  update: NoticeUpdate,
+  update: IncidentUpdateRow,
 ): Promise<void> {
   const notice: IncidentNotice = {
     type: "incident.updated",
@@ -203,9 +188,9 @@ export async function notifyUpdate(
         monitors.map((m) => m.id),
       ),
       monitors: monitors.map((m) => ({ id: m.id, name: m.name, slug: m.slug })),
-      update: updatePayload(update),
+      update: toIncidentUpdate(update),
     },
-    at: update.createdAt,
+    at: update.created_at,
   };
   for (const listener of deps.incidentListeners) await listener(c, notice);
 }

@@ -4,7 +4,7 @@ import { tx } from "../storage/db.js";
 import { ApiError, badRequest, conflict, notFound } from "../shared/errors.js";
 import { newId } from "../shared/ids.js";
 import { holdProjectCap } from "../shared/project-cap.js";
-import { notifyManual, notifyUpdate, type NoticeMonitor, type NoticeUpdate } from "./incidents.js";
+import { notifyManual, notifyUpdate, type NoticeMonitor } from "./incidents.js";
 import { nextStage, type IncidentImpact, type IncidentStage } from "./model.js";
 import * as store from "./store.js";
 import type { IncidentRow, IncidentUpdateRow } from "./store.js";
@@ -14,14 +14,6 @@ import type { IncidentRow, IncidentUpdateRow } from "./store.js";
 // status, resolved by one. Each change commits with its notification (incidents.ts: incident.started
 // on creation, incident.recovered on resolution, once each) and, for updates on either kind of
 // incident, under the incident's row lock.
-
-/** The update a notice carries (incidents.ts). */
-const noticeUpdate = (u: IncidentUpdateRow): NoticeUpdate => ({
-  id: u.id,
-  message: u.message,
-  status: u.status,
-  createdAt: u.created_at,
-});
 
 export interface ManualIncidentInput {
   title: string;
@@ -99,9 +91,8 @@ export async function createManualIncident(
       now,
     });
     if (!first) throw fullError();
-    const update = noticeUpdate(first);
-    await notifyManual(deps, c, "started", row, monitors, now, update);
-    if (resolved) await notifyManual(deps, c, "recovered", row, monitors, now, update);
+    await notifyManual(deps, c, "started", row, monitors, now, first);
+    if (resolved) await notifyManual(deps, c, "recovered", row, monitors, now, first);
     return row;
   });
 }
@@ -169,12 +160,12 @@ export async function postIncidentUpdate(
         )
       ).rows[0];
       if (resolving) {
-        await notifyManual(deps, c, "recovered", row, await incidentMonitors(), now, noticeUpdate(u));
+        await notifyManual(deps, c, "recovered", row, await incidentMonitors(), now, u);
         return u;
       }
     }
     // Any other update (a note, or a move to another status) is an update notice; resolving is the recovered one.
-    await notifyUpdate(deps, c, row, await incidentMonitors(), noticeUpdate(u));
+    await notifyUpdate(deps, c, row, await incidentMonitors(), u);
     return u;
   });
 }

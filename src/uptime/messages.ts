@@ -72,6 +72,11 @@ export function toIncident(r: IncidentRow, monitorIds: readonly string[] = r.mon
   };
 }
 
+/** An incident update as notices carry it (`update`: what subscribers and webhook receivers are told with it). */
+export function toIncidentUpdate(r: IncidentUpdateRow) {
+  return { id: r.id, message: r.message, status: r.status, createdAt: r.created_at.toISOString() };
+}
+
 export function toHeartbeat(r: HeartbeatRow) {
   return {
     id: r.id,
