@@ -53,7 +53,7 @@ export function createAlertsFeature(deps: AlertDeps): AlertsFeature {
   // scan, which could be sleeping its idle time (no alert existed at its last pass).
   const due = (projectId: string, id: string, at: number | null) => {
     scheduler?.changed(projectId, id, at);
-    if (at !== null) deps.deadlineScan?.wake();
+    if (at !== null) deps.deadlineScan?.dueTimeSet();
   };
   // A lost wake (Temporal away at that moment): the reconciler finds the overdue evaluation.
   deps.deadlineScan?.watchDue(async (before) => (await store.dueAlerts(db, before, 1)).length > 0);

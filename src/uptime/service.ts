@@ -102,10 +102,7 @@ export function createUptimeFeature(
     // The scan's own transitions need no wake: it reads the next due time itself.
     activities: createUptimeActivities(deps, { changed, due: () => undefined }),
     incidents: deps,
-    deadlineScan: temporalRunner && {
-      wake: () => temporalRunner.dueTimeSet(),
-      watchDue: (overdue) => temporalRunner.watchDue(overdue),
-    },
+    deadlineScan: temporalRunner,
     services: [
       uptimeService(deps, {
         writer,

@@ -7,7 +7,7 @@ import { VigilMonitorId, VigilMonitorSlug, VigilMonitorStatus, VigilProjectId } 
 import type { DeadlineScanInput, MonitorWorkflowInput } from "./activities.js";
 import { checkDeadlines } from "./detect.js";
 import { advanceDueWindows } from "./maintenance.js";
-import { enqueueWakes, type DeadlineChange, type DeadlineRunner } from "./wake.js";
+import { enqueueWakes, type DeadlineChange, type DeadlineRunner, type DeadlineScanHooks } from "./wake.js";
 
 // The Temporal deadline runner (TEMPORAL_ADDRESS set): one deadlineScanWorkflow per deployment
 // (workflows/deadlines.ts, id and task queue `<base>.deadlines`) times every monitor's deadline and
@@ -49,7 +49,7 @@ interface WakeRow {
 
 const monitorWorkflowId = (monitorId: string) => `monitor-${monitorId}`;
 
-export class TemporalDeadlineRunner implements DeadlineRunner {
+export class TemporalDeadlineRunner implements DeadlineRunner, DeadlineScanHooks {
   /** Drain passes (shared/coalesce.ts): one at a time, one more after it when asked meanwhile. */
   private readonly passes = new Coalescer<void>({ flush: () => this.drainPass() });
   private stopped = false;

@@ -71,10 +71,10 @@ export interface DeadlineRunner {
 
 /**
  * Temporal mode: the deadline scan as other features whose due times ride on it see it (alert
- * evaluations): `wake` when a due time is set or moved, `watchDue` for the reconciler's check of
- * those the scan missed (true: one is earlier than `before`).
+ * evaluations): `dueTimeSet` when a due time is set or moved, `watchDue` for the reconciler's check
+ * of those the scan missed (true: one is earlier than `before`). The Temporal runner is one.
  */
 export interface DeadlineScanHooks {
-  wake(): void;
+  dueTimeSet(): void;
   watchDue(overdue: (before: Date) => Promise<boolean>): void;
 }
