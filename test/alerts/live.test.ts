@@ -43,6 +43,13 @@ async function createAlert(app: TestApp, p: ProjectFixture, name: string) {
   return { alert: a as { id: string; monitorId: string; slug: string }, first };
 }
 
+/** The first evaluation time of the grid `first` + k·EVERY at least `aheadMs` from now. */
+function dueAhead(first: number, aheadMs: number): number {
+  let due = first;
+  while (due - Date.now() < aheadMs) due += EVERY;
+  return due;
+}
+
 // The two tests wait on real due times with apps and databases of their own: run side by side.
 describe("live alert evaluation", { concurrency: true }, () => {
   it("fires and resolves once across two nodes: one incident, one started and one recovered delivery", async () => {
@@ -149,9 +156,12 @@ describe("live alert evaluation", { concurrency: true }, () => {
       );
     }
     const { alert, first } = await createAlert(a, p, "Created while the scan sleeps");
+    // The point goes into the window of an evaluation at least 2 s ahead, so that it is stored before
+    // that evaluation runs (the first one may be due at once).
+    const due = dueAhead(first, 2_000);
     const m = await a.rest.post(
       `/v1/projects/${p.projectId}/metrics`,
-      { type: "measurement", name: "checkout.latency", value: 5000, timestamp: new Date(first - 1000).toISOString() },
+      { type: "measurement", name: "checkout.latency", value: 5000, timestamp: new Date(due - 1000).toISOString() },
       { key: p.key },
     );
     assert.equal(m.status, 201, m.text);
@@ -160,10 +170,10 @@ describe("live alert evaluation", { concurrency: true }, () => {
         const x = (await a.rest.get(`/v1/projects/${p.projectId}/alerts/${alert.id}`, { key: p.key })).body.data;
         return x.state === "firing" ? x : undefined;
       },
-      "the alert firing at its first evaluation",
-      EVERY + 8_000,
+      "the alert firing at that evaluation",
+      due - Date.now() + 8_000,
     );
-    assert.equal(firing.lastEvaluatedAt, new Date(first).toISOString());
+    assert.equal(firing.lastEvaluatedAt, new Date(due).toISOString());
   });
 
   it("Temporal: an evaluation the deadline scan missed is caught by the reconciler, which wakes the scan", async (ctx) => {
@@ -190,24 +200,26 @@ describe("live alert evaluation", { concurrency: true }, () => {
       "the scan asleep for its idle time",
       20_000,
     );
-    await db.query("INSERT INTO alerts SELECT * FROM json_populate_record(NULL::alerts, $1::json)", [
-      JSON.stringify({ ...row, next_at: new Date(first).toISOString() }),
-    ]);
+    // Due at its next evaluation time from now (one evaluation, no catch-up), its point stored first.
+    const due = dueAhead(first, 1_000);
     const m = await a.rest.post(
       `/v1/projects/${p.projectId}/metrics`,
-      { type: "measurement", name: "checkout.latency", value: 5000, timestamp: new Date(first - 1000).toISOString() },
+      { type: "measurement", name: "checkout.latency", value: 5000, timestamp: new Date(due - 1000).toISOString() },
       { key: p.key },
     );
     assert.equal(m.status, 201, m.text);
+    await db.query("INSERT INTO alerts SELECT * FROM json_populate_record(NULL::alerts, $1::json)", [
+      JSON.stringify({ ...row, next_at: new Date(due).toISOString() }),
+    ]);
     const evaluated = await waitFor(
       async () => {
         const x = (await a.rest.get(`/v1/projects/${p.projectId}/alerts/${alert.id}`, { key: p.key })).body.data;
-        return x.lastEvaluatedAt ? x : undefined;
+        return x.lastEvaluatedAt === new Date(due).toISOString() ? x : undefined;
       },
       "the missed evaluation made",
-      EVERY + 10_000,
+      due - Date.now() + 10_000,
     );
-    assert.equal(evaluated.lastEvaluatedAt, new Date(first).toISOString());
+    assert.equal(evaluated.lastEvaluatedAt, new Date(due).toISOString());
     assert.equal(evaluated.state, "firing");
   });
 
