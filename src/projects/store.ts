@@ -107,17 +107,31 @@ export async function updateProject(
 /**
  * Deletes the project row (its members, API keys, sources, monitors, webhooks and pages go with it
  * by cascade) and queues the rest of its data for the purge sweeper (src/lifecycle/purge.ts), in
- * one statement: the project is gone and queued together, or neither.
+ * one transaction: the project is gone and queued together, or neither.
+ *
+ * Lock order: a heartbeat write locks its monitors (in id order) before its inserts take the
+ * project's key-share lock (src/uptime/heartbeats.ts); a bare cascade takes the project's row
+ * first and the monitors after, the opposite order, and deadlocks with such a write. So the
+ * project's monitors are locked first, in id order, as the writers lock them; an in-flight write
+ * finishes before the delete goes on, and one arriving after waits and then finds its monitor gone.
+ * A deadlock left (a write that locks monitors in two rounds) is run again, a few times.
  */
-export async function deleteProject(q: Queryable, projectId: string): Promise<void> {
-  // The cascade may deadlock with a write in flight (a heartbeat locking its monitor): run it again.
-  await retryDeadlock(() =>
-    q.query(
-      "WITH d AS (DELETE FROM projects WHERE id = $1 RETURNING id) INSERT INTO deleted_projects (id, deleted_at) SELECT id, now() FROM d ON CONFLICT (id) DO NOTHING",
-      [projectId],
-    ),
+export async function deleteProject(db: Db, projectId: string): Promise<void> {
+  await retryDeadlock(
+    () =>
+      tx(db, async (c) => {
+        await c.query("SELECT id FROM monitors WHERE project_id = $1 ORDER BY id FOR UPDATE", [projectId]);
+        await c.query(
+          "WITH d AS (DELETE FROM projects WHERE id = $1 RETURNING id) INSERT INTO deleted_projects (id, deleted_at) SELECT id, now() FROM d ON CONFLICT (id) DO NOTHING",
+          [projectId],
+        );
+      }),
+    DELETE_ATTEMPTS,
   );
 }
+
+/** Attempts of a project delete that PostgreSQL chose as a deadlock victim (it is safe to repeat). */
+const DELETE_ATTEMPTS = 6;
 
 export async function listMembers(q: Queryable, projectId: string): Promise<MemberRow[]> {
   const r = await q.query<MemberRow>(

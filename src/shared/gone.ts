@@ -18,13 +18,18 @@ export class ProjectGoneError extends Error {
 
 const DEADLOCK_ATTEMPTS = 3;
 
-/** Runs `work` (a whole transaction or one statement), again when PostgreSQL chose it as a deadlock victim. */
-export async function retryDeadlock<T>(work: () => Promise<T>): Promise<T> {
+/**
+ * Runs `work` (a whole transaction or one statement), again when PostgreSQL chose it as a deadlock
+ * victim, up to `attempts` times; each retry after the first waits a few random milliseconds, so
+ * the two sides do not meet again in step.
+ */
+export async function retryDeadlock<T>(work: () => Promise<T>, attempts = DEADLOCK_ATTEMPTS): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await work();
     } catch (err) {
-      if (!isDeadlock(err) || attempt >= DEADLOCK_ATTEMPTS) throw err;
+      if (!isDeadlock(err) || attempt >= attempts) throw err;
+      if (attempt > 1) await new Promise((r) => setTimeout(r, Math.random() * 20 * attempt));
     }
   }
 }
