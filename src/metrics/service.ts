@@ -279,12 +279,24 @@ export interface Measurement {
  * Records measurements as RecordMetric does: the name's type settled in the registry (a name that
  * is already a counter is skipped: it keeps its first type), then `$measure` events handed to the
  * ingestor, whose committing step writes the points and rollups.
+ *
+ * A name found registered as a measurement is remembered (per project, in this process): a
+ * metric's type never changes and its row goes only with its project, so the next points of that
+ * name skip the registry's two statements (each ended run records one, src/uptime/runs.ts). Should
+ * the project be deleted meanwhile, the ingest's own registry upsert fails on its foreign key.
  */
 export function measurementRecorder(db: Deps["db"], ingestor: Ingestor) {
+  const known = new Set<string>();
   return async (projectId: string, points: Measurement[]): Promise<void> => {
     if (!points.length) return;
-    const types = await registerTypes(db, projectId, new Map(points.map((p) => [p.name, "measurement" as const])));
-    const ok = points.filter((p) => types.get(p.name) === "measurement");
+    const unknown = new Map<string, "measurement">();
+    for (const p of points) if (!known.has(`${projectId}\u0000${p.name}`)) unknown.set(p.name, "measurement");
+    if (unknown.size) {
+      const types = await registerTypes(db, projectId, unknown);
+      if (known.size + types.size > MAX_KNOWN_MEASUREMENTS) known.clear();
+      for (const [name, type] of types) if (type === "measurement") known.add(`${projectId}\u0000${name}`);
+    }
+    const ok = points.filter((p) => known.has(`${projectId}\u0000${p.name}`));
     if (!ok.length) return;
     await ingestor.accept(
       projectId,
@@ -292,3 +304,6 @@ export function measurementRecorder(db: Deps["db"], ingestor: Ingestor) {
     );
   };
 }
+
+/** Names the recorder remembers as registered measurements (project and name), at most. */
+const MAX_KNOWN_MEASUREMENTS = 100_000;
