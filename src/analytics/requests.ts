@@ -102,6 +102,8 @@ export const conversionWindowSchema = z
   .min(1, "must be at least 1")
   .max(MAX_WINDOW_MS, `must be at most ${MAX_WINDOW_MS} (90 days)`)
   .default(86_400_000);
+/** Most values of a funnel's breakdown. */
+const MAX_BREAKDOWN_VALUES = 100;
 const funnelSchema = z.object({
   steps: z
     .number()
@@ -110,14 +112,26 @@ const funnelSchema = z.object({
     .max(FUNNEL_MAX_STEPS, `at most ${FUNNEL_MAX_STEPS} steps`),
   windowMs: conversionWindowSchema,
   actor: z.enum(["userId"], { message: "must be userId" }).default("userId"),
+  breakdownLimit: limit(25, MAX_BREAKDOWN_VALUES),
 });
-
-export function parseFunnel(v: { steps: number; windowMs?: bigint; actor: string }): { windowMs: number } {
-  return validate(funnelSchema, {
+export function parseFunnel(v: {
+  steps: number;
+  windowMs?: bigint;
+  actor: string;
+  breakdown?: string;
+  breakdownLimit?: number;
+}): { windowMs: number; breakdown?: { field: Field; limit: number } } {
+  const { windowMs, breakdownLimit } = validate(funnelSchema, {
     steps: v.steps,
     windowMs: bigintToNumber(v.windowMs),
     actor: v.actor || undefined,
+    breakdownLimit: v.breakdownLimit,
   });
+  return {
+    windowMs,
+    breakdown:
+      v.breakdown === undefined ? undefined : { field: parseField(v.breakdown, "breakdown"), limit: breakdownLimit },
+  };
 }
 
 const RETENTION_INTERVALS = ["day", "week", "month"] as const;
@@ -223,6 +237,8 @@ export const analyticsRules = {
       time,
       windowMs: funnelSchema.shape.windowMs,
       actor: funnelSchema.shape.actor,
+      breakdown: field.optional(),
+      breakdownLimit: funnelSchema.shape.breakdownLimit,
     }),
   ),
   retention: filtered(z.object({ time, ...retentionSchema.shape })),

@@ -30,7 +30,7 @@ import {
   type WindowMoments,
 } from "./queries.js";
 import type { Field } from "./fields.js";
-import { funnel, retention, type Cohort } from "./journeys.js";
+import { funnel, retention, type Cohort, type StepTally } from "./journeys.js";
 import type { Registry } from "./registry.js";
 import {
   analyticsRules,
@@ -131,7 +131,8 @@ export function createAnalyticsFeature(
       (await inWindow(projectId, (e) => aggregate(e, projectId, w, filter, aggs))).map((r) => r.value),
     moments: (projectId, ws, filter, field) =>
       inWindow(projectId, (e) => windowMoments(e, projectId, ws, filter, field)),
-    funnel: (projectId, w, steps, windowMs) => inWindow(projectId, (e) => funnel(e, projectId, w, steps, windowMs)),
+    funnel: (projectId, w, steps, windowMs) =>
+      inWindow(projectId, async (e) => (await funnel(e, projectId, w, steps, windowMs)).steps.map((s) => s.count)),
     retention: (projectId, w, start, back, interval, periods) =>
       inWindow(projectId, (e) => retention(e, projectId, w, start, back, interval, periods)),
   };
@@ -256,15 +257,18 @@ export function createAnalyticsFeature(
           },
           async funnel(req, ctx) {
             const scope = await auth.project(ctx, req.projectId, "data");
-            const { windowMs } = parseFunnel({ steps: req.steps.length, windowMs: req.windowMs, actor: req.actor });
+            const { windowMs, breakdown } = parseFunnel({ ...req, steps: req.steps.length });
             const steps = req.steps.map((st) => filtersOf(st.filters));
             const w = parseWindow(req.time, true)!;
-            const counts = await run(ctx, scope.projectId, (e) => funnel(e, scope.projectId, w, steps, windowMs));
+            const report = await run(ctx, scope.projectId, (e) =>
+              funnel(e, scope.projectId, w, steps, windowMs, breakdown),
+            );
             return {
               data: {
-                steps: counts.map((c) => ({
-                  count: BigInt(c),
-                  conversion: counts[0] === 0 ? undefined : c / counts[0],
+                steps: stepResults(report.steps),
+                breakdown: report.breakdown.map((b) => ({
+                  value: fromJson(ValueSchema, b.value),
+                  steps: stepResults(b.steps),
                 })),
               },
             };
@@ -316,4 +320,14 @@ export function createAnalyticsFeature(
       await blockWorker?.stop();
     },
   };
+}
+
+/** A funnel's steps as answered: conversion against the first step's count (null when it is 0). */
+function stepResults(steps: StepTally[]) {
+  const first = steps[0]?.count ?? 0;
+  return steps.map((s) => ({
+    count: BigInt(s.count),
+    conversion: first === 0 ? undefined : s.count / first,
+    medianTimeMs: s.medianTimeMs ?? undefined,
+  }));
 }

@@ -167,7 +167,12 @@ describe("fast paths answer exactly like the JSON path", () => {
     for (let i = 0; i < 12; i++) {
       const time = randomWindow();
       const steps = Array.from({ length: 2 + (i % 3) }, () => ({ filters: randomFilter() }));
-      await same("analytics/funnel", { time, steps, windowMs: pick([3_600_000, 86_400_000]) });
+      await same("analytics/funnel", {
+        time,
+        steps,
+        windowMs: pick([3_600_000, 86_400_000]),
+        breakdown: pick(["plan", "country", "amount", "tags.env"]),
+      });
       await same("analytics/retention", {
         time,
         start: { filters: randomFilter() },

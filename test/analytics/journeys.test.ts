@@ -4,7 +4,7 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import fc from "fast-check";
 import { AnalyticsService } from "../../gen/vigil/v1/analytics_pb.js";
-import { reachedSteps } from "../../src/analytics/journeys.js";
+import { conversionPath, reachedSteps } from "../../src/analytics/journeys.js";
 import { startTestApp, type TestApp } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
 import { ingest } from "../helpers/events.js";
@@ -86,25 +86,89 @@ const byActor = (): Map<string, Ev[]> => {
   return m;
 };
 
-/** The funnel by its definition: a search over distinct events, in step order, non-decreasing times. */
-function oracleFunnel(steps: Filter[], w: { start: number; end: number }, windowMs: number): number[] {
+/** A step of the answer: count, conversion, median ms from the step before. */
+interface StepAnswer {
+  count: number;
+  conversion: number | null;
+  medianTimeMs: number | null;
+}
+
+/**
+ * The funnel by its definition: a search over distinct events, in step order, non-decreasing
+ * times. Each actor's conversion path (docs/analytics.md "Funnels"): of the chains reaching its
+ * furthest step, those starting latest, and of these the one whose step times are smallest in
+ * order (a depth-first search trying earlier times first finds it first). The median of the gaps
+ * between steps over the actors reaching a step (the mean of the middle two for an even count).
+ */
+function oracleFunnel(steps: Filter[], w: { start: number; end: number }, windowMs: number): StepAnswer[] {
   const counts = steps.map(() => 0);
+  const gaps: number[][] = steps.map(() => []);
   for (const evs of byActor().values()) {
-    let best = 0;
-    const go = (k: number, used: Set<Ev>, last: number, t1: number): void => {
-      best = Math.max(best, k);
-      if (k === steps.length || best === steps.length) return;
-      for (const e of evs) {
-        if (used.has(e) || e.ts < last || e.ts > t1 + windowMs || !steps[k].test(e)) continue;
-        used.add(e);
-        go(k + 1, used, e.ts, t1);
-        used.delete(e);
-      }
+    const sorted = [...evs].sort((a, b) => a.ts - b.ts);
+    // The furthest step from a first event e, and the earliest-times chain reaching `want` steps from it.
+    const reach = (first: Ev, want: number): { best: number; path?: number[] } => {
+      let best = 0;
+      let path: number[] | undefined;
+      const go = (k: number, used: Set<Ev>, times: number[]): boolean => {
+        best = Math.max(best, k);
+        if (k === want) {
+          path = times.slice();
+          return true;
+        }
+        // Only the depth is asked for (want beyond the last step): the last step ends the search.
+        if (k === steps.length) return best === want - 1;
+        for (const e of sorted) {
+          if (used.has(e) || e.ts < times[k - 1] || e.ts > times[0] + windowMs || !steps[k].test(e)) continue;
+          used.add(e);
+          times.push(e.ts);
+          const found = go(k + 1, used, times);
+          times.pop();
+          used.delete(e);
+          if (found) return true;
+        }
+        return false;
+      };
+      go(1, new Set([first]), [first.ts]);
+      return { best, path };
     };
-    for (const e of evs) if (e.ts >= w.start && e.ts <= w.end && steps[0].test(e)) go(1, new Set([e]), e.ts, e.ts);
-    for (let i = 0; i < best; i++) counts[i]++;
+    const starts = sorted.filter((e) => e.ts >= w.start && e.ts <= w.end && steps[0].test(e));
+    let depth = 0;
+    for (const e of starts) if (depth < steps.length) depth = Math.max(depth, reach(e, steps.length + 1).best);
+    if (depth === 0) continue;
+    // The latest start reaching that depth, and its earliest-times chain.
+    const first = [...starts].reverse().find((e) => reach(e, depth).path !== undefined)!;
+    const path = reach(first, depth).path!;
+    for (let i = 0; i < depth; i++) {
+      counts[i]++;
+      if (i > 0) gaps[i].push(path[i] - path[i - 1]);
+    }
   }
-  return counts;
+  const median = (xs: number[]) => {
+    if (!xs.length) return null;
+    const s = xs.slice().sort((a, b) => a - b);
+    const m = s.length >> 1;
+    return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+  };
+  return counts.map((c, i) => ({
+    count: c,
+    conversion: counts[0] === 0 ? null : c / counts[0],
+    medianTimeMs: i === 0 ? null : median(gaps[i]),
+  }));
+}
+
+/** The breakdown by `data.plan`: the funnel again with the first step also requiring each plan (absent: null). */
+function oracleBreakdown(steps: Filter[], w: { start: number; end: number }, windowMs: number, limit: number) {
+  const out: { value: string | null; steps: StepAnswer[] }[] = [];
+  for (const value of [...PLANS, null]) {
+    const first: Filter = { json: null, test: (e) => steps[0].test(e) && (e.data.plan ?? null) === value };
+    const answer = oracleFunnel([first, ...steps.slice(1)], w, windowMs);
+    if (answer[0].count > 0) out.push({ value, steps: answer });
+  }
+  // Most first-step actors first; ties by the value's JSON text.
+  const text = (v: string | null) => JSON.stringify(v);
+  return out
+    .sort((a, b) => b.steps[0].count - a.steps[0].count || (text(a.value) < text(b.value) ? -1 : 1))
+    .slice(0, limit);
 }
 
 function truncate(ms: number, unit: "day" | "week" | "month"): number {
@@ -190,23 +254,35 @@ const post = (route: string, body: unknown) =>
   t.rest.post(`/v1/projects/${p.projectId}/analytics/${route}`, body, { key: p.key });
 
 describe("product analytics against a JS computation", { concurrency: true }, () => {
-  it("funnels: counts and conversion, with ties and overlapping steps, over 60 random queries", async () => {
+  it("funnels: counts, conversion, median times and breakdowns, with ties and overlapping steps, over 60 random queries", async () => {
+    let withBreakdown = 0;
+    let withMedian = 0;
     for (let q = 0; q < 60; q++) {
       const steps = Array.from({ length: 2 + Math.floor(rnd() * 3) }, randomFilter);
       // Overlapping steps on purpose: the same filter twice needs two different events.
       if (rnd() < 0.3) steps[1] = steps[0];
       const w = randomWindow();
       const windowMs = pick([0.5 * HOUR, 6 * HOUR, DAY, 5 * DAY, 30 * DAY]);
-      const body = { steps: steps.map((s) => ({ filters: s.json })), time: iso(w), windowMs };
+      // A breakdown by plan in some queries (its limit sometimes below the four values).
+      const limit = rnd() < 0.4 ? pick([1, 2, 25]) : 0;
+      const body = {
+        steps: steps.map((s) => ({ filters: s.json })),
+        time: iso(w),
+        windowMs,
+        ...(limit ? { breakdown: "data.plan", ...(limit !== 25 ? { breakdownLimit: limit } : {}) } : {}),
+      };
       const r = await post("funnel", body);
       assert.equal(r.status, 200, r.text);
-      const want = oracleFunnel(steps, w, windowMs);
-      assert.deepEqual(
-        r.body.data.steps,
-        want.map((c) => ({ count: c, conversion: want[0] === 0 ? null : c / want[0] })),
-        JSON.stringify(body),
-      );
+      const want = {
+        steps: oracleFunnel(steps, w, windowMs),
+        breakdown: limit ? oracleBreakdown(steps, w, windowMs, limit) : [],
+      };
+      assert.deepEqual(r.body.data, want, JSON.stringify(body));
+      if (want.breakdown.length) withBreakdown++;
+      if (want.steps.some((x) => x.medianTimeMs !== null && x.medianTimeMs > 0)) withMedian++;
     }
+    // The extras were really exercised.
+    assert.ok(withBreakdown >= 5 && withMedian >= 10, `${withBreakdown} ${withMedian}`);
   });
 
   it("funnels: a tie at one timestamp counts once per event", async () => {
@@ -229,19 +305,22 @@ describe("product analytics against a JS computation", { concurrency: true }, ()
     assert.equal(r.status, 200, r.text);
     // x: one `a` (not two steps); y: two `a` at one instant reach step 2; z: `b` is 2 days after (window 1 day).
     assert.deepEqual(r.body.data.steps, [
-      { count: 3, conversion: 1 },
-      { count: 1, conversion: 1 / 3 },
-      { count: 0, conversion: 0 },
+      { count: 3, conversion: 1, medianTimeMs: null },
+      { count: 1, conversion: 1 / 3, medianTimeMs: 0 },
+      { count: 0, conversion: 0, medianTimeMs: null },
     ]);
     const none = await t.rest.post(
       `/v1/projects/${mine.projectId}/analytics/funnel`,
       { steps: [b, a], time: { start: "2020-01-01T00:00:00Z", end: "2020-01-02T00:00:00Z" } },
       { key: mine.key },
     );
-    assert.deepEqual(none.body.data.steps, [
-      { count: 0, conversion: null },
-      { count: 0, conversion: null },
-    ]);
+    assert.deepEqual(none.body.data, {
+      steps: [
+        { count: 0, conversion: null, medianTimeMs: null },
+        { count: 0, conversion: null, medianTimeMs: null },
+      ],
+      breakdown: [],
+    });
   });
 
   it("retention: cohorts and values by day, week and month, over 45 random queries", async () => {
@@ -312,6 +391,12 @@ describe("product analytics against a JS computation", { concurrency: true }, ()
       ["funnel", { steps: [step, step], time, windowMs: 91 * DAY }, "windowMs"],
       ["funnel", { steps: [step, step], time, actor: "groupId" }, "actor"],
       ["funnel", { steps: [step, step] }, "time"],
+      ["funnel", { steps: [step, step], time, breakdown: "a b" }, "breakdown"],
+      ["funnel", { steps: [step, step], time, breakdown: "" }, "breakdown"],
+      ["funnel", { steps: [step, step], time, breakdown: 7 }, "breakdown"],
+      ["funnel", { steps: [step, step], time, breakdown: "plan", breakdownLimit: 0 }, "breakdownLimit"],
+      ["funnel", { steps: [step, step], time, breakdown: "plan", breakdownLimit: 101 }, "breakdownLimit"],
+      ["funnel", { steps: [step, step], time, breakdown: "plan", breakdownLimit: 2.5 }, "breakdownLimit"],
       ["retention", { start: step, return: step, interval: "day", periods: 0, time }, "periods"],
       ["retention", { start: step, return: step, interval: "day", periods: 31, time }, "periods"],
       ["retention", { start: step, return: step, interval: "hour", periods: 3, time }, "interval"],
@@ -336,9 +421,15 @@ describe("product analytics against a JS computation", { concurrency: true }, ()
     const c = createClient(AnalyticsService, createGrpcTransport({ baseUrl: t.url }));
     const headers = { authorization: `Bearer ${p.key}` };
     const steps = [{}, {}]; // no filters: every event
-    const f = await c.funnel({ projectId: p.projectId, steps, time: iso({ start: T0, end: T0 + SPAN }) }, { headers });
+    const f = await c.funnel(
+      { projectId: p.projectId, steps, time: iso({ start: T0, end: T0 + SPAN }), breakdown: "plan", breakdownLimit: 2 },
+      { headers },
+    );
     assert.equal(f.data?.steps.length, 2);
     assert.ok(Number(f.data?.steps[0].count) > 0);
+    assert.ok((f.data?.steps[1].medianTimeMs ?? -1) >= 0);
+    assert.equal(f.data?.breakdown.length, 2);
+    assert.ok(f.data?.breakdown.every((b) => b.value?.kind.case === "stringValue"));
     const r = await c.retention(
       { projectId: p.projectId, interval: "week", periods: 3n, time: iso({ start: T0, end: T0 + SPAN }) },
       { headers },
@@ -387,6 +478,55 @@ describe("reachedSteps (fast-check)", () => {
         },
       ),
       { numRuns: 2000, seed: 35 },
+    );
+  });
+
+  it("conversionPath: the latest-starting chain to the furthest step, each step at its earliest time, as a search finds it", () => {
+    // Every chain (distinct events, step order, non-decreasing times within the window, t1 in
+    // [from, to]); the answer is the deepest, then latest t1, then smallest times in order.
+    const brute = (ts: number[], masks: number[], steps: number, from: number, to: number, win: number) => {
+      let best: number[] = [];
+      const better = (a: number[], b: number[]) => {
+        if (a.length !== b.length) return a.length > b.length;
+        if (a[0] !== b[0]) return a[0] > b[0];
+        for (let i = 1; i < a.length; i++) if (a[i] !== b[i]) return a[i] < b[i];
+        return false;
+      };
+      const go = (used: boolean[], times: number[]): void => {
+        if (better(times, best)) best = times.slice();
+        if (times.length === steps) return;
+        ts.forEach((t, e) => {
+          const k = times.length;
+          if (used[e] || t < times[k - 1] || t > times[0] + win || (masks[e] & (1 << k)) === 0) return;
+          used[e] = true;
+          go(used, [...times, t]);
+          used[e] = false;
+        });
+      };
+      ts.forEach((t, e) => {
+        if (t >= from && t <= to && masks[e] & 1)
+          go(
+            ts.map((_, i) => i === e),
+            [t],
+          );
+      });
+      return best;
+    };
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 6 }), fc.integer({ min: 1, max: 15 })), { maxLength: 9 }),
+        fc.integer({ min: 2, max: 4 }),
+        fc.integer({ min: 0, max: 3 }),
+        fc.integer({ min: 0, max: 4 }),
+        (evs, steps, from, win) => {
+          const sorted = [...evs].sort((a, b) => a[0] - b[0]);
+          const ts = sorted.map((e) => e[0]);
+          const masks = sorted.map((e) => e[1]);
+          const to = from + 2;
+          assert.deepEqual(conversionPath({ ts, masks }, steps, from, to, win), brute(ts, masks, steps, from, to, win));
+        },
+      ),
+      { numRuns: 2000, seed: 36 },
     );
   });
 });
