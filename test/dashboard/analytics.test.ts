@@ -224,9 +224,10 @@ describe("dashboard: analytics", () => {
     await page.getByLabel("Conversion window").selectOption("604800000");
     await page.waitForURL(/window=604800000/);
     const funnel = page.getByRole("table", { name: "Funnel" });
+    // Median time to purchase: u3 23 h 2 min, u1 23 h 5 min, u2 47 h 38 min -> 23 h 5 min.
     const expected = [
-      ["1. type = signup", "4", "100 %", "—"],
-      ["2. type = purchase", "3", "75 %", "1 (25 %)"],
+      ["1. type = signup", "4", "100 %", "—", "—"],
+      ["2. type = purchase", "3", "75 %", "1 (25 %)", "23.08 h"],
     ];
     await funnel.getByRole("cell", { name: "75 %" }).waitFor();
     assert.deepEqual(await rows(funnel), expected);
@@ -241,8 +242,11 @@ describe("dashboard: analytics", () => {
       { key: p.key },
     );
     assert.deepEqual(
-      api.body.data.steps.map((x: { count: number }) => x.count),
-      [4, 3],
+      api.body.data.steps.map((x: { count: number; medianTimeMs: number | null }) => [x.count, x.medianTimeMs]),
+      [
+        [4, null],
+        [3, (23 * 60 + 5) * 60_000],
+      ],
     );
     await dash.screenshot(page, "analytics-funnel");
     // Reload: the URL restores the steps, the window and the answer.

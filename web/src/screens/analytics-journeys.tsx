@@ -3,7 +3,7 @@ import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { useMemo, useState } from "preact/hooks";
 import { api } from "../api.js";
 import { useProject } from "../session.js";
-import { formatNumber, formatPercent } from "../ui/format.js";
+import { formatDuration, formatNumber, formatPercent } from "../ui/format.js";
 import { useAsync } from "../ui/hooks.js";
 import { Button, ErrorMessage, Loading, Select } from "../ui/kit.js";
 import {
@@ -171,6 +171,9 @@ export function Funnel() {
                 <th scope="col" class="num">
                   Drop-off
                 </th>
+                <th scope="col" class="num">
+                  Median time
+                </th>
                 <th scope="col" class="bar-col">
                   <span class="visually-hidden">Bar</span>
                 </th>
@@ -190,6 +193,9 @@ export function Funnel() {
                       {dropped === null
                         ? "—"
                         : `${formatNumber(dropped)} (${formatPercent(counts[i - 1] ? (100 * dropped) / counts[i - 1] : 0)})`}
+                    </td>
+                    <td class="num" title="The median time from the step before (docs/analytics.md, Funnels)">
+                      {formatDuration(x.medianTimeMs)}
                     </td>
                     <td class="bar-col">
                       <span class="bar" aria-hidden="true">
