@@ -4,6 +4,7 @@
 // against the delete is not a server error.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import pg from "pg";
 import { GENEROUS_LIMITS } from "../helpers/app.js";
 import { project, type ProjectFixture } from "../helpers/fixtures.js";
 import { useApp } from "../helpers/use.js";
@@ -109,6 +110,49 @@ describe("deleting a project under write load", () => {
     // The race really ran: writes were accepted before the delete and refused after it.
     assert.ok((total.get(401) ?? 0) > 0 && (total.get(404) ?? 0) > 0, JSON.stringify([...total]));
     assert.ok((total.get(200) ?? 0) + (total.get(201) ?? 0) + (total.get(202) ?? 0) > 50, JSON.stringify([...total]));
+  });
+
+  it("the delete takes a write's locks in the write's order: monitors first, then the project", async () => {
+    // A heartbeat write locks its monitors and then inserts rows of the project (their foreign key
+    // takes the project's key-share lock). Here a transaction does exactly that, by hand, around a
+    // DELETE of the project: the delete must wait for the monitor without holding the project, so
+    // the write's insert goes through at once. (A delete that took the project's row first held it
+    // while waiting: the insert waited for the delete and the delete for the monitor, a deadlock
+    // PostgreSQL broke only after deadlock_timeout, 1 s; the insert's lock_timeout fails it first.)
+    const p = await project(t.rest);
+    assert.equal((await WRITES.heartbeatKnown(p, 0)).status, 200);
+    const c = new pg.Client({ connectionString: t.databaseUrl });
+    await c.connect();
+    try {
+      await c.query("BEGIN");
+      const locked = await c.query("SELECT id FROM monitors WHERE project_id = $1 FOR UPDATE", [p.projectId]);
+      assert.equal(locked.rowCount, 1);
+      const del = t.rest.del(`/v1/projects/${p.projectId}`, { cookie: p.owner.cookie });
+      // Until the delete waits for a lock this transaction holds.
+      const me = (await c.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0].pid;
+      for (let i = 0; ; i++) {
+        const r = await c.query(
+          "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND $1 = ANY(pg_blocking_pids(pid))",
+          [me],
+        );
+        if (r.rowCount) break;
+        assert.ok(i < 500, "the delete never waited for the monitor's lock");
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      await c.query("SET LOCAL lock_timeout = '300ms'");
+      await c.query(
+        `INSERT INTO monitors (id, project_id, slug, name, type, status, expected_interval_ms, grace_period_ms, created_at, updated_at)
+         VALUES ('mon_lockorder', $1, 'lock-order', 'lock-order', 'heartbeat', 'unknown', 60000, 30000, now(), now())`,
+        [p.projectId],
+      );
+      await c.query("COMMIT");
+      const r = await del;
+      assert.equal(r.status, 204, r.text);
+      const left = await c.query("SELECT count(*)::int AS n FROM monitors WHERE project_id = $1", [p.projectId]);
+      assert.equal(left.rows[0].n, 0);
+    } finally {
+      await c.end();
+    }
   });
 
   it("heartbeats and metrics alone, many at once, against the delete", async () => {
