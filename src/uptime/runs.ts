@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { RunSchema } from "../../gen/vigil/v1/uptime_pb.js";
+import { Coalescer } from "../shared/coalesce.js";
 import { cursorFormat } from "../shared/cursor.js";
 import { parseTimestampMs } from "../shared/time.js";
 import type { Queryable } from "../storage/db.js";
@@ -164,7 +165,9 @@ export type RunDurationSink = (points: RunDuration[]) => Promise<void>;
 /**
  * The sink writing each duration as a measurement `vigil.run.duration_ms` (unit ms), tagged
  * `monitor` (the slug) and `outcome`, at the run's end, with a client id made from the run record's
- * id (so a point is recorded once), grouped per project.
+ * id (so a point is recorded once), grouped per project. Durations handed over while a write runs
+ * go together in the next one (one at a time): each heartbeat writer flush that ends runs hands
+ * over its own few, and one ingest per flush cost more than the heartbeats' own statement.
  */
 export function runDurationsTo(
   record: (
@@ -179,23 +182,37 @@ export function runDurationsTo(
     }[],
   ) => Promise<void>,
 ): RunDurationSink {
+  const queue = new Coalescer<RunDuration>({
+    wait: "turn",
+    maxBatch: MAX_DURATIONS_AT_ONCE,
+    flush: async (durations) => {
+      const byProject = new Map<string, RunDuration[]>();
+      for (const d of durations) {
+        const list = byProject.get(d.projectId);
+        if (list) list.push(d);
+        else byProject.set(d.projectId, [d]);
+      }
+      for (const [projectId, list] of byProject)
+        await record(
+          projectId,
+          list.map((d) => ({
+            name: RUN_DURATION_METRIC,
+            value: d.durationMs,
+            unit: "ms",
+            timestamp: d.endedAt,
+            tags: { monitor: d.monitorSlug, outcome: d.outcome },
+            id: uuidOf(d.runRecordId),
+          })),
+        );
+    },
+  });
   return async (durations) => {
-    const byProject = new Map<string, RunDuration[]>();
-    for (const d of durations) byProject.set(d.projectId, [...(byProject.get(d.projectId) ?? []), d]);
-    for (const [projectId, list] of byProject)
-      await record(
-        projectId,
-        list.map((d) => ({
-          name: RUN_DURATION_METRIC,
-          value: d.durationMs,
-          unit: "ms",
-          timestamp: d.endedAt,
-          tags: { monitor: d.monitorSlug, outcome: d.outcome },
-          id: uuidOf(d.runRecordId),
-        })),
-      );
+    await Promise.all(durations.map((d) => queue.submit(d)));
   };
 }
+
+/** Durations written in one go, at most. */
+const MAX_DURATIONS_AT_ONCE = 1000;
 
 /** A UUID (version 8, name-based) from a run record's id. */
 function uuidOf(id: string): string {
