@@ -92,7 +92,15 @@ export async function startVigil(
 ): Promise<BenchVigil> {
   const port = await freePort();
   const metricsPort = await freePort();
-  const child = spawnVigil({ databaseUrl, port, dataDir, env: { METRICS_PORT: String(metricsPort), ...env } });
+  // BENCH_PROFILE=<dir>: a V8 CPU profile of each Vigil process, written when it stops (bench/_cpuprofile.ts reads it).
+  const nodeFlags = process.env.BENCH_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const child = spawnVigil({
+    databaseUrl,
+    port,
+    dataDir,
+    nodeFlags,
+    env: { METRICS_PORT: String(metricsPort), ...env },
+  });
   const temporal = Boolean(env.TEMPORAL_ADDRESS);
   let ready = false;
   for (let i = 0; i < 900 && !ready; i++) {
