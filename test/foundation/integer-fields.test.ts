@@ -41,8 +41,10 @@ async function allMessages(): Promise<DescMessage[]> {
 }
 
 // The only fractional quantities: metric and aggregation values, percentages, a funnel step's
-// conversion (a ratio, 0..1), and latencies (a heartbeat may report 12.5 ms). Anything else typed double/float is an integral value mistyped.
-const FRACTIONAL = /^(value|conversion|uptime_percentage(_24h)?|(avg_|min_|max_)?latency_ms)$/;
+// conversion (a ratio, 0..1) and median time between steps (microsecond precision, and the mean of
+// the middle two for an even count), and latencies (a heartbeat may report 12.5 ms). Anything else
+// typed double/float is an integral value mistyped.
+const FRACTIONAL = /^(value|conversion|median_time_ms|uptime_percentage(_24h)?|(avg_|min_|max_)?latency_ms)$/;
 
 describe("integral fields in the proto", () => {
   it("no field outside the fractional kinds is double or float", async () => {
