@@ -369,6 +369,10 @@ export function createWebhooksFeature(
       ),
     ],
     async start() {
+      // The first passes (below) run once the NOTIFY channels are listened to: a row committed before
+      // that is found by them, one after it wakes them. (Started before LISTEN, an ingest's wake in
+      // between was lost until the safety net, 30 s later; in Temporal mode nothing else awaited it.)
+      await subscription.listening;
       if (deps.temporal) {
         temporal = createTemporalDispatch(deps, deps.temporal);
         reconciler = startPeriodic(
