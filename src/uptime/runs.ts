@@ -185,6 +185,8 @@ export function runDurationsTo(
   const queue = new Coalescer<RunDuration>({
     wait: "turn",
     maxBatch: MAX_DURATIONS_AT_ONCE,
+    // Each project's write on its own: one that fails (its project deleted meanwhile) rejects its
+    // own durations only, not those of the other projects in the batch.
     flush: async (durations) => {
       const byProject = new Map<string, RunDuration[]>();
       for (const d of durations) {
@@ -192,6 +194,7 @@ export function runDurationsTo(
         if (list) list.push(d);
         else byProject.set(d.projectId, [d]);
       }
+      const failed = new Map<string, Error>();
       for (const [projectId, list] of byProject)
         await record(
           projectId,
@@ -203,7 +206,8 @@ export function runDurationsTo(
             tags: { monitor: d.monitorSlug, outcome: d.outcome },
             id: uuidOf(d.runRecordId),
           })),
-        );
+        ).catch((err: unknown) => failed.set(projectId, err instanceof Error ? err : new Error(String(err))));
+      return durations.map((d) => failed.get(d.projectId));
     },
   });
   return async (durations) => {
