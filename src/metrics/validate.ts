@@ -168,7 +168,7 @@ export const metricRules = alsoRefused(
     name: z
       .string()
       .max(MAX_NAME_LENGTH)
-      .regex(new RegExp("^(?!\\$)" + textPattern(true, true).slice(1))),
+      .regex(new RegExp(textPattern(true, true, "$"))),
     value: z.number(),
     unit: z
       .string()

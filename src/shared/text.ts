@@ -51,13 +51,25 @@ export function textSchema(r: TextRules) {
 }
 
 /**
+ * The characters JavaScript's `\s` matches that are not control characters (C0, DEL): the spaces a
+ * plain name may hold. Spelled out because RE2's `\s` is ASCII only; test/foundation/text.test.ts
+ * holds it to `\s`.
+ */
+export const PLAIN_SPACE = "[ \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]";
+
+/**
  * A JSON Schema pattern of storable text (no NUL; lone surrogates cannot be named), `plain`: no
  * control characters either, `nonBlank`: something besides whitespace (a trimmed value of length >= 1).
  */
-export function textPattern(plain: boolean, nonBlank: boolean): string {
+export function textPattern(plain: boolean, nonBlank: boolean, notFirst?: string): string {
   const ok = plain ? "[^\\u0000-\\u001f\\u007f]" : "[^\\u0000]";
   const visible = plain ? "[^\\s\\u0000-\\u001f\\u007f]" : "[^\\s\\u0000]";
-  return nonBlank ? `^${ok}*${visible}${ok}*$` : `^${ok}*$`;
+  if (notFirst === undefined) return nonBlank ? `^${ok}*${visible}${ok}*$` : `^${ok}*$`;
+  if (!nonBlank || !/^[$@#]$/.test(notFirst)) throw new Error(`textPattern: notFirst ${notFirst} not supported`);
+  // No lookahead (the descriptors' RE2 has none): a first character that is visible and not
+  // `notFirst`, or a space and something visible after it.
+  const first = `[^\\${notFirst}${visible.slice(2)}`;
+  return `^(?:${first}${ok}*|${plain ? PLAIN_SPACE : "\\s"}${ok}*${visible}${ok}*)$`;
 }
 
 /**

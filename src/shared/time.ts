@@ -37,6 +37,17 @@ export interface ParsedTime {
 export const TIMESTAMP_MESSAGE =
   "must be an RFC 3339 timestamp with an offset, such as 2024-05-06T10:00:00Z or 2024-05-06T12:00:00.5+02:00";
 
+/**
+ * The grammar's shape as a regular expression (ECMAScript and RE2 alike), for the descriptors'
+ * protovalidate rules (src/openapi/proto-validate.ts), where a format cannot name this parser: each
+ * text the parser accepts matches it; what it matches and the parser refuses is a date the calendar
+ * lacks (2024-02-30, year 0000), a leap second where none can occur, or an instant outside years
+ * 0001-9999 in UTC. test/foundation/time.test.ts holds it to the parser.
+ */
+export const TIMESTAMP_SHAPE =
+  "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[Tt]([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)" +
+  "(\\.[0-9]{1,9})?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$";
+
 /** 0001-01-01T00:00:00Z and 10000-01-01T00:00:00Z. */
 const MIN_MS = -62_135_596_800_000;
 const END_MS = 253_402_300_800_000;

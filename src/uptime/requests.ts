@@ -10,7 +10,7 @@ import type {
   UpdateMonitorRequest,
 } from "../../gen/vigil/v1/uptime_pb.js";
 import { badRequest } from "../shared/errors.js";
-import { CLIENT_ID_MESSAGE, clientUuid } from "../shared/ids.js";
+import { CLIENT_ID_MESSAGE, clientUuid, UUID } from "../shared/ids.js";
 import { jsonObjectSchema } from "../shared/json.js";
 import { textSchema } from "../shared/text.js";
 import { alsoRefused } from "../shared/validate.js";
@@ -129,7 +129,7 @@ const clientId = z
     }
     return id;
   })
-  .meta({ format: "uuid" });
+  .meta({ format: "uuid", pattern: UUID.source }); // clientUuid's check, for the document and the descriptors
 
 const heartbeatFields = {
   id: clientId.optional(),

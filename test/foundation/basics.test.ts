@@ -9,7 +9,15 @@ import { monitorCursor } from "../../src/uptime/monitor-list.js";
 import { deliveryCursor } from "../../src/webhooks/requests.js";
 import { cursorFormat, MAX_CURSOR_LENGTH } from "../../src/shared/cursor.js";
 import { ApiError } from "../../src/shared/errors.js";
-import { isPlainText, isStorableText, textProblem, textSchema } from "../../src/shared/text.js";
+import fc from "fast-check";
+import {
+  isPlainText,
+  isStorableText,
+  PLAIN_SPACE,
+  textPattern,
+  textProblem,
+  textSchema,
+} from "../../src/shared/text.js";
 
 const pair = cursorFormat<{ n: string; id: string }>("t1", {
   parts: 2,
@@ -124,5 +132,27 @@ describe("storable text", () => {
     assert.equal(s.safeParse("a\u0000").success, false);
     assert.equal(textSchema({ max: 5, plain: true }).safeParse("a\u0001").success, false);
     assert.equal(textSchema({ max: 5 }).safeParse("").success, true);
+  });
+
+  it("PLAIN_SPACE is JavaScript's \\s without the control characters, over every UTF-16 unit", () => {
+    const space = new RegExp(`^${PLAIN_SPACE}$`);
+    for (let c = 0; c < 0x10000; c++) {
+      const ch = String.fromCharCode(c);
+      assert.equal(space.test(ch), /^\s$/.test(ch) && !/[\u0000-\u001f\u007f]/.test(ch), `U+${c.toString(16)}`);
+    }
+  });
+
+  it("textPattern's notFirst (no lookahead) reads as the plain, non-blank pattern that does not start with it", () => {
+    const withLookahead = new RegExp("^(?!\\$)" + textPattern(true, true).slice(1));
+    const spelled = new RegExp(textPattern(true, true, "$"));
+    const chars = fc.constantFrom("$", "a", " ", "\u00a0", "\u3000", "\t", "\u0001", "\u007f", "é", "😀", "\u2028");
+    const text = fc.oneof(fc.string({ unit: chars, maxLength: 6 }), fc.string({ unit: "binary", maxLength: 6 }));
+    fc.assert(
+      fc.property(text, (s) => spelled.test(s) === withLookahead.test(s)),
+      { numRuns: 20_000 },
+    );
+    assert.equal(spelled.test(" $a"), true);
+    assert.equal(spelled.test("$a"), false);
+    assert.equal(spelled.test("\u00a0"), false);
   });
 });

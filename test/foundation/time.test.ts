@@ -3,7 +3,8 @@
 // through every route a timestamp enters by, so each route is shown to use the same parser.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { canonicalTimestamp, parseTimestamp, parseTimestampParts } from "../../src/shared/time.js";
+import fc from "fast-check";
+import { canonicalTimestamp, parseTimestamp, parseTimestampParts, TIMESTAMP_SHAPE } from "../../src/shared/time.js";
 import { startTestApp, type TestApp } from "../helpers/app.js";
 import { errorBody, project, type ProjectFixture } from "../helpers/fixtures.js";
 
@@ -58,6 +59,40 @@ describe("the timestamp grammar (src/shared/time.ts)", () => {
   it("refuses every other text", () => {
     for (const text of [...REFUSED, "2024-05-06T10:00:00\u0000Z", "2024-05-06T10:00:00.\u0000Z"])
       assert.equal(parseTimestamp(text), undefined, JSON.stringify(text));
+  });
+  it("TIMESTAMP_SHAPE (the descriptors' pattern) matches every accepted text; the parser refuses only calendar and range", () => {
+    const shape = new RegExp(TIMESTAMP_SHAPE);
+    for (const [text] of ACCEPTED) assert.ok(shape.test(text), text);
+    // Matched by the shape, refused by the parser: dates the calendar lacks, misplaced leap seconds, range.
+    const calendar = ["2024-02-30T00:00:00Z", "2023-02-29T00:00:00Z", "2024-04-31T00:00:00Z", "2024-05-06T10:00:60Z"];
+    for (const text of REFUSED)
+      assert.equal(shape.test(text), calendar.includes(text) || text === "2024-06-30T23:59:60+02:00", text);
+    const two = (lo: number, hi: number) => fc.integer({ min: lo, max: hi }).map((n) => String(n).padStart(2, "0"));
+    const text = fc
+      .tuple(
+        fc.integer({ min: 0, max: 9999 }).map((n) => String(n).padStart(4, "0")),
+        two(0, 13),
+        two(0, 32),
+        fc.constantFrom("T", "t", " ", "x"),
+        two(0, 24),
+        two(0, 60),
+        two(0, 61),
+        fc.constantFrom("", ".5", ".123456789", ".1234567890", "."),
+        fc.constantFrom("Z", "z", "+02:00", "-23:59", "+24:00", "-00:60", "+0200", ""),
+      )
+      .map(([y, mo, d, t, h, mi, s, f, o]) => `${y}-${mo}-${d}${t}${h}:${mi}:${s}${f}${o}`);
+    fc.assert(
+      fc.property(text, (t) => {
+        const parsed = parseTimestamp(t) !== undefined;
+        if (parsed) assert.ok(shape.test(t), `accepted but not matched: ${t}`);
+        else if (shape.test(t)) {
+          const [, y, mo, d, s] = /^(\d{4})-(\d\d)-(\d\d)[Tt]\d\d:\d\d:(\d\d)/.exec(t)!;
+          const real = new Date(Date.UTC(+y, +mo - 1, +d)).getUTCDate() === +d;
+          assert.ok(!real || +y === 0 || s === "60" || /^(0001-01-01|9999-12-31)/.test(t), `matched, refused: ${t}`);
+        }
+      }),
+      { numRuns: 20_000 },
+    );
   });
   it("covers years 0001-9999 in UTC, real years below 100, and keeps nanoseconds for range bounds", () => {
     assert.equal(parseTimestamp("0001-01-01T00:00:00Z")?.toISOString(), "0001-01-01T00:00:00.000Z");
