@@ -1,3 +1,4 @@
+import path from "node:path";
 import { defineConfig } from "vite";
 import preact from "@preact/preset-vite";
 
@@ -9,6 +10,15 @@ const api = process.env.VIGIL_URL ?? "http://127.0.0.1:3000";
 export default defineConfig({
   root: import.meta.dirname,
   plugins: [preact()],
+  resolve: {
+    // The protovalidate rules in the descriptors are for gRPC clients; see src/validate-stub.ts.
+    alias: [
+      {
+        find: /^.*\/buf\/validate\/validate_pb\.js$/,
+        replacement: path.join(import.meta.dirname, "src/validate-stub.ts"),
+      },
+    ],
+  },
   build: {
     outDir: "dist",
     emptyOutDir: true,

@@ -3,7 +3,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { before, describe, it } from "node:test";
 import { probeRpcs } from "../../src/openapi/access.js";
-import { protoRuleFiles, ruleNotes } from "../../src/openapi/proto-rules.js";
+import { protoRuleFiles, ruleNotes, ruleOptions } from "../../src/openapi/proto-rules.js";
 import { ruleSchema } from "../../src/openapi/rules.js";
 import type { ServiceBinding } from "../../src/shared/feature.js";
 import { doc, operations, type Json } from "./openapi-check.js";
@@ -137,14 +137,19 @@ describe("the OpenAPI document states the handlers' zod rules", () => {
     const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
     const buf = path.join(root, "node_modules", ".bin", "buf");
     const notes = ruleNotes(bindings);
+    const options = ruleOptions(bindings);
     // A sample of what the comments say, from the rules above.
     assert.deepEqual(notes.get("vigil.v1.SignupRequest.password")?.[0], "required; 8 to 1024 characters.");
     assert.deepEqual(notes.get("vigil.v1.CreateMonitorRequest.name")?.[0], "required; 1 to 200 characters.");
-    const stale = [...protoRuleFiles(root, buf, notes).keys()];
-    assert.deepEqual(stale, [], `proto comments out of date with the rules (npm run generate): ${stale.join(", ")}`);
+    const stale = [...protoRuleFiles(root, buf, notes, options).keys()];
+    assert.deepEqual(stale, [], `proto rules out of date with the zod rules (npm run generate): ${stale.join(", ")}`);
     // And the check sees a rule whose comment is missing.
     const fewer = new Map(notes);
     fewer.delete("vigil.v1.SignupRequest.password");
-    assert.deepEqual([...protoRuleFiles(root, buf, fewer).keys()], ["proto/vigil/v1/auth.proto"]);
+    assert.deepEqual([...protoRuleFiles(root, buf, fewer, options).keys()], ["proto/vigil/v1/auth.proto"]);
+    // And one whose protovalidate options are missing (test/clients/proto-validate.test.ts checks what they say).
+    const fewerOptions = new Map(options);
+    fewerOptions.delete("vigil.v1.SignupRequest.password");
+    assert.deepEqual([...protoRuleFiles(root, buf, notes, fewerOptions).keys()], ["proto/vigil/v1/auth.proto"]);
   });
 });

@@ -6,8 +6,9 @@ import { execFile } from "node:child_process";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { promisify } from "node:util";
-import { fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, createFileRegistry, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
+import { createValidator } from "@bufbuild/protovalidate";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
@@ -18,6 +19,7 @@ import {
   type ServerReflectionRequestSchema,
   type ServerReflectionResponse,
 } from "../../gen/grpc/reflection/v1/reflection_pb.js";
+import { EventService } from "../../gen/vigil/v1/events_pb.js";
 import { startTestApp } from "../helpers/app.js";
 import { useProject } from "../helpers/use.js";
 
@@ -263,6 +265,41 @@ describe("reflection protocol (v1, one stream, connect-es gRPC client)", () => {
       assert.equal((r.messageResponse.value as { errorCode: number }).errorCode, 5); // NOT_FOUND
     }
     assert.equal(files(answers[4])[0].name, "grpc/health/v1/health.proto");
+  });
+
+  it("serves the rules as protovalidate options: a client validating with them refuses what the server refuses", async () => {
+    const [answer] = await exchange([
+      { messageRequest: { case: "fileContainingSymbol", value: "vigil.v1.EventService" } },
+    ]);
+    const served = files(answer);
+    assert.ok(
+      served.some((f) => f.name === "buf/validate/validate.proto"),
+      "validate.proto among the imports",
+    );
+    // Everything from reflection: the client knows no generated code of ours.
+    const registry = createFileRegistry(served[0], (name) => served.find((f) => f.name === name));
+    const IngestEventRequest = registry.getMessage("vigil.v1.IngestEventRequest")!;
+    const validator = createValidator({ registry });
+    const ingest = createClient(EventService, transport());
+    const headers = { authorization: `Bearer ${p.key}` };
+    for (const [type, ok] of [
+      ["reflected_rules", true],
+      ["", false],
+      ["x".repeat(201), false],
+      ["a\u0000b", false],
+    ] as const) {
+      const local = validator.validate(IngestEventRequest, create(IngestEventRequest, { type }));
+      const fields =
+        local.kind === "invalid"
+          ? local.error.violations.map((v) => v.field[0]?.kind === "field" && v.field[0].name)
+          : [];
+      assert.deepEqual(fields, ok ? [] : ["type"], `${JSON.stringify(type)}: ${local.kind}`);
+      const remote = await ingest.ingestEvent({ type }, { headers }).then(
+        () => "ok" as const,
+        (e: ConnectError) => e.code,
+      );
+      assert.equal(remote, ok ? "ok" : Code.InvalidArgument, JSON.stringify(type));
+    }
   });
 
   it("ends the stream with INVALID_ARGUMENT for a request that asks nothing", async () => {

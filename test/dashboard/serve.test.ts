@@ -66,6 +66,15 @@ describe("the dashboard's files", () => {
     assert.equal(await head.text(), "");
   });
 
+  it("bundles the stand-in for validate.proto's descriptor, not the descriptor (web/src/validate-stub.ts)", async () => {
+    const html = await (await get("/")).text();
+    const js = /src="(\/assets\/[^"]+\.js)"/.exec(html)![1];
+    const body = await (await get(js)).text();
+    // Both embeddings start with the file's name; only the stand-in ends after its syntax.
+    const starts = body.match(/ChtidWYvdmFsaWRhdGUvdmFsaWRhdGUucHJvdG8[A-Za-z0-9+/=]*/g) ?? [];
+    assert.deepEqual(starts, ["ChtidWYvdmFsaWRhdGUvdmFsaWRhdGUucHJvdG8SDGJ1Zi52YWxpZGF0ZWIGcHJvdG8y"]);
+  });
+
   it("leaves the API, the docs and unknown paths alone, and never takes a write", async () => {
     assert.equal((await get("/v1/projects")).status, 401);
     assert.equal((await get("/health")).status, 200);
