@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { emailSchema, textSchema } from "../shared/text.js";
+import { EMAIL, emailSchema, textSchema } from "../shared/text.js";
 
 // Request parsing and validation for sign-up and login.
 
@@ -9,5 +9,5 @@ export const signupSchema = z.object({
   name: textSchema({ min: 1, max: 200 }).optional(),
 });
 // Login takes any address an account may have been created with (before the 64-character local part).
-const loginEmail = z.string().trim().toLowerCase().email().max(320);
+const loginEmail = z.string().trim().toLowerCase().email({ pattern: EMAIL }).max(320);
 export const loginSchema = z.object({ email: loginEmail, password: z.string().min(1).max(1024) });

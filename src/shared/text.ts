@@ -73,6 +73,14 @@ export function textPattern(plain: boolean, nonBlank: boolean, notFirst?: string
 }
 
 /**
+ * zod's address grammar (its `z.regexes.email`, without lookahead), with RFC 1035's domain labels:
+ * 1 to 63 characters, a letter or digit first and last (zod's lets a label end with "-", which
+ * JSON Schema's `format: email` refuses).
+ */
+export const EMAIL =
+  /^(?:[A-Za-z0-9_'+\-]+\.)*[A-Za-z0-9_'+\-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,}$/;
+
+/**
  * An email address as sign-up, login and member invitations take it: trimmed, lowercased, zod's
  * address grammar, at most 254 characters (RFC 5321's path limit) with at most 64 before the `@`
  * (its local-part limit; the document's `format: email` says the same).
@@ -81,7 +89,7 @@ export const emailSchema = z
   .string()
   .trim()
   .toLowerCase()
-  .email()
+  .email({ pattern: EMAIL })
   .max(254)
   .refine((v) => v.indexOf("@") <= 64, "the part before @ is at most 64 characters");
 

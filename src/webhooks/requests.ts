@@ -3,7 +3,7 @@ import { z } from "zod";
 import { parseFilters } from "../analytics/filters.js";
 import { valueToJson } from "../shared/value.js";
 import { cursorFormat, cursorRule } from "../shared/cursor.js";
-import { httpUrlSchema, textSchema } from "../shared/text.js";
+import { EMAIL, httpUrlSchema, textSchema } from "../shared/text.js";
 import { alsoRefused, validate } from "../shared/validate.js";
 import { parseTimestamp, timestampSchema } from "../shared/time.js";
 import type { DeliveryRow } from "./store.js";
@@ -30,7 +30,13 @@ const name = textSchema({ min: 1, max: 200 });
 /** `email`: 1-10 addresses, duplicates (ignoring case) removed. */
 const MAX_RECIPIENTS = 10;
 const toSchema = z
-  .array(z.string().trim().max(254).pipe(z.email("must be an email address")))
+  .array(
+    z
+      .string()
+      .trim()
+      .max(254)
+      .pipe(z.email({ pattern: EMAIL, error: "must be an email address" })),
+  )
   .min(1, "at least one address")
   .max(MAX_RECIPIENTS, `at most ${MAX_RECIPIENTS} addresses`)
   .transform((a) => a.filter((x, i) => a.findIndex((y) => y.toLowerCase() === x.toLowerCase()) === i));

@@ -11,6 +11,7 @@ import { cursorFormat, MAX_CURSOR_LENGTH } from "../../src/shared/cursor.js";
 import { ApiError } from "../../src/shared/errors.js";
 import fc from "fast-check";
 import {
+  emailSchema,
   isPlainText,
   isStorableText,
   PLAIN_SPACE,
@@ -132,6 +133,13 @@ describe("storable text", () => {
     assert.equal(s.safeParse("a\u0000").success, false);
     assert.equal(textSchema({ max: 5, plain: true }).safeParse("a\u0001").success, false);
     assert.equal(textSchema({ max: 5 }).safeParse("").success, true);
+  });
+
+  it("emailSchema: domain labels of 1 to 63 characters, a letter or digit first and last (as format: email reads them)", () => {
+    for (const ok of ["a@b.io", "a@b-c.io", "A.B+c@x.y-z.io", `a@${"b".repeat(63)}.io`])
+      assert.equal(emailSchema.safeParse(ok).success, true, ok);
+    for (const bad of ["a@h-.io", "a@-h.io", "a@x.h-.io", `a@${"b".repeat(64)}.io`, "a@b", "a..b@c.io", ".a@b.io"])
+      assert.equal(emailSchema.safeParse(bad).success, false, bad);
   });
 
   it("PLAIN_SPACE is JavaScript's \\s without the control characters, over every UTF-16 unit", () => {

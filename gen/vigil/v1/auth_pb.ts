@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file vigil/v1/auth.proto.
  */
 export const file_vigil_v1_auth: GenFile = /*@__PURE__*/
-  fileDesc("ChN2aWdpbC92MS9hdXRoLnByb3RvEgh2aWdpbC52MSJUCgdBY2NvdW50EgoKAmlkGAEgASgJEg0KBWVtYWlsGAIgASgJEhEKBG5hbWUYAyABKAlIAIgBARISCgpjcmVhdGVkX2F0GAQgASgJQgcKBV9uYW1lIqYCCg1TaWdudXBSZXF1ZXN0EoIBCgVlbWFpbBgBIAEoCUJzukhwyAEBcmsY/gEyZl4oPzpbQS1aYS16MC05XycrXC1dK1wuKSpbQS1aYS16MC05XycrXC1dKltBLVphLXowLTlfKy1dQCg/OltBLVphLXowLTldW0EtWmEtejAtOVwtXSpcLikrW0EtWmEtel17Mix9JBIfCghwYXNzd29yZBgCIAEoCUINukgKyAEBcgUQCBiACBJmCgRuYW1lGAMgASgJQlO6SFByThABGMgBMkdeW15ceHswfV0qW15cdFxuXHh7Yn1cZlxyXHB7WnN9XHh7MjAyOH1ceHsyMDI5fVx4e2ZlZmZ9XHh7MH1dW15ceHswfV0qJEgAiAEBQgcKBV9uYW1lIjEKDlNpZ251cFJlc3BvbnNlEh8KBGRhdGEYASABKAsyES52aWdpbC52MS5BY2NvdW50IrQBCgxMb2dpblJlcXVlc3QSggEKBWVtYWlsGAEgASgJQnO6SHDIAQFyaxjAAjJmXig/OltBLVphLXowLTlfJytcLV0rXC4pKltBLVphLXowLTlfJytcLV0qW0EtWmEtejAtOV8rLV1AKD86W0EtWmEtejAtOV1bQS1aYS16MC05XC1dKlwuKStbQS1aYS16XXsyLH0kEh8KCHBhc3N3b3JkGAIgASgJQg26SArIAQFyBRABGIAIIjAKDUxvZ2luUmVzcG9uc2USHwoEZGF0YRgBIAEoCzIRLnZpZ2lsLnYxLkFjY291bnQiDwoNTG9nb3V0UmVxdWVzdCIQCg5Mb2dvdXRSZXNwb25zZSILCglNZVJlcXVlc3QiLQoKTWVSZXNwb25zZRIfCgRkYXRhGAEgASgLMhEudmlnaWwudjEuQWNjb3VudCIXChVHZXRTaWdudXBTdGF0ZVJlcXVlc3QiJQoLU2lnbnVwU3RhdGUSFgoOYWNjb3VudHNfZXhpc3QYASABKAgiPQoWR2V0U2lnbnVwU3RhdGVSZXNwb25zZRIjCgRkYXRhGAEgASgLMhUudmlnaWwudjEuU2lnbnVwU3RhdGUy5AMKC0F1dGhTZXJ2aWNlEmAKBlNpZ251cBIXLnZpZ2lsLnYxLlNpZ251cFJlcXVlc3QaGC52aWdpbC52MS5TaWdudXBSZXNwb25zZSIjyPMYyQHQ8xgBgtPkkwIUOgEqIg8vdjEvYXV0aC9zaWdudXASVwoFTG9naW4SFi52aWdpbC52MS5Mb2dpblJlcXVlc3QaFy52aWdpbC52MS5Mb2dpblJlc3BvbnNlIh3Q8xgBgtPkkwITOgEqIg4vdjEvYXV0aC9sb2dpbhJcCgZMb2dvdXQSFy52aWdpbC52MS5Mb2dvdXRSZXF1ZXN0GhgudmlnaWwudjEuTG9nb3V0UmVzcG9uc2UiH8jzGMwBgtPkkwIUOgEqIg8vdjEvYXV0aC9sb2dvdXQSRAoCTWUSEy52aWdpbC52MS5NZVJlcXVlc3QaFC52aWdpbC52MS5NZVJlc3BvbnNlIhOC0+STAg0SCy92MS9hdXRoL21lEnYKDkdldFNpZ251cFN0YXRlEh8udmlnaWwudjEuR2V0U2lnbnVwU3RhdGVSZXF1ZXN0GiAudmlnaWwudjEuR2V0U2lnbnVwU3RhdGVSZXNwb25zZSIh0PMYAYLT5JMCFxIVL3YxL2F1dGgvc2lnbnVwLXN0YXRlYgZwcm90bzM", [file_buf_validate_validate, file_google_api_annotations, file_vigil_v1_options]);
+  fileDesc("ChN2aWdpbC92MS9hdXRoLnByb3RvEgh2aWdpbC52MSJUCgdBY2NvdW50EgoKAmlkGAEgASgJEg0KBWVtYWlsGAIgASgJEhEKBG5hbWUYAyABKAlIAIgBARISCgpjcmVhdGVkX2F0GAQgASgJQgcKBV9uYW1lIr4CCg1TaWdudXBSZXF1ZXN0EpoBCgVlbWFpbBgBIAEoCUKKAbpIhgHIAQFygAEY/gEye14oPzpbQS1aYS16MC05XycrXC1dK1wuKSpbQS1aYS16MC05XycrXC1dKltBLVphLXowLTlfKy1dQCg/OltBLVphLXowLTldKD86W0EtWmEtejAtOVwtXXswLDYxfVtBLVphLXowLTldKT9cLikrW0EtWmEtel17Mix9JBIfCghwYXNzd29yZBgCIAEoCUINukgKyAEBcgUQCBiACBJmCgRuYW1lGAMgASgJQlO6SFByThABGMgBMkdeW15ceHswfV0qW15cdFxuXHh7Yn1cZlxyXHB7WnN9XHh7MjAyOH1ceHsyMDI5fVx4e2ZlZmZ9XHh7MH1dW15ceHswfV0qJEgAiAEBQgcKBV9uYW1lIjEKDlNpZ251cFJlc3BvbnNlEh8KBGRhdGEYASABKAsyES52aWdpbC52MS5BY2NvdW50IswBCgxMb2dpblJlcXVlc3QSmgEKBWVtYWlsGAEgASgJQooBukiGAcgBAXKAARjAAjJ7Xig/OltBLVphLXowLTlfJytcLV0rXC4pKltBLVphLXowLTlfJytcLV0qW0EtWmEtejAtOV8rLV1AKD86W0EtWmEtejAtOV0oPzpbQS1aYS16MC05XC1dezAsNjF9W0EtWmEtejAtOV0pP1wuKStbQS1aYS16XXsyLH0kEh8KCHBhc3N3b3JkGAIgASgJQg26SArIAQFyBRABGIAIIjAKDUxvZ2luUmVzcG9uc2USHwoEZGF0YRgBIAEoCzIRLnZpZ2lsLnYxLkFjY291bnQiDwoNTG9nb3V0UmVxdWVzdCIQCg5Mb2dvdXRSZXNwb25zZSILCglNZVJlcXVlc3QiLQoKTWVSZXNwb25zZRIfCgRkYXRhGAEgASgLMhEudmlnaWwudjEuQWNjb3VudCIXChVHZXRTaWdudXBTdGF0ZVJlcXVlc3QiJQoLU2lnbnVwU3RhdGUSFgoOYWNjb3VudHNfZXhpc3QYASABKAgiPQoWR2V0U2lnbnVwU3RhdGVSZXNwb25zZRIjCgRkYXRhGAEgASgLMhUudmlnaWwudjEuU2lnbnVwU3RhdGUy5AMKC0F1dGhTZXJ2aWNlEmAKBlNpZ251cBIXLnZpZ2lsLnYxLlNpZ251cFJlcXVlc3QaGC52aWdpbC52MS5TaWdudXBSZXNwb25zZSIjyPMYyQHQ8xgBgtPkkwIUOgEqIg8vdjEvYXV0aC9zaWdudXASVwoFTG9naW4SFi52aWdpbC52MS5Mb2dpblJlcXVlc3QaFy52aWdpbC52MS5Mb2dpblJlc3BvbnNlIh3Q8xgBgtPkkwITOgEqIg4vdjEvYXV0aC9sb2dpbhJcCgZMb2dvdXQSFy52aWdpbC52MS5Mb2dvdXRSZXF1ZXN0GhgudmlnaWwudjEuTG9nb3V0UmVzcG9uc2UiH8jzGMwBgtPkkwIUOgEqIg8vdjEvYXV0aC9sb2dvdXQSRAoCTWUSEy52aWdpbC52MS5NZVJlcXVlc3QaFC52aWdpbC52MS5NZVJlc3BvbnNlIhOC0+STAg0SCy92MS9hdXRoL21lEnYKDkdldFNpZ251cFN0YXRlEh8udmlnaWwudjEuR2V0U2lnbnVwU3RhdGVSZXF1ZXN0GiAudmlnaWwudjEuR2V0U2lnbnVwU3RhdGVSZXNwb25zZSIh0PMYAYLT5JMCFxIVL3YxL2F1dGgvc2lnbnVwLXN0YXRlYgZwcm90bzM", [file_buf_validate_validate, file_google_api_annotations, file_vigil_v1_options]);
 
 /**
  * @generated from message vigil.v1.Account
@@ -53,7 +53,7 @@ export const AccountSchema: GenMessage<Account> = /*@__PURE__*/
 export type SignupRequest = Message<"vigil.v1.SignupRequest"> & {
   /**
    * Rule: required; at most 254 characters; format email.
-   * Rule: matches ^(?:[A-Za-z0-9_'+\-]+\.)*[A-Za-z0-9_'+\-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9][A-Za-z0-9\-]*\.)+[A-Za-z]{2,}$
+   * Rule: matches ^(?:[A-Za-z0-9_'+\-]+\.)*[A-Za-z0-9_'+\-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,}$
    *
    * @generated from field: string email = 1;
    */
@@ -105,7 +105,7 @@ export const SignupResponseSchema: GenMessage<SignupResponse> = /*@__PURE__*/
 export type LoginRequest = Message<"vigil.v1.LoginRequest"> & {
   /**
    * Rule: required; at most 320 characters; format email.
-   * Rule: matches ^(?:[A-Za-z0-9_'+\-]+\.)*[A-Za-z0-9_'+\-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9][A-Za-z0-9\-]*\.)+[A-Za-z]{2,}$
+   * Rule: matches ^(?:[A-Za-z0-9_'+\-]+\.)*[A-Za-z0-9_'+\-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,}$
    *
    * @generated from field: string email = 1;
    */
