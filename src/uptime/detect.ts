@@ -2,7 +2,7 @@ import type { UptimeDeps } from "./deps.js";
 import { tx } from "../storage/db.js";
 import { openIncidents } from "./incidents.js";
 import { applyRunTimeouts, evaluateDeadline, markDown, runIncidentDescription } from "./model.js";
-import { endRuns, openRuns, type RunDurationSink } from "./runs.js";
+import { endRuns, openRuns, type RunDuration } from "./runs.js";
 import { stateOf, stateSets, stateValues, type MonitorRow } from "./store.js";
 
 // The deadline check shared by both runners (embedded scheduler, Temporal activity): re-read the
@@ -103,7 +103,7 @@ async function applyTimeouts(deps: UptimeDeps, ids: string[], now: Date): Promis
   const next = new Map<string, number | null>();
   const found = new Map<string, { status: MonitorRow["status"]; slug: string }>();
   const opened: string[] = [];
-  const durations: Parameters<RunDurationSink>[0] = [];
+  const durations: RunDuration[] = [];
   await tx(deps.db, async (c) => {
     const rows = (
       await c.query<MonitorRow>("SELECT * FROM monitors WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE", [ids])
@@ -150,6 +150,6 @@ async function applyTimeouts(deps: UptimeDeps, ids: string[], now: Date): Promis
     await openIncidents(deps, c, incidents, now);
   });
   if (durations.length && deps.runDurations)
-    void deps.runDurations(durations).catch((err) => deps.log.warn({ err }, "recording run durations failed"));
+    void deps.runDurations.record(durations).catch((err) => deps.log.warn({ err }, "recording run durations failed"));
   return { next, opened, found };
 }

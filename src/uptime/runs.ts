@@ -160,7 +160,12 @@ export interface RunDuration {
   endedAt: Date;
 }
 
-export type RunDurationSink = (points: RunDuration[]) => Promise<void>;
+/** Where ended runs' durations go after the commit; `drain` settles every write handed over so far. */
+export interface RunDurationSink {
+  record(points: RunDuration[]): Promise<void>;
+  /** Writes what is queued now and resolves once nothing is in flight (the uptime feature's stop). */
+  drain(): Promise<void>;
+}
 
 /**
  * The sink writing each duration as a measurement `vigil.run.duration_ms` (unit ms), tagged
@@ -210,8 +215,11 @@ export function runDurationsTo(
       return durations.map((d) => failed.get(d.projectId));
     },
   });
-  return async (durations) => {
-    await Promise.all(durations.map((d) => queue.submit(d)));
+  return {
+    async record(durations) {
+      await Promise.all(durations.map((d) => queue.submit(d)));
+    },
+    drain: () => queue.stop(),
   };
 }
 

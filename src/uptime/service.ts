@@ -79,7 +79,9 @@ export function createUptimeFeature(
     deps,
     (changes) => runner.changed(changes),
     (durations) =>
-      void deps.runDurations?.(durations).catch((err) => deps.log.warn({ err }, "recording run durations failed")),
+      void deps.runDurations
+        ?.record(durations)
+        .catch((err) => deps.log.warn({ err }, "recording run durations failed")),
   );
   const rawRetentionMs = deps.config.uptime.rawRetentionDays * DAY_MS;
   const record = signalsOf(deps, writer);
@@ -121,6 +123,9 @@ export function createUptimeFeature(
       await writer.drain();
       await maintenance?.stop();
       await runner.stop();
+      // After the writer and the runner, which hand durations over: before the events feature's
+      // ingestor (stopped after this feature) and the pool end, so none handed over is lost.
+      await deps.runDurations?.drain();
     },
   };
 }
