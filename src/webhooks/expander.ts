@@ -3,7 +3,7 @@ import type { BackgroundTasks } from "../shared/background.js";
 import type { Clock } from "../shared/clock.js";
 import { CoalescedPump } from "../shared/pump.js";
 import type { Db } from "../storage/db.js";
-import { expandOutbox } from "./outbox.js";
+import { expandOutbox, outboxWaiting } from "./outbox.js";
 
 // The outbox expander (worker nodes): turns the outbox rows written by ingest transactions into
 // webhook_deliveries rows, exactly once (outbox.ts), then wakes the senders (this node directly,
@@ -17,6 +17,10 @@ import { expandOutbox } from "./outbox.js";
 // again every `busyPauseMs`: a burst of ingestion is not slowed down, and it never starves, since
 // every row is expanded within about `maxDeferMs` (plus the time to expand what is ahead of it)
 // even under sustained ingestion. Other nodes (not ingesting) expand at once.
+//
+// A row whose webhook row is locked (an attempt's failing-streak UPDATE, a PATCH) is skipped, and
+// its NOTIFY has been spent: a pass that leaves rows behind is followed by another LOCKED_RETRY_MS
+// later (not at the 30 s safety net), until none is left.
 
 export interface ExpanderOptions {
   db: Db;
@@ -35,7 +39,12 @@ export interface ExpanderOptions {
   busyPauseMs?: number;
   maxDeferMs?: number;
   safetyNetMs?: number;
+  /** How soon a pass that left rows behind is followed by another. */
+  lockedRetryMs?: number;
 }
+
+/** A pass that left rows (skipped under a lock, or a peer's) is followed by another this soon. */
+const LOCKED_RETRY_MS = 250;
 
 export class OutboxExpander {
   private readonly pump: CoalescedPump;
@@ -50,7 +59,8 @@ export class OutboxExpander {
       failure: "webhooks: outbox expansion failed; retrying in 1 s",
       pass: async (stopped) => {
         await this.expand(stopped, o.chunk ?? 16, o.busyChunk ?? 1, o.busyPauseMs ?? 100, o.maxDeferMs ?? 2_000);
-        return safetyNetMs;
+        // Rows left (skipped under a webhook row's lock, or a peer's): look again soon, not at the safety net.
+        return !stopped() && (await outboxWaiting(o.db)) ? (o.lockedRetryMs ?? LOCKED_RETRY_MS) : safetyNetMs;
       },
     });
   }

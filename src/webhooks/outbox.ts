@@ -37,6 +37,15 @@ export async function insertOutbox(q: Queryable, rows: OutboxRow[], now: Date): 
   );
 }
 
+/**
+ * Whether outbox rows are still waiting after a pass: rows whose webhook row was locked (an outcome's
+ * failing-streak UPDATE, a PATCH) are skipped by expandOutbox's SKIP LOCKED, and nothing else wakes
+ * the expander once that lock goes (the expander then looks again shortly instead of at its safety net).
+ */
+export async function outboxWaiting(q: Queryable): Promise<boolean> {
+  return (await q.query<{ w: boolean }>("SELECT EXISTS (SELECT 1 FROM webhook_outbox) AS w")).rows[0].w;
+}
+
 export interface Expanded {
   /** Outbox rows expanded (and deleted). */
   rows: number;

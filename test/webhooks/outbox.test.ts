@@ -186,3 +186,41 @@ describe("delivery outbox", () => {
     }
   });
 });
+
+describe("delivery outbox: a row skipped under its webhook's lock", () => {
+  it("is expanded soon after the lock goes, not at the 30 s safety net", async () => {
+    // A node that expands (ROLE all), on its own database.
+    const node = await startTestApp({ WEBHOOK_ALLOW_PRIVATE: "true" });
+    const sql = new pg.Client({ connectionString: node.databaseUrl });
+    await sql.connect();
+    try {
+      const q = await project(node.rest);
+      const created = await node.rest.post(
+        `/v1/projects/${q.projectId}/webhooks`,
+        { name: "locked", url: rx.on("/ob-locked", () => ({ status: 200 })), events: ["locked.event"] },
+        { cookie: q.owner.cookie },
+      );
+      assert.equal(created.status, 201, created.text);
+      // The lock an attempt's failing-streak UPDATE (store.ts noteOutcomes) or a PATCH takes on the webhook row.
+      await sql.query("BEGIN");
+      await sql.query("SELECT 1 FROM webhooks WHERE id = $1 FOR NO KEY UPDATE", [created.body.data.id]);
+      const r = await node.rest.post("/v1/events", { type: "locked.event" }, { key: q.key });
+      assert.equal(r.status, 202, r.text);
+      // The expander's pass (woken by the ingest's NOTIFY) skips the row while the lock is held.
+      await new Promise((res) => setTimeout(res, 1_000));
+      assert.equal(rx.at("/ob-locked").length, 0, "nothing sent while the webhook row is locked");
+      assert.equal(
+        (await sql.query("SELECT count(*)::int AS n FROM webhook_outbox")).rows[0].n,
+        1,
+        "the row waits in the outbox",
+      );
+      await sql.query("COMMIT");
+      const released = Date.now();
+      await waitFor(() => rx.at("/ob-locked").length === 1, "the delivery after the lock went", 5_000);
+      assert.ok(Date.now() - released < 5_000);
+    } finally {
+      await sql.end();
+      await node.close();
+    }
+  });
+});
