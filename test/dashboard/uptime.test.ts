@@ -200,7 +200,8 @@ describe("dashboard: uptime", () => {
     assert.ok(await m.page.getByLabel("Expected interval (seconds)").isDisabled());
     await m.page.getByText("Only the project's owner and admins can change a monitor.").waitFor();
     // A member may still post an incident update (decisions.md: "member or above").
-    assert.ok((await m.page.getByLabel("Post an update").count()) > 0);
+    // (waited for: the incidents render after the monitor's settings, and a count does not wait)
+    await m.page.getByLabel("Post an update").first().waitFor();
     assert.deepEqual(pageErrors, []);
     await m.context.close();
     await context.close();
