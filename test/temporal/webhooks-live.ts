@@ -99,10 +99,25 @@ export async function delivery(l: Live, webhookId: string, id: string): Promise<
 
 /** The delivery id of the event `eventId` (once the outbox expanded it). */
 export async function deliveryOf(l: Live, webhookId: string, eventId: string): Promise<string> {
-  return waitFor(
-    async () => (await deliveries(l, webhookId)).find((d) => d.eventId === eventId)?.id,
-    `the delivery of ${eventId}`,
-  );
+  try {
+    return await waitFor(
+      async () => (await deliveries(l, webhookId)).find((d) => d.eventId === eventId)?.id,
+      `the delivery of ${eventId}`,
+    );
+  } catch (err) {
+    // Where the event stopped (CI has seen a first delivery not appear within the wait, cause not found).
+    const state = await l.sql
+      .query(
+        `SELECT (SELECT count(*) FROM events WHERE id = $1)::int AS events,
+                (SELECT count(*) FROM webhook_outbox WHERE webhook_id = $2)::int AS outbox,
+                (SELECT count(*) FROM webhook_deliveries WHERE webhook_id = $2)::int AS deliveries,
+                (SELECT enabled FROM webhooks WHERE id = $2) AS enabled`,
+        [eventId, webhookId],
+      )
+      .then((r) => JSON.stringify(r.rows[0]))
+      .catch((e: Error) => `state not read: ${e.message}`);
+    throw new Error(`${(err as Error).message}; ${state}`);
+  }
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
