@@ -6,7 +6,7 @@ import { FileDescriptorSetSchema, type DescriptorProto } from "@bufbuild/protobu
 import type { ServiceBinding } from "../shared/feature.js";
 import { ALSO_REFUSED, BATCH_ITEM } from "../shared/validate.js";
 import { validateOptions } from "./proto-validate.js";
-import { ruleSchema } from "./rules.js";
+import { nonNull, ruleSchema } from "./rules.js";
 import type { Schema } from "./schema.js";
 
 // The proto comments state the rules the server enforces, generated from the same zod rules the
@@ -24,9 +24,8 @@ const s = (v: unknown): string => JSON.stringify(v);
 
 /** What one field's rule says, in words: the lines of its comment (without the mark). */
 function describeRule(given: Schema, required: boolean): string[] {
-  const alts = Array.isArray(given.anyOf) ? (given.anyOf as Schema[]).filter((x) => x.type !== "null") : [];
-  const nullable = Array.isArray(given.anyOf) && alts.length < (given.anyOf as Schema[]).length;
-  const r: Schema = alts.length === 1 ? { ...alts[0], ...given, anyOf: undefined } : given;
+  const nullable = Array.isArray(given.anyOf) && (given.anyOf as Schema[]).some((x) => x.type === "null");
+  const r = nonNull(given);
   const out: string[] = [];
   const what: string[] = [];
   if (required) what.push("required");
@@ -133,6 +132,13 @@ export function ruleOptions(bindings: ServiceBinding[]): Map<string, string[]> {
   return new Map([...out].filter(([, v]) => v.options.length).map(([k, v]) => [k, v.options]));
 }
 
+/** What a field's declaration gets (keyed by its first line): rule lines above it, and its new text up to its last line. */
+interface DeclarationEdit {
+  lines?: string[];
+  last: number;
+  text?: string[];
+}
+
 /** The import a file with protovalidate options needs. */
 const VALIDATE_IMPORT = 'import "buf/validate/validate.proto";';
 
@@ -182,8 +188,7 @@ export function protoRuleFiles(
     const file0 = path.join(root, "proto", file.name);
     const before = readFileSync(file0, "utf8");
     const src = before.split("\n");
-    // Per first line of a declaration: the rule lines above it, and its new text up to its last line.
-    const edits = new Map<number, { lines?: string[]; last: number; text?: string[] }>();
+    const edits = new Map<number, DeclarationEdit>();
     const walk = (msgs: DescriptorProto[], prefix: string, at: number[]) =>
       msgs.forEach((m, i) => {
         const name = `${prefix}.${m.name}`;
@@ -200,7 +205,7 @@ export function protoRuleFiles(
               ? src[first].slice(col, end)
               : [src[first].slice(col), ...src.slice(first + 1, last), src[last].slice(0, end)].join("\n");
           const opts = options.get(full) ?? [];
-          const edit: { lines?: string[]; last: number; text?: string[] } = { lines: notes.get(full), last: first };
+          const edit: DeclarationEdit = { lines: notes.get(full), last: first };
           if (opts.length || decl.includes("(buf.validate.field)")) {
             const head = /^[^[;]*/.exec(decl)![0].trimEnd();
             // Options are the generator's alone: one `(buf.validate.field)` per line, nothing else.

@@ -1,6 +1,7 @@
 import { ScalarType, type DescField } from "@bufbuild/protobuf";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import { TIMESTAMP_SHAPE } from "../shared/time.js";
+import { nonNull } from "./rules.js";
 import type { Schema } from "./schema.js";
 
 // The rules of a request field as protovalidate options (`buf.validate.field`), so the descriptors
@@ -76,14 +77,6 @@ const literal = (fields: [string, unknown][]): string =>
     .filter(([, v]) => v !== undefined)
     .map(([k, v]) => (Array.isArray(v) ? `${k}: [${v.map(text).join(", ")}]` : `${k}: ${v}`))
     .join(", ")}}`;
-
-/** A nullable rule's (`anyOf [x, null]`) other branch. */
-function nonNull(rule: Schema): Schema {
-  if (!Array.isArray(rule.anyOf)) return rule;
-  const alts = (rule.anyOf as Schema[]).filter((s) => s.type !== "null");
-  const { anyOf: _, ...rest } = rule;
-  return alts.length === 1 ? { ...alts[0], ...rest } : { ...rest, anyOf: alts };
-}
 
 /** Integer branches (`anyOf [{const 0}, {minimum 1, maximum 1000}]`) as [lo, hi] spans, merged where they touch. */
 function integerSpans(alts: Schema[]): [number, number][] {
@@ -194,8 +187,6 @@ const RANGE: Record<string, [number, number]> = {
   uint64: [0, 2 ** 64 - 1],
 };
 
-const ZERO: Record<string, string | number> = { string: "" };
-
 /**
  * The `(buf.validate.field)` options of one request field, from its rule's JSON Schema and whether
  * the rule requires it; `[]` when the rule states nothing the descriptors can.
@@ -231,7 +222,7 @@ export function validateOptions(f: DescField, given: Schema, required: boolean):
     const out = required ? [opt("required", "true")] : [];
     return rules ? [...out, rules] : out;
   }
-  return presence(rules, required, meets(nonNull(given), ZERO[kind] ?? 0));
+  return presence(rules, required, meets(nonNull(given), kind === "string" ? "" : 0));
 }
 
 /** A field without presence: its zero value is refused only where the rule refuses that value. */

@@ -35,13 +35,15 @@ export function ruleSchema(rule: z.ZodType): Schema {
 const types = (s: Schema): string[] =>
   Array.isArray(s.type) ? (s.type as string[]) : typeof s.type === "string" ? [s.type] : [];
 
-/** A nullable rule's (`.nullable()`: anyOf [x, null]) non-null branch; null stays the proto's to say. */
-function nonNull(rule: Schema): Schema {
+/**
+ * A nullable rule's (`.nullable()`: anyOf [x, null]) non-null branch, its own keywords kept beside
+ * it; several non-null branches stay an `anyOf` of them. Null stays the proto's to say.
+ */
+export function nonNull(rule: Schema): Schema {
   if (!Array.isArray(rule.anyOf)) return rule;
   const alts = (rule.anyOf as Schema[]).filter((s) => s.type !== "null");
-  if (alts.length !== 1) return rule;
   const { anyOf: _, ...rest } = rule;
-  return { ...alts[0], ...rest };
+  return alts.length === 1 ? { ...alts[0], ...rest } : { ...rest, anyOf: alts };
 }
 
 /** A `#/components/schemas/X` reference's schema. */

@@ -52,7 +52,7 @@ export function textSchema(r: TextRules) {
 
 /**
  * The characters JavaScript's `\s` matches that are not control characters (C0, DEL): the spaces a
- * plain name may hold. Spelled out because RE2's `\s` is ASCII only; test/foundation/text.test.ts
+ * plain name may hold. Spelled out because RE2's `\s` is ASCII only; test/foundation/basics.test.ts
  * holds it to `\s`.
  */
 export const PLAIN_SPACE = "[ \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]";
